@@ -1,0 +1,16 @@
+# The two commands of the README. Both install what is missing first (a no-op afterwards).
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: run test setup
+
+## Run Tidemark on the embedded SQLite default at http://127.0.0.1:3000
+run: setup
+	cargo leptos serve --release
+
+## Run every check: fmt, clippy, tests on SQLite and PostgreSQL, browser tests
+test: setup
+	scripts/test.sh
+
+setup:
+	scripts/setup.sh

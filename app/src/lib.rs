@@ -1,0 +1,54 @@
+//! The Tidemark dashboard: Leptos components and routes, rendered on the server (`ssr`) and
+//! hydrated in the browser (`hydrate`). Never built with both features at once.
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::{
+    components::{Route, Router, Routes},
+    StaticSegment,
+};
+
+mod pages;
+
+/// The HTML document around the app; only rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light dark"/>
+                <link rel="icon" href="/favicon.ico"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Stylesheet id="leptos" href="/pkg/tidemark.css"/>
+        <Title text="Tidemark"/>
+        <Router>
+            <header class="topbar">
+                <a class="brand" href="/">
+                    <span class="brand-mark" aria-hidden="true">"≋"</span>
+                    " Tidemark"
+                </a>
+            </header>
+            <main>
+                <Routes fallback=pages::NotFound>
+                    <Route path=StaticSegment("") view=pages::Landing/>
+                </Routes>
+            </main>
+        </Router>
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs a command with TIDEMARK_TEST_POSTGRES_URL pointing at a PostgreSQL server.
+# If the variable is already set, that server is used as it is. Otherwise a throwaway server
+# is started (new data directory, free port, sockets in the same directory) and stopped and
+# deleted afterwards, whatever the command's outcome.
+set -euo pipefail
+
+if [ -n "${TIDEMARK_TEST_POSTGRES_URL:-}" ]; then
+  exec "$@"
+fi
+
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then
+  echo "error: PostgreSQL server binaries not found under /usr/lib/postgresql (run scripts/setup.sh)" >&2
+  exit 1
+fi
+
+dir=$(mktemp -d /tmp/tidemark-pg.XXXXXX)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# PostgreSQL refuses to run as root: use the postgres account when we are root.
+if [ "$(id -u)" = 0 ]; then
+  chown postgres: "$dir"
+  run_pg() { runuser -u postgres -- "$@"; }
+else
+  run_pg() { "$@"; }
+fi
+
+cleanup() {
+  run_pg "$pg_bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+run_pg "$pg_bin/initdb" -D "$dir/data" -U tidemark --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
+  { cat "$dir/initdb.log" >&2; exit 1; }
+# Durability off: this server lives for one test run only.
+run_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+  start >/dev/null ||
+  { cat "$dir/server.log" >&2; exit 1; }
+echo "pg-throwaway: PostgreSQL on 127.0.0.1:$port (data in $dir)"
+
+export TIDEMARK_TEST_POSTGRES_URL="postgres://tidemark@127.0.0.1:$port/postgres"
+"$@"

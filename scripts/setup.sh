@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs whatever the build and the tests need and is missing; a no-op when all is there.
+# Every tool comes from a package registry (Debian, crates.io, npm): this machine reaches no
+# other download site, so nothing here may fetch a prebuilt binary from elsewhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_LEPTOS_VERSION=0.3.10
+# The CLI must be exactly the wasm-bindgen crate version in Cargo.lock.
+WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Debian packages: Chromium for the browser tests, PostgreSQL for the second backend.
+apt_packages=(chromium postgresql pkg-config)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  step "Installing Debian packages: ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+if dpkg -s binaryen >/dev/null 2>&1; then
+  echo "warning: Debian's binaryen (wasm-opt 108) is installed; it breaks hydration." >&2
+  echo "         The build puts npm's wasm-opt first on PATH, so it is not used." >&2
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  step "Adding the wasm32-unknown-unknown Rust target"
+  rustup target add wasm32-unknown-unknown
+fi
+for component in rustfmt clippy; do
+  rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+done
+
+if [ "$(cargo leptos --version 2>/dev/null || true)" != "cargo-leptos $CARGO_LEPTOS_VERSION" ]; then
+  step "Installing cargo-leptos $CARGO_LEPTOS_VERSION from crates.io (once; about 22 minutes on 2 cores)"
+  cargo install --locked cargo-leptos --version "$CARGO_LEPTOS_VERSION"
+fi
+
+if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
+  step "Installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (once; about 4 minutes)"
+  # Not --locked: one of its locked dependencies is no longer on the registry.
+  cargo install --force wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+
+# npm packages: wasm-opt (binaryen) for release builds, Playwright for the browser tests.
+for dir in . end2end; do
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    step "Installing npm packages in $dir"
+    (cd "$dir" && npm ci --no-audit --no-fund)
+  fi
+done
+
+wasm_opt=$(PATH="$PWD/node_modules/.bin:$PATH" command -v wasm-opt)
+case "$("$wasm_opt" --version)" in
+  "wasm-opt version 1"[0-9][0-9]*) ;;
+  *) echo "error: $wasm_opt is not a usable wasm-opt" >&2; exit 1 ;;
+esac
+case "$wasm_opt" in
+  "$PWD/node_modules/.bin/wasm-opt") ;;
+  *) echo "error: wasm-opt resolves to $wasm_opt, not npm's binaryen" >&2; exit 1 ;;
+esac
+echo "setup: all tools present"

@@ -1,0 +1,322 @@
+//! Every setting the server reads from its environment, parsed in this one place.
+//! The README's configuration table documents the same variables.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Environment {
+    Development,
+    Production,
+}
+
+/// The 32-byte key that encrypts stored secrets and session cookies. Never printed.
+#[derive(Clone)]
+pub struct MasterKey([u8; 32]);
+
+impl MasterKey {
+    pub fn parse_base64(text: &str) -> Result<Self, ConfigError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|_| ConfigError::MasterKeyFormat)?;
+        let key: [u8; 32] = bytes.try_into().map_err(|_| ConfigError::MasterKeyFormat)?;
+        Ok(Self(key))
+    }
+
+    pub fn generate() -> Self {
+        let mut key = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut key);
+        Self(key)
+    }
+
+    pub fn expose(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    fn to_base64(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(self.0)
+    }
+}
+
+impl fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MasterKey(<redacted>)")
+    }
+}
+
+/// Where the master key came from, so start-up can warn about a development key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MasterKeySource {
+    Environment,
+    /// Generated (or re-read) in development at this path.
+    DevelopmentFile(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub environment: Environment,
+    pub database_url: DatabaseUrl,
+    pub site_addr: SocketAddr,
+    pub base_url: String,
+    pub dashboard_url: String,
+    pub data_dir: PathBuf,
+    pub master_key: MasterKey,
+    pub master_key_source: MasterKeySource,
+    /// Directory of the compiled site (`/pkg`, favicon, …).
+    pub site_root: String,
+}
+
+/// A database URL may carry a password: keep it out of logs.
+#[derive(Clone)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = self.0.split(':').next().unwrap_or("");
+        write!(f, "DatabaseUrl({scheme}://<redacted>)")
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name} is not valid: {reason}")]
+    Invalid { name: &'static str, reason: String },
+    #[error("TIDEMARK_MASTER_KEY must be the base64 encoding of exactly 32 bytes")]
+    MasterKeyFormat,
+    #[error(
+        "TIDEMARK_MASTER_KEY is required when TIDEMARK_ENV=production \
+         (generate one with: head -c 32 /dev/urandom | base64)"
+    )]
+    MasterKeyMissing,
+    #[error("could not read or write the development master key at {path}: {source}")]
+    MasterKeyFile {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl Config {
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+
+        let environment = match var("TIDEMARK_ENV").as_deref() {
+            None | Some("development") => Environment::Development,
+            Some("production") => Environment::Production,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "TIDEMARK_ENV",
+                    reason: format!("expected development or production, got {other:?}"),
+                })
+            }
+        };
+        let data_dir = PathBuf::from(var("TIDEMARK_DATA_DIR").unwrap_or_else(|| "data".into()));
+        let database_url = DatabaseUrl(
+            var("DATABASE_URL")
+                .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("tidemark.db").display())),
+        );
+        let site_addr: SocketAddr = var("LEPTOS_SITE_ADDR")
+            .unwrap_or_else(|| "127.0.0.1:3000".into())
+            .parse()
+            .map_err(|e: std::net::AddrParseError| ConfigError::Invalid {
+                name: "LEPTOS_SITE_ADDR",
+                reason: e.to_string(),
+            })?;
+        let base_url = match var("TIDEMARK_BASE_URL") {
+            Some(url) => parse_url("TIDEMARK_BASE_URL", &url)?,
+            None => format!("http://{site_addr}"),
+        };
+        let dashboard_url = match var("TIDEMARK_DASHBOARD_URL") {
+            Some(url) => parse_url("TIDEMARK_DASHBOARD_URL", &url)?,
+            None => base_url.clone(),
+        };
+        let (master_key, master_key_source) = match var("TIDEMARK_MASTER_KEY") {
+            Some(text) => (
+                MasterKey::parse_base64(&text)?,
+                MasterKeySource::Environment,
+            ),
+            None if environment == Environment::Production => {
+                return Err(ConfigError::MasterKeyMissing)
+            }
+            None => {
+                let path = data_dir.join("master.key");
+                let key = load_or_create_dev_key(&path)?;
+                (key, MasterKeySource::DevelopmentFile(path))
+            }
+        };
+        let site_root = var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into());
+
+        Ok(Config {
+            environment,
+            database_url,
+            site_addr,
+            base_url,
+            dashboard_url,
+            data_dir,
+            master_key,
+            master_key_source,
+            site_root,
+        })
+    }
+}
+
+/// Accepts an absolute http(s) URL and drops a trailing slash, so paths can be appended.
+fn parse_url(name: &'static str, value: &str) -> Result<String, ConfigError> {
+    let value = value.trim().trim_end_matches('/');
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => {
+            Ok(value.to_string())
+        }
+        _ => Err(ConfigError::Invalid {
+            name,
+            reason: "expected an absolute http:// or https:// URL".into(),
+        }),
+    }
+}
+
+/// Development convenience: a key generated once and kept in the data directory (mode 0600),
+/// so sessions and stored secrets survive restarts.
+fn load_or_create_dev_key(path: &Path) -> Result<MasterKey, ConfigError> {
+    let io_err = |source| ConfigError::MasterKeyFile {
+        path: path.display().to_string(),
+        source,
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => MasterKey::parse_base64(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(io_err)?;
+            }
+            let key = MasterKey::generate();
+            write_private_file(path, key.to_base64().as_bytes()).map_err(io_err)?;
+            Ok(key)
+        }
+        Err(e) => Err(io_err(e)),
+    }
+}
+
+fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(contents)?;
+    file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn production_refuses_to_start_without_a_master_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = config(&[
+            ("TIDEMARK_ENV", "production"),
+            ("TIDEMARK_DATA_DIR", dir.path().to_str().unwrap()),
+        ])
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::MasterKeyMissing), "{err}");
+        assert!(!dir.path().join("master.key").exists());
+    }
+
+    #[test]
+    fn development_generates_a_private_key_once_and_reuses_it() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().to_str().unwrap();
+        let first = config(&[("TIDEMARK_DATA_DIR", data)]).unwrap();
+        let second = config(&[("TIDEMARK_DATA_DIR", data)]).unwrap();
+        assert_eq!(first.master_key.expose(), second.master_key.expose());
+        let mode = std::fs::metadata(dir.path().join("master.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(matches!(
+            first.master_key_source,
+            MasterKeySource::DevelopmentFile(_)
+        ));
+    }
+
+    #[test]
+    fn defaults_put_sqlite_in_the_data_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().to_str().unwrap();
+        let c = config(&[("TIDEMARK_DATA_DIR", data)]).unwrap();
+        assert_eq!(
+            c.database_url.expose(),
+            format!("sqlite://{data}/tidemark.db")
+        );
+        assert_eq!(c.base_url, "http://127.0.0.1:3000");
+        assert_eq!(c.dashboard_url, c.base_url);
+        assert_eq!(c.environment, Environment::Development);
+    }
+
+    #[test]
+    fn bad_values_are_refused_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().to_str().unwrap();
+        let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+        let cases = [
+            ("TIDEMARK_ENV", "staging"),
+            ("LEPTOS_SITE_ADDR", "nowhere"),
+            ("TIDEMARK_BASE_URL", "ftp://x"),
+            ("TIDEMARK_DASHBOARD_URL", "dashboard"),
+            ("TIDEMARK_MASTER_KEY", "c2hvcnQ="),
+        ];
+        for (name, value) in cases {
+            let mut vars = vec![
+                ("TIDEMARK_DATA_DIR", data),
+                ("TIDEMARK_MASTER_KEY", key.as_str()),
+            ];
+            vars.retain(|(k, _)| *k != name);
+            vars.push((name, value));
+            let err = config(&vars).expect_err(name);
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_debug() {
+        let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+        let c = config(&[
+            ("TIDEMARK_MASTER_KEY", key.as_str()),
+            ("DATABASE_URL", "postgres://u:hunter2@db/tidemark"),
+        ])
+        .unwrap();
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(!debug.contains(&key), "{debug}");
+        assert!(debug.contains("<redacted>"));
+    }
+}

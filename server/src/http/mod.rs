@@ -1,0 +1,5 @@
+//! Cross-cutting HTTP plumbing: request ids, access logs, metrics, health probes.
+
+pub mod health;
+pub mod metrics;
+pub mod request_id;

@@ -1,0 +1,141 @@
+//! `tidemark-server`: serves the dashboard (Leptos SSR + hydration), the `/v1` scanner API,
+//! operations endpoints, and the operator subcommands.
+
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod http;
+pub mod state;
+pub mod telemetry;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use app::{shell, App};
+use axum::extract::Request;
+use axum::routing::get;
+use axum::Router;
+use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tidemark_store::Db;
+use tower_http::trace::TraceLayer;
+
+use crate::config::{Config, Environment, MasterKeySource};
+use crate::http::metrics::Metrics;
+use crate::http::request_id::RequestId;
+use crate::state::AppState;
+
+/// Connects to the database, applies pending migrations and assembles the shared state.
+pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
+    if let MasterKeySource::DevelopmentFile(path) = &config.master_key_source {
+        tracing::warn!(
+            path = %path.display(),
+            "TIDEMARK_MASTER_KEY is not set: using a development key kept in the data directory; \
+             set TIDEMARK_MASTER_KEY in production"
+        );
+    }
+    let db = Db::connect(config.database_url.expose(), 16)
+        .await
+        .context("could not open the database named by DATABASE_URL")?;
+    db.migrate().await.context("could not apply migrations")?;
+    tracing::info!(database = db.backend().as_str(), "database ready");
+
+    let leptos_options = LeptosOptions::builder()
+        .output_name("tidemark")
+        .site_root(config.site_root.as_str())
+        .site_pkg_dir("pkg")
+        .site_addr(config.site_addr)
+        .env(match config.environment {
+            Environment::Production => leptos::config::Env::PROD,
+            Environment::Development => leptos::config::Env::DEV,
+        })
+        .build();
+
+    Ok(AppState {
+        leptos_options,
+        db,
+        config: Arc::new(config),
+        metrics: Metrics::new(),
+    })
+}
+
+/// The whole HTTP surface of one server.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let leptos_state = state.clone();
+    let app = Router::new()
+        .route("/healthz", get(http::health::get_healthz))
+        .route("/readyz", get(http::health::get_readyz))
+        .route("/metrics", get(http::metrics::get_metrics))
+        .nest("/v1", api::router())
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(leptos_state.clone()),
+            {
+                let options = state.leptos_options.clone();
+                move || shell(options.clone())
+            },
+        )
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .with_state(state.clone());
+
+    // Outermost last: the request id exists before the access-log span opens, and the
+    // metrics layer sees the final status.
+    app.layer(axum::middleware::from_fn_with_state(
+        state.metrics.clone(),
+        http::metrics::track_requests,
+    ))
+    .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+        let request_id = req
+            .extensions()
+            .get::<RequestId>()
+            .map(|id| id.0.as_str())
+            .unwrap_or("-");
+        // The path only: a query string could carry something private.
+        tracing::info_span!(
+            "request",
+            method = %req.method(),
+            path = %req.uri().path(),
+            request_id,
+        )
+    }))
+    .layer(axum::middleware::from_fn(
+        http::request_id::assign_request_id,
+    ))
+}
+
+/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish.
+pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "listening");
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
+    tracing::info!("shut down cleanly");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sig) => {
+                sig.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}

@@ -1,0 +1,218 @@
+//! Health, readiness, metrics, request ids, the rendered page and the server binary itself.
+
+mod common;
+
+use common::{backends, TestApp};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tidemark_store::on_db;
+
+#[tokio::test]
+async fn healthz_and_readyz_report_the_database_state() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let res = app.get("/healthz").await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.json::<Value>().await.unwrap(), json!({"status": "ok"}));
+
+        let res = app.get("/readyz").await;
+        assert_eq!(res.status(), StatusCode::OK, "{backend:?}");
+        assert_eq!(
+            res.json::<Value>().await.unwrap(),
+            json!({"status": "ready", "database": backend.as_str()})
+        );
+
+        // Forget the applied migrations: the server must stop claiming readiness.
+        on_db!(&app.db, pool => {
+            sqlx::query("DELETE FROM _sqlx_migrations").execute(pool).await.map(|_| ())
+        })
+        .unwrap();
+        let res = app.get("/readyz").await;
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "{backend:?}");
+        assert_eq!(
+            res.json::<Value>().await.unwrap()["status"],
+            "migrations_pending"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_response_carries_a_request_id() {
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+
+    let generated = app.get("/healthz").await;
+    let id = generated.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(id.len(), 36, "a generated UUID, got {id}");
+
+    let echoed = app
+        .client
+        .get(app.url("/healthz"))
+        .header("X-Request-Id", "ci-job-42.step_3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(echoed.headers()["x-request-id"], "ci-job-42.step_3");
+
+    // An id that could forge log lines is replaced, not echoed.
+    let replaced = app
+        .client
+        .get(app.url("/v1/nowhere"))
+        .header("X-Request-Id", "x y=z")
+        .send()
+        .await
+        .unwrap();
+    let id = replaced.headers()["x-request-id"].to_str().unwrap();
+    assert_ne!(id, "x y=z");
+    assert_eq!(id.len(), 36);
+
+    let page = app.get("/").await;
+    assert!(page.headers().contains_key("x-request-id"));
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status() {
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+    for _ in 0..3 {
+        assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    }
+    app.get("/v1/no-such-thing").await;
+    let res = app.get("/metrics").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let text = res.text().await.unwrap();
+    assert!(
+        text.contains(
+            r#"tidemark_http_requests_total{method="GET",route="/healthz",status="200"} 3"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"tidemark_http_request_duration_seconds_count{method="GET",route="/healthz",status="200"} 3"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"status="404"} 1"#),
+        "the unknown route is counted: {text}"
+    );
+}
+
+#[tokio::test]
+async fn the_landing_page_is_server_rendered_with_hydration_scripts() {
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+    let res = app.get("/").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let html = res.text().await.unwrap();
+    assert!(
+        html.contains("Compliance scores, tracked over time."),
+        "{html}"
+    );
+    assert!(
+        html.contains("/pkg/tidemark.js"),
+        "hydration script: {html}"
+    );
+    assert!(html.contains("/pkg/tidemark.css"), "stylesheet: {html}");
+
+    let missing = app.get("/no/such/page").await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(missing.text().await.unwrap().contains("Page not found"));
+}
+
+#[tokio::test]
+async fn unknown_v1_routes_answer_in_the_error_shape() {
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+    let res = app.get("/v1/nope").await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/json"));
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["error"], "not_found");
+    assert!(body["message"].as_str().unwrap().contains("openapi"));
+}
+
+mod binary {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    fn server_command(data_dir: &std::path::Path) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tidemark-server"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("TIDEMARK_DATA_DIR", data_dir)
+            .env("RUST_LOG", "info");
+        cmd
+    }
+
+    #[test]
+    fn migrate_creates_the_sqlite_database_and_a_private_dev_key() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let out = server_command(dir.path()).arg("migrate").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(dir.path().join("tidemark.db").exists());
+        let mode = std::fs::metadata(dir.path().join("master.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("TIDEMARK_MASTER_KEY is not set"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains(&std::fs::read_to_string(dir.path().join("master.key")).unwrap()));
+    }
+
+    #[test]
+    fn production_without_a_master_key_refuses_to_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = server_command(dir.path())
+            .env("TIDEMARK_ENV", "production")
+            .arg("migrate")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("TIDEMARK_MASTER_KEY is required"));
+        assert!(!dir.path().join("tidemark.db").exists());
+    }
+
+    #[test]
+    fn sigterm_shuts_the_server_down_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = server_command(dir.path())
+            .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "server never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "exit status {:?}", out.status);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("shut down cleanly"), "{stderr}");
+    }
+}

@@ -1,0 +1,92 @@
+//! Fresh, isolated databases for tests, on every backend the test run covers.
+//!
+//! SQLite: a new file in a temporary directory. PostgreSQL: a new schema in the database named
+//! by `TIDEMARK_TEST_POSTGRES_URL` (the README's test command starts a throwaway server and sets
+//! it). PostgreSQL is never skipped silently: without that variable the run fails, unless
+//! `TIDEMARK_TEST_SKIP_POSTGRES=1` says on purpose that only SQLite is wanted.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::{Backend, Db};
+
+/// A database that exists only for one test. Dropping it removes a SQLite file; PostgreSQL
+/// schemas are left to the throwaway server, which the test command deletes afterwards.
+pub struct TestDb {
+    pub db: Db,
+    /// A `DATABASE_URL` that reaches this very database (for spawning a server on it).
+    pub url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+/// The backends this test run must cover.
+pub fn backends() -> Vec<Backend> {
+    let skip_pg = std::env::var("TIDEMARK_TEST_SKIP_POSTGRES").is_ok_and(|v| v == "1");
+    if skip_pg {
+        return vec![Backend::Sqlite];
+    }
+    assert!(
+        std::env::var("TIDEMARK_TEST_POSTGRES_URL").is_ok(),
+        "TIDEMARK_TEST_POSTGRES_URL is not set: run the tests with `make test` (which starts a \
+         throwaway PostgreSQL), point it at a PostgreSQL you own, or set \
+         TIDEMARK_TEST_SKIP_POSTGRES=1 to test SQLite only on purpose"
+    );
+    vec![Backend::Sqlite, Backend::Postgres]
+}
+
+/// A fresh, migrated database on `backend`.
+pub async fn fresh(backend: Backend) -> TestDb {
+    let t = fresh_unmigrated(backend).await;
+    t.db.migrate().await.expect("migrations apply");
+    t
+}
+
+/// A fresh database on `backend` with no schema at all.
+pub async fn fresh_unmigrated(backend: Backend) -> TestDb {
+    match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = format!("sqlite://{}", dir.path().join("tidemark.db").display());
+            let db = Db::connect(&url, 16).await.expect("open sqlite");
+            TestDb {
+                db,
+                url,
+                _dir: Some(dir),
+            }
+        }
+        Backend::Postgres => {
+            let base = std::env::var("TIDEMARK_TEST_POSTGRES_URL")
+                .expect("TIDEMARK_TEST_POSTGRES_URL names the test PostgreSQL");
+            let schema = unique_name();
+            let admin = Db::connect(&base, 1).await.expect("reach test postgres");
+            if let Db::Postgres(pool) = &admin {
+                sqlx::query(&format!("CREATE SCHEMA {schema}"))
+                    .execute(pool)
+                    .await
+                    .expect("create schema");
+            }
+            admin.close().await;
+            let sep = if base.contains('?') { '&' } else { '?' };
+            let url = format!("{base}{sep}options=-c%20search_path%3D{schema}");
+            let db = Db::connect(&url, 16).await.expect("open postgres schema");
+            TestDb {
+                db,
+                url,
+                _dir: None,
+            }
+        }
+    }
+}
+
+fn unique_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "t_{}_{}_{}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}

@@ -1,0 +1,173 @@
+//! The data layer behaves the same on SQLite and PostgreSQL. Each test runs on every backend
+//! of this test run (see `tidemark_store::testing::backends`).
+
+use tidemark_store::testing::{backends, fresh, fresh_unmigrated};
+use tidemark_store::{on_db, Backend, BeginWrite as _, Db};
+
+async fn insert_account(db: &Db, id: &str) {
+    on_db!(db, pool => {
+        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, $2)")
+            .bind(id)
+            .bind(0_i64)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+    })
+    .expect("insert account");
+}
+
+#[tokio::test]
+async fn migrations_apply_once_and_readiness_follows_them() {
+    for backend in backends() {
+        let t = fresh_unmigrated(backend).await;
+        assert!(
+            !t.db.is_ready().await.unwrap(),
+            "{backend:?}: an empty database is not ready"
+        );
+        t.db.migrate().await.unwrap();
+        assert!(
+            t.db.is_ready().await.unwrap(),
+            "{backend:?}: migrated is ready"
+        );
+        // A second run (another replica starting) changes nothing and does not fail.
+        t.db.migrate().await.unwrap();
+        let count: (i64,) = on_db!(&t.db, pool => {
+            sqlx::query_as("SELECT COUNT(*) FROM _sqlx_migrations").fetch_one(pool).await
+        })
+        .unwrap();
+        assert_eq!(count.0, tidemark_store::MIGRATOR.iter().count() as i64);
+    }
+}
+
+#[tokio::test]
+async fn foreign_keys_are_enforced() {
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let res = on_db!(&t.db, pool => {
+            sqlx::query(
+                "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
+                 VALUES ('k', 'no-such-account', 'h', 'p', 'm', 0)",
+            )
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+        });
+        assert!(
+            res.is_err(),
+            "{backend:?}: a dangling reference must be refused"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sqlite_runs_in_wal_mode_with_durable_settings() {
+    let t = fresh(Backend::Sqlite).await;
+    let Db::Sqlite(pool) = &t.db else {
+        unreachable!()
+    };
+    let mode: (String,) = sqlx::query_as("PRAGMA journal_mode")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(mode.0, "wal");
+    let sync: (i64,) = sqlx::query_as("PRAGMA synchronous")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(sync.0, 2, "synchronous=FULL");
+    let fk: (i64,) = sqlx::query_as("PRAGMA foreign_keys")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(fk.0, 1);
+    let busy: (i64,) = sqlx::query_as("PRAGMA busy_timeout")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert!(busy.0 >= 5000, "busy_timeout is {} ms", busy.0);
+}
+
+/// The portable pattern for a serialised read-modify-write: the first statement of the write
+/// transaction updates (and so locks) the row and returns its new value. Concurrent writers
+/// must queue, never fail and never lose an update.
+#[tokio::test]
+async fn concurrent_write_transactions_serialise_without_busy_errors() {
+    for backend in backends() {
+        let t = fresh(backend).await;
+        insert_account(&t.db, "acc").await;
+        let mut tasks = Vec::new();
+        for _ in 0..40 {
+            let db = t.db.clone();
+            tasks.push(tokio::spawn(async move {
+                on_db!(&db, pool => {
+                    let mut tx = pool.begin_write().await?;
+                    let (n,): (i64,) = sqlx::query_as(
+                        "UPDATE accounts SET write_guard = write_guard + 1 WHERE id = $1 \
+                         RETURNING write_guard",
+                    )
+                    .bind("acc")
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    sqlx::query("INSERT INTO rate_events (bucket, at) VALUES ($1, $2)")
+                        .bind("acc")
+                        .bind(n)
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    Ok::<i64, sqlx::Error>(n)
+                })
+            }));
+        }
+        let mut seen = Vec::new();
+        for task in tasks {
+            seen.push(
+                task.await
+                    .unwrap()
+                    .unwrap_or_else(|e| panic!("{backend:?}: {e}")),
+            );
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (1..=40).collect::<Vec<i64>>(), "{backend:?}");
+    }
+}
+
+/// On SQLite a write transaction takes the write lock at BEGIN, so even a read-then-write
+/// transaction cannot fail with SQLITE_BUSY when it upgrades, and cannot lose an update.
+#[tokio::test]
+async fn sqlite_write_transactions_that_read_first_do_not_fail_with_busy() {
+    let t = fresh(Backend::Sqlite).await;
+    insert_account(&t.db, "acc").await;
+    let Db::Sqlite(pool) = &t.db else {
+        unreachable!()
+    };
+    let mut tasks = Vec::new();
+    for _ in 0..40 {
+        let pool = pool.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tx = pool.begin_write().await?;
+            let (n,): (i64,) = sqlx::query_as("SELECT write_guard FROM accounts WHERE id = 'acc'")
+                .fetch_one(&mut *tx)
+                .await?;
+            tokio::task::yield_now().await;
+            sqlx::query("UPDATE accounts SET write_guard = $1 WHERE id = 'acc'")
+                .bind(n + 1)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().expect("no SQLITE_BUSY");
+    }
+    let (n,): (i64,) = sqlx::query_as("SELECT write_guard FROM accounts WHERE id = 'acc'")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 40);
+}
+
+#[tokio::test]
+async fn an_unsupported_url_is_refused_clearly() {
+    let err = Db::connect("mysql://localhost/x", 1).await.unwrap_err();
+    assert!(err.to_string().contains("sqlite://"), "{err}");
+}
