@@ -101,7 +101,9 @@ CREATE TABLE bundles (
     file_name    TEXT NOT NULL,
     sha256       TEXT NOT NULL,
     size_bytes   BIGINT NOT NULL,
-    published_at BIGINT NOT NULL
+    published_at BIGINT NOT NULL,
+    -- The file itself, base64: every replica serves the same bytes without shared disk.
+    content      TEXT NOT NULL
 );
 CREATE INDEX bundles_published ON bundles (published_at);
 

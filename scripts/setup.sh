@@ -47,6 +47,12 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BIND
   cargo install --force wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 fi
 
+# A real SMTP server for the mail tests (Python's aiosmtpd, from PyPI).
+if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
+  step "Installing aiosmtpd (SMTP server for the mail tests)"
+  python3 -m pip install --quiet --disable-pip-version-check aiosmtpd==1.4.6
+fi
+
 # npm packages: wasm-opt (binaryen) for release builds, Playwright for the browser tests.
 for dir in . end2end; do
   if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then

@@ -9,7 +9,7 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-always}"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-SERVER_PKGS=(-p tidemark-store -p app -p server)
+SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p app -p server)
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -24,8 +24,6 @@ step "unit and integration tests on SQLite and PostgreSQL"
 scripts/pg-throwaway.sh cargo test "${SERVER_PKGS[@]}" --features app/ssr
 
 step "browser tests (Playwright in Debian Chromium) against a release build"
-e2e_data=$(mktemp -d /tmp/tidemark-e2e.XXXXXX)
-trap 'rm -rf "$e2e_data"' EXIT
-TIDEMARK_DATA_DIR="$e2e_data" cargo leptos end-to-end --release
+scripts/e2e.sh
 
 step "all checks passed"

@@ -1,6 +1,7 @@
 //! Operator subcommands of `tidemark-server`.
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
+use tidemark_wire::Tier;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,4 +20,87 @@ pub enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Create and manage licenses.
+    #[command(subcommand)]
+    License(LicenseCommand),
+    /// Publish compliance-profile bundles.
+    #[command(subcommand)]
+    Bundle(BundleCommand),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TierArg {
+    Individual,
+    Team,
+    Agency,
+    Enterprise,
+}
+
+impl From<TierArg> for Tier {
+    fn from(t: TierArg) -> Tier {
+        match t {
+            TierArg::Individual => Tier::Individual,
+            TierArg::Team => Tier::Team,
+            TierArg::Agency => Tier::Agency,
+            TierArg::Enterprise => Tier::Enterprise,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LicenseCommand {
+    /// Create an account with a license; prints the license key (shown only here).
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long, value_enum)]
+        tier: TierArg,
+        /// RFC 3339 expiry (default: one year from now).
+        #[arg(long)]
+        expires: Option<String>,
+        /// Override the tier's active-project cap.
+        #[arg(long)]
+        max_projects: Option<u64>,
+        /// Print one JSON object on the last line of stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every license.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Suspend a license: validation answers valid=false and pushes are refused.
+    Suspend {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lift a suspension.
+    Resume {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a new expiry.
+    Extend {
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        expires: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BundleCommand {
+    /// Make FILE the latest bundle; prints its URL and checksum.
+    Publish {
+        file: std::path::PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }

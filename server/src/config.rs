@@ -67,6 +67,32 @@ pub struct Config {
     pub master_key_source: MasterKeySource,
     /// Directory of the compiled site (`/pkg`, favicon, …).
     pub site_root: String,
+    /// Dashboard writes (appended scans) per rolling minute per account.
+    pub writes_per_minute: u32,
+    /// Resend requests per rolling minute per source IP before a ban.
+    pub resend_per_minute: u32,
+    pub resend_ban_seconds: u32,
+    /// Peers whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// SMTP server for outgoing mail; without it mail is written as `.eml` files.
+    pub smtp_url: Option<SmtpUrl>,
+    pub mail_from: String,
+}
+
+/// An SMTP URL may carry a password: keep it out of logs.
+#[derive(Clone)]
+pub struct SmtpUrl(String);
+
+impl SmtpUrl {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SmtpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SmtpUrl(<redacted>)")
+    }
 }
 
 /// A database URL may carry a password: keep it out of logs.
@@ -159,6 +185,38 @@ impl Config {
             }
         };
         let site_root = var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into());
+        let writes_per_minute = parse_number(&var, "TIDEMARK_WRITES_PER_MINUTE", 5)?;
+        let resend_per_minute = parse_number(&var, "TIDEMARK_RESEND_PER_MINUTE", 3)?;
+        let resend_ban_seconds = parse_number(&var, "TIDEMARK_RESEND_BAN_SECONDS", 900)?;
+        let trusted_proxies = match var("TIDEMARK_TRUSTED_PROXIES") {
+            None => Vec::new(),
+            Some(list) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(parse_cidr)
+                .collect::<Result<_, _>>()?,
+        };
+        let smtp_url = match var("TIDEMARK_SMTP_URL") {
+            Some(url) if url.starts_with("smtp://") || url.starts_with("smtps://") => {
+                Some(SmtpUrl(url))
+            }
+            Some(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "TIDEMARK_SMTP_URL",
+                    reason: "expected smtp://host:port or smtps://host:port".into(),
+                })
+            }
+            None => None,
+        };
+        let mail_from = var("TIDEMARK_MAIL_FROM")
+            .unwrap_or_else(|| "Tidemark <no-reply@tidemark.localhost>".into());
+        if mail_from.parse::<lettre::message::Mailbox>().is_err() {
+            return Err(ConfigError::Invalid {
+                name: "TIDEMARK_MAIL_FROM",
+                reason: "expected a mailbox such as Tidemark <no-reply@example.com>".into(),
+            });
+        }
 
         Ok(Config {
             environment,
@@ -170,8 +228,42 @@ impl Config {
             master_key,
             master_key_source,
             site_root,
+            writes_per_minute,
+            resend_per_minute,
+            resend_ban_seconds,
+            trusted_proxies,
+            smtp_url,
+            mail_from,
         })
     }
+}
+
+/// A positive whole number, or `default` when unset.
+fn parse_number(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: u32,
+) -> Result<u32, ConfigError> {
+    match var(name) {
+        None => Ok(default),
+        Some(text) => match text.trim().parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(ConfigError::Invalid {
+                name,
+                reason: format!("expected a positive whole number, got {text:?}"),
+            }),
+        },
+    }
+}
+
+/// A CIDR (`10.0.0.0/8`) or a single address (`10.1.2.3`).
+fn parse_cidr(text: &str) -> Result<ipnet::IpNet, ConfigError> {
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| ConfigError::Invalid {
+            name: "TIDEMARK_TRUSTED_PROXIES",
+            reason: format!("{text:?} is not an IP address or CIDR"),
+        })
 }
 
 /// Accepts an absolute http(s) URL and drops a trailing slash, so paths can be appended.
@@ -280,6 +372,23 @@ mod tests {
         assert_eq!(c.base_url, "http://127.0.0.1:3000");
         assert_eq!(c.dashboard_url, c.base_url);
         assert_eq!(c.environment, Environment::Development);
+        assert_eq!(c.writes_per_minute, 5);
+        assert_eq!(c.resend_per_minute, 3);
+        assert_eq!(c.resend_ban_seconds, 900);
+        assert!(c.trusted_proxies.is_empty());
+        assert!(c.smtp_url.is_none());
+    }
+
+    #[test]
+    fn trusted_proxies_take_cidrs_and_addresses() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = config(&[
+            ("TIDEMARK_DATA_DIR", dir.path().to_str().unwrap()),
+            ("TIDEMARK_TRUSTED_PROXIES", "10.0.0.0/8, 192.168.1.7,::1"),
+        ])
+        .unwrap();
+        assert_eq!(c.trusted_proxies.len(), 3);
+        assert!(c.trusted_proxies[0].contains(&"10.2.3.4".parse::<std::net::IpAddr>().unwrap()));
     }
 
     #[test]
@@ -293,6 +402,12 @@ mod tests {
             ("TIDEMARK_BASE_URL", "ftp://x"),
             ("TIDEMARK_DASHBOARD_URL", "dashboard"),
             ("TIDEMARK_MASTER_KEY", "c2hvcnQ="),
+            ("TIDEMARK_WRITES_PER_MINUTE", "0"),
+            ("TIDEMARK_RESEND_PER_MINUTE", "three"),
+            ("TIDEMARK_RESEND_BAN_SECONDS", "-5"),
+            ("TIDEMARK_TRUSTED_PROXIES", "10.0.0.0/8, nonsense"),
+            ("TIDEMARK_SMTP_URL", "http://mail"),
+            ("TIDEMARK_MAIL_FROM", "not a mailbox"),
         ];
         for (name, value) in cases {
             let mut vars = vec![

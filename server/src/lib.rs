@@ -4,7 +4,10 @@
 pub mod api;
 pub mod cli;
 pub mod config;
+pub mod crypto;
 pub mod http;
+pub mod mail;
+pub mod ops;
 pub mod state;
 pub mod telemetry;
 
@@ -56,8 +59,10 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     Ok(AppState {
         leptos_options,
         db,
+        license_keys: crypto::SecretBox::new(&config.master_key, crypto::LICENSE_KEY_PURPOSE),
         config: Arc::new(config),
         metrics: Metrics::new(),
+        mail_wakeup: Arc::new(tokio::sync::Notify::new()),
     })
 }
 
@@ -69,7 +74,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(http::health::get_healthz))
         .route("/readyz", get(http::health::get_readyz))
         .route("/metrics", get(http::metrics::get_metrics))
-        .nest("/v1", api::router())
+        .merge(api::router())
         .leptos_routes_with_context(
             &state,
             routes,
@@ -111,12 +116,14 @@ pub fn router(state: AppState) -> Router {
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
+    let background = mail::spawn_background_work(&state)?;
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown_signal())
     .await?;
+    background.abort();
     tracing::info!("shut down cleanly");
     Ok(())
 }

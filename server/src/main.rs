@@ -1,7 +1,9 @@
 use anyhow::Context as _;
 use clap::Parser as _;
-use server::cli::{Cli, Command};
+use serde::Serialize;
+use server::cli::{BundleCommand, Cli, Command, LicenseCommand};
 use server::config::{Config, Environment};
+use server::ops;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -9,19 +11,96 @@ async fn main() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     server::telemetry::init(config.environment == Environment::Production);
 
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => {
-            let addr = config.site_addr;
-            let state = server::build_state(config).await?;
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("could not listen on {addr}"))?;
-            server::serve(state, listener).await
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Serve = command {
+        let addr = config.site_addr;
+        let state = server::build_state(config).await?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("could not listen on {addr}"))?;
+        return server::serve(state, listener).await;
+    }
+
+    // Every other command applies pending migrations first.
+    let state = server::build_state(config).await?;
+    let db = &state.db;
+    match command {
+        Command::Serve => unreachable!("handled above"),
+        Command::Migrate => println!("migrations applied"),
+        Command::License(LicenseCommand::Create {
+            email,
+            tier,
+            expires,
+            max_projects,
+            json,
+        }) => {
+            let expires = expires.as_deref().map(ops::parse_timestamp).transpose()?;
+            let created = ops::create_license(
+                db,
+                &state.license_keys,
+                &email,
+                tier.into(),
+                expires,
+                max_projects,
+            )
+            .await?;
+            println!("license key: {}", created.license_key);
+            println!("license id:  {}", created.license_id);
+            println!("account id:  {}", created.account_id);
+            println!("Give the key to the customer; it is not shown again (resend mails it).");
+            print_json(json, &created)?;
         }
-        Command::Migrate => {
-            server::build_state(config).await?;
-            println!("migrations applied");
-            Ok(())
+        Command::License(LicenseCommand::List { json }) => {
+            let list = ops::list_licenses(db).await?;
+            for l in &list {
+                println!(
+                    "{}  {}  {:<10}  {:<9}  expires {}  {}",
+                    l.license_id,
+                    l.account_id,
+                    l.tier.as_str(),
+                    l.state,
+                    l.expires,
+                    l.email
+                );
+            }
+            print_json(json, &serde_json::json!({ "licenses": list }))?;
+        }
+        Command::License(LicenseCommand::Suspend { id, json }) => {
+            let s = ops::set_suspended(db, &id, true).await?;
+            println!("{} is now {}", s.license_id, s.state);
+            print_json(json, &s)?;
+        }
+        Command::License(LicenseCommand::Resume { id, json }) => {
+            let s = ops::set_suspended(db, &id, false).await?;
+            println!("{} is now {}", s.license_id, s.state);
+            print_json(json, &s)?;
+        }
+        Command::License(LicenseCommand::Extend { id, expires, json }) => {
+            let s = ops::extend(db, &id, ops::parse_timestamp(&expires)?).await?;
+            println!("{} now expires {} ({})", s.license_id, s.expires, s.state);
+            print_json(json, &s)?;
+        }
+        Command::Bundle(BundleCommand::Publish { file, json }) => {
+            let bytes = std::fs::read(&file)
+                .with_context(|| format!("could not read {}", file.display()))?;
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "bundle".into());
+            let p = ops::publish_bundle(db, &state.config.base_url, &name, &bytes).await?;
+            println!("published {} ({} bytes)", p.bundle_id, p.size_bytes);
+            println!("url:      {}", p.bundle_url);
+            println!("checksum: {}", p.bundle_checksum);
+            print_json(json, &p)?;
         }
     }
+    state.db.close().await;
+    Ok(())
+}
+
+fn print_json(enabled: bool, value: &impl Serialize) -> anyhow::Result<()> {
+    if enabled {
+        println!("{}", serde_json::to_string(value)?);
+    }
+    Ok(())
 }

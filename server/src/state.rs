@@ -3,8 +3,10 @@ use std::sync::Arc;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 use tidemark_store::Db;
+use tokio::sync::Notify;
 
 use crate::config::Config;
+use crate::crypto::SecretBox;
 use crate::http::metrics::Metrics;
 
 /// Everything a handler may need, cloned cheaply into each request.
@@ -14,4 +16,8 @@ pub struct AppState {
     pub db: Db,
     pub config: Arc<Config>,
     pub metrics: Arc<Metrics>,
+    /// Encrypts the raw license keys kept for resend.
+    pub license_keys: SecretBox,
+    /// Wakes this replica's mail sender when a message is queued (others poll).
+    pub mail_wakeup: Arc<Notify>,
 }

@@ -1,4 +1,5 @@
 //! Health, readiness, metrics, request ids, the rendered page and the server binary itself.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 mod common;
 

@@ -16,6 +16,11 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
+pub mod bundles;
+pub mod licenses;
+pub mod outbox;
+pub mod pushes;
+pub mod rate;
 pub mod testing;
 
 /// The schema, shared by both backends.
@@ -30,6 +35,8 @@ pub enum StoreError {
     Sqlx(#[from] sqlx::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored data is not readable: {0}")]
+    Corrupt(&'static str),
     #[error("unsupported DATABASE_URL scheme (expected sqlite:// or postgres://)")]
     UnsupportedUrl,
     #[error("could not create the database directory {path}: {source}")]

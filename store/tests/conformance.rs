@@ -1,5 +1,6 @@
 //! The data layer behaves the same on SQLite and PostgreSQL. Each test runs on every backend
 //! of this test run (see `tidemark_store::testing::backends`).
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use tidemark_store::testing::{backends, fresh, fresh_unmigrated};
 use tidemark_store::{on_db, Backend, BeginWrite as _, Db};

@@ -1,12 +1,45 @@
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
+use tidemark_wire::{ErrorBody, Tier};
 
-/// The one error type of the `/v1` API. Each variant is one documented row of the contract's
-/// error table: its status, its machine-readable code and its human message.
+/// The one error type of the `/v1` API. Each variant is one row of the contract's error
+/// table: its status, its machine-readable code and its human message.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
+    #[error(
+        "X-License-Key-Hash must be the SHA-256 hash of the license key as 64 hex characters."
+    )]
+    InvalidLicenseHash,
+    #[error("No license matches this key. Check the key, or run `tidemark activate` with the key from your license e-mail.")]
+    LicenseNotFound,
+    #[error("{0}")]
+    LicenseInactive(String),
+    #[error("The X-API-Key header is missing. Run `tidemark activate`, or set TIDEMARK_API_KEY from your CI secret store.")]
+    MissingApiKey,
+    #[error("The API key is malformed: every key starts with svc_api_. Run `tidemark activate` again to get a valid key.")]
+    MalformedApiKey,
+    #[error("The API key is not valid: it is unknown or has been revoked (keys are revoked when they are rotated in Settings). Run `tidemark activate` again.")]
+    InvalidApiKey,
+    #[error("The hosted dashboard requires the Team tier or above; this license is on the {} tier. Upgrade to push scans.", .0.as_str())]
+    InsufficientTier(Tier),
+    #[error("{0}")]
+    ProjectLimitReached(String),
+    #[error("The project {0} is archived. Unarchive it in the dashboard (Settings, Projects) to push to it again.")]
+    ProjectArchived(String),
+    #[error("{message}")]
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+    },
+    #[error("{0}")]
+    InvalidJson(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("Content-Type must be application/json.")]
+    UnsupportedMediaType,
+    #[error("{0}")]
+    PayloadTooLarge(String),
     #[error("No such endpoint. See /v1/openapi.json for the API.")]
     NotFound,
     #[error("This endpoint does not accept that HTTP method.")]
@@ -18,27 +51,49 @@ pub enum ApiError {
     Internal(#[source] anyhow::Error),
 }
 
-#[derive(Serialize)]
-struct ErrorBody<'a> {
-    error: &'a str,
-    message: String,
-}
-
 impl ApiError {
     pub fn status(&self) -> StatusCode {
+        use ApiError::*;
         match self {
-            ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            InvalidLicenseHash | InvalidJson(_) => StatusCode::BAD_REQUEST,
+            MissingApiKey | MalformedApiKey | InvalidApiKey => StatusCode::UNAUTHORIZED,
+            LicenseInactive(_) | InsufficientTier(_) => StatusCode::FORBIDDEN,
+            LicenseNotFound | NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ProjectLimitReached(_) | ProjectArchived(_) => StatusCode::CONFLICT,
+            PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            InvalidRequest(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
     pub fn code(&self) -> &'static str {
+        use ApiError::*;
         match self {
-            ApiError::NotFound => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
-            ApiError::Internal(_) => "internal_error",
+            InvalidLicenseHash => "invalid_license_hash",
+            LicenseNotFound => "license_not_found",
+            LicenseInactive(_) => "license_inactive",
+            MissingApiKey => "missing_api_key",
+            MalformedApiKey => "malformed_api_key",
+            InvalidApiKey => "invalid_api_key",
+            InsufficientTier(_) => "insufficient_tier",
+            ProjectLimitReached(_) => "project_limit_reached",
+            ProjectArchived(_) => "project_archived",
+            RateLimited { .. } => "rate_limit_exceeded",
+            InvalidJson(_) => "invalid_json",
+            InvalidRequest(_) => "invalid_request",
+            UnsupportedMediaType => "unsupported_media_type",
+            PayloadTooLarge(_) => "payload_too_large",
+            NotFound => "not_found",
+            MethodNotAllowed => "method_not_allowed",
+            Internal(_) => "internal_error",
         }
+    }
+
+    pub fn internal(err: impl Into<anyhow::Error>) -> Self {
+        ApiError::Internal(err.into())
     }
 }
 
@@ -49,10 +104,18 @@ impl IntoResponse for ApiError {
             tracing::error!(error = ?err, "internal error");
         }
         let body = ErrorBody {
-            error: self.code(),
+            error: self.code().to_owned(),
             message: self.to_string(),
         };
-        (self.status(), Json(body)).into_response()
+        let mut res = (self.status(), Json(body)).into_response();
+        if let ApiError::RateLimited {
+            retry_after_secs, ..
+        } = &self
+        {
+            res.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+        }
+        res
     }
 }
 

@@ -1,16 +1,94 @@
 //! The `/v1` scanner API. Every response under `/v1`, including unknown routes and wrong
 //! methods, is JSON; every error is one [`ApiError`] variant rendered as `{error, message}`.
+//! The OpenAPI document is generated from the same handler annotations that route requests.
 
+mod bundles;
 mod error;
+mod extract;
+pub mod license;
+mod push;
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::{any, get};
+use axum::{Json, Router};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use error::ApiError;
 
-use axum::Router;
-
 use crate::state::AppState;
 
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Tidemark scanner API",
+        version = "1",
+        description = "License validation, activation and resend, and scan pushes for the \
+            Tidemark compliance scanner. Every error body is {\"error\", \"message\"}; every \
+            response carries X-Request-Id. /v1 only grows: new optional response fields and new \
+            endpoints, never a removed or retyped field."
+    ),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "license", description = "Licenses and activation"),
+        (name = "dashboard", description = "Pushing scan results"),
+    )
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-API-Key",
+                "An API key from activation: svc_api_ followed by base62 characters",
+            ))),
+        );
+        components.add_security_scheme(
+            "license_key_hash",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-License-Key-Hash",
+                "Lowercase hex SHA-256 of the raw license key (64 characters); the key itself is never sent",
+            ))),
+        );
+    }
+}
+
+/// Every documented endpoint: routing and documentation come from the same list.
+fn documented_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(license::validate_license))
+        .routes(routes!(license::activate_license))
+        .routes(routes!(license::resend_license))
+        .routes(routes!(push::push_scan))
+        .routes(routes!(bundles::download_bundle))
+}
+
+/// The `/v1` routes, the OpenAPI document at `/v1/openapi.json`, and JSON answers for
+/// unknown paths and wrong methods.
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .fallback(|| async { ApiError::NotFound })
+    let (routes, doc) = documented_routes().split_for_parts();
+    let doc = Arc::new(doc);
+    routes
+        .route(
+            "/v1/openapi.json",
+            get(|State(doc): State<Arc<utoipa::openapi::OpenApi>>| async move { Json(doc) })
+                .with_state(doc.clone()),
+        )
+        .route("/v1", any(|| async { ApiError::NotFound }))
+        .route("/v1/{*rest}", any(|| async { ApiError::NotFound }))
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+}
+
+/// The OpenAPI document (for the snapshot test and tooling).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    documented_routes().split_for_parts().1
 }

@@ -1,5 +1,6 @@
 //! Cross-cutting HTTP plumbing: request ids, access logs, metrics, health probes.
 
+pub mod client_ip;
 pub mod health;
 pub mod metrics;
 pub mod request_id;

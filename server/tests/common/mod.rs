@@ -1,14 +1,22 @@
-//! `TestApp`: the real server on port 0 with a fresh database, in-process.
+//! `TestApp`: the real server on port 0 with a fresh database, in-process, plus fixtures made
+//! the way operators and scanners make them (operator functions, `/v1` calls).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use base64::Engine as _;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
 use server::config::Config;
+use server::state::AppState;
+use tidemark_domain::secrets::sha256_hex;
 use tidemark_store::testing::{fresh_unmigrated, TestDb};
 use tidemark_store::{Backend, Db};
+use tidemark_wire::Tier;
 
+#[allow(unused_imports)]
 pub use tidemark_store::testing::backends;
 
 pub struct TestApp {
@@ -18,9 +26,22 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// A pool on the same database as the server's, for looking behind the API.
     pub db: Db,
-    pub data_dir: tempfile::TempDir,
-    _test_db: TestDb,
+    pub state: AppState,
+    pub data_dir: Arc<tempfile::TempDir>,
+    pub test_db: Arc<TestDb>,
+    env: HashMap<String, String>,
     server: tokio::task::JoinHandle<()>,
+}
+
+/// A license made by the operator function, as a customer would hold it.
+#[derive(Debug, Clone)]
+pub struct TestLicense {
+    pub key: String,
+    /// What the scanner sends in `X-License-Key-Hash`.
+    pub hash: String,
+    pub license_id: String,
+    pub account_id: String,
+    pub email: String,
 }
 
 impl TestApp {
@@ -30,16 +51,10 @@ impl TestApp {
 
     /// Spawns with extra environment settings (`name`, `value`).
     pub async fn spawn_with(backend: Backend, extra: &[(&str, &str)]) -> Self {
-        let test_db = fresh_unmigrated(backend).await;
-        let data_dir = tempfile::tempdir().expect("data dir");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind port 0");
-        let addr = listener.local_addr().expect("local addr");
-        let base_url = format!("http://{addr}");
+        let test_db = Arc::new(fresh_unmigrated(backend).await);
+        let data_dir = Arc::new(tempfile::tempdir().expect("data dir"));
         let master_key =
             base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 32]>());
-
         let mut env: HashMap<String, String> = HashMap::from([
             ("DATABASE_URL".into(), test_db.url.clone()),
             (
@@ -47,18 +62,52 @@ impl TestApp {
                 data_dir.path().display().to_string(),
             ),
             ("TIDEMARK_MASTER_KEY".into(), master_key),
-            ("TIDEMARK_BASE_URL".into(), base_url.clone()),
-            ("LEPTOS_SITE_ADDR".into(), addr.to_string()),
+            // High enough not to get in the way; tests of the limit set their own.
+            ("TIDEMARK_WRITES_PER_MINUTE".into(), "1000".into()),
         ]);
         for (k, v) in extra {
             env.insert(k.to_string(), v.to_string());
         }
+        Self::start(backend, test_db, data_dir, env).await
+    }
+
+    /// Stops this server and starts a new one on the same database and data directory, as
+    /// after a crash or a deploy. `extra` overrides settings for the new one.
+    pub async fn restart(mut self, extra: &[(&str, &str)]) -> Self {
+        self.server.abort();
+        let _ = (&mut self.server).await;
+        let mut env = self.env.clone();
+        for (k, v) in extra {
+            env.insert(k.to_string(), v.to_string());
+        }
+        Self::start(
+            self.backend,
+            self.test_db.clone(),
+            self.data_dir.clone(),
+            env,
+        )
+        .await
+    }
+
+    async fn start(
+        backend: Backend,
+        test_db: Arc<TestDb>,
+        data_dir: Arc<tempfile::TempDir>,
+        mut env: HashMap<String, String>,
+    ) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind port 0");
+        let addr = listener.local_addr().expect("local addr");
+        let base_url = format!("http://{addr}");
+        env.insert("TIDEMARK_BASE_URL".into(), base_url.clone());
+        env.insert("LEPTOS_SITE_ADDR".into(), addr.to_string());
         let config = Config::from_lookup(|k| env.get(k).cloned()).expect("test config");
         let state = server::build_state(config).await.expect("build state");
+        let serving = state.clone();
         let server = tokio::spawn(async move {
-            server::serve(state, listener).await.expect("serve");
+            server::serve(serving, listener).await.expect("serve");
         });
-
         TestApp {
             backend,
             addr,
@@ -68,8 +117,10 @@ impl TestApp {
                 .build()
                 .expect("client"),
             db: test_db.db.clone(),
+            state,
             data_dir,
-            _test_db: test_db,
+            test_db,
+            env,
             server,
         }
     }
@@ -81,10 +132,141 @@ impl TestApp {
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client.get(self.url(path)).send().await.expect("GET")
     }
+
+    /// A license of `tier`, created as an operator would.
+    pub async fn create_license(&self, tier: Tier) -> TestLicense {
+        self.create_license_with(tier, None, None).await
+    }
+
+    pub async fn create_license_with(
+        &self,
+        tier: Tier,
+        expires_at: Option<i64>,
+        max_projects: Option<u64>,
+    ) -> TestLicense {
+        let email = format!("owner-{}@example.com", rand::random::<u32>());
+        let created = server::ops::create_license(
+            &self.state.db,
+            &self.state.license_keys,
+            &email,
+            tier,
+            expires_at,
+            max_projects,
+        )
+        .await
+        .expect("create license");
+        TestLicense {
+            hash: sha256_hex(created.license_key.as_bytes()),
+            key: created.license_key,
+            license_id: created.license_id,
+            account_id: created.account_id,
+            email,
+        }
+    }
+
+    /// `POST /v1/license/activate` for `license`; returns the API key.
+    pub async fn activate(&self, license: &TestLicense, machine: &str) -> String {
+        let res = self
+            .client
+            .post(self.url("/v1/license/activate"))
+            .header("X-License-Key-Hash", &license.hash)
+            .json(&json!({ "machine": machine }))
+            .send()
+            .await
+            .expect("activate");
+        assert_eq!(res.status(), StatusCode::CREATED, "activation");
+        let body: Value = res.json().await.expect("activation body");
+        body["api_key"].as_str().expect("api_key").to_owned()
+    }
+
+    /// A license of `tier` and one activated API key for it.
+    pub async fn with_key(&self, tier: Tier) -> (TestLicense, String) {
+        let license = self.create_license(tier).await;
+        let key = self.activate(&license, "test-machine").await;
+        (license, key)
+    }
+
+    pub async fn push(&self, api_key: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url("/v1/dashboard/push"))
+            .header("X-API-Key", api_key)
+            .json(body)
+            .send()
+            .await
+            .expect("push")
+    }
+
+    /// Rows in a table (for "nothing was stored" checks).
+    pub async fn count(&self, table: &str) -> i64 {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        let (n,): (i64,) = tidemark_store::on_db!(&self.db, pool => {
+            sqlx::query_as(&sql).fetch_one(pool).await
+        })
+        .expect("count");
+        n
+    }
 }
 
 impl Drop for TestApp {
     fn drop(&mut self) {
         self.server.abort();
     }
+}
+
+/// A push body as the scanner sends it.
+pub fn sample_push(label: &str, score: f64, scanned_at: &str) -> Value {
+    json!({
+        "project_label": label,
+        "cloud": "gcp",
+        "cloud_account_id": "acme-prod-123",
+        "frameworks": ["cis-gcp-2.0", "soc2"],
+        "score": score,
+        "passed": 140,
+        "failed": 2,
+        "severity_counts": {"critical": 0, "high": 1, "medium": 1, "low": 0},
+        "findings": [
+            {
+                "rule_id": "cis-gcp-2.0-4.1",
+                "resource": "google_compute_instance.web",
+                "status": "FAIL",
+                "severity": "high",
+                "message": "Instance uses the default service account",
+                "remediation": "Attach a dedicated service account with least privilege"
+            },
+            {
+                "rule_id": "soc2-cc6.1",
+                "resource": "google_storage_bucket.logs",
+                "status": "FAIL",
+                "severity": "medium",
+                "message": "Bucket is not versioned",
+                "remediation": "Enable object versioning"
+            }
+        ],
+        "state_source": "ci",
+        "scanned_at": scanned_at
+    })
+}
+
+/// Asserts the contract's error shape and returns the message.
+pub async fn assert_error(res: reqwest::Response, status: StatusCode, code: &str) -> String {
+    let got = res.status();
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let text = res.text().await.expect("body");
+    assert_eq!(got, status, "status for {code}: {text}");
+    assert!(
+        content_type.starts_with("application/json"),
+        "content type {content_type}"
+    );
+    let body: Value = serde_json::from_str(&text).expect("JSON error body");
+    assert_eq!(body["error"], code, "{text}");
+    let keys: Vec<&String> = body.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["error", "message"], "exactly error and message");
+    let message = body["message"].as_str().expect("message").to_owned();
+    assert!(!message.is_empty());
+    message
 }

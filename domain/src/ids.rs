@@ -1,0 +1,58 @@
+//! Public identifiers: a fixed prefix and a random suffix.
+
+use rand::Rng as _;
+
+const BASE32_LOWER: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+
+fn random_base32(len: usize) -> String {
+    let mut rng = rand::rngs::OsRng;
+    (0..len)
+        .map(|_| BASE32_LOWER[rng.gen_range(0..32)] as char)
+        .collect()
+}
+
+/// `prj_` + 20 lowercase base32 characters (100 random bits), stable for the project's life.
+pub fn new_project_id() -> String {
+    format!("prj_{}", random_base32(20))
+}
+
+pub fn is_project_id(s: &str) -> bool {
+    s.strip_prefix("prj_")
+        .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
+}
+
+pub fn new_account_id() -> String {
+    format!("acct_{}", random_base32(20))
+}
+
+pub fn new_license_id() -> String {
+    format!("lcn_{}", random_base32(20))
+}
+
+pub fn new_key_id() -> String {
+    format!("key_{}", random_base32(20))
+}
+
+pub fn new_bundle_id() -> String {
+    format!("bnd_{}", random_base32(20))
+}
+
+pub fn new_mail_id() -> String {
+    format!("mail_{}", random_base32(20))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_ids_have_the_contract_shape_and_differ() {
+        let a = new_project_id();
+        let b = new_project_id();
+        assert!(is_project_id(&a), "{a}");
+        assert_eq!(a.len(), 24);
+        assert_ne!(a, b);
+        assert!(!is_project_id("prj_ABCDEFGHIJKLMNOPQRST"));
+        assert!(!is_project_id("prj_short"));
+    }
+}

@@ -1,0 +1,23 @@
+//! Tidemark's domain rules: every rule of the contract that can be decided without HTTP or a
+//! database lives here, as a plain function or as a type that can only hold a valid value.
+
+pub mod ids;
+pub mod license;
+pub mod push;
+pub mod rate;
+pub mod secrets;
+pub mod text;
+pub mod tier;
+
+/// Milliseconds since the Unix epoch: how every timestamp is stored.
+pub type Millis = i64;
+
+pub fn to_rfc3339(ms: Millis) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+pub fn now_millis() -> Millis {
+    chrono::Utc::now().timestamp_millis()
+}

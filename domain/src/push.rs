@@ -1,0 +1,427 @@
+//! Parsing a push body into a [`ValidPush`]: a value that satisfies every rule of the
+//! contract, or the one error that names what is wrong.
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use sha2::{Digest as _, Sha256};
+use tidemark_wire::PushRequest;
+
+use crate::text::bounded_text;
+
+/// Largest accepted push body.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// Most findings in one push.
+pub const MAX_FINDINGS: usize = 50_000;
+const MAX_LABEL_CHARS: usize = 128;
+const MAX_SLUG_CHARS: usize = 64;
+/// Counts are stored as signed 64-bit integers.
+const MAX_COUNT: u64 = i64::MAX as u64;
+
+/// A field that is missing, of the wrong type or out of range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: &str, message: String) -> Self {
+        Self {
+            field: field.to_owned(),
+            message,
+        }
+    }
+}
+
+/// Why a JSON body could not become the request type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonError {
+    /// Not JSON at all (400 `invalid_json`).
+    Syntax(String),
+    /// JSON, but not the right shape (422 `invalid_request`).
+    Shape(FieldError),
+}
+
+/// Deserialises `bytes` as `T`, telling syntax errors apart from shape errors, and naming the
+/// path of the offending field (`findings[3].severity`).
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
+    let syntax =
+        |e: &serde_json::Error| JsonError::Syntax(format!("The body is not valid JSON: {e}"));
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if inner.classify() != serde_json::error::Category::Data {
+            return syntax(&inner);
+        }
+        // A shape error may come before a syntax error later in the body (`{} trailing`):
+        // on this error path only, make sure the body is JSON at all.
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            return syntax(&e);
+        }
+        let text = strip_position(&inner.to_string());
+        // serde reports a missing field at its parent: name the field itself.
+        let field = match (text.strip_prefix("missing field `"), path.as_str()) {
+            (Some(rest), ".") => rest.trim_end_matches('`').to_owned(),
+            (Some(rest), parent) => format!("{parent}.{}", rest.trim_end_matches('`')),
+            (None, p) => p.to_owned(),
+        };
+        let message = if path == "." {
+            text
+        } else {
+            format!("{path}: {text}")
+        };
+        JsonError::Shape(FieldError { field, message })
+    })?;
+    // Anything after the value (`{} trailing`) makes the body not JSON.
+    de.end().map_err(|e| syntax(&e))?;
+    Ok(value)
+}
+
+/// serde_json appends " at line 1 column 42"; the path already says where.
+fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushError {
+    Json(JsonError),
+    /// More findings than [`MAX_FINDINGS`] (413 `payload_too_large`).
+    TooManyFindings(usize),
+}
+
+impl From<FieldError> for PushError {
+    fn from(e: FieldError) -> Self {
+        PushError::Json(JsonError::Shape(e))
+    }
+}
+
+/// A push that satisfies every rule. Only [`ValidPush::parse`] makes one.
+#[derive(Debug, Clone)]
+pub struct ValidPush {
+    request: PushRequest,
+    scanned_at: DateTime<Utc>,
+    body_hash: String,
+}
+
+impl ValidPush {
+    pub fn parse(bytes: &[u8]) -> Result<ValidPush, PushError> {
+        let request: PushRequest = parse_json(bytes).map_err(PushError::Json)?;
+        Self::from_request(request)
+    }
+
+    pub fn from_request(mut request: PushRequest) -> Result<ValidPush, PushError> {
+        bounded_text("project_label", &request.project_label, MAX_LABEL_CHARS)?;
+        bounded_text("cloud_account_id", &request.cloud_account_id, 256)?;
+        if request.frameworks.is_empty() {
+            return Err(FieldError::new(
+                "frameworks",
+                "frameworks must list at least one framework ID".into(),
+            )
+            .into());
+        }
+        for (i, framework) in request.frameworks.iter().enumerate() {
+            bounded_text(&format!("frameworks[{i}]"), framework, 128)?;
+        }
+        if !request.score.is_finite() || !(0.0..=100.0).contains(&request.score) {
+            return Err(FieldError::new("score", "score must be between 0 and 100".into()).into());
+        }
+        // JSON has one zero: store -0 as 0 so deltas never print as -0.
+        request.score += 0.0;
+        let counts = [
+            ("passed", request.passed),
+            ("failed", request.failed),
+            ("severity_counts.critical", request.severity_counts.critical),
+            ("severity_counts.high", request.severity_counts.high),
+            ("severity_counts.medium", request.severity_counts.medium),
+            ("severity_counts.low", request.severity_counts.low),
+        ];
+        for (field, n) in counts {
+            if n > MAX_COUNT {
+                return Err(FieldError::new(field, format!("{field} is too large")).into());
+            }
+        }
+        if request.findings.len() > MAX_FINDINGS {
+            return Err(PushError::TooManyFindings(request.findings.len()));
+        }
+        for (i, f) in request.findings.iter().enumerate() {
+            non_empty(&format!("findings[{i}].rule_id"), &f.rule_id)?;
+            non_empty(&format!("findings[{i}].resource"), &f.resource)?;
+        }
+        let scanned_at = DateTime::parse_from_rfc3339(request.scanned_at.trim())
+            .map_err(|_| {
+                FieldError::new(
+                    "scanned_at",
+                    "scanned_at must be an RFC 3339 timestamp with an offset, \
+                     e.g. 2026-11-22T10:15:00Z"
+                        .into(),
+                )
+            })?
+            .with_timezone(&Utc);
+        let body_hash = canonical_hash(&request);
+        Ok(ValidPush {
+            request,
+            scanned_at,
+            body_hash,
+        })
+    }
+
+    pub fn request(&self) -> &PushRequest {
+        &self.request
+    }
+
+    pub fn label(&self) -> &str {
+        &self.request.project_label
+    }
+
+    pub fn scanned_at(&self) -> DateTime<Utc> {
+        self.scanned_at
+    }
+
+    /// Identifies the push's JSON value (not its bytes): a retried push has the same hash.
+    pub fn body_hash(&self) -> &str {
+        &self.body_hash
+    }
+
+    /// The `scan_id` before any `-2`, `-3` suffix.
+    pub fn scan_id_base(&self) -> String {
+        scan_id_base(self.scanned_at, self.label())
+    }
+}
+
+fn non_empty(field: &str, value: &str) -> Result<(), FieldError> {
+    if value.trim().is_empty() {
+        Err(FieldError::new(field, format!("{field} must not be empty")))
+    } else {
+        Ok(())
+    }
+}
+
+/// The hash of the request re-serialised from its parsed form, so whitespace, key order and
+/// ignored unknown fields do not make two equal pushes differ.
+fn canonical_hash(request: &PushRequest) -> String {
+    let mut hasher = Sha256::new();
+    // Serialising plain data into a hasher cannot fail.
+    let _ = serde_json::to_writer(&mut hasher, request);
+    hex::encode(hasher.finalize())
+}
+
+/// The label lower-cased, every run of characters outside `[a-z0-9]` turned into one `-`,
+/// trimmed, at most 64 characters. A label with no such characters at all becomes `project`.
+pub fn label_slug(label: &str) -> String {
+    let mut slug = String::with_capacity(label.len().min(MAX_SLUG_CHARS));
+    let mut pending_dash = false;
+    for c in label.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            if pending_dash && !slug.is_empty() {
+                slug.push('-');
+            }
+            pending_dash = false;
+            slug.push(c);
+        } else {
+            pending_dash = true;
+        }
+        if slug.len() >= MAX_SLUG_CHARS {
+            break;
+        }
+    }
+    slug.truncate(MAX_SLUG_CHARS);
+    let slug = slug.trim_end_matches('-');
+    if slug.is_empty() {
+        "project".to_owned()
+    } else {
+        slug.to_owned()
+    }
+}
+
+/// `YYYYMMDD-HHMMSS-<label-slug>` from the scan time in UTC.
+pub fn scan_id_base(scanned_at: DateTime<Utc>, label: &str) -> String {
+    format!(
+        "{}-{}",
+        scanned_at.format("%Y%m%d-%H%M%S"),
+        label_slug(label)
+    )
+}
+
+/// The `n`-th candidate for a scan id: the base itself, then `base-2`, `base-3`, …
+pub fn scan_id_candidate(base: &str, n: u32) -> String {
+    if n <= 1 {
+        base.to_owned()
+    } else {
+        format!("{base}-{n}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn sample() -> Value {
+        json!({
+            "project_label": "Payments API (prod)",
+            "cloud": "gcp",
+            "cloud_account_id": "acme-prod-123",
+            "frameworks": ["cis-gcp-2.0"],
+            "score": 87.5,
+            "passed": 140,
+            "failed": 20,
+            "severity_counts": {"critical": 1, "high": 4, "medium": 10, "low": 5},
+            "findings": [{
+                "rule_id": "cis-gcp-2.0-4.1",
+                "resource": "google_compute_instance.web",
+                "status": "FAIL",
+                "severity": "high",
+                "message": "Default service account in use",
+                "remediation": "Use a dedicated service account"
+            }],
+            "state_source": "ci",
+            "scanned_at": "2026-11-22T11:15:30+01:00"
+        })
+    }
+
+    fn parse(v: &Value) -> Result<ValidPush, PushError> {
+        ValidPush::parse(&serde_json::to_vec(v).unwrap())
+    }
+
+    fn field_of(err: PushError) -> String {
+        match err {
+            PushError::Json(JsonError::Shape(f)) => f.field,
+            other => panic!("expected a field error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_sample_push_parses_and_gets_its_scan_id_in_utc() {
+        let p = parse(&sample()).unwrap();
+        assert_eq!(p.scan_id_base(), "20261122-101530-payments-api-prod");
+        assert_eq!(p.body_hash().len(), 64);
+    }
+
+    #[test]
+    fn equal_json_values_hash_the_same_and_unknown_fields_are_ignored() {
+        let a = parse(&sample()).unwrap();
+        let mut v = sample();
+        v["future_field"] = json!({"x": 1});
+        v["findings"][0]["confidence"] = json!(0.9);
+        let pretty = serde_json::to_vec_pretty(&v).unwrap();
+        let b = ValidPush::parse(&pretty).unwrap();
+        assert_eq!(a.body_hash(), b.body_hash());
+        v["score"] = json!(87.6);
+        assert_ne!(parse(&v).unwrap().body_hash(), a.body_hash());
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let cases: Vec<(&str, Value, &str)> = vec![
+            ("project_label", json!(null), "project_label"),
+            ("project_label", json!(""), "project_label"),
+            ("project_label", json!("x".repeat(129)), "project_label"),
+            ("project_label", json!("a\nb"), "project_label"),
+            ("cloud", json!("ibm"), "cloud"),
+            ("frameworks", json!([]), "frameworks"),
+            ("frameworks", json!(["ok", ""]), "frameworks[1]"),
+            ("score", json!(100.01), "score"),
+            ("score", json!(-1), "score"),
+            ("score", json!("90"), "score"),
+            ("passed", json!(-1), "passed"),
+            ("passed", json!(1.5), "passed"),
+            ("failed", json!(null), "failed"),
+            (
+                "severity_counts",
+                json!({"critical": 1, "high": 1, "medium": 1}),
+                "severity_counts.low",
+            ),
+            (
+                "severity_counts",
+                json!({"critical": 1, "high": 1, "medium": 1, "low": 1, "info": 1}),
+                "severity_counts",
+            ),
+            ("state_source", json!("laptop"), "state_source"),
+            ("scanned_at", json!("2026-11-22 10:00:00"), "scanned_at"),
+            ("scanned_at", json!("2026-11-22T10:00:00"), "scanned_at"),
+        ];
+        for (key, value, expected_field) in cases {
+            let mut v = sample();
+            v[key] = value.clone();
+            let err = parse(&v).expect_err(&format!("{key}={value}"));
+            let field = field_of(err);
+            assert!(
+                field.starts_with(expected_field),
+                "{key}={value}: named {field:?}, expected {expected_field:?}"
+            );
+        }
+        let mut v = sample();
+        v.as_object_mut().unwrap().remove("scanned_at");
+        assert_eq!(field_of(parse(&v).unwrap_err()), "scanned_at");
+        let mut v = sample();
+        v["findings"][0]["status"] = json!("fail");
+        assert_eq!(field_of(parse(&v).unwrap_err()), "findings[0].status");
+        let mut v = sample();
+        v["findings"][0]["severity"] = json!("info");
+        assert_eq!(field_of(parse(&v).unwrap_err()), "findings[0].severity");
+        let mut v = sample();
+        v["findings"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("remediation");
+        assert_eq!(field_of(parse(&v).unwrap_err()), "findings[0].remediation");
+    }
+
+    #[test]
+    fn the_score_message_states_the_range() {
+        let mut v = sample();
+        v["score"] = json!(101);
+        match parse(&v).unwrap_err() {
+            PushError::Json(JsonError::Shape(f)) => {
+                assert_eq!(f.message, "score must be between 0 and 100")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn syntax_errors_are_not_shape_errors() {
+        for bad in [&b""[..], b"{", b"{\"a\":}", b"{} trailing", b"nul"] {
+            assert!(
+                matches!(
+                    ValidPush::parse(bad),
+                    Err(PushError::Json(JsonError::Syntax(_)))
+                ),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        assert!(matches!(
+            ValidPush::parse(b"[]"),
+            Err(PushError::Json(JsonError::Shape(_)))
+        ));
+    }
+
+    #[test]
+    fn too_many_findings_is_its_own_error() {
+        let mut v = sample();
+        let one = v["findings"][0].clone();
+        v["findings"] = Value::Array(vec![one; MAX_FINDINGS + 1]);
+        assert_eq!(
+            parse(&v).unwrap_err(),
+            PushError::TooManyFindings(MAX_FINDINGS + 1)
+        );
+    }
+
+    #[test]
+    fn slugs_follow_the_decided_rule() {
+        assert_eq!(label_slug("Payments API (prod)"), "payments-api-prod");
+        assert_eq!(label_slug("--a__b--"), "a-b");
+        assert_eq!(label_slug("ÄBC"), "bc");
+        assert_eq!(label_slug("!!!"), "project");
+        let long = "a".repeat(63) + "-bcd";
+        assert_eq!(label_slug(&long), "a".repeat(63));
+        assert_eq!(label_slug(&"z".repeat(100)).len(), 64);
+        assert_eq!(scan_id_candidate("x", 1), "x");
+        assert_eq!(scan_id_candidate("x", 3), "x-3");
+    }
+}

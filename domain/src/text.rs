@@ -1,0 +1,101 @@
+//! Small text rules shared by several inputs.
+
+use crate::push::FieldError;
+
+/// Checks a required text field: `min..=max` characters, no control characters.
+pub fn bounded_text(field: &str, value: &str, max: usize) -> Result<(), FieldError> {
+    let len = value.chars().count();
+    if len == 0 {
+        return Err(FieldError::new(field, format!("{field} must not be empty")));
+    }
+    if len > max {
+        return Err(FieldError::new(
+            field,
+            format!("{field} must be at most {max} characters (got {len})"),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            field,
+            format!("{field} must not contain control characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// An e-mail address that parsed (RFC 5322 `addr-spec`). Compared case-insensitively.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub fn parse(raw: &str) -> Result<Email, FieldError> {
+        let raw = raw.trim();
+        let invalid = || FieldError::new("email", "email must be a valid e-mail address".into());
+        if raw.len() > 254 || raw.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(invalid());
+        }
+        let parsed: email_address::EmailAddress = raw.parse().map_err(|_| invalid())?;
+        // A bare local part or a single-label domain is not deliverable in practice.
+        if !parsed.domain().contains('.') || parsed.display_part() != "" {
+            return Err(invalid());
+        }
+        Ok(Email(raw.to_lowercase()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn domain(&self) -> &str {
+        self.0.rsplit_once('@').map(|(_, d)| d).unwrap_or("")
+    }
+}
+
+/// The name of a machine or CI secret an API key is issued for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MachineName(String);
+
+impl MachineName {
+    pub fn parse(raw: &str) -> Result<MachineName, FieldError> {
+        bounded_text("machine", raw, 128)?;
+        Ok(MachineName(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_parse_or_are_refused_by_name() {
+        assert_eq!(
+            Email::parse(" Alice@Example.COM ").unwrap().as_str(),
+            "alice@example.com"
+        );
+        assert_eq!(Email::parse("a@b.example").unwrap().domain(), "b.example");
+        for bad in [
+            "",
+            "alice",
+            "alice@",
+            "@example.com",
+            "a b@example.com",
+            "alice@localhost",
+            "Alice <a@b.com>",
+        ] {
+            let err = Email::parse(bad).unwrap_err();
+            assert_eq!(err.field, "email", "{bad}");
+        }
+    }
+
+    #[test]
+    fn machine_names_are_bounded() {
+        assert!(MachineName::parse("ci-main").is_ok());
+        assert!(MachineName::parse("").is_err());
+        assert!(MachineName::parse(&"m".repeat(129)).is_err());
+        assert!(MachineName::parse("a\u{7}b").is_err());
+    }
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Browser tests against a release build: build, start the real server on a free port with a
+# throwaway data directory, run Playwright in Debian Chromium, then stop the server with
+# SIGTERM and require a clean exit.
+#
+# Not `cargo leptos end-to-end`: cargo-leptos 0.3.10 exits 0 even when the server fails to
+# compile, which would let a broken build pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+
+log=$(mktemp /tmp/tidemark-build.XXXXXX.log)
+data=$(mktemp -d /tmp/tidemark-e2e.XXXXXX)
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$data" "$log"
+}
+trap cleanup EXIT
+
+set +e
+cargo leptos build --release 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ] || grep -qE '^error(\[E[0-9]+\])?:|could not compile' "$log"; then
+  echo "e2e: the release build failed (see above)" >&2
+  exit 1
+fi
+for f in target/release/tidemark-server target/site/pkg/tidemark.wasm target/site/pkg/tidemark.js target/site/pkg/tidemark.css; do
+  [ -s "$f" ] || { echo "e2e: $f is missing after the build" >&2; exit 1; }
+done
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url="http://127.0.0.1:$port"
+LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDEMARK_DATA_DIR="$data" \
+  TIDEMARK_BASE_URL="$url" RUST_LOG="${RUST_LOG:-warn}" \
+  target/release/tidemark-server serve >"$data/server.log" 2>&1 &
+server_pid=$!
+
+(cd end2end && TIDEMARK_E2E_URL="$url" npx playwright test) || {
+  echo "e2e: Playwright failed; server log:" >&2
+  tail -n 50 "$data/server.log" >&2
+  exit 1
+}
+
+kill -TERM "$server_pid"
+if ! wait "$server_pid"; then
+  echo "e2e: the server did not shut down cleanly on SIGTERM" >&2
+  tail -n 50 "$data/server.log" >&2
+  exit 1
+fi
+server_pid=
+echo "e2e: passed; screenshots in end2end/test-results/"

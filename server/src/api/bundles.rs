@@ -1,0 +1,61 @@
+//! `GET /v1/bundles/{bundle_id}`: the compliance-profile bundle, for valid licenses only.
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use tidemark_domain::now_millis;
+use tidemark_store::bundles::bundle_content;
+use tidemark_wire::ErrorBody;
+
+use super::extract::license_from_header;
+use super::ApiError;
+use crate::state::AppState;
+
+/// Download a bundle
+///
+/// Serves exactly the bytes whose SHA-256 is the `bundle_checksum` of the validation result.
+#[utoipa::path(
+    get,
+    path = "/v1/bundles/{bundle_id}",
+    tag = "license",
+    security(("license_key_hash" = [])),
+    params(("bundle_id" = String, Path, description = "From `bundle_url`")),
+    responses(
+        (status = 200, description = "The bundle file", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 400, description = "`invalid_license_hash`", body = ErrorBody),
+        (status = 403, description = "`license_inactive`", body = ErrorBody),
+        (status = 404, description = "`license_not_found`, or `not_found` for an unknown bundle", body = ErrorBody),
+    )
+)]
+pub async fn download_bundle(
+    State(state): State<AppState>,
+    Path(bundle_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let license = license_from_header(&state.db, &headers).await?;
+    let license_state = license.state(now_millis());
+    if !license_state.is_active() {
+        return Err(ApiError::LicenseInactive(license_state.explain()));
+    }
+    let (bundle, bytes) = bundle_content(&state.db, &bundle_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let safe_name: String = bundle
+        .file_name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        .collect();
+    let mut res = bytes.into_response();
+    let h = res.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{safe_name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&format!("\"sha256:{}\"", bundle.sha256)) {
+        h.insert(header::ETAG, v);
+    }
+    Ok(res)
+}

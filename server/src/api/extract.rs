@@ -1,0 +1,96 @@
+//! Turning request parts into domain values, each failure one [`ApiError`].
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap};
+use serde::de::DeserializeOwned;
+use tidemark_domain::push::{parse_json, JsonError};
+use tidemark_domain::secrets::{ApiKey, ApiKeyError, LicenseKeyHash};
+use tidemark_store::licenses::{find_key_owner, find_license_by_lookup, KeyOwner, License};
+use tidemark_store::Db;
+
+use super::ApiError;
+
+pub const LICENSE_HASH_HEADER: &str = "x-license-key-hash";
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// Refuses anything but `application/json` (parameters such as `charset` are allowed).
+pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"));
+    if is_json {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType)
+    }
+}
+
+/// Reads at most `limit` bytes of body.
+pub async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|err| {
+        // `to_bytes` fails on the length limit or on a broken connection.
+        let too_large = std::error::Error::source(&err)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ApiError::PayloadTooLarge(format!(
+                "The request body is larger than the limit of {} MiB.",
+                limit / (1024 * 1024)
+            ))
+        } else {
+            ApiError::InvalidJson("The request body could not be read.".into())
+        }
+    })
+}
+
+pub fn json_error(err: JsonError) -> ApiError {
+    match err {
+        JsonError::Syntax(msg) => ApiError::InvalidJson(msg),
+        JsonError::Shape(field) => ApiError::InvalidRequest(field.message),
+    }
+}
+
+/// A JSON request body: 415 for another media type, 413 over `limit`, 400 if it is not
+/// JSON, 422 naming the field when it is JSON of the wrong shape.
+pub async fn read_json<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<T, ApiError> {
+    require_json(headers)?;
+    let bytes = read_body(body, limit).await?;
+    parse_json(&bytes).map_err(json_error)
+}
+
+pub fn license_hash(headers: &HeaderMap) -> Result<LicenseKeyHash, ApiError> {
+    let value = headers
+        .get(LICENSE_HASH_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or(ApiError::InvalidLicenseHash)?;
+    LicenseKeyHash::parse(value.trim()).map_err(|_| ApiError::InvalidLicenseHash)
+}
+
+/// The license named by `X-License-Key-Hash`, whatever its state.
+pub async fn license_from_header(db: &Db, headers: &HeaderMap) -> Result<License, ApiError> {
+    let hash = license_hash(headers)?;
+    find_license_by_lookup(db, &hash.lookup())
+        .await?
+        .ok_or(ApiError::LicenseNotFound)
+}
+
+/// The account behind `X-API-Key`: 401 `missing_api_key`, `malformed_api_key` or
+/// `invalid_api_key`.
+pub async fn authenticate(db: &Db, headers: &HeaderMap) -> Result<KeyOwner, ApiError> {
+    let header = match headers.get(API_KEY_HEADER) {
+        None => None,
+        Some(v) => Some(v.to_str().map_err(|_| ApiError::MalformedApiKey)?),
+    };
+    let key = ApiKey::parse(header.map(str::trim)).map_err(|e| match e {
+        ApiKeyError::Missing => ApiError::MissingApiKey,
+        ApiKeyError::Malformed => ApiError::MalformedApiKey,
+    })?;
+    find_key_owner(db, &key.hash())
+        .await?
+        .ok_or(ApiError::InvalidApiKey)
+}

@@ -1,0 +1,201 @@
+//! `/v1/license/*`: validation, activation and the enumeration-safe resend.
+
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use tidemark_domain::rate::RollingLimit;
+use tidemark_domain::secrets::ApiKey;
+use tidemark_domain::text::{Email, MachineName};
+use tidemark_domain::{ids, now_millis, to_rfc3339};
+use tidemark_store::licenses::{insert_api_key, NewApiKey};
+use tidemark_store::{bundles, outbox, rate};
+use tidemark_wire::{
+    ActivateRequest, ActivateResponse, ErrorBody, ResendRequest, ResendResponse, ValidateResponse,
+};
+
+use super::extract::{license_from_header, read_json};
+use super::ApiError;
+use crate::http::client_ip::client_ip;
+use crate::state::AppState;
+
+/// Small JSON bodies (activate, resend) never need more.
+const SMALL_BODY_LIMIT: usize = 64 * 1024;
+
+pub const RESEND_MESSAGE: &str = "If a license exists for this address, it has been sent.";
+pub const RESEND_MAIL_KIND: &str = "license_resend";
+
+/// Validate a license
+///
+/// Identifies the license by the SHA-256 of its key; the key itself is never sent. A known
+/// license that is expired or suspended answers `200` with `valid: false`, empty `features`
+/// and null bundle fields.
+#[utoipa::path(
+    post,
+    path = "/v1/license/validate",
+    tag = "license",
+    security(("license_key_hash" = [])),
+    responses(
+        (status = 200, description = "The license's current state", body = ValidateResponse),
+        (status = 400, description = "`invalid_license_hash`: header missing or not 64 hex characters", body = ErrorBody),
+        (status = 404, description = "`license_not_found`: no license has this key", body = ErrorBody),
+    )
+)]
+pub async fn validate_license(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<ValidateResponse>, ApiError> {
+    let license = license_from_header(&state.db, &headers).await?;
+    let now = now_millis();
+    let valid = license.state(now).is_active();
+    let (features, bundle_url, bundle_checksum) = if valid {
+        let bundle = bundles::latest_bundle(&state.db).await?;
+        (
+            license.features(),
+            bundle
+                .as_ref()
+                .map(|b| format!("{}/v1/bundles/{}", state.config.base_url, b.id)),
+            bundle.map(|b| format!("sha256:{}", b.sha256)),
+        )
+    } else {
+        (Vec::new(), None, None)
+    };
+    Ok(Json(ValidateResponse {
+        valid,
+        tier: license.tier,
+        features,
+        expiry: to_rfc3339(license.expires_at),
+        bundle_url,
+        bundle_checksum,
+    }))
+}
+
+/// Activate a machine
+///
+/// Issues a new API key for one machine or CI secret. The key is in this response only;
+/// the server keeps just its hash. An account may hold many active keys.
+#[utoipa::path(
+    post,
+    path = "/v1/license/activate",
+    tag = "license",
+    security(("license_key_hash" = [])),
+    request_body(content = ActivateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "A new API key, shown once", body = ActivateResponse),
+        (status = 400, description = "`invalid_license_hash`, or `invalid_json`", body = ErrorBody),
+        (status = 403, description = "`license_inactive`: the license is expired or suspended", body = ErrorBody),
+        (status = 404, description = "`license_not_found`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: `machine` missing, empty, over 128 characters or with control characters", body = ErrorBody),
+    )
+)]
+pub async fn activate_license(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, Json<ActivateResponse>), ApiError> {
+    let license = license_from_header(&state.db, &headers).await?;
+    let request: ActivateRequest = read_json(&headers, body, SMALL_BODY_LIMIT).await?;
+    let machine =
+        MachineName::parse(&request.machine).map_err(|e| ApiError::InvalidRequest(e.message))?;
+    let now = now_millis();
+    let license_state = license.state(now);
+    if !license_state.is_active() {
+        return Err(ApiError::LicenseInactive(license_state.explain()));
+    }
+    let key = ApiKey::generate();
+    insert_api_key(
+        &state.db,
+        &NewApiKey {
+            id: ids::new_key_id(),
+            account_id: license.account_id.clone(),
+            hash: key.hash(),
+            prefix: key.display_prefix(),
+            machine: machine.as_str().to_owned(),
+            now,
+        },
+    )
+    .await?;
+    tracing::info!(account_id = %license.account_id, "API key issued");
+    Ok((
+        StatusCode::CREATED,
+        Json(ActivateResponse {
+            api_key: key.expose().to_owned(),
+            account_id: license.account_id,
+            tier: license.tier,
+        }),
+    ))
+}
+
+/// Re-send a license by e-mail
+///
+/// Always answers the same for a valid address, whether or not a license exists, and takes
+/// the same path either way: the request is queued in a durable outbox and a background
+/// sender looks the address up and mails every license registered to it (key, tier,
+/// expiry). Limited per source IP: more than the limit per rolling minute starts a ban
+/// (default 3 per minute, 15-minute ban) during which every request gets `429`.
+#[utoipa::path(
+    post,
+    path = "/v1/license/resend",
+    tag = "license",
+    request_body(content = ResendRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Queued (or nothing to send; the answer is the same)", body = ResendResponse),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: not an e-mail address", body = ErrorBody),
+        (status = 429, description = "`rate_limit_exceeded`; `Retry-After` gives the seconds left of the ban", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the ban ends"))),
+    )
+)]
+pub async fn resend_license(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<ResendResponse>, ApiError> {
+    let config = &state.config;
+    let ip = client_ip(peer.ip(), &headers, &config.trusted_proxies);
+    let bucket = format!("resend:{ip}");
+    let now = now_millis();
+    let limited = |retry_after_secs: u64| ApiError::RateLimited {
+        message: format!(
+            "Too many license resend requests from this address: the limit is {} per minute, \
+             and exceeding it blocks the address for {} minutes. Try again in {} seconds.",
+            config.resend_per_minute,
+            config.resend_ban_seconds.div_ceil(60),
+            retry_after_secs
+        ),
+        retry_after_secs,
+    };
+    // During a ban every request is refused, even one that would be invalid.
+    if let Some(secs) = rate::ban_remaining(&state.db, &bucket, now).await? {
+        return Err(limited(secs));
+    }
+    let request: ResendRequest = read_json(&headers, body, SMALL_BODY_LIMIT).await?;
+    let email = Email::parse(&request.email).map_err(|e| ApiError::InvalidRequest(e.message))?;
+    let limit = RollingLimit::per_minute(config.resend_per_minute);
+    let ban_ms = i64::from(config.resend_ban_seconds) * 1000;
+    if let rate::BanDecision::Refuse { retry_after_secs } =
+        rate::hit_with_ban(&state.db, &bucket, &limit, ban_ms, now).await?
+    {
+        return Err(limited(retry_after_secs));
+    }
+    outbox::enqueue_mail(
+        &state.db,
+        &ids::new_mail_id(),
+        RESEND_MAIL_KIND,
+        email.as_str(),
+        now,
+    )
+    .await?;
+    state.mail_wakeup.notify_one();
+    Ok(Json(ResendResponse {
+        ok: true,
+        message: RESEND_MESSAGE.to_owned(),
+    }))
+}

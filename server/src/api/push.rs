@@ -1,0 +1,186 @@
+//! `POST /v1/dashboard/push`: auth → license → body → one transaction → `201`.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tidemark_domain::now_millis;
+use tidemark_domain::push::{PushError, ValidPush, MAX_BODY_BYTES, MAX_FINDINGS};
+use tidemark_domain::rate::RollingLimit;
+use tidemark_store::licenses::KeyOwner;
+use tidemark_store::pushes::{
+    record_push, write_rate_status, PushContext, PushOutcome, RateStatus,
+};
+use tidemark_wire::{ErrorBody, Feature, PushRequest, PushResponse};
+
+use super::extract::{authenticate, json_error, read_body, require_json};
+use super::ApiError;
+use crate::state::AppState;
+
+static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
+/// Push a scan
+///
+/// Appends a scan to the history of the project named by `project_label` in the key's
+/// account, creating the project if the tier's cap allows. `score_delta` is this score minus
+/// the previous scan's (0 for the first), read and written atomically so concurrent CI jobs
+/// chain exactly. Re-sending the project's latest push (same JSON value) is a replay: `201`
+/// with the original answer, nothing appended, no write budget used.
+///
+/// Every response carries `RateLimit-Policy` (`"writes";q=<limit>;w=60`); once the account is
+/// known, also `RateLimit` (`"writes";r=<remaining>;t=<seconds to reset>`), as in the IETF
+/// RateLimit header fields draft.
+#[utoipa::path(
+    post,
+    path = "/v1/dashboard/push",
+    tag = "dashboard",
+    security(("api_key" = [])),
+    request_body(content = PushRequest, content_type = "application/json",
+        description = "At most 16 MiB and 50,000 findings"),
+    responses(
+        (status = 201, description = "Appended (or replayed)", body = PushResponse),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` (activate again) or `invalid_api_key` (unknown or revoked)", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier` (no hosted_dashboard feature) or `license_inactive`", body = ErrorBody),
+        (status = 409, description = "`project_limit_reached` (new label, cap reached) or `project_archived`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`: over 16 MiB or 50,000 findings", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: the message names the field", body = ErrorBody),
+        (status = 429, description = "`rate_limit_exceeded`: over the account's writes per minute", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
+    )
+)]
+pub async fn push_scan(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+    let limit = RollingLimit::per_minute(state.config.writes_per_minute);
+    let (mut res, rate) = match push(&state, &limit, &headers, body).await {
+        Ok((answer, rate)) => (
+            (StatusCode::CREATED, Json(answer)).into_response(),
+            Some(rate),
+        ),
+        Err((err, rate)) => (err.into_response(), rate),
+    };
+    let h = res.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&format!("\"writes\";q={};w=60", limit.limit)) {
+        h.insert(RATELIMIT_POLICY.clone(), v);
+    }
+    if let Some(rate) = rate {
+        if let Ok(v) = HeaderValue::from_str(&format!(
+            "\"writes\";r={};t={}",
+            rate.remaining, rate.reset_secs
+        )) {
+            h.insert(RATELIMIT.clone(), v);
+        }
+    }
+    res
+}
+
+type PushResult = Result<(PushResponse, RateStatus), (ApiError, Option<RateStatus>)>;
+
+async fn push(
+    state: &AppState,
+    limit: &RollingLimit,
+    headers: &HeaderMap,
+    body: Body,
+) -> PushResult {
+    let owner = authenticate(&state.db, headers)
+        .await
+        .map_err(|e| (e, None))?;
+    let now = now_millis();
+    let account_id = owner.license.account_id.clone();
+    // Past authentication every answer reports the account's budget.
+    let refuse = |err: ApiError| async {
+        match write_rate_status(&state.db, &account_id, limit, now).await {
+            Ok(rate) => (err, Some(rate)),
+            Err(e) => (ApiError::from(e), None),
+        }
+    };
+    let push = match check_and_parse(&owner, headers, body, now).await {
+        Ok(push) => push,
+        Err(err) => return Err(refuse(err).await),
+    };
+
+    let ctx = PushContext {
+        account_id: &account_id,
+        key_id: &owner.key_id,
+        project_cap: owner.license.project_cap(),
+        write_limit: *limit,
+        now,
+    };
+    let outcome = record_push(&state.db, &ctx, &push)
+        .await
+        .map_err(|e| (ApiError::from(e), None))?;
+    let tier = owner.license.tier.as_str();
+    match outcome {
+        PushOutcome::Appended(scan, rate) | PushOutcome::Replayed(scan, rate) => {
+            let dashboard_url = format!(
+                "{}/projects/{}/scans/{}",
+                state.config.dashboard_url, scan.project_id, scan.scan_id
+            );
+            Ok((
+                PushResponse {
+                    project_id: scan.project_id,
+                    scan_id: scan.scan_id,
+                    score_delta: scan.score_delta,
+                    dashboard_url,
+                },
+                rate,
+            ))
+        }
+        PushOutcome::ProjectLimitReached { cap, rate } => {
+            let projects = if cap == 1 { "project" } else { "projects" };
+            Err((
+                ApiError::ProjectLimitReached(format!(
+                    "The {tier} tier allows {cap} active {projects}, and all are in use, so the \
+                     new project {:?} cannot be created. Archive a project in the dashboard or \
+                     upgrade your plan.",
+                    push.label()
+                )),
+                Some(rate),
+            ))
+        }
+        PushOutcome::ProjectArchived { project_id, rate } => {
+            Err((ApiError::ProjectArchived(project_id), Some(rate)))
+        }
+        PushOutcome::RateLimited {
+            retry_after_secs,
+            rate,
+        } => Err((
+            ApiError::RateLimited {
+                message: format!(
+                    "Dashboard writes are limited to {} per minute per account. Retry after {} \
+                     seconds, and space out parallel CI jobs that push.",
+                    limit.limit, retry_after_secs
+                ),
+                retry_after_secs,
+            },
+            Some(rate),
+        )),
+    }
+}
+
+/// The license may push, and the body is a valid push.
+async fn check_and_parse(
+    owner: &KeyOwner,
+    headers: &HeaderMap,
+    body: Body,
+    now: i64,
+) -> Result<ValidPush, ApiError> {
+    let license_state = owner.license.state(now);
+    if !license_state.is_active() {
+        return Err(ApiError::LicenseInactive(license_state.explain()));
+    }
+    if !owner.license.features().contains(&Feature::HostedDashboard) {
+        return Err(ApiError::InsufficientTier(owner.license.tier));
+    }
+    require_json(headers)?;
+    let bytes = read_body(body, MAX_BODY_BYTES).await?;
+    ValidPush::parse(&bytes).map_err(|e| match e {
+        PushError::Json(e) => json_error(e),
+        PushError::TooManyFindings(n) => ApiError::PayloadTooLarge(format!(
+            "A push may carry at most {MAX_FINDINGS} findings; this one has {n}. Split the scan or \
+             push the failing findings only."
+        )),
+    })
+}

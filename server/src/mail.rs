@@ -1,0 +1,167 @@
+//! The background worker of each replica: delivers the mail outbox and prunes old
+//! rate-limit rows. Requests only enqueue, so answering never waits for mail.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use lettre::message::header::ContentType;
+use lettre::message::Mailbox;
+use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use tidemark_domain::{now_millis, to_rfc3339, Millis};
+use tidemark_store::licenses::licenses_for_email;
+use tidemark_store::outbox::{self, OutboxMail};
+use tidemark_store::rate::prune_rate_data;
+
+use crate::api::license::RESEND_MAIL_KIND;
+use crate::config::Config;
+use crate::state::AppState;
+
+/// How often a replica looks for due mail when nothing wakes it.
+const POLL_INTERVAL: Duration = Duration::from_secs(2);
+/// How long a claimed message is reserved for this replica.
+const CLAIM_LEASE_MS: Millis = 60_000;
+const PRUNE_EVERY_MS: Millis = 60_000;
+/// Rate rows are kept a little longer than the longest window or ban they can matter to.
+const RATE_DATA_KEEP_MS: Millis = 60 * 60 * 1000;
+
+pub enum Transport {
+    Smtp(AsyncSmtpTransport<Tokio1Executor>),
+    /// Development default: each message becomes an `.eml` file.
+    Files(AsyncFileTransport<Tokio1Executor>),
+}
+
+impl Transport {
+    pub fn from_config(config: &Config) -> anyhow::Result<Self> {
+        match &config.smtp_url {
+            Some(url) => Ok(Transport::Smtp(
+                AsyncSmtpTransport::<Tokio1Executor>::from_url(url.expose())
+                    .context("TIDEMARK_SMTP_URL is not a usable SMTP URL")?
+                    .timeout(Some(Duration::from_secs(20)))
+                    .build(),
+            )),
+            None => {
+                let dir = config.data_dir.join("outbox");
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("could not create {}", dir.display()))?;
+                Ok(Transport::Files(AsyncFileTransport::new(dir)))
+            }
+        }
+    }
+
+    async fn send(&self, message: Message) -> anyhow::Result<()> {
+        match self {
+            Transport::Smtp(t) => t.send(message).await.map(|_| ())?,
+            Transport::Files(t) => t.send(message).await.map(|_| ())?,
+        }
+        Ok(())
+    }
+}
+
+pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let transport = Transport::from_config(&state.config)?;
+    let from: Mailbox = state
+        .config
+        .mail_from
+        .parse()
+        .context("TIDEMARK_MAIL_FROM is not a mailbox")?;
+    let state = state.clone();
+    Ok(tokio::spawn(async move {
+        let mut last_prune: Millis = 0;
+        loop {
+            if let Err(err) = deliver_due(&state, &transport, &from).await {
+                tracing::warn!(error = %err, "mail delivery pass failed");
+            }
+            let now = now_millis();
+            if now - last_prune >= PRUNE_EVERY_MS {
+                last_prune = now;
+                if let Err(err) = prune_rate_data(&state.db, now - RATE_DATA_KEEP_MS).await {
+                    tracing::warn!(error = %err, "pruning rate-limit data failed");
+                }
+            }
+            tokio::select! {
+                () = state.mail_wakeup.notified() => {}
+                () = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+        }
+    }))
+}
+
+/// Delay before attempt `attempts + 1`: 5 s, doubling, at most an hour.
+pub fn retry_delay_ms(attempts: i64) -> Millis {
+    let exp = attempts.clamp(1, 20) - 1;
+    (5_000_i64 << exp).min(3_600_000)
+}
+
+async fn deliver_due(
+    state: &AppState,
+    transport: &Transport,
+    from: &Mailbox,
+) -> anyhow::Result<()> {
+    let due = outbox::claim_due_mail(&state.db, now_millis(), CLAIM_LEASE_MS, 20).await?;
+    for mail in due {
+        match send_one(state, transport, from, &mail).await {
+            Ok(()) => outbox::mark_sent(&state.db, &mail.id, now_millis()).await?,
+            Err(err) => {
+                tracing::warn!(mail_id = %mail.id, attempt = mail.attempts, error = %err, "mail not delivered; will retry");
+                let retry_at = now_millis() + retry_delay_ms(mail.attempts);
+                outbox::mark_failed(&state.db, &mail, &err.to_string(), retry_at).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn send_one(
+    state: &AppState,
+    transport: &Transport,
+    from: &Mailbox,
+    mail: &OutboxMail,
+) -> anyhow::Result<()> {
+    if mail.kind != RESEND_MAIL_KIND {
+        anyhow::bail!("unknown mail kind {:?}", mail.kind);
+    }
+    let licenses = licenses_for_email(&state.db, &mail.recipient).await?;
+    if licenses.is_empty() {
+        // No license for the address: nothing is sent, and the caller was told the same
+        // as when there is one.
+        return Ok(());
+    }
+    let mut body = String::from(
+        "Hello,\n\nYou asked us to send your Tidemark license again. Keep the key secret: \
+         anyone who has it can activate the scanner on your account.\n",
+    );
+    for (license, sealed) in &licenses {
+        let key = state
+            .license_keys
+            .open(sealed)
+            .context("a stored license key could not be decrypted")?;
+        let key = String::from_utf8(key).context("a stored license key is not text")?;
+        body.push_str(&format!(
+            "\nLicense key: {key}\nTier: {}\nExpires: {}\n",
+            license.tier.as_str(),
+            to_rfc3339(license.expires_at)
+        ));
+    }
+    body.push_str(
+        "\nActivate a machine with `tidemark activate`. If you did not ask for this e-mail, \
+         you can ignore it.\n\n-- Tidemark\n",
+    );
+    let message = Message::builder()
+        .from(from.clone())
+        .to(mail.recipient.parse().context("recipient address")?)
+        .subject("Your Tidemark license")
+        .header(ContentType::TEXT_PLAIN)
+        .body(body)
+        .context("composing the message")?;
+    transport.send(message).await
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn retries_back_off_to_an_hour() {
+        assert_eq!(super::retry_delay_ms(1), 5_000);
+        assert_eq!(super::retry_delay_ms(2), 10_000);
+        assert_eq!(super::retry_delay_ms(12), 3_600_000);
+    }
+}

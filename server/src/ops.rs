@@ -1,0 +1,161 @@
+//! Operator actions behind the `tidemark-server` subcommands. Plain functions over the store,
+//! so tests create fixtures exactly the way operators do.
+
+use anyhow::{bail, Context as _};
+use serde::Serialize;
+use tidemark_domain::secrets::{sha256_hex, LicenseKey};
+use tidemark_domain::text::Email;
+use tidemark_domain::{ids, now_millis, to_rfc3339, Millis};
+use tidemark_store::bundles::{self, Bundle};
+use tidemark_store::licenses::{self, License, NewLicense};
+use tidemark_store::Db;
+use tidemark_wire::Tier;
+
+use crate::crypto::SecretBox;
+
+/// What `license create` prints: the only place, besides the resend mail, where the raw
+/// license key ever appears.
+#[derive(Debug, Serialize)]
+pub struct CreatedLicense {
+    pub license_key: String,
+    pub license_id: String,
+    pub account_id: String,
+}
+
+pub async fn create_license(
+    db: &Db,
+    keys: &SecretBox,
+    email: &str,
+    tier: Tier,
+    expires_at: Option<Millis>,
+    max_projects: Option<u64>,
+) -> anyhow::Result<CreatedLicense> {
+    let email = Email::parse(email).map_err(|e| anyhow::anyhow!(e.message))?;
+    let now = now_millis();
+    let expires_at = expires_at.unwrap_or(now + 365 * 24 * 60 * 60 * 1000);
+    let key = LicenseKey::generate();
+    let new = NewLicense {
+        account_id: ids::new_account_id(),
+        license_id: ids::new_license_id(),
+        email: email.as_str().to_owned(),
+        tier,
+        lookup: key.client_hash().lookup(),
+        key_ciphertext: keys.seal(key.expose().as_bytes()),
+        expires_at,
+        max_projects,
+        now,
+    };
+    licenses::create_license(db, &new).await?;
+    Ok(CreatedLicense {
+        license_key: key.expose().to_owned(),
+        license_id: new.license_id,
+        account_id: new.account_id,
+    })
+}
+
+/// A license as operators see it (no key material).
+#[derive(Debug, Serialize)]
+pub struct LicenseSummary {
+    pub license_id: String,
+    pub account_id: String,
+    pub email: String,
+    pub tier: Tier,
+    pub state: &'static str,
+    pub expires: String,
+    pub max_projects: Option<u64>,
+    pub features: Vec<tidemark_wire::Feature>,
+}
+
+impl From<&License> for LicenseSummary {
+    fn from(l: &License) -> Self {
+        use tidemark_domain::license::LicenseState::*;
+        LicenseSummary {
+            license_id: l.id.clone(),
+            account_id: l.account_id.clone(),
+            email: l.email.clone(),
+            tier: l.tier,
+            state: match l.state(now_millis()) {
+                Active => "active",
+                Expired { .. } => "expired",
+                Suspended { .. } => "suspended",
+            },
+            expires: to_rfc3339(l.expires_at),
+            max_projects: l.max_projects,
+            features: l.features(),
+        }
+    }
+}
+
+pub async fn list_licenses(db: &Db) -> anyhow::Result<Vec<LicenseSummary>> {
+    Ok(licenses::list_licenses(db)
+        .await?
+        .iter()
+        .map(LicenseSummary::from)
+        .collect())
+}
+
+/// Suspends or resumes a license; returns its new summary.
+pub async fn set_suspended(db: &Db, id: &str, suspended: bool) -> anyhow::Result<LicenseSummary> {
+    let at = suspended.then(now_millis);
+    if !licenses::set_suspended(db, id, at).await? {
+        bail!("no license with id {id}");
+    }
+    summary(db, id).await
+}
+
+pub async fn extend(db: &Db, id: &str, expires_at: Millis) -> anyhow::Result<LicenseSummary> {
+    if !licenses::set_expiry(db, id, expires_at).await? {
+        bail!("no license with id {id}");
+    }
+    summary(db, id).await
+}
+
+async fn summary(db: &Db, id: &str) -> anyhow::Result<LicenseSummary> {
+    let license = licenses::find_license(db, id)
+        .await?
+        .with_context(|| format!("no license with id {id}"))?;
+    Ok(LicenseSummary::from(&license))
+}
+
+#[derive(Debug, Serialize)]
+pub struct PublishedBundle {
+    pub bundle_id: String,
+    pub bundle_url: String,
+    pub bundle_checksum: String,
+    pub size_bytes: i64,
+}
+
+/// Publishes `bytes` as the latest bundle.
+pub async fn publish_bundle(
+    db: &Db,
+    base_url: &str,
+    file_name: &str,
+    bytes: &[u8],
+) -> anyhow::Result<PublishedBundle> {
+    if bytes.is_empty() {
+        bail!("the bundle file is empty");
+    }
+    let bundle = Bundle {
+        id: ids::new_bundle_id(),
+        file_name: file_name.to_owned(),
+        sha256: sha256_hex(bytes),
+        size_bytes: i64::try_from(bytes.len()).context("bundle too large")?,
+        published_at: now_millis(),
+    };
+    bundles::publish_bundle(db, &bundle, bytes).await?;
+    Ok(PublishedBundle {
+        bundle_url: format!("{base_url}/v1/bundles/{}", bundle.id),
+        bundle_checksum: format!("sha256:{}", bundle.sha256),
+        bundle_id: bundle.id,
+        size_bytes: bundle.size_bytes,
+    })
+}
+
+/// Parses an RFC 3339 timestamp given on the command line.
+pub fn parse_timestamp(text: &str) -> anyhow::Result<Millis> {
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.timestamp_millis())
+        .with_context(|| {
+            format!("{text:?} is not an RFC 3339 timestamp such as 2027-01-31T00:00:00Z")
+        })
+}

@@ -1,0 +1,625 @@
+//! `/v1/license/*` and bundle downloads, on SQLite and PostgreSQL.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{assert_error, backends, TestApp};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tidemark_domain::secrets::sha256_hex;
+use tidemark_wire::Tier;
+
+async fn validate(app: &TestApp, hash: &str) -> reqwest::Response {
+    app.client
+        .post(app.url("/v1/license/validate"))
+        .header("X-License-Key-Hash", hash)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn validation_reports_tier_features_expiry_and_the_latest_bundle() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let expires = server::ops::parse_timestamp("2031-05-01T12:00:00+02:00").unwrap();
+        let license = app
+            .create_license_with(Tier::Agency, Some(expires), None)
+            .await;
+
+        let body: Value = validate(&app, &license.hash).await.json().await.unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "valid": true,
+                "tier": "agency",
+                "features": ["hosted_dashboard", "drift_detection", "custom_frameworks"],
+                "expiry": "2031-05-01T10:00:00Z",
+                "bundle_url": null,
+                "bundle_checksum": null
+            }),
+            "{backend:?}"
+        );
+
+        let bytes = b"profiles: [cis-gcp-2.0]\n".repeat(1000);
+        let published =
+            server::ops::publish_bundle(&app.db, &app.base_url, "profiles-2026.11.tar", &bytes)
+                .await
+                .unwrap();
+        let upper = license.hash.to_ascii_uppercase();
+        let res = validate(&app, &upper).await;
+        assert_eq!(res.status(), StatusCode::OK, "upper-case hex is accepted");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["bundle_url"], published.bundle_url);
+        assert_eq!(
+            body["bundle_checksum"],
+            format!("sha256:{}", sha256_hex(&bytes))
+        );
+
+        // The checksum is of exactly the bytes served, and only a valid license may fetch them.
+        let url = body["bundle_url"].as_str().unwrap();
+        let res = app
+            .client
+            .get(url)
+            .header("X-License-Key-Hash", &license.hash)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        let served = res.bytes().await.unwrap();
+        assert_eq!(
+            format!("sha256:{}", sha256_hex(&served)),
+            body["bundle_checksum"]
+        );
+        assert_error(
+            app.client.get(url).send().await.unwrap(),
+            StatusCode::BAD_REQUEST,
+            "invalid_license_hash",
+        )
+        .await;
+        assert_error(
+            app.client
+                .get(url)
+                .header("X-License-Key-Hash", "0".repeat(64))
+                .send()
+                .await
+                .unwrap(),
+            StatusCode::NOT_FOUND,
+            "license_not_found",
+        )
+        .await;
+        assert_error(
+            app.client
+                .get(app.url("/v1/bundles/bnd_nope"))
+                .header("X-License-Key-Hash", &license.hash)
+                .send()
+                .await
+                .unwrap(),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        )
+        .await;
+        server::ops::set_suspended(&app.db, &license.license_id, true)
+            .await
+            .unwrap();
+        assert_error(
+            app.client
+                .get(url)
+                .header("X-License-Key-Hash", &license.hash)
+                .send()
+                .await
+                .unwrap(),
+            StatusCode::FORBIDDEN,
+            "license_inactive",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn expired_and_suspended_licenses_validate_as_not_valid() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        server::ops::publish_bundle(&app.db, &app.base_url, "b.tar", b"bundle")
+            .await
+            .unwrap();
+        let expired = app
+            .create_license_with(Tier::Team, Some(1_700_000_000_000), None)
+            .await;
+        let body: Value = validate(&app, &expired.hash).await.json().await.unwrap();
+        assert_eq!(
+            body,
+            json!({"valid": false, "tier": "team", "features": [], "expiry": "2023-11-14T22:13:20Z",
+                   "bundle_url": null, "bundle_checksum": null}),
+            "{backend:?}"
+        );
+
+        let suspended = app.create_license(Tier::Enterprise).await;
+        server::ops::set_suspended(&app.db, &suspended.license_id, true)
+            .await
+            .unwrap();
+        let res = validate(&app, &suspended.hash).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["valid"], false);
+        assert_eq!(body["tier"], "enterprise");
+        assert_eq!(body["features"], json!([]));
+
+        server::ops::set_suspended(&app.db, &suspended.license_id, false)
+            .await
+            .unwrap();
+        let body: Value = validate(&app, &suspended.hash).await.json().await.unwrap();
+        assert_eq!(body["valid"], true);
+        assert_eq!(body["features"].as_array().unwrap().len(), 4);
+    }
+}
+
+#[tokio::test]
+async fn unknown_and_malformed_license_hashes() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        assert_error(
+            validate(&app, &"a".repeat(64)).await,
+            StatusCode::NOT_FOUND,
+            "license_not_found",
+        )
+        .await;
+        for bad in ["", "abc", &"z".repeat(64), &"a".repeat(65)] {
+            assert_error(
+                validate(&app, bad).await,
+                StatusCode::BAD_REQUEST,
+                "invalid_license_hash",
+            )
+            .await;
+        }
+        let res = app
+            .client
+            .post(app.url("/v1/license/validate"))
+            .send()
+            .await
+            .unwrap();
+        assert_error(res, StatusCode::BAD_REQUEST, "invalid_license_hash").await;
+        // The raw key in place of its hash is refused as malformed, never looked up.
+        let license = app.create_license(Tier::Team).await;
+        assert_error(
+            validate(&app, &license.key).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_license_hash",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn activation_issues_a_key_per_machine() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let license = app.create_license(Tier::Team).await;
+        let activate = |hash: String, body: Value| {
+            let (client, url) = (app.client.clone(), app.url("/v1/license/activate"));
+            async move {
+                client
+                    .post(url)
+                    .header("X-License-Key-Hash", hash)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap()
+            }
+        };
+        let res = activate(license.hash.clone(), json!({"machine": "ci-main"})).await;
+        assert_eq!(res.status(), StatusCode::CREATED, "{backend:?}");
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["account_id"], license.account_id.as_str());
+        assert_eq!(body["tier"], "team");
+        let key_a = body["api_key"].as_str().unwrap().to_owned();
+        assert!(
+            key_a.starts_with("svc_api_") && key_a.len() >= 48,
+            "{key_a}"
+        );
+        let key_b = app.activate(&license, "laptop").await;
+        assert_ne!(key_a, key_b);
+        assert_eq!(app.count("api_keys").await, 2);
+
+        assert_error(
+            activate("f".repeat(64), json!({"machine": "x"})).await,
+            StatusCode::NOT_FOUND,
+            "license_not_found",
+        )
+        .await;
+        assert_error(
+            activate("nope".into(), json!({"machine": "x"})).await,
+            StatusCode::BAD_REQUEST,
+            "invalid_license_hash",
+        )
+        .await;
+        let msg = assert_error(
+            activate(license.hash.clone(), json!({"machine": ""})).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+        )
+        .await;
+        assert!(msg.contains("machine"), "{msg}");
+        assert_error(
+            activate(license.hash.clone(), json!({})).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+        )
+        .await;
+        let res = app
+            .client
+            .post(app.url("/v1/license/activate"))
+            .header("X-License-Key-Hash", &license.hash)
+            .header("Content-Type", "text/plain")
+            .body("machine=x")
+            .send()
+            .await
+            .unwrap();
+        assert_error(
+            res,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        )
+        .await;
+
+        server::ops::set_suspended(&app.db, &license.license_id, true)
+            .await
+            .unwrap();
+        let msg = assert_error(
+            activate(license.hash.clone(), json!({"machine": "x"})).await,
+            StatusCode::FORBIDDEN,
+            "license_inactive",
+        )
+        .await;
+        assert!(msg.contains("suspended"), "{msg}");
+        assert_eq!(
+            app.count("api_keys").await,
+            2,
+            "{backend:?}: refusals store nothing"
+        );
+    }
+}
+
+async fn resend(app: &TestApp, email: &str, forwarded_for: Option<&str>) -> reqwest::Response {
+    let mut req = app
+        .client
+        .post(app.url("/v1/license/resend"))
+        .json(&json!({ "email": email }));
+    if let Some(xff) = forwarded_for {
+        req = req.header("X-Forwarded-For", xff);
+    }
+    req.send().await.unwrap()
+}
+
+#[tokio::test]
+async fn resend_answers_the_same_whether_or_not_a_license_exists() {
+    for backend in backends() {
+        let app = TestApp::spawn_with(backend, &[("TIDEMARK_RESEND_PER_MINUTE", "100")]).await;
+        let license = app.create_license(Tier::Team).await;
+        let known = resend(&app, &license.email.to_uppercase(), None).await;
+        let unknown = resend(&app, "nobody@example.org", None).await;
+        assert_eq!(known.status(), StatusCode::OK);
+        assert_eq!(unknown.status(), StatusCode::OK);
+        let known: Value = known.json().await.unwrap();
+        let unknown: Value = unknown.json().await.unwrap();
+        assert_eq!(known, unknown);
+        assert_eq!(
+            known,
+            json!({"ok": true, "message": "If a license exists for this address, it has been sent."})
+        );
+        // Both took the same path: one queued message each.
+        assert_eq!(app.count("mail_outbox").await, 2, "{backend:?}");
+
+        let msg = assert_error(
+            resend(&app, "not-an-address", None).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request",
+        )
+        .await;
+        assert!(msg.contains("email"), "{msg}");
+        assert_eq!(app.count("mail_outbox").await, 2);
+
+        // The background sender writes the message as an .eml file (no SMTP configured):
+        // only the known address gets one, carrying key, tier and expiry.
+        let outbox = app.data_dir.path().join("outbox");
+        let mail = wait_for(Duration::from_secs(20), || {
+            let files: Vec<_> = std::fs::read_dir(&outbox)
+                .ok()?
+                .filter_map(Result::ok)
+                .collect();
+            (!files.is_empty()).then_some(files)
+        })
+        .await
+        .expect("a mail file");
+        assert_eq!(
+            mail.len(),
+            1,
+            "{backend:?}: no mail for the unknown address"
+        );
+        let text = std::fs::read_to_string(mail[0].path()).unwrap();
+        assert!(text.contains(&license.key), "the mail carries the key");
+        assert!(
+            text.contains("Tier: team") && text.contains("Expires: "),
+            "{text}"
+        );
+        assert!(text.contains(&format!("To: {}", license.email)), "{text}");
+    }
+}
+
+async fn wait_for<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = probe() {
+            return Some(v);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn resend_allows_three_a_minute_per_ip_then_bans_for_fifteen_minutes() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        for _ in 0..3 {
+            assert_eq!(
+                resend(&app, "a@example.com", None).await.status(),
+                StatusCode::OK
+            );
+        }
+        let res = resend(&app, "a@example.com", None).await;
+        let retry: u64 = res.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (899..=900).contains(&retry),
+            "{backend:?}: the 4th starts a 15-minute ban: {retry}"
+        );
+        let msg = assert_error(res, StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded").await;
+        assert!(
+            msg.contains("3 per minute") && msg.contains("15 minutes"),
+            "{msg}"
+        );
+
+        // The ban is not a refilling bucket: even once the minute's events are gone, every
+        // request (valid or not) is refused until the ban ends.
+        tidemark_store::on_db!(&app.db, pool => {
+            sqlx::query("DELETE FROM rate_events").execute(pool).await.map(|_| ())
+        })
+        .unwrap();
+        assert_error(
+            resend(&app, "b@example.com", None).await,
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+        )
+        .await;
+        assert_error(
+            resend(&app, "garbage", None).await,
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+        )
+        .await;
+        assert_eq!(app.count("mail_outbox").await, 3, "{backend:?}");
+
+        // When the ban has run out, requests are served again.
+        tidemark_store::on_db!(&app.db, pool => {
+            sqlx::query("UPDATE rate_bans SET until = 1").execute(pool).await.map(|_| ())
+        })
+        .unwrap();
+        assert_eq!(
+            resend(&app, "a@example.com", None).await.status(),
+            StatusCode::OK
+        );
+    }
+}
+
+#[tokio::test]
+async fn forwarded_addresses_count_only_behind_trusted_proxies() {
+    // Untrusted peer: X-Forwarded-For is ignored, so rotating it does not dodge the limit.
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[("TIDEMARK_RESEND_PER_MINUTE", "2")],
+    )
+    .await;
+    for i in 0..2 {
+        assert_eq!(
+            resend(&app, "a@example.com", Some(&format!("198.51.100.{i}")))
+                .await
+                .status(),
+            StatusCode::OK
+        );
+    }
+    assert_error(
+        resend(&app, "a@example.com", Some("198.51.100.99")).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limit_exceeded",
+    )
+    .await;
+
+    // Behind a trusted proxy (loopback here), each client address has its own budget.
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[
+            ("TIDEMARK_RESEND_PER_MINUTE", "2"),
+            ("TIDEMARK_TRUSTED_PROXIES", "127.0.0.0/8"),
+        ],
+    )
+    .await;
+    for _ in 0..2 {
+        assert_eq!(
+            resend(&app, "a@example.com", Some("203.0.113.5"))
+                .await
+                .status(),
+            StatusCode::OK
+        );
+    }
+    assert_error(
+        resend(&app, "a@example.com", Some("203.0.113.5")).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limit_exceeded",
+    )
+    .await;
+    // A client cannot pose as another by prepending an address: the right-most untrusted hop counts.
+    assert_error(
+        resend(&app, "a@example.com", Some("192.0.2.1, 203.0.113.5")).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limit_exceeded",
+    )
+    .await;
+    assert_eq!(
+        resend(&app, "a@example.com", Some("203.0.113.6"))
+            .await
+            .status(),
+        StatusCode::OK
+    );
+}
+
+/// A real SMTP server (Python's aiosmtpd) receives the mail, and a message queued while
+/// the mail server was down is delivered after the Tidemark server restarts.
+#[tokio::test]
+async fn resend_mail_reaches_a_real_smtp_server_and_survives_a_restart() {
+    for backend in backends() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let smtp_url = format!("smtp://127.0.0.1:{port}");
+        // The SMTP server is not running yet: delivery fails and the message stays queued.
+        let app = TestApp::spawn_with(backend, &[("TIDEMARK_SMTP_URL", &smtp_url)]).await;
+        let license = app.create_license(Tier::Agency).await;
+        assert_eq!(
+            resend(&app, &license.email, None).await.status(),
+            StatusCode::OK
+        );
+        let db = app.db.clone();
+        let failed_once = wait_for_async(Duration::from_secs(20), || {
+            let db = db.clone();
+            async move {
+                let row: Option<(i64, Option<String>)> = tidemark_store::on_db!(&db, pool => {
+                    sqlx::query_as("SELECT attempts, last_error FROM mail_outbox").fetch_optional(pool).await
+                })
+                .unwrap();
+                row.filter(|(attempts, err)| *attempts >= 1 && err.is_some())
+            }
+        })
+        .await;
+        assert!(
+            failed_once.is_some(),
+            "{backend:?}: the first attempt fails while SMTP is down"
+        );
+        assert_eq!(
+            tidemark_store::outbox::pending_count(&app.db)
+                .await
+                .unwrap(),
+            1
+        );
+
+        let sink = SmtpSink::start(port);
+        let app = app.restart(&[]).await;
+        let received = wait_for_async(Duration::from_secs(30), || {
+            let text = sink.output();
+            let found = text.contains(&license.key);
+            async move { found.then_some(text) }
+        })
+        .await
+        .unwrap_or_else(|| {
+            panic!(
+                "{backend:?}: no mail delivered; sink saw: {}",
+                sink.output()
+            )
+        });
+        assert!(received.contains("Tier: agency"), "{received}");
+        assert!(received.contains("Your Tidemark license"), "{received}");
+        let db = app.db.clone();
+        let delivered =
+            wait_for_async(Duration::from_secs(10), || {
+                let db = db.clone();
+                async move {
+                    (tidemark_store::outbox::pending_count(&db).await.unwrap() == 0).then_some(())
+                }
+            })
+            .await;
+        assert!(delivered.is_some(), "marked as sent");
+    }
+}
+
+async fn wait_for_async<T, Fut>(limit: Duration, mut probe: impl FnMut() -> Fut) -> Option<T>
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(v) = probe().await {
+            return Some(v);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// `python3 -m aiosmtpd` with its debugging handler, which prints every message it receives.
+struct SmtpSink {
+    child: std::process::Child,
+    out: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl SmtpSink {
+    fn start(port: u16) -> Self {
+        use std::io::Read as _;
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-u",
+                "-m",
+                "aiosmtpd",
+                "-n",
+                "-c",
+                "aiosmtpd.handlers.Debugging",
+                "-l",
+            ])
+            .arg(format!("127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("python3 -m aiosmtpd (pip install aiosmtpd; scripts/setup.sh does)");
+        let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let mut stdout = child.stdout.take().unwrap();
+        let sink = out.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "aiosmtpd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        SmtpSink { child, out }
+    }
+
+    fn output(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,135 @@
+//! The operator subcommands of the real `tidemark-server` binary.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn cli(data_dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TIDEMARK_DATA_DIR", data_dir)
+        .env("TIDEMARK_BASE_URL", "https://tidemark.example.com")
+        .env("RUST_LOG", "warn")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn last_json(stdout: &str) -> Value {
+    serde_json::from_str(stdout.lines().last().expect("output")).expect("JSON on the last line")
+}
+
+#[test]
+fn licenses_are_created_listed_suspended_resumed_and_extended() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, err) = cli(
+        dir.path(),
+        &[
+            "license",
+            "create",
+            "--email",
+            "ops@example.com",
+            "--tier",
+            "agency",
+            "--max-projects",
+            "7",
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let created = last_json(&out);
+    let key = created["license_key"].as_str().unwrap();
+    assert!(key.starts_with("lic_"));
+    let id = created["license_id"].as_str().unwrap().to_owned();
+    assert!(created["account_id"].as_str().unwrap().starts_with("acct_"));
+    assert!(!err.contains(key), "the key never reaches the log");
+
+    let (ok, out, _) = cli(dir.path(), &["license", "list", "--json"]);
+    assert!(ok);
+    let list = last_json(&out);
+    assert_eq!(list["licenses"][0]["tier"], "agency");
+    assert_eq!(list["licenses"][0]["state"], "active");
+    assert_eq!(list["licenses"][0]["max_projects"], 7);
+    assert!(!out.contains(key), "list never shows keys");
+
+    let (ok, out, _) = cli(dir.path(), &["license", "suspend", "--id", &id, "--json"]);
+    assert!(ok);
+    assert_eq!(last_json(&out)["state"], "suspended");
+    let (ok, out, _) = cli(dir.path(), &["license", "resume", "--id", &id, "--json"]);
+    assert!(ok);
+    assert_eq!(last_json(&out)["state"], "active");
+    let (ok, out, _) = cli(
+        dir.path(),
+        &[
+            "license",
+            "extend",
+            "--id",
+            &id,
+            "--expires",
+            "2020-01-01T00:00:00Z",
+            "--json",
+        ],
+    );
+    assert!(ok);
+    let extended = last_json(&out);
+    assert_eq!(extended["state"], "expired");
+    assert_eq!(extended["expires"], "2020-01-01T00:00:00Z");
+
+    let (ok, _, err) = cli(dir.path(), &["license", "suspend", "--id", "lcn_nope"]);
+    assert!(!ok);
+    assert!(err.contains("no license with id lcn_nope"), "{err}");
+    let (ok, _, err) = cli(
+        dir.path(),
+        &["license", "create", "--email", "not-mail", "--tier", "team"],
+    );
+    assert!(!ok);
+    assert!(err.contains("email"), "{err}");
+    let (ok, _, err) = cli(
+        dir.path(),
+        &[
+            "license",
+            "create",
+            "--email",
+            "a@b.example",
+            "--tier",
+            "gold",
+        ],
+    );
+    assert!(!ok);
+    assert!(err.contains("gold"), "{err}");
+}
+
+#[test]
+fn bundle_publish_prints_url_and_checksum() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profiles.tar");
+    std::fs::write(&file, b"bundle bytes").unwrap();
+    let (ok, out, err) = cli(
+        dir.path(),
+        &["bundle", "publish", file.to_str().unwrap(), "--json"],
+    );
+    assert!(ok, "{err}");
+    let published = last_json(&out);
+    assert_eq!(
+        published["bundle_checksum"],
+        format!(
+            "sha256:{}",
+            tidemark_domain::secrets::sha256_hex(b"bundle bytes")
+        )
+    );
+    let url = published["bundle_url"].as_str().unwrap();
+    assert!(
+        url.starts_with("https://tidemark.example.com/v1/bundles/bnd_"),
+        "{url}"
+    );
+    let (ok, _, err) = cli(dir.path(), &["bundle", "publish", "/no/such/file"]);
+    assert!(!ok);
+    assert!(err.contains("could not read"), "{err}");
+}

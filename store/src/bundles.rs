@@ -1,0 +1,83 @@
+//! Compliance-profile bundles. The bytes live in the database (base64), so every replica
+//! serves the same file without shared disk.
+
+use base64::Engine as _;
+use tidemark_domain::Millis;
+
+use crate::{on_db, Db, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    pub id: String,
+    pub file_name: String,
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+    pub size_bytes: i64,
+    pub published_at: Millis,
+}
+
+pub async fn publish_bundle(db: &Db, bundle: &Bundle, bytes: &[u8]) -> Result<(), StoreError> {
+    let content = base64::engine::general_purpose::STANDARD.encode(bytes);
+    on_db!(db, pool => {
+        sqlx::query(
+            "INSERT INTO bundles (id, file_name, sha256, size_bytes, published_at, content) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&bundle.id)
+        .bind(&bundle.file_name)
+        .bind(&bundle.sha256)
+        .bind(bundle.size_bytes)
+        .bind(bundle.published_at)
+        .bind(&content)
+        .execute(pool)
+        .await
+        .map(|_| ())
+    })?;
+    Ok(())
+}
+
+type BundleRow = (String, String, String, i64, i64);
+
+fn from_row(r: BundleRow) -> Bundle {
+    Bundle {
+        id: r.0,
+        file_name: r.1,
+        sha256: r.2,
+        size_bytes: r.3,
+        published_at: r.4,
+    }
+}
+
+/// The most recently published bundle.
+pub async fn latest_bundle(db: &Db) -> Result<Option<Bundle>, StoreError> {
+    let row: Option<BundleRow> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT id, file_name, sha256, size_bytes, published_at FROM bundles \
+             ORDER BY published_at DESC, id DESC LIMIT 1",
+        )
+        .fetch_optional(pool)
+        .await
+    })?;
+    Ok(row.map(from_row))
+}
+
+/// A bundle's metadata and bytes.
+pub async fn bundle_content(db: &Db, id: &str) -> Result<Option<(Bundle, Vec<u8>)>, StoreError> {
+    type Row = (String, String, String, i64, i64, String);
+    let row: Option<Row> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT id, file_name, sha256, size_bytes, published_at, content FROM bundles \
+             WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+    })?;
+    row.map(|r| {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(r.5.as_bytes())
+            .map_err(|_| StoreError::Corrupt("bundles.content"))?;
+        Ok((from_row((r.0, r.1, r.2, r.3, r.4)), bytes))
+    })
+    .transpose()
+}

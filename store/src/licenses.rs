@@ -1,0 +1,307 @@
+//! Accounts, licenses and API keys.
+
+use tidemark_domain::secrets::{HashedApiKey, LookupHash};
+use tidemark_domain::tier::{effective_features, parse_feature_list, project_cap};
+use tidemark_domain::{license::LicenseState, Millis};
+use tidemark_wire::{Feature, Tier};
+
+use crate::{on_db, BeginWrite as _, Db, StoreError};
+
+/// A license as stored (without its encrypted key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct License {
+    pub id: String,
+    pub account_id: String,
+    pub email: String,
+    pub tier: Tier,
+    pub expires_at: Millis,
+    pub suspended_at: Option<Millis>,
+    pub max_projects: Option<u64>,
+    pub features_added: Vec<Feature>,
+    pub features_removed: Vec<Feature>,
+    pub created_at: Millis,
+}
+
+impl License {
+    pub fn state(&self, now: Millis) -> LicenseState {
+        LicenseState::at(now, self.expires_at, self.suspended_at)
+    }
+
+    pub fn features(&self) -> Vec<Feature> {
+        effective_features(self.tier, &self.features_added, &self.features_removed)
+    }
+
+    pub fn project_cap(&self) -> Option<u64> {
+        project_cap(self.tier, self.max_projects)
+    }
+}
+
+type LicenseRow = (
+    String,
+    String,
+    String,
+    String,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    String,
+    String,
+    i64,
+);
+
+const LICENSE_COLUMNS: &str = "l.id, l.account_id, l.email, l.tier, l.expires_at, l.suspended_at, \
+     l.max_projects, l.features_added, l.features_removed, l.created_at";
+
+fn license_from_row(row: LicenseRow) -> Result<License, StoreError> {
+    let (
+        id,
+        account_id,
+        email,
+        tier,
+        expires_at,
+        suspended_at,
+        max_projects,
+        added,
+        removed,
+        created_at,
+    ) = row;
+    Ok(License {
+        id,
+        account_id,
+        email,
+        tier: Tier::parse(&tier).ok_or(StoreError::Corrupt("licenses.tier"))?,
+        expires_at,
+        suspended_at,
+        max_projects: max_projects.map(|n| n.max(0) as u64),
+        features_added: parse_feature_list(&added),
+        features_removed: parse_feature_list(&removed),
+        created_at,
+    })
+}
+
+/// What an operator gives to create a license.
+#[derive(Debug, Clone)]
+pub struct NewLicense {
+    pub account_id: String,
+    pub license_id: String,
+    pub email: String,
+    pub tier: Tier,
+    pub lookup: LookupHash,
+    /// The raw key, already encrypted under the master key.
+    pub key_ciphertext: String,
+    pub expires_at: Millis,
+    pub max_projects: Option<u64>,
+    pub now: Millis,
+}
+
+/// Creates the account and its license in one transaction.
+pub async fn create_license(db: &Db, new: &NewLicense) -> Result<(), StoreError> {
+    on_db!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, $2)")
+            .bind(&new.account_id)
+            .bind(new.now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO licenses (id, account_id, email, tier, lookup_hash, key_ciphertext, \
+             expires_at, max_projects, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&new.license_id)
+        .bind(&new.account_id)
+        .bind(&new.email)
+        .bind(new.tier.as_str())
+        .bind(new.lookup.as_str())
+        .bind(&new.key_ciphertext)
+        .bind(new.expires_at)
+        .bind(new.max_projects.map(|n| n.min(i64::MAX as u64) as i64))
+        .bind(new.now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok::<(), sqlx::Error>(())
+    })?;
+    Ok(())
+}
+
+pub async fn find_license_by_lookup(
+    db: &Db,
+    lookup: &LookupHash,
+) -> Result<Option<License>, StoreError> {
+    let sql = format!("SELECT {LICENSE_COLUMNS} FROM licenses l WHERE l.lookup_hash = $1");
+    let row: Option<LicenseRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(lookup.as_str()).fetch_optional(pool).await
+    })?;
+    row.map(license_from_row).transpose()
+}
+
+pub async fn find_license(db: &Db, id: &str) -> Result<Option<License>, StoreError> {
+    let sql = format!("SELECT {LICENSE_COLUMNS} FROM licenses l WHERE l.id = $1");
+    let row: Option<LicenseRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(id).fetch_optional(pool).await
+    })?;
+    row.map(license_from_row).transpose()
+}
+
+pub async fn list_licenses(db: &Db) -> Result<Vec<License>, StoreError> {
+    let sql = format!("SELECT {LICENSE_COLUMNS} FROM licenses l ORDER BY l.created_at, l.id");
+    let rows: Vec<LicenseRow> = on_db!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
+    rows.into_iter().map(license_from_row).collect()
+}
+
+/// Licenses (with their encrypted keys) registered to an e-mail address, for resend.
+pub async fn licenses_for_email(
+    db: &Db,
+    email: &str,
+) -> Result<Vec<(License, String)>, StoreError> {
+    let sql = format!(
+        "SELECT {LICENSE_COLUMNS}, l.key_ciphertext FROM licenses l \
+         WHERE LOWER(l.email) = $1 ORDER BY l.created_at"
+    );
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        String,
+        String,
+        i64,
+        String,
+    );
+    let rows: Vec<Row> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(email.to_lowercase()).fetch_all(pool).await
+    })?;
+    rows.into_iter()
+        .map(|r| {
+            let license = license_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9))?;
+            Ok((license, r.10))
+        })
+        .collect()
+}
+
+/// Suspends (`Some(now)`) or resumes (`None`) a license. False when there is no such license.
+pub async fn set_suspended(db: &Db, id: &str, at: Option<Millis>) -> Result<bool, StoreError> {
+    let n = on_db!(db, pool => {
+        sqlx::query("UPDATE licenses SET suspended_at = $1 WHERE id = $2")
+            .bind(at)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+    })?;
+    Ok(n == 1)
+}
+
+pub async fn set_expiry(db: &Db, id: &str, expires_at: Millis) -> Result<bool, StoreError> {
+    let n = on_db!(db, pool => {
+        sqlx::query("UPDATE licenses SET expires_at = $1 WHERE id = $2")
+            .bind(expires_at)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+    })?;
+    Ok(n == 1)
+}
+
+/// A new API key for an account.
+#[derive(Debug, Clone)]
+pub struct NewApiKey {
+    pub id: String,
+    pub account_id: String,
+    pub hash: HashedApiKey,
+    pub prefix: String,
+    pub machine: String,
+    pub now: Millis,
+}
+
+pub async fn insert_api_key(db: &Db, key: &NewApiKey) -> Result<(), StoreError> {
+    on_db!(db, pool => {
+        sqlx::query(
+            "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&key.id)
+        .bind(&key.account_id)
+        .bind(key.hash.as_str())
+        .bind(&key.prefix)
+        .bind(&key.machine)
+        .bind(key.now)
+        .execute(pool)
+        .await
+        .map(|_| ())
+    })?;
+    Ok(())
+}
+
+/// Revokes every active key of an account and issues `replacement` in the same transaction:
+/// from the commit on, no replica accepts an old key.
+pub async fn rotate_api_keys(db: &Db, replacement: &NewApiKey) -> Result<u64, StoreError> {
+    let revoked = on_db!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        let revoked = sqlx::query(
+            "UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL",
+        )
+        .bind(replacement.now)
+        .bind(&replacement.account_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        sqlx::query(
+            "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(&replacement.id)
+        .bind(&replacement.account_id)
+        .bind(replacement.hash.as_str())
+        .bind(&replacement.prefix)
+        .bind(&replacement.machine)
+        .bind(replacement.now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok::<u64, sqlx::Error>(revoked)
+    })?;
+    Ok(revoked)
+}
+
+/// The account and license behind an active API key.
+#[derive(Debug, Clone)]
+pub struct KeyOwner {
+    pub key_id: String,
+    pub license: License,
+}
+
+pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOwner>, StoreError> {
+    let sql = format!(
+        "SELECT k.id, {LICENSE_COLUMNS} FROM api_keys k \
+         JOIN licenses l ON l.account_id = k.account_id \
+         WHERE k.key_hash = $1 AND k.revoked_at IS NULL"
+    );
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        String,
+        String,
+        i64,
+    );
+    let row: Option<Row> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(hash.as_str()).fetch_optional(pool).await
+    })?;
+    row.map(|r| {
+        Ok(KeyOwner {
+            key_id: r.0,
+            license: license_from_row((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10))?,
+        })
+    })
+    .transpose()
+}

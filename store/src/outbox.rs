@@ -1,0 +1,129 @@
+//! The durable mail outbox. Requests only enqueue; a background sender delivers, retrying
+//! with back-off. Rows hold no secret: a message is composed at delivery time.
+
+use tidemark_domain::Millis;
+
+use crate::{on_db, Db, StoreError};
+
+/// After this many failed attempts a message is given up (kept, with its last error).
+pub const MAX_ATTEMPTS: i64 = 12;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMail {
+    pub id: String,
+    pub kind: String,
+    pub recipient: String,
+    /// Attempts including the current one.
+    pub attempts: i64,
+}
+
+pub async fn enqueue_mail(
+    db: &Db,
+    id: &str,
+    kind: &str,
+    recipient: &str,
+    now: Millis,
+) -> Result<(), StoreError> {
+    on_db!(db, pool => {
+        sqlx::query(
+            "INSERT INTO mail_outbox (id, kind, recipient, created_at, next_attempt_at) \
+             VALUES ($1, $2, $3, $4, $4)",
+        )
+        .bind(id)
+        .bind(kind)
+        .bind(recipient)
+        .bind(now)
+        .execute(pool)
+        .await
+        .map(|_| ())
+    })?;
+    Ok(())
+}
+
+/// Claims up to `max` due messages for `lease_ms`. A claim is a conditional update, so two
+/// replicas never send the same message at the same time; a sender that dies leaves the
+/// message due again when its lease ends.
+pub async fn claim_due_mail(
+    db: &Db,
+    now: Millis,
+    lease_ms: Millis,
+    max: i64,
+) -> Result<Vec<OutboxMail>, StoreError> {
+    let claimed = on_db!(db, pool => {
+        let due: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
+            "SELECT id, kind, recipient, attempts, next_attempt_at FROM mail_outbox \
+             WHERE sent_at IS NULL AND next_attempt_at <= $1 \
+             ORDER BY next_attempt_at, id LIMIT $2",
+        )
+        .bind(now)
+        .bind(max)
+        .fetch_all(pool)
+        .await?;
+        let mut claimed = Vec::with_capacity(due.len());
+        for (id, kind, recipient, attempts, next_attempt_at) in due {
+            let won = sqlx::query(
+                "UPDATE mail_outbox SET next_attempt_at = $1, attempts = attempts + 1 \
+                 WHERE id = $2 AND sent_at IS NULL AND next_attempt_at = $3",
+            )
+            .bind(now + lease_ms)
+            .bind(&id)
+            .bind(next_attempt_at)
+            .execute(pool)
+            .await?
+            .rows_affected()
+                == 1;
+            if won {
+                claimed.push(OutboxMail { id, kind, recipient, attempts: attempts + 1 });
+            }
+        }
+        claimed
+    });
+    Ok(claimed)
+}
+
+pub async fn mark_sent(db: &Db, id: &str, now: Millis) -> Result<(), StoreError> {
+    on_db!(db, pool => {
+        sqlx::query("UPDATE mail_outbox SET sent_at = $1, last_error = NULL WHERE id = $2")
+            .bind(now)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|_| ())
+    })?;
+    Ok(())
+}
+
+/// Records a failed attempt; the message is due again at `retry_at`, or never once it has
+/// used [`MAX_ATTEMPTS`].
+pub async fn mark_failed(
+    db: &Db,
+    mail: &OutboxMail,
+    error: &str,
+    retry_at: Millis,
+) -> Result<(), StoreError> {
+    let next = if mail.attempts >= MAX_ATTEMPTS {
+        i64::MAX
+    } else {
+        retry_at
+    };
+    on_db!(db, pool => {
+        sqlx::query("UPDATE mail_outbox SET last_error = $1, next_attempt_at = $2 WHERE id = $3")
+            .bind(error)
+            .bind(next)
+            .bind(&mail.id)
+            .execute(pool)
+            .await
+            .map(|_| ())
+    })?;
+    Ok(())
+}
+
+/// Messages not yet delivered (for operators and tests).
+pub async fn pending_count(db: &Db) -> Result<i64, StoreError> {
+    let (n,): (i64,) = on_db!(db, pool => {
+        sqlx::query_as("SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL")
+            .fetch_one(pool)
+            .await
+    })?;
+    Ok(n)
+}

@@ -1,0 +1,293 @@
+//! The `/v1` wire format: every request and response body of the scanner API, as the
+//! interface document names its fields. Only serde here, so a scanner client can use these
+//! types without pulling in the server.
+//!
+//! Deserialising checks shapes (types, required fields, enumerations); the server's domain
+//! layer checks the rules (ranges, lengths, limits).
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+/// License tiers, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Individual,
+    Team,
+    Agency,
+    Enterprise,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 4] = [Tier::Individual, Tier::Team, Tier::Agency, Tier::Enterprise];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Individual => "individual",
+            Tier::Team => "team",
+            Tier::Agency => "agency",
+            Tier::Enterprise => "enterprise",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Tier> {
+        Tier::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// Feature flags a license can carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Feature {
+    HostedDashboard,
+    DriftDetection,
+    CustomFrameworks,
+    PrioritySupport,
+}
+
+impl Feature {
+    pub const ALL: [Feature; 4] = [
+        Feature::HostedDashboard,
+        Feature::DriftDetection,
+        Feature::CustomFrameworks,
+        Feature::PrioritySupport,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Feature::HostedDashboard => "hosted_dashboard",
+            Feature::DriftDetection => "drift_detection",
+            Feature::CustomFrameworks => "custom_frameworks",
+            Feature::PrioritySupport => "priority_support",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Feature> {
+        Feature::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+}
+
+/// Response of `POST /v1/license/validate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ValidateResponse {
+    /// True when the license is active and not expired.
+    pub valid: bool,
+    pub tier: Tier,
+    /// Empty when `valid` is false.
+    pub features: Vec<Feature>,
+    /// RFC 3339 timestamp in UTC.
+    #[cfg_attr(feature = "openapi", schema(format = DateTime, example = "2027-11-22T00:00:00Z"))]
+    pub expiry: String,
+    /// Where to download the latest compliance profile bundle; null when the license is not
+    /// valid or no bundle has been published yet.
+    pub bundle_url: Option<String>,
+    /// `sha256:` followed by the hex digest of exactly the bytes served at `bundle_url`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            example = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+        )
+    )]
+    pub bundle_checksum: Option<String>,
+}
+
+/// Body of `POST /v1/license/activate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ActivateRequest {
+    /// A name for the machine or CI secret this key is for (1–128 characters).
+    #[cfg_attr(feature = "openapi", schema(example = "ci-main"))]
+    pub machine: String,
+}
+
+/// Response of `POST /v1/license/activate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ActivateResponse {
+    /// `svc_api_` followed by 43 base62 characters. Shown this once only.
+    pub api_key: String,
+    pub account_id: String,
+    pub tier: Tier,
+}
+
+/// Body of `POST /v1/license/resend`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ResendRequest {
+    #[cfg_attr(feature = "openapi", schema(example = "alice@example.com"))]
+    pub email: String,
+}
+
+/// Response of `POST /v1/license/resend`: the same whether or not a license exists.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ResendResponse {
+    pub ok: bool,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Cloud {
+    Gcp,
+    Aws,
+    Azure,
+}
+
+impl Cloud {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cloud::Gcp => "gcp",
+            Cloud::Aws => "aws",
+            Cloud::Azure => "azure",
+        }
+    }
+}
+
+/// Origin of the infrastructure state that was scanned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum StateSource {
+    Local,
+    Remote,
+    Ci,
+}
+
+impl StateSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StateSource::Local => "local",
+            StateSource::Remote => "remote",
+            StateSource::Ci => "ci",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Critical,
+    High,
+    Medium,
+    Low,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::High => "high",
+            Severity::Medium => "medium",
+            Severity::Low => "low",
+        }
+    }
+}
+
+/// Result of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "UPPERCASE")]
+pub enum FindingStatus {
+    Pass,
+    Fail,
+    Warn,
+    Skip,
+    Error,
+}
+
+impl FindingStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingStatus::Pass => "PASS",
+            FindingStatus::Fail => "FAIL",
+            FindingStatus::Warn => "WARN",
+            FindingStatus::Skip => "SKIP",
+            FindingStatus::Error => "ERROR",
+        }
+    }
+}
+
+/// Counts per severity: exactly these four keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SeverityCounts {
+    pub critical: u64,
+    pub high: u64,
+    pub medium: u64,
+    pub low: u64,
+}
+
+/// One element of `findings`. Unknown extra fields are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Finding {
+    /// A framework ID and a rule number, e.g. `cis-gcp-2.0-4.1`.
+    pub rule_id: String,
+    /// Address of the scanned resource.
+    pub resource: String,
+    pub status: FindingStatus,
+    pub severity: Severity,
+    pub message: String,
+    pub remediation: String,
+}
+
+/// Body of `POST /v1/dashboard/push`. Every field is required; unknown extra fields are
+/// ignored (forward compatibility).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct PushRequest {
+    /// Identifies the project within the account: 1–128 characters, no control characters,
+    /// compared exactly.
+    pub project_label: String,
+    pub cloud: Cloud,
+    pub cloud_account_id: String,
+    /// IDs of the frameworks scanned; at least one, none empty.
+    pub frameworks: Vec<String>,
+    /// Overall compliance score, 0 to 100.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100))]
+    pub score: f64,
+    pub passed: u64,
+    pub failed: u64,
+    pub severity_counts: SeverityCounts,
+    /// At most 50,000.
+    pub findings: Vec<Finding>,
+    pub state_source: StateSource,
+    /// RFC 3339 timestamp with an offset (`Z` or `+hh:mm`).
+    #[cfg_attr(feature = "openapi", schema(format = DateTime, example = "2026-11-22T10:15:00Z"))]
+    pub scanned_at: String,
+}
+
+/// Response of a successful push (`201 Created`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct PushResponse {
+    /// `prj_` followed by 20 lowercase base32 characters.
+    #[cfg_attr(feature = "openapi", schema(example = "prj_3k5v7x2m4q6s8u0w1y3a"))]
+    pub project_id: String,
+    /// `YYYYMMDD-HHMMSS-<label-slug>`, with `-2`, `-3`, … if taken in the project.
+    #[cfg_attr(feature = "openapi", schema(example = "20261122-101500-payments-api"))]
+    pub scan_id: String,
+    /// This score minus the previous scan's score (0 for a project's first scan).
+    pub score_delta: f64,
+    /// `{dashboard_url}/projects/<project_id>/scans/<scan_id>`
+    pub dashboard_url: String,
+}
+
+/// Every documented error: `{"error": "<code>", "message": "<human text>"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ErrorBody {
+    /// Machine-readable code, e.g. `invalid_api_key`.
+    pub error: String,
+    /// Human-readable explanation, saying what to do next.
+    pub message: String,
+}
