@@ -173,8 +173,20 @@ pub async fn record_push(
         .await?;
         let score_delta = previous.map_or(0.0, |p| req.score - p) + 0.0;
 
+        // Within a project every scan id shares the label's slug, so the ids of one second
+        // are `base`, `base-2`, … without gaps: the count of that second's scans names the
+        // next free suffix in one indexed query. The loop only guards against surprises.
         let base = push.scan_id_base();
-        let mut n = 1;
+        let second = push.scanned_at().timestamp() * 1000;
+        let (same_second,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM scans WHERE project_id = $1 AND scanned_at >= $2 AND scanned_at < $3",
+        )
+        .bind(&project_id)
+        .bind(second)
+        .bind(second + 1000)
+        .fetch_one(&mut *tx)
+        .await?;
+        let mut n = u32::try_from(same_second).unwrap_or(u32::MAX - 1) + 1;
         let scan_id = loop {
             let candidate = scan_id_candidate(&base, n);
             let taken: Option<(i64,)> =

@@ -1,0 +1,75 @@
+//! The floor Tidemark's push path is measured against: the same rows a push writes (project
+//! head update, one scan row, N findings) inserted straight into SQLite through its C API with
+//! prepared statements, one transaction per scan, on the same schema, WAL and
+//! `synchronous=FULL` as the server.
+//!
+//! Usage: sqlite-baseline <scans> <findings-per-scan> <migration.sql>
+
+use std::time::Instant;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let scans: i64 = args.get(1).map_or(Ok(2000), |s| s.parse())?;
+    let findings: i64 = args.get(2).map_or(Ok(50), |s| s.parse())?;
+    let schema = std::fs::read_to_string(
+        args.get(3)
+            .map_or("migrations/20261122000001_core.sql", String::as_str),
+    )?;
+
+    let dir = std::env::temp_dir().join(format!("tidemark-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("baseline.db");
+    let mut conn = rusqlite::Connection::open(&path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.execute_batch(&schema)?;
+    conn.execute(
+        "INSERT INTO accounts (id, created_at) VALUES ('acct', 0)",
+        [],
+    )?;
+    conn.execute(
+        "INSERT INTO projects (id, account_id, label, created_at) VALUES ('prj', 'acct', 'api', 0)",
+        [],
+    )?;
+
+    let started = Instant::now();
+    for seq in 1..=scans {
+        let tx = conn.transaction()?;
+        tx.prepare_cached(
+            "UPDATE projects SET scan_count = scan_count + 1, prev_score = last_score, last_score = ?2 WHERE id = ?1",
+        )?
+        .execute(rusqlite::params!["prj", 80.0])?;
+        tx.prepare_cached(
+            "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, failed, \
+             sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, frameworks, state_source, \
+             scanned_at, received_at, finding_count, body_hash) \
+             VALUES ('prj', ?1, ?2, 'acct', 80.0, 0.0, 100, 50, 1, 2, 3, 4, 'gcp', 'acme', '[\"cis\"]', 'ci', ?3, ?3, ?4, 'h')",
+        )?
+        .execute(rusqlite::params![seq, format!("scan-{seq}"), seq, findings])?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, severity, message, remediation) \
+                 VALUES ('prj', ?1, ?2, ?3, ?4, 'FAIL', 'high', ?5, ?6)",
+            )?;
+            for i in 0..findings {
+                insert.execute(rusqlite::params![
+                    seq,
+                    i,
+                    format!("cis-gcp-2.0-{i}"),
+                    format!("google_compute_instance.web_{i}"),
+                    "Instance uses the default service account",
+                    "Attach a dedicated service account with least privilege",
+                ])?;
+            }
+        }
+        tx.commit()?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{{\"scans\": {scans}, \"findings_per_scan\": {findings}, \"seconds\": {secs:.3}, \"scans_per_second\": {:.1}}}",
+        scans as f64 / secs
+    );
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}

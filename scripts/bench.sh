@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Benchmarks of the /v1 API against the running release server, side by side in one run:
+#   1. a static JSON route (/healthz) vs POST /v1/license/validate (throughput, p99);
+#   2. POST /v1/dashboard/push with 50 findings (many accounts) vs raw SQLite inserts of the
+#      same rows, one transaction per scan;
+#   3. one 5,000-finding push; the server's peak RSS over the whole run.
+# Load comes from Debian's wrk on loopback; every loop is bounded in time.
+# Usage: scripts/bench.sh [seconds-per-run]   (results: stdout, and docs/benchmarks.md by hand)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+secs=${1:-15}
+command -v wrk >/dev/null || { echo "bench: needs wrk (apt-get install wrk)" >&2; exit 1; }
+
+cargo build --release -p tidemark-bench --bin sqlite-baseline
+cargo leptos build --release >/dev/null 2>&1 || { echo "bench: release build failed" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/tidemark-bench.XXXXXX)
+server_pid=
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url="http://127.0.0.1:$port"
+export TIDEMARK_DATA_DIR="$work/data" LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" \
+  TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 RUST_LOG=warn
+target/release/tidemark-server migrate >/dev/null
+
+echo "== creating 200 accounts"
+: >"$work/hashes"; : >"$work/keys"
+for i in $(seq 1 200); do
+  key=$(target/release/tidemark-server license create --email "bench$i@example.com" --tier enterprise --json | tail -n 1 |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["license_key"])')
+  printf '%s' "$key" | sha256sum | cut -d' ' -f1 >>"$work/hashes"
+done
+head -c 3000000 /dev/urandom >"$work/bundle.tar"
+target/release/tidemark-server bundle publish "$work/bundle.tar" >/dev/null
+
+target/release/tidemark-server serve >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+while read -r hash; do
+  curl -fsS -X POST "$url/v1/license/activate" -H "X-License-Key-Hash: $hash" \
+    -H 'Content-Type: application/json' -d '{"machine":"bench"}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])' >>"$work/keys"
+done <"$work/hashes"
+
+run() { echo; echo "== $1"; shift; wrk --latency "$@" | grep -E 'Requests/sec|Latency  |  50%|  99%|Non-2xx|Socket errors'; }
+run "static JSON route GET /healthz" -t2 -c64 -d"${secs}s" "$url/healthz"
+HASHES_FILE="$work/hashes" run "POST /v1/license/validate" -t2 -c64 -d"${secs}s" -s bench/wrk/validate.lua "$url"
+KEYS_FILE="$work/keys" FINDINGS=50 run "POST /v1/dashboard/push, 50 findings" -t2 -c16 -d"${secs}s" -s bench/wrk/push.lua "$url"
+python3 -c "import sqlite3,sys; print('scans stored:', sqlite3.connect(sys.argv[1]).execute('select count(*) from scans').fetchone()[0])" "$work/data/tidemark.db"
+
+echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements)"
+target/release/sqlite-baseline 3000 50 migrations/20261122000001_core.sql
+
+echo; echo "== one push with 5,000 findings (5 runs, new scan each)"
+key=$(head -n 1 "$work/keys")
+for r in 1 2 3 4 5; do
+  python3 - "$r" >"$work/big.json" <<'PY'
+import json, sys
+r = int(sys.argv[1])
+f = [{"rule_id": f"cis-{i}", "resource": f"google_compute_instance.vm_{i}", "status": "FAIL",
+      "severity": "medium", "message": "Default service account in use",
+      "remediation": "Use a dedicated service account"} for i in range(5000)]
+print(json.dumps({"project_label": "big", "cloud": "aws", "cloud_account_id": "123456789012",
+  "frameworks": ["cis-aws-3.0"], "score": 50 + r, "passed": 10, "failed": 5000,
+  "severity_counts": {"critical": 0, "high": 0, "medium": 5000, "low": 0}, "findings": f,
+  "state_source": "ci", "scanned_at": f"2026-11-22T10:00:0{r}Z"}))
+PY
+  curl -sS -o /dev/null -w "status %{http_code}  %{size_upload} bytes  %{time_total}s\n" -X POST "$url/v1/dashboard/push" \
+    -H "X-API-Key: $key" -H 'Content-Type: application/json' --data-binary @"$work/big.json"
+done
+
+echo; echo "== server peak RSS"
+grep -E 'VmHWM|VmRSS' "/proc/$server_pid/status"
