@@ -5,8 +5,9 @@
 CREATE TABLE accounts (
     id          TEXT PRIMARY KEY,
     created_at  BIGINT NOT NULL,
-    -- Bumped by every push that may append a scan: it takes the account's row lock, so the
+    -- On PostgreSQL every push bumps it first, taking the account's row lock, so the
     -- write-rate check and the append are one atomic step per account on every replica.
+    -- (SQLite admits one writer at a time anyway.)
     write_guard BIGINT NOT NULL DEFAULT 0
 );
 
@@ -50,7 +51,11 @@ CREATE TABLE projects (
     -- Head of the history, moved by the same statement that appends a scan.
     scan_count  BIGINT NOT NULL DEFAULT 0,
     last_score  DOUBLE PRECISION,
-    prev_score  DOUBLE PRECISION,
+    -- The latest scan's id, delta and body hash, so a retried push is recognised without
+    -- reading the scans table.
+    last_scan_id   TEXT,
+    last_delta     DOUBLE PRECISION,
+    last_body_hash TEXT,
     UNIQUE (account_id, label)
 );
 

@@ -9,7 +9,7 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-always}"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p app -p server)
+SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p tidemark-cli -p app -p server)
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

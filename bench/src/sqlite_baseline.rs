@@ -33,13 +33,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [],
     )?;
 
+    conn.execute(
+        "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) VALUES ('key', 'acct', 'h', 'p', 'm', 0)",
+        [],
+    )?;
+
     let started = Instant::now();
     for seq in 1..=scans {
         let tx = conn.transaction()?;
+        tx.prepare_cached("UPDATE accounts SET write_guard = write_guard + 1 WHERE id = 'acct'")?
+            .execute([])?;
         tx.prepare_cached(
-            "UPDATE projects SET scan_count = scan_count + 1, prev_score = last_score, last_score = ?2 WHERE id = ?1",
+            "UPDATE projects SET scan_count = scan_count + 1, last_score = ?2, last_delta = ?2 - COALESCE(last_score, ?2), last_scan_id = ?3, last_body_hash = 'h' WHERE id = ?1 RETURNING scan_count, last_delta",
         )?
-        .execute(rusqlite::params!["prj", 80.0])?;
+        .query_row(rusqlite::params!["prj", 80.0, format!("scan-{seq}")], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
+        })?;
         tx.prepare_cached(
             "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, failed, \
              sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, frameworks, state_source, \
@@ -63,6 +72,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ])?;
             }
         }
+        tx.prepare_cached("UPDATE api_keys SET last_used_at = ?1 WHERE id = 'key'")?
+            .execute([seq])?;
         tx.commit()?;
     }
     let secs = started.elapsed().as_secs_f64();

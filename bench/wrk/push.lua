@@ -18,9 +18,12 @@ local template = '{"project_label":"bench","cloud":"gcp","cloud_account_id":"acm
   '],"state_source":"ci","scanned_at":"%s"}'
 
 local counter = 0
-local thread_offset = 0
+-- Set per thread by setup(); must be a global for thread:set() to reach it.
+thread_offset = 0
+local next_offset = 0
 setup = function(thread)
-  thread:set("thread_offset", math.random(1, 1000000) * 100000)
+  next_offset = next_offset + 1
+  thread:set("thread_offset", next_offset * 10000000)
 end
 
 request = function()

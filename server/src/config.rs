@@ -77,6 +77,8 @@ pub struct Config {
     /// SMTP server for outgoing mail; without it mail is written as `.eml` files.
     pub smtp_url: Option<SmtpUrl>,
     pub mail_from: String,
+    /// How long a replica may answer `validate` from memory; 0 turns the cache off.
+    pub validation_cache_ms: u32,
 }
 
 /// An SMTP URL may carry a password: keep it out of logs.
@@ -209,6 +211,16 @@ impl Config {
             }
             None => None,
         };
+        let validation_cache_ms = match var("TIDEMARK_VALIDATION_CACHE_MS") {
+            None => 2000,
+            Some(text) => text
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| ConfigError::Invalid {
+                    name: "TIDEMARK_VALIDATION_CACHE_MS",
+                    reason: format!("expected milliseconds (0 turns the cache off), got {text:?}"),
+                })?,
+        };
         let mail_from = var("TIDEMARK_MAIL_FROM")
             .unwrap_or_else(|| "Tidemark <no-reply@tidemark.localhost>".into());
         if mail_from.parse::<lettre::message::Mailbox>().is_err() {
@@ -234,6 +246,7 @@ impl Config {
             trusted_proxies,
             smtp_url,
             mail_from,
+            validation_cache_ms,
         })
     }
 }

@@ -10,6 +10,7 @@ pub mod mail;
 pub mod ops;
 pub mod state;
 pub mod telemetry;
+pub mod validation_cache;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -60,6 +61,9 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         leptos_options,
         db,
         license_keys: crypto::SecretBox::new(&config.master_key, crypto::LICENSE_KEY_PURPOSE),
+        validation_cache: Arc::new(validation_cache::ValidationCache::new(
+            std::time::Duration::from_millis(config.validation_cache_ms.into()),
+        )),
         config: Arc::new(config),
         metrics: Metrics::new(),
         mail_wakeup: Arc::new(tokio::sync::Notify::new()),

@@ -18,6 +18,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Encrypts the raw license keys kept for resend.
     pub license_keys: SecretBox,
+    pub validation_cache: Arc<crate::validation_cache::ValidationCache>,
     /// Wakes this replica's mail sender when a message is queued (others poll).
     pub mail_wakeup: Arc<Notify>,
 }

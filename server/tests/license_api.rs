@@ -623,3 +623,56 @@ impl Drop for SmtpSink {
         let _ = self.child.wait();
     }
 }
+
+/// Validation may be answered from memory for TIDEMARK_VALIDATION_CACHE_MS, never longer;
+/// pushes are never answered from it.
+#[tokio::test]
+async fn validation_reflects_operator_changes_within_the_cache_time() {
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[("TIDEMARK_VALIDATION_CACHE_MS", "400")],
+    )
+    .await;
+    let license = app.create_license(Tier::Team).await;
+    let key = app.activate(&license, "ci").await;
+    let valid = |app: &TestApp| {
+        let (client, url, hash) = (
+            app.client.clone(),
+            app.url("/v1/license/validate"),
+            license.hash.clone(),
+        );
+        async move {
+            let body: Value = client
+                .post(url)
+                .header("X-License-Key-Hash", hash)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            body["valid"].as_bool().unwrap()
+        }
+    };
+    assert!(valid(&app).await);
+    server::ops::set_suspended(&app.db, &license.license_id, true)
+        .await
+        .unwrap();
+    assert!(
+        valid(&app).await,
+        "answered from memory within the cache time"
+    );
+    // The push path reads the database: the suspension applies at once.
+    let res = app
+        .push(
+            &key,
+            &common::sample_push("api", 1.0, "2026-11-22T10:00:00Z"),
+        )
+        .await;
+    assert_error(res, StatusCode::FORBIDDEN, "license_inactive").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !valid(&app).await,
+        "the suspension shows once the cache time has passed"
+    );
+}

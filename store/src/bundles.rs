@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use tidemark_domain::Millis;
 
-use crate::{on_db, Db, StoreError};
+use crate::{on_db, on_db_write, Db, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bundle {
@@ -18,7 +18,7 @@ pub struct Bundle {
 
 pub async fn publish_bundle(db: &Db, bundle: &Bundle, bytes: &[u8]) -> Result<(), StoreError> {
     let content = base64::engine::general_purpose::STANDARD.encode(bytes);
-    on_db!(db, pool => {
+    on_db_write!(db, pool => {
         sqlx::query(
             "INSERT INTO bundles (id, file_name, sha256, size_bytes, published_at, content) \
              VALUES ($1, $2, $3, $4, $5, $6)",

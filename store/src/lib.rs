@@ -62,20 +62,39 @@ impl Backend {
     }
 }
 
-/// A connection pool to one of the supported databases. Cheap to clone.
+/// Connection pools to one of the supported databases. Cheap to clone.
 #[derive(Clone, Debug)]
 pub enum Db {
-    Sqlite(SqlitePool),
+    Sqlite {
+        /// Readers: WAL lets them run beside the writer.
+        pool: SqlitePool,
+        /// The one connection this process writes through. SQLite admits one writer at a
+        /// time; queueing writers here (first come, first served, without sleeping) beats
+        /// letting them poll SQLite's busy handler, whose growing sleeps leave the lock idle.
+        /// `BEGIN IMMEDIATE` and the busy timeout still guard against other processes.
+        writer: SqlitePool,
+    },
     Postgres(PgPool),
 }
 
-/// Runs the same generic body against whichever pool `$db` holds. The body is compiled once
-/// per backend, so each arm gets the concrete, zero-cost sqlx types.
+/// Runs the same generic body against whichever pool `$db` holds, for reads. The body is
+/// compiled once per backend, so each arm gets the concrete, zero-cost sqlx types.
 #[macro_export]
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match $db {
-            $crate::Db::Sqlite($pool) => $body,
+            $crate::Db::Sqlite { pool: $pool, .. } => $body,
+            $crate::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+/// Like [`on_db!`], for bodies that write: on SQLite they go through the writer connection.
+#[macro_export]
+macro_rules! on_db_write {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::Db::Sqlite { writer: $pool, .. } => $body,
             $crate::Db::Postgres($pool) => $body,
         }
     };
@@ -98,11 +117,15 @@ impl Db {
                     create_dir(parent)?;
                 }
             }
+            let writer = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(options.clone())
+                .await?;
             let pool = SqlitePoolOptions::new()
                 .max_connections(max_connections)
                 .connect_with(options)
                 .await?;
-            Ok(Db::Sqlite(pool))
+            Ok(Db::Sqlite { pool, writer })
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let options = PgConnectOptions::from_str(url)?;
             let pool = PgPoolOptions::new()
@@ -118,7 +141,7 @@ impl Db {
 
     pub fn backend(&self) -> Backend {
         match self {
-            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Sqlite { .. } => Backend::Sqlite,
             Db::Postgres(_) => Backend::Postgres,
         }
     }
@@ -126,7 +149,7 @@ impl Db {
     /// Applies every pending migration. Safe to run concurrently from several replicas:
     /// sqlx takes an advisory lock on PostgreSQL, and SQLite serialises writers.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        on_db!(self, pool => MIGRATOR.run(pool).await)?;
+        on_db_write!(self, pool => MIGRATOR.run(pool).await)?;
         Ok(())
     }
 
@@ -147,7 +170,13 @@ impl Db {
     }
 
     pub async fn close(&self) {
-        on_db!(self, pool => pool.close().await)
+        match self {
+            Db::Sqlite { pool, writer } => {
+                writer.close().await;
+                pool.close().await;
+            }
+            Db::Postgres(pool) => pool.close().await,
+        }
     }
 }
 
@@ -163,6 +192,16 @@ pub trait BeginWrite {
     ) -> impl std::future::Future<
         Output = Result<sqlx::Transaction<'static, Self::Database>, sqlx::Error>,
     > + Send;
+
+    /// A write transaction in which no other write to `account_id`'s data runs until it ends,
+    /// on any replica. SQLite already admits one writer at a time; PostgreSQL locks the
+    /// account's row (the first statement, so later reads see every earlier commit).
+    fn begin_account_write(
+        &self,
+        account_id: &str,
+    ) -> impl std::future::Future<
+        Output = Result<sqlx::Transaction<'static, Self::Database>, sqlx::Error>,
+    > + Send;
 }
 
 impl BeginWrite for SqlitePool {
@@ -170,12 +209,31 @@ impl BeginWrite for SqlitePool {
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
         self.begin_with("BEGIN IMMEDIATE").await
     }
+
+    async fn begin_account_write(
+        &self,
+        _account_id: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.begin_write().await
+    }
 }
 
 impl BeginWrite for PgPool {
     type Database = sqlx::Postgres;
     async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
         self.begin().await
+    }
+
+    async fn begin_account_write(
+        &self,
+        account_id: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        let mut tx = self.begin().await?;
+        sqlx::query("UPDATE accounts SET write_guard = write_guard + 1 WHERE id = $1")
+            .bind(account_id)
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
     }
 }
 

@@ -5,7 +5,7 @@ use tidemark_domain::tier::{effective_features, parse_feature_list, project_cap}
 use tidemark_domain::{license::LicenseState, Millis};
 use tidemark_wire::{Feature, Tier};
 
-use crate::{on_db, BeginWrite as _, Db, StoreError};
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 /// A license as stored (without its encrypted key).
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +96,7 @@ pub struct NewLicense {
 
 /// Creates the account and its license in one transaction.
 pub async fn create_license(db: &Db, new: &NewLicense) -> Result<(), StoreError> {
-    on_db!(db, pool => {
+    on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, $2)")
             .bind(&new.account_id)
@@ -184,7 +184,7 @@ pub async fn licenses_for_email(
 
 /// Suspends (`Some(now)`) or resumes (`None`) a license. False when there is no such license.
 pub async fn set_suspended(db: &Db, id: &str, at: Option<Millis>) -> Result<bool, StoreError> {
-    let n = on_db!(db, pool => {
+    let n = on_db_write!(db, pool => {
         sqlx::query("UPDATE licenses SET suspended_at = $1 WHERE id = $2")
             .bind(at)
             .bind(id)
@@ -196,7 +196,7 @@ pub async fn set_suspended(db: &Db, id: &str, at: Option<Millis>) -> Result<bool
 }
 
 pub async fn set_expiry(db: &Db, id: &str, expires_at: Millis) -> Result<bool, StoreError> {
-    let n = on_db!(db, pool => {
+    let n = on_db_write!(db, pool => {
         sqlx::query("UPDATE licenses SET expires_at = $1 WHERE id = $2")
             .bind(expires_at)
             .bind(id)
@@ -219,7 +219,7 @@ pub struct NewApiKey {
 }
 
 pub async fn insert_api_key(db: &Db, key: &NewApiKey) -> Result<(), StoreError> {
-    on_db!(db, pool => {
+    on_db_write!(db, pool => {
         sqlx::query(
             "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -240,7 +240,7 @@ pub async fn insert_api_key(db: &Db, key: &NewApiKey) -> Result<(), StoreError> 
 /// Revokes every active key of an account and issues `replacement` in the same transaction:
 /// from the commit on, no replica accepts an old key.
 pub async fn rotate_api_keys(db: &Db, replacement: &NewApiKey) -> Result<u64, StoreError> {
-    let revoked = on_db!(db, pool => {
+    let revoked = on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         let revoked = sqlx::query(
             "UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL",
@@ -272,17 +272,19 @@ pub async fn rotate_api_keys(db: &Db, replacement: &NewApiKey) -> Result<u64, St
 #[derive(Debug, Clone)]
 pub struct KeyOwner {
     pub key_id: String,
+    pub last_used_at: Option<Millis>,
     pub license: License,
 }
 
 pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOwner>, StoreError> {
     let sql = format!(
-        "SELECT k.id, {LICENSE_COLUMNS} FROM api_keys k \
+        "SELECT k.id, k.last_used_at, {LICENSE_COLUMNS} FROM api_keys k \
          JOIN licenses l ON l.account_id = k.account_id \
          WHERE k.key_hash = $1 AND k.revoked_at IS NULL"
     );
     type Row = (
         String,
+        Option<i64>,
         String,
         String,
         String,
@@ -300,7 +302,8 @@ pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOw
     row.map(|r| {
         Ok(KeyOwner {
             key_id: r.0,
-            license: license_from_row((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10))?,
+            last_used_at: r.1,
+            license: license_from_row((r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11))?,
         })
     })
     .transpose()

@@ -3,7 +3,7 @@
 
 use tidemark_domain::Millis;
 
-use crate::{on_db, Db, StoreError};
+use crate::{on_db, on_db_write, Db, StoreError};
 
 /// After this many failed attempts a message is given up (kept, with its last error).
 pub const MAX_ATTEMPTS: i64 = 12;
@@ -24,7 +24,7 @@ pub async fn enqueue_mail(
     recipient: &str,
     now: Millis,
 ) -> Result<(), StoreError> {
-    on_db!(db, pool => {
+    on_db_write!(db, pool => {
         sqlx::query(
             "INSERT INTO mail_outbox (id, kind, recipient, created_at, next_attempt_at) \
              VALUES ($1, $2, $3, $4, $4)",
@@ -49,7 +49,7 @@ pub async fn claim_due_mail(
     lease_ms: Millis,
     max: i64,
 ) -> Result<Vec<OutboxMail>, StoreError> {
-    let claimed = on_db!(db, pool => {
+    let claimed = on_db_write!(db, pool => {
         let due: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
             "SELECT id, kind, recipient, attempts, next_attempt_at FROM mail_outbox \
              WHERE sent_at IS NULL AND next_attempt_at <= $1 \
@@ -82,7 +82,7 @@ pub async fn claim_due_mail(
 }
 
 pub async fn mark_sent(db: &Db, id: &str, now: Millis) -> Result<(), StoreError> {
-    on_db!(db, pool => {
+    on_db_write!(db, pool => {
         sqlx::query("UPDATE mail_outbox SET sent_at = $1, last_error = NULL WHERE id = $2")
             .bind(now)
             .bind(id)
@@ -106,7 +106,7 @@ pub async fn mark_failed(
     } else {
         retry_at
     };
-    on_db!(db, pool => {
+    on_db_write!(db, pool => {
         sqlx::query("UPDATE mail_outbox SET last_error = $1, next_attempt_at = $2 WHERE id = $3")
             .bind(error)
             .bind(next)

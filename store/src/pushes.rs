@@ -4,11 +4,23 @@ use tidemark_domain::push::{scan_id_candidate, ValidPush};
 use tidemark_domain::rate::{RateDecision, RollingLimit};
 use tidemark_domain::Millis;
 
-use crate::{on_db, BeginWrite as _, Db, StoreError};
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 /// Findings per INSERT statement: 9 parameters each stays far below SQLite's limit of 32,766
 /// bound parameters (and PostgreSQL's 65,535).
 const FINDINGS_PER_STATEMENT: usize = 2_000;
+
+/// Writes in the window, their oldest time, then the project's id, archived_at, last scan
+/// id, last delta and last body hash (all null when the label is new).
+type HeadRow = (
+    i64,
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<f64>,
+    Option<String>,
+);
 
 /// Who pushes, and under which limits.
 #[derive(Debug, Clone)]
@@ -19,6 +31,8 @@ pub struct PushContext<'a> {
     pub project_cap: Option<u64>,
     pub write_limit: RollingLimit,
     pub now: Millis,
+    /// Record the key's use (callers skip it when the stored time is recent enough).
+    pub touch_key: bool,
 }
 
 /// The scan a push created (or, for a replay, had created).
@@ -70,32 +84,26 @@ pub async fn record_push(
 ) -> Result<PushOutcome, StoreError> {
     let req = push.request();
     // Early `return`s and `?` inside the body leave this function directly.
-    let outcome = on_db!(db, pool => {
-        let mut tx = pool.begin_write().await?;
-        sqlx::query("UPDATE accounts SET write_guard = write_guard + 1 WHERE id = $1")
+    let outcome = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(ctx.account_id).await?;
+        // The project (if any) and the account's writes in the window, in one statement.
+        let (in_window, oldest, project_id, archived_at, last_scan_id, last_delta, last_hash): HeadRow =
+            sqlx::query_as(
+                "SELECT r.n, r.oldest, p.id, p.archived_at, p.last_scan_id, p.last_delta, p.last_body_hash \
+                 FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
+                       WHERE account_id = $1 AND received_at > $3) r \
+                 LEFT JOIN projects p ON p.account_id = $1 AND p.label = $2",
+            )
             .bind(ctx.account_id)
-            .execute(&mut *tx)
+            .bind(push.label())
+            .bind(ctx.write_limit.window_start(ctx.now))
+            .fetch_one(&mut *tx)
             .await?;
-
-        let project: Option<(String, Option<i64>, i64)> = sqlx::query_as(
-            "SELECT id, archived_at, scan_count FROM projects WHERE account_id = $1 AND label = $2",
-        )
-        .bind(ctx.account_id)
-        .bind(push.label())
-        .fetch_optional(&mut *tx)
-        .await?;
-
-        let (in_window, oldest): (i64, Option<i64>) = sqlx::query_as(
-            "SELECT COUNT(*), MIN(received_at) FROM scans WHERE account_id = $1 AND received_at > $2",
-        )
-        .bind(ctx.account_id)
-        .bind(ctx.write_limit.window_start(ctx.now))
-        .fetch_one(&mut *tx)
-        .await?;
+        let project = project_id.map(|id| (id, archived_at, last_scan_id, last_delta, last_hash));
         let in_window = u32::try_from(in_window).unwrap_or(u32::MAX);
         let current = rate_status(&ctx.write_limit, ctx.now, in_window, oldest);
 
-        if let Some((project_id, archived_at, scan_count)) = &project {
+        if let Some((project_id, archived_at, last_scan_id, last_delta, last_hash)) = &project {
             if archived_at.is_some() {
                 tx.rollback().await?;
                 return Ok(PushOutcome::ProjectArchived {
@@ -103,21 +111,14 @@ pub async fn record_push(
                     rate: current,
                 });
             }
-            if *scan_count > 0 {
-                let latest: (String, f64, String) = sqlx::query_as(
-                    "SELECT scan_id, score_delta, body_hash FROM scans WHERE project_id = $1 AND seq = $2",
-                )
-                .bind(project_id)
-                .bind(scan_count)
-                .fetch_one(&mut *tx)
-                .await?;
-                if latest.2 == push.body_hash() {
+            if let (Some(scan_id), Some(delta), Some(hash)) = (last_scan_id, last_delta, last_hash) {
+                if hash == push.body_hash() {
+                    tx.rollback().await?;
                     let scan = StoredScan {
                         project_id: project_id.clone(),
-                        scan_id: latest.0,
-                        score_delta: latest.1,
+                        scan_id: scan_id.clone(),
+                        score_delta: *delta,
                     };
-                    tx.rollback().await?;
                     return Ok(PushOutcome::Replayed(scan, current));
                 }
             }
@@ -135,7 +136,7 @@ pub async fn record_push(
         };
 
         let project_id = match project {
-            Some((id, _, _)) => id,
+            Some((id, ..)) => id,
             None => {
                 let (active,): (i64,) = sqlx::query_as(
                     "SELECT COUNT(*) FROM projects WHERE account_id = $1 AND archived_at IS NULL",
@@ -163,74 +164,77 @@ pub async fn record_push(
             }
         };
 
-        let (seq, previous): (i64, Option<f64>) = sqlx::query_as(
-            "UPDATE projects SET scan_count = scan_count + 1, prev_score = last_score, \
-             last_score = $2 WHERE id = $1 RETURNING scan_count, prev_score",
+        // One statement moves the head: the delta is computed from the old `last_score` (SET
+        // expressions see the row as it was), and the scan id is recorded as the one the
+        // insert below will almost always get.
+        let base = push.scan_id_base();
+        let (seq, score_delta): (i64, f64) = sqlx::query_as(
+            "UPDATE projects SET scan_count = scan_count + 1, last_score = $2, \
+             last_delta = $2 - COALESCE(last_score, $2), last_scan_id = $3, last_body_hash = $4 \
+             WHERE id = $1 RETURNING scan_count, last_delta",
         )
         .bind(&project_id)
         .bind(req.score)
+        .bind(&base)
+        .bind(push.body_hash())
         .fetch_one(&mut *tx)
         .await?;
-        let score_delta = previous.map_or(0.0, |p| req.score - p) + 0.0;
 
-        // Within a project every scan id shares the label's slug, so the ids of one second
-        // are `base`, `base-2`, … without gaps: the count of that second's scans names the
-        // next free suffix in one indexed query. The loop only guards against surprises.
-        let base = push.scan_id_base();
-        let second = push.scanned_at().timestamp() * 1000;
-        let (same_second,): (i64,) = sqlx::query_as(
-            "SELECT COUNT(*) FROM scans WHERE project_id = $1 AND scanned_at >= $2 AND scanned_at < $3",
-        )
-        .bind(&project_id)
-        .bind(second)
-        .bind(second + 1000)
-        .fetch_one(&mut *tx)
-        .await?;
-        let mut n = u32::try_from(same_second).unwrap_or(u32::MAX - 1) + 1;
+        // The scan id is usually free; `ON CONFLICT DO NOTHING` says when it is not. Within
+        // a project every id shares the label's slug, so the ids of one second are `base`,
+        // `base-2`, … without gaps, and the count of that second's scans names the next free
+        // suffix in one indexed query.
+        let frameworks = serde_json::to_string(&req.frameworks).unwrap_or_default();
+        let mut n = 1;
         let scan_id = loop {
             let candidate = scan_id_candidate(&base, n);
-            let taken: Option<(i64,)> =
-                sqlx::query_as("SELECT seq FROM scans WHERE project_id = $1 AND scan_id = $2")
-                    .bind(&project_id)
-                    .bind(&candidate)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            if taken.is_none() {
+            let inserted: Option<(i64,)> = sqlx::query_as(
+                "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
+                 failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
+                 frameworks, state_source, scanned_at, received_at, finding_count, body_hash) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+                 $18, $19, $20) ON CONFLICT (project_id, scan_id) DO NOTHING RETURNING seq",
+            )
+            .bind(&project_id)
+            .bind(seq)
+            .bind(&candidate)
+            .bind(ctx.account_id)
+            .bind(req.score)
+            .bind(score_delta)
+            .bind(as_i64(req.passed))
+            .bind(as_i64(req.failed))
+            .bind(as_i64(req.severity_counts.critical))
+            .bind(as_i64(req.severity_counts.high))
+            .bind(as_i64(req.severity_counts.medium))
+            .bind(as_i64(req.severity_counts.low))
+            .bind(req.cloud.as_str())
+            .bind(&req.cloud_account_id)
+            .bind(&frameworks)
+            .bind(req.state_source.as_str())
+            .bind(push.scanned_at().timestamp_millis())
+            .bind(ctx.now)
+            .bind(req.findings.len() as i64)
+            .bind(push.body_hash())
+            .fetch_optional(&mut *tx)
+            .await?;
+            if inserted.is_some() {
                 break candidate;
             }
-            n += 1;
+            n = if n == 1 {
+                let second = push.scanned_at().timestamp() * 1000;
+                let (same_second,): (i64,) = sqlx::query_as(
+                    "SELECT COUNT(*) FROM scans WHERE project_id = $1 AND scanned_at >= $2 AND scanned_at < $3",
+                )
+                .bind(&project_id)
+                .bind(second)
+                .bind(second + 1000)
+                .fetch_one(&mut *tx)
+                .await?;
+                u32::try_from(same_second).unwrap_or(u32::MAX - 1) + 1
+            } else {
+                n + 1
+            };
         };
-
-        let frameworks = serde_json::to_string(&req.frameworks).unwrap_or_default();
-        sqlx::query(
-            "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
-             failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
-             frameworks, state_source, scanned_at, received_at, finding_count, body_hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20)",
-        )
-        .bind(&project_id)
-        .bind(seq)
-        .bind(&scan_id)
-        .bind(ctx.account_id)
-        .bind(req.score)
-        .bind(score_delta)
-        .bind(as_i64(req.passed))
-        .bind(as_i64(req.failed))
-        .bind(as_i64(req.severity_counts.critical))
-        .bind(as_i64(req.severity_counts.high))
-        .bind(as_i64(req.severity_counts.medium))
-        .bind(as_i64(req.severity_counts.low))
-        .bind(req.cloud.as_str())
-        .bind(&req.cloud_account_id)
-        .bind(&frameworks)
-        .bind(req.state_source.as_str())
-        .bind(push.scanned_at().timestamp_millis())
-        .bind(ctx.now)
-        .bind(req.findings.len() as i64)
-        .bind(push.body_hash())
-        .execute(&mut *tx)
-        .await?;
 
         for (chunk_no, chunk) in req.findings.chunks(FINDINGS_PER_STATEMENT).enumerate() {
             let first = (chunk_no * FINDINGS_PER_STATEMENT) as i64;
@@ -252,11 +256,20 @@ pub async fn record_push(
             insert.build().execute(&mut *tx).await?;
         }
 
-        sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-            .bind(ctx.now)
-            .bind(ctx.key_id)
-            .execute(&mut *tx)
-            .await?;
+        if scan_id != base {
+            sqlx::query("UPDATE projects SET last_scan_id = $2 WHERE id = $1")
+                .bind(&project_id)
+                .bind(&scan_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if ctx.touch_key {
+            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(ctx.now)
+                .bind(ctx.key_id)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
 
         let rate = RateStatus {

@@ -3,7 +3,7 @@
 use tidemark_domain::rate::{secs_until, RollingLimit};
 use tidemark_domain::Millis;
 
-use crate::{on_db, BeginWrite as _, Db, StoreError};
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BanDecision {
@@ -24,7 +24,7 @@ pub async fn hit_with_ban(
     ban_ms: Millis,
     now: Millis,
 ) -> Result<BanDecision, StoreError> {
-    let decision = on_db!(db, pool => {
+    let decision = on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         // Upserting the bucket's row locks it: requests for one bucket queue here.
         let (until,): (i64,) = sqlx::query_as(
@@ -69,7 +69,7 @@ pub async fn hit_with_ban(
 
 /// Forgets events older than `keep_after` and bans that ended before it.
 pub async fn prune_rate_data(db: &Db, keep_after: Millis) -> Result<u64, StoreError> {
-    let n = on_db!(db, pool => {
+    let n = on_db_write!(db, pool => {
         let events = sqlx::query("DELETE FROM rate_events WHERE at <= $1")
             .bind(keep_after)
             .execute(pool)

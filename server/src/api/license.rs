@@ -11,12 +11,12 @@ use tidemark_domain::secrets::ApiKey;
 use tidemark_domain::text::{Email, MachineName};
 use tidemark_domain::{ids, now_millis, to_rfc3339};
 use tidemark_store::licenses::{insert_api_key, NewApiKey};
-use tidemark_store::{bundles, outbox, rate};
+use tidemark_store::{outbox, rate};
 use tidemark_wire::{
     ActivateRequest, ActivateResponse, ErrorBody, ResendRequest, ResendResponse, ValidateResponse,
 };
 
-use super::extract::{license_from_header, read_json};
+use super::extract::{license_from_header, license_hash, read_json};
 use super::ApiError;
 use crate::http::client_ip::client_ip;
 use crate::state::AppState;
@@ -47,11 +47,16 @@ pub async fn validate_license(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<ValidateResponse>, ApiError> {
-    let license = license_from_header(&state.db, &headers).await?;
+    let hash = license_hash(&headers)?;
+    let license = state
+        .validation_cache
+        .license(&state.db, &hash.lookup())
+        .await?
+        .ok_or(ApiError::LicenseNotFound)?;
     let now = now_millis();
     let valid = license.state(now).is_active();
     let (features, bundle_url, bundle_checksum) = if valid {
-        let bundle = bundles::latest_bundle(&state.db).await?;
+        let bundle = state.validation_cache.latest_bundle(&state.db).await?;
         (
             license.features(),
             bundle

@@ -107,6 +107,8 @@ async fn push(
         project_cap: owner.license.project_cap(),
         write_limit: *limit,
         now,
+        // Settings shows "last used" to the minute: no need to write it on every push.
+        touch_key: owner.last_used_at.is_none_or(|t| now - t >= 60_000),
     };
     let outcome = record_push(&state.db, &ctx, &push)
         .await

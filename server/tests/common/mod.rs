@@ -64,6 +64,8 @@ impl TestApp {
             ("TIDEMARK_MASTER_KEY".into(), master_key),
             // High enough not to get in the way; tests of the limit set their own.
             ("TIDEMARK_WRITES_PER_MINUTE".into(), "1000".into()),
+            // Tests of state changes must see them at once; the cache has its own test.
+            ("TIDEMARK_VALIDATION_CACHE_MS".into(), "0".into()),
         ]);
         for (k, v) in extra {
             env.insert(k.to_string(), v.to_string());

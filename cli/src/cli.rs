@@ -1,0 +1,387 @@
+//! The `tidemark` command. [`run`] does all the work and takes its environment, clock and
+//! secret input as arguments, so tests drive it in-process; `main.rs` only wires in the real
+//! process environment.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _};
+use chrono::{DateTime, Utc};
+use clap::{Parser, Subcommand};
+
+use crate::client::{Client, ClientError, RetryPolicy};
+use crate::credentials::{self, Credentials};
+use crate::license::{self, Mode};
+
+pub const DEFAULT_URL: &str = "http://127.0.0.1:3000";
+/// Exit status when `--fail-on-regression` sees a negative score delta.
+pub const EXIT_REGRESSION: u8 = 3;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tidemark",
+    version,
+    about = "Tidemark scanner client: activate, check the license, push scans, pull bundles"
+)]
+pub struct Cli {
+    /// The Tidemark service (default http://127.0.0.1:3000).
+    #[arg(long, global = true)]
+    pub url: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Activate this machine: asks for the license key (never echoed, never sent; only its
+    /// SHA-256 is) and stores an API key in the credentials file (mode 0600).
+    Activate {
+        /// Read the license key from this file instead of asking.
+        #[arg(long)]
+        license_key_file: Option<PathBuf>,
+        /// Name of this machine or CI secret (default: the host name).
+        #[arg(long)]
+        machine: Option<String>,
+    },
+    /// Show the license mode: tier, features, expiry, cache age, offline grace left.
+    Status,
+    /// Push scan results (a JSON push body) to the dashboard.
+    Push {
+        file: PathBuf,
+        /// Use this project label instead of the file's `project_label`.
+        #[arg(long)]
+        label: Option<String>,
+        /// Exit with status 3 when the score dropped since the previous scan.
+        #[arg(long)]
+        fail_on_regression: bool,
+        /// How many times to wait and retry when the write rate is exceeded.
+        #[arg(long, default_value_t = 5)]
+        max_retries: u32,
+    },
+    /// Compliance-profile bundles.
+    #[command(subcommand)]
+    Bundle(BundleCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BundleCommand {
+    /// Download the latest bundle, verify its checksum, and replace the local copy.
+    Pull {
+        /// Where to keep it (default: the tidemark configuration directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// Everything `run` needs from the outside world.
+pub struct Env {
+    pub vars: HashMap<String, String>,
+    pub now: DateTime<Utc>,
+    /// Reads the license key (prompt without echo, or standard input).
+    pub read_license_key: Box<dyn Fn() -> std::io::Result<String> + Send + Sync>,
+    /// Jitter added to Retry-After waits (tests use a small one).
+    pub max_jitter: Duration,
+}
+
+impl Env {
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).filter(|v| !v.is_empty()).cloned()
+    }
+
+    fn credentials_path(&self) -> anyhow::Result<PathBuf> {
+        credentials::default_path(|k| self.var(k))
+            .context("cannot find the configuration directory: set XDG_CONFIG_HOME or HOME")
+    }
+}
+
+/// Runs one command; returns the process exit status. Messages for people go to `out`.
+pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
+    let url = cli
+        .url
+        .or_else(|| env.var("TIDEMARK_URL"))
+        .unwrap_or_else(|| DEFAULT_URL.to_owned());
+    let client = Client::new(&url)?;
+    match cli.command {
+        Command::Activate {
+            license_key_file,
+            machine,
+        } => activate(&client, env, out, license_key_file, machine).await,
+        Command::Status => status(&client, env, out).await,
+        Command::Push {
+            file,
+            label,
+            fail_on_regression,
+            max_retries,
+        } => {
+            push(
+                &client,
+                env,
+                out,
+                &file,
+                label,
+                fail_on_regression,
+                max_retries,
+            )
+            .await
+        }
+        Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
+    }
+}
+
+async fn activate(
+    client: &Client,
+    env: &Env,
+    out: &mut (dyn Write + Send),
+    key_file: Option<PathBuf>,
+    machine: Option<String>,
+) -> anyhow::Result<u8> {
+    let path = env.credentials_path()?;
+    // Refuse to go on over a file with loose permissions rather than silently replace it.
+    credentials::load(&path)?;
+    let key = match key_file {
+        Some(f) => std::fs::read_to_string(&f)
+            .with_context(|| format!("could not read {}", f.display()))?,
+        None => (env.read_license_key)().context("could not read the license key")?,
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        bail!("no license key given; it is in your license e-mail (ask for it again with the form on the website)");
+    }
+    let hash = crate::license_key_hash(key);
+    let machine = machine
+        .or_else(|| env.var("HOSTNAME"))
+        .unwrap_or_else(|| "scanner".to_owned());
+    let activated = client.activate(&hash, &machine).await.map_err(explain)?;
+    // Explicit activation always validates.
+    let (validation, mode) =
+        license::after_validation(env.now, None, client.validation_outcome(&hash).await);
+    credentials::save(
+        &path,
+        &Credentials {
+            url: client.base_url().to_owned(),
+            api_key: activated.api_key,
+            license_key_hash: hash,
+            validation,
+        },
+    )?;
+    writeln!(
+        out,
+        "Activated {machine} on the {} tier (account {}).",
+        activated.tier.as_str(),
+        activated.account_id
+    )?;
+    writeln!(out, "Credentials saved to {} (mode 0600).", path.display())?;
+    print_mode(out, env.now, &mode)?;
+    Ok(0)
+}
+
+/// The stored credentials, revalidated if the cache is stale; saves what changed.
+async fn checked_license(
+    client: &Client,
+    env: &Env,
+    explicit: bool,
+) -> anyhow::Result<(Credentials, Mode)> {
+    let path = env.credentials_path()?;
+    let mut creds = credentials::load(&path)?.with_context(|| {
+        format!(
+            "this machine is not activated ({} does not exist); run `tidemark activate`",
+            path.display()
+        )
+    })?;
+    let mode = if license::needs_validation(env.now, creds.validation.as_ref(), explicit) {
+        let outcome = client.validation_outcome(&creds.license_key_hash).await;
+        let (validation, mode) =
+            license::after_validation(env.now, creds.validation.as_ref(), outcome);
+        if validation != creds.validation {
+            creds.validation = validation;
+            credentials::save(&path, &creds)?;
+        }
+        mode
+    } else {
+        license::from_cache(env.now, creds.validation.as_ref())
+    };
+    Ok((creds, mode))
+}
+
+async fn status(client: &Client, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
+    let (_, mode) = checked_license(client, env, false).await?;
+    print_mode(out, env.now, &mode)?;
+    Ok(if mode.is_licensed() { 0 } else { 1 })
+}
+
+fn print_mode(out: &mut (dyn Write + Send), now: DateTime<Utc>, mode: &Mode) -> anyhow::Result<()> {
+    match mode {
+        Mode::Licensed {
+            validation,
+            offline,
+        } => {
+            let r = &validation.result;
+            writeln!(out, "License:    licensed ({} tier)", r.tier.as_str())?;
+            let features: Vec<&str> = r.features.iter().map(|f| f.as_str()).collect();
+            writeln!(
+                out,
+                "Features:   {}",
+                if features.is_empty() {
+                    "none".into()
+                } else {
+                    features.join(", ")
+                }
+            )?;
+            writeln!(out, "Expires:    {}", r.expiry)?;
+            writeln!(
+                out,
+                "Validated:  {} ago{}",
+                human(now - validation.validated_at),
+                if *offline {
+                    " (service unreachable: using the cached validation)"
+                } else {
+                    ""
+                }
+            )?;
+            writeln!(
+                out,
+                "Offline grace left: {}",
+                human(license::grace_left(now, validation))
+            )?;
+        }
+        Mode::Unlicensed { reason } => {
+            writeln!(out, "License:    unlicensed: {reason}")?;
+        }
+    }
+    Ok(())
+}
+
+fn human(d: chrono::Duration) -> String {
+    let mins = d.num_minutes().max(0);
+    match (mins / (24 * 60), (mins / 60) % 24, mins % 60) {
+        (0, 0, m) => format!("{m}m"),
+        (0, h, m) => format!("{h}h {m}m"),
+        (days, h, _) => format!("{days}d {h}h"),
+    }
+}
+
+async fn push(
+    client: &Client,
+    env: &Env,
+    out: &mut (dyn Write + Send),
+    file: &std::path::Path,
+    label: Option<String>,
+    fail_on_regression: bool,
+    max_retries: u32,
+) -> anyhow::Result<u8> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("could not read {}", file.display()))?;
+    let mut body: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    if let Some(label) = label {
+        let obj = body
+            .as_object_mut()
+            .context("the push body must be a JSON object")?;
+        obj.insert("project_label".into(), serde_json::Value::String(label));
+    }
+    // In CI the key comes from the platform's secret store and nothing is written to disk.
+    let api_key = match env.var("TIDEMARK_API_KEY") {
+        Some(key) => key,
+        None => {
+            let (creds, mode) = checked_license(client, env, false).await?;
+            if let Mode::Unlicensed { reason } = mode {
+                bail!("cannot push while unlicensed: {reason}");
+            }
+            creds.api_key
+        }
+    };
+    if !api_key.starts_with("svc_api_") {
+        bail!("the API key is malformed (every key starts with svc_api_); run `tidemark activate` again, or fix TIDEMARK_API_KEY");
+    }
+    let bytes = serde_json::to_vec(&body)?;
+    let policy = RetryPolicy {
+        max_retries,
+        max_jitter: env.max_jitter,
+    };
+    let mut notes = Vec::new();
+    let result = client
+        .push(&api_key, &bytes, policy, |attempt, delay| {
+            notes.push(format!(
+                "Write rate exceeded; waiting {:.1} s before retry {attempt} of {max_retries}.",
+                delay.as_secs_f64()
+            ));
+        })
+        .await;
+    for note in notes {
+        writeln!(out, "{note}")?;
+    }
+    let answer = result.map_err(explain)?;
+    writeln!(out, "Pushed: {}", answer.dashboard_url)?;
+    writeln!(out, "Score delta: {:+.2}", answer.score_delta)?;
+    if fail_on_regression && answer.score_delta < 0.0 {
+        writeln!(out, "The score regressed since the previous scan.")?;
+        return Ok(EXIT_REGRESSION);
+    }
+    Ok(0)
+}
+
+async fn pull_bundle(
+    client: &Client,
+    env: &Env,
+    out: &mut (dyn Write + Send),
+    dir: Option<PathBuf>,
+) -> anyhow::Result<u8> {
+    // A pull is explicit: always ask for the latest bundle.
+    let (creds, mode) = checked_license(client, env, true).await?;
+    let validation = match mode {
+        Mode::Licensed { validation, offline: false } => validation,
+        Mode::Licensed { offline: true, .. } => bail!("the license service is unreachable, so the latest bundle is unknown; try again when online"),
+        Mode::Unlicensed { reason } => bail!("cannot pull bundles while unlicensed: {reason}"),
+    };
+    let (Some(url), Some(checksum)) = (
+        validation.result.bundle_url,
+        validation.result.bundle_checksum,
+    ) else {
+        writeln!(out, "No bundle has been published yet.")?;
+        return Ok(0);
+    };
+    let dir = match dir {
+        Some(d) => d,
+        None => env
+            .credentials_path()?
+            .parent()
+            .map(|p| p.join("bundles"))
+            .context("no configuration directory")?,
+    };
+    let bytes = client
+        .download(&url, &creds.license_key_hash)
+        .await
+        .map_err(explain)?;
+    let path = crate::bundle::install(&dir, "profile-bundle", &bytes, &checksum)?;
+    writeln!(
+        out,
+        "Bundle verified ({checksum}) and saved to {}.",
+        path.display()
+    )?;
+    Ok(0)
+}
+
+/// Adds the next step to service errors where the service's own message does not say it.
+fn explain(err: ClientError) -> anyhow::Error {
+    match err.code() {
+        Some("invalid_api_key") | Some("malformed_api_key")
+            if !err.to_string().contains("activate") =>
+        {
+            anyhow::anyhow!("{err}; run `tidemark activate` again")
+        }
+        _ => anyhow::Error::new(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn durations_read_naturally() {
+        use chrono::Duration;
+        assert_eq!(super::human(Duration::minutes(5)), "5m");
+        assert_eq!(super::human(Duration::minutes(125)), "2h 5m");
+        assert_eq!(super::human(Duration::hours(50)), "2d 2h");
+    }
+}

@@ -1,0 +1,24 @@
+//! The Tidemark scanner client.
+//!
+//! - [`license`]: the local license mode (24-hour validation cache, 7-day offline grace) as a
+//!   pure state machine with an injected clock;
+//! - [`credentials`]: the credentials file, created with mode 0600 and refused when looser;
+//! - [`client`]: the `/v1` calls, with bounded back-off on `429`;
+//! - [`bundle`]: download, checksum verification and atomic replacement of the bundle;
+//! - [`cli`]: the `tidemark` command, callable in-process (the binary is a thin wrapper).
+//!
+//! Request and response types come from `tidemark-wire`, the crate the server uses too, so the
+//! two cannot drift apart. Nothing here depends on Leptos or the server.
+
+pub mod bundle;
+pub mod cli;
+pub mod client;
+pub mod credentials;
+pub mod license;
+
+use sha2::{Digest as _, Sha256};
+
+/// What the scanner sends instead of the license key: its SHA-256, lowercase hex.
+pub fn license_key_hash(license_key: &str) -> String {
+    hex::encode(Sha256::digest(license_key.trim().as_bytes()))
+}

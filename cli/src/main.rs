@@ -1,0 +1,33 @@
+use std::io::{BufRead as _, IsTerminal as _};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser as _;
+use tidemark_cli::cli::{run, Cli, Env};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let env = Env {
+        vars: std::env::vars().collect(),
+        now: chrono::Utc::now(),
+        read_license_key: Box::new(|| {
+            if std::io::stdin().is_terminal() {
+                rpassword::prompt_password("License key (input hidden): ")
+            } else {
+                let mut line = String::new();
+                std::io::stdin().lock().read_line(&mut line)?;
+                Ok(line)
+            }
+        }),
+        max_jitter: Duration::from_secs(5),
+    };
+    let mut stdout = std::io::stdout();
+    match run(cli, &env, &mut stdout).await {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The `tidemark` command against the real server: activation, status, push (with back-off
+//! on 429), key rotation, bundle pulls, credentials permissions and the offline grace.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+mod common;
+
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::Parser as _;
+use common::{sample_push, TestApp, TestLicense};
+use tidemark_cli::cli::{run, Cli, Env, EXIT_REGRESSION};
+use tidemark_store::{on_db, Backend};
+use tidemark_wire::Tier;
+
+struct Run {
+    code: Result<u8, String>,
+    out: String,
+}
+
+fn env(
+    app_url: &str,
+    config: &Path,
+    license_key: &str,
+    extra: &[(&str, &str)],
+    now: DateTime<Utc>,
+) -> Env {
+    let mut vars: HashMap<String, String> = HashMap::from([
+        ("TIDEMARK_URL".into(), app_url.into()),
+        ("XDG_CONFIG_HOME".into(), config.display().to_string()),
+    ]);
+    for (k, v) in extra {
+        vars.insert(k.to_string(), v.to_string());
+    }
+    let key = license_key.to_owned();
+    Env {
+        vars,
+        now,
+        read_license_key: Box::new(move || Ok(format!("{key}\n"))),
+        max_jitter: Duration::from_millis(100),
+    }
+}
+
+async fn tidemark(env: &Env, args: &[&str]) -> Run {
+    let cli = Cli::try_parse_from(std::iter::once("tidemark").chain(args.iter().copied())).unwrap();
+    let mut out = Vec::new();
+    let code = run(cli, env, &mut out).await.map_err(|e| format!("{e:#}"));
+    Run {
+        code,
+        out: String::from_utf8(out).unwrap(),
+    }
+}
+
+fn credentials_file(config: &Path) -> std::path::PathBuf {
+    config.join("tidemark").join("credentials.json")
+}
+
+async fn activated(app: &TestApp, tier: Tier) -> (TestLicense, tempfile::TempDir) {
+    let license = app.create_license(tier).await;
+    let config = tempfile::tempdir().unwrap();
+    let e = env(&app.base_url, config.path(), &license.key, &[], Utc::now());
+    let r = tidemark(&e, &["activate", "--machine", "ci-main"]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    (license, config)
+}
+
+#[tokio::test]
+async fn activate_status_and_push_with_regression_exit_code() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (license, config) = activated(&app, Tier::Team).await;
+    let creds = credentials_file(config.path());
+    assert_eq!(
+        std::fs::metadata(&creds).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let stored = std::fs::read_to_string(&creds).unwrap();
+    assert!(stored.contains(&license.hash), "the hash is stored");
+    assert!(
+        !stored.contains(&license.key),
+        "the license key itself is never stored"
+    );
+    assert!(stored.contains("svc_api_"));
+
+    let e = env(&app.base_url, config.path(), "", &[], Utc::now());
+    let r = tidemark(&e, &["status"]).await;
+    assert_eq!(r.code, Ok(0));
+    assert!(
+        r.out.contains("licensed (team tier)") && r.out.contains("hosted_dashboard"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("Offline grace left: 6d 23h"), "{}", r.out);
+
+    let file = config.path().join("scan.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&sample_push("ignored", 80.0, "2026-11-22T10:00:00Z")).unwrap(),
+    )
+    .unwrap();
+    let r = tidemark(&e, &["push", file.to_str().unwrap(), "--label", "payments"]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert!(
+        r.out
+            .contains(&format!("Pushed: {}/projects/prj_", app.base_url)),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains("scans/20261122-100000-payments"),
+        "--label is used: {}",
+        r.out
+    );
+    assert!(r.out.contains("Score delta: +0.00"), "{}", r.out);
+
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&sample_push("ignored", 72.5, "2026-11-23T10:00:00Z")).unwrap(),
+    )
+    .unwrap();
+    let r = tidemark(
+        &e,
+        &[
+            "push",
+            file.to_str().unwrap(),
+            "--label",
+            "payments",
+            "--fail-on-regression",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, Ok(EXIT_REGRESSION), "{}", r.out);
+    assert!(r.out.contains("Score delta: -7.50"), "{}", r.out);
+}
+
+#[tokio::test]
+async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
+    let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_WRITES_PER_MINUTE", "1")]).await;
+    let (_, key) = app.with_key(Tier::Team).await;
+    let config = tempfile::tempdir().unwrap();
+    let e = env(
+        &app.base_url,
+        config.path(),
+        "",
+        &[("TIDEMARK_API_KEY", &key)],
+        Utc::now(),
+    );
+    let file = config.path().join("scan.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&sample_push("api", 50.0, "2026-11-22T10:00:00Z")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        tidemark(&e, &["push", file.to_str().unwrap()]).await.code,
+        Ok(0)
+    );
+    // Make the first write 59.3 s old, so the next slot opens in about a second.
+    on_db!(&app.db, pool => {
+        sqlx::query("UPDATE scans SET received_at = received_at - 59300").execute(pool).await.map(|_| ())
+    })
+    .unwrap();
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&sample_push("api", 55.0, "2026-11-22T11:00:00Z")).unwrap(),
+    )
+    .unwrap();
+    let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
+    assert_eq!(r.code, Ok(0), "{:?} {}", r.code, r.out);
+    assert!(
+        r.out.contains("Write rate exceeded; waiting") && r.out.contains("retry 1 of 5"),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("Score delta: +5.00"), "{}", r.out);
+    assert_eq!(app.count("scans").await, 2);
+    assert!(
+        !credentials_file(config.path()).exists(),
+        "with TIDEMARK_API_KEY nothing is written to disk"
+    );
+
+    // Bounded: with no retries allowed the 429 is reported, not waited out.
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&sample_push("api", 56.0, "2026-11-22T12:00:00Z")).unwrap(),
+    )
+    .unwrap();
+    let r = tidemark(&e, &["push", file.to_str().unwrap(), "--max-retries", "0"]).await;
+    let err = r.code.unwrap_err();
+    assert!(err.contains("rate_limit_exceeded"), "{err}");
+}
+
+#[tokio::test]
+async fn rotated_and_malformed_keys_tell_the_user_to_activate_again() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (license, config) = activated(&app, Tier::Team).await;
+    let file = config.path().join("scan.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&sample_push("api", 50.0, "2026-11-22T10:00:00Z")).unwrap(),
+    )
+    .unwrap();
+    // Rotation in Settings: every key of the account is revoked at once.
+    let new_key = tidemark_domain::secrets::ApiKey::generate();
+    tidemark_store::licenses::rotate_api_keys(
+        &app.db,
+        &tidemark_store::licenses::NewApiKey {
+            id: tidemark_domain::ids::new_key_id(),
+            account_id: license.account_id.clone(),
+            hash: new_key.hash(),
+            prefix: new_key.display_prefix(),
+            machine: "rotated".into(),
+            now: tidemark_domain::now_millis(),
+        },
+    )
+    .await
+    .unwrap();
+    let e = env(&app.base_url, config.path(), "", &[], Utc::now());
+    let err = tidemark(&e, &["push", file.to_str().unwrap()])
+        .await
+        .code
+        .unwrap_err();
+    assert!(
+        err.contains("invalid_api_key") && err.contains("activate"),
+        "{err}"
+    );
+
+    let e = env(
+        &app.base_url,
+        config.path(),
+        "",
+        &[("TIDEMARK_API_KEY", "abc123")],
+        Utc::now(),
+    );
+    let err = tidemark(&e, &["push", file.to_str().unwrap()])
+        .await
+        .code
+        .unwrap_err();
+    assert!(
+        err.contains("malformed") && err.contains("activate"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn bundle_pull_verifies_the_checksum_and_keeps_the_old_copy_on_mismatch() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (_, config) = activated(&app, Tier::Agency).await;
+    let e = env(&app.base_url, config.path(), "", &[], Utc::now());
+    let dir = config.path().join("bundles");
+    let r = tidemark(&e, &["bundle", "pull", "--dir", dir.to_str().unwrap()]).await;
+    assert_eq!(r.code, Ok(0));
+    assert!(
+        r.out.contains("No bundle has been published yet"),
+        "{}",
+        r.out
+    );
+
+    let published = server::ops::publish_bundle(&app.db, &app.base_url, "p.tar", b"profiles v1")
+        .await
+        .unwrap();
+    let r = tidemark(&e, &["bundle", "pull", "--dir", dir.to_str().unwrap()]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert_eq!(
+        std::fs::read(dir.join("profile-bundle")).unwrap(),
+        b"profiles v1"
+    );
+
+    // The server now serves other bytes than the checksum it announces.
+    let tampered = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b"evil");
+    on_db!(&app.db, pool => {
+        sqlx::query("UPDATE bundles SET content = $1 WHERE id = $2")
+            .bind(&tampered).bind(&published.bundle_id).execute(pool).await.map(|_| ())
+    })
+    .unwrap();
+    let err = tidemark(&e, &["bundle", "pull", "--dir", dir.to_str().unwrap()])
+        .await
+        .code
+        .unwrap_err();
+    assert!(err.contains("does not match its checksum"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("profile-bundle")).unwrap(),
+        b"profiles v1",
+        "old copy kept"
+    );
+}
+
+#[tokio::test]
+async fn loose_credentials_permissions_are_refused() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (_, config) = activated(&app, Tier::Team).await;
+    let creds = credentials_file(config.path());
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let e = env(&app.base_url, config.path(), "", &[], Utc::now());
+    let err = tidemark(&e, &["status"]).await.code.unwrap_err();
+    assert!(err.contains("chmod 600"), "{err}");
+    assert_eq!(
+        std::fs::metadata(&creds).unwrap().permissions().mode() & 0o777,
+        0o644,
+        "never relaxed or changed"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_service_keeps_the_license_for_the_grace_period_only() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (_, config) = activated(&app, Tier::Team).await;
+    let closed = format!(
+        "http://127.0.0.1:{}",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    );
+    let later = |d: chrono::Duration| env(&closed, config.path(), "", &[], Utc::now() + d);
+
+    let r = tidemark(&later(chrono::Duration::hours(23)), &["status"]).await;
+    assert_eq!(r.code, Ok(0), "fresh cache: no call needed: {}", r.out);
+    assert!(!r.out.contains("unreachable"), "{}", r.out);
+
+    let r = tidemark(
+        &later(chrono::Duration::days(6) + chrono::Duration::hours(23)),
+        &["status"],
+    )
+    .await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert!(
+        r.out
+            .contains("service unreachable: using the cached validation"),
+        "{}",
+        r.out
+    );
+
+    let r = tidemark(
+        &later(chrono::Duration::days(7) + chrono::Duration::minutes(1)),
+        &["status"],
+    )
+    .await;
+    assert_eq!(r.code, Ok(1), "{}", r.out);
+    assert!(
+        r.out.contains("unlicensed") && r.out.contains("7 days"),
+        "{}",
+        r.out
+    );
+}
+
+#[tokio::test]
+async fn a_definitive_refusal_downgrades_at_once() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (license, config) = activated(&app, Tier::Team).await;
+    server::ops::set_suspended(&app.db, &license.license_id, true)
+        .await
+        .unwrap();
+    // The cache is 25 hours old, so the scanner asks, and the answer is final.
+    let e = env(
+        &app.base_url,
+        config.path(),
+        "",
+        &[],
+        Utc::now() + chrono::Duration::hours(25),
+    );
+    let r = tidemark(&e, &["status"]).await;
+    assert_eq!(r.code, Ok(1), "{}", r.out);
+    assert!(
+        r.out.contains("unlicensed") && r.out.contains("not valid"),
+        "{}",
+        r.out
+    );
+}
