@@ -44,6 +44,9 @@ pub enum Command {
         /// Name of this machine or CI secret (default: the host name).
         #[arg(long)]
         machine: Option<String>,
+        /// Print the new API key (once) instead of storing it: for a CI secret store.
+        #[arg(long)]
+        print_key: bool,
     },
     /// Show the license mode: tier, features, expiry, cache age, offline grace left.
     Status,
@@ -107,7 +110,8 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         Command::Activate {
             license_key_file,
             machine,
-        } => activate(&client, env, out, license_key_file, machine).await,
+            print_key,
+        } => activate(&client, env, out, license_key_file, machine, print_key).await,
         Command::Status => status(&client, env, out).await,
         Command::Push {
             file,
@@ -136,10 +140,13 @@ async fn activate(
     out: &mut (dyn Write + Send),
     key_file: Option<PathBuf>,
     machine: Option<String>,
+    print_key: bool,
 ) -> anyhow::Result<u8> {
     let path = env.credentials_path()?;
-    // Refuse to go on over a file with loose permissions rather than silently replace it.
-    credentials::load(&path)?;
+    if !print_key {
+        // Refuse to go on over a file with loose permissions rather than silently replace it.
+        credentials::load(&path)?;
+    }
     let key = match key_file {
         Some(f) => std::fs::read_to_string(&f)
             .with_context(|| format!("could not read {}", f.display()))?,
@@ -154,6 +161,10 @@ async fn activate(
         .or_else(|| env.var("HOSTNAME"))
         .unwrap_or_else(|| "scanner".to_owned());
     let activated = client.activate(&hash, &machine).await.map_err(explain)?;
+    if print_key {
+        writeln!(out, "{}", activated.api_key)?;
+        return Ok(0);
+    }
     // Explicit activation always validates.
     let (validation, mode) =
         license::after_validation(env.now, None, client.validation_outcome(&hash).await);

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context as _};
 use serde::Serialize;
-use tidemark_domain::secrets::{sha256_hex, LicenseKey};
+use tidemark_domain::secrets::{sha256_hex, ApiKey, LicenseKey};
 use tidemark_domain::text::Email;
 use tidemark_domain::{ids, now_millis, to_rfc3339, Millis};
 use tidemark_store::bundles::{self, Bundle};
@@ -51,6 +51,29 @@ pub async fn create_license(
         license_id: new.license_id,
         account_id: new.account_id,
     })
+}
+
+/// Settings → API Keys → Rotate Key: revokes every active key of the account and issues one
+/// new key, in one transaction. Returns the new key (shown once) and how many were revoked.
+pub async fn rotate_api_keys(
+    db: &Db,
+    account_id: &str,
+    machine: &str,
+) -> anyhow::Result<(ApiKey, u64)> {
+    let key = ApiKey::generate();
+    let revoked = licenses::rotate_api_keys(
+        db,
+        &licenses::NewApiKey {
+            id: ids::new_key_id(),
+            account_id: account_id.to_owned(),
+            hash: key.hash(),
+            prefix: key.display_prefix(),
+            machine: machine.to_owned(),
+            now: now_millis(),
+        },
+    )
+    .await?;
+    Ok((key, revoked))
 }
 
 /// A license as operators see it (no key material).

@@ -138,8 +138,15 @@ async fn activate_status_and_push_with_regression_exit_code() {
 #[tokio::test]
 async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
     let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_WRITES_PER_MINUTE", "1")]).await;
-    let (_, key) = app.with_key(Tier::Team).await;
+    let license = app.create_license(Tier::Team).await;
     let config = tempfile::tempdir().unwrap();
+    // A key for the CI secret store: printed once, never written to disk.
+    let e = env(&app.base_url, config.path(), &license.key, &[], Utc::now());
+    let r = tidemark(&e, &["activate", "--machine", "ci", "--print-key"]).await;
+    assert_eq!(r.code, Ok(0));
+    let key = r.out.trim().to_owned();
+    assert!(key.starts_with("svc_api_"), "{key}");
+    assert!(!credentials_file(config.path()).exists());
     let e = env(
         &app.base_url,
         config.path(),
@@ -203,20 +210,9 @@ async fn rotated_and_malformed_keys_tell_the_user_to_activate_again() {
     )
     .unwrap();
     // Rotation in Settings: every key of the account is revoked at once.
-    let new_key = tidemark_domain::secrets::ApiKey::generate();
-    tidemark_store::licenses::rotate_api_keys(
-        &app.db,
-        &tidemark_store::licenses::NewApiKey {
-            id: tidemark_domain::ids::new_key_id(),
-            account_id: license.account_id.clone(),
-            hash: new_key.hash(),
-            prefix: new_key.display_prefix(),
-            machine: "rotated".into(),
-            now: tidemark_domain::now_millis(),
-        },
-    )
-    .await
-    .unwrap();
+    server::ops::rotate_api_keys(&app.db, &license.account_id, "rotated")
+        .await
+        .unwrap();
     let e = env(&app.base_url, config.path(), "", &[], Utc::now());
     let err = tidemark(&e, &["push", file.to_str().unwrap()])
         .await

@@ -209,20 +209,10 @@ async fn rotation_revokes_every_key_at_once() {
         let body = sample_push("api", 50.0, "2026-11-22T10:00:00Z");
         assert_eq!(app.push(&old_a, &body).await.status(), StatusCode::CREATED);
 
-        let new_key = tidemark_domain::secrets::ApiKey::generate();
-        let revoked = tidemark_store::licenses::rotate_api_keys(
-            &app.db,
-            &tidemark_store::licenses::NewApiKey {
-                id: tidemark_domain::ids::new_key_id(),
-                account_id: license.account_id.clone(),
-                hash: new_key.hash(),
-                prefix: new_key.display_prefix(),
-                machine: "rotated".into(),
-                now: tidemark_domain::now_millis(),
-            },
-        )
-        .await
-        .unwrap();
+        let (new_key, revoked) =
+            server::ops::rotate_api_keys(&app.db, &license.account_id, "rotated")
+                .await
+                .unwrap();
         assert_eq!(revoked, 2);
         for old in [&old_a, &old_b] {
             assert_error(
@@ -342,17 +332,7 @@ async fn the_project_cap_refuses_new_labels_and_archiving_frees_a_slot() {
 
         // Agency: five; enterprise: unlimited unless an operator sets a cap.
         let (_, agency) = app.with_key(Tier::Agency).await;
-        for i in 0..5 {
-            assert_eq!(
-                app.push(
-                    &agency,
-                    &sample_push(&format!("p{i}"), 1.0, "2026-11-22T10:00:00Z")
-                )
-                .await
-                .status(),
-                StatusCode::CREATED
-            );
-        }
+        push_new_labels(&app, &agency, "p", 5).await;
         let msg = assert_error(
             app.push(&agency, &sample_push("p5", 1.0, "2026-11-22T10:00:00Z"))
                 .await,
@@ -365,32 +345,12 @@ async fn the_project_cap_refuses_new_labels_and_archiving_frees_a_slot() {
             "{msg}"
         );
         let (_, enterprise) = app.with_key(Tier::Enterprise).await;
-        for i in 0..8 {
-            assert_eq!(
-                app.push(
-                    &enterprise,
-                    &sample_push(&format!("e{i}"), 1.0, "2026-11-22T10:00:00Z")
-                )
-                .await
-                .status(),
-                StatusCode::CREATED
-            );
-        }
+        push_new_labels(&app, &enterprise, "e", 8).await;
         let capped = app
             .create_license_with(Tier::Enterprise, None, Some(2))
             .await;
         let capped_key = app.activate(&capped, "ci").await;
-        for i in 0..2 {
-            assert_eq!(
-                app.push(
-                    &capped_key,
-                    &sample_push(&format!("c{i}"), 1.0, "2026-11-22T10:00:00Z")
-                )
-                .await
-                .status(),
-                StatusCode::CREATED
-            );
-        }
+        push_new_labels(&app, &capped_key, "c", 2).await;
         assert_error(
             app.push(&capped_key, &sample_push("c2", 1.0, "2026-11-22T10:00:00Z"))
                 .await,
@@ -589,6 +549,18 @@ async fn concurrent_new_labels_never_exceed_the_cap() {
             7
         );
         assert_eq!(app.count("projects").await, 1);
+    }
+}
+
+/// Pushes to `n` new labels `{prefix}0`, `{prefix}1`, …, each of which must be accepted.
+async fn push_new_labels(app: &TestApp, key: &str, prefix: &str, n: usize) {
+    for i in 0..n {
+        let body = sample_push(&format!("{prefix}{i}"), 1.0, "2026-11-22T10:00:00Z");
+        assert_eq!(
+            app.push(key, &body).await.status(),
+            StatusCode::CREATED,
+            "{prefix}{i}"
+        );
     }
 }
 

@@ -36,47 +36,41 @@ impl License {
     }
 }
 
-type LicenseRow = (
-    String,
-    String,
-    String,
-    String,
-    i64,
-    Option<i64>,
-    Option<i64>,
-    String,
-    String,
-    i64,
-);
+/// A `licenses` row as selected with [`LICENSE_COLUMNS`].
+#[derive(sqlx::FromRow)]
+struct LicenseRow {
+    id: String,
+    account_id: String,
+    email: String,
+    tier: String,
+    expires_at: i64,
+    suspended_at: Option<i64>,
+    max_projects: Option<i64>,
+    features_added: String,
+    features_removed: String,
+    created_at: i64,
+}
 
 const LICENSE_COLUMNS: &str = "l.id, l.account_id, l.email, l.tier, l.expires_at, l.suspended_at, \
      l.max_projects, l.features_added, l.features_removed, l.created_at";
 
-fn license_from_row(row: LicenseRow) -> Result<License, StoreError> {
-    let (
-        id,
-        account_id,
-        email,
-        tier,
-        expires_at,
-        suspended_at,
-        max_projects,
-        added,
-        removed,
-        created_at,
-    ) = row;
-    Ok(License {
-        id,
-        account_id,
-        email,
-        tier: Tier::parse(&tier).ok_or(StoreError::Corrupt("licenses.tier"))?,
-        expires_at,
-        suspended_at,
-        max_projects: max_projects.map(|n| n.max(0) as u64),
-        features_added: parse_feature_list(&added),
-        features_removed: parse_feature_list(&removed),
-        created_at,
-    })
+impl TryFrom<LicenseRow> for License {
+    type Error = StoreError;
+
+    fn try_from(r: LicenseRow) -> Result<Self, StoreError> {
+        Ok(License {
+            id: r.id,
+            account_id: r.account_id,
+            email: r.email,
+            tier: Tier::parse(&r.tier).ok_or(StoreError::Corrupt("licenses.tier"))?,
+            expires_at: r.expires_at,
+            suspended_at: r.suspended_at,
+            max_projects: r.max_projects.map(|n| n.max(0) as u64),
+            features_added: parse_feature_list(&r.features_added),
+            features_removed: parse_feature_list(&r.features_removed),
+            created_at: r.created_at,
+        })
+    }
 }
 
 /// What an operator gives to create a license.
@@ -132,7 +126,7 @@ pub async fn find_license_by_lookup(
     let row: Option<LicenseRow> = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(lookup.as_str()).fetch_optional(pool).await
     })?;
-    row.map(license_from_row).transpose()
+    row.map(License::try_from).transpose()
 }
 
 pub async fn find_license(db: &Db, id: &str) -> Result<Option<License>, StoreError> {
@@ -140,13 +134,13 @@ pub async fn find_license(db: &Db, id: &str) -> Result<Option<License>, StoreErr
     let row: Option<LicenseRow> = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(id).fetch_optional(pool).await
     })?;
-    row.map(license_from_row).transpose()
+    row.map(License::try_from).transpose()
 }
 
 pub async fn list_licenses(db: &Db) -> Result<Vec<License>, StoreError> {
     let sql = format!("SELECT {LICENSE_COLUMNS} FROM licenses l ORDER BY l.created_at, l.id");
     let rows: Vec<LicenseRow> = on_db!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;
-    rows.into_iter().map(license_from_row).collect()
+    rows.into_iter().map(License::try_from).collect()
 }
 
 /// Licenses (with their encrypted keys) registered to an e-mail address, for resend.
@@ -158,27 +152,17 @@ pub async fn licenses_for_email(
         "SELECT {LICENSE_COLUMNS}, l.key_ciphertext FROM licenses l \
          WHERE LOWER(l.email) = $1 ORDER BY l.created_at"
     );
-    type Row = (
-        String,
-        String,
-        String,
-        String,
-        i64,
-        Option<i64>,
-        Option<i64>,
-        String,
-        String,
-        i64,
-        String,
-    );
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        license: LicenseRow,
+        key_ciphertext: String,
+    }
     let rows: Vec<Row> = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(email.to_lowercase()).fetch_all(pool).await
     })?;
     rows.into_iter()
-        .map(|r| {
-            let license = license_from_row((r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9))?;
-            Ok((license, r.10))
-        })
+        .map(|r| Ok((License::try_from(r.license)?, r.key_ciphertext)))
         .collect()
 }
 
@@ -278,32 +262,25 @@ pub struct KeyOwner {
 
 pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOwner>, StoreError> {
     let sql = format!(
-        "SELECT k.id, k.last_used_at, {LICENSE_COLUMNS} FROM api_keys k \
+        "SELECT k.id AS key_id, k.last_used_at, {LICENSE_COLUMNS} FROM api_keys k \
          JOIN licenses l ON l.account_id = k.account_id \
          WHERE k.key_hash = $1 AND k.revoked_at IS NULL"
     );
-    type Row = (
-        String,
-        Option<i64>,
-        String,
-        String,
-        String,
-        String,
-        i64,
-        Option<i64>,
-        Option<i64>,
-        String,
-        String,
-        i64,
-    );
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        key_id: String,
+        last_used_at: Option<i64>,
+        #[sqlx(flatten)]
+        license: LicenseRow,
+    }
     let row: Option<Row> = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(hash.as_str()).fetch_optional(pool).await
     })?;
     row.map(|r| {
         Ok(KeyOwner {
-            key_id: r.0,
-            last_used_at: r.1,
-            license: license_from_row((r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11))?,
+            key_id: r.key_id,
+            last_used_at: r.last_used_at,
+            license: License::try_from(r.license)?,
         })
     })
     .transpose()

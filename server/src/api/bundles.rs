@@ -3,11 +3,10 @@
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use tidemark_domain::now_millis;
 use tidemark_store::bundles::bundle_content;
 use tidemark_wire::ErrorBody;
 
-use super::extract::license_from_header;
+use super::extract::{ensure_active, license_from_header};
 use super::ApiError;
 use crate::state::AppState;
 
@@ -33,10 +32,7 @@ pub async fn download_bundle(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let license = license_from_header(&state.db, &headers).await?;
-    let license_state = license.state(now_millis());
-    if !license_state.is_active() {
-        return Err(ApiError::LicenseInactive(license_state.explain()));
-    }
+    ensure_active(&license)?;
     let (bundle, bytes) = bundle_content(&state.db, &bundle_id)
         .await?
         .ok_or(ApiError::NotFound)?;

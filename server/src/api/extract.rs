@@ -79,6 +79,16 @@ pub async fn license_from_header(db: &Db, headers: &HeaderMap) -> Result<License
         .ok_or(ApiError::LicenseNotFound)
 }
 
+/// `403 license_inactive` (saying since when and what to do) unless the license is in force.
+pub fn ensure_active(license: &License) -> Result<(), ApiError> {
+    let state = license.state(tidemark_domain::now_millis());
+    if state.is_active() {
+        Ok(())
+    } else {
+        Err(ApiError::LicenseInactive(state.explain()))
+    }
+}
+
 /// The account behind `X-API-Key`: 401 `missing_api_key`, `malformed_api_key` or
 /// `invalid_api_key`.
 pub async fn authenticate(db: &Db, headers: &HeaderMap) -> Result<KeyOwner, ApiError> {

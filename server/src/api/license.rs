@@ -16,7 +16,7 @@ use tidemark_wire::{
     ActivateRequest, ActivateResponse, ErrorBody, ResendRequest, ResendResponse, ValidateResponse,
 };
 
-use super::extract::{license_from_header, license_hash, read_json};
+use super::extract::{ensure_active, license_from_header, license_hash, read_json};
 use super::ApiError;
 use crate::http::client_ip::client_ip;
 use crate::state::AppState;
@@ -106,11 +106,8 @@ pub async fn activate_license(
     let request: ActivateRequest = read_json(&headers, body, SMALL_BODY_LIMIT).await?;
     let machine =
         MachineName::parse(&request.machine).map_err(|e| ApiError::InvalidRequest(e.message))?;
+    ensure_active(&license)?;
     let now = now_millis();
-    let license_state = license.state(now);
-    if !license_state.is_active() {
-        return Err(ApiError::LicenseInactive(license_state.explain()));
-    }
     let key = ApiKey::generate();
     insert_api_key(
         &state.db,

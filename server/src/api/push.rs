@@ -14,7 +14,7 @@ use tidemark_store::pushes::{
 };
 use tidemark_wire::{ErrorBody, Feature, PushRequest, PushResponse};
 
-use super::extract::{authenticate, json_error, read_body, require_json};
+use super::extract::{authenticate, ensure_active, json_error, read_body, require_json};
 use super::ApiError;
 use crate::state::AppState;
 
@@ -96,7 +96,7 @@ async fn push(
             Err(e) => (ApiError::from(e), None),
         }
     };
-    let push = match check_and_parse(&owner, headers, body, now).await {
+    let push = match check_and_parse(&owner, headers, body).await {
         Ok(push) => push,
         Err(err) => return Err(refuse(err).await),
     };
@@ -167,12 +167,8 @@ async fn check_and_parse(
     owner: &KeyOwner,
     headers: &HeaderMap,
     body: Body,
-    now: i64,
 ) -> Result<ValidPush, ApiError> {
-    let license_state = owner.license.state(now);
-    if !license_state.is_active() {
-        return Err(ApiError::LicenseInactive(license_state.explain()));
-    }
+    ensure_active(&owner.license)?;
     if !owner.license.features().contains(&Feature::HostedDashboard) {
         return Err(ApiError::InsufficientTier(owner.license.tier));
     }
