@@ -72,11 +72,12 @@ pub enum PushOutcome {
 
 /// Records a push.
 ///
-/// Everything happens in one write transaction whose first statement locks the account row,
-/// so per account the replay check, the write-rate check, the project cap and the append are
-/// one atomic step on every replica. The project's head (`scan_count`, `last_score`) moves in
-/// a single `UPDATE … RETURNING`, which hands back the predecessor's score: N concurrent
-/// pushes make N entries whose deltas chain exactly.
+/// Everything happens in one transaction begun with `begin_account_write`, so per account the
+/// replay check, the write-rate check, the project cap and the append are one atomic step on
+/// every replica (SQLite: one writer at a time; PostgreSQL: the account's row lock, taken
+/// before anything is read). The project's head (`scan_count`, `last_score`, `last_delta`)
+/// moves in a single `UPDATE … RETURNING` that computes the delta from the predecessor's
+/// score: N concurrent pushes make N entries whose deltas chain exactly.
 pub async fn record_push(
     db: &Db,
     ctx: &PushContext<'_>,
