@@ -202,8 +202,32 @@ pub struct NewApiKey {
     pub now: Millis,
 }
 
+/// Adds a key to the account (activation); other keys stay valid.
 pub async fn insert_api_key(db: &Db, key: &NewApiKey) -> Result<(), StoreError> {
-    on_db_write!(db, pool => {
+    issue_api_key(db, key, false).await.map(|_| ())
+}
+
+/// Revokes every active key of an account and issues `replacement` in the same transaction:
+/// from the commit on, no replica accepts an old key. Returns how many keys were revoked.
+pub async fn rotate_api_keys(db: &Db, replacement: &NewApiKey) -> Result<u64, StoreError> {
+    issue_api_key(db, replacement, true).await
+}
+
+async fn issue_api_key(db: &Db, key: &NewApiKey, revoke_others: bool) -> Result<u64, StoreError> {
+    let revoked = on_db_write!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        let revoked = if revoke_others {
+            sqlx::query(
+                "UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL",
+            )
+            .bind(key.now)
+            .bind(&key.account_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+        } else {
+            0
+        };
         sqlx::query(
             "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -214,41 +238,11 @@ pub async fn insert_api_key(db: &Db, key: &NewApiKey) -> Result<(), StoreError> 
         .bind(&key.prefix)
         .bind(&key.machine)
         .bind(key.now)
-        .execute(pool)
-        .await
-        .map(|_| ())
-    })?;
-    Ok(())
-}
-
-/// Revokes every active key of an account and issues `replacement` in the same transaction:
-/// from the commit on, no replica accepts an old key.
-pub async fn rotate_api_keys(db: &Db, replacement: &NewApiKey) -> Result<u64, StoreError> {
-    let revoked = on_db_write!(db, pool => {
-        let mut tx = pool.begin_write().await?;
-        let revoked = sqlx::query(
-            "UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL",
-        )
-        .bind(replacement.now)
-        .bind(&replacement.account_id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        sqlx::query(
-            "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(&replacement.id)
-        .bind(&replacement.account_id)
-        .bind(replacement.hash.as_str())
-        .bind(&replacement.prefix)
-        .bind(&replacement.machine)
-        .bind(replacement.now)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok::<u64, sqlx::Error>(revoked)
-    })?;
+        revoked
+    });
     Ok(revoked)
 }
 
