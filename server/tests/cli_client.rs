@@ -164,9 +164,9 @@ async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
         tidemark(&e, &["push", file.to_str().unwrap()]).await.code,
         Ok(0)
     );
-    // Make the first write 59.3 s old, so the next slot opens in about a second.
+    // Make the first write 58 s old, so the next slot opens in about two seconds.
     on_db!(&app.db, pool => {
-        sqlx::query("UPDATE scans SET received_at = received_at - 59300").execute(pool).await.map(|_| ())
+        sqlx::query("UPDATE scans SET received_at = received_at - 58000").execute(pool).await.map(|_| ())
     })
     .unwrap();
     std::fs::write(

@@ -630,7 +630,7 @@ impl Drop for SmtpSink {
 async fn validation_reflects_operator_changes_within_the_cache_time() {
     let app = TestApp::spawn_with(
         tidemark_store::Backend::Sqlite,
-        &[("TIDEMARK_VALIDATION_CACHE_MS", "400")],
+        &[("TIDEMARK_VALIDATION_CACHE_MS", "3000")],
     )
     .await;
     let license = app.create_license(Tier::Team).await;
@@ -670,7 +670,7 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
         )
         .await;
     assert_error(res, StatusCode::FORBIDDEN, "license_inactive").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(3100)).await;
     assert!(
         !valid(&app).await,
         "the suspension shows once the cache time has passed"
