@@ -23,6 +23,8 @@ const CLAIM_LEASE_MS: Millis = 60_000;
 const PRUNE_EVERY_MS: Millis = 60_000;
 /// Rate rows are kept a little longer than the longest window or ban they can matter to.
 const RATE_DATA_KEEP_MS: Millis = 60 * 60 * 1000;
+/// Delivered mail is kept this long (for support questions), then forgotten.
+const SENT_MAIL_KEEP_MS: Millis = 30 * 24 * 60 * 60 * 1000;
 
 pub enum Transport {
     Smtp(AsyncSmtpTransport<Tokio1Executor>),
@@ -76,6 +78,9 @@ pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::Jo
                 last_prune = now;
                 if let Err(err) = prune_rate_data(&state.db, now - RATE_DATA_KEEP_MS).await {
                     tracing::warn!(error = %err, "pruning rate-limit data failed");
+                }
+                if let Err(err) = outbox::prune_sent(&state.db, now - SENT_MAIL_KEEP_MS).await {
+                    tracing::warn!(error = %err, "pruning delivered mail failed");
                 }
             }
             tokio::select! {

@@ -127,3 +127,15 @@ pub async fn pending_count(db: &Db) -> Result<i64, StoreError> {
     })?;
     Ok(n)
 }
+
+/// Forgets messages delivered before `before`; undelivered ones are kept whatever their age.
+pub async fn prune_sent(db: &Db, before: Millis) -> Result<u64, StoreError> {
+    let n = on_db_write!(db, pool => {
+        sqlx::query("DELETE FROM mail_outbox WHERE sent_at IS NOT NULL AND sent_at < $1")
+            .bind(before)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+    })?;
+    Ok(n)
+}

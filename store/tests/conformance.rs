@@ -172,3 +172,48 @@ async fn an_unsupported_url_is_refused_clearly() {
     let err = Db::connect("mysql://localhost/x", 1).await.unwrap_err();
     assert!(err.to_string().contains("sqlite://"), "{err}");
 }
+
+/// Old rate data and delivered mail are pruned; bans in force and undelivered mail are kept.
+#[tokio::test]
+async fn pruning_keeps_what_still_matters() {
+    use tidemark_store::{outbox, rate};
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let limit = tidemark_domain::rate::RollingLimit::per_minute(1);
+        rate::hit_with_ban(&t.db, "old", &limit, 1_000, 1_000)
+            .await
+            .unwrap();
+        rate::hit_with_ban(&t.db, "banned", &limit, 900_000, 5_000)
+            .await
+            .unwrap();
+        rate::hit_with_ban(&t.db, "banned", &limit, 900_000, 5_001)
+            .await
+            .unwrap();
+        // Three event rows and two bucket rows; all events and the unbanned bucket are old.
+        assert_eq!(rate::prune_rate_data(&t.db, 10_000).await.unwrap(), 3);
+        assert_eq!(
+            rate::ban_remaining(&t.db, "banned", 10_000).await.unwrap(),
+            Some(896),
+            "{backend:?}: a ban in force survives pruning (895.001 s left, rounded up)"
+        );
+
+        outbox::enqueue_mail(&t.db, "m1", "license_resend", "a@example.com", 0)
+            .await
+            .unwrap();
+        outbox::enqueue_mail(&t.db, "m2", "license_resend", "b@example.com", 0)
+            .await
+            .unwrap();
+        outbox::mark_sent(&t.db, "m1", 100).await.unwrap();
+        assert_eq!(
+            outbox::prune_sent(&t.db, 50).await.unwrap(),
+            0,
+            "too recent"
+        );
+        assert_eq!(outbox::prune_sent(&t.db, 101).await.unwrap(), 1);
+        assert_eq!(
+            outbox::pending_count(&t.db).await.unwrap(),
+            1,
+            "{backend:?}: undelivered mail stays"
+        );
+    }
+}
