@@ -893,3 +893,77 @@ async fn unknown_routes_and_wrong_methods_answer_json() {
         .unwrap();
     assert_error(res, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed").await;
 }
+
+/// Clients that hang up mid-request (CI jobs killed, timeouts) must not leave the database
+/// unusable: the server must keep accepting pushes and the history must stay consistent.
+#[tokio::test]
+async fn clients_that_hang_up_mid_push_leave_the_server_healthy() {
+    for backend in backends() {
+        let app = TestApp::spawn(backend).await;
+        let (_, key) = app.with_key(Tier::Team).await;
+        // Ten waves of twenty clients that give up after 2 to 60 ms: requests are cancelled
+        // at varying points (some before, some during, some after their transaction).
+        for wave in 0..10u64 {
+            let mut tasks = Vec::new();
+            for j in 0..20u64 {
+                let i = wave * 20 + j;
+                let (url, key) = (app.url("/v1/dashboard/push"), key.clone());
+                let at = format!(
+                    "2026-11-22T{:02}:{:02}:{:02}Z",
+                    i / 3600,
+                    (i / 60) % 60,
+                    i % 60
+                );
+                let body = sample_push("api", (i % 100) as f64, &at);
+                tasks.push(tokio::spawn(async move {
+                    let patience = std::time::Duration::from_micros(2_000 + (i * 7_919) % 58_000);
+                    let client = reqwest::Client::builder()
+                        .timeout(patience)
+                        .build()
+                        .unwrap();
+                    let _ = client
+                        .post(url)
+                        .header("X-API-Key", key)
+                        .json(&body)
+                        .send()
+                        .await;
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+        }
+        let res = app
+            .push(&key, &sample_push("api", 1.0, "2026-11-23T00:00:00Z"))
+            .await;
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "{backend:?}: still writable"
+        );
+        let res = app
+            .client
+            .post(app.url("/v1/license/resend"))
+            .json(&json!({"email": "someone@example.com"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{backend:?}");
+        let rows: Vec<(i64, f64, f64)> = on_db!(&app.db, pool => {
+            sqlx::query_as("SELECT seq, score, score_delta FROM scans ORDER BY seq").fetch_all(pool).await
+        })
+        .unwrap();
+        eprintln!("{backend:?}: {} of 201 pushes were stored", rows.len());
+        assert!(
+            rows.len() > 1,
+            "{backend:?}: some pushes must get through to test anything"
+        );
+        for pair in rows.windows(2) {
+            assert_eq!(
+                pair[1].2,
+                pair[1].1 - pair[0].1,
+                "{backend:?}: deltas chain"
+            );
+        }
+    }
+}

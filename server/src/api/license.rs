@@ -109,18 +109,16 @@ pub async fn activate_license(
     ensure_active(&license)?;
     let now = now_millis();
     let key = ApiKey::generate();
-    insert_api_key(
-        &state.db,
-        &NewApiKey {
-            id: ids::new_key_id(),
-            account_id: license.account_id.clone(),
-            hash: key.hash(),
-            prefix: key.display_prefix(),
-            machine: machine.as_str().to_owned(),
-            now,
-        },
-    )
-    .await?;
+    let new_key = NewApiKey {
+        id: ids::new_key_id(),
+        account_id: license.account_id.clone(),
+        hash: key.hash(),
+        prefix: key.display_prefix(),
+        machine: machine.as_str().to_owned(),
+        now,
+    };
+    let db = state.db.clone();
+    super::detached(async move { insert_api_key(&db, &new_key).await }).await??;
     tracing::info!(account_id = %license.account_id, "API key issued");
     Ok((
         StatusCode::CREATED,
@@ -182,19 +180,19 @@ pub async fn resend_license(
     let email = Email::parse(&request.email).map_err(|e| ApiError::InvalidRequest(e.message))?;
     let limit = RollingLimit::per_minute(config.resend_per_minute);
     let ban_ms = i64::from(config.resend_ban_seconds) * 1000;
-    if let rate::BanDecision::Refuse { retry_after_secs } =
-        rate::hit_with_ban(&state.db, &bucket, &limit, ban_ms, now).await?
-    {
+    let db = state.db.clone();
+    let decision = super::detached(async move {
+        let decision = rate::hit_with_ban(&db, &bucket, &limit, ban_ms, now).await?;
+        if decision == rate::BanDecision::Allow {
+            let id = ids::new_mail_id();
+            outbox::enqueue_mail(&db, &id, RESEND_MAIL_KIND, email.as_str(), now).await?;
+        }
+        Ok::<_, tidemark_store::StoreError>(decision)
+    })
+    .await??;
+    if let rate::BanDecision::Refuse { retry_after_secs } = decision {
         return Err(limited(retry_after_secs));
     }
-    outbox::enqueue_mail(
-        &state.db,
-        &ids::new_mail_id(),
-        RESEND_MAIL_KIND,
-        email.as_str(),
-        now,
-    )
-    .await?;
     state.mail_wakeup.notify_one();
     Ok(Json(ResendResponse {
         ok: true,

@@ -101,18 +101,25 @@ async fn push(
         Err(err) => return Err(refuse(err).await),
     };
 
-    let ctx = PushContext {
-        account_id: &account_id,
-        key_id: &owner.key_id,
-        project_cap: owner.license.project_cap(),
-        write_limit: *limit,
-        now,
-        // Settings shows "last used" to the minute: no need to write it on every push.
-        touch_key: owner.last_used_at.is_none_or(|t| now - t >= 60_000),
-    };
-    let outcome = record_push(&state.db, &ctx, &push)
-        .await
-        .map_err(|e| (ApiError::from(e), None))?;
+    let label = push.label().to_owned();
+    let (db, key_id, write_limit) = (state.db.clone(), owner.key_id.clone(), *limit);
+    let (project_cap, account) = (owner.license.project_cap(), account_id.clone());
+    // Settings shows "last used" to the minute: no need to write it on every push.
+    let touch_key = owner.last_used_at.is_none_or(|t| now - t >= 60_000);
+    let outcome = super::detached(async move {
+        let ctx = PushContext {
+            account_id: &account,
+            key_id: &key_id,
+            project_cap,
+            write_limit,
+            now,
+            touch_key,
+        };
+        record_push(&db, &ctx, &push).await
+    })
+    .await
+    .map_err(|e| (e, None))?
+    .map_err(|e| (ApiError::from(e), None))?;
     let tier = owner.license.tier.as_str();
     match outcome {
         PushOutcome::Appended(scan, rate) | PushOutcome::Replayed(scan, rate) => {
@@ -137,7 +144,7 @@ async fn push(
                     "The {tier} tier allows {cap} active {projects}, and all are in use, so the \
                      new project {:?} cannot be created. Archive a project in the dashboard or \
                      upgrade your plan.",
-                    push.label()
+                    label
                 )),
                 Some(rate),
             ))
