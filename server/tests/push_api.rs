@@ -65,18 +65,12 @@ async fn a_first_push_creates_the_project_and_the_next_one_chains_its_delta() {
 async fn labels_are_compared_exactly() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let (_, key) = app.with_key(Tier::Agency).await;
-    let a: Value = app
-        .push(&key, &sample_push("web", 50.0, "2026-11-22T10:00:00Z"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let b: Value = app
-        .push(&key, &sample_push("Web", 50.0, "2026-11-22T10:00:00Z"))
-        .await
-        .json()
-        .await
-        .unwrap();
+    let a = app
+        .push_json(&key, &sample_push("web", 50.0, "2026-11-22T10:00:00Z"))
+        .await;
+    let b = app
+        .push_json(&key, &sample_push("Web", 50.0, "2026-11-22T10:00:00Z"))
+        .await;
     assert_ne!(a["project_id"], b["project_id"]);
 }
 
@@ -89,12 +83,7 @@ async fn a_taken_scan_id_gets_a_numbered_suffix() {
         let ids: Vec<String> = {
             let mut ids = Vec::new();
             for score in [10.0, 20.0, 30.0] {
-                let body: Value = app
-                    .push(&key, &sample_push("api", score, at))
-                    .await
-                    .json()
-                    .await
-                    .unwrap();
+                let body = app.push_json(&key, &sample_push("api", score, at)).await;
                 ids.push(body["scan_id"].as_str().unwrap().to_owned());
             }
             ids
@@ -287,12 +276,9 @@ async fn the_project_cap_refuses_new_labels_and_archiving_frees_a_slot() {
     for backend in backends() {
         let app = TestApp::spawn(backend).await;
         let (_, key) = app.with_key(Tier::Team).await;
-        let first: Value = app
-            .push(&key, &sample_push("one", 50.0, "2026-11-22T10:00:00Z"))
-            .await
-            .json()
-            .await
-            .unwrap();
+        let first = app
+            .push_json(&key, &sample_push("one", 50.0, "2026-11-22T10:00:00Z"))
+            .await;
         let msg = assert_error(
             app.push(&key, &sample_push("two", 50.0, "2026-11-22T10:00:00Z"))
                 .await,

@@ -198,6 +198,15 @@ impl TestApp {
             .expect("push")
     }
 
+    /// Pushes and returns the response body as JSON, whatever the status.
+    pub async fn push_json(&self, api_key: &str, body: &Value) -> Value {
+        self.push(api_key, body)
+            .await
+            .json()
+            .await
+            .expect("JSON body")
+    }
+
     /// Rows in a table (for "nothing was stored" checks).
     pub async fn count(&self, table: &str) -> i64 {
         let sql = format!("SELECT COUNT(*) FROM {table}");
