@@ -8,7 +8,9 @@ use leptos_router::{
     StaticSegment,
 };
 
+pub mod auth;
 mod pages;
+mod signin;
 
 /// The HTML document around the app; only rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -43,10 +45,13 @@ pub fn App() -> impl IntoView {
                     <span class="brand-mark" aria-hidden="true">"≋"</span>
                     " Tidemark"
                 </a>
+                <signin::AccountMenu/>
             </header>
             <main>
                 <Routes fallback=pages::NotFound>
                     <Route path=StaticSegment("") view=pages::Landing/>
+                    <Route path=StaticSegment("signin") view=signin::SignIn/>
+                    <Route path=StaticSegment("projects") view=signin::Home/>
                 </Routes>
             </main>
         </Router>

@@ -41,6 +41,19 @@ pub fn new_mail_id() -> String {
     format!("mail_{}", random_base32(20))
 }
 
+pub fn new_user_id() -> String {
+    format!("usr_{}", random_base32(20))
+}
+
+/// 32 random bytes, URL-safe base64: for one-time values a browser carries (login cookie,
+/// OIDC `state`/`nonce`).
+pub fn new_opaque_token() -> String {
+    use base64::Engine as _;
+    let mut bytes = [0u8; 32];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

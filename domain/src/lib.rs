@@ -1,6 +1,7 @@
 //! Tidemark's domain rules: every rule of the contract that can be decided without HTTP or a
 //! database lives here, as a plain function or as a type that can only hold a valid value.
 
+pub mod access;
 pub mod ids;
 pub mod license;
 pub mod push;

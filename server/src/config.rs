@@ -79,6 +79,36 @@ pub struct Config {
     pub mail_from: String,
     /// How long a replica may answer `validate` from memory; 0 turns the cache off.
     pub validation_cache_ms: u32,
+    /// The OpenID Connect provider browsers sign in with, if configured.
+    pub oidc: Option<OidcConfig>,
+    /// Dashboard session inactivity limit and absolute lifetime.
+    pub session_idle_seconds: u32,
+    pub session_max_seconds: u32,
+    /// Development only: seed a demo account whose admin can sign in at once.
+    pub dev_demo: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct OidcConfig {
+    pub issuer: String,
+    pub client_id: String,
+    pub client_secret: ClientSecret,
+}
+
+/// The OIDC client secret: never printed.
+#[derive(Clone)]
+pub struct ClientSecret(String);
+
+impl ClientSecret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ClientSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClientSecret(<redacted>)")
+    }
 }
 
 /// An SMTP URL may carry a password: keep it out of logs.
@@ -133,6 +163,16 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// `scheme://host[:port]` of the dashboard, as browsers send it in `Origin`.
+    pub fn dashboard_origin(&self) -> String {
+        let url = self.dashboard_url.as_str();
+        let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
+        match url[after_scheme..].find('/') {
+            Some(slash) => url[..after_scheme + slash].to_owned(),
+            None => url.to_owned(),
+        }
+    }
+
     /// Reads the configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -230,7 +270,52 @@ impl Config {
             });
         }
 
+        let oidc = match (
+            var("TIDEMARK_OIDC_ISSUER"),
+            var("TIDEMARK_OIDC_CLIENT_ID"),
+            var("TIDEMARK_OIDC_CLIENT_SECRET"),
+        ) {
+            (None, None, None) => None,
+            (Some(issuer), Some(client_id), Some(secret)) => Some(OidcConfig {
+                issuer: parse_url("TIDEMARK_OIDC_ISSUER", &issuer)?,
+                client_id,
+                client_secret: ClientSecret(secret),
+            }),
+            _ => {
+                return Err(ConfigError::Invalid {
+                    name: "TIDEMARK_OIDC_ISSUER",
+                    reason: "set TIDEMARK_OIDC_ISSUER, TIDEMARK_OIDC_CLIENT_ID and \
+                             TIDEMARK_OIDC_CLIENT_SECRET together (or none of them)"
+                        .into(),
+                })
+            }
+        };
+        let session_idle_seconds = parse_number(&var, "TIDEMARK_SESSION_IDLE_SECONDS", 86_400)?;
+        let session_max_seconds = parse_number(&var, "TIDEMARK_SESSION_MAX_SECONDS", 604_800)?;
+        let dev_demo = match var("TIDEMARK_DEV_DEMO").as_deref() {
+            None | Some("0") | Some("false") => false,
+            Some("1") | Some("true") if environment == Environment::Production => {
+                return Err(ConfigError::Invalid {
+                    name: "TIDEMARK_DEV_DEMO",
+                    reason: "the demo account is for development only; it cannot be enabled \
+                             with TIDEMARK_ENV=production"
+                        .into(),
+                })
+            }
+            Some("1") | Some("true") => true,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "TIDEMARK_DEV_DEMO",
+                    reason: format!("expected 1 or 0, got {other:?}"),
+                })
+            }
+        };
+
         Ok(Config {
+            oidc,
+            session_idle_seconds,
+            session_max_seconds,
+            dev_demo,
             environment,
             database_url,
             site_addr,
@@ -371,6 +456,47 @@ mod tests {
             first.master_key_source,
             MasterKeySource::DevelopmentFile(_)
         ));
+    }
+
+    #[test]
+    fn the_demo_account_cannot_be_enabled_in_production() {
+        let key = MasterKey::generate().to_base64();
+        let err = config(&[
+            ("TIDEMARK_ENV", "production"),
+            ("TIDEMARK_MASTER_KEY", &key),
+            ("TIDEMARK_DEV_DEMO", "1"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("development only"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let dev = config(&[
+            ("TIDEMARK_DATA_DIR", dir.path().to_str().unwrap()),
+            ("TIDEMARK_DEV_DEMO", "1"),
+        ])
+        .unwrap();
+        assert!(dev.dev_demo);
+    }
+
+    #[test]
+    fn oidc_settings_come_together_and_the_secret_is_never_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().to_str().unwrap();
+        let err = config(&[
+            ("TIDEMARK_DATA_DIR", data),
+            ("TIDEMARK_OIDC_ISSUER", "https://idp.example"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("together"), "{err}");
+        let c = config(&[
+            ("TIDEMARK_DATA_DIR", data),
+            ("TIDEMARK_OIDC_ISSUER", "https://idp.example/"),
+            ("TIDEMARK_OIDC_CLIENT_ID", "tidemark"),
+            ("TIDEMARK_OIDC_CLIENT_SECRET", "s3cr3t-value"),
+        ])
+        .unwrap();
+        let oidc = c.oidc.as_ref().unwrap();
+        assert_eq!(oidc.issuer, "https://idp.example");
+        assert!(!format!("{c:?}").contains("s3cr3t-value"));
     }
 
     #[test]

@@ -11,6 +11,19 @@ use crate::config::MasterKey;
 const FORMAT_PREFIX: &str = "v1:";
 /// HKDF purpose of the key that encrypts stored license keys.
 pub const LICENSE_KEY_PURPOSE: &str = "license-key";
+/// HKDF purpose of the key that encrypts sign-in attempts kept between redirect and callback.
+pub const LOGIN_ATTEMPT_PURPOSE: &str = "login-attempt";
+/// HKDF purpose of the key that encrypts and authenticates the session cookie.
+pub const SESSION_COOKIE_PURPOSE: &str = "session-cookie";
+
+/// `N` bytes derived from the master key for one purpose.
+pub fn derive_key<const N: usize>(master: &MasterKey, purpose: &str) -> [u8; N] {
+    let hk = hkdf::Hkdf::<sha2::Sha256>::new(Some(b"tidemark"), master.expose());
+    let mut key = [0u8; N];
+    // Any N up to 255 * 32 bytes is a valid HKDF-SHA256 output length.
+    let _ = hk.expand(purpose.as_bytes(), &mut key);
+    key
+}
 
 #[derive(Clone)]
 pub struct SecretBox {
@@ -23,10 +36,7 @@ pub struct OpenError;
 
 impl SecretBox {
     pub fn new(master: &MasterKey, purpose: &str) -> Self {
-        let hk = hkdf::Hkdf::<sha2::Sha256>::new(Some(b"tidemark"), master.expose());
-        let mut key = [0u8; 32];
-        // 32 bytes is always a valid HKDF-SHA256 output length.
-        let _ = hk.expand(purpose.as_bytes(), &mut key);
+        let key: [u8; 32] = derive_key(master, purpose);
         Self {
             cipher: XChaCha20Poly1305::new(&key.into()),
         }

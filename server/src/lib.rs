@@ -2,6 +2,7 @@
 //! operations endpoints, and the operator subcommands.
 
 pub mod api;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod crypto;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use app::{shell, App};
 use axum::extract::Request;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
@@ -57,9 +58,18 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         })
         .build();
 
+    let oidc = match &config.oidc {
+        Some(oidc) => Some(Arc::new(auth::oidc::OidcProvider::new(
+            oidc.clone(),
+            &config.base_url,
+        )?)),
+        None => None,
+    };
     Ok(AppState {
         leptos_options,
         db,
+        login_attempts: crypto::SecretBox::new(&config.master_key, crypto::LOGIN_ATTEMPT_PURPOSE),
+        oidc,
         license_keys: crypto::SecretBox::new(&config.master_key, crypto::LICENSE_KEY_PURPOSE),
         validation_cache: Arc::new(validation_cache::ValidationCache::new(
             std::time::Duration::from_millis(config.validation_cache_ms.into()),
@@ -74,20 +84,42 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos_state = state.clone();
-    let app = Router::new()
-        .route("/healthz", get(http::health::get_healthz))
-        .route("/readyz", get(http::health::get_readyz))
-        .route("/metrics", get(http::metrics::get_metrics))
-        .merge(api::router())
+    let db = state.db.clone();
+    // Everything a browser signs in to: pages, server functions, the sign-in flows. Only
+    // these routes see sessions; `/v1` authenticates with API keys and never with cookies.
+    let dashboard = Router::new()
+        .route("/auth/signin", post(auth::start_sign_in))
+        .route("/auth/oidc/callback", get(auth::oidc::callback))
+        .route("/auth/logout", post(auth::logout))
         .leptos_routes_with_context(
             &state,
             routes,
-            move || provide_context(leptos_state.clone()),
+            move || {
+                provide_context(leptos_state.clone());
+                provide_context(db.clone());
+            },
             {
                 let options = state.leptos_options.clone();
                 move || shell(options.clone())
             },
         )
+        .layer(axum::middleware::from_fn(auth::require_viewer_for_pages))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::resolve_viewer,
+        ))
+        .layer(auth::session_layer(&state))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_same_origin,
+        ));
+
+    let app = Router::new()
+        .route("/healthz", get(http::health::get_healthz))
+        .route("/readyz", get(http::health::get_readyz))
+        .route("/metrics", get(http::metrics::get_metrics))
+        .merge(api::router())
+        .merge(dashboard)
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state.clone());
 

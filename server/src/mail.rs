@@ -82,6 +82,9 @@ pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::Jo
                 if let Err(err) = outbox::prune_sent(&state.db, now - SENT_MAIL_KEEP_MS).await {
                     tracing::warn!(error = %err, "pruning delivered mail failed");
                 }
+                if let Err(err) = tidemark_store::sessions::prune_expired(&state.db, now).await {
+                    tracing::warn!(error = %err, "pruning expired sessions failed");
+                }
             }
             tokio::select! {
                 () = state.mail_wakeup.notified() => {}

@@ -19,6 +19,11 @@ pub struct AppState {
     /// Encrypts the raw license keys kept for resend.
     pub license_keys: SecretBox,
     pub validation_cache: Arc<crate::validation_cache::ValidationCache>,
+    /// Encrypts sign-in attempts between the redirect to an identity provider and its answer.
+    #[from_ref(skip)]
+    pub login_attempts: SecretBox,
+    /// The OpenID Connect provider, when configured.
+    pub oidc: Option<Arc<crate::auth::oidc::OidcProvider>>,
     /// Wakes this replica's mail sender when a message is queued (others poll).
     pub mail_wakeup: Arc<Notify>,
 }

@@ -16,11 +16,13 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
+pub mod access;
 pub mod bundles;
 pub mod licenses;
 pub mod outbox;
 pub mod pushes;
 pub mod rate;
+pub mod sessions;
 pub mod testing;
 
 /// The schema, shared by both backends.

@@ -112,6 +112,20 @@ pub async fn create_license(db: &Db, new: &NewLicense) -> Result<(), StoreError>
         .bind(new.now)
         .execute(&mut *tx)
         .await?;
+        // The license's e-mail is the account's first admin.
+        sqlx::query(crate::access::ENSURE_USER_SQL)
+            .bind(tidemark_domain::ids::new_user_id())
+            .bind(new.email.to_lowercase())
+            .bind(new.now)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(crate::access::ADD_MEMBER_SQL)
+            .bind(&new.account_id)
+            .bind("admin")
+            .bind(new.now)
+            .bind(new.email.to_lowercase())
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok::<(), sqlx::Error>(())
     })?;

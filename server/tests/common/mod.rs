@@ -19,6 +19,9 @@ use tidemark_wire::Tier;
 #[allow(unused_imports)]
 pub use tidemark_store::testing::backends;
 
+pub mod browser;
+pub mod oidc;
+
 pub struct TestApp {
     pub backend: Backend,
     pub addr: SocketAddr,

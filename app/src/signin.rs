@@ -1,0 +1,122 @@
+//! The sign-in page and the signed-in home.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+use crate::auth::{current_viewer, sign_in_error_message};
+
+#[component]
+pub fn SignIn() -> impl IntoView {
+    let query = use_query_map();
+    let error = move || query.read().get("error");
+    let next = move || query.read().get("next").unwrap_or_default();
+    let signed_out = move || query.read().get("signed_out").is_some();
+    view! {
+        <section class="card narrow" aria-labelledby="signin-heading">
+            <h1 id="signin-heading">"Sign in to Tidemark"</h1>
+            {move || {
+                error()
+                    .map(|code| {
+                        view! {
+                            <p class="notice error" role="alert" data-error=code.clone()>
+                                {sign_in_error_message(&code)}
+                            </p>
+                        }
+                    })
+            }}
+            <Show when=signed_out>
+                <p class="notice" role="status">"You are signed out."</p>
+            </Show>
+            <p>
+                "Enter your work e-mail address. If your company uses single sign-on you go to "
+                "its identity provider; otherwise to Tidemark's OpenID Connect provider."
+            </p>
+            <form method="post" action="/auth/signin" class="stack">
+                <label for="email">"E-mail address"</label>
+                <input
+                    id="email"
+                    name="email"
+                    type="email"
+                    autocomplete="email"
+                    required
+                    placeholder="you@company.com"
+                />
+                <input type="hidden" name="next" prop:value=next/>
+                <button type="submit" class="primary">"Continue"</button>
+            </form>
+        </section>
+    }
+}
+
+/// The signed-in start page (the projects list arrives with the dashboard).
+#[component]
+pub fn Home() -> impl IntoView {
+    let viewer = Resource::new(|| (), |_| current_viewer());
+    view! {
+        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match viewer.await {
+                    Ok(Some(viewer)) => {
+                        view! {
+                            <section class="card" aria-labelledby="home-heading">
+                                <h1 id="home-heading">"Your projects"</h1>
+                                <p data-testid="signed-in-as">
+                                    "Signed in as " <strong>{viewer.email.clone()}</strong> " ("
+                                    {viewer.role_label()} ") · account "
+                                    <code>{viewer.account_id.clone()}</code>
+                                </p>
+                            </section>
+                        }
+                            .into_any()
+                    }
+                    Ok(None) => {
+                        view! {
+                            <p class="notice">
+                                "Your session has ended. " <a href="/signin">"Sign in again"</a>
+                            </p>
+                        }
+                            .into_any()
+                    }
+                    Err(err) => {
+                        view! { <p class="notice error">"Could not load: " {err.to_string()}</p> }
+                            .into_any()
+                    }
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// Header account menu: who is signed in and a sign-out button, or a sign-in link.
+#[component]
+pub fn AccountMenu() -> impl IntoView {
+    let viewer = Resource::new(|| (), |_| current_viewer());
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                match viewer.await {
+                    Ok(Some(viewer)) => {
+                        view! {
+                            <nav class="account" aria-label="Account">
+                                <a href="/projects">"Projects"</a>
+                                <span class="who">{viewer.email}</span>
+                                <form method="post" action="/auth/logout">
+                                    <button type="submit" class="link">"Sign out"</button>
+                                </form>
+                            </nav>
+                        }
+                            .into_any()
+                    }
+                    _ => {
+                        view! {
+                            <nav class="account" aria-label="Account">
+                                <a href="/signin">"Sign in"</a>
+                            </nav>
+                        }
+                            .into_any()
+                    }
+                }
+            })}
+        </Transition>
+    }
+}

@@ -1,0 +1,249 @@
+//! Dashboard sign-in: OpenID Connect, sessions, the signed-in viewer and CSRF protection.
+//!
+//! The round trip to an identity provider is cross-site, so it cannot carry the `Strict`
+//! session cookie. Its state lives server-side in a single-use `login_attempts` row found
+//! through a short-lived `__Host-tidemark_login` cookie; the session cookie is set only when
+//! the callback succeeds, and the browser then reaches the dashboard by a same-site
+//! navigation from our own page.
+
+pub mod attempt;
+pub mod oidc;
+pub mod session_store;
+
+use axum::extract::{Form, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use tidemark_domain::access::{is_same_origin_request, safe_return_path, Role, SessionPolicy};
+use tidemark_domain::text::Email;
+use tidemark_store::access;
+use tower_sessions::cookie::{Key, SameSite};
+use tower_sessions::{Expiry, Session, SessionManagerLayer};
+
+use crate::crypto;
+use crate::state::AppState;
+use session_store::{DbSessionStore, ACCOUNT_ID, SIGNED_IN_VIA, USER_ID};
+
+pub const SESSION_COOKIE: &str = "__Host-tidemark_session";
+
+pub fn session_policy(config: &crate::config::Config) -> SessionPolicy {
+    SessionPolicy {
+        idle_ms: i64::from(config.session_idle_seconds) * 1000,
+        absolute_ms: i64::from(config.session_max_seconds) * 1000,
+    }
+}
+
+/// The session layer: an encrypted `__Host-` cookie holding only the session id, the record
+/// in the database, 24 h sliding expiry (every request with a session counts as activity).
+pub fn session_layer(
+    state: &AppState,
+) -> SessionManagerLayer<DbSessionStore, tower_sessions::service::PrivateCookie> {
+    let policy = session_policy(&state.config);
+    let key: [u8; 64] =
+        crypto::derive_key(&state.config.master_key, crypto::SESSION_COOKIE_PURPOSE);
+    SessionManagerLayer::new(DbSessionStore::new(state.db.clone(), policy))
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_secure(true)
+        .with_same_site(SameSite::Strict)
+        .with_path("/")
+        .with_always_save(true)
+        .with_expiry(Expiry::OnInactivity(time::Duration::seconds(i64::from(
+            state.config.session_idle_seconds,
+        ))))
+        .with_private(Key::from(&key))
+}
+
+/// Attaches the signed-in [`app::auth::Viewer`] to the request when the session names a
+/// current member. A session whose membership has ended is deleted.
+pub async fn resolve_viewer(
+    State(state): State<AppState>,
+    session: Session,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let user = session.get::<String>(USER_ID).await.ok().flatten();
+    let account = session.get::<String>(ACCOUNT_ID).await.ok().flatten();
+    if let (Some(user), Some(account)) = (user, account) {
+        match access::find_member(&state.db, &account, &user).await {
+            Ok(Some(member)) => {
+                req.extensions_mut().insert(app::auth::Viewer {
+                    user_id: member.user_id,
+                    email: member.email,
+                    account_id: account,
+                    is_admin: member.role == Role::Admin,
+                });
+            }
+            Ok(None) => {
+                let _ = session.flush().await;
+            }
+            Err(err) => tracing::error!(%err, "could not look up the session's member"),
+        }
+    }
+    next.run(req).await
+}
+
+/// Pages that need a signed-in member send everyone else to the sign-in page, keeping the
+/// path to come back to.
+pub async fn require_viewer_for_pages(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let protected = ["/projects", "/settings"]
+        .iter()
+        .any(|p| path == *p || path.starts_with(&format!("{p}/")));
+    if protected
+        && req.method() == Method::GET
+        && req.extensions().get::<app::auth::Viewer>().is_none()
+    {
+        let back = req
+            .uri()
+            .path_and_query()
+            .map(|pq| pq.as_str())
+            .unwrap_or("/");
+        let target = format!("/signin?next={}", urlencode(back));
+        return Redirect::to(&target).into_response();
+    }
+    next.run(req).await
+}
+
+/// Refuses state-changing requests that do not come from our own pages (`Origin`, or
+/// `Sec-Fetch-Site` when a browser sends no `Origin`). The SAML ACS is exempt: the IdP posts
+/// to it cross-site by design, and it is protected by the single-use sign-in attempt.
+pub async fn require_same_origin(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if !safe && req.uri().path() != "/saml/acs" {
+        let headers = req.headers();
+        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        if !is_same_origin_request(
+            text("origin"),
+            text("sec-fetch-site"),
+            &state.config.dashboard_origin(),
+        ) {
+            tracing::warn!(path = %req.uri().path(), "cross-origin state-changing request refused");
+            return (
+                StatusCode::FORBIDDEN,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                "Cross-origin request refused: this action must come from the Tidemark dashboard itself.",
+            )
+                .into_response();
+        }
+    }
+    next.run(req).await
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignInForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// `POST /auth/signin`: routes the address to its domain's SAML IdP, or to OpenID Connect.
+pub async fn start_sign_in(
+    State(state): State<AppState>,
+    Form(form): Form<SignInForm>,
+) -> Response {
+    // No destination means the dashboard; an unsafe one means the site's root.
+    let next = match form.next.as_deref().filter(|n| !n.is_empty()) {
+        None => "/projects".to_owned(),
+        Some(raw) => safe_return_path(Some(raw)),
+    };
+    let Ok(email) = Email::parse(&form.email) else {
+        return sign_in_failed("email_invalid", &next);
+    };
+    match oidc::start(&state, &email, &next).await {
+        Ok(response) => response,
+        Err(code) => sign_in_failed(code, &next),
+    }
+}
+
+/// `POST /auth/logout`: deletes the session record; the cookie goes with it.
+pub async fn logout(session: Session) -> Response {
+    if let Err(err) = session.flush().await {
+        tracing::error!(%err, "could not delete a session at logout");
+    }
+    Redirect::to("/signin?signed_out=1").into_response()
+}
+
+/// Sends the browser back to the sign-in page with an explanation.
+pub fn sign_in_failed(code: &str, next: &str) -> Response {
+    let mut target = format!("/signin?error={code}");
+    if next != "/" {
+        target.push_str("&next=");
+        target.push_str(&urlencode(next));
+    }
+    Redirect::to(&target).into_response()
+}
+
+/// Starts the session for a member who has just proved who they are, then leaves the
+/// cross-site context: the page answers the callback itself and navigates, same-site, to
+/// where the member was going, so the `Strict` cookie goes with that navigation.
+pub async fn complete_sign_in(
+    state: &AppState,
+    session: &Session,
+    user_id: &str,
+    via: &str,
+    next: &str,
+    clear_attempt_cookie: HeaderMap,
+) -> Response {
+    let accounts = match access::memberships_of(&state.db, user_id).await {
+        Ok(accounts) => accounts,
+        Err(err) => {
+            tracing::error!(%err, "could not read memberships at sign-in");
+            return sign_in_failed("unavailable", next);
+        }
+    };
+    let Some((account_id, _role)) = accounts.into_iter().next() else {
+        return sign_in_failed("no_access", next);
+    };
+    // A fresh id at sign-in: an id planted before sign-in is worthless afterwards.
+    let started = async {
+        session.cycle_id().await?;
+        session.insert(USER_ID, user_id).await?;
+        session.insert(ACCOUNT_ID, &account_id).await?;
+        session.insert(SIGNED_IN_VIA, via).await
+    };
+    if let Err(err) = started.await {
+        tracing::error!(%err, "could not start a session");
+        return sign_in_failed("unavailable", next);
+    }
+    tracing::info!(user_id, account_id, via, "signed in");
+    let next_attr = html_escape(next);
+    let page = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"0;url={next_attr}\">\
+         <title>Signing you in…</title></head><body>\
+         <p>Signed in. <a href=\"{next_attr}\">Continue to Tidemark</a></p></body></html>"
+    );
+    let mut response = Html(page).into_response();
+    response.headers_mut().extend(clear_attempt_cookie);
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+fn urlencode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}

@@ -1,0 +1,314 @@
+//! OpenID Connect: authorization code flow with PKCE (S256), `state` and `nonce`, against the
+//! provider named by `TIDEMARK_OIDC_ISSUER` (found by discovery). ID tokens are verified by
+//! the `openidconnect` crate: issuer, audience, expiry, nonce, and an asymmetric signature
+//! checked against the provider's JWKS (`alg=none` and HMAC are refused).
+
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Redirect, Response};
+use openidconnect::core::{
+    CoreAuthenticationFlow, CoreClient, CoreJwsSigningAlgorithm, CoreProviderMetadata,
+};
+use openidconnect::{
+    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
+    OAuth2TokenResponse as _, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
+    TokenResponse as _,
+};
+use serde::{Deserialize, Serialize};
+use tidemark_domain::now_millis;
+use tidemark_domain::text::Email;
+use tidemark_store::access::{self, IdentityOutcome};
+use tokio::sync::RwLock;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::Session;
+
+use super::{attempt, complete_sign_in, sign_in_failed};
+use crate::config::OidcConfig;
+use crate::state::AppState;
+
+/// Discovery and keys are re-read this often, so a provider's key rotation is picked up.
+const METADATA_TTL: Duration = Duration::from_secs(600);
+
+/// The configured provider, discovered lazily: the server starts even while it is down.
+pub struct OidcProvider {
+    config: OidcConfig,
+    redirect_url: RedirectUrl,
+    http: reqwest::Client,
+    metadata: RwLock<Option<(Instant, CoreProviderMetadata)>>,
+}
+
+impl std::fmt::Debug for OidcProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcProvider")
+            .field("issuer", &self.config.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OidcProvider {
+    pub fn new(config: OidcConfig, base_url: &str) -> anyhow::Result<Self> {
+        // Token exchange must not follow redirects: a redirect could carry the code and the
+        // client secret somewhere else.
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()?;
+        Ok(Self {
+            redirect_url: RedirectUrl::new(format!("{base_url}/auth/oidc/callback"))?,
+            config,
+            http,
+            metadata: RwLock::new(None),
+        })
+    }
+
+    async fn metadata(&self, refresh: bool) -> Result<CoreProviderMetadata, &'static str> {
+        if !refresh {
+            if let Some((at, metadata)) = self.metadata.read().await.as_ref() {
+                if at.elapsed() < METADATA_TTL {
+                    return Ok(metadata.clone());
+                }
+            }
+        }
+        let issuer = IssuerUrl::new(self.config.issuer.clone()).map_err(|_| "oidc_unconfigured")?;
+        let metadata = CoreProviderMetadata::discover_async(issuer, &self.http)
+            .await
+            .map_err(|err| {
+                tracing::warn!(err = %err, "OpenID Connect discovery failed");
+                "provider_unreachable"
+            })?;
+        *self.metadata.write().await = Some((Instant::now(), metadata.clone()));
+        Ok(metadata)
+    }
+
+    fn client(
+        &self,
+        metadata: CoreProviderMetadata,
+    ) -> openidconnect::core::CoreClient<
+        openidconnect::EndpointSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointMaybeSet,
+        openidconnect::EndpointMaybeSet,
+    > {
+        CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(self.config.client_id.clone()),
+            Some(ClientSecret::new(
+                self.config.client_secret.expose().to_owned(),
+            )),
+        )
+        .set_redirect_uri(self.redirect_url.clone())
+    }
+}
+
+/// What the server remembers between the redirect and the callback.
+#[derive(Serialize, Deserialize)]
+struct OidcAttempt {
+    state: String,
+    nonce: String,
+    pkce_verifier: String,
+    next: String,
+}
+
+/// Sends the browser to the provider with a fresh `state`, `nonce` and PKCE challenge.
+pub async fn start(state: &AppState, email: &Email, next: &str) -> Result<Response, &'static str> {
+    let provider = state.oidc.as_ref().ok_or("oidc_unconfigured")?;
+    let client = provider.client(provider.metadata(false).await?);
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let (url, csrf, nonce) = client
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .add_scope(Scope::new("email".into()))
+        .add_extra_param("login_hint", email.as_str())
+        .set_pkce_challenge(challenge)
+        .url();
+    let record = OidcAttempt {
+        state: csrf.secret().clone(),
+        nonce: nonce.secret().clone(),
+        pkce_verifier: verifier.secret().clone(),
+        next: next.to_owned(),
+    };
+    let cookie = attempt::begin(state, "oidc", &record, SameSite::Lax)
+        .await
+        .map_err(|err| {
+            tracing::error!(%err, "could not record a sign-in attempt");
+            "unavailable"
+        })?;
+    Ok((cookie, Redirect::to(url.as_str())).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+}
+
+/// `GET /auth/oidc/callback`.
+pub async fn callback(
+    State(state): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    Query(query): Query<CallbackQuery>,
+) -> Response {
+    // The attempt is consumed whatever happens next: a callback can be tried only once.
+    let attempt: OidcAttempt = match attempt::take(&state, &headers, "oidc").await {
+        Ok(attempt) => attempt,
+        Err(code) => return with_cleared_cookie(sign_in_failed(code, "/")),
+    };
+    let next = attempt.next.clone();
+    let outcome = finish(&state, attempt, query).await;
+    match outcome {
+        Ok(user_id) => {
+            complete_sign_in(
+                &state,
+                &session,
+                &user_id,
+                "oidc",
+                &next,
+                attempt::clear_cookie(),
+            )
+            .await
+        }
+        Err(code) => with_cleared_cookie(sign_in_failed(code, &next)),
+    }
+}
+
+fn with_cleared_cookie(mut response: Response) -> Response {
+    response.headers_mut().extend(attempt::clear_cookie());
+    response
+}
+
+/// Verifies the provider's answer and returns the member's user id.
+async fn finish(
+    state: &AppState,
+    attempt: OidcAttempt,
+    query: CallbackQuery,
+) -> Result<String, &'static str> {
+    let provider = state.oidc.as_ref().ok_or("oidc_unconfigured")?;
+    let returned_state = query.state.as_deref().ok_or("state_mismatch")?;
+    if !constant_time_eq(returned_state.as_bytes(), attempt.state.as_bytes()) {
+        return Err("state_mismatch");
+    }
+    if let Some(error) = &query.error {
+        tracing::info!(error = %error, "identity provider refused the sign-in");
+        return Err("provider_refused");
+    }
+    let code = query.code.ok_or("provider_refused")?;
+    let client = provider.client(provider.metadata(false).await?);
+    let token = client
+        .exchange_code(AuthorizationCode::new(code))
+        .map_err(|_| "oidc_unconfigured")?
+        .set_pkce_verifier(PkceCodeVerifier::new(attempt.pkce_verifier))
+        .request_async(&provider.http)
+        .await
+        .map_err(|err| {
+            tracing::warn!(err = %err, "OpenID Connect token exchange failed");
+            "provider_refused"
+        })?;
+    let id_token = token.id_token().ok_or("token_invalid")?;
+    let verifier = client.id_token_verifier().set_allowed_algs([
+        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
+        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
+        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
+        CoreJwsSigningAlgorithm::RsaSsaPssSha256,
+        CoreJwsSigningAlgorithm::RsaSsaPssSha384,
+        CoreJwsSigningAlgorithm::RsaSsaPssSha512,
+        CoreJwsSigningAlgorithm::EcdsaP256Sha256,
+        CoreJwsSigningAlgorithm::EcdsaP384Sha384,
+        CoreJwsSigningAlgorithm::EdDsa,
+    ]);
+    let claims = id_token
+        .claims(&verifier, &Nonce::new(attempt.nonce))
+        .map_err(|err| {
+            tracing::warn!(err = %err, "ID token refused");
+            "token_invalid"
+        })?;
+    // The access token, when the ID token commits to it, must be the one we were given.
+    if let Some(expected) = claims.access_token_hash() {
+        let alg = id_token.signing_alg().map_err(|_| "token_invalid")?;
+        let key = id_token
+            .signing_key(&verifier)
+            .map_err(|_| "token_invalid")?;
+        let actual = AccessTokenHash::from_token(token.access_token(), alg, key)
+            .map_err(|_| "token_invalid")?;
+        if actual != *expected {
+            return Err("token_invalid");
+        }
+    }
+    let issuer = claims.issuer().as_str().to_owned();
+    let subject = claims.subject().as_str().to_owned();
+
+    // Many providers keep e-mail claims out of the ID token; ask the userinfo endpoint then.
+    let (email, verified) = match claims.email() {
+        Some(email) => (Some(email.as_str().to_owned()), claims.email_verified()),
+        None => {
+            user_info_email(
+                &client,
+                &provider.http,
+                token.access_token().clone(),
+                claims.subject().clone(),
+            )
+            .await
+        }
+    };
+    let verified_email = match (email, verified) {
+        (Some(email), Some(true)) => Email::parse(&email).ok(),
+        _ => None,
+    };
+
+    let outcome = access::resolve_identity(
+        &state.db,
+        &issuer,
+        &subject,
+        verified_email.as_ref(),
+        now_millis(),
+    )
+    .await
+    .map_err(|err| {
+        tracing::error!(%err, "could not resolve a sign-in identity");
+        "unavailable"
+    })?;
+    let user_id = match outcome {
+        IdentityOutcome::User(user_id) => user_id,
+        IdentityOutcome::EmailUnverified => return Err("email_unverified"),
+        IdentityOutcome::UnknownEmail => return Err("no_access"),
+        IdentityOutcome::BoundElsewhere => return Err("bound_elsewhere"),
+    };
+    Ok(user_id)
+}
+
+async fn user_info_email(
+    client: &openidconnect::core::CoreClient<
+        openidconnect::EndpointSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointMaybeSet,
+        openidconnect::EndpointMaybeSet,
+    >,
+    http: &reqwest::Client,
+    access_token: openidconnect::AccessToken,
+    subject: openidconnect::SubjectIdentifier,
+) -> (Option<String>, Option<bool>) {
+    let Ok(request) = client.user_info(access_token, Some(subject)) else {
+        return (None, None);
+    };
+    match request.request_async::<openidconnect::EmptyAdditionalClaims, _, openidconnect::core::CoreGenderClaim>(http).await {
+        Ok(info) => (info.email().map(|e| e.as_str().to_owned()), info.email_verified()),
+        Err(err) => {
+            tracing::warn!(err = %err, "userinfo request failed");
+            (None, None)
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

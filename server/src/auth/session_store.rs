@@ -1,0 +1,154 @@
+//! tower-sessions records kept in the database (SQLite or PostgreSQL), so every replica sees
+//! every session.
+//!
+//! Ids are stored only as a SHA-256 hash. `save` only ever updates, so a request that was
+//! still in flight when its session logged out cannot bring the record back.
+
+use std::time::Duration;
+
+use sha2::{Digest as _, Sha256};
+use tidemark_domain::access::SessionPolicy;
+use tidemark_domain::{now_millis, Millis};
+use tidemark_store::sessions::{self, SessionOwner};
+use tidemark_store::Db;
+use tower_sessions::session::{Id, Record};
+use tower_sessions::session_store::{self, SessionStore};
+
+/// Session data keys.
+pub const USER_ID: &str = "user_id";
+pub const ACCOUNT_ID: &str = "account_id";
+pub const SIGNED_IN_VIA: &str = "via";
+
+#[derive(Debug, Clone)]
+pub struct DbSessionStore {
+    db: Db,
+    policy: SessionPolicy,
+}
+
+impl DbSessionStore {
+    pub fn new(db: Db, policy: SessionPolicy) -> Self {
+        Self { db, policy }
+    }
+
+    /// How far a stored expiry may lag behind activity before a read rewrites it: a sliding
+    /// session costs one write a minute at most, not one per request.
+    fn slack_ms(&self) -> Millis {
+        (self.policy.idle_ms / 10).min(60_000)
+    }
+}
+
+/// The stored key for a session id.
+pub fn id_hash(id: &Id) -> String {
+    hex::encode(Sha256::digest(id.0.to_le_bytes()))
+}
+
+fn owned_owner(record: &Record) -> (Option<String>, Option<String>) {
+    let field = |key: &str| {
+        record
+            .data
+            .get(key)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+    };
+    (field(USER_ID), field(ACCOUNT_ID))
+}
+
+fn backend(err: impl std::fmt::Display) -> session_store::Error {
+    session_store::Error::Backend(err.to_string())
+}
+
+/// Store calls run to completion in their own task: a client hanging up must not cancel a
+/// write half-way (on SQLite that would strand the single writer connection).
+async fn detached<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, tidemark_store::StoreError>> + Send + 'static,
+) -> session_store::Result<T> {
+    tokio::spawn(work).await.map_err(backend)?.map_err(backend)
+}
+
+#[async_trait::async_trait]
+impl SessionStore for DbSessionStore {
+    async fn create(&self, record: &mut Record) -> session_store::Result<()> {
+        let data = serde_json::to_string(&record.data)
+            .map_err(|e| session_store::Error::Encode(e.to_string()))?;
+        let (user, account) = owned_owner(record);
+        let now = now_millis();
+        let policy = self.policy;
+        loop {
+            let (db, hash, data, user, account) = (
+                self.db.clone(),
+                id_hash(&record.id),
+                data.clone(),
+                user.clone(),
+                account.clone(),
+            );
+            let created = detached(async move {
+                sessions::create_session(
+                    &db,
+                    &hash,
+                    SessionOwner {
+                        user_id: user.as_deref(),
+                        account_id: account.as_deref(),
+                    },
+                    &data,
+                    now,
+                    now + policy.idle_ms,
+                    now + policy.absolute_ms,
+                )
+                .await
+            })
+            .await?;
+            if created {
+                return Ok(());
+            }
+            // A 128-bit collision: pick another id.
+            record.id = Id::default();
+        }
+    }
+
+    async fn save(&self, record: &Record) -> session_store::Result<()> {
+        let data = serde_json::to_string(&record.data)
+            .map_err(|e| session_store::Error::Encode(e.to_string()))?;
+        let (user, account) = owned_owner(record);
+        let (db, hash) = (self.db.clone(), id_hash(&record.id));
+        let expires_at = now_millis() + self.policy.idle_ms;
+        let slack = self.slack_ms();
+        detached(async move {
+            sessions::save_session(
+                &db,
+                &hash,
+                SessionOwner {
+                    user_id: user.as_deref(),
+                    account_id: account.as_deref(),
+                },
+                &data,
+                expires_at,
+                slack,
+            )
+            .await
+        })
+        .await
+    }
+
+    async fn load(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
+        let Some(row) = sessions::load_session(&self.db, &id_hash(session_id), now_millis())
+            .await
+            .map_err(backend)?
+        else {
+            return Ok(None);
+        };
+        let data = serde_json::from_str(&row.data)
+            .map_err(|e| session_store::Error::Decode(e.to_string()))?;
+        let expiry_date = time::OffsetDateTime::UNIX_EPOCH
+            + Duration::from_millis(u64::try_from(row.expires_at).unwrap_or(0));
+        Ok(Some(Record {
+            id: *session_id,
+            data,
+            expiry_date,
+        }))
+    }
+
+    async fn delete(&self, session_id: &Id) -> session_store::Result<()> {
+        let (db, hash) = (self.db.clone(), id_hash(session_id));
+        detached(async move { sessions::delete_session(&db, &hash).await }).await
+    }
+}

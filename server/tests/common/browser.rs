@@ -1,0 +1,105 @@
+//! Just enough of a browser for the sign-in tests: a cookie jar keyed by name (honouring
+//! `Max-Age=0` removals) and the `Origin`/`Sec-Fetch-Site` headers a browser sends.
+//! Redirects are not followed, so each hop can be inspected.
+
+use std::collections::BTreeMap;
+
+use reqwest::header::{HeaderMap, COOKIE, LOCATION, SET_COOKIE};
+
+pub struct Browser {
+    client: reqwest::Client,
+    /// Cookies for the app's origin only (the provider needs none here).
+    pub jar: BTreeMap<String, String>,
+    pub origin: String,
+}
+
+impl Browser {
+    pub fn new(app_origin: &str) -> Self {
+        Browser {
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            jar: BTreeMap::new(),
+            origin: app_origin.to_owned(),
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.jar
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn absorb(&mut self, headers: &HeaderMap) {
+        for value in headers.get_all(SET_COOKIE) {
+            let text = value.to_str().expect("cookie text");
+            let (pair, attrs) = text.split_once(';').unwrap_or((text, ""));
+            let (name, value) = pair.split_once('=').expect("name=value");
+            let removed = attrs.to_ascii_lowercase().contains("max-age=0");
+            if removed || value.is_empty() {
+                self.jar.remove(name.trim());
+            } else {
+                self.jar
+                    .insert(name.trim().to_owned(), value.trim().to_owned());
+            }
+        }
+    }
+
+    /// GET with this browser's cookies when the URL is the app's.
+    pub async fn get(&mut self, url: &str) -> reqwest::Response {
+        let mut req = self.client.get(url);
+        if url.starts_with(&self.origin) && !self.jar.is_empty() {
+            req = req.header(COOKIE, self.cookie_header());
+        }
+        let res = req.send().await.expect("GET");
+        if url.starts_with(&self.origin) {
+            self.absorb(res.headers());
+        }
+        res
+    }
+
+    /// A form POST from one of the app's own pages.
+    pub async fn post_form(&mut self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        self.post_form_from(path, form, Some(&self.origin.clone()))
+            .await
+    }
+
+    /// A form POST as sent by a page at `origin` (`None`: no Origin header at all).
+    pub async fn post_form_from(
+        &mut self,
+        path: &str,
+        form: &[(&str, &str)],
+        origin: Option<&str>,
+    ) -> reqwest::Response {
+        let mut req = self
+            .client
+            .post(format!("{}{path}", self.origin))
+            .form(form);
+        if let Some(origin) = origin {
+            req = req.header("Origin", origin);
+            let site = if origin == self.origin {
+                "same-origin"
+            } else {
+                "cross-site"
+            };
+            req = req.header("Sec-Fetch-Site", site);
+        }
+        if !self.jar.is_empty() {
+            req = req.header(COOKIE, self.cookie_header());
+        }
+        let res = req.send().await.expect("POST");
+        self.absorb(res.headers());
+        res
+    }
+}
+
+pub fn location(res: &reqwest::Response) -> String {
+    res.headers()
+        .get(LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}

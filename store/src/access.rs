@@ -1,0 +1,294 @@
+//! Dashboard access: users, the sign-in identities bound to them, and account membership.
+
+use tidemark_domain::access::Role;
+use tidemark_domain::text::Email;
+use tidemark_domain::Millis;
+
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
+
+/// `$1` id, `$2` lower-case e-mail, `$3` now: creates the user unless the address is known.
+pub(crate) const ENSURE_USER_SQL: &str =
+    "INSERT INTO users (id, email, created_at) VALUES ($1, $2, $3) ON CONFLICT (email) DO NOTHING";
+
+/// `$1` account, `$2` role, `$3` now, `$4` e-mail: adds that user unless already a member.
+pub(crate) const ADD_MEMBER_SQL: &str =
+    "INSERT INTO members (account_id, user_id, role, added_at) \
+     SELECT $1, id, $2, $3 FROM users WHERE email = $4 ON CONFLICT DO NOTHING";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub user_id: String,
+    pub email: String,
+    pub role: Role,
+    pub added_at: Millis,
+    /// Last sign-in through any identity, if ever.
+    pub last_login_at: Option<Millis>,
+}
+
+#[derive(sqlx::FromRow)]
+struct MemberRow {
+    user_id: String,
+    email: String,
+    role: String,
+    added_at: i64,
+    last_login_at: Option<i64>,
+}
+
+impl TryFrom<MemberRow> for Member {
+    type Error = StoreError;
+    fn try_from(row: MemberRow) -> Result<Self, StoreError> {
+        Ok(Member {
+            role: Role::parse(&row.role).ok_or(StoreError::Corrupt("members.role"))?,
+            user_id: row.user_id,
+            email: row.email,
+            added_at: row.added_at,
+            last_login_at: row.last_login_at,
+        })
+    }
+}
+
+const MEMBER_SELECT: &str = "SELECT m.user_id, u.email, m.role, m.added_at, \
+     (SELECT MAX(i.last_login_at) FROM identities i WHERE i.user_id = m.user_id) AS last_login_at \
+     FROM members m JOIN users u ON u.id = m.user_id";
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MembershipError {
+    #[error("{0} is already a member of this account")]
+    AlreadyMember(String),
+    #[error("no such member")]
+    NotMember,
+    #[error("an account must keep at least one admin")]
+    LastAdmin,
+}
+
+/// Adds `email` to the account with `role`, creating the user if needed.
+pub async fn add_member(
+    db: &Db,
+    account_id: &str,
+    email: &Email,
+    role: Role,
+    now: Millis,
+) -> Result<Result<Member, MembershipError>, StoreError> {
+    let added = on_db_write!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        sqlx::query(ENSURE_USER_SQL)
+            .bind(tidemark_domain::ids::new_user_id())
+            .bind(email.as_str())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let inserted = sqlx::query(ADD_MEMBER_SQL)
+            .bind(account_id)
+            .bind(role.as_str())
+            .bind(now)
+            .bind(email.as_str())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok::<bool, sqlx::Error>(inserted == 1)
+    })?;
+    if !added {
+        return Ok(Err(MembershipError::AlreadyMember(
+            email.as_str().to_owned(),
+        )));
+    }
+    let member = find_member_by_email(db, account_id, email).await?;
+    Ok(member.ok_or(MembershipError::NotMember))
+}
+
+pub async fn find_member_by_email(
+    db: &Db,
+    account_id: &str,
+    email: &Email,
+) -> Result<Option<Member>, StoreError> {
+    let sql = format!("{MEMBER_SELECT} WHERE m.account_id = $1 AND u.email = $2");
+    let row: Option<MemberRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(account_id).bind(email.as_str()).fetch_optional(pool).await
+    })?;
+    row.map(Member::try_from).transpose()
+}
+
+pub async fn find_member(
+    db: &Db,
+    account_id: &str,
+    user_id: &str,
+) -> Result<Option<Member>, StoreError> {
+    let sql = format!("{MEMBER_SELECT} WHERE m.account_id = $1 AND m.user_id = $2");
+    let row: Option<MemberRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(account_id).bind(user_id).fetch_optional(pool).await
+    })?;
+    row.map(Member::try_from).transpose()
+}
+
+pub async fn list_members(db: &Db, account_id: &str) -> Result<Vec<Member>, StoreError> {
+    let sql = format!("{MEMBER_SELECT} WHERE m.account_id = $1 ORDER BY u.email");
+    let rows: Vec<MemberRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(account_id).fetch_all(pool).await
+    })?;
+    rows.into_iter().map(Member::try_from).collect()
+}
+
+/// The accounts a user belongs to, oldest first.
+pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(String, Role)>, StoreError> {
+    let rows: Vec<(String, String)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT m.account_id, m.role FROM members m JOIN accounts a ON a.id = m.account_id \
+             WHERE m.user_id = $1 ORDER BY a.created_at, a.id",
+        )
+        .bind(user_id)
+        .fetch_all(pool)
+        .await
+    })?;
+    rows.into_iter()
+        .map(|(account, role)| {
+            Role::parse(&role)
+                .map(|role| (account, role))
+                .ok_or(StoreError::Corrupt("members.role"))
+        })
+        .collect()
+}
+
+/// Changes a member's role, or removes them (`None`), ending their sessions on this account.
+/// The last admin can be neither demoted nor removed.
+pub async fn change_member(
+    db: &Db,
+    account_id: &str,
+    user_id: &str,
+    role: Option<Role>,
+) -> Result<Result<(), MembershipError>, StoreError> {
+    let outcome = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let current: Option<(String,)> =
+            sqlx::query_as("SELECT role FROM members WHERE account_id = $1 AND user_id = $2")
+                .bind(account_id)
+                .bind(user_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((current,)) = current else {
+            return Ok(Err(MembershipError::NotMember));
+        };
+        if current == "admin" && role != Some(Role::Admin) {
+            let (admins,): (i64,) = sqlx::query_as(
+                "SELECT COUNT(*) FROM members WHERE account_id = $1 AND role = 'admin'",
+            )
+            .bind(account_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if admins <= 1 {
+                return Ok(Err(MembershipError::LastAdmin));
+            }
+        }
+        match role {
+            Some(role) => {
+                sqlx::query("UPDATE members SET role = $1 WHERE account_id = $2 AND user_id = $3")
+                    .bind(role.as_str())
+                    .bind(account_id)
+                    .bind(user_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            None => {
+                sqlx::query("DELETE FROM members WHERE account_id = $1 AND user_id = $2")
+                    .bind(account_id)
+                    .bind(user_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM sessions WHERE account_id = $1 AND user_id = $2")
+                    .bind(account_id)
+                    .bind(user_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(Ok(()))
+    })?;
+    Ok(outcome)
+}
+
+/// Who a sign-in identity is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityOutcome {
+    /// The identity is bound to this user (now, or from an earlier sign-in).
+    User(String),
+    /// First sign-in, and the provider did not vouch for the e-mail address.
+    EmailUnverified,
+    /// Nobody with this address was ever added to an account.
+    UnknownEmail,
+    /// The address already belongs to a different identity at the same issuer.
+    BoundElsewhere,
+}
+
+/// Finds the user behind (issuer, subject), binding it on first sign-in to the user with the
+/// verified e-mail address. An e-mail is never trusted again once the pair is bound.
+pub async fn resolve_identity(
+    db: &Db,
+    issuer: &str,
+    subject: &str,
+    verified_email: Option<&Email>,
+    now: Millis,
+) -> Result<IdentityOutcome, StoreError> {
+    let outcome = on_db_write!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        let bound: Option<(String,)> = sqlx::query_as(
+            "UPDATE identities SET last_login_at = $3 WHERE issuer = $1 AND subject = $2 \
+             RETURNING user_id",
+        )
+        .bind(issuer)
+        .bind(subject)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let outcome = if let Some((user_id,)) = bound {
+            IdentityOutcome::User(user_id)
+        } else if let Some(email) = verified_email {
+            let user: Option<(String,)> = sqlx::query_as("SELECT id FROM users WHERE email = $1")
+                .bind(email.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+            match user {
+                None => IdentityOutcome::UnknownEmail,
+                Some((user_id,)) => {
+                    let (others,): (i64,) = sqlx::query_as(
+                        "SELECT COUNT(*) FROM identities WHERE user_id = $1 AND issuer = $2",
+                    )
+                    .bind(&user_id)
+                    .bind(issuer)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if others > 0 {
+                        IdentityOutcome::BoundElsewhere
+                    } else {
+                        sqlx::query(
+                            "INSERT INTO identities (issuer, subject, user_id, created_at, \
+                             last_login_at) VALUES ($1, $2, $3, $4, $4)",
+                        )
+                        .bind(issuer)
+                        .bind(subject)
+                        .bind(&user_id)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                        IdentityOutcome::User(user_id)
+                    }
+                }
+            }
+        } else {
+            IdentityOutcome::EmailUnverified
+        };
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(outcome)
+    })?;
+    Ok(outcome)
+}
+
+pub async fn user_email(db: &Db, user_id: &str) -> Result<Option<String>, StoreError> {
+    let row: Option<(String,)> = on_db!(db, pool => {
+        sqlx::query_as("SELECT email FROM users WHERE id = $1")
+            .bind(user_id)
+            .fetch_optional(pool)
+            .await
+    })?;
+    Ok(row.map(|(email,)| email))
+}
