@@ -4,9 +4,9 @@ export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: run test setup
 
-## Run Tidemark on the embedded SQLite default at http://127.0.0.1:3000
+## Run Tidemark on the embedded SQLite default at http://127.0.0.1:3000 (sign in as demo@tidemark.localhost)
 run: setup
-	cargo leptos serve --release
+	scripts/run.sh
 
 ## Run every check: fmt, clippy, tests on SQLite and PostgreSQL, browser tests
 test: setup

@@ -12,8 +12,10 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 log=$(mktemp /tmp/tidemark-build.XXXXXX.log)
 data=$(mktemp -d /tmp/tidemark-e2e.XXXXXX)
 server_pid=
+idp_pids=()
 cleanup() {
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid" 2>/dev/null || true; fi
+  for pid in "${idp_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   rm -rf "$data" "$log"
 }
 trap cleanup EXIT
@@ -30,13 +32,33 @@ for f in target/release/tidemark-server target/site/pkg/tidemark.wasm target/sit
   [ -s "$f" ] || { echo "e2e: $f is missing after the build" >&2; exit 1; }
 done
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port)
 url="http://127.0.0.1:$port"
-LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDEMARK_DATA_DIR="$data" \
-  TIDEMARK_BASE_URL="$url" RUST_LOG="${RUST_LOG:-warn}" \
-  target/release/tidemark-server serve >"$data/server.log" 2>&1 &
+
+# A real OpenID Connect provider (npm oidc-provider) on its own port. It is served as
+# `localhost`, the app as `127.0.0.1`: two sites, so the browser sees the real cross-site
+# round trip and a SameSite mistake cannot hide.
+idp_port=$(free_port)
+idp_secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+node end2end/idp/oidc.mjs --port "$idp_port" --client-id tidemark-e2e --client-secret "$idp_secret" \
+  --redirect-uri "$url/auth/oidc/callback" >"$data/oidc.log" 2>&1 &
+idp_pids+=($!)
+
+server_env=(LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDEMARK_DATA_DIR="$data"
+  TIDEMARK_BASE_URL="$url" RUST_LOG="${RUST_LOG:-warn}"
+  TIDEMARK_OIDC_ISSUER="http://localhost:$idp_port" TIDEMARK_OIDC_CLIENT_ID=tidemark-e2e
+  TIDEMARK_OIDC_CLIENT_SECRET="$idp_secret")
+
+# The account the tests sign in to: its license e-mail is its first admin.
+admin_email="admin-$port@e2e.example"
+env "${server_env[@]}" target/release/tidemark-server license create --email "$admin_email" \
+  --tier enterprise --json >"$data/license.json"
+
+env "${server_env[@]}" target/release/tidemark-server serve >"$data/server.log" 2>&1 &
 server_pid=$!
 
+export TIDEMARK_E2E_ADMIN="$admin_email" TIDEMARK_E2E_OIDC="http://localhost:$idp_port"
 (cd end2end && TIDEMARK_E2E_URL="$url" npx playwright test) || {
   echo "e2e: Playwright failed; server log:" >&2
   tail -n 50 "$data/server.log" >&2

@@ -9,6 +9,8 @@ use leptos_router::{
 };
 
 pub mod auth;
+pub mod error;
+pub mod members;
 mod pages;
 mod signin;
 

@@ -26,6 +26,53 @@ pub enum Command {
     /// Publish compliance-profile bundles.
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// Manage who may sign in to an account's dashboard.
+    #[command(subcommand)]
+    Member(MemberCommand),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RoleArg {
+    Admin,
+    Member,
+}
+
+impl From<RoleArg> for tidemark_domain::access::Role {
+    fn from(r: RoleArg) -> Self {
+        match r {
+            RoleArg::Admin => tidemark_domain::access::Role::Admin,
+            RoleArg::Member => tidemark_domain::access::Role::Member,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemberCommand {
+    /// Add a person (by e-mail address) to an account; they can then sign in.
+    Add {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long, value_enum, default_value = "member")]
+        role: RoleArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List an account's members.
+    List {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a member; their sessions on the account end at once.
+    Remove {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        email: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

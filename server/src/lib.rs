@@ -6,6 +6,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod crypto;
+pub mod demo;
 pub mod http;
 pub mod mail;
 pub mod ops;
@@ -152,6 +153,9 @@ pub fn router(state: AppState) -> Router {
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
+    if state.config.dev_demo {
+        demo::seed(&state).await?;
+    }
     let background = mail::spawn_background_work(&state)?;
     axum::serve(
         listener,

@@ -1,7 +1,7 @@
 use anyhow::Context as _;
 use clap::Parser as _;
 use serde::Serialize;
-use server::cli::{BundleCommand, Cli, Command, LicenseCommand};
+use server::cli::{BundleCommand, Cli, Command, LicenseCommand, MemberCommand};
 use server::config::{Config, Environment};
 use server::ops;
 
@@ -92,6 +92,22 @@ async fn main() -> anyhow::Result<()> {
             println!("url:      {}", p.bundle_url);
             println!("checksum: {}", p.bundle_checksum);
             print_json(json, &p)?;
+        }
+        Command::Member(MemberCommand::Add { account, email, role, json }) => {
+            let member = ops::add_member(db, &account, &email, role.into()).await?;
+            println!("{} is now {} of {account}", member.email, member.role);
+            print_json(json, &member)?;
+        }
+        Command::Member(MemberCommand::List { account, json }) => {
+            let members = ops::list_members(db, &account).await?;
+            for m in &members {
+                println!("{:<40}  {:<6}  last sign-in {}", m.email, m.role, m.last_login_at.as_deref().unwrap_or("never"));
+            }
+            print_json(json, &members)?;
+        }
+        Command::Member(MemberCommand::Remove { account, email }) => {
+            ops::remove_member(db, &account, &email).await?;
+            println!("{email} removed from {account}; their sessions there have ended");
         }
     }
     state.db.close().await;

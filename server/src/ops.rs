@@ -182,3 +182,66 @@ pub fn parse_timestamp(text: &str) -> anyhow::Result<Millis> {
             format!("{text:?} is not an RFC 3339 timestamp such as 2027-01-31T00:00:00Z")
         })
 }
+
+/// A member as operator commands print it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MemberView {
+    pub email: String,
+    pub role: &'static str,
+    pub added_at: String,
+    pub last_login_at: Option<String>,
+}
+
+impl From<tidemark_store::access::Member> for MemberView {
+    fn from(m: tidemark_store::access::Member) -> Self {
+        MemberView {
+            email: m.email,
+            role: m.role.as_str(),
+            added_at: tidemark_domain::to_rfc3339(m.added_at),
+            last_login_at: m.last_login_at.map(tidemark_domain::to_rfc3339),
+        }
+    }
+}
+
+async fn require_account(db: &Db, account_id: &str) -> anyhow::Result<()> {
+    let known = tidemark_store::licenses::list_licenses(db)
+        .await?
+        .iter()
+        .any(|l| l.account_id == account_id);
+    anyhow::ensure!(known, "no account {account_id}");
+    Ok(())
+}
+
+pub async fn add_member(
+    db: &Db,
+    account_id: &str,
+    email: &str,
+    role: tidemark_domain::access::Role,
+) -> anyhow::Result<MemberView> {
+    let email = Email::parse(email).map_err(|e| anyhow::anyhow!(e.message))?;
+    require_account(db, account_id).await?;
+    let member = tidemark_store::access::add_member(db, account_id, &email, role, now_millis())
+        .await?
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(member.into())
+}
+
+pub async fn list_members(db: &Db, account_id: &str) -> anyhow::Result<Vec<MemberView>> {
+    require_account(db, account_id).await?;
+    Ok(tidemark_store::access::list_members(db, account_id)
+        .await?
+        .into_iter()
+        .map(MemberView::from)
+        .collect())
+}
+
+pub async fn remove_member(db: &Db, account_id: &str, email: &str) -> anyhow::Result<()> {
+    let email = Email::parse(email).map_err(|e| anyhow::anyhow!(e.message))?;
+    let member = tidemark_store::access::find_member_by_email(db, account_id, &email)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("{} is not a member of {account_id}", email.as_str()))?;
+    tidemark_store::access::change_member(db, account_id, &member.user_id, None)
+        .await?
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(())
+}

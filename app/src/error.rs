@@ -1,0 +1,63 @@
+//! The one error type of the dashboard's server functions. The server sets the matching HTTP
+//! status; the browser shows the message.
+
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum DashboardError {
+    #[error("Your session has ended. Sign in again.")]
+    SignedOut,
+    #[error("Only an admin of this account can do that.")]
+    AdminOnly,
+    #[error("Not found in this account.")]
+    NotFound,
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("The service is unavailable right now. Try again shortly.")]
+    Unavailable,
+    #[error("Request failed: {0}")]
+    ServerFn(ServerFnErrorErr),
+}
+
+impl DashboardError {
+    pub fn status(&self) -> u16 {
+        match self {
+            DashboardError::SignedOut => 401,
+            DashboardError::AdminOnly => 403,
+            DashboardError::NotFound => 404,
+            DashboardError::Invalid(_) => 422,
+            DashboardError::Conflict(_) => 409,
+            DashboardError::Unavailable | DashboardError::ServerFn(_) => 503,
+        }
+    }
+}
+
+impl FromServerFnError for DashboardError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        DashboardError::ServerFn(value)
+    }
+}
+
+/// On the server: records the error's status on the response and returns the error.
+#[cfg(feature = "ssr")]
+pub fn fail<T>(error: DashboardError) -> Result<T, DashboardError> {
+    if let Some(options) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+        if let Ok(status) = http::StatusCode::from_u16(error.status()) {
+            options.set_status(status);
+        }
+    }
+    Err(error)
+}
+
+/// On the server: a storage failure, logged in full and shown as "unavailable".
+#[cfg(feature = "ssr")]
+pub fn unavailable<T>(err: impl std::fmt::Display) -> Result<T, DashboardError> {
+    tracing::error!(%err, "dashboard storage call failed");
+    fail(DashboardError::Unavailable)
+}

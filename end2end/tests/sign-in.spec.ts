@@ -1,0 +1,67 @@
+import { expect, test, type ConsoleMessage } from "@playwright/test";
+
+// Started by scripts/e2e.sh: a real OpenID provider (npm oidc-provider) on http://localhost,
+// a different site from the app on http://127.0.0.1, and an account whose admin is ADMIN.
+const ADMIN = process.env.TIDEMARK_E2E_ADMIN ?? "";
+const OIDC = process.env.TIDEMARK_E2E_OIDC ?? "";
+
+test.beforeAll(() => {
+  expect(ADMIN, "TIDEMARK_E2E_ADMIN is set by scripts/e2e.sh").not.toBe("");
+  expect(OIDC).toMatch(/^http:\/\/localhost:\d+$/);
+});
+
+test("a member signs in with OpenID Connect across sites and reaches the dashboard", async ({ page, context }) => {
+  const problems: string[] = [];
+  page.on("console", (msg: ConsoleMessage) => {
+    if (msg.type() === "error" || msg.type() === "warning") problems.push(msg.text());
+  });
+  page.on("pageerror", (err) => problems.push(err.message));
+
+  await page.goto("/projects");
+  await expect(page).toHaveURL(/\/signin\?next=/);
+  await page.getByLabel("E-mail address").fill(ADMIN);
+  await page.getByRole("button", { name: "Continue" }).click();
+
+  // At the provider: another site.
+  await expect(page).toHaveURL(new RegExp(`^${OIDC}/interaction/`));
+  await expect(page.getByRole("note")).toContainText("Test identity provider");
+  await expect(page.getByLabel("E-mail address")).toHaveValue(ADMIN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+
+  // Back, signed in, on the page we first asked for.
+  await expect(page).toHaveURL(/127\.0\.0\.1:\d+\/projects$/);
+  await expect(page.getByTestId("signed-in-as")).toContainText(ADMIN);
+  await expect(page.getByTestId("signed-in-as")).toContainText("admin");
+
+  const cookies = await context.cookies();
+  const session = cookies.find((c) => c.name === "__Host-tidemark_session");
+  expect(session, JSON.stringify(cookies)).toBeDefined();
+  expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict", path: "/" });
+  expect(session?.domain).toBe("127.0.0.1"); // host-only: no Domain attribute
+  expect(cookies.find((c) => c.name === "__Host-tidemark_login")).toBeUndefined();
+  await page.screenshot({ path: "test-results/signed-in.png", fullPage: true });
+
+  // A reload keeps the session (the Strict cookie is sent on same-site navigations).
+  await page.reload();
+  await expect(page.getByTestId("signed-in-as")).toContainText(ADMIN);
+
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/signin\?signed_out=1$/);
+  await expect(page.getByRole("status")).toHaveText("You are signed out.");
+  await page.goto("/projects");
+  await expect(page).toHaveURL(/\/signin\?next=/);
+  expect(problems, problems.join("\n")).toEqual([]);
+});
+
+test("someone who is not a member gets a clear no-access page", async ({ page }) => {
+  await page.goto("/signin");
+  await page.getByLabel("E-mail address").fill("stranger@e2e.example");
+  await page.getByRole("button", { name: "Continue" }).click();
+  await expect(page).toHaveURL(new RegExp(`^${OIDC}/interaction/`));
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).toHaveURL(/\/signin\?error=no_access/);
+  await expect(page.getByRole("alert")).toContainText("not a member of any Tidemark account");
+  await page.screenshot({ path: "test-results/no-access.png", fullPage: true });
+  const cookies = await page.context().cookies();
+  expect(cookies.find((c) => c.name === "__Host-tidemark_session")).toBeUndefined();
+});
