@@ -23,7 +23,10 @@ const PROJECTS: [(&str, f64); 3] = [
 
 /// Creates the demo account once; later starts find it and change nothing.
 pub async fn seed(state: &AppState) -> anyhow::Result<()> {
-    if !licenses::licenses_for_email(&state.db, DEMO_EMAIL).await?.is_empty() {
+    if !licenses::licenses_for_email(&state.db, DEMO_EMAIL)
+        .await?
+        .is_empty()
+    {
         return Ok(());
     }
     let created = crate::ops::create_license(
@@ -80,7 +83,10 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
                 account_id: &created.account_id,
                 key_id: "demo",
                 project_cap: None,
-                write_limit: RollingLimit { limit: u32::MAX, window_ms: 60_000 },
+                write_limit: RollingLimit {
+                    limit: u32::MAX,
+                    window_ms: 60_000,
+                },
                 now: scanned_at,
                 touch_key: false,
             };

@@ -66,7 +66,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         )?)),
         None => None,
     };
-    Ok(AppState {
+    let state = AppState {
         leptos_options,
         db,
         login_attempts: crypto::SecretBox::new(&config.master_key, crypto::LOGIN_ATTEMPT_PURPOSE),
@@ -78,7 +78,13 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         config: Arc::new(config),
         metrics: Metrics::new(),
         mail_wakeup: Arc::new(tokio::sync::Notify::new()),
-    })
+    };
+    if state.config.dev_demo {
+        demo::seed(&state)
+            .await
+            .context("could not seed the demo account")?;
+    }
+    Ok(state)
 }
 
 /// The whole HTTP surface of one server.
@@ -153,9 +159,6 @@ pub fn router(state: AppState) -> Router {
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
-    if state.config.dev_demo {
-        demo::seed(&state).await?;
-    }
     let background = mail::spawn_background_work(&state)?;
     axum::serve(
         listener,

@@ -93,7 +93,12 @@ async fn main() -> anyhow::Result<()> {
             println!("checksum: {}", p.bundle_checksum);
             print_json(json, &p)?;
         }
-        Command::Member(MemberCommand::Add { account, email, role, json }) => {
+        Command::Member(MemberCommand::Add {
+            account,
+            email,
+            role,
+            json,
+        }) => {
             let member = ops::add_member(db, &account, &email, role.into()).await?;
             println!("{} is now {} of {account}", member.email, member.role);
             print_json(json, &member)?;
@@ -101,7 +106,12 @@ async fn main() -> anyhow::Result<()> {
         Command::Member(MemberCommand::List { account, json }) => {
             let members = ops::list_members(db, &account).await?;
             for m in &members {
-                println!("{:<40}  {:<6}  last sign-in {}", m.email, m.role, m.last_login_at.as_deref().unwrap_or("never"));
+                println!(
+                    "{:<40}  {:<6}  last sign-in {}",
+                    m.email,
+                    m.role,
+                    m.last_login_at.as_deref().unwrap_or("never")
+                );
             }
             print_json(json, &members)?;
         }

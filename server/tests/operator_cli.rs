@@ -139,12 +139,28 @@ fn members_are_added_listed_and_removed() {
     let dir = tempfile::tempdir().unwrap();
     let (ok, out, err) = cli(
         dir.path(),
-        &["license", "create", "--email", "Boss@Example.com", "--tier", "team", "--json"],
+        &[
+            "license",
+            "create",
+            "--email",
+            "Boss@Example.com",
+            "--tier",
+            "team",
+            "--json",
+        ],
     );
     assert!(ok, "{err}");
     let account = last_json(&out)["account_id"].as_str().unwrap().to_owned();
 
-    let add = ["member", "add", "--account", &account, "--email", "dev@example.com", "--json"];
+    let add = [
+        "member",
+        "add",
+        "--account",
+        &account,
+        "--email",
+        "dev@example.com",
+        "--json",
+    ];
     let (ok, out, err) = cli(dir.path(), &add);
     assert!(ok, "{err}");
     assert_eq!(last_json(&out)["role"], "member");
@@ -152,40 +168,82 @@ fn members_are_added_listed_and_removed() {
     assert!(!ok && err.contains("already a member"), "{err}");
     let (ok, _, err) = cli(
         dir.path(),
-        &["member", "add", "--account", "acct_nope", "--email", "x@example.com"],
+        &[
+            "member",
+            "add",
+            "--account",
+            "acct_nope",
+            "--email",
+            "x@example.com",
+        ],
     );
     assert!(!ok && err.contains("no account"), "{err}");
     let (ok, _, err) = cli(
         dir.path(),
-        &["member", "add", "--account", &account, "--email", "not-an-address"],
+        &[
+            "member",
+            "add",
+            "--account",
+            &account,
+            "--email",
+            "not-an-address",
+        ],
     );
     assert!(!ok && err.contains("valid e-mail"), "{err}");
 
-    let (ok, out, _) = cli(dir.path(), &["member", "list", "--account", &account, "--json"]);
+    let (ok, out, _) = cli(
+        dir.path(),
+        &["member", "list", "--account", &account, "--json"],
+    );
     assert!(ok);
     let list = last_json(&out);
     let people: Vec<(String, String)> = list
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (m["email"].as_str().unwrap().into(), m["role"].as_str().unwrap().into()))
+        .map(|m| {
+            (
+                m["email"].as_str().unwrap().into(),
+                m["role"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     assert_eq!(
         people,
-        [("boss@example.com".into(), "admin".into()), ("dev@example.com".into(), "member".into())],
+        [
+            ("boss@example.com".into(), "admin".into()),
+            ("dev@example.com".into(), "member".into())
+        ],
         "the license e-mail is the first admin"
     );
 
     let (ok, _, err) = cli(
         dir.path(),
-        &["member", "remove", "--account", &account, "--email", "boss@example.com"],
+        &[
+            "member",
+            "remove",
+            "--account",
+            &account,
+            "--email",
+            "boss@example.com",
+        ],
     );
     assert!(!ok && err.contains("at least one admin"), "{err}");
     let (ok, _, err) = cli(
         dir.path(),
-        &["member", "remove", "--account", &account, "--email", "dev@example.com"],
+        &[
+            "member",
+            "remove",
+            "--account",
+            &account,
+            "--email",
+            "dev@example.com",
+        ],
     );
     assert!(ok, "{err}");
-    let (_, out, _) = cli(dir.path(), &["member", "list", "--account", &account, "--json"]);
+    let (_, out, _) = cli(
+        dir.path(),
+        &["member", "list", "--account", &account, "--json"],
+    );
     assert_eq!(last_json(&out).as_array().unwrap().len(), 1);
 }

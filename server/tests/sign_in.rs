@@ -506,3 +506,30 @@ async fn removing_a_member_ends_their_session() {
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend:?}");
     }
 }
+
+#[tokio::test]
+async fn development_seeds_a_demo_account_once_whose_admin_can_sign_in() {
+    let backend = backends()[0];
+    let (app, provider) = app_with_provider(backend, &[("TIDEMARK_DEV_DEMO", "1")]).await;
+    assert_eq!(app.count("projects").await, 3);
+    assert_eq!(app.count("scans").await, 3 * 45);
+    provider.script(Script::user(server::demo::DEMO_EMAIL));
+    let mut browser = Browser::new(&app.base_url);
+    assert_eq!(
+        sign_in(&mut browser, server::demo::DEMO_EMAIL, None)
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    let viewer = browser
+        .post_form("/api/viewer", &[])
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(viewer.contains("\"is_admin\":true"), "{viewer}");
+    // A restart finds the demo and adds nothing.
+    let app = app.restart(&[]).await;
+    assert_eq!(app.count("scans").await, 3 * 45);
+    assert_eq!(app.count("licenses").await, 1);
+}
