@@ -45,6 +45,12 @@ node end2end/idp/oidc.mjs --port "$idp_port" --client-id tidemark-e2e --client-s
   --redirect-uri "$url/auth/oidc/callback" >"$data/oidc.log" 2>&1 &
 idp_pids+=($!)
 
+# A real SAML IdP (samlify), also on localhost, for the domain saml-e2e.example.
+saml_port=$(free_port)
+node end2end/idp/saml.mjs --port "$saml_port" --sp-entity-id "$url/saml/metadata" \
+  --acs-url "$url/saml/acs" >"$data/saml.log" 2>&1 &
+idp_pids+=($!)
+
 server_env=(LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDEMARK_DATA_DIR="$data"
   TIDEMARK_BASE_URL="$url" RUST_LOG="${RUST_LOG:-warn}"
   TIDEMARK_OIDC_ISSUER="http://localhost:$idp_port" TIDEMARK_OIDC_CLIENT_ID=tidemark-e2e
@@ -54,11 +60,21 @@ server_env=(LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDE
 admin_email="admin-$port@e2e.example"
 env "${server_env[@]}" target/release/tidemark-server license create --email "$admin_email" \
   --tier enterprise --json >"$data/license.json"
+account_id=$(tail -n 1 "$data/license.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["account_id"])')
+
+# Its SAML domain and a member who signs in through it.
+saml_member="sam-$port@saml-e2e.example"
+for _ in $(seq 50); do curl -sf "http://localhost:$saml_port/metadata" >"$data/idp-metadata.xml" && break; sleep 0.2; done
+env "${server_env[@]}" target/release/tidemark-server sso set --account "$account_id" \
+  --domain saml-e2e.example --idp-metadata "$data/idp-metadata.xml" >/dev/null
+env "${server_env[@]}" target/release/tidemark-server member add --account "$account_id" \
+  --email "$saml_member" --role member >/dev/null
 
 env "${server_env[@]}" target/release/tidemark-server serve >"$data/server.log" 2>&1 &
 server_pid=$!
 
 export TIDEMARK_E2E_ADMIN="$admin_email" TIDEMARK_E2E_OIDC="http://localhost:$idp_port"
+export TIDEMARK_E2E_SAML_MEMBER="$saml_member" TIDEMARK_E2E_SAML="http://localhost:$saml_port"
 (cd end2end && TIDEMARK_E2E_URL="$url" npx playwright test) || {
   echo "e2e: Playwright failed; server log:" >&2
   tail -n 50 "$data/server.log" >&2

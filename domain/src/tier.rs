@@ -60,6 +60,11 @@ pub fn format_feature_list(features: &[Feature]) -> String {
         .join(",")
 }
 
+/// SAML single sign-on (and enforcing it) is an enterprise capability.
+pub fn allows_sso(tier: Tier) -> bool {
+    tier == Tier::Enterprise
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

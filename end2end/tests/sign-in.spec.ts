@@ -65,3 +65,36 @@ test("someone who is not a member gets a clear no-access page", async ({ page })
   const cookies = await page.context().cookies();
   expect(cookies.find((c) => c.name === "__Host-tidemark_session")).toBeUndefined();
 });
+
+const SAML_MEMBER = process.env.TIDEMARK_E2E_SAML_MEMBER ?? "";
+const SAML = process.env.TIDEMARK_E2E_SAML ?? "";
+
+test("a member of a SAML domain signs in through the company IdP", async ({ page, context }) => {
+  expect(SAML).toMatch(/^http:\/\/localhost:\d+$/);
+  const problems: string[] = [];
+  page.on("console", (msg: ConsoleMessage) => {
+    if (msg.type() === "error" || msg.type() === "warning") problems.push(msg.text());
+  });
+
+  await page.goto("/signin");
+  await page.getByLabel("E-mail address").fill(SAML_MEMBER);
+  await page.getByRole("button", { name: "Continue" }).click();
+
+  // The domain is routed to its SAML IdP (another site), not to OpenID Connect.
+  await expect(page).toHaveURL(new RegExp(`^${SAML}/sso\\?SAMLRequest=`));
+  await expect(page.getByRole("note")).toHaveText("Test SAML identity provider");
+  await page.getByLabel("Work e-mail").fill(SAML_MEMBER);
+  await page.screenshot({ path: "test-results/saml-idp.png", fullPage: true });
+  // The IdP answers with a cross-site POST to /saml/acs.
+  await page.getByRole("button", { name: "Sign in with SSO" }).click();
+
+  await expect(page).toHaveURL(/127\.0\.0\.1:\d+\/projects$/);
+  await expect(page.getByTestId("signed-in-as")).toContainText(SAML_MEMBER);
+  await expect(page.getByTestId("signed-in-as")).toContainText("member");
+  const cookies = await context.cookies();
+  const session = cookies.find((c) => c.name === "__Host-tidemark_session");
+  expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: "Strict", path: "/" });
+  expect(session?.domain).toBe("127.0.0.1");
+  expect(cookies.find((c) => c.name === "__Host-tidemark_login")).toBeUndefined();
+  expect(problems, problems.join("\n")).toEqual([]);
+});

@@ -29,6 +29,40 @@ pub enum Command {
     /// Manage who may sign in to an account's dashboard.
     #[command(subcommand)]
     Member(MemberCommand),
+    /// Configure SAML single sign-on for e-mail domains (enterprise accounts).
+    #[command(subcommand)]
+    Sso(SsoCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SsoCommand {
+    /// Route the domain's users to the IdP in the metadata file. Their sessions end.
+    Set {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        domain: String,
+        /// The IdP's SAML 2.0 metadata XML (it must name a signing certificate).
+        #[arg(long)]
+        idp_metadata: std::path::PathBuf,
+        /// Refuse OpenID Connect sign-in for the domain.
+        #[arg(long)]
+        enforce: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List configured domains.
+    List {
+        #[arg(long)]
+        account: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a domain's SAML configuration. Its users' sessions end.
+    Remove {
+        #[arg(long)]
+        domain: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -98,6 +98,13 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/signin", post(auth::start_sign_in))
         .route("/auth/oidc/callback", get(auth::oidc::callback))
         .route("/auth/logout", post(auth::logout))
+        .route("/saml/metadata", get(auth::saml::metadata))
+        .route(
+            "/saml/acs",
+            post(auth::saml::acs).layer(axum::extract::DefaultBodyLimit::max(
+                auth::saml::MAX_ACS_BODY,
+            )),
+        )
         .leptos_routes_with_context(
             &state,
             routes,

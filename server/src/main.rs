@@ -1,7 +1,7 @@
 use anyhow::Context as _;
 use clap::Parser as _;
 use serde::Serialize;
-use server::cli::{BundleCommand, Cli, Command, LicenseCommand, MemberCommand};
+use server::cli::{BundleCommand, Cli, Command, LicenseCommand, MemberCommand, SsoCommand};
 use server::config::{Config, Environment};
 use server::ops;
 
@@ -118,6 +118,43 @@ async fn main() -> anyhow::Result<()> {
         Command::Member(MemberCommand::Remove { account, email }) => {
             ops::remove_member(db, &account, &email).await?;
             println!("{email} removed from {account}; their sessions there have ended");
+        }
+        Command::Sso(SsoCommand::Set {
+            account,
+            domain,
+            idp_metadata,
+            enforce,
+            json,
+        }) => {
+            let xml = std::fs::read_to_string(&idp_metadata)
+                .with_context(|| format!("could not read {}", idp_metadata.display()))?;
+            let sso = ops::set_sso(db, &account, &domain, &xml, enforce).await?;
+            println!(
+                "{} now signs in with SAML at {} ({} signing certificate(s)){}",
+                sso.domain,
+                sso.idp_sso_url,
+                sso.signing_certificates,
+                if sso.enforce {
+                    "; OpenID Connect refused"
+                } else {
+                    ""
+                }
+            );
+            print_json(json, &sso)?;
+        }
+        Command::Sso(SsoCommand::List { account, json }) => {
+            let list = ops::list_sso(db, account.as_deref()).await?;
+            for s in &list {
+                println!(
+                    "{:<30}  {}  {}  enforce={}",
+                    s.domain, s.account_id, s.idp_entity_id, s.enforce
+                );
+            }
+            print_json(json, &list)?;
+        }
+        Command::Sso(SsoCommand::Remove { domain }) => {
+            ops::remove_sso(db, &domain).await?;
+            println!("SAML removed for {domain}; its users sign in with OpenID Connect again");
         }
     }
     state.db.close().await;

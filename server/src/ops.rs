@@ -245,3 +245,88 @@ pub async fn remove_member(db: &Db, account_id: &str, email: &str) -> anyhow::Re
         .map_err(|e| anyhow::anyhow!(e))?;
     Ok(())
 }
+
+/// An SSO domain as operator commands print it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SsoView {
+    pub domain: String,
+    pub account_id: String,
+    pub idp_entity_id: String,
+    pub idp_sso_url: String,
+    pub signing_certificates: usize,
+    pub enforce: bool,
+    pub updated_at: String,
+}
+
+impl From<tidemark_store::sso::SsoDomain> for SsoView {
+    fn from(s: tidemark_store::sso::SsoDomain) -> Self {
+        SsoView {
+            signing_certificates: s.signing_certs.len(),
+            domain: s.domain,
+            account_id: s.account_id,
+            idp_entity_id: s.idp_entity_id,
+            idp_sso_url: s.idp_sso_url,
+            enforce: s.enforce,
+            updated_at: to_rfc3339(s.updated_at),
+        }
+    }
+}
+
+/// A bare e-mail domain (`example.com`), lower-cased.
+pub fn parse_domain(raw: &str) -> anyhow::Result<String> {
+    let raw = raw.trim().trim_start_matches('@');
+    Email::parse(&format!("user@{raw}"))
+        .map(|e| e.domain().to_owned())
+        .map_err(|_| anyhow::anyhow!("{raw:?} is not an e-mail domain such as example.com"))
+}
+
+/// Configures SAML for `domain` on an enterprise account; its users' sessions end.
+pub async fn set_sso(
+    db: &Db,
+    account_id: &str,
+    domain: &str,
+    metadata_xml: &str,
+    enforce: bool,
+) -> anyhow::Result<SsoView> {
+    let domain = parse_domain(domain)?;
+    let license = licenses::list_licenses(db)
+        .await?
+        .into_iter()
+        .find(|l| l.account_id == account_id)
+        .ok_or_else(|| anyhow::anyhow!("no account {account_id}"))?;
+    anyhow::ensure!(
+        tidemark_domain::tier::allows_sso(license.tier),
+        "SAML single sign-on needs an enterprise license (this account is {})",
+        license.tier.as_str()
+    );
+    let idp = crate::auth::saml::parse_idp_metadata(metadata_xml)
+        .map_err(|e| anyhow::anyhow!("IdP metadata refused: {e}"))?;
+    let sso = tidemark_store::sso::SsoDomain {
+        domain: domain.clone(),
+        account_id: account_id.to_owned(),
+        idp_entity_id: idp.entity_id,
+        idp_sso_url: idp.sso_url,
+        signing_certs: idp.signing_certs,
+        enforce,
+        metadata_xml: metadata_xml.to_owned(),
+        updated_at: now_millis(),
+    };
+    let stored = tidemark_store::sso::set_sso_domain(db, &sso).await?;
+    anyhow::ensure!(stored, "{domain} is already configured for another account");
+    Ok(sso.into())
+}
+
+pub async fn list_sso(db: &Db, account_id: Option<&str>) -> anyhow::Result<Vec<SsoView>> {
+    Ok(tidemark_store::sso::list_sso_domains(db, account_id)
+        .await?
+        .into_iter()
+        .map(SsoView::from)
+        .collect())
+}
+
+pub async fn remove_sso(db: &Db, domain: &str) -> anyhow::Result<()> {
+    let domain = parse_domain(domain)?;
+    let removed = tidemark_store::sso::remove_sso_domain(db, &domain).await?;
+    anyhow::ensure!(removed, "{domain} has no SAML configuration");
+    Ok(())
+}

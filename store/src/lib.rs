@@ -23,6 +23,7 @@ pub mod outbox;
 pub mod pushes;
 pub mod rate;
 pub mod sessions;
+pub mod sso;
 pub mod testing;
 
 /// The schema, shared by both backends.

@@ -8,6 +8,7 @@
 
 pub mod attempt;
 pub mod oidc;
+pub mod saml;
 pub mod session_store;
 
 use axum::extract::{Form, Request, State};
@@ -156,7 +157,19 @@ pub async fn start_sign_in(
     let Ok(email) = Email::parse(&form.email) else {
         return sign_in_failed("email_invalid", &next);
     };
-    match oidc::start(&state, &email, &next).await {
+    // A domain with SAML configured goes to its IdP; everyone else to OpenID Connect.
+    let sso = match tidemark_store::sso::find_sso_domain(&state.db, email.domain()).await {
+        Ok(sso) => sso,
+        Err(err) => {
+            tracing::error!(%err, "could not look up SSO for a domain");
+            return sign_in_failed("unavailable", &next);
+        }
+    };
+    let started = match &sso {
+        Some(sso) => saml::start(&state, sso, &next).await,
+        None => oidc::start(&state, &email, &next).await,
+    };
+    match started {
         Ok(response) => response,
         Err(code) => sign_in_failed(code, &next),
     }
@@ -189,6 +202,7 @@ pub async fn complete_sign_in(
     user_id: &str,
     via: &str,
     next: &str,
+    preferred_account: Option<&str>,
     clear_attempt_cookie: HeaderMap,
 ) -> Response {
     let accounts = match access::memberships_of(&state.db, user_id).await {
@@ -198,7 +212,12 @@ pub async fn complete_sign_in(
             return sign_in_failed("unavailable", next);
         }
     };
-    let Some((account_id, _role)) = accounts.into_iter().next() else {
+    // SAML signs in to the account that configured it; otherwise the oldest membership.
+    let preferred = accounts
+        .iter()
+        .position(|(account, _)| Some(account.as_str()) == preferred_account)
+        .unwrap_or(0);
+    let Some((account_id, _role)) = accounts.into_iter().nth(preferred) else {
         return sign_in_failed("no_access", next);
     };
     // A fresh id at sign-in: an id planted before sign-in is worthless afterwards.

@@ -172,6 +172,7 @@ pub async fn callback(
                 &user_id,
                 "oidc",
                 &next,
+                None,
                 attempt::clear_cookie(),
             )
             .await
@@ -281,6 +282,22 @@ async fn finish(
         IdentityOutcome::UnknownEmail => return Err("no_access"),
         IdentityOutcome::BoundElsewhere => return Err("bound_elsewhere"),
     };
+    // A domain that enforces SAML may not come in through OpenID Connect.
+    let email = access::user_email(&state.db, &user_id)
+        .await
+        .map_err(|_| "unavailable")?;
+    let domain = email
+        .as_deref()
+        .and_then(|e| e.rsplit_once('@'))
+        .map(|(_, d)| d.to_owned());
+    if let Some(domain) = domain {
+        let sso = tidemark_store::sso::find_sso_domain(&state.db, &domain)
+            .await
+            .map_err(|_| "unavailable")?;
+        if sso.is_some_and(|sso| sso.enforce) {
+            return Err("saml_required");
+        }
+    }
     Ok(user_id)
 }
 

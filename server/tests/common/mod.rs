@@ -21,6 +21,7 @@ pub use tidemark_store::testing::backends;
 
 pub mod browser;
 pub mod oidc;
+pub mod saml;
 
 pub struct TestApp {
     pub backend: Backend,

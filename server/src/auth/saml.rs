@@ -1,0 +1,466 @@
+//! SAML 2.0 Web Browser SSO, SP-initiated: an HTTP-Redirect `AuthnRequest` out, the signed
+//! response back by HTTP-POST at `/saml/acs`. `samael` (with xmlsec) verifies signatures and
+//! the standard conditions; this module adds what it leaves to the application:
+//!
+//! - a signature is required always: IdP metadata without a signing certificate is refused
+//!   when configured and again at use, so samael can never take its "no certificate, no
+//!   check" path; only the configured certificates are trusted (never one in the message);
+//! - SHA-1 (and any algorithm not listed) is refused;
+//! - `InResponseTo` must name the request of *this* browser's sign-in attempt, which is
+//!   consumed on use (no unsolicited responses, no second use);
+//! - each assertion id is accepted once (a replay cache in the database, for all replicas);
+//! - the SP entity id and ACS URL are explicit, so audience, recipient and destination are
+//!   checked against them;
+//! - documents with a DOCTYPE (entity expansion) are refused before any XML parsing;
+//! - the address asserted must belong to the domain the IdP is configured for.
+
+use std::str::FromStr as _;
+
+use axum::extract::{Form, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use base64::Engine as _;
+use samael::crypto::AllowedSignatureAlgorithm;
+use samael::metadata::EntityDescriptor;
+use samael::schema::Assertion;
+use samael::service_provider::{ServiceProvider, ServiceProviderBuilder};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use tidemark_domain::text::Email;
+use tidemark_domain::{ids, now_millis};
+use tidemark_store::access::{self, IdentityOutcome};
+use tidemark_store::sessions;
+use tidemark_store::sso::SsoDomain;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::Session;
+
+use super::{attempt, complete_sign_in, sign_in_failed};
+use crate::state::AppState;
+
+const HTTP_REDIRECT: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect";
+/// The largest SAMLResponse form accepted at the ACS.
+pub const MAX_ACS_BODY: usize = 256 * 1024;
+
+/// What an IdP's metadata says, once it has passed our checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdpMetadata {
+    pub entity_id: String,
+    pub sso_url: String,
+    /// Base64 DER.
+    pub signing_certs: Vec<String>,
+}
+
+/// True when an XML document declares a DOCTYPE or entities: never parsed.
+pub fn has_doctype(xml: &str) -> bool {
+    let lower = xml.to_ascii_lowercase();
+    lower.contains("<!doctype") || lower.contains("<!entity")
+}
+
+/// Checks IdP metadata: parseable, an entity id, an HTTP-Redirect SSO endpoint, and at least
+/// one signing certificate.
+pub fn parse_idp_metadata(xml: &str) -> Result<IdpMetadata, String> {
+    if has_doctype(xml) {
+        return Err("metadata with a DOCTYPE or entity declarations is refused".into());
+    }
+    let descriptor =
+        EntityDescriptor::from_str(xml).map_err(|e| format!("not SAML 2.0 IdP metadata: {e}"))?;
+    let entity_id = descriptor
+        .entity_id
+        .clone()
+        .filter(|id| !id.is_empty())
+        .ok_or("the metadata has no entityID")?;
+    let sso_url = descriptor
+        .idp_sso_descriptors
+        .iter()
+        .flatten()
+        .flat_map(|d| &d.single_sign_on_services)
+        .find(|s| s.binding == HTTP_REDIRECT)
+        .map(|s| s.location.clone())
+        .ok_or("the metadata has no SingleSignOnService with the HTTP-Redirect binding")?;
+    let probe = ServiceProviderBuilder::default()
+        .idp_metadata(descriptor)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let certs = probe
+        .idp_signing_certs()
+        .map_err(|e| format!("a signing certificate could not be read: {e}"))?
+        .ok_or("the metadata has no signing certificate; responses could not be verified")?;
+    Ok(IdpMetadata {
+        entity_id,
+        sso_url,
+        signing_certs: certs
+            .iter()
+            .map(|c| base64::engine::general_purpose::STANDARD.encode(c.der_data()))
+            .collect(),
+    })
+}
+
+pub fn sp_entity_id(base_url: &str) -> String {
+    format!("{base_url}/saml/metadata")
+}
+
+pub fn acs_url(base_url: &str) -> String {
+    format!("{base_url}/saml/acs")
+}
+
+fn service_provider(
+    base_url: &str,
+    idp: Option<EntityDescriptor>,
+) -> Result<ServiceProvider, String> {
+    let mut builder = ServiceProviderBuilder::default();
+    builder
+        .entity_id(Some(sp_entity_id(base_url)))
+        .metadata_url(Some(sp_entity_id(base_url)))
+        .acs_url(Some(acs_url(base_url)))
+        .slo_url(None)
+        .allow_idp_initiated(false)
+        .max_clock_skew(chrono::Duration::seconds(60))
+        .allowed_signature_algorithms(Some(vec![
+            AllowedSignatureAlgorithm::RsaSha256,
+            AllowedSignatureAlgorithm::RsaSha384,
+            AllowedSignatureAlgorithm::RsaSha512,
+            AllowedSignatureAlgorithm::EcdsaSha256,
+            AllowedSignatureAlgorithm::EcdsaSha384,
+            AllowedSignatureAlgorithm::EcdsaSha512,
+        ]));
+    if let Some(idp) = idp {
+        builder.idp_metadata(idp);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+/// `GET /saml/metadata`: this service provider, for IdP administrators. Written out rather
+/// than generated: samael's generator insists on a single-logout endpoint we do not offer.
+pub async fn metadata(State(state): State<AppState>) -> Response {
+    let attr = |s: String| {
+        s.replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let entity_id = attr(sp_entity_id(&state.config.base_url));
+    let acs = attr(acs_url(&state.config.base_url));
+    let xml = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <md:EntityDescriptor xmlns:md=\"urn:oasis:names:tc:SAML:2.0:metadata\" \
+         entityID=\"{entity_id}\">\n  \
+         <md:SPSSODescriptor AuthnRequestsSigned=\"false\" WantAssertionsSigned=\"true\" \
+         protocolSupportEnumeration=\"urn:oasis:names:tc:SAML:2.0:protocol\">\n    \
+         <md:NameIDFormat>urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress</md:NameIDFormat>\n    \
+         <md:AssertionConsumerService Binding=\"urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST\" \
+         Location=\"{acs}\" index=\"0\" isDefault=\"true\"/>\n  \
+         </md:SPSSODescriptor>\n</md:EntityDescriptor>\n"
+    );
+    (
+        [(header::CONTENT_TYPE, "application/samlmetadata+xml")],
+        xml,
+    )
+        .into_response()
+}
+
+/// How many `Assertion` (or `EncryptedAssertion`) elements the document has, whatever their
+/// namespace prefix. Exactly one is accepted: a second one is how signature-wrapping attacks
+/// smuggle an unsigned assertion past a verifier.
+pub fn assertion_count(xml: &str) -> usize {
+    xml.match_indices('<')
+        .filter(|(i, _)| {
+            let rest = &xml[i + 1..];
+            let name_end = rest
+                .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+                .unwrap_or(rest.len());
+            let name = &rest[..name_end];
+            let local = name.rsplit(':').next().unwrap_or(name);
+            local == "Assertion" || local == "EncryptedAssertion"
+        })
+        .count()
+}
+
+#[derive(Serialize, Deserialize)]
+struct SamlAttempt {
+    request_id: String,
+    domain: String,
+    next: String,
+}
+
+/// Sends the browser to its company's IdP with a fresh AuthnRequest.
+pub async fn start(
+    state: &AppState,
+    sso: &SsoDomain,
+    next: &str,
+) -> Result<Response, &'static str> {
+    let idp = EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| "saml_invalid")?;
+    let sp = service_provider(&state.config.base_url, Some(idp)).map_err(|_| "saml_invalid")?;
+    let mut request = sp
+        .make_authentication_request(&sso.idp_sso_url)
+        .map_err(|_| "saml_invalid")?;
+    // samael's ids carry 32 random bits; ours carry 256 (and must not start with a digit).
+    request.id = format!(
+        "_{}",
+        hex::encode(Sha256::digest(ids::new_opaque_token().as_bytes()))
+    );
+    let url = request.redirect("").ok().flatten().ok_or("saml_invalid")?;
+    let record = SamlAttempt {
+        request_id: request.id.clone(),
+        domain: sso.domain.clone(),
+        next: next.to_owned(),
+    };
+    // The IdP answers with a cross-site POST: only a `SameSite=None` cookie comes with it.
+    let cookie = attempt::begin(state, "saml", &record, SameSite::None)
+        .await
+        .map_err(|err| {
+            tracing::error!(%err, "could not record a sign-in attempt");
+            "unavailable"
+        })?;
+    Ok((cookie, Redirect::to(url.as_str())).into_response())
+}
+
+#[derive(Deserialize)]
+pub struct AcsForm {
+    #[serde(rename = "SAMLResponse", default)]
+    saml_response: String,
+}
+
+/// `POST /saml/acs`.
+pub async fn acs(
+    State(state): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<AcsForm>,
+) -> Response {
+    let Some(xml) = base64::engine::general_purpose::STANDARD
+        .decode(form.saml_response.trim())
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+    else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "SAMLResponse is not base64-encoded XML",
+        )
+            .into_response();
+    };
+    if has_doctype(&xml) {
+        tracing::warn!("SAML response with a DOCTYPE refused");
+        return (
+            StatusCode::BAD_REQUEST,
+            "XML with a DOCTYPE or entity declarations is refused",
+        )
+            .into_response();
+    }
+    let wrapped = assertion_count(&xml) != 1;
+    let attempt: SamlAttempt = match attempt::take(&state, &headers, "saml").await {
+        Ok(attempt) => attempt,
+        Err(code) => {
+            tracing::warn!("SAML response without a sign-in attempt of this browser refused");
+            return with_cleared_cookie(sign_in_failed(code, "/"));
+        }
+    };
+    let next = attempt.next.clone();
+    if wrapped {
+        tracing::warn!("SAML response without exactly one assertion refused");
+        return with_cleared_cookie(sign_in_failed("saml_invalid", &next));
+    }
+    match verify(&state, &attempt, &xml).await {
+        Ok((user_id, account_id)) => {
+            complete_sign_in(
+                &state,
+                &session,
+                &user_id,
+                "saml",
+                &next,
+                Some(&account_id),
+                attempt::clear_cookie(),
+            )
+            .await
+        }
+        Err(code) => with_cleared_cookie(sign_in_failed(code, &next)),
+    }
+}
+
+fn with_cleared_cookie(mut response: Response) -> Response {
+    response.headers_mut().extend(attempt::clear_cookie());
+    response
+}
+
+/// Verifies the response for this attempt; returns the user and the SSO domain's account.
+async fn verify(
+    state: &AppState,
+    attempt: &SamlAttempt,
+    xml: &str,
+) -> Result<(String, String), &'static str> {
+    let sso = tidemark_store::sso::find_sso_domain(&state.db, &attempt.domain)
+        .await
+        .map_err(|_| "unavailable")?
+        .ok_or("saml_invalid")?;
+    let idp = EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| "saml_invalid")?;
+    let sp = service_provider(&state.config.base_url, Some(idp)).map_err(|_| "saml_invalid")?;
+    // Never let samael take its unsigned path.
+    if !matches!(sp.idp_signing_certs(), Ok(Some(ref certs)) if !certs.is_empty()) {
+        return Err("saml_invalid");
+    }
+    let assertion = sp
+        .parse_xml_response(xml, Some(&[attempt.request_id.as_str()]))
+        .map_err(|err| {
+            tracing::warn!(err = %err, domain = %attempt.domain, "SAML response refused");
+            "saml_invalid"
+        })?;
+    if assertion.issuer.value.as_deref() != Some(sso.idp_entity_id.as_str()) {
+        return Err("saml_invalid");
+    }
+    // When only the assertion is signed, samael checks only the assertion. The envelope
+    // around it still has to agree: success status, our ACS, our request, this IdP.
+    envelope_agrees(
+        xml,
+        &state.config.base_url,
+        &attempt.request_id,
+        &sso.idp_entity_id,
+    )
+    .map_err(|why| {
+        tracing::warn!(why, domain = %attempt.domain, "SAML response envelope refused");
+        "saml_invalid"
+    })?;
+    // Each assertion is accepted once, until it would have expired anyway.
+    let now = now_millis();
+    let until = assertion
+        .conditions
+        .as_ref()
+        .and_then(|c| c.not_on_or_after)
+        .map(|t| t.timestamp_millis())
+        .unwrap_or(now + 3_600_000)
+        .clamp(now + 60_000, now + 86_400_000);
+    let id_hash = hex::encode(Sha256::digest(format!(
+        "{}\n{}",
+        sso.idp_entity_id, assertion.id
+    )));
+    let (db, hash) = (state.db.clone(), id_hash);
+    let fresh = tokio::spawn(async move { sessions::remember_assertion(&db, &hash, until).await })
+        .await
+        .map_err(|_| "unavailable")?
+        .map_err(|_| "unavailable")?;
+    if !fresh {
+        tracing::warn!(domain = %attempt.domain, "replayed SAML assertion refused");
+        return Err("saml_invalid");
+    }
+
+    let (subject, email) = subject_and_email(&assertion).ok_or("saml_invalid")?;
+    if email.domain() != sso.domain {
+        tracing::warn!(domain = %sso.domain, "IdP asserted an address outside its domain");
+        return Err("saml_invalid");
+    }
+    // The IdP is authoritative for its own domain: its address counts as verified.
+    let outcome =
+        access::resolve_identity(&state.db, &sso.idp_entity_id, &subject, Some(&email), now)
+            .await
+            .map_err(|_| "unavailable")?;
+    match outcome {
+        IdentityOutcome::User(user_id) => Ok((user_id, sso.account_id)),
+        IdentityOutcome::UnknownEmail => Err("no_access"),
+        IdentityOutcome::BoundElsewhere => Err("bound_elsewhere"),
+        IdentityOutcome::EmailUnverified => Err("email_unverified"),
+    }
+}
+
+/// Checks the (possibly unsigned) `Response` element around a verified assertion.
+fn envelope_agrees(
+    xml: &str,
+    base_url: &str,
+    request_id: &str,
+    idp_entity_id: &str,
+) -> Result<(), &'static str> {
+    let response: samael::schema::Response = xml.parse().map_err(|_| "not a SAML Response")?;
+    let status = response
+        .status
+        .as_ref()
+        .and_then(|s| s.status_code.value.as_deref())
+        .ok_or("no status")?;
+    if status != "urn:oasis:names:tc:SAML:2.0:status:Success" {
+        return Err("status is not Success");
+    }
+    if response
+        .destination
+        .as_deref()
+        .is_some_and(|d| d != acs_url(base_url))
+    {
+        return Err("destination is not our ACS");
+    }
+    if response.in_response_to.as_deref() != Some(request_id) {
+        return Err("InResponseTo is not this browser's request");
+    }
+    if response
+        .issuer
+        .as_ref()
+        .and_then(|i| i.value.as_deref())
+        .is_some_and(|issuer| issuer != idp_entity_id)
+    {
+        return Err("issuer is not the configured IdP");
+    }
+    Ok(())
+}
+
+/// The NameID, and the e-mail address from the NameID or a mail attribute.
+fn subject_and_email(assertion: &Assertion) -> Option<(String, Email)> {
+    let name_id = assertion
+        .subject
+        .as_ref()?
+        .name_id
+        .as_ref()?
+        .value
+        .trim()
+        .to_owned();
+    if name_id.is_empty() {
+        return None;
+    }
+    let from_attributes = || {
+        assertion
+            .attribute_statements
+            .iter()
+            .flatten()
+            .flat_map(|s| &s.attributes)
+            .find_map(|a| {
+                let name = a.name.as_deref().unwrap_or("").to_ascii_lowercase();
+                let is_mail = name == "email"
+                    || name == "mail"
+                    || name.ends_with("/emailaddress")
+                    || name == "urn:oid:0.9.2342.19200300.100.1.3";
+                if is_mail {
+                    a.values
+                        .iter()
+                        .find_map(|v| v.value.as_deref().and_then(|v| Email::parse(v).ok()))
+                } else {
+                    None
+                }
+            })
+    };
+    let email = Email::parse(&name_id).ok().or_else(from_attributes)?;
+    Some((name_id, email))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exactly_one_assertion_whatever_the_prefix() {
+        assert_eq!(
+            assertion_count(
+                "<samlp:Response><saml:Assertion ID=\"a\"></saml:Assertion></samlp:Response>"
+            ),
+            1
+        );
+        assert_eq!(
+            assertion_count("<Response><Assertion>x</Assertion><Assertion/></Response>"),
+            2
+        );
+        assert_eq!(
+            assertion_count("<r><s2:EncryptedAssertion></s2:EncryptedAssertion></r>"),
+            1
+        );
+        assert_eq!(assertion_count("<r><saml:AssertionIDRef/></r>"), 0);
+    }
+
+    #[test]
+    fn doctype_and_entities_are_spotted_in_any_case() {
+        assert!(has_doctype("<?xml version=\"1.0\"?><!doctype x><x/>"));
+        assert!(has_doctype("<x><!ENTITY a \"b\"></x>"));
+        assert!(!has_doctype("<x>doctype</x>"));
+    }
+}

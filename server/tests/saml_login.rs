@@ -1,0 +1,414 @@
+//! SAML single sign-on against a real samlify IdP (Node), on both databases: the round trip,
+//! and every response the contract says must be refused.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::browser::{location, Browser};
+use common::oidc::{Script, ScriptedProvider};
+use common::saml::SamlIdp;
+use common::{backends, TestApp};
+use reqwest::StatusCode;
+use serde_json::json;
+use tidemark_domain::access::Role;
+use tidemark_domain::text::Email;
+use tidemark_wire::Tier;
+
+const DOMAIN: &str = "sso-corp.example";
+const ALICE: &str = "alice@sso-corp.example";
+const BOB: &str = "bob@sso-corp.example";
+
+struct Setup {
+    app: TestApp,
+    idp: SamlIdp,
+    provider: ScriptedProvider,
+    account: String,
+}
+
+async fn setup(backend: tidemark_store::Backend, enforce: bool) -> Setup {
+    let provider = ScriptedProvider::start().await;
+    let env = provider.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let app = TestApp::spawn_with(backend, &env).await;
+    let license = app.create_license(Tier::Enterprise).await;
+    for (email, role) in [(ALICE, Role::Member), (BOB, Role::Admin)] {
+        tidemark_store::access::add_member(
+            &app.db,
+            &license.account_id,
+            &Email::parse(email).unwrap(),
+            role,
+            1,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    }
+    let idp = SamlIdp::start(&app.base_url).await;
+    server::ops::set_sso(
+        &app.db,
+        &license.account_id,
+        DOMAIN,
+        &idp.metadata().await,
+        enforce,
+    )
+    .await
+    .unwrap();
+    Setup {
+        app,
+        idp,
+        provider,
+        account: license.account_id,
+    }
+}
+
+/// Starts a sign-in for `email` and returns the IdP URL and the request id it received.
+async fn start(s: &Setup, browser: &mut Browser, email: &str) -> String {
+    let res = browser.post_form("/auth/signin", &[("email", email)]).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let to_idp = location(&res);
+    assert!(
+        to_idp.starts_with(&format!("{}/sso?SAMLRequest=", s.idp.base)),
+        "{to_idp}"
+    );
+    let cookie = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|c| c.starts_with("__Host-tidemark_login="))
+        .expect("attempt cookie");
+    // The IdP posts back cross-site: only SameSite=None comes along.
+    for attr in ["SameSite=None", "Secure", "HttpOnly", "Path=/"] {
+        assert!(cookie.contains(attr), "{attr} in {cookie}");
+    }
+    s.idp.request_id(&to_idp).await
+}
+
+/// POSTs a SAMLResponse to the ACS the way the IdP's page does (cross-site).
+async fn post_acs(s: &Setup, browser: &mut Browser, response: &str) -> reqwest::Response {
+    let idp_origin = s.idp.base.clone();
+    browser
+        .post_form_from(
+            "/saml/acs",
+            &[("SAMLResponse", response)],
+            Some(&idp_origin),
+        )
+        .await
+}
+
+fn refusal(res: &reqwest::Response) -> String {
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "expected a refusal");
+    let to = location(res);
+    assert!(to.starts_with("/signin?error="), "{to}");
+    to["/signin?error=".len()..]
+        .split('&')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_member_signs_in_through_their_company_idp() {
+    for backend in backends() {
+        let s = setup(backend, false).await;
+        let mut browser = Browser::new(&s.app.base_url);
+        let rid = start(&s, &mut browser, ALICE).await;
+        let response = s
+            .idp
+            .forge(json!({"email": ALICE, "inResponseTo": rid}))
+            .await;
+        let done = post_acs(&s, &mut browser, &response).await;
+        assert_eq!(
+            done.status(),
+            StatusCode::OK,
+            "{backend:?}: {}",
+            location(&done)
+        );
+        assert!(browser.jar.contains_key("__Host-tidemark_session"));
+        let viewer = browser
+            .post_form("/api/viewer", &[])
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            viewer.contains(ALICE) && viewer.contains(&s.account),
+            "{viewer}"
+        );
+
+        // SP metadata names the entity id and ACS the IdP must use.
+        let md = s.app.get("/saml/metadata").await.text().await.unwrap();
+        assert!(
+            md.contains(&format!("entityID=\"{}/saml/metadata\"", s.app.base_url)),
+            "{md}"
+        );
+        assert!(md.contains("WantAssertionsSigned=\"true\""), "{md}");
+        assert!(
+            md.contains(&format!("Location=\"{}/saml/acs\"", s.app.base_url)),
+            "{md}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn spoiled_responses_are_refused() {
+    for backend in backends() {
+        let s = setup(backend, false).await;
+        // `target` is who an attacker wants to be; Alice's own response is the raw material.
+        for variant in [
+            "unsigned",
+            "stripped",
+            "tampered",
+            "xsw",
+            "foreign-signer",
+            "sha1",
+            "expired",
+            "wrong-audience",
+            "wrong-recipient",
+            "failed-status",
+        ] {
+            let mut browser = Browser::new(&s.app.base_url);
+            let rid = start(&s, &mut browser, ALICE).await;
+            let response = s
+                .idp
+                .forge(
+                    json!({"email": ALICE, "inResponseTo": rid, "variant": variant, "target": BOB}),
+                )
+                .await;
+            let res = post_acs(&s, &mut browser, &response).await;
+            assert_eq!(
+                res.status(),
+                StatusCode::SEE_OTHER,
+                "{backend:?}: {variant} was accepted"
+            );
+            assert_eq!(refusal(&res), "saml_invalid", "{backend:?}: {variant}");
+            assert!(
+                !browser.jar.contains_key("__Host-tidemark_session"),
+                "{variant}"
+            );
+        }
+        assert_eq!(s.app.count("sessions").await, 0, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn responses_are_single_use_and_never_unsolicited() {
+    for backend in backends() {
+        let s = setup(backend, false).await;
+
+        // Unsolicited: a valid response, but this browser started no sign-in.
+        let mut stranger = Browser::new(&s.app.base_url);
+        let response = s
+            .idp
+            .forge(json!({"email": ALICE, "inResponseTo": ""}))
+            .await;
+        assert_eq!(
+            refusal(&post_acs(&s, &mut stranger, &response).await),
+            "sign_in_expired"
+        );
+
+        // Answering another attempt's request.
+        let mut other = Browser::new(&s.app.base_url);
+        let other_rid = start(&s, &mut other, ALICE).await;
+        let mut browser = Browser::new(&s.app.base_url);
+        start(&s, &mut browser, ALICE).await;
+        let response = s
+            .idp
+            .forge(json!({"email": ALICE, "inResponseTo": other_rid}))
+            .await;
+        assert_eq!(
+            refusal(&post_acs(&s, &mut browser, &response).await),
+            "saml_invalid"
+        );
+
+        // A good response works once...
+        let mut browser = Browser::new(&s.app.base_url);
+        let rid = start(&s, &mut browser, ALICE).await;
+        let response = s
+            .idp
+            .forge(
+                json!({"email": ALICE, "inResponseTo": rid, "assertionId": "_fixed-assertion-1"}),
+            )
+            .await;
+        let attempt = browser.jar["__Host-tidemark_login"].clone();
+        assert_eq!(
+            post_acs(&s, &mut browser, &response).await.status(),
+            StatusCode::OK
+        );
+        // ...replayed with the same attempt cookie, the attempt is gone...
+        let mut replay = Browser::new(&s.app.base_url);
+        replay.jar.insert("__Host-tidemark_login".into(), attempt);
+        assert_eq!(
+            refusal(&post_acs(&s, &mut replay, &response).await),
+            "sign_in_expired"
+        );
+        // ...and the same assertion id in a new, matching response is a replay.
+        let mut again = Browser::new(&s.app.base_url);
+        let rid = start(&s, &mut again, ALICE).await;
+        let response = s
+            .idp
+            .forge(
+                json!({"email": ALICE, "inResponseTo": rid, "assertionId": "_fixed-assertion-1"}),
+            )
+            .await;
+        assert_eq!(
+            refusal(&post_acs(&s, &mut again, &response).await),
+            "saml_invalid",
+            "{backend:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn doctype_documents_are_refused_before_parsing() {
+    let s = setup(backends()[0], false).await;
+    let mut browser = Browser::new(&s.app.base_url);
+    let rid = start(&s, &mut browser, ALICE).await;
+    let response = s
+        .idp
+        .forge(json!({"email": ALICE, "inResponseTo": rid, "variant": "doctype"}))
+        .await;
+    let began = std::time::Instant::now();
+    let res = post_acs(&s, &mut browser, &response).await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(res.text().await.unwrap().contains("DOCTYPE"));
+    // The attempt survives a refused document: the real response can still come.
+    let good = s
+        .idp
+        .forge(json!({"email": ALICE, "inResponseTo": rid}))
+        .await;
+    assert_eq!(
+        post_acs(&s, &mut browser, &good).await.status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn strangers_and_foreign_domains_do_not_get_in() {
+    let s = setup(backends()[0], false).await;
+    let mut browser = Browser::new(&s.app.base_url);
+    let rid = start(&s, &mut browser, "carol@sso-corp.example").await;
+    let response = s
+        .idp
+        .forge(json!({"email": "carol@sso-corp.example", "inResponseTo": rid}))
+        .await;
+    assert_eq!(
+        refusal(&post_acs(&s, &mut browser, &response).await),
+        "no_access"
+    );
+
+    // The IdP of sso-corp.example may not vouch for another domain's address.
+    let mut browser = Browser::new(&s.app.base_url);
+    let rid = start(&s, &mut browser, ALICE).await;
+    let owner = s.app.count("licenses").await;
+    let _ = owner;
+    let response = s
+        .idp
+        .forge(json!({"email": "boss@elsewhere.example", "inResponseTo": rid}))
+        .await;
+    assert_eq!(
+        refusal(&post_acs(&s, &mut browser, &response).await),
+        "saml_invalid"
+    );
+}
+
+#[tokio::test]
+async fn enforcing_saml_refuses_openid_connect_and_ends_sessions() {
+    for backend in backends() {
+        let s = setup(backend, false).await;
+        s.provider.script(Script::user(ALICE));
+        // Alice had signed in with OpenID Connect before SSO was enforced; another OIDC
+        // round trip is under way when the operator enforces it.
+        tidemark_store::sso::remove_sso_domain(&s.app.db, DOMAIN)
+            .await
+            .unwrap();
+        let mut before = Browser::new(&s.app.base_url);
+        let started = before.post_form("/auth/signin", &[("email", ALICE)]).await;
+        let callback = location(&before.get(&location(&started)).await);
+        assert_eq!(
+            before.get(&callback).await.status(),
+            StatusCode::OK,
+            "OIDC before enforcing"
+        );
+
+        let mut racing = Browser::new(&s.app.base_url);
+        let started = racing.post_form("/auth/signin", &[("email", ALICE)]).await;
+        let callback = location(&racing.get(&location(&started)).await);
+
+        server::ops::set_sso(&s.app.db, &s.account, DOMAIN, &s.idp.metadata().await, true)
+            .await
+            .unwrap();
+        assert_eq!(
+            s.app.count("sessions").await,
+            0,
+            "{backend:?}: changing SSO ends sessions"
+        );
+        assert_eq!(
+            refusal(&racing.get(&callback).await),
+            "saml_required",
+            "{backend:?}"
+        );
+        let page = before.get(&s.app.url("/projects")).await;
+        assert_eq!(
+            page.status(),
+            StatusCode::SEE_OTHER,
+            "the old session is gone"
+        );
+    }
+}
+
+#[tokio::test]
+async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
+    let backend = backends()[0];
+    let s = setup(backend, false).await;
+    let metadata = s.idp.metadata().await;
+    let team = s.app.create_license(Tier::Team).await;
+    let err = server::ops::set_sso(
+        &s.app.db,
+        &team.account_id,
+        "team.example",
+        &metadata,
+        false,
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("enterprise"), "{err}");
+
+    let unsigned = regex_remove(&metadata, "<KeyDescriptor", "</KeyDescriptor>");
+    let err = server::ops::set_sso(&s.app.db, &s.account, "other.example", &unsigned, false)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no signing certificate"), "{err}");
+
+    let doctype = format!("<!DOCTYPE x [<!ENTITY a \"b\">]>{metadata}");
+    let err = server::ops::set_sso(&s.app.db, &s.account, "other.example", &doctype, false)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("DOCTYPE"), "{err}");
+
+    // A domain belongs to one account.
+    let other = s.app.create_license(Tier::Enterprise).await;
+    let err = server::ops::set_sso(&s.app.db, &other.account_id, DOMAIN, &metadata, false)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("another account"), "{err}");
+    assert_eq!(
+        server::ops::list_sso(&s.app.db, None).await.unwrap().len(),
+        1
+    );
+}
+
+/// `text` without every `start…end` section.
+fn regex_remove(text: &str, start: &str, end: &str) -> String {
+    let mut out = text.to_owned();
+    while let Some(i) = out.find(start) {
+        let j = out[i..].find(end).map(|j| i + j + end.len()).unwrap();
+        out.replace_range(i..j, "");
+    }
+    out
+}
