@@ -247,3 +247,74 @@ fn members_are_added_listed_and_removed() {
     );
     assert_eq!(last_json(&out).as_array().unwrap().len(), 1);
 }
+
+#[test]
+fn sso_domains_are_set_listed_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, err) = cli(
+        dir.path(),
+        &[
+            "license",
+            "create",
+            "--email",
+            "it@corp.example",
+            "--tier",
+            "enterprise",
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let account = last_json(&out)["account_id"].as_str().unwrap().to_owned();
+    let cert = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../end2end/idp/saml-idp-cert.pem"
+    ))
+    .unwrap();
+    let der: String = cert.lines().filter(|l| !l.starts_with("-----")).collect();
+    let metadata = |key: &str| {
+        format!(
+            r#"<EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://idp.corp.example/md"><IDPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">{key}<SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="https://idp.corp.example/sso"/></IDPSSODescriptor></EntityDescriptor>"#
+        )
+    };
+    let with_key = metadata(&format!(
+        r#"<KeyDescriptor use="signing"><ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:X509Data><ds:X509Certificate>{der}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>"#
+    ));
+    let good = dir.path().join("idp.xml");
+    let keyless = dir.path().join("keyless.xml");
+    std::fs::write(&good, with_key).unwrap();
+    std::fs::write(&keyless, metadata("")).unwrap();
+
+    let set = |file: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "sso",
+            "set",
+            "--account",
+            &account,
+            "--domain",
+            "Corp.Example",
+        ];
+        args.extend_from_slice(&["--idp-metadata", file.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        cli(dir.path(), &args)
+    };
+    let (ok, _, err) = set(&keyless, &[]);
+    assert!(!ok && err.contains("no signing certificate"), "{err}");
+    let (ok, out, err) = set(&good, &["--enforce", "--json"]);
+    assert!(ok, "{err}");
+    let view = last_json(&out);
+    assert_eq!(view["domain"], "corp.example");
+    assert_eq!(view["idp_sso_url"], "https://idp.corp.example/sso");
+    assert_eq!(view["signing_certificates"], 1);
+    assert_eq!(view["enforce"], true);
+
+    let (ok, out, _) = cli(dir.path(), &["sso", "list", "--json"]);
+    assert!(ok);
+    assert_eq!(
+        last_json(&out)[0]["idp_entity_id"],
+        "https://idp.corp.example/md"
+    );
+    let (ok, _, err) = cli(dir.path(), &["sso", "remove", "--domain", "corp.example"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = cli(dir.path(), &["sso", "remove", "--domain", "corp.example"]);
+    assert!(!ok && err.contains("no SAML configuration"), "{err}");
+}

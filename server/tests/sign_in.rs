@@ -258,6 +258,23 @@ async fn id_tokens_that_fail_verification_are_refused() {
 }
 
 #[tokio::test]
+async fn the_token_request_never_follows_a_redirect() {
+    let backend = backends()[0];
+    let (app, provider) = app_with_provider(backend, &[]).await;
+    let license = app.create_license(Tier::Team).await;
+    provider.script(Script {
+        redirect_token_request: true,
+        ..Script::user(&license.email)
+    });
+    let mut browser = Browser::new(&app.base_url);
+    assert_eq!(
+        refusal(&sign_in(&mut browser, &license.email, None).await),
+        "provider_refused"
+    );
+    assert_eq!(app.count("sessions").await, 0);
+}
+
+#[tokio::test]
 async fn unverified_addresses_and_strangers_do_not_get_in() {
     for backend in backends() {
         let (app, provider) = app_with_provider(backend, &[]).await;

@@ -43,6 +43,8 @@ pub struct Script {
     /// `None`: echo the state.
     pub state: Option<String>,
     pub alg: Alg,
+    /// Answer the token request with a redirect to an endpoint that would answer it.
+    pub redirect_token_request: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,6 +68,7 @@ impl Script {
             nonce: None,
             state: None,
             alg: Alg::Rs256,
+            redirect_token_request: false,
         }
     }
 }
@@ -108,6 +111,7 @@ impl ScriptedProvider {
             .route("/jwks", get(jwks))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
+            .route("/token-elsewhere", post(token))
             .with_state(inner.clone());
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.expect("provider");
@@ -197,8 +201,22 @@ async fn authorize(
 
 async fn token(
     State(inner): State<Arc<Inner>>,
+    uri: axum::http::Uri,
     Form(form): Form<HashMap<String, String>>,
 ) -> axum::response::Response {
+    let redirect = inner.script.lock().expect("script").redirect_token_request;
+    if redirect && uri.path() == "/token" {
+        // 307 keeps the method and body: a client that follows it would hand the code and
+        // client secret to wherever it points.
+        return (
+            axum::http::StatusCode::TEMPORARY_REDIRECT,
+            [(
+                axum::http::header::LOCATION,
+                format!("{}/token-elsewhere", inner.issuer),
+            )],
+        )
+            .into_response();
+    }
     let code = form.get("code").cloned().unwrap_or_default();
     let Some(pending) = inner.codes.lock().expect("codes").remove(&code) else {
         return (
