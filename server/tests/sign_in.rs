@@ -390,6 +390,22 @@ async fn bad_cookies_mean_signed_out_and_logout_is_final() {
             assert_eq!(other.get(&app.url("/")).await.status(), StatusCode::OK);
         }
 
+        // Signing in again gets a new id; the one sent along stops working.
+        assert_eq!(
+            sign_in(&mut browser, &license.email, None).await.status(),
+            StatusCode::OK
+        );
+        let second = browser.jar["__Host-tidemark_session"].clone();
+        assert_ne!(second, cookie, "a new session id at sign-in");
+        let mut old = Browser::new(&app.base_url);
+        old.jar
+            .insert("__Host-tidemark_session".into(), cookie.clone());
+        assert_eq!(
+            old.get(&app.url("/projects")).await.status(),
+            StatusCode::SEE_OTHER
+        );
+        let cookie = second;
+
         // Logout deletes the record; the old cookie replayed is refused.
         let res = browser.post_form("/auth/logout", &[]).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER);

@@ -293,3 +293,69 @@ pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOw
     })
     .transpose()
 }
+
+/// The license of an account (one per account).
+pub async fn find_license_for_account(
+    db: &Db,
+    account_id: &str,
+) -> Result<Option<License>, StoreError> {
+    let sql = format!("SELECT {LICENSE_COLUMNS} FROM licenses l WHERE l.account_id = $1");
+    let row: Option<LicenseRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(account_id).fetch_optional(pool).await
+    })?;
+    row.map(License::try_from).transpose()
+}
+
+/// An active API key as Settings lists it: never the key itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRow {
+    pub id: String,
+    pub prefix: String,
+    pub machine: String,
+    pub created_at: Millis,
+    pub last_used_at: Option<Millis>,
+}
+
+pub async fn list_api_keys(db: &Db, account_id: &str) -> Result<Vec<KeyRow>, StoreError> {
+    let rows: Vec<(String, String, String, i64, Option<i64>)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT id, prefix, machine, created_at, last_used_at FROM api_keys \
+             WHERE account_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id",
+        )
+        .bind(account_id)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, prefix, machine, created_at, last_used_at)| KeyRow {
+            id,
+            prefix,
+            machine,
+            created_at,
+            last_used_at,
+        })
+        .collect())
+}
+
+/// Revokes one active key of the account; `false` if there was none by that id.
+pub async fn revoke_api_key(
+    db: &Db,
+    account_id: &str,
+    key_id: &str,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let n = on_db_write!(db, pool => {
+        sqlx::query(
+            "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 \
+             AND revoked_at IS NULL",
+        )
+        .bind(now)
+        .bind(key_id)
+        .bind(account_id)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected())
+    })?;
+    Ok(n == 1)
+}

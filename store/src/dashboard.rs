@@ -1,0 +1,516 @@
+//! What the dashboard reads, always within one account: every query is scoped by the
+//! account id, so a project id from another account finds nothing.
+
+use tidemark_domain::Millis;
+
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
+
+/// How many recent scores a project's sparkline shows.
+pub const SPARKLINE_POINTS: i64 = 20;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectRow {
+    pub id: String,
+    pub label: String,
+    pub created_at: Millis,
+    pub archived_at: Option<Millis>,
+    pub scan_count: i64,
+    pub last_score: Option<f64>,
+    pub last_delta: Option<f64>,
+    pub last_scan_id: Option<String>,
+    pub last_scanned_at: Option<Millis>,
+    /// Oldest first.
+    pub recent_scores: Vec<f64>,
+}
+
+type ProjectTuple = (
+    String,
+    String,
+    i64,
+    Option<i64>,
+    i64,
+    Option<f64>,
+    Option<f64>,
+    Option<String>,
+);
+
+/// Every project of the account, active first then archived, by label.
+pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>, StoreError> {
+    let (projects, points): (Vec<ProjectTuple>, Vec<(String, i64, f64, i64)>) = on_db!(db, pool => {
+        let projects = sqlx::query_as(
+            "SELECT id, label, created_at, archived_at, scan_count, last_score, last_delta, \
+             last_scan_id FROM projects WHERE account_id = $1 \
+             ORDER BY archived_at IS NOT NULL, label",
+        )
+        .bind(account_id)
+        .fetch_all(pool)
+        .await?;
+        // The newest scans of every project in one range scan per project (primary key).
+        let points = sqlx::query_as(
+            "SELECT s.project_id, s.seq, s.score, s.scanned_at FROM projects p \
+             JOIN scans s ON s.project_id = p.id AND s.seq > p.scan_count - $2 \
+             WHERE p.account_id = $1 ORDER BY s.project_id, s.seq",
+        )
+        .bind(account_id)
+        .bind(SPARKLINE_POINTS)
+        .fetch_all(pool)
+        .await?;
+        Ok::<_, sqlx::Error>((projects, points))
+    })?;
+    Ok(projects
+        .into_iter()
+        .map(
+            |(
+                id,
+                label,
+                created_at,
+                archived_at,
+                scan_count,
+                last_score,
+                last_delta,
+                last_scan_id,
+            )| {
+                let mine: Vec<&(String, i64, f64, i64)> =
+                    points.iter().filter(|p| p.0 == id).collect();
+                ProjectRow {
+                    recent_scores: mine.iter().map(|p| p.2).collect(),
+                    last_scanned_at: mine.last().map(|p| p.3),
+                    id,
+                    label,
+                    created_at,
+                    archived_at,
+                    scan_count,
+                    last_score,
+                    last_delta,
+                    last_scan_id,
+                }
+            },
+        )
+        .collect())
+}
+
+pub async fn find_project(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+) -> Result<Option<ProjectRow>, StoreError> {
+    Ok(list_projects(db, account_id)
+        .await?
+        .into_iter()
+        .find(|p| p.id == project_id))
+}
+
+/// One point of a score history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryPoint {
+    pub seq: i64,
+    pub scanned_at: Millis,
+    pub score: f64,
+    /// critical, high, medium, low
+    pub severities: [i64; 4],
+}
+
+/// The project's scans scanned at or after `since` (all when `None`), oldest first. Only
+/// the columns a chart needs, so 100,000 points stay cheap.
+pub async fn project_history(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    since: Option<Millis>,
+) -> Result<Vec<HistoryPoint>, StoreError> {
+    let rows: Vec<(i64, i64, f64, i64, i64, i64, i64)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT seq, scanned_at, score, sev_critical, sev_high, sev_medium, sev_low \
+             FROM scans WHERE project_id = $1 AND account_id = $2 AND scanned_at >= $3 \
+             ORDER BY scanned_at, seq",
+        )
+        .bind(project_id)
+        .bind(account_id)
+        .bind(since.unwrap_or(i64::MIN))
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|(seq, scanned_at, score, c, h, m, l)| HistoryPoint {
+            seq,
+            scanned_at,
+            score,
+            severities: [c, h, m, l],
+        })
+        .collect())
+}
+
+/// Scan ids for the given sequence numbers (the points a chart keeps).
+pub async fn scan_ids_for(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    seqs: &[i64],
+) -> Result<Vec<(i64, String)>, StoreError> {
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = seqs
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    // The list is integers we produced, never text from a request.
+    let sql = format!(
+        "SELECT seq, scan_id FROM scans WHERE project_id = $1 AND account_id = $2 AND seq IN ({list})"
+    );
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(project_id).bind(account_id).fetch_all(pool).await
+    })?;
+    Ok(rows)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanRow {
+    pub seq: i64,
+    pub scan_id: String,
+    pub score: f64,
+    pub score_delta: f64,
+    pub passed: i64,
+    pub failed: i64,
+    pub severities: [i64; 4],
+    pub cloud: String,
+    pub cloud_account_id: String,
+    pub frameworks: Vec<String>,
+    pub state_source: String,
+    pub scanned_at: Millis,
+    pub received_at: Millis,
+    pub finding_count: i64,
+}
+
+const SCAN_COLUMNS: &str = "seq, scan_id, score, score_delta, passed, failed, sev_critical, \
+     sev_high, sev_medium, sev_low, cloud, cloud_account_id, frameworks, state_source, \
+     scanned_at, received_at, finding_count";
+
+#[derive(sqlx::FromRow)]
+struct ScanTuple {
+    seq: i64,
+    scan_id: String,
+    score: f64,
+    score_delta: f64,
+    passed: i64,
+    failed: i64,
+    sev_critical: i64,
+    sev_high: i64,
+    sev_medium: i64,
+    sev_low: i64,
+    cloud: String,
+    cloud_account_id: String,
+    frameworks: String,
+    state_source: String,
+    scanned_at: i64,
+    received_at: i64,
+    finding_count: i64,
+}
+
+impl From<ScanTuple> for ScanRow {
+    fn from(t: ScanTuple) -> Self {
+        ScanRow {
+            seq: t.seq,
+            scan_id: t.scan_id,
+            score: t.score,
+            score_delta: t.score_delta,
+            passed: t.passed,
+            failed: t.failed,
+            severities: [t.sev_critical, t.sev_high, t.sev_medium, t.sev_low],
+            cloud: t.cloud,
+            cloud_account_id: t.cloud_account_id,
+            frameworks: serde_json::from_str(&t.frameworks).unwrap_or_default(),
+            state_source: t.state_source,
+            scanned_at: t.scanned_at,
+            received_at: t.received_at,
+            finding_count: t.finding_count,
+        }
+    }
+}
+
+/// A page of the project's scans, newest first.
+pub async fn list_scans(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    offset: i64,
+    limit: i64,
+) -> Result<Vec<ScanRow>, StoreError> {
+    let sql = format!(
+        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 \
+         ORDER BY seq DESC LIMIT $3 OFFSET $4"
+    );
+    let rows: Vec<ScanTuple> = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(project_id)
+            .bind(account_id)
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(pool)
+            .await
+    })?;
+    Ok(rows.into_iter().map(ScanRow::from).collect())
+}
+
+/// The scan, and the one before it in the project (for the diff).
+pub async fn find_scan(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    scan_id: &str,
+) -> Result<Option<(ScanRow, Option<ScanRow>)>, StoreError> {
+    let sql = format!(
+        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 AND scan_id = $3"
+    );
+    let prev_sql = format!(
+        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 AND seq = $3"
+    );
+    let found = on_db!(db, pool => {
+        let scan: Option<ScanTuple> = sqlx::query_as(&sql)
+            .bind(project_id)
+            .bind(account_id)
+            .bind(scan_id)
+            .fetch_optional(pool)
+            .await?;
+        match scan {
+            None => Ok::<_, sqlx::Error>(None),
+            Some(scan) => {
+                let prev: Option<ScanTuple> = sqlx::query_as(&prev_sql)
+                    .bind(project_id)
+                    .bind(account_id)
+                    .bind(scan.seq - 1)
+                    .fetch_optional(pool)
+                    .await?;
+                Ok(Some((ScanRow::from(scan), prev.map(ScanRow::from))))
+            }
+        }
+    })?;
+    Ok(found)
+}
+
+/// Which findings of a scan to show.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FindingFilter {
+    pub severity: Option<String>,
+    pub status: Option<String>,
+    /// A framework id: rule ids are "<framework>-<rule number>".
+    pub framework: Option<String>,
+    /// Case-insensitive text in rule id, resource or message.
+    pub text: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingRow {
+    pub ordinal: i64,
+    pub rule_id: String,
+    pub resource: String,
+    pub status: String,
+    pub severity: String,
+    pub message: String,
+    pub remediation: String,
+}
+
+fn like_pattern(text: &str) -> String {
+    let escaped = text
+        .to_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+const FINDING_FILTER: &str = "project_id = $1 AND scan_seq = $2 \
+     AND ($3 IS NULL OR severity = $3) \
+     AND ($4 IS NULL OR status = $4) \
+     AND ($5 IS NULL OR substr(rule_id, 1, length($5) + 1) = $5 || '-') \
+     AND ($6 IS NULL OR lower(rule_id) LIKE $6 ESCAPE '\\' OR lower(resource) LIKE $6 ESCAPE '\\' \
+          OR lower(message) LIKE $6 ESCAPE '\\')";
+
+/// A page of a scan's findings (in the scanner's order) and how many match in all.
+pub async fn list_findings(
+    db: &Db,
+    project_id: &str,
+    scan_seq: i64,
+    filter: &FindingFilter,
+    offset: i64,
+    limit: i64,
+) -> Result<(Vec<FindingRow>, i64), StoreError> {
+    let text = filter
+        .text
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+        .map(|t| like_pattern(t.trim()));
+    let page_sql = format!(
+        "SELECT ordinal, rule_id, resource, status, severity, message, remediation FROM findings \
+         WHERE {FINDING_FILTER} ORDER BY ordinal LIMIT $7 OFFSET $8"
+    );
+    let count_sql = format!("SELECT COUNT(*) FROM findings WHERE {FINDING_FILTER}");
+    let (rows, total): (
+        Vec<(i64, String, String, String, String, String, String)>,
+        i64,
+    ) = on_db!(db, pool => {
+        let rows = sqlx::query_as(&page_sql)
+            .bind(project_id)
+            .bind(scan_seq)
+            .bind(filter.severity.as_deref())
+            .bind(filter.status.as_deref())
+            .bind(filter.framework.as_deref())
+            .bind(text.as_deref())
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(pool)
+            .await?;
+        let (total,): (i64,) = sqlx::query_as(&count_sql)
+            .bind(project_id)
+            .bind(scan_seq)
+            .bind(filter.severity.as_deref())
+            .bind(filter.status.as_deref())
+            .bind(filter.framework.as_deref())
+            .bind(text.as_deref())
+            .fetch_one(pool)
+            .await?;
+        Ok::<_, sqlx::Error>((rows, total))
+    })?;
+    Ok((
+        rows.into_iter()
+            .map(
+                |(ordinal, rule_id, resource, status, severity, message, remediation)| FindingRow {
+                    ordinal,
+                    rule_id,
+                    resource,
+                    status,
+                    severity,
+                    message,
+                    remediation,
+                },
+            )
+            .collect(),
+        total,
+    ))
+}
+
+/// Open findings (FAIL, WARN, ERROR) compared with the previous scan, by rule id + resource.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanDiff {
+    pub new: Vec<FindingRow>,
+    pub fixed: Vec<FindingRow>,
+    pub new_count: i64,
+    pub fixed_count: i64,
+    pub unchanged_count: i64,
+}
+
+const OPEN: &str = "status IN ('FAIL', 'WARN', 'ERROR')";
+
+/// The diff between scan `seq` and `seq - 1`, with at most `limit` rows of each list.
+pub async fn diff_scans(
+    db: &Db,
+    project_id: &str,
+    seq: i64,
+    limit: i64,
+) -> Result<ScanDiff, StoreError> {
+    let only_in = |a: &str, b: &str| {
+        format!(
+            "FROM findings c WHERE c.project_id = $1 AND c.scan_seq = {a} AND c.{OPEN} \
+             AND NOT EXISTS (SELECT 1 FROM findings p WHERE p.project_id = $1 AND p.scan_seq = {b} \
+             AND p.rule_id = c.rule_id AND p.resource = c.resource AND p.{OPEN})"
+        )
+    };
+    let new_from = only_in("$2", "$2 - 1");
+    let fixed_from = only_in("$2 - 1", "$2");
+    let columns =
+        "c.ordinal, c.rule_id, c.resource, c.status, c.severity, c.message, c.remediation";
+    let new_sql = format!("SELECT {columns} {new_from} ORDER BY c.ordinal LIMIT $3");
+    let fixed_sql = format!("SELECT {columns} {fixed_from} ORDER BY c.ordinal LIMIT $3");
+    let counts_sql = format!(
+        "SELECT (SELECT COUNT(*) {new_from}), (SELECT COUNT(*) {fixed_from}), \
+         (SELECT COUNT(*) FROM findings WHERE project_id = $1 AND scan_seq = $2 AND {OPEN})"
+    );
+    type Row = (i64, String, String, String, String, String, String);
+    let (new, fixed, counts): (Vec<Row>, Vec<Row>, (i64, i64, i64)) = on_db!(db, pool => {
+        let new = sqlx::query_as(&new_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
+        let fixed = sqlx::query_as(&fixed_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
+        let counts = sqlx::query_as(&counts_sql).bind(project_id).bind(seq).fetch_one(pool).await?;
+        Ok::<_, sqlx::Error>((new, fixed, counts))
+    })?;
+    let rows = |v: Vec<Row>| {
+        v.into_iter()
+            .map(
+                |(ordinal, rule_id, resource, status, severity, message, remediation)| FindingRow {
+                    ordinal,
+                    rule_id,
+                    resource,
+                    status,
+                    severity,
+                    message,
+                    remediation,
+                },
+            )
+            .collect()
+    };
+    Ok(ScanDiff {
+        new: rows(new),
+        fixed: rows(fixed),
+        new_count: counts.0,
+        fixed_count: counts.1,
+        unchanged_count: counts.2 - counts.0,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArchiveOutcome {
+    Done,
+    NotFound,
+    /// Unarchiving would exceed the tier's cap.
+    NoFreeSlot {
+        cap: u64,
+    },
+}
+
+/// Archives (`archived = true`) or unarchives a project of the account. Unarchiving needs a
+/// free slot under `cap`; the check and the change are one step per account.
+pub async fn set_archived(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    archived: bool,
+    cap: Option<u64>,
+    now: Millis,
+) -> Result<ArchiveOutcome, StoreError> {
+    let outcome = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let found: Option<(Option<i64>,)> = sqlx::query_as(
+            "SELECT archived_at FROM projects WHERE id = $1 AND account_id = $2",
+        )
+        .bind(project_id)
+        .bind(account_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((archived_at,)) = found else {
+            return Ok(ArchiveOutcome::NotFound);
+        };
+        if !archived && archived_at.is_some() {
+            if let Some(cap) = cap {
+                let (active,): (i64,) = sqlx::query_as(
+                    "SELECT COUNT(*) FROM projects WHERE account_id = $1 AND archived_at IS NULL",
+                )
+                .bind(account_id)
+                .fetch_one(&mut *tx)
+                .await?;
+                if u64::try_from(active).unwrap_or(0) >= cap {
+                    return Ok(ArchiveOutcome::NoFreeSlot { cap });
+                }
+            }
+        }
+        sqlx::query("UPDATE projects SET archived_at = $1 WHERE id = $2 AND account_id = $3")
+            .bind(if archived { archived_at.or(Some(now)) } else { None })
+            .bind(project_id)
+            .bind(account_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(ArchiveOutcome::Done)
+    })?;
+    Ok(outcome)
+}
