@@ -33,10 +33,13 @@ type ProjectTuple = (
     Option<f64>,
     Option<String>,
 );
+/// project id, seq, score, scanned_at
+type PointTuple = (String, i64, f64, i64);
+type FindingTuple = (i64, String, String, String, String, String, String);
 
 /// Every project of the account, active first then archived, by label.
 pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>, StoreError> {
-    let (projects, points): (Vec<ProjectTuple>, Vec<(String, i64, f64, i64)>) = on_db!(db, pool => {
+    let (projects, points): (Vec<ProjectTuple>, Vec<PointTuple>) = on_db!(db, pool => {
         let projects = sqlx::query_as(
             "SELECT id, label, created_at, archived_at, scan_count, last_score, last_delta, \
              last_scan_id FROM projects WHERE account_id = $1 \
@@ -70,8 +73,7 @@ pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>,
                 last_delta,
                 last_scan_id,
             )| {
-                let mine: Vec<&(String, i64, f64, i64)> =
-                    points.iter().filter(|p| p.0 == id).collect();
+                let mine: Vec<&PointTuple> = points.iter().filter(|p| p.0 == id).collect();
                 ProjectRow {
                     recent_scores: mine.iter().map(|p| p.2).collect(),
                     last_scanned_at: mine.last().map(|p| p.3),
@@ -347,10 +349,7 @@ pub async fn list_findings(
          WHERE {FINDING_FILTER} ORDER BY ordinal LIMIT $7 OFFSET $8"
     );
     let count_sql = format!("SELECT COUNT(*) FROM findings WHERE {FINDING_FILTER}");
-    let (rows, total): (
-        Vec<(i64, String, String, String, String, String, String)>,
-        i64,
-    ) = on_db!(db, pool => {
+    let (rows, total): (Vec<FindingTuple>, i64) = on_db!(db, pool => {
         let rows = sqlx::query_as(&page_sql)
             .bind(project_id)
             .bind(scan_seq)
@@ -427,7 +426,7 @@ pub async fn diff_scans(
         "SELECT (SELECT COUNT(*) {new_from}), (SELECT COUNT(*) {fixed_from}), \
          (SELECT COUNT(*) FROM findings WHERE project_id = $1 AND scan_seq = $2 AND {OPEN})"
     );
-    type Row = (i64, String, String, String, String, String, String);
+    type Row = FindingTuple;
     let (new, fixed, counts): (Vec<Row>, Vec<Row>, (i64, i64, i64)) = on_db!(db, pool => {
         let new = sqlx::query_as(&new_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
         let fixed = sqlx::query_as(&fixed_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
