@@ -1,0 +1,211 @@
+//! The dashboard's reads on every backend, always within one account.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::{json, Value};
+use tidemark_domain::push::ValidPush;
+use tidemark_domain::rate::RollingLimit;
+use tidemark_domain::secrets::LicenseKey;
+use tidemark_store::dashboard::{self, ArchiveOutcome, FindingFilter};
+use tidemark_store::licenses::{create_license, NewLicense};
+use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
+use tidemark_store::testing::{backends, fresh};
+use tidemark_store::Db;
+use tidemark_wire::Tier;
+
+async fn account(db: &Db) -> String {
+    let account_id = tidemark_domain::ids::new_account_id();
+    create_license(
+        db,
+        &NewLicense {
+            account_id: account_id.clone(),
+            license_id: tidemark_domain::ids::new_license_id(),
+            email: format!("{account_id}@example.com"),
+            tier: Tier::Team,
+            lookup: LicenseKey::generate().client_hash().lookup(),
+            key_ciphertext: "sealed".into(),
+            expires_at: i64::MAX / 2,
+            max_projects: None,
+            now: 1,
+        },
+    )
+    .await
+    .unwrap();
+    account_id
+}
+
+fn finding(rule: &str, resource: &str, status: &str, severity: &str, message: &str) -> Value {
+    json!({"rule_id": rule, "resource": resource, "status": status, "severity": severity,
+           "message": message, "remediation": "fix it"})
+}
+
+/// Pushes a scan at `day` (days after 2026-01-01) and returns its scan id.
+async fn push(db: &Db, account: &str, label: &str, day: i64, score: f64, findings: Vec<Value>) -> String {
+    let at = 1_767_225_600_000 + day * 86_400_000;
+    let body = json!({
+        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
+        "frameworks": ["cis-aws-2.0", "soc2"], "score": score, "passed": 10, "failed": findings.len(),
+        "severity_counts": {"critical": 0, "high": findings.len(), "medium": 0, "low": 0},
+        "findings": findings, "state_source": "ci",
+        "scanned_at": tidemark_domain::to_rfc3339(at),
+    });
+    let push = ValidPush::parse(body.to_string().as_bytes()).unwrap();
+    let ctx = PushContext {
+        account_id: account,
+        key_id: "k",
+        project_cap: Some(2),
+        write_limit: RollingLimit { limit: 10_000, window_ms: 60_000 },
+        now: at,
+        touch_key: false,
+    };
+    match record_push(db, &ctx, &push).await.unwrap() {
+        PushOutcome::Appended(scan, _) => scan.scan_id,
+        other => panic!("push refused: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn projects_history_and_scans_stay_within_the_account() {
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let db = &t.db;
+        let mine = account(db).await;
+        let theirs = account(db).await;
+        for day in 0..25 {
+            push(db, &mine, "web", day, 50.0 + day as f64, vec![]).await;
+        }
+        push(db, &mine, "api", 3, 70.0, vec![]).await;
+        push(db, &theirs, "web", 1, 10.0, vec![]).await;
+
+        let projects = dashboard::list_projects(db, &mine).await.unwrap();
+        assert_eq!(projects.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(), ["api", "web"]);
+        let web = &projects[1];
+        assert_eq!(web.scan_count, 25);
+        assert_eq!(web.last_score, Some(74.0));
+        assert_eq!(web.last_delta, Some(1.0));
+        assert_eq!(web.recent_scores.len(), dashboard::SPARKLINE_POINTS as usize, "{backend:?}");
+        assert_eq!(web.recent_scores.last(), Some(&74.0));
+        assert_eq!(web.recent_scores[0], 55.0);
+
+        let all = dashboard::project_history(db, &mine, &web.id, None).await.unwrap();
+        assert_eq!(all.len(), 25);
+        assert!(all.windows(2).all(|w| w[0].scanned_at < w[1].scanned_at));
+        let recent = dashboard::project_history(db, &mine, &web.id, Some(all[20].scanned_at)).await.unwrap();
+        assert_eq!(recent.len(), 5);
+        let ids = dashboard::scan_ids_for(db, &mine, &web.id, &[1, 25]).await.unwrap();
+        assert_eq!(ids.len(), 2);
+
+        let page = dashboard::list_scans(db, &mine, &web.id, 0, 10).await.unwrap();
+        assert_eq!(page.len(), 10);
+        assert_eq!(page[0].seq, 25, "newest first");
+        assert_eq!(page[0].frameworks, ["cis-aws-2.0", "soc2"]);
+
+        // Another account's project id finds nothing anywhere.
+        let their_web = dashboard::list_projects(db, &theirs).await.unwrap().remove(0);
+        assert!(dashboard::find_project(db, &mine, &their_web.id).await.unwrap().is_none());
+        assert!(dashboard::project_history(db, &mine, &their_web.id, None).await.unwrap().is_empty());
+        assert!(dashboard::list_scans(db, &mine, &their_web.id, 0, 10).await.unwrap().is_empty());
+        let their_scan = their_web.last_scan_id.clone().unwrap();
+        assert!(dashboard::find_scan(db, &mine, &their_web.id, &their_scan).await.unwrap().is_none());
+        assert_eq!(
+            dashboard::set_archived(db, &mine, &their_web.id, true, None, 5).await.unwrap(),
+            ArchiveOutcome::NotFound
+        );
+    }
+}
+
+#[tokio::test]
+async fn findings_filter_page_and_diff() {
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let db = &t.db;
+        let acct = account(db).await;
+        push(
+            db,
+            &acct,
+            "infra",
+            0,
+            80.0,
+            vec![
+                finding("cis-aws-2.0-1.1", "bucket.a", "FAIL", "high", "Public 50% read"),
+                finding("cis-aws-2.0-1.2", "bucket.b", "FAIL", "low", "No versioning"),
+                finding("soc2-cc6.1", "role.admin", "WARN", "medium", "Wide role"),
+            ],
+        )
+        .await;
+        let scan = push(
+            db,
+            &acct,
+            "infra",
+            1,
+            75.0,
+            vec![
+                finding("cis-aws-2.0-1.1", "bucket.a", "FAIL", "high", "Public 50% read"),
+                finding("cis-aws-2.0-3.4", "vpc.main", "FAIL", "critical", "Flow logs off"),
+                finding("soc2-cc6.1", "role.admin", "PASS", "medium", "Wide role"),
+                finding("soc2-cc7.2", "trail.main", "ERROR", "high", "Check failed"),
+            ],
+        )
+        .await;
+        let project = dashboard::list_projects(db, &acct).await.unwrap().remove(0);
+        let (found, previous) = dashboard::find_scan(db, &acct, &project.id, &scan).await.unwrap().unwrap();
+        assert_eq!(found.seq, 2);
+        assert_eq!(previous.unwrap().seq, 1);
+
+        let all = FindingFilter::default();
+        let (rows, total) = dashboard::list_findings(db, &project.id, 2, &all, 0, 2).await.unwrap();
+        assert_eq!((rows.len(), total), (2, 4), "{backend:?}");
+        assert_eq!(rows[0].rule_id, "cis-aws-2.0-1.1", "scanner order");
+        let (rows, _) = dashboard::list_findings(db, &project.id, 2, &all, 2, 2).await.unwrap();
+        assert_eq!(rows[1].rule_id, "soc2-cc7.2");
+
+        let cases: [(FindingFilter, &[&str]); 6] = [
+            (FindingFilter { severity: Some("high".into()), ..all.clone() }, &["cis-aws-2.0-1.1", "soc2-cc7.2"]),
+            (FindingFilter { status: Some("FAIL".into()), ..all.clone() }, &["cis-aws-2.0-1.1", "cis-aws-2.0-3.4"]),
+            (FindingFilter { framework: Some("soc2".into()), ..all.clone() }, &["soc2-cc6.1", "soc2-cc7.2"]),
+            (FindingFilter { text: Some("VPC".into()), ..all.clone() }, &["cis-aws-2.0-3.4"]),
+            // LIKE wildcards in the search text are literal.
+            (FindingFilter { text: Some("50%".into()), ..all.clone() }, &["cis-aws-2.0-1.1"]),
+            (FindingFilter { text: Some("_".into()), ..all.clone() }, &[]),
+        ];
+        for (filter, expected) in cases {
+            let (rows, total) = dashboard::list_findings(db, &project.id, 2, &filter, 0, 50).await.unwrap();
+            let got: Vec<&str> = rows.iter().map(|r| r.rule_id.as_str()).collect();
+            assert_eq!(got, expected, "{backend:?}: {filter:?}");
+            assert_eq!(total, expected.len() as i64);
+        }
+
+        let diff = dashboard::diff_scans(db, &project.id, 2, 100).await.unwrap();
+        let rules = |v: &[tidemark_store::dashboard::FindingRow]| {
+            v.iter().map(|f| f.rule_id.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(rules(&diff.new), ["cis-aws-2.0-3.4", "soc2-cc7.2"], "{backend:?}");
+        assert_eq!(rules(&diff.fixed), ["cis-aws-2.0-1.2", "soc2-cc6.1"]);
+        assert_eq!((diff.new_count, diff.fixed_count, diff.unchanged_count), (2, 2, 1));
+    }
+}
+
+#[tokio::test]
+async fn archiving_frees_a_slot_and_unarchiving_needs_one() {
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let db = &t.db;
+        let acct = account(db).await;
+        push(db, &acct, "one", 0, 80.0, vec![]).await;
+        push(db, &acct, "two", 0, 80.0, vec![]).await;
+        let projects = dashboard::list_projects(db, &acct).await.unwrap();
+        let one = projects.iter().find(|p| p.label == "one").unwrap().id.clone();
+        assert_eq!(dashboard::set_archived(db, &acct, &one, true, Some(2), 10).await.unwrap(), ArchiveOutcome::Done);
+        let listed = dashboard::list_projects(db, &acct).await.unwrap();
+        assert_eq!(listed.last().unwrap().label, "one", "archived projects come last");
+        assert_eq!(listed.last().unwrap().archived_at, Some(10));
+        push(db, &acct, "three", 1, 80.0, vec![]).await; // the freed slot
+        assert_eq!(
+            dashboard::set_archived(db, &acct, &one, false, Some(2), 11).await.unwrap(),
+            ArchiveOutcome::NoFreeSlot { cap: 2 },
+            "{backend:?}"
+        );
+        assert_eq!(dashboard::set_archived(db, &acct, &one, false, None, 11).await.unwrap(), ArchiveOutcome::Done);
+        // Its history stayed readable throughout.
+        assert_eq!(dashboard::project_history(db, &acct, &one, None).await.unwrap().len(), 1);
+    }
+}
