@@ -164,6 +164,12 @@ pub struct DiffView {
     pub unchanged_count: i64,
 }
 
+/// On the server: "2026-11-22 06:43 UTC".
+#[cfg(feature = "ssr")]
+pub fn format_time_ssr(ms: i64) -> String {
+    server::format_time(ms)
+}
+
 #[cfg(feature = "ssr")]
 mod server {
     use super::*;
@@ -221,7 +227,9 @@ mod server {
         expect_context::<tidemark_store::Db>()
     }
 
-    pub fn or_unavailable<T>(r: Result<T, tidemark_store::StoreError>) -> Result<T, DashboardError> {
+    pub fn or_unavailable<T>(
+        r: Result<T, tidemark_store::StoreError>,
+    ) -> Result<T, DashboardError> {
         r.or_else(crate::error::unavailable)
     }
 
@@ -235,7 +243,8 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
     use server::*;
     let viewer = crate::members::require_viewer()?;
     let db = db();
-    let rows = or_unavailable(tidemark_store::dashboard::list_projects(&db, &viewer.account_id).await)?;
+    let rows =
+        or_unavailable(tidemark_store::dashboard::list_projects(&db, &viewer.account_id).await)?;
     let license = or_unavailable(
         tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
     )?;
@@ -243,23 +252,34 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
     Ok(ProjectsView {
         active: projects.iter().filter(|p| !p.archived).count() as u64,
         cap: license.as_ref().and_then(|l| l.project_cap()),
-        tier: license.map(|l| l.tier.as_str().to_owned()).unwrap_or_default(),
+        tier: license
+            .map(|l| l.tier.as_str().to_owned())
+            .unwrap_or_default(),
         is_admin: viewer.is_admin,
-        base_url: use_context::<crate::DashboardConfig>().map(|c| c.base_url).unwrap_or_default(),
+        base_url: use_context::<crate::DashboardConfig>()
+            .map(|c| c.base_url)
+            .unwrap_or_default(),
         projects,
     })
 }
 
 #[server(endpoint = "project_chart")]
-pub async fn project_chart(project_id: String, range: Range) -> Result<ProjectChart, DashboardError> {
+pub async fn load_project_chart(
+    project_id: String,
+    range: Range,
+) -> Result<ProjectChart, DashboardError> {
     use server::*;
     let viewer = crate::members::require_viewer()?;
     let db = db();
     let account = viewer.account_id.as_str();
-    let Some(project) = or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)? else {
+    let Some(project) =
+        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
+    else {
         return not_found();
     };
-    let since = range.days().map(|d| tidemark_domain::now_millis() - d * 86_400_000);
+    let since = range
+        .days()
+        .map(|d| tidemark_domain::now_millis() - d * 86_400_000);
     let history = or_unavailable(
         tidemark_store::dashboard::project_history(&db, account, &project_id, since).await,
     )?;
@@ -284,7 +304,12 @@ pub async fn project_chart(project_id: String, range: Range) -> Result<ProjectCh
             }
         })
         .collect();
-    Ok(ProjectChart { project: card(project), range, scans_in_range: history.len(), points })
+    Ok(ProjectChart {
+        project: card(project),
+        range,
+        scans_in_range: history.len(),
+        points,
+    })
 }
 
 #[server(endpoint = "project_scans")]
@@ -294,8 +319,14 @@ pub async fn project_scans(project_id: String, page: i64) -> Result<ScansPage, D
     let page = page.max(0);
     let db = db();
     let rows = or_unavailable(
-        tidemark_store::dashboard::list_scans(&db, &viewer.account_id, &project_id, page * PAGE_SIZE, PAGE_SIZE + 1)
-            .await,
+        tidemark_store::dashboard::list_scans(
+            &db,
+            &viewer.account_id,
+            &project_id,
+            page * PAGE_SIZE,
+            PAGE_SIZE + 1,
+        )
+        .await,
     )?;
     if rows.is_empty() && page == 0 {
         let known = or_unavailable(
@@ -307,19 +338,25 @@ pub async fn project_scans(project_id: String, page: i64) -> Result<ScansPage, D
     }
     let has_more = rows.len() as i64 > PAGE_SIZE;
     Ok(ScansPage {
-        scans: rows.into_iter().take(PAGE_SIZE as usize).map(scan).collect(),
+        scans: rows
+            .into_iter()
+            .take(PAGE_SIZE as usize)
+            .map(scan)
+            .collect(),
         page,
         has_more,
     })
 }
 
 #[server(endpoint = "scan")]
-pub async fn scan_view(project_id: String, scan_id: String) -> Result<ScanView, DashboardError> {
+pub async fn load_scan(project_id: String, scan_id: String) -> Result<ScanView, DashboardError> {
     use server::*;
     let viewer = crate::members::require_viewer()?;
     let db = db();
     let account = viewer.account_id.as_str();
-    let Some(project) = or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)? else {
+    let Some(project) =
+        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
+    else {
         return not_found();
     };
     let Some((found, previous)) = or_unavailable(
@@ -360,10 +397,22 @@ pub async fn scan_findings(
     };
     let page = query.page.max(0);
     let (rows, total) = or_unavailable(
-        tidemark_store::dashboard::list_findings(&db, &project_id, found.seq, &filter, page * PAGE_SIZE, PAGE_SIZE)
-            .await,
+        tidemark_store::dashboard::list_findings(
+            &db,
+            &project_id,
+            found.seq,
+            &filter,
+            page * PAGE_SIZE,
+            PAGE_SIZE,
+        )
+        .await,
     )?;
-    Ok(FindingsPage { findings: rows.into_iter().map(finding).collect(), total, page, page_size: PAGE_SIZE })
+    Ok(FindingsPage {
+        findings: rows.into_iter().map(finding).collect(),
+        total,
+        page,
+        page_size: PAGE_SIZE,
+    })
 }
 
 #[server(endpoint = "scan_diff")]
@@ -380,7 +429,9 @@ pub async fn scan_diff(project_id: String, scan_id: String) -> Result<DiffView, 
     if previous.is_none() {
         return Ok(DiffView::default());
     }
-    let diff = or_unavailable(tidemark_store::dashboard::diff_scans(&db, &project_id, found.seq, 100).await)?;
+    let diff = or_unavailable(
+        tidemark_store::dashboard::diff_scans(&db, &project_id, found.seq, 100).await,
+    )?;
     Ok(DiffView {
         has_previous: true,
         new: diff.new.into_iter().map(finding).collect(),
@@ -405,16 +456,19 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
     let now = tidemark_domain::now_millis();
     let account = viewer.account_id.clone();
     let outcome = tokio::spawn(async move {
-        tidemark_store::dashboard::set_archived(&db, &account, &project_id, archived, cap, now).await
+        tidemark_store::dashboard::set_archived(&db, &account, &project_id, archived, cap, now)
+            .await
     })
     .await
     .map_err(|e| e.to_string());
     match outcome {
         Ok(Ok(ArchiveOutcome::Done)) => Ok(()),
         Ok(Ok(ArchiveOutcome::NotFound)) => not_found(),
-        Ok(Ok(ArchiveOutcome::NoFreeSlot { cap })) => crate::error::fail(DashboardError::Conflict(
-            format!("Your plan allows {cap} active project(s): archive one before unarchiving this."),
-        )),
+        Ok(Ok(ArchiveOutcome::NoFreeSlot { cap })) => {
+            crate::error::fail(DashboardError::Conflict(format!(
+                "Your plan allows {cap} active project(s): archive one before unarchiving this."
+            )))
+        }
         Ok(Err(err)) => crate::error::unavailable(err),
         Err(err) => crate::error::unavailable(err),
     }

@@ -5,14 +5,25 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    StaticSegment,
+    ParamSegment, StaticSegment,
 };
 
 pub mod auth;
+pub mod chart;
+pub mod dashboard;
 pub mod error;
 pub mod members;
 mod pages;
+pub mod settings;
 mod signin;
+mod views;
+
+/// Server settings the dashboard shows (provided to the Leptos context by the server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DashboardConfig {
+    /// Where scanners push (`$TIDEMARK_BASE_URL`).
+    pub base_url: String,
+}
 
 /// The HTML document around the app; only rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -53,7 +64,21 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=pages::NotFound>
                     <Route path=StaticSegment("") view=pages::Landing/>
                     <Route path=StaticSegment("signin") view=signin::SignIn/>
-                    <Route path=StaticSegment("projects") view=signin::Home/>
+                    <Route path=StaticSegment("projects") view=views::projects::ProjectsPage/>
+                    <Route
+                        path=(StaticSegment("projects"), ParamSegment("project_id"))
+                        view=views::project::ProjectPage
+                    />
+                    <Route
+                        path=(
+                            StaticSegment("projects"),
+                            ParamSegment("project_id"),
+                            StaticSegment("scans"),
+                            ParamSegment("scan_id"),
+                        )
+                        view=views::scan::ScanPage
+                    />
+                    <Route path=StaticSegment("settings") view=views::settings::SettingsPage/>
                 </Routes>
             </main>
         </Router>

@@ -48,45 +48,6 @@ pub fn SignIn() -> impl IntoView {
     }
 }
 
-/// The signed-in start page (the projects list arrives with the dashboard).
-#[component]
-pub fn Home() -> impl IntoView {
-    let viewer = Resource::new(|| (), |_| current_viewer());
-    view! {
-        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
-            {move || Suspend::new(async move {
-                match viewer.await {
-                    Ok(Some(viewer)) => {
-                        view! {
-                            <section class="card" aria-labelledby="home-heading">
-                                <h1 id="home-heading">"Your projects"</h1>
-                                <p data-testid="signed-in-as">
-                                    "Signed in as " <strong>{viewer.email.clone()}</strong> " ("
-                                    {viewer.role_label()} ") · account "
-                                    <code>{viewer.account_id.clone()}</code>
-                                </p>
-                            </section>
-                        }
-                            .into_any()
-                    }
-                    Ok(None) => {
-                        view! {
-                            <p class="notice">
-                                "Your session has ended. " <a href="/signin">"Sign in again"</a>
-                            </p>
-                        }
-                            .into_any()
-                    }
-                    Err(err) => {
-                        view! { <p class="notice error">"Could not load: " {err.to_string()}</p> }
-                            .into_any()
-                    }
-                }
-            })}
-        </Suspense>
-    }
-}
-
 /// Header account menu: who is signed in and a sign-out button, or a sign-in link.
 #[component]
 pub fn AccountMenu() -> impl IntoView {
@@ -99,7 +60,10 @@ pub fn AccountMenu() -> impl IntoView {
                         view! {
                             <nav class="account" aria-label="Account">
                                 <a href="/projects">"Projects"</a>
-                                <span class="who">{viewer.email}</span>
+                                <a href="/settings">"Settings"</a>
+                                <span class="who" data-testid="signed-in-as">
+                                    {viewer.email.clone()} " · " {viewer.role_label()}
+                                </span>
                                 <form method="post" action="/auth/logout">
                                     <button type="submit" class="link">"Sign out"</button>
                                 </form>

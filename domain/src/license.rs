@@ -10,6 +10,14 @@ pub enum LicenseState {
 }
 
 impl LicenseState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LicenseState::Active => "active",
+            LicenseState::Expired { .. } => "expired",
+            LicenseState::Suspended { .. } => "suspended",
+        }
+    }
+
     /// Suspension wins over expiry: it is the operator's explicit word.
     pub fn at(now: Millis, expires_at: Millis, suspended_at: Option<Millis>) -> Self {
         match suspended_at {

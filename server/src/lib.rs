@@ -92,6 +92,9 @@ pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos_state = state.clone();
     let db = state.db.clone();
+    let dashboard_config = app::DashboardConfig {
+        base_url: state.config.base_url.clone(),
+    };
     // Everything a browser signs in to: pages, server functions, the sign-in flows. Only
     // these routes see sessions; `/v1` authenticates with API keys and never with cookies.
     let dashboard = Router::new()
@@ -111,6 +114,7 @@ pub fn router(state: AppState) -> Router {
             move || {
                 provide_context(leptos_state.clone());
                 provide_context(db.clone());
+                provide_context(dashboard_config.clone());
             },
             {
                 let options = state.leptos_options.clone();

@@ -39,7 +39,14 @@ fn finding(rule: &str, resource: &str, status: &str, severity: &str, message: &s
 }
 
 /// Pushes a scan at `day` (days after 2026-01-01) and returns its scan id.
-async fn push(db: &Db, account: &str, label: &str, day: i64, score: f64, findings: Vec<Value>) -> String {
+async fn push(
+    db: &Db,
+    account: &str,
+    label: &str,
+    day: i64,
+    score: f64,
+    findings: Vec<Value>,
+) -> String {
     let at = 1_767_225_600_000 + day * 86_400_000;
     let body = json!({
         "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
@@ -53,7 +60,10 @@ async fn push(db: &Db, account: &str, label: &str, day: i64, score: f64, finding
         account_id: account,
         key_id: "k",
         project_cap: Some(2),
-        write_limit: RollingLimit { limit: 10_000, window_ms: 60_000 },
+        write_limit: RollingLimit {
+            limit: 10_000,
+            window_ms: 60_000,
+        },
         now: at,
         touch_key: false,
     };
@@ -77,37 +87,72 @@ async fn projects_history_and_scans_stay_within_the_account() {
         push(db, &theirs, "web", 1, 10.0, vec![]).await;
 
         let projects = dashboard::list_projects(db, &mine).await.unwrap();
-        assert_eq!(projects.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(), ["api", "web"]);
+        assert_eq!(
+            projects
+                .iter()
+                .map(|p| p.label.as_str())
+                .collect::<Vec<_>>(),
+            ["api", "web"]
+        );
         let web = &projects[1];
         assert_eq!(web.scan_count, 25);
         assert_eq!(web.last_score, Some(74.0));
         assert_eq!(web.last_delta, Some(1.0));
-        assert_eq!(web.recent_scores.len(), dashboard::SPARKLINE_POINTS as usize, "{backend:?}");
+        assert_eq!(
+            web.recent_scores.len(),
+            dashboard::SPARKLINE_POINTS as usize,
+            "{backend:?}"
+        );
         assert_eq!(web.recent_scores.last(), Some(&74.0));
         assert_eq!(web.recent_scores[0], 55.0);
 
-        let all = dashboard::project_history(db, &mine, &web.id, None).await.unwrap();
+        let all = dashboard::project_history(db, &mine, &web.id, None)
+            .await
+            .unwrap();
         assert_eq!(all.len(), 25);
         assert!(all.windows(2).all(|w| w[0].scanned_at < w[1].scanned_at));
-        let recent = dashboard::project_history(db, &mine, &web.id, Some(all[20].scanned_at)).await.unwrap();
+        let recent = dashboard::project_history(db, &mine, &web.id, Some(all[20].scanned_at))
+            .await
+            .unwrap();
         assert_eq!(recent.len(), 5);
-        let ids = dashboard::scan_ids_for(db, &mine, &web.id, &[1, 25]).await.unwrap();
+        let ids = dashboard::scan_ids_for(db, &mine, &web.id, &[1, 25])
+            .await
+            .unwrap();
         assert_eq!(ids.len(), 2);
 
-        let page = dashboard::list_scans(db, &mine, &web.id, 0, 10).await.unwrap();
+        let page = dashboard::list_scans(db, &mine, &web.id, 0, 10)
+            .await
+            .unwrap();
         assert_eq!(page.len(), 10);
         assert_eq!(page[0].seq, 25, "newest first");
         assert_eq!(page[0].frameworks, ["cis-aws-2.0", "soc2"]);
 
         // Another account's project id finds nothing anywhere.
-        let their_web = dashboard::list_projects(db, &theirs).await.unwrap().remove(0);
-        assert!(dashboard::find_project(db, &mine, &their_web.id).await.unwrap().is_none());
-        assert!(dashboard::project_history(db, &mine, &their_web.id, None).await.unwrap().is_empty());
-        assert!(dashboard::list_scans(db, &mine, &their_web.id, 0, 10).await.unwrap().is_empty());
+        let their_web = dashboard::list_projects(db, &theirs)
+            .await
+            .unwrap()
+            .remove(0);
+        assert!(dashboard::find_project(db, &mine, &their_web.id)
+            .await
+            .unwrap()
+            .is_none());
+        assert!(dashboard::project_history(db, &mine, &their_web.id, None)
+            .await
+            .unwrap()
+            .is_empty());
+        assert!(dashboard::list_scans(db, &mine, &their_web.id, 0, 10)
+            .await
+            .unwrap()
+            .is_empty());
         let their_scan = their_web.last_scan_id.clone().unwrap();
-        assert!(dashboard::find_scan(db, &mine, &their_web.id, &their_scan).await.unwrap().is_none());
+        assert!(dashboard::find_scan(db, &mine, &their_web.id, &their_scan)
+            .await
+            .unwrap()
+            .is_none());
         assert_eq!(
-            dashboard::set_archived(db, &mine, &their_web.id, true, None, 5).await.unwrap(),
+            dashboard::set_archived(db, &mine, &their_web.id, true, None, 5)
+                .await
+                .unwrap(),
             ArchiveOutcome::NotFound
         );
     }
@@ -126,8 +171,20 @@ async fn findings_filter_page_and_diff() {
             0,
             80.0,
             vec![
-                finding("cis-aws-2.0-1.1", "bucket.a", "FAIL", "high", "Public 50% read"),
-                finding("cis-aws-2.0-1.2", "bucket.b", "FAIL", "low", "No versioning"),
+                finding(
+                    "cis-aws-2.0-1.1",
+                    "bucket.a",
+                    "FAIL",
+                    "high",
+                    "Public 50% read",
+                ),
+                finding(
+                    "cis-aws-2.0-1.2",
+                    "bucket.b",
+                    "FAIL",
+                    "low",
+                    "No versioning",
+                ),
                 finding("soc2-cc6.1", "role.admin", "WARN", "medium", "Wide role"),
             ],
         )
@@ -139,48 +196,114 @@ async fn findings_filter_page_and_diff() {
             1,
             75.0,
             vec![
-                finding("cis-aws-2.0-1.1", "bucket.a", "FAIL", "high", "Public 50% read"),
-                finding("cis-aws-2.0-3.4", "vpc.main", "FAIL", "critical", "Flow logs off"),
+                finding(
+                    "cis-aws-2.0-1.1",
+                    "bucket.a",
+                    "FAIL",
+                    "high",
+                    "Public 50% read",
+                ),
+                finding(
+                    "cis-aws-2.0-3.4",
+                    "vpc.main",
+                    "FAIL",
+                    "critical",
+                    "Flow logs off",
+                ),
                 finding("soc2-cc6.1", "role.admin", "PASS", "medium", "Wide role"),
                 finding("soc2-cc7.2", "trail.main", "ERROR", "high", "Check failed"),
             ],
         )
         .await;
         let project = dashboard::list_projects(db, &acct).await.unwrap().remove(0);
-        let (found, previous) = dashboard::find_scan(db, &acct, &project.id, &scan).await.unwrap().unwrap();
+        let (found, previous) = dashboard::find_scan(db, &acct, &project.id, &scan)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(found.seq, 2);
         assert_eq!(previous.unwrap().seq, 1);
 
         let all = FindingFilter::default();
-        let (rows, total) = dashboard::list_findings(db, &project.id, 2, &all, 0, 2).await.unwrap();
+        let (rows, total) = dashboard::list_findings(db, &project.id, 2, &all, 0, 2)
+            .await
+            .unwrap();
         assert_eq!((rows.len(), total), (2, 4), "{backend:?}");
         assert_eq!(rows[0].rule_id, "cis-aws-2.0-1.1", "scanner order");
-        let (rows, _) = dashboard::list_findings(db, &project.id, 2, &all, 2, 2).await.unwrap();
+        let (rows, _) = dashboard::list_findings(db, &project.id, 2, &all, 2, 2)
+            .await
+            .unwrap();
         assert_eq!(rows[1].rule_id, "soc2-cc7.2");
 
         let cases: [(FindingFilter, &[&str]); 6] = [
-            (FindingFilter { severity: Some("high".into()), ..all.clone() }, &["cis-aws-2.0-1.1", "soc2-cc7.2"]),
-            (FindingFilter { status: Some("FAIL".into()), ..all.clone() }, &["cis-aws-2.0-1.1", "cis-aws-2.0-3.4"]),
-            (FindingFilter { framework: Some("soc2".into()), ..all.clone() }, &["soc2-cc6.1", "soc2-cc7.2"]),
-            (FindingFilter { text: Some("VPC".into()), ..all.clone() }, &["cis-aws-2.0-3.4"]),
+            (
+                FindingFilter {
+                    severity: Some("high".into()),
+                    ..all.clone()
+                },
+                &["cis-aws-2.0-1.1", "soc2-cc7.2"],
+            ),
+            (
+                FindingFilter {
+                    status: Some("FAIL".into()),
+                    ..all.clone()
+                },
+                &["cis-aws-2.0-1.1", "cis-aws-2.0-3.4"],
+            ),
+            (
+                FindingFilter {
+                    framework: Some("soc2".into()),
+                    ..all.clone()
+                },
+                &["soc2-cc6.1", "soc2-cc7.2"],
+            ),
+            (
+                FindingFilter {
+                    text: Some("VPC".into()),
+                    ..all.clone()
+                },
+                &["cis-aws-2.0-3.4"],
+            ),
             // LIKE wildcards in the search text are literal.
-            (FindingFilter { text: Some("50%".into()), ..all.clone() }, &["cis-aws-2.0-1.1"]),
-            (FindingFilter { text: Some("_".into()), ..all.clone() }, &[]),
+            (
+                FindingFilter {
+                    text: Some("50%".into()),
+                    ..all.clone()
+                },
+                &["cis-aws-2.0-1.1"],
+            ),
+            (
+                FindingFilter {
+                    text: Some("_".into()),
+                    ..all.clone()
+                },
+                &[],
+            ),
         ];
         for (filter, expected) in cases {
-            let (rows, total) = dashboard::list_findings(db, &project.id, 2, &filter, 0, 50).await.unwrap();
+            let (rows, total) = dashboard::list_findings(db, &project.id, 2, &filter, 0, 50)
+                .await
+                .unwrap();
             let got: Vec<&str> = rows.iter().map(|r| r.rule_id.as_str()).collect();
             assert_eq!(got, expected, "{backend:?}: {filter:?}");
             assert_eq!(total, expected.len() as i64);
         }
 
-        let diff = dashboard::diff_scans(db, &project.id, 2, 100).await.unwrap();
+        let diff = dashboard::diff_scans(db, &project.id, 2, 100)
+            .await
+            .unwrap();
         let rules = |v: &[tidemark_store::dashboard::FindingRow]| {
             v.iter().map(|f| f.rule_id.clone()).collect::<Vec<_>>()
         };
-        assert_eq!(rules(&diff.new), ["cis-aws-2.0-3.4", "soc2-cc7.2"], "{backend:?}");
+        assert_eq!(
+            rules(&diff.new),
+            ["cis-aws-2.0-3.4", "soc2-cc7.2"],
+            "{backend:?}"
+        );
         assert_eq!(rules(&diff.fixed), ["cis-aws-2.0-1.2", "soc2-cc6.1"]);
-        assert_eq!((diff.new_count, diff.fixed_count, diff.unchanged_count), (2, 2, 1));
+        assert_eq!(
+            (diff.new_count, diff.fixed_count, diff.unchanged_count),
+            (2, 2, 1)
+        );
     }
 }
 
@@ -193,19 +316,46 @@ async fn archiving_frees_a_slot_and_unarchiving_needs_one() {
         push(db, &acct, "one", 0, 80.0, vec![]).await;
         push(db, &acct, "two", 0, 80.0, vec![]).await;
         let projects = dashboard::list_projects(db, &acct).await.unwrap();
-        let one = projects.iter().find(|p| p.label == "one").unwrap().id.clone();
-        assert_eq!(dashboard::set_archived(db, &acct, &one, true, Some(2), 10).await.unwrap(), ArchiveOutcome::Done);
+        let one = projects
+            .iter()
+            .find(|p| p.label == "one")
+            .unwrap()
+            .id
+            .clone();
+        assert_eq!(
+            dashboard::set_archived(db, &acct, &one, true, Some(2), 10)
+                .await
+                .unwrap(),
+            ArchiveOutcome::Done
+        );
         let listed = dashboard::list_projects(db, &acct).await.unwrap();
-        assert_eq!(listed.last().unwrap().label, "one", "archived projects come last");
+        assert_eq!(
+            listed.last().unwrap().label,
+            "one",
+            "archived projects come last"
+        );
         assert_eq!(listed.last().unwrap().archived_at, Some(10));
         push(db, &acct, "three", 1, 80.0, vec![]).await; // the freed slot
         assert_eq!(
-            dashboard::set_archived(db, &acct, &one, false, Some(2), 11).await.unwrap(),
+            dashboard::set_archived(db, &acct, &one, false, Some(2), 11)
+                .await
+                .unwrap(),
             ArchiveOutcome::NoFreeSlot { cap: 2 },
             "{backend:?}"
         );
-        assert_eq!(dashboard::set_archived(db, &acct, &one, false, None, 11).await.unwrap(), ArchiveOutcome::Done);
+        assert_eq!(
+            dashboard::set_archived(db, &acct, &one, false, None, 11)
+                .await
+                .unwrap(),
+            ArchiveOutcome::Done
+        );
         // Its history stayed readable throughout.
-        assert_eq!(dashboard::project_history(db, &acct, &one, None).await.unwrap().len(), 1);
+        assert_eq!(
+            dashboard::project_history(db, &acct, &one, None)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

@@ -1,0 +1,69 @@
+//! The dashboard's pages. Each loads through server functions inside `Suspense`, so the
+//! server renders a complete page and the browser takes over for navigation and actions.
+
+pub mod project;
+pub mod projects;
+pub mod scan;
+pub mod settings;
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+
+pub fn fmt_score(score: f64) -> String {
+    format!("{score:.1}")
+}
+
+/// A score change, coloured: a regression is red, an improvement green.
+pub fn delta_badge(delta: Option<f64>) -> impl IntoView {
+    match delta {
+        None => view! { <span class="delta flat">"–"</span> }.into_any(),
+        Some(d) if d < 0.0 => view! {
+            <span class="delta down" title="Regression since the previous scan">{format!("▼ {:.1}", -d)}</span>
+        }
+        .into_any(),
+        Some(d) if d > 0.0 => view! {
+            <span class="delta up" title="Improvement since the previous scan">{format!("▲ {d:.1}")}</span>
+        }
+        .into_any(),
+        Some(_) => view! { <span class="delta flat">"± 0.0"</span> }.into_any(),
+    }
+}
+
+pub fn loading() -> impl IntoView {
+    view! { <p class="loading" role="status" aria-live="polite">"Loading…"</p> }
+}
+
+pub fn error_view(err: DashboardError) -> AnyView {
+    match err {
+        DashboardError::SignedOut => view! {
+            <p class="notice error" role="alert">
+                "Your session has ended. " <a href="/signin">"Sign in again"</a>
+            </p>
+        }
+        .into_any(),
+        DashboardError::NotFound => view! {
+            <section class="card">
+                <h1>"Not found"</h1>
+                <p>"There is nothing here in your account. " <a href="/projects">"Back to projects"</a></p>
+            </section>
+        }
+        .into_any(),
+        other => view! { <p class="notice error" role="alert">{other.to_string()}</p> }.into_any(),
+    }
+}
+
+pub const SEVERITIES: [&str; 4] = ["critical", "high", "medium", "low"];
+
+/// The four severity counts as coloured chips.
+pub fn severity_chips(counts: [i64; 4]) -> impl IntoView {
+    view! {
+        <ul class="sev-chips" aria-label="Findings by severity">
+            {SEVERITIES
+                .iter()
+                .zip(counts)
+                .map(|(name, n)| view! { <li class=format!("sev {name}")>{n} " " {*name}</li> })
+                .collect_view()}
+        </ul>
+    }
+}

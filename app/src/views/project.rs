@@ -1,0 +1,227 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use super::{delta_badge, error_view, fmt_score, loading, severity_chips};
+use crate::chart::{draw_history, HEIGHT, SEVERITY_COLOURS, WIDTH};
+use crate::dashboard::{load_project_chart, project_scans, ProjectChart, Range, ScansPage};
+
+#[component]
+pub fn ProjectPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let project_id = move || params.read().get("project_id").unwrap_or_default();
+    let range = move || Range::parse(&query.read().get("range").unwrap_or_default());
+    let page = move || {
+        query
+            .read()
+            .get("page")
+            .and_then(|p| p.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let chart = Resource::new(
+        move || (project_id(), range()),
+        |(id, range)| load_project_chart(id, range),
+    );
+    let scans = Resource::new(
+        move || (project_id(), page()),
+        |(id, page)| project_scans(id, page),
+    );
+    view! {
+        <Suspense fallback=loading>
+            {move || Suspend::new(async move {
+                match chart.await {
+                    Ok(chart) => chart_section(chart).into_any(),
+                    Err(err) => error_view(err),
+                }
+            })}
+        </Suspense>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                match scans.await {
+                    Ok(page) => scans_table(project_id(), range(), page).into_any(),
+                    Err(_) => ().into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn chart_section(chart: ProjectChart) -> impl IntoView {
+    let project = chart.project.clone();
+    let id = project.id.clone();
+    view! {
+        <Title text=format!("{} · Tidemark", project.label)/>
+        <nav class="crumbs" aria-label="Breadcrumb"><a href="/projects">"Projects"</a> " / "</nav>
+        <section class="page-head">
+            <h1>{project.label.clone()}</h1>
+            <p class="headline">
+                <span class="big-score">{project.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</span>
+                {delta_badge(project.last_delta)}
+                <span class="muted">{format!(" · {} scans", project.scan_count)}</span>
+                {project.archived.then(|| view! { <span class="tag">"archived"</span> })}
+            </p>
+        </section>
+        <section class="card" aria-labelledby="history-heading">
+            <div class="card-head">
+                <h2 id="history-heading">"Score history"</h2>
+                <nav class="segmented" aria-label="Time range">
+                    {Range::ALL
+                        .into_iter()
+                        .map(|r| {
+                            let current = r == chart.range;
+                            view! {
+                                <a
+                                    href=format!("/projects/{id}?range={}", r.as_str())
+                                    class:active=current
+                                    aria-current=current.then_some("true")
+                                >
+                                    {r.as_str()}
+                                </a>
+                            }
+                        })
+                        .collect_view()}
+                </nav>
+            </div>
+            <HistoryChart chart/>
+        </section>
+    }
+}
+
+#[component]
+fn HistoryChart(chart: ProjectChart) -> impl IntoView {
+    if chart.points.is_empty() {
+        return view! {
+            <p class="muted" data-testid="chart-empty">"No scans in this range. Choose a longer one."</p>
+        }
+        .into_any();
+    }
+    let drawing = draw_history(&chart.points);
+    let points = chart.points.clone();
+    let project_id = chart.project.id.clone();
+    let (selected, set_selected) = signal(points.len() - 1);
+    let shown = chart.points.len();
+    let caption = if chart.scans_in_range > shown {
+        format!(
+            "{} scans, drawn as {} points (largest-triangle downsampling keeps spikes).",
+            chart.scans_in_range, shown
+        )
+    } else {
+        format!("{} scans.", chart.scans_in_range)
+    };
+    let tip_points = points.clone();
+    let tip_project = project_id.clone();
+    view! {
+        <figure class="chart" data-testid="history-chart" data-points=shown>
+            <div class="chart-layer" inner_html=drawing.svg></div>
+            <svg class="chart-overlay" viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="group" aria-label="Scans on the chart">
+                {drawing
+                    .grid
+                    .iter()
+                    .map(|(y, v)| view! { <text class="axis" x="36" y=y + 4 text-anchor="end">{*v}</text> })
+                    .collect_view()}
+                {drawing
+                    .dots
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (x, y))| {
+                        let p = &points[i];
+                        let label = format!("Scan {} · score {}", p.scan_id, fmt_score(p.score));
+                        view! {
+                            <a
+                                href=format!("/projects/{project_id}/scans/{}", p.scan_id)
+                                aria-label=label
+                                on:mouseenter=move |_| set_selected.set(i)
+                                on:focus=move |_| set_selected.set(i)
+                            >
+                                <circle class="dot" cx=*x cy=*y r="5"></circle>
+                            </a>
+                        }
+                    })
+                    .collect_view()}
+            </svg>
+            <figcaption>
+                <span class="legend">
+                    <span class="swatch score"></span> "score  "
+                    {super::SEVERITIES
+                        .iter()
+                        .zip(SEVERITY_COLOURS)
+                        .map(|(name, colour)| view! {
+                            <span class="swatch" style=format!("background:{colour}")></span> {format!("{name}  ")}
+                        })
+                        .collect_view()}
+                </span>
+                <span class="muted">{caption}</span>
+            </figcaption>
+            <div class="chart-tip" role="status" aria-live="polite" data-testid="chart-tip">
+                {move || {
+                    let p = tip_points[selected.get()].clone();
+                    let href = format!("/projects/{tip_project}/scans/{}", p.scan_id);
+                    view! {
+                        <a href=href>{p.scan_id.clone()}</a>
+                        " · score " <strong>{fmt_score(p.score)}</strong> " · "
+                        {severity_chips(p.severities)}
+                    }
+                }}
+            </div>
+        </figure>
+    }
+    .into_any()
+}
+
+fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoView {
+    let prev = (page.page > 0).then(|| {
+        format!(
+            "/projects/{project_id}?range={}&page={}",
+            range.as_str(),
+            page.page - 1
+        )
+    });
+    let next = page.has_more.then(|| {
+        format!(
+            "/projects/{project_id}?range={}&page={}",
+            range.as_str(),
+            page.page + 1
+        )
+    });
+    view! {
+        <section class="card" aria-labelledby="scans-heading">
+            <h2 id="scans-heading">"Scans"</h2>
+            <div class="table-wrap">
+                <table class="scans">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Scan"</th>
+                            <th scope="col">"Scanned"</th>
+                            <th scope="col">"Score"</th>
+                            <th scope="col">"Change"</th>
+                            <th scope="col">"Findings"</th>
+                            <th scope="col">"Source"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {page
+                            .scans
+                            .into_iter()
+                            .map(|s| view! {
+                                <tr>
+                                    <th scope="row"><a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.clone()}</a></th>
+                                    <td>{s.scanned_at}</td>
+                                    <td class="score">{fmt_score(s.score)}</td>
+                                    <td>{delta_badge(Some(s.score_delta))}</td>
+                                    <td>{s.finding_count}</td>
+                                    <td>{s.state_source}</td>
+                                </tr>
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
+            <nav class="pager" aria-label="Scan pages">
+                {prev.map(|href| view! { <a href=href rel="prev">"← Newer"</a> })}
+                <span class="muted">{format!("Page {}", page.page + 1)}</span>
+                {next.map(|href| view! { <a href=href rel="next">"Older →"</a> })}
+            </nav>
+        </section>
+    }
+}

@@ -1,0 +1,123 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::{delta_badge, error_view, fmt_score, loading};
+use crate::chart::draw_sparkline;
+use crate::dashboard::{list_projects, ProjectCard, ProjectsView};
+
+#[component]
+pub fn ProjectsPage() -> impl IntoView {
+    let data = Resource::new(|| (), |_| list_projects());
+    view! {
+        <Title text="Projects · Tidemark"/>
+        <Suspense fallback=loading>
+            {move || Suspend::new(async move {
+                match data.await {
+                    Ok(view) => projects(view).into_any(),
+                    Err(err) => error_view(err),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn projects(v: ProjectsView) -> impl IntoView {
+    let usage = match v.cap {
+        Some(cap) => format!("{} of {} projects", v.active, cap),
+        None => format!("{} projects (no limit)", v.active),
+    };
+    let (archived, active): (Vec<ProjectCard>, Vec<ProjectCard>) =
+        v.projects.into_iter().partition(|p| p.archived);
+    let empty = active.is_empty();
+    view! {
+        <section class="page-head">
+            <h1>"Projects"</h1>
+            <p class="usage" data-testid="usage">{usage} " · " {v.tier} " plan"</p>
+        </section>
+        {if empty {
+            first_scan_help(&v.base_url).into_any()
+        } else {
+            project_table(active, "Active projects").into_any()
+        }}
+        {(!archived.is_empty()).then(|| view! {
+            <section class="archived" aria-labelledby="archived-heading">
+                <h2 id="archived-heading">"Archived"</h2>
+                <p class="muted">"History stays readable. Admins can unarchive in Settings when a slot is free."</p>
+                {project_table(archived, "Archived projects")}
+            </section>
+        })}
+    }
+}
+
+fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="projects">
+                <caption class="visually-hidden">{caption}</caption>
+                <thead>
+                    <tr>
+                        <th scope="col">"Project"</th>
+                        <th scope="col">"Score"</th>
+                        <th scope="col">"Change"</th>
+                        <th scope="col">"Recent"</th>
+                        <th scope="col">"Scans"</th>
+                        <th scope="col">"Last scan"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {projects
+                        .into_iter()
+                        .map(|p| {
+                            let spark = draw_sparkline(&p.recent_scores, 120, 28);
+                            view! {
+                                <tr data-testid="project-row">
+                                    <th scope="row"><a href=format!("/projects/{}", p.id)>{p.label}</a></th>
+                                    <td class="score">{p.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</td>
+                                    <td>{delta_badge(p.last_delta)}</td>
+                                    <td class="spark" aria-hidden="true" inner_html=spark></td>
+                                    <td>{p.scan_count}</td>
+                                    <td>{p.last_scanned_at.unwrap_or_else(|| "never".into())}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+/// The empty state teaches: the exact request that pushes a first scan.
+pub fn first_scan_help(base_url: &str) -> impl IntoView {
+    let curl = format!(
+        "curl -sS -X POST \"{base_url}/v1/dashboard/push\" \\\n  -H 'Content-Type: application/json' \\\n  -H \"X-API-Key: $TIDEMARK_API_KEY\" \\\n  --data @scan-results.json"
+    );
+    let body = r#"{
+  "project_label": "acme/payments-api",
+  "cloud": "aws",
+  "cloud_account_id": "123456789012",
+  "frameworks": ["cis-aws-2.0"],
+  "score": 82.5,
+  "passed": 140,
+  "failed": 2,
+  "severity_counts": {"critical": 0, "high": 1, "medium": 1, "low": 0},
+  "findings": [{"rule_id": "cis-aws-2.0-1.1", "resource": "aws_s3_bucket.logs",
+                "status": "FAIL", "severity": "high",
+                "message": "Bucket allows public read", "remediation": "Block public access"}],
+  "state_source": "ci",
+  "scanned_at": "2026-11-22T06:00:00Z"
+}"#;
+    view! {
+        <section class="card empty" data-testid="empty-state">
+            <h2>"No scans yet"</h2>
+            <p>
+                "Push your first scan from CI or a laptop. Get an API key with "
+                <code>"tidemark activate"</code> " (or rotate one in " <a href="/settings">"Settings"</a>
+                "), then send the scanner's results:"
+            </p>
+            <pre class="snippet"><code>{curl}</code></pre>
+            <p>"where " <code>"scan-results.json"</code> " looks like:"</p>
+            <pre class="snippet"><code>{body}</code></pre>
+        </section>
+    }
+}

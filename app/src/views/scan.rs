@@ -1,0 +1,244 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use super::{delta_badge, error_view, fmt_score, loading, severity_chips, SEVERITIES};
+use crate::dashboard::{
+    load_scan, scan_diff, scan_findings, DiffView, FindingQuery, FindingView, FindingsPage,
+    ScanView,
+};
+
+const STATUSES: [&str; 5] = ["FAIL", "WARN", "ERROR", "PASS", "SKIP"];
+
+#[component]
+pub fn ScanPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let ids = move || {
+        let p = params.read();
+        (
+            p.get("project_id").unwrap_or_default(),
+            p.get("scan_id").unwrap_or_default(),
+        )
+    };
+    let finding_query = move || {
+        let q = query.read();
+        FindingQuery {
+            severity: q.get("severity"),
+            status: q.get("status"),
+            framework: q.get("framework"),
+            text: q.get("q"),
+            page: q.get("page").and_then(|p| p.parse().ok()).unwrap_or(0),
+        }
+    };
+    let scan = Resource::new(ids, |(project, scan)| load_scan(project, scan));
+    let findings = Resource::new(
+        move || (ids(), finding_query()),
+        |((project, scan), q)| scan_findings(project, scan, q),
+    );
+    let diff = Resource::new(ids, |(project, scan)| scan_diff(project, scan));
+    view! {
+        <Suspense fallback=loading>
+            {move || Suspend::new(async move {
+                match scan.await {
+                    Ok(view) => scan_head(view).into_any(),
+                    Err(err) => error_view(err),
+                }
+            })}
+        </Suspense>
+        <Suspense fallback=loading>
+            {move || Suspend::new(async move {
+                let q = finding_query();
+                let frameworks = scan.await.map(|s| s.scan.frameworks).unwrap_or_default();
+                match findings.await {
+                    Ok(page) => findings_section(page, q, frameworks).into_any(),
+                    Err(_) => ().into_any(),
+                }
+            })}
+        </Suspense>
+        <Suspense fallback=loading>
+            {move || Suspend::new(async move {
+                match diff.await {
+                    Ok(d) => diff_section(d).into_any(),
+                    Err(_) => ().into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn scan_head(v: ScanView) -> impl IntoView {
+    let s = v.scan;
+    view! {
+        <Title text=format!("{} · {} · Tidemark", s.scan_id, v.project_label)/>
+        <nav class="crumbs" aria-label="Breadcrumb">
+            <a href="/projects">"Projects"</a> " / "
+            <a href=format!("/projects/{}", v.project_id)>{v.project_label.clone()}</a> " / "
+        </nav>
+        <section class="page-head">
+            <h1>{s.scan_id.clone()}</h1>
+            <p class="headline">
+                <span class="big-score" data-testid="scan-score">{fmt_score(s.score)}</span>
+                {delta_badge(Some(s.score_delta))}
+            </p>
+        </section>
+        <section class="card" aria-label="Scan details">
+            <dl class="meta">
+                <dt>"Cloud"</dt><dd>{s.cloud.clone()}</dd>
+                <dt>"Account"</dt><dd>{s.cloud_account_id.clone()}</dd>
+                <dt>"Frameworks"</dt><dd>{s.frameworks.join(", ")}</dd>
+                <dt>"State source"</dt><dd>{s.state_source.clone()}</dd>
+                <dt>"Scanned at"</dt><dd>{s.scanned_at.clone()}</dd>
+                <dt>"Checks"</dt>
+                <dd data-testid="pass-fail">{format!("{} passed · {} failed", s.passed, s.failed)}</dd>
+                <dt>"Severity"</dt><dd data-testid="severity-counts">{severity_chips(s.severities)}</dd>
+            </dl>
+            {v.previous_scan_id.map(|prev| view! {
+                <p class="muted">"Previous scan: "
+                    <a href=format!("/projects/{}/scans/{prev}", v.project_id)>{prev.clone()}</a></p>
+            })}
+        </section>
+    }
+}
+
+fn select(
+    name: &'static str,
+    label: &'static str,
+    options: Vec<String>,
+    current: Option<String>,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <select name=name>
+                <option value="">"All"</option>
+                {options
+                    .into_iter()
+                    .map(|o| {
+                        let selected = current.as_deref() == Some(o.as_str());
+                        view! { <option value=o.clone() selected=selected>{o.clone()}</option> }
+                    })
+                    .collect_view()}
+            </select>
+        </label>
+    }
+}
+
+fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>) -> impl IntoView {
+    let pages = (page.total + page.page_size - 1) / page.page_size;
+    let link = {
+        let q = q.clone();
+        move |to: i64| {
+            let mut parts = vec![format!("page={to}")];
+            for (k, v) in [
+                ("severity", &q.severity),
+                ("status", &q.status),
+                ("framework", &q.framework),
+                ("q", &q.text),
+            ] {
+                if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
+                    parts.push(format!("{k}={}", urlencode(v)));
+                }
+            }
+            format!("?{}", parts.join("&"))
+        }
+    };
+    let prev = (page.page > 0).then(|| link(page.page - 1));
+    let next = (page.page + 1 < pages).then(|| link(page.page + 1));
+    view! {
+        <section class="card" aria-labelledby="findings-heading">
+            <h2 id="findings-heading">"Findings"</h2>
+            <form method="get" class="filters" role="search" aria-label="Filter findings">
+                {select("severity", "Severity", SEVERITIES.iter().map(|s| s.to_string()).collect(), q.severity.clone())}
+                {select("status", "Status", STATUSES.iter().map(|s| s.to_string()).collect(), q.status.clone())}
+                {select("framework", "Framework", frameworks, q.framework.clone())}
+                <label>
+                    "Search"
+                    <input type="search" name="q" value=q.text.clone().unwrap_or_default()
+                        placeholder="rule, resource or message"/>
+                </label>
+                <button type="submit" class="primary">"Apply"</button>
+            </form>
+            <p class="muted" data-testid="finding-total">
+                {format!("{} finding{}", page.total, if page.total == 1 { "" } else { "s" })}
+            </p>
+            {finding_table(page.findings, "findings-table")}
+            <nav class="pager" aria-label="Finding pages">
+                {prev.map(|href| view! { <a href=href rel="prev">"← Previous"</a> })}
+                <span class="muted">{format!("Page {} of {}", page.page + 1, pages.max(1))}</span>
+                {next.map(|href| view! { <a href=href rel="next">"Next →"</a> })}
+            </nav>
+        </section>
+    }
+}
+
+fn finding_table(rows: Vec<FindingView>, testid: &'static str) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="findings" data-testid=testid>
+                <thead>
+                    <tr>
+                        <th scope="col">"Severity"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Rule"</th>
+                        <th scope="col">"Resource"</th>
+                        <th scope="col">"Message"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {rows
+                        .into_iter()
+                        .map(|f| view! {
+                            <tr>
+                                <td><span class=format!("sev {}", f.severity)>{f.severity.clone()}</span></td>
+                                <td>{f.status}</td>
+                                <td><code>{f.rule_id}</code></td>
+                                <td><code>{f.resource}</code></td>
+                                <td>{f.message}<div class="muted small">{f.remediation}</div></td>
+                            </tr>
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+fn diff_section(d: DiffView) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="diff-heading" data-testid="diff">
+            <h2 id="diff-heading">"Compared with the previous scan"</h2>
+            {if d.has_previous {
+                view! {
+                    <p class="diff-summary">
+                        <span class="delta down" data-testid="diff-new">{format!("{} new", d.new_count)}</span>
+                        " · "
+                        <span class="delta up" data-testid="diff-fixed">{format!("{} fixed", d.fixed_count)}</span>
+                        " · "
+                        <span data-testid="diff-unchanged">{format!("{} unchanged", d.unchanged_count)}</span>
+                    </p>
+                    <p class="muted small">
+                        "Open findings (FAIL, WARN, ERROR), matched by rule and resource."
+                    </p>
+                    {(!d.new.is_empty()).then(|| view! { <h3>"New"</h3> {finding_table(d.new, "diff-new-table")} })}
+                    {(!d.fixed.is_empty()).then(|| view! { <h3>"Fixed"</h3> {finding_table(d.fixed, "diff-fixed-table")} })}
+                }
+                .into_any()
+            } else {
+                view! { <p class="muted">"This is the project's first scan."</p> }.into_any()
+            }}
+        </section>
+    }
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,259 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::{error_view, loading};
+use crate::dashboard::SetArchived;
+use crate::members::AddMember;
+use crate::settings::{load_settings, ChangeMember, RevokeKey, RotateKeys, SettingsView};
+
+#[component]
+pub fn SettingsPage() -> impl IntoView {
+    let rotate = ServerAction::<RotateKeys>::new();
+    let revoke = ServerAction::<RevokeKey>::new();
+    let add = ServerAction::<AddMember>::new();
+    let change = ServerAction::<ChangeMember>::new();
+    let archive = ServerAction::<SetArchived>::new();
+    let settings = Resource::new(
+        move || {
+            (
+                rotate.version().get(),
+                revoke.version().get(),
+                add.version().get(),
+                change.version().get(),
+                archive.version().get(),
+            )
+        },
+        |_| load_settings(),
+    );
+    let projects = Resource::new(
+        move || archive.version().get(),
+        |_| crate::dashboard::list_projects(),
+    );
+    view! {
+        <Title text="Settings · Tidemark"/>
+        <section class="page-head"><h1>"Settings"</h1></section>
+        <Suspense fallback=loading>
+            {move || Suspend::new(async move {
+                match settings.await {
+                    Ok(view) => settings_view(view, rotate, revoke, add, change).into_any(),
+                    Err(err) => error_view(err),
+                }
+            })}
+        </Suspense>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                match projects.await {
+                    Ok(view) => archive_section(view, archive).into_any(),
+                    Err(_) => ().into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The last failure of an action, as an alert.
+fn action_error<T: Clone + Send + Sync + 'static>(
+    action: ServerAction<
+        impl leptos::server_fn::ServerFn<Output = T, Error = crate::error::DashboardError>
+            + Clone
+            + Sync,
+    >,
+) -> impl IntoView {
+    move || {
+        action
+            .value()
+            .get()
+            .and_then(|r| r.err())
+            .map(|e| view! { <p class="notice error" role="alert">{e.to_string()}</p> })
+    }
+}
+
+fn settings_view(
+    v: SettingsView,
+    rotate: ServerAction<RotateKeys>,
+    revoke: ServerAction<RevokeKey>,
+    add: ServerAction<AddMember>,
+    change: ServerAction<ChangeMember>,
+) -> impl IntoView {
+    let admin = v.is_admin;
+    let me = v.viewer_email.clone();
+    view! {
+        {(!admin).then(|| view! {
+            <p class="notice" role="note">"You are a member: you can read everything here; an admin of the account makes changes."</p>
+        })}
+        <section class="card" aria-labelledby="keys-heading">
+            <h2 id="keys-heading">"API keys"</h2>
+            <p class="muted">"Scanners and CI jobs push with these. Only the first characters are ever shown."</p>
+            <div class="table-wrap">
+                <table data-testid="keys">
+                    <thead><tr>
+                        <th scope="col">"Key"</th><th scope="col">"Machine"</th><th scope="col">"Created"</th>
+                        <th scope="col">"Last used"</th>{admin.then(|| view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> })}
+                    </tr></thead>
+                    <tbody>
+                        {v.keys.into_iter().map(|k| view! {
+                            <tr>
+                                <td><code>{format!("{}…", k.prefix)}</code></td>
+                                <td>{k.machine.clone()}</td>
+                                <td>{k.created_at}</td>
+                                <td>{k.last_used_at.unwrap_or_else(|| "never".into())}</td>
+                                {admin.then(|| view! {
+                                    <td>
+                                        <ActionForm action=revoke>
+                                            <input type="hidden" name="key_id" value=k.id.clone()/>
+                                            <button type="submit" class="link" aria-label=format!("Revoke key {}", k.prefix)>"Revoke"</button>
+                                        </ActionForm>
+                                    </td>
+                                })}
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+            {admin.then(|| view! {
+                <ActionForm action=rotate attr:class="inline">
+                    <button type="submit" class="danger">"Rotate Key"</button>
+                    <span class="muted small">" Revokes every key above at once and issues one new key."</span>
+                </ActionForm>
+            })}
+            {move || rotate.value().get().and_then(|r| r.ok()).map(new_key_panel)}
+            {action_error(rotate)}
+            {action_error(revoke)}
+        </section>
+
+        {v.license.map(|l| view! {
+            <section class="card" aria-labelledby="license-heading">
+                <h2 id="license-heading">"License"</h2>
+                <dl class="meta" data-testid="license">
+                    <dt>"Tier"</dt><dd>{l.tier}</dd>
+                    <dt>"State"</dt><dd>{l.state}</dd>
+                    <dt>"Features"</dt><dd>{l.features.join(", ")}</dd>
+                    <dt>"Expires"</dt><dd>{l.expires_at}</dd>
+                    <dt>"Projects"</dt>
+                    <dd>{match l.project_cap {
+                        Some(cap) => format!("{} of {cap} used", l.projects_used),
+                        None => format!("{} used (no limit)", l.projects_used),
+                    }}</dd>
+                </dl>
+            </section>
+        })}
+
+        <section class="card" aria-labelledby="members-heading">
+            <h2 id="members-heading">"Members"</h2>
+            <div class="table-wrap">
+                <table data-testid="members">
+                    <thead><tr>
+                        <th scope="col">"E-mail"</th><th scope="col">"Role"</th><th scope="col">"Last sign-in"</th>
+                        {admin.then(|| view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> })}
+                    </tr></thead>
+                    <tbody>
+                        {v.members.into_iter().map(|m| {
+                            let role = if m.is_admin { "admin" } else { "member" };
+                            let other = if m.is_admin { "member" } else { "admin" };
+                            let is_me = m.email == me;
+                            let (email_role, email_remove) = (m.email.clone(), m.email.clone());
+                            view! {
+                                <tr>
+                                    <td>{m.email}{is_me.then_some(" (you)")}</td>
+                                    <td>{role}</td>
+                                    <td>{m.last_login_at.unwrap_or_else(|| "never".into())}</td>
+                                    {admin.then(|| view! {
+                                        <td class="actions">
+                                            <ActionForm action=change>
+                                                <input type="hidden" name="email" value=email_role.clone()/>
+                                                <input type="hidden" name="role" value=other/>
+                                                <button type="submit" class="link">{format!("Make {other}")}</button>
+                                            </ActionForm>
+                                            <ActionForm action=change>
+                                                <input type="hidden" name="email" value=email_remove.clone()/>
+                                                <input type="hidden" name="role" value="remove"/>
+                                                <button type="submit" class="link danger-text">"Remove"</button>
+                                            </ActionForm>
+                                        </td>
+                                    })}
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+            {admin.then(|| view! {
+                <ActionForm action=add attr:class="row-form">
+                    <label>"E-mail" <input type="email" name="email" required placeholder="colleague@company.com"/></label>
+                    <label class="check"><input type="checkbox" name="admin" value="true"/> " admin"</label>
+                    <button type="submit" class="primary">"Add member"</button>
+                </ActionForm>
+            })}
+            {action_error(add)}
+            {action_error(change)}
+        </section>
+
+        {(!v.sso.is_empty()).then(|| view! {
+            <section class="card" aria-labelledby="sso-heading">
+                <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
+                <ul>
+                    {v.sso.into_iter().map(|s| view! {
+                        <li><strong>{s.domain}</strong> " → " <code>{s.idp_entity_id}</code>
+                            {s.enforce.then_some(" · enforced: OpenID Connect refused for this domain")}</li>
+                    }).collect_view()}
+                </ul>
+            </section>
+        })}
+    }
+}
+
+fn new_key_panel(key: String) -> impl IntoView {
+    let (copied, set_copied) = signal(false);
+    let for_copy = key.clone();
+    view! {
+        <div class="notice new-key" role="alert" data-testid="new-key-panel">
+            <p><strong>"Your new API key"</strong> " — shown once. Store it in your CI secrets now; every previous key stopped working."</p>
+            <p><code data-testid="new-key">{key}</code></p>
+            <button type="button" class="primary" on:click=move |_| {
+                copy_to_clipboard(&for_copy);
+                set_copied.set(true);
+            }>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
+        </div>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn copy_to_clipboard(text: &str) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.navigator().clipboard().write_text(text);
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn copy_to_clipboard(_text: &str) {}
+
+fn archive_section(
+    v: crate::dashboard::ProjectsView,
+    archive: ServerAction<SetArchived>,
+) -> impl IntoView {
+    let admin = v.is_admin;
+    view! {
+        <section class="card" aria-labelledby="archive-heading">
+            <h2 id="archive-heading">"Projects"</h2>
+            <p class="muted">"Archiving frees a project slot; its history stays readable. A push to an archived label is refused."</p>
+            <ul class="plain" data-testid="archive-list">
+                {v.projects.into_iter().map(|p| view! {
+                    <li>
+                        <a href=format!("/projects/{}", p.id)>{p.label.clone()}</a>
+                        {p.archived.then_some(" (archived)")}
+                        {admin.then(|| view! {
+                            <ActionForm action=archive attr:class="inline">
+                                <input type="hidden" name="project_id" value=p.id.clone()/>
+                                <input type="hidden" name="archived" value=(!p.archived).to_string()/>
+                                <button type="submit" class="link" aria-label=format!("{} {}", if p.archived { "Unarchive" } else { "Archive" }, p.label)>
+                                    {if p.archived { "Unarchive" } else { "Archive" }}
+                                </button>
+                            </ActionForm>
+                        })}
+                    </li>
+                }).collect_view()}
+            </ul>
+            {action_error(archive)}
+        </section>
+    }
+}

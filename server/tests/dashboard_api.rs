@@ -1,0 +1,193 @@
+//! The dashboard's server functions: account scoping and roles, on both databases.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::browser::{location, Browser};
+use common::oidc::{Script, ScriptedProvider};
+use common::{backends, sample_push, TestApp};
+use reqwest::StatusCode;
+use tidemark_wire::Tier;
+
+async fn signed_in(app: &TestApp, provider: &ScriptedProvider, email: &str) -> Browser {
+    provider.script(Script::user(email));
+    let mut browser = Browser::new(&app.base_url);
+    let start = browser.post_form("/auth/signin", &[("email", email)]).await;
+    let callback = location(&browser.get(&location(&start)).await);
+    assert_eq!(browser.get(&callback).await.status(), StatusCode::OK);
+    browser
+}
+
+#[tokio::test]
+async fn server_functions_refuse_another_accounts_ids() {
+    for backend in backends() {
+        let provider = ScriptedProvider::start().await;
+        let env = provider.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let app = TestApp::spawn_with(backend, &env).await;
+        let (mine, my_key) = app.with_key(Tier::Team).await;
+        let (_theirs, their_key) = app.with_key(Tier::Team).await;
+        let my_push = app
+            .push_json(&my_key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+            .await;
+        let their_push = app
+            .push_json(
+                &their_key,
+                &sample_push("web", 60.0, "2026-11-20T10:00:00Z"),
+            )
+            .await;
+        let (my_project, my_scan) = (
+            my_push["project_id"].as_str().unwrap(),
+            my_push["scan_id"].as_str().unwrap(),
+        );
+        let (their_project, their_scan) = (
+            their_push["project_id"].as_str().unwrap(),
+            their_push["scan_id"].as_str().unwrap(),
+        );
+
+        let mut browser = signed_in(&app, &provider, &mine.email).await;
+        let calls = |project: &str, scan: &str| {
+            vec![
+                (
+                    "/api/project_chart",
+                    vec![
+                        ("project_id", project.to_owned()),
+                        ("range", "All".to_owned()),
+                    ],
+                ),
+                (
+                    "/api/project_scans",
+                    vec![("project_id", project.to_owned()), ("page", "0".to_owned())],
+                ),
+                (
+                    "/api/scan",
+                    vec![
+                        ("project_id", project.to_owned()),
+                        ("scan_id", scan.to_owned()),
+                    ],
+                ),
+                (
+                    "/api/scan_findings",
+                    vec![
+                        ("project_id", project.to_owned()),
+                        ("scan_id", scan.to_owned()),
+                        ("query[page]", "0".to_owned()),
+                    ],
+                ),
+                (
+                    "/api/scan_diff",
+                    vec![
+                        ("project_id", project.to_owned()),
+                        ("scan_id", scan.to_owned()),
+                    ],
+                ),
+            ]
+        };
+        for (path, form) in calls(my_project, my_scan) {
+            let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let res = browser.post_form(path, &form).await;
+            assert_eq!(res.status(), StatusCode::OK, "{backend:?}: own {path}");
+        }
+        for (path, form) in calls(their_project, their_scan) {
+            let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let res = browser.post_form(path, &form).await;
+            assert_eq!(
+                res.status(),
+                StatusCode::NOT_FOUND,
+                "{backend:?}: their {path}"
+            );
+            let body = res.text().await.unwrap();
+            assert!(!body.contains("60"), "nothing of theirs leaks: {body}");
+        }
+        let res = browser
+            .post_form(
+                "/api/set_archived",
+                &[("project_id", their_project), ("archived", "true")],
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let archived: Vec<(Option<i64>,)> = tidemark_store::on_db!(&app.db, pool => {
+            sqlx::query_as("SELECT archived_at FROM projects WHERE id = $1")
+                .bind(their_project)
+                .fetch_all(pool)
+                .await
+        })
+        .unwrap();
+        assert_eq!(archived, vec![(None,)], "their project is untouched");
+
+        // The project list is only mine.
+        let list = browser
+            .post_form("/api/projects", &[])
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            list.contains(my_project) && !list.contains(their_project),
+            "{list}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn members_read_but_only_admins_change() {
+    let backend = backends()[0];
+    let provider = ScriptedProvider::start().await;
+    let env = provider.env();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let app = TestApp::spawn_with(backend, &env).await;
+    let (license, key) = app.with_key(Tier::Team).await;
+    let pushed = app
+        .push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+        .await;
+    let project = pushed["project_id"].as_str().unwrap();
+    tidemark_store::access::add_member(
+        &app.db,
+        &license.account_id,
+        &tidemark_domain::text::Email::parse("reader@example.com").unwrap(),
+        tidemark_domain::access::Role::Member,
+        1,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let mut member = signed_in(&app, &provider, "reader@example.com").await;
+    assert_eq!(
+        member.post_form("/api/settings", &[]).await.status(),
+        StatusCode::OK
+    );
+    for (path, form) in [
+        ("/api/rotate_keys", vec![]),
+        (
+            "/api/set_archived",
+            vec![("project_id", project), ("archived", "true")],
+        ),
+        (
+            "/api/change_member",
+            vec![("email", license.email.as_str()), ("role", "remove")],
+        ),
+    ] {
+        let res = member.post_form(path, &form).await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{path}");
+    }
+    // The key still works: nothing was rotated.
+    let res = app
+        .push(&key, &sample_push("web", 81.0, "2026-11-20T11:00:00Z"))
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+
+    // The admin rotates: the old key fails at once, the new one pushes.
+    let mut admin = signed_in(&app, &provider, &license.email).await;
+    let res = admin.post_form("/api/rotate_keys", &[]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let new_key: String = serde_json::from_str(&res.text().await.unwrap()).unwrap();
+    assert!(new_key.starts_with("svc_api_"));
+    let res = app
+        .push(&key, &sample_push("web", 82.0, "2026-11-20T12:00:00Z"))
+        .await;
+    common::assert_error(res, StatusCode::UNAUTHORIZED, "invalid_api_key").await;
+    let res = app
+        .push(&new_key, &sample_push("web", 82.0, "2026-11-20T12:00:00Z"))
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+}
