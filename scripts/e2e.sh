@@ -54,13 +54,16 @@ idp_pids+=($!)
 server_env=(LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDEMARK_DATA_DIR="$data"
   TIDEMARK_BASE_URL="$url" RUST_LOG="${RUST_LOG:-warn}"
   TIDEMARK_OIDC_ISSUER="http://localhost:$idp_port" TIDEMARK_OIDC_CLIENT_ID=tidemark-e2e
-  TIDEMARK_OIDC_CLIENT_SECRET="$idp_secret")
+  TIDEMARK_OIDC_CLIENT_SECRET="$idp_secret"
+  # The dashboard tests push more than 5 scans a minute; the limit has its own Rust tests.
+  TIDEMARK_WRITES_PER_MINUTE=1000)
 
 # The account the tests sign in to: its license e-mail is its first admin.
 admin_email="admin-$port@e2e.example"
 env "${server_env[@]}" target/release/tidemark-server license create --email "$admin_email" \
-  --tier enterprise --json >"$data/license.json"
+  --tier enterprise --max-projects 1 --json >"$data/license.json"
 account_id=$(tail -n 1 "$data/license.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["account_id"])')
+license_key=$(tail -n 1 "$data/license.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["license_key"])')
 
 # Its SAML domain and a member who signs in through it.
 saml_member="sam-$port@saml-e2e.example"
@@ -75,6 +78,7 @@ server_pid=$!
 
 export TIDEMARK_E2E_ADMIN="$admin_email" TIDEMARK_E2E_OIDC="http://localhost:$idp_port"
 export TIDEMARK_E2E_SAML_MEMBER="$saml_member" TIDEMARK_E2E_SAML="http://localhost:$saml_port"
+export TIDEMARK_E2E_LICENSE_KEY="$license_key"
 (cd end2end && TIDEMARK_E2E_URL="$url" npx playwright test) || {
   echo "e2e: Playwright failed; server log:" >&2
   tail -n 50 "$data/server.log" >&2

@@ -20,8 +20,8 @@ impl From<tidemark_store::access::Member> for MemberSummary {
         MemberSummary {
             email: m.email,
             is_admin: m.role == tidemark_domain::access::Role::Admin,
-            added_at: tidemark_domain::to_rfc3339(m.added_at),
-            last_login_at: m.last_login_at.map(tidemark_domain::to_rfc3339),
+            added_at: crate::dashboard::format_time_ssr(m.added_at),
+            last_login_at: m.last_login_at.map(crate::dashboard::format_time_ssr),
         }
     }
 }
@@ -58,7 +58,10 @@ pub async fn list_members() -> Result<Vec<MemberSummary>, DashboardError> {
 
 /// Adds a person to the viewer's account (admins only).
 #[server(endpoint = "members/add")]
-pub async fn add_member(email: String, admin: bool) -> Result<MemberSummary, DashboardError> {
+pub async fn add_member(
+    email: String,
+    #[server(default)] admin: bool,
+) -> Result<MemberSummary, DashboardError> {
     use tidemark_domain::access::Role;
     let viewer = require_admin()?;
     let Ok(email) = tidemark_domain::text::Email::parse(&email) else {

@@ -108,9 +108,9 @@ fn select(
     current: Option<String>,
 ) -> impl IntoView {
     view! {
-        <label>
+        <label for=format!("filter-{name}")>
             {label}
-            <select name=name>
+            <select name=name id=format!("filter-{name}")>
                 <option value="">"All"</option>
                 {options
                     .into_iter()
@@ -152,9 +152,9 @@ fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>
                 {select("severity", "Severity", SEVERITIES.iter().map(|s| s.to_string()).collect(), q.severity.clone())}
                 {select("status", "Status", STATUSES.iter().map(|s| s.to_string()).collect(), q.status.clone())}
                 {select("framework", "Framework", frameworks, q.framework.clone())}
-                <label>
+                <label for="filter-q">
                     "Search"
-                    <input type="search" name="q" value=q.text.clone().unwrap_or_default()
+                    <input type="search" name="q" id="filter-q" value=q.text.clone().unwrap_or_default()
                         placeholder="rule, resource or message"/>
                 </label>
                 <button type="submit" class="primary">"Apply"</button>

@@ -1,0 +1,194 @@
+import { createHash } from "node:crypto";
+import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+
+// scripts/e2e.sh: an enterprise account capped at one active project, whose admin is ADMIN.
+const ADMIN = process.env.TIDEMARK_E2E_ADMIN ?? "";
+const LICENSE_KEY = process.env.TIDEMARK_E2E_LICENSE_KEY ?? "";
+const OIDC = process.env.TIDEMARK_E2E_OIDC ?? "";
+const DAY = 86_400_000;
+
+test.describe.configure({ mode: "serial" });
+
+async function signIn(page: Page, email: string) {
+  await page.goto("/signin");
+  await page.getByLabel("E-mail address").fill(email);
+  await page.getByRole("button", { name: "Continue" }).click();
+  await expect(page).toHaveURL(new RegExp(`^${OIDC}/interaction/`));
+  await page.getByLabel("E-mail address").fill(email);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page.getByTestId("signed-in-as")).toContainText(email);
+}
+
+async function activate(request: APIRequestContext): Promise<string> {
+  const hash = createHash("sha256").update(LICENSE_KEY).digest("hex");
+  const res = await request.post("/v1/license/activate", {
+    headers: { "X-License-Key-Hash": hash },
+    data: { machine: "playwright" },
+  });
+  expect(res.status()).toBe(201);
+  return (await res.json()).api_key;
+}
+
+function finding(rule: string, resource: string, severity: string, status = "FAIL") {
+  return { rule_id: rule, resource, status, severity, message: `${rule} on ${resource}`, remediation: "Fix it" };
+}
+
+function scan(label: string, daysAgo: number, score: number, findings: object[]) {
+  const sev = (s: string) => findings.filter((f: any) => f.severity === s).length;
+  return {
+    project_label: label, cloud: "aws", cloud_account_id: "123456789012",
+    frameworks: ["cis-aws-2.0", "soc2"], score, passed: 100, failed: findings.length,
+    severity_counts: { critical: sev("critical"), high: sev("high"), medium: sev("medium"), low: sev("low") },
+    findings, state_source: "ci",
+    scanned_at: new Date(Date.now() - daysAgo * DAY).toISOString().replace(/\.\d+Z$/, "Z"),
+  };
+}
+
+async function push(request: APIRequestContext, key: string, body: object) {
+  return request.post("/v1/dashboard/push", { headers: { "X-API-Key": key }, data: body });
+}
+
+const older = [
+  finding("cis-aws-2.0-1.1", "bucket.logs", "high"),
+  finding("cis-aws-2.0-1.2", "bucket.data", "low"),
+  finding("soc2-cc6.1", "role.admin", "medium", "WARN"),
+];
+const latest = [
+  finding("cis-aws-2.0-1.1", "bucket.logs", "high"),
+  finding("cis-aws-2.0-3.4", "vpc.main", "critical"),
+  finding("soc2-cc7.2", "trail.main", "high", "ERROR"),
+  finding("soc2-cc6.1", "role.admin", "medium", "PASS"),
+];
+
+let apiKey = "";
+let projectUrl = "";
+
+test("projects, the score chart and its ranges", async ({ page, request }) => {
+  apiKey = await activate(request);
+  const days = [40, 20, 10, 5, 2];
+  for (const [i, d] of days.entries()) {
+    const res = await push(request, apiKey, scan("e2e/web", d, 70 + i * 3, older));
+    expect(res.status(), await res.text()).toBe(201);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const last = await push(request, apiKey, scan("e2e/web", 1, 64.5, latest));
+  expect(last.status()).toBe(201);
+  const pushed = await last.json();
+  expect(pushed.score_delta).toBeCloseTo(-17.5);
+
+  await signIn(page, ADMIN);
+  await page.goto("/projects");
+  const row = page.getByTestId("project-row").filter({ hasText: "e2e/web" });
+  await expect(row).toContainText("64.5");
+  await expect(row.locator(".delta.down")).toHaveText("▼ 17.5");
+  await expect(page.getByTestId("usage")).toContainText("1 of 1 projects");
+  await page.screenshot({ path: "test-results/projects.png", fullPage: true });
+
+  await row.getByRole("link", { name: "e2e/web" }).click();
+  projectUrl = page.url();
+  const chart = page.getByTestId("history-chart");
+  await expect(chart).toHaveAttribute("data-points", "6"); // 90d default: all six
+  await expect(chart.locator("circle.dot")).toHaveCount(6);
+  await page.getByRole("link", { name: "7d", exact: true }).click();
+  await expect(page.getByTestId("history-chart")).toHaveAttribute("data-points", "3");
+  await page.getByRole("link", { name: "30d", exact: true }).click();
+  await expect(page.getByTestId("history-chart")).toHaveAttribute("data-points", "5");
+  await page.getByRole("link", { name: "all", exact: true }).click();
+  await expect(page.getByTestId("history-chart").locator("circle.dot")).toHaveCount(6);
+  // Focusing a point shows that scan; its link opens it.
+  const lastDot = page.getByTestId("history-chart").locator("a").last();
+  await lastDot.focus();
+  await expect(page.getByTestId("chart-tip")).toContainText(pushed.scan_id);
+  await expect(page.getByTestId("chart-tip")).toContainText("64.5");
+  await page.screenshot({ path: "test-results/project.png", fullPage: true });
+});
+
+test("a scan: counts, filters, search and the diff", async ({ page }) => {
+  await signIn(page, ADMIN);
+  await page.goto(projectUrl);
+  await page.getByTestId("history-chart").locator("a").last().click();
+  await expect(page).toHaveURL(/\/scans\//);
+  await expect(page.getByTestId("scan-score")).toHaveText("64.5");
+  await expect(page.getByTestId("pass-fail")).toHaveText("100 passed · 4 failed");
+  await expect(page.getByTestId("severity-counts")).toContainText("1 critical");
+  await expect(page.getByTestId("severity-counts")).toContainText("2 high");
+  await expect(page.getByTestId("finding-total")).toHaveText("4 findings");
+
+  await page.getByRole("combobox", { name: "Severity" }).selectOption("high");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByTestId("finding-total")).toHaveText("2 findings");
+  await page.getByRole("combobox", { name: "Severity" }).selectOption("");
+  await page.getByRole("combobox", { name: "Framework" }).selectOption("soc2");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByTestId("finding-total")).toHaveText("2 findings");
+  await page.getByRole("combobox", { name: "Framework" }).selectOption("");
+  await page.getByRole("searchbox", { name: "Search" }).fill("VPC.MAIN");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByTestId("finding-total")).toHaveText("1 finding");
+  await expect(page.getByTestId("findings-table")).toContainText("cis-aws-2.0-3.4");
+
+  await expect(page.getByTestId("diff-new")).toHaveText("2 new");
+  await expect(page.getByTestId("diff-fixed")).toHaveText("2 fixed");
+  await expect(page.getByTestId("diff-unchanged")).toHaveText("1 unchanged");
+  await expect(page.getByTestId("diff-new-table")).toContainText("trail.main");
+  await page.screenshot({ path: "test-results/scan.png", fullPage: true });
+});
+
+test("Rotate Key revokes the old key at once and the new one pushes", async ({ page, request }) => {
+  await signIn(page, ADMIN);
+  await page.goto("/settings");
+  await expect(page.getByTestId("keys")).toContainText("playwright");
+  await page.getByRole("button", { name: "Rotate Key" }).click();
+  const shown = page.getByTestId("new-key");
+  await expect(shown).toHaveText(/^svc_api_/);
+  const newKey = (await shown.textContent()) ?? "";
+  await page.screenshot({ path: "test-results/settings-rotated.png", fullPage: true });
+
+  const old = await push(request, apiKey, scan("e2e/web", 0, 66, latest));
+  expect(old.status()).toBe(401);
+  expect((await old.json()).error).toBe("invalid_api_key");
+  const fresh = await push(request, newKey, scan("e2e/web", 0, 67, latest));
+  expect(fresh.status(), await fresh.text()).toBe(201);
+  apiKey = newKey;
+});
+
+test("archiving frees the slot for a new label", async ({ page, request }) => {
+  const refused = await push(request, apiKey, scan("e2e/api", 0, 90, []));
+  expect(refused.status()).toBe(409);
+  expect((await refused.json()).error).toBe("project_limit_reached");
+
+  await signIn(page, ADMIN);
+  await page.goto("/settings");
+  await page.getByRole("button", { name: "Archive e2e/web" }).click();
+  await expect(page.getByRole("button", { name: "Unarchive e2e/web" })).toBeVisible();
+
+  const accepted = await push(request, apiKey, scan("e2e/api", 0, 90, []));
+  expect(accepted.status(), await accepted.text()).toBe(201);
+  const archived = await push(request, apiKey, scan("e2e/web", 0, 70, []));
+  expect((await archived.json()).error).toBe("project_archived");
+
+  await page.goto("/projects");
+  await expect(page.getByRole("heading", { name: "Archived" })).toBeVisible();
+});
+
+test("a member reads Settings but cannot rotate or archive", async ({ page, browser }) => {
+  const reader = `reader-${Date.now()}@e2e.example`;
+  await signIn(page, ADMIN);
+  await page.goto("/settings");
+  await page.getByLabel("E-mail", { exact: true }).fill(reader);
+  await page.getByRole("button", { name: "Add member" }).click();
+  await expect(page.getByTestId("members")).toContainText(reader);
+
+  const context = await browser.newContext();
+  const other = await context.newPage();
+  await signIn(other, reader);
+  await other.goto("/settings");
+  await expect(other.getByTestId("keys")).toBeVisible();
+  await expect(other.getByRole("button", { name: "Rotate Key" })).toHaveCount(0);
+  await expect(other.getByRole("button", { name: /^Archive / })).toHaveCount(0);
+  await other.screenshot({ path: "test-results/settings-member.png", fullPage: true });
+  // The server refuses it too, whatever the page shows.
+  const status = await other.evaluate(async () => (await fetch("/api/rotate_keys", { method: "POST" })).status);
+  expect(status).toBe(403);
+  await context.close();
+});
