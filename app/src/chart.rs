@@ -1,13 +1,12 @@
-//! Charts drawn with `plotters` into SVG, on the server (first paint) and in the browser
-//! (after a range change) alike. plotters draws the geometry; labels and the focusable
-//! points are plain SVG the component adds on top, so no font code reaches the WASM.
+//! Charts drawn with `plotters` into SVG on the server. plotters draws the geometry; labels
+//! and the focusable points are plain SVG the page adds on top. Drawing on the server keeps
+//! plotters out of the WASM bundle: a range change fetches a new drawing with its data.
 
 use plotters::prelude::*;
 
 use crate::dashboard::ChartPoint;
 
-pub const WIDTH: u32 = 880;
-pub const HEIGHT: u32 = 320;
+pub use crate::dashboard::{HEIGHT, WIDTH};
 /// Left/right margins leave room for the score labels.
 const LEFT: u32 = 44;
 const RIGHT: u32 = 12;
@@ -16,18 +15,9 @@ const TOP: u32 = 10;
 const SCORE_HEIGHT: u32 = 220;
 const GAP: u32 = 16;
 
-pub const SEVERITY_COLOURS: [&str; 4] = ["#c62828", "#ef6c00", "#f9a825", "#1e88e5"];
+pub use crate::dashboard::{HistoryDrawing, SEVERITY_COLOURS};
 const ACCENT: RGBColor = RGBColor(11, 107, 203);
 const GRID: RGBColor = RGBColor(200, 208, 218);
-
-/// A drawn history: the SVG markup and where each point landed, in SVG pixels.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HistoryDrawing {
-    pub svg: String,
-    pub dots: Vec<(i32, i32)>,
-    /// Pixel y of the score grid lines 0, 25, 50, 75, 100.
-    pub grid: Vec<(i32, u32)>,
-}
 
 fn hex(colour: &str) -> RGBColor {
     let v = u32::from_str_radix(colour.trim_start_matches('#'), 16).unwrap_or(0);

@@ -11,6 +11,8 @@ use crate::error::DashboardError;
 pub const PAGE_SIZE: i64 = 50;
 /// The most points a chart draws.
 pub const CHART_POINTS: usize = 400;
+/// Time buckets the database reduces a history to (up to four scans each) before LTTB.
+pub const HISTORY_BUCKETS: i64 = 500;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProjectCard {
@@ -24,6 +26,8 @@ pub struct ProjectCard {
     /// "2026-11-22 06:43 UTC".
     pub last_scanned_at: Option<String>,
     pub recent_scores: Vec<f64>,
+    /// The recent scores drawn as a small SVG line.
+    pub sparkline_svg: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,6 +91,20 @@ pub struct ChartPoint {
     pub severities: [i64; 4],
 }
 
+/// Size of the history chart, in SVG pixels.
+pub const WIDTH: u32 = 880;
+pub const HEIGHT: u32 = 320;
+pub const SEVERITY_COLOURS: [&str; 4] = ["#c62828", "#ef6c00", "#f9a825", "#1e88e5"];
+
+/// A history drawn on the server: the SVG markup and where each point landed, in pixels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryDrawing {
+    pub svg: String,
+    pub dots: Vec<(i32, i32)>,
+    /// Pixel y of the score grid lines 0, 25, 50, 75, 100.
+    pub grid: Vec<(i32, u32)>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProjectChart {
     pub project: ProjectCard,
@@ -94,6 +112,7 @@ pub struct ProjectChart {
     /// Scans in the range before downsampling.
     pub scans_in_range: usize,
     pub points: Vec<ChartPoint>,
+    pub drawing: HistoryDrawing,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -191,6 +210,7 @@ mod server {
             last_score: p.last_score,
             last_delta: p.last_delta,
             last_scan_id: p.last_scan_id,
+            sparkline_svg: crate::chart::draw_sparkline(&p.recent_scores, 120, 28),
             recent_scores: p.recent_scores,
         }
     }
@@ -280,34 +300,37 @@ pub async fn load_project_chart(
     let since = range
         .days()
         .map(|d| tidemark_domain::now_millis() - d * 86_400_000);
-    let history = or_unavailable(
-        tidemark_store::dashboard::project_history(&db, account, &project_id, since).await,
+    // The database reduces the range to a few scans per time bucket; LTTB picks the rest.
+    let (history, total) = or_unavailable(
+        tidemark_store::dashboard::project_history(
+            &db,
+            account,
+            &project_id,
+            since,
+            HISTORY_BUCKETS,
+        )
+        .await,
     )?;
     let xs: Vec<f64> = history.iter().map(|p| p.scanned_at as f64).collect();
     let ys: Vec<f64> = history.iter().map(|p| p.score).collect();
     let kept = tidemark_domain::chart::lttb(&xs, &ys, CHART_POINTS);
-    let seqs: Vec<i64> = kept.iter().map(|&i| history[i].seq).collect();
-    let ids: std::collections::HashMap<i64, String> = or_unavailable(
-        tidemark_store::dashboard::scan_ids_for(&db, account, &project_id, &seqs).await,
-    )?
-    .into_iter()
-    .collect();
     let points = kept
         .iter()
         .map(|&i| {
             let p = &history[i];
             ChartPoint {
-                scan_id: ids.get(&p.seq).cloned().unwrap_or_default(),
+                scan_id: p.scan_id.clone(),
                 at: p.scanned_at,
                 score: p.score,
                 severities: p.severities,
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
     Ok(ProjectChart {
         project: card(project),
         range,
-        scans_in_range: history.len(),
+        scans_in_range: usize::try_from(total).unwrap_or(0),
+        drawing: crate::chart::draw_history(&points),
         points,
     })
 }

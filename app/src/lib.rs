@@ -9,6 +9,7 @@ use leptos_router::{
 };
 
 pub mod auth;
+#[cfg(feature = "ssr")]
 pub mod chart;
 pub mod dashboard;
 pub mod error;

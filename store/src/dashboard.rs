@@ -102,70 +102,102 @@ pub async fn find_project(
         .find(|p| p.id == project_id))
 }
 
+/// seq, scan_id, scanned_at, score, severities
+type HistoryTuple = (i64, String, i64, f64, i64, i64, i64, i64);
+
 /// One point of a score history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryPoint {
     pub seq: i64,
+    pub scan_id: String,
     pub scanned_at: Millis,
     pub score: f64,
     /// critical, high, medium, low
     pub severities: [i64; 4],
 }
 
-/// The project's scans scanned at or after `since` (all when `None`), oldest first. Only
-/// the columns a chart needs, so 100,000 points stay cheap.
+/// A project's history from `since` (all when `None`), reduced in the database to at most
+/// four scans per time bucket: the first, the last, the lowest and the highest score (M4
+/// aggregation, which keeps the drawn shape exact). The caller downsamples further (LTTB).
+/// Returns the points, oldest first, and how many scans the range holds.
+///
+/// Scores are packed with the sequence number (`score × 1000 × 10⁹ + seq`) so that plain
+/// `MIN`/`MAX` find *which* scan is extreme, portably on SQLite and PostgreSQL.
 pub async fn project_history(
     db: &Db,
     account_id: &str,
     project_id: &str,
     since: Option<Millis>,
-) -> Result<Vec<HistoryPoint>, StoreError> {
-    let rows: Vec<(i64, i64, f64, i64, i64, i64, i64)> = on_db!(db, pool => {
-        sqlx::query_as(
-            "SELECT seq, scanned_at, score, sev_critical, sev_high, sev_medium, sev_low \
-             FROM scans WHERE project_id = $1 AND account_id = $2 AND scanned_at >= $3 \
-             ORDER BY scanned_at, seq",
+    buckets: i64,
+) -> Result<(Vec<HistoryPoint>, i64), StoreError> {
+    const PACK: i64 = 1_000_000_000;
+    let buckets = buckets.max(1);
+    let rows: Vec<(i64, i64, i64, i64, i64)> = on_db!(db, pool => {
+        let bounds: (Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT MIN(s.scanned_at), MAX(s.scanned_at) FROM scans s \
+             JOIN projects p ON p.id = s.project_id AND p.account_id = $2 \
+             WHERE s.project_id = $1 AND s.scanned_at >= $3",
         )
         .bind(project_id)
         .bind(account_id)
         .bind(since.unwrap_or(i64::MIN))
+        .fetch_one(pool)
+        .await?;
+        let (Some(first), Some(last)) = bounds else {
+            return Ok((Vec::new(), 0));
+        };
+        let width = ((last - first) / buckets).max(1);
+        let rows = sqlx::query_as(
+            "SELECT COUNT(*), MIN(seq), MAX(seq), \
+             MIN(CAST(ROUND(score * 1000) AS BIGINT) * $4 + seq), \
+             MAX(CAST(ROUND(score * 1000) AS BIGINT) * $4 + seq) \
+             FROM scans WHERE project_id = $1 AND scanned_at >= $2 \
+             GROUP BY (scanned_at - $2) / $3",
+        )
+        .bind(project_id)
+        .bind(first)
+        .bind(width)
+        .bind(PACK)
         .fetch_all(pool)
-        .await
+        .await?;
+        Ok::<_, sqlx::Error>(rows)
     })?;
-    Ok(rows
-        .into_iter()
-        .map(|(seq, scanned_at, score, c, h, m, l)| HistoryPoint {
-            seq,
-            scanned_at,
-            score,
-            severities: [c, h, m, l],
-        })
-        .collect())
-}
-
-/// Scan ids for the given sequence numbers (the points a chart keeps).
-pub async fn scan_ids_for(
-    db: &Db,
-    account_id: &str,
-    project_id: &str,
-    seqs: &[i64],
-) -> Result<Vec<(i64, String)>, StoreError> {
-    if seqs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let list = seqs
+    let total = rows.iter().map(|r| r.0).sum();
+    let mut seqs: Vec<i64> = rows
         .iter()
-        .map(i64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
-    // The list is integers we produced, never text from a request.
-    let sql = format!(
-        "SELECT seq, scan_id FROM scans WHERE project_id = $1 AND account_id = $2 AND seq IN ({list})"
-    );
-    let rows = on_db!(db, pool => {
-        sqlx::query_as(&sql).bind(project_id).bind(account_id).fetch_all(pool).await
-    })?;
-    Ok(rows)
+        .flat_map(|&(_, first, last, low, high)| [first, last, low % PACK, high % PACK])
+        .collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    let mut points = Vec::with_capacity(seqs.len());
+    for chunk in seqs.chunks(2000) {
+        // The list is integers we computed, never text from a request.
+        let list = chunk
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let sql = format!(
+            "SELECT seq, scan_id, scanned_at, score, sev_critical, sev_high, sev_medium, sev_low \
+             FROM scans WHERE project_id = $1 AND seq IN ({list})"
+        );
+        let part: Vec<HistoryTuple> = on_db!(db, pool => {
+            sqlx::query_as(&sql).bind(project_id).fetch_all(pool).await
+        })?;
+        points.extend(
+            part.into_iter().map(
+                |(seq, scan_id, scanned_at, score, c, h, m, l)| HistoryPoint {
+                    seq,
+                    scan_id,
+                    scanned_at,
+                    score,
+                    severities: [c, h, m, l],
+                },
+            ),
+        );
+    }
+    points.sort_by_key(|p| (p.scanned_at, p.seq));
+    Ok((points, total))
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -3,8 +3,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::{delta_badge, error_view, fmt_score, loading, severity_chips};
-use crate::chart::{draw_history, HEIGHT, SEVERITY_COLOURS, WIDTH};
 use crate::dashboard::{load_project_chart, project_scans, ProjectChart, Range, ScansPage};
+use crate::dashboard::{HEIGHT, SEVERITY_COLOURS, WIDTH};
 
 #[component]
 pub fn ProjectPage() -> impl IntoView {
@@ -96,7 +96,7 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
         }
         .into_any();
     }
-    let drawing = draw_history(&chart.points);
+    let drawing = chart.drawing.clone();
     let points = chart.points.clone();
     let project_id = chart.project.id.clone();
     let (selected, set_selected) = signal(points.len() - 1);

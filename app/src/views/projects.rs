@@ -2,7 +2,6 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::{delta_badge, error_view, fmt_score, loading};
-use crate::chart::draw_sparkline;
 use crate::dashboard::{list_projects, ProjectCard, ProjectsView};
 
 #[component]
@@ -68,7 +67,7 @@ fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl Into
                     {projects
                         .into_iter()
                         .map(|p| {
-                            let spark = draw_sparkline(&p.recent_scores, 120, 28);
+                            let spark = p.sparkline_svg.clone();
                             view! {
                                 <tr data-testid="project-row">
                                     <th scope="row"><a href=format!("/projects/{}", p.id)>{p.label}</a></th>

@@ -1,0 +1,194 @@
+//! Dashboard render times on big data: a project with 100,000 scans and a scan with 50,000
+//! findings, served by the real release server (in-process, SQLite file), signed in through
+//! the scripted OpenID provider of the server's tests. Prints a Markdown table.
+//!
+//!   cargo run --release -p tidemark-bench --bin dashboard-bench
+
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+#[path = "../../server/tests/common/browser.rs"]
+mod browser;
+#[path = "../../server/tests/common/oidc.rs"]
+mod oidc;
+
+use std::time::{Duration, Instant};
+
+use sqlx::QueryBuilder;
+use tidemark_store::Db;
+
+const SCANS: i64 = 100_000;
+const FINDINGS: i64 = 50_000;
+const RUNS: usize = 30;
+
+#[tokio::main]
+async fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = oidc::ScriptedProvider::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let base = format!("http://{addr}");
+    let mut env: std::collections::HashMap<String, String> = provider
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    env.insert("TIDEMARK_DATA_DIR".into(), dir.path().display().to_string());
+    env.insert("TIDEMARK_BASE_URL".into(), base.clone());
+    env.insert("LEPTOS_SITE_ADDR".into(), addr.to_string());
+    env.insert("RUST_LOG".into(), "warn".into());
+    let config = server::config::Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+    let state = server::build_state(config).await.unwrap();
+    let email = "bench@example.com";
+    let license = server::ops::create_license(
+        &state.db,
+        &state.license_keys,
+        email,
+        tidemark_wire::Tier::Enterprise,
+        None,
+        None,
+    )
+    .await
+    .unwrap();
+    let seeded = Instant::now();
+    let (project, last_scan) = seed(&state.db, &license.account_id).await;
+    eprintln!(
+        "seeded {SCANS} scans and {FINDINGS} findings in {:.1?}",
+        seeded.elapsed()
+    );
+    let serving = state.clone();
+    tokio::spawn(async move { server::serve(serving, listener).await.unwrap() });
+
+    provider.script(oidc::Script::user(email));
+    let mut b = browser::Browser::new(&base);
+    let start = b.post_form("/auth/signin", &[("email", email)]).await;
+    let callback = browser::location(&b.get(&browser::location(&start)).await);
+    assert_eq!(b.get(&callback).await.status(), 200);
+
+    let pages = [
+        (
+            "project page, range all (100,000 scans)",
+            format!("/projects/{project}?range=all"),
+        ),
+        ("project page, 90 days", format!("/projects/{project}")),
+        ("projects list", "/projects".to_owned()),
+        (
+            "scan page, first page (50,000 findings)",
+            format!("/projects/{project}/scans/{last_scan}"),
+        ),
+        (
+            "scan page, filtered (severity + text search)",
+            format!("/projects/{project}/scans/{last_scan}?severity=high&q=bucket-12"),
+        ),
+        (
+            "scan page, page 500",
+            format!("/projects/{project}/scans/{last_scan}?page=500"),
+        ),
+    ];
+    println!("| page (full server-rendered HTML) | p50 | p95 | max | size |");
+    println!("|---|---|---|---|---|");
+    for (name, path) in pages {
+        let url = format!("{base}{path}");
+        let body = b.get(&url).await.text().await.unwrap(); // warm-up
+        assert!(body.contains("</html>"), "{name}: complete page");
+        let mut times = Vec::with_capacity(RUNS);
+        for _ in 0..RUNS {
+            let t = Instant::now();
+            let res = b.get(&url).await;
+            assert_eq!(res.status(), 200, "{name}");
+            let _ = res.bytes().await.unwrap();
+            times.push(t.elapsed());
+        }
+        times.sort();
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+        println!(
+            "| {name} | {} | {} | {} | {} KiB |",
+            ms(times[RUNS / 2]),
+            ms(times[RUNS * 95 / 100]),
+            ms(times[RUNS - 1]),
+            body.len() / 1024
+        );
+    }
+}
+
+/// One project with `SCANS` scans over two years; the last scan has `FINDINGS` findings.
+async fn seed(db: &Db, account: &str) -> (String, String) {
+    let Db::Sqlite { writer, .. } = db else {
+        panic!("the benchmark runs on SQLite")
+    };
+    let project = tidemark_domain::ids::new_project_id();
+    let now = tidemark_domain::now_millis();
+    let step = 2 * 365 * 86_400_000 / SCANS;
+    let mut tx = writer.begin().await.unwrap();
+    sqlx::query("INSERT INTO projects (id, account_id, label, created_at) VALUES ($1, $2, 'big/history', $3)")
+        .bind(&project)
+        .bind(account)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let score = |i: i64| 60.0 + 30.0 * ((i as f64) / 5000.0).sin() + ((i * 7919) % 10) as f64 * 0.3;
+    for chunk in (1..=SCANS).collect::<Vec<_>>().chunks(400) {
+        let mut q = QueryBuilder::new(
+            "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
+             failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
+             frameworks, state_source, scanned_at, received_at, finding_count, body_hash) ",
+        );
+        q.push_values(chunk, |mut row, &i| {
+            let at = now - (SCANS - i) * step;
+            row.push_bind(&project)
+                .push_bind(i)
+                .push_bind(format!("scan-{i:06}"))
+                .push_bind(account)
+                .push_bind(score(i))
+                .push_bind(score(i) - score(i - 1))
+                .push_bind(150_i64)
+                .push_bind(10_i64)
+                .push_bind(i % 3)
+                .push_bind(i % 5)
+                .push_bind(i % 7)
+                .push_bind(i % 4)
+                .push_bind("aws")
+                .push_bind("123456789012")
+                .push_bind("[\"cis-aws-2.0\",\"soc2\"]")
+                .push_bind("ci")
+                .push_bind(at)
+                .push_bind(at)
+                .push_bind(if i == SCANS { FINDINGS } else { 0 })
+                .push_bind("h");
+        });
+        q.build().execute(&mut *tx).await.unwrap();
+    }
+    let severities = ["critical", "high", "medium", "low"];
+    for chunk in (0..FINDINGS).collect::<Vec<_>>().chunks(3000) {
+        let mut q = QueryBuilder::new(
+            "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, \
+             severity, message, remediation) ",
+        );
+        q.push_values(chunk, |mut row, &n| {
+            let framework = if n % 2 == 0 { "cis-aws-2.0" } else { "soc2" };
+            row.push_bind(&project)
+                .push_bind(SCANS)
+                .push_bind(n)
+                .push_bind(format!("{framework}-{}.{}", n % 9, n % 13))
+                .push_bind(format!("aws_s3_bucket.bucket-{n}"))
+                .push_bind(if n % 10 == 0 { "PASS" } else { "FAIL" })
+                .push_bind(severities[(n % 4) as usize])
+                .push_bind("Bucket allows public read access")
+                .push_bind("Block public access on the bucket");
+        });
+        q.build().execute(&mut *tx).await.unwrap();
+    }
+    let last = format!("scan-{SCANS:06}");
+    sqlx::query(
+        "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = 0, last_scan_id = $3 WHERE id = $4",
+    )
+    .bind(SCANS)
+    .bind(score(SCANS))
+    .bind(&last)
+    .bind(&project)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    (project, last)
+}
