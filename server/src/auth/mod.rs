@@ -260,7 +260,8 @@ fn urlencode(text: &str) -> String {
     out
 }
 
-fn html_escape(text: &str) -> String {
+/// Escapes text for an HTML (or XML) attribute or text node.
+pub(crate) fn html_escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('"', "&quot;")
         .replace('<', "&lt;")
