@@ -346,6 +346,21 @@ pub struct FindingRow {
     pub remediation: String,
 }
 
+impl From<FindingTuple> for FindingRow {
+    fn from(t: FindingTuple) -> Self {
+        let (ordinal, rule_id, resource, status, severity, message, remediation) = t;
+        FindingRow {
+            ordinal,
+            rule_id,
+            resource,
+            status,
+            severity,
+            message,
+            remediation,
+        }
+    }
+}
+
 fn like_pattern(text: &str) -> String {
     let escaped = text
         .to_lowercase()
@@ -404,22 +419,7 @@ pub async fn list_findings(
             .await?;
         Ok::<_, sqlx::Error>((rows, total))
     })?;
-    Ok((
-        rows.into_iter()
-            .map(
-                |(ordinal, rule_id, resource, status, severity, message, remediation)| FindingRow {
-                    ordinal,
-                    rule_id,
-                    resource,
-                    status,
-                    severity,
-                    message,
-                    remediation,
-                },
-            )
-            .collect(),
-        total,
-    ))
+    Ok((rows.into_iter().map(FindingRow::from).collect(), total))
 }
 
 /// Open findings (FAIL, WARN, ERROR) compared with the previous scan, by rule id + resource.
@@ -465,21 +465,7 @@ pub async fn diff_scans(
         let counts = sqlx::query_as(&counts_sql).bind(project_id).bind(seq).fetch_one(pool).await?;
         Ok::<_, sqlx::Error>((new, fixed, counts))
     })?;
-    let rows = |v: Vec<Row>| {
-        v.into_iter()
-            .map(
-                |(ordinal, rule_id, resource, status, severity, message, remediation)| FindingRow {
-                    ordinal,
-                    rule_id,
-                    resource,
-                    status,
-                    severity,
-                    message,
-                    remediation,
-                },
-            )
-            .collect()
-    };
+    let rows = |v: Vec<Row>| v.into_iter().map(FindingRow::from).collect();
     Ok(ScanDiff {
         new: rows(new),
         fixed: rows(fixed),
