@@ -51,7 +51,7 @@ impl PushVia {
     }
 }
 
-#[component]
+#[island]
 pub fn Landing() -> impl IntoView {
     let (via, set_via) = signal(PushVia::Curl);
     view! {

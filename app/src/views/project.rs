@@ -88,7 +88,8 @@ fn chart_section(chart: ProjectChart) -> impl IntoView {
     }
 }
 
-#[component]
+/// The chart's hover and focus are the only interactive part of the page: an island.
+#[island]
 fn HistoryChart(chart: ProjectChart) -> impl IntoView {
     if chart.points.is_empty() {
         return view! {

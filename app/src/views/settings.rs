@@ -8,6 +8,17 @@ use crate::settings::{load_settings, ChangeMember, RevokeKey, RotateKeys, Settin
 
 #[component]
 pub fn SettingsPage() -> impl IntoView {
+    view! {
+        <Title text="Settings · Tidemark"/>
+        <section class="page-head"><h1>"Settings"</h1></section>
+        <SettingsPanel/>
+    }
+}
+
+/// Settings change things in place (a rotated key is shown once, lists refresh after each
+/// action), so the whole panel is an island.
+#[island]
+fn SettingsPanel() -> impl IntoView {
     let rotate = ServerAction::<RotateKeys>::new();
     let revoke = ServerAction::<RevokeKey>::new();
     let add = ServerAction::<AddMember>::new();
@@ -30,8 +41,6 @@ pub fn SettingsPage() -> impl IntoView {
         |_| crate::dashboard::list_projects(),
     );
     view! {
-        <Title text="Settings · Tidemark"/>
-        <section class="page-head"><h1>"Settings"</h1></section>
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
                 match settings.await {
