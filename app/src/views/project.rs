@@ -3,7 +3,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::{delta_badge, error_view, fmt_score, loading, severity_chips};
-use crate::dashboard::{load_project_chart, project_scans, ProjectChart, Range, ScansPage};
+use crate::dashboard::{
+    load_project_chart, project_scans, ChartPoint, ProjectChart, Range, ScansPage,
+};
 use crate::dashboard::{HEIGHT, SEVERITY_COLOURS, WIDTH};
 
 #[component]
@@ -88,8 +90,8 @@ fn chart_section(chart: ProjectChart) -> impl IntoView {
     }
 }
 
-/// The chart's hover and focus are the only interactive part of the page: an island.
-#[island]
+/// The score history: the drawing is static server HTML; the points on top are an island.
+#[component]
 fn HistoryChart(chart: ProjectChart) -> impl IntoView {
     if chart.points.is_empty() {
         return view! {
@@ -97,10 +99,6 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
         }
         .into_any();
     }
-    let drawing = chart.drawing.clone();
-    let points = chart.points.clone();
-    let project_id = chart.project.id.clone();
-    let (selected, set_selected) = signal(points.len() - 1);
     let shown = chart.points.len();
     let caption = if chart.scans_in_range > shown {
         format!(
@@ -110,37 +108,16 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
     } else {
         format!("{} scans.", chart.scans_in_range)
     };
-    let tip_points = points.clone();
-    let tip_project = project_id.clone();
+    let ProjectChart {
+        project,
+        points,
+        drawing,
+        ..
+    } = chart;
     view! {
         <figure class="chart" data-testid="history-chart" data-points=shown>
             <div class="chart-layer" inner_html=drawing.svg></div>
-            <svg class="chart-overlay" viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="group" aria-label="Scans on the chart">
-                {drawing
-                    .grid
-                    .iter()
-                    .map(|(y, v)| view! { <text class="axis" x="36" y=y + 4 text-anchor="end">{*v}</text> })
-                    .collect_view()}
-                {drawing
-                    .dots
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (x, y))| {
-                        let p = &points[i];
-                        let label = format!("Scan {} · score {}", p.scan_id, fmt_score(p.score));
-                        view! {
-                            <a
-                                href=format!("/projects/{project_id}/scans/{}", p.scan_id)
-                                aria-label=label
-                                on:mouseenter=move |_| set_selected.set(i)
-                                on:focus=move |_| set_selected.set(i)
-                            >
-                                <circle class="dot" cx=*x cy=*y r="5"></circle>
-                            </a>
-                        }
-                    })
-                    .collect_view()}
-            </svg>
+            <ChartPoints project_id=project.id points dots=drawing.dots grid=drawing.grid/>
             <figcaption>
                 <span class="legend">
                     <span class="swatch score"></span> "score  "
@@ -154,20 +131,61 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
                 </span>
                 <span class="muted">{caption}</span>
             </figcaption>
-            <div class="chart-tip" role="status" aria-live="polite" data-testid="chart-tip">
-                {move || {
-                    let p = tip_points[selected.get()].clone();
+        </figure>
+    }
+    .into_any()
+}
+
+/// Hovering or focusing a point shows that scan: the only interactive part of the page, so
+/// the only part hydrated, and it receives just the points (not the drawing).
+#[island]
+fn ChartPoints(
+    project_id: String,
+    points: Vec<ChartPoint>,
+    dots: Vec<(i32, i32)>,
+    grid: Vec<(i32, u32)>,
+) -> impl IntoView {
+    let (selected, set_selected) = signal(points.len().saturating_sub(1));
+    let tip_points = points.clone();
+    let tip_project = project_id.clone();
+    view! {
+        <svg class="chart-overlay" viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="group" aria-label="Scans on the chart">
+            {grid
+                .iter()
+                .map(|(y, v)| view! { <text class="axis" x="36" y=y + 4 text-anchor="end">{*v}</text> })
+                .collect_view()}
+            {dots
+                .iter()
+                .zip(&points)
+                .enumerate()
+                .map(|(i, ((x, y), p))| {
+                    let label = format!("Scan {} · score {}", p.scan_id, fmt_score(p.score));
+                    view! {
+                        <a
+                            href=format!("/projects/{project_id}/scans/{}", p.scan_id)
+                            aria-label=label
+                            on:mouseenter=move |_| set_selected.set(i)
+                            on:focus=move |_| set_selected.set(i)
+                        >
+                            <circle class="dot" cx=*x cy=*y r="5"></circle>
+                        </a>
+                    }
+                })
+                .collect_view()}
+        </svg>
+        <div class="chart-tip" role="status" aria-live="polite" data-testid="chart-tip">
+            {move || {
+                tip_points.get(selected.get()).cloned().map(|p| {
                     let href = format!("/projects/{tip_project}/scans/{}", p.scan_id);
                     view! {
                         <a href=href>{p.scan_id.clone()}</a>
                         " · score " <strong>{fmt_score(p.score)}</strong> " · "
                         {severity_chips(p.severities)}
                     }
-                }}
-            </div>
-        </figure>
+                })
+            }}
+        </div>
     }
-    .into_any()
 }
 
 fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoView {
