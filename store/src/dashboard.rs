@@ -36,6 +36,7 @@ type ProjectTuple = (
 /// project id, seq, score, scanned_at
 type PointTuple = (String, i64, f64, i64);
 type FindingTuple = (i64, String, String, String, String, String, String);
+type FindingWithTotal = (i64, String, String, String, String, String, String, i64);
 
 /// Every project of the account, active first then archived, by label.
 pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>, StoreError> {
@@ -391,13 +392,15 @@ pub async fn list_findings(
         .as_deref()
         .filter(|t| !t.trim().is_empty())
         .map(|t| like_pattern(t.trim()));
+    // The total comes with the page (a window count): one pass over the scan's findings.
     let page_sql = format!(
-        "SELECT ordinal, rule_id, resource, status, severity, message, remediation FROM findings \
+        "SELECT ordinal, rule_id, resource, status, severity, message, remediation, \
+         COUNT(*) OVER () FROM findings \
          WHERE {FINDING_FILTER} ORDER BY ordinal LIMIT $7 OFFSET $8"
     );
     let count_sql = format!("SELECT COUNT(*) FROM findings WHERE {FINDING_FILTER}");
-    let (rows, total): (Vec<FindingTuple>, i64) = on_db!(db, pool => {
-        let rows = sqlx::query_as(&page_sql)
+    let rows: Vec<FindingWithTotal> = on_db!(db, pool => {
+        sqlx::query_as(&page_sql)
             .bind(project_id)
             .bind(scan_seq)
             .bind(filter.severity.as_deref())
@@ -407,19 +410,44 @@ pub async fn list_findings(
             .bind(limit)
             .bind(offset)
             .fetch_all(pool)
-            .await?;
-        let (total,): (i64,) = sqlx::query_as(&count_sql)
-            .bind(project_id)
-            .bind(scan_seq)
-            .bind(filter.severity.as_deref())
-            .bind(filter.status.as_deref())
-            .bind(filter.framework.as_deref())
-            .bind(text.as_deref())
-            .fetch_one(pool)
-            .await?;
-        Ok::<_, sqlx::Error>((rows, total))
+            .await
     })?;
-    Ok((rows.into_iter().map(FindingRow::from).collect(), total))
+    let total = match rows.first() {
+        Some(first) => first.7,
+        // A page past the end has no row to carry the total.
+        None if offset > 0 => {
+            let (total,): (i64,) = on_db!(db, pool => {
+                sqlx::query_as(&count_sql)
+                    .bind(project_id)
+                    .bind(scan_seq)
+                    .bind(filter.severity.as_deref())
+                    .bind(filter.status.as_deref())
+                    .bind(filter.framework.as_deref())
+                    .bind(text.as_deref())
+                    .fetch_one(pool)
+                    .await
+            })?;
+            total
+        }
+        None => 0,
+    };
+    let rows = rows
+        .into_iter()
+        .map(
+            |(ordinal, rule_id, resource, status, severity, message, remediation, _)| {
+                FindingRow::from((
+                    ordinal,
+                    rule_id,
+                    resource,
+                    status,
+                    severity,
+                    message,
+                    remediation,
+                ))
+            },
+        )
+        .collect();
+    Ok((rows, total))
 }
 
 /// Open findings (FAIL, WARN, ERROR) compared with the previous scan, by rule id + resource.

@@ -244,6 +244,11 @@ async fn findings_filter_page_and_diff() {
             .await
             .unwrap();
         assert_eq!(rows[1].rule_id, "soc2-cc7.2");
+        // Past the last page: no rows, and still the total.
+        let (rows, total) = dashboard::list_findings(db, &project.id, 2, &all, 10, 2)
+            .await
+            .unwrap();
+        assert_eq!((rows.len(), total), (0, 4), "{backend:?}");
 
         let cases: [(FindingFilter, &[&str]); 6] = [
             (
