@@ -392,10 +392,17 @@ pub async fn list_findings(
         .as_deref()
         .filter(|t| !t.trim().is_empty())
         .map(|t| like_pattern(t.trim()));
-    // The total comes with the page (a window count): one pass over the scan's findings.
+    // Unfiltered, the page stops after `limit` rows and the total is an index-only count.
+    // Filtered, both need a pass over the scan's findings, so the total comes with the page
+    // (a window count) in that one pass.
+    let filtered = filter.severity.is_some()
+        || filter.status.is_some()
+        || filter.framework.is_some()
+        || text.is_some();
+    let total_column = if filtered { "COUNT(*) OVER ()" } else { "0" };
     let page_sql = format!(
         "SELECT ordinal, rule_id, resource, status, severity, message, remediation, \
-         COUNT(*) OVER () FROM findings \
+         {total_column} FROM findings \
          WHERE {FINDING_FILTER} ORDER BY ordinal LIMIT $7 OFFSET $8"
     );
     let count_sql = format!("SELECT COUNT(*) FROM findings WHERE {FINDING_FILTER}");
@@ -413,9 +420,9 @@ pub async fn list_findings(
             .await
     })?;
     let total = match rows.first() {
-        Some(first) => first.7,
+        Some(first) if filtered => first.7,
         // A page past the end has no row to carry the total.
-        None if offset > 0 => {
+        _ if !filtered || offset > 0 => {
             let (total,): (i64,) = on_db!(db, pool => {
                 sqlx::query_as(&count_sql)
                     .bind(project_id)
@@ -429,7 +436,7 @@ pub async fn list_findings(
             })?;
             total
         }
-        None => 0,
+        _ => 0,
     };
     let rows = rows
         .into_iter()
