@@ -399,7 +399,11 @@ pub async fn list_findings(
         || filter.status.is_some()
         || filter.framework.is_some()
         || text.is_some();
-    let total_column = if filtered { "COUNT(*) OVER ()" } else { "0" };
+    let total_column = if filtered {
+        "COUNT(*) OVER ()"
+    } else {
+        "CAST(0 AS BIGINT)"
+    };
     let page_sql = format!(
         "SELECT ordinal, rule_id, resource, status, severity, message, remediation, \
          {total_column} FROM findings \
