@@ -191,3 +191,59 @@ pub async fn change_member(email: String, role: String) -> Result<(), DashboardE
         Err(e) => crate::error::unavailable(e),
     }
 }
+
+/// Configuring SAML needs the IdP metadata checked by the server's SAML code, which `app`
+/// cannot depend on; the server provides this through the Leptos context.
+#[cfg(feature = "ssr")]
+pub trait SsoAdmin: Send + Sync {
+    fn configure(
+        &self,
+        account_id: String,
+        domain: String,
+        metadata_xml: String,
+        enforce: bool,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SsoSummary, String>> + Send>>;
+
+    fn remove(
+        &self,
+        account_id: String,
+        domain: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
+}
+
+#[cfg(feature = "ssr")]
+#[derive(Clone)]
+pub struct SsoAdminHandle(pub std::sync::Arc<dyn SsoAdmin>);
+
+/// Routes a domain's users to a SAML IdP (enterprise admins). Their sessions end.
+#[server(endpoint = "configure_sso")]
+pub async fn configure_sso(
+    domain: String,
+    metadata_xml: String,
+    #[server(default)] enforce: bool,
+) -> Result<SsoSummary, DashboardError> {
+    let viewer = crate::members::require_admin()?;
+    let Some(sso) = use_context::<SsoAdminHandle>() else {
+        return crate::error::unavailable("no SSO administration in context");
+    };
+    match sso
+        .0
+        .configure(viewer.account_id, domain, metadata_xml, enforce)
+        .await
+    {
+        Ok(summary) => Ok(summary),
+        Err(refusal) => crate::error::fail(DashboardError::Invalid(refusal)),
+    }
+}
+
+#[server(endpoint = "remove_sso")]
+pub async fn remove_sso(domain: String) -> Result<(), DashboardError> {
+    let viewer = crate::members::require_admin()?;
+    let Some(sso) = use_context::<SsoAdminHandle>() else {
+        return crate::error::unavailable("no SSO administration in context");
+    };
+    match sso.0.remove(viewer.account_id, domain).await {
+        Ok(()) => Ok(()),
+        Err(refusal) => crate::error::fail(DashboardError::Invalid(refusal)),
+    }
+}

@@ -138,6 +138,8 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   await signIn(page, ADMIN);
   await page.goto("/settings");
   await expect(page.getByTestId("keys")).toContainText("playwright");
+  await expect(page.getByTestId("sso-domains")).toContainText("saml-e2e.example");
+  await expect(page.getByRole("button", { name: "Save SSO" })).toBeVisible();
   await page.getByRole("button", { name: "Rotate Key" }).click();
   const shown = page.getByTestId("new-key");
   await expect(shown).toHaveText(/^svc_api_/);

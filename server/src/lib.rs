@@ -95,6 +95,9 @@ pub fn router(state: AppState) -> Router {
     let dashboard_config = app::DashboardConfig {
         base_url: state.config.base_url.clone(),
     };
+    let sso_admin = app::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
+        db: state.db.clone(),
+    }));
     // Everything a browser signs in to: pages, server functions, the sign-in flows. Only
     // these routes see sessions; `/v1` authenticates with API keys and never with cookies.
     let dashboard = Router::new()
@@ -115,6 +118,7 @@ pub fn router(state: AppState) -> Router {
                 provide_context(leptos_state.clone());
                 provide_context(db.clone());
                 provide_context(dashboard_config.clone());
+                provide_context(sso_admin.clone());
             },
             {
                 let options = state.leptos_options.clone();

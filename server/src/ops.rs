@@ -330,3 +330,60 @@ pub async fn remove_sso(db: &Db, domain: &str) -> anyhow::Result<()> {
     anyhow::ensure!(removed, "{domain} has no SAML configuration");
     Ok(())
 }
+
+/// Settings' SSO controls, for the dashboard's server functions.
+pub struct DashboardSso {
+    pub db: Db,
+}
+
+impl app::settings::SsoAdmin for DashboardSso {
+    fn configure(
+        &self,
+        account_id: String,
+        domain: String,
+        metadata_xml: String,
+        enforce: bool,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<app::settings::SsoSummary, String>> + Send>,
+    > {
+        let db = self.db.clone();
+        Box::pin(async move {
+            // Run to completion even if the browser goes away mid-write.
+            let set = tokio::spawn(async move {
+                set_sso(&db, &account_id, &domain, &metadata_xml, enforce).await
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+            set.map(|v| app::settings::SsoSummary {
+                domain: v.domain,
+                idp_entity_id: v.idp_entity_id,
+                enforce: v.enforce,
+            })
+            .map_err(|e| e.to_string())
+        })
+    }
+
+    fn remove(
+        &self,
+        account_id: String,
+        domain: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>> {
+        let db = self.db.clone();
+        Box::pin(async move {
+            let domain = parse_domain(&domain).map_err(|e| e.to_string())?;
+            let owned = tidemark_store::sso::find_sso_domain(&db, &domain)
+                .await
+                .map_err(|e| e.to_string())?
+                .is_some_and(|s| s.account_id == account_id);
+            if !owned {
+                return Err(format!(
+                    "{domain} has no SAML configuration in this account"
+                ));
+            }
+            tokio::spawn(async move { remove_sso(&db, &domain).await })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())
+        })
+    }
+}

@@ -191,3 +191,72 @@ async fn members_read_but_only_admins_change() {
         .await;
     assert_eq!(res.status(), StatusCode::CREATED);
 }
+
+#[tokio::test]
+async fn enterprise_admins_configure_sso_from_settings() {
+    for backend in backends() {
+        let provider = ScriptedProvider::start().await;
+        let env = provider.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let app = TestApp::spawn_with(backend, &env).await;
+        let idp = common::saml::SamlIdp::start(&app.base_url).await;
+        let metadata = idp.metadata().await;
+        let enterprise = app.create_license(Tier::Enterprise).await;
+        let team = app.create_license(Tier::Team).await;
+
+        let mut admin = signed_in(&app, &provider, &enterprise.email).await;
+        let form = [
+            ("domain", "Corp.Example"),
+            ("metadata_xml", metadata.as_str()),
+            ("enforce", "true"),
+        ];
+        let res = admin.post_form("/api/configure_sso", &form).await;
+        assert_eq!(res.status(), StatusCode::OK, "{backend:?}");
+        let body = res.text().await.unwrap();
+        assert!(
+            body.contains("\"domain\":\"corp.example\"") && body.contains("\"enforce\":true"),
+            "{body}"
+        );
+        let settings = admin
+            .post_form("/api/settings", &[])
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(settings.contains("corp.example"), "{settings}");
+
+        let bad = [("domain", "other.example"), ("metadata_xml", "<nonsense/>")];
+        let res = admin.post_form("/api/configure_sso", &bad).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(res.text().await.unwrap().contains("IdP metadata refused"));
+
+        // Not an enterprise plan: a clear refusal, nothing stored.
+        let mut team_admin = signed_in(&app, &provider, &team.email).await;
+        let res = team_admin
+            .post_form(
+                "/api/configure_sso",
+                &[
+                    ("domain", "team.example"),
+                    ("metadata_xml", metadata.as_str()),
+                ],
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(res.text().await.unwrap().contains("enterprise"));
+        // Nor may another account remove this one's domain.
+        let res = team_admin
+            .post_form("/api/remove_sso", &[("domain", "corp.example")])
+            .await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(server::ops::list_sso(&app.db, None).await.unwrap().len(), 1);
+
+        let res = admin
+            .post_form("/api/remove_sso", &[("domain", "corp.example")])
+            .await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(server::ops::list_sso(&app.db, None)
+            .await
+            .unwrap()
+            .is_empty());
+    }
+}

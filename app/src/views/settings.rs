@@ -4,7 +4,9 @@ use leptos_meta::Title;
 use super::{error_view, loading};
 use crate::dashboard::SetArchived;
 use crate::members::AddMember;
-use crate::settings::{load_settings, ChangeMember, RevokeKey, RotateKeys, SettingsView};
+use crate::settings::{
+    load_settings, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys, SettingsView,
+};
 
 #[component]
 pub fn SettingsPage() -> impl IntoView {
@@ -24,6 +26,12 @@ fn SettingsPanel() -> impl IntoView {
     let add = ServerAction::<AddMember>::new();
     let change = ServerAction::<ChangeMember>::new();
     let archive = ServerAction::<SetArchived>::new();
+    let configure = ServerAction::<ConfigureSso>::new();
+    let unconfigure = ServerAction::<RemoveSso>::new();
+    let actions = SsoActions {
+        configure,
+        unconfigure,
+    };
     let settings = Resource::new(
         move || {
             (
@@ -32,6 +40,8 @@ fn SettingsPanel() -> impl IntoView {
                 add.version().get(),
                 change.version().get(),
                 archive.version().get(),
+                configure.version().get(),
+                unconfigure.version().get(),
             )
         },
         |_| load_settings(),
@@ -44,7 +54,7 @@ fn SettingsPanel() -> impl IntoView {
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
                 match settings.await {
-                    Ok(view) => settings_view(view, rotate, revoke, add, change).into_any(),
+                    Ok(view) => settings_view(view, rotate, revoke, add, change, actions).into_any(),
                     Err(err) => error_view(err),
                 }
             })}
@@ -83,8 +93,10 @@ fn settings_view(
     revoke: ServerAction<RevokeKey>,
     add: ServerAction<AddMember>,
     change: ServerAction<ChangeMember>,
+    sso_actions: SsoActions,
 ) -> impl IntoView {
     let admin = v.is_admin;
+    let enterprise = v.license.as_ref().is_some_and(|l| l.tier == "enterprise");
     let me = v.viewer_email.clone();
     view! {
         {(!admin).then(|| view! {
@@ -197,17 +209,62 @@ fn settings_view(
             {action_error(change)}
         </section>
 
-        {(!v.sso.is_empty()).then(|| view! {
-            <section class="card" aria-labelledby="sso-heading">
-                <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
-                <ul>
-                    {v.sso.into_iter().map(|s| view! {
-                        <li><strong>{s.domain}</strong> " → " <code>{s.idp_entity_id}</code>
-                            {s.enforce.then_some(" · enforced: OpenID Connect refused for this domain")}</li>
-                    }).collect_view()}
-                </ul>
-            </section>
-        })}
+        {(enterprise || !v.sso.is_empty()).then(|| sso_section(v.sso, admin, sso_actions))}
+    }
+}
+
+#[derive(Clone, Copy)]
+struct SsoActions {
+    configure: ServerAction<ConfigureSso>,
+    unconfigure: ServerAction<RemoveSso>,
+}
+
+fn sso_section(
+    domains: Vec<crate::settings::SsoSummary>,
+    admin: bool,
+    actions: SsoActions,
+) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="sso-heading">
+            <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
+            <p class="muted">
+                "People whose address is at a configured domain sign in through your identity provider. "
+                "Its metadata must name a signing certificate. Changing a domain signs its people out."
+            </p>
+            <ul class="plain" data-testid="sso-domains">
+                {domains.into_iter().map(|s| {
+                    let domain = s.domain.clone();
+                    view! {
+                        <li>
+                            <strong>{s.domain.clone()}</strong> " → " <code>{s.idp_entity_id}</code>
+                            {s.enforce.then_some(" · enforced: OpenID Connect refused for this domain")}
+                            {admin.then(|| view! {
+                                <ActionForm action=actions.unconfigure attr:class="inline">
+                                    <input type="hidden" name="domain" value=domain.clone()/>
+                                    <button type="submit" class="link danger-text">"Remove"</button>
+                                </ActionForm>
+                            })}
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+            {admin.then(|| view! {
+                <ActionForm action=actions.configure attr:class="stack">
+                    <label for="sso-domain">"E-mail domain"</label>
+                    <input id="sso-domain" type="text" name="domain" required placeholder="company.com"/>
+                    <label for="sso-metadata">"IdP metadata (SAML 2.0 XML)"</label>
+                    <textarea id="sso-metadata" name="metadata_xml" rows="6" required
+                        placeholder="<EntityDescriptor …>"></textarea>
+                    <label class="check">
+                        <input type="checkbox" name="enforce" value="true"/>
+                        " Enforce: refuse OpenID Connect sign-in for this domain"
+                    </label>
+                    <button type="submit" class="primary">"Save SSO"</button>
+                </ActionForm>
+            })}
+            {action_error(actions.configure)}
+            {action_error(actions.unconfigure)}
+        </section>
     }
 }
 
