@@ -40,23 +40,43 @@ type FindingWithTotal = (i64, String, String, String, String, String, String, i6
 
 /// Every project of the account, active first then archived, by label.
 pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>, StoreError> {
+    projects_of(db, account_id, None).await
+}
+
+/// One project of the account, or none (another account's id finds nothing).
+pub async fn find_project(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+) -> Result<Option<ProjectRow>, StoreError> {
+    Ok(projects_of(db, account_id, Some(project_id)).await?.pop())
+}
+
+/// The account's projects, or just `only` among them, with their sparkline points.
+async fn projects_of(
+    db: &Db,
+    account_id: &str,
+    only: Option<&str>,
+) -> Result<Vec<ProjectRow>, StoreError> {
     let (projects, points): (Vec<ProjectTuple>, Vec<PointTuple>) = on_db!(db, pool => {
         let projects = sqlx::query_as(
             "SELECT id, label, created_at, archived_at, scan_count, last_score, last_delta, \
-             last_scan_id FROM projects WHERE account_id = $1 \
+             last_scan_id FROM projects WHERE account_id = $1 AND ($2 IS NULL OR id = $2) \
              ORDER BY archived_at IS NOT NULL, label",
         )
         .bind(account_id)
+        .bind(only)
         .fetch_all(pool)
         .await?;
         // The newest scans of every project in one range scan per project (primary key).
         let points = sqlx::query_as(
             "SELECT s.project_id, s.seq, s.score, s.scanned_at FROM projects p \
              JOIN scans s ON s.project_id = p.id AND s.seq > p.scan_count - $2 \
-             WHERE p.account_id = $1 ORDER BY s.project_id, s.seq",
+             WHERE p.account_id = $1 AND ($3 IS NULL OR p.id = $3) ORDER BY s.project_id, s.seq",
         )
         .bind(account_id)
         .bind(SPARKLINE_POINTS)
+        .bind(only)
         .fetch_all(pool)
         .await?;
         Ok::<_, sqlx::Error>((projects, points))
@@ -90,17 +110,6 @@ pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>,
             },
         )
         .collect())
-}
-
-pub async fn find_project(
-    db: &Db,
-    account_id: &str,
-    project_id: &str,
-) -> Result<Option<ProjectRow>, StoreError> {
-    Ok(list_projects(db, account_id)
-        .await?
-        .into_iter()
-        .find(|p| p.id == project_id))
 }
 
 /// seq, scan_id, scanned_at, score, severities
