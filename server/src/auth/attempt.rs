@@ -87,6 +87,12 @@ pub fn clear_cookie() -> HeaderMap {
     set_cookie(&cookie)
 }
 
+/// A refusal at the end of a round trip: the response, with the attempt cookie removed.
+pub fn refused(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().extend(clear_cookie());
+    response
+}
+
 fn set_cookie(cookie: &Cookie<'_>) -> HeaderMap {
     let mut headers = HeaderMap::new();
     if let Ok(value) = HeaderValue::from_str(&cookie.to_string()) {

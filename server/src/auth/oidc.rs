@@ -160,7 +160,7 @@ pub async fn callback(
     // The attempt is consumed whatever happens next: a callback can be tried only once.
     let attempt: OidcAttempt = match attempt::take(&state, &headers, "oidc").await {
         Ok(attempt) => attempt,
-        Err(code) => return with_cleared_cookie(sign_in_failed(code, "/")),
+        Err(code) => return attempt::refused(sign_in_failed(code, "/")),
     };
     let next = attempt.next.clone();
     let outcome = finish(&state, attempt, query).await;
@@ -177,13 +177,8 @@ pub async fn callback(
             )
             .await
         }
-        Err(code) => with_cleared_cookie(sign_in_failed(code, &next)),
+        Err(code) => attempt::refused(sign_in_failed(code, &next)),
     }
-}
-
-fn with_cleared_cookie(mut response: Response) -> Response {
-    response.headers_mut().extend(attempt::clear_cookie());
-    response
 }
 
 /// Verifies the provider's answer and returns the member's user id.

@@ -245,13 +245,13 @@ pub async fn acs(
         Ok(attempt) => attempt,
         Err(code) => {
             tracing::warn!("SAML response without a sign-in attempt of this browser refused");
-            return with_cleared_cookie(sign_in_failed(code, "/"));
+            return attempt::refused(sign_in_failed(code, "/"));
         }
     };
     let next = attempt.next.clone();
     if wrapped {
         tracing::warn!("SAML response without exactly one assertion refused");
-        return with_cleared_cookie(sign_in_failed("saml_invalid", &next));
+        return attempt::refused(sign_in_failed("saml_invalid", &next));
     }
     match verify(&state, &attempt, &xml).await {
         Ok((user_id, account_id)) => {
@@ -266,13 +266,8 @@ pub async fn acs(
             )
             .await
         }
-        Err(code) => with_cleared_cookie(sign_in_failed(code, &next)),
+        Err(code) => attempt::refused(sign_in_failed(code, &next)),
     }
-}
-
-fn with_cleared_cookie(mut response: Response) -> Response {
-    response.headers_mut().extend(attempt::clear_cookie());
-    response
 }
 
 /// Verifies the response for this attempt; returns the user and the SSO domain's account.
