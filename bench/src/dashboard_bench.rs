@@ -60,9 +60,7 @@ async fn main() {
 
     provider.script(oidc::Script::user(email));
     let mut b = browser::Browser::new(&base);
-    let start = b.post_form("/auth/signin", &[("email", email)]).await;
-    let callback = browser::location(&b.get(&browser::location(&start)).await);
-    assert_eq!(b.get(&callback).await.status(), 200);
+    assert_eq!(b.sign_in_with_oidc(email).await.status(), 200);
 
     let pages = [
         (

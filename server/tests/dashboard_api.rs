@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::browser::{location, Browser};
+use common::browser::Browser;
 use common::oidc::{Script, ScriptedProvider};
 use common::{backends, sample_push, TestApp};
 use reqwest::StatusCode;
@@ -12,9 +12,10 @@ use tidemark_wire::Tier;
 async fn signed_in(app: &TestApp, provider: &ScriptedProvider, email: &str) -> Browser {
     provider.script(Script::user(email));
     let mut browser = Browser::new(&app.base_url);
-    let start = browser.post_form("/auth/signin", &[("email", email)]).await;
-    let callback = location(&browser.get(&location(&start)).await);
-    assert_eq!(browser.get(&callback).await.status(), StatusCode::OK);
+    assert_eq!(
+        browser.sign_in_with_oidc(email).await.status(),
+        StatusCode::OK
+    );
     browser
 }
 

@@ -96,6 +96,16 @@ impl Browser {
     }
 }
 
+impl Browser {
+    /// The whole OpenID Connect round trip for `email` (the provider must already answer
+    /// for that address); returns the callback's response.
+    pub async fn sign_in_with_oidc(&mut self, email: &str) -> reqwest::Response {
+        let start = self.post_form("/auth/signin", &[("email", email)]).await;
+        let callback = location(&self.get(&location(&start)).await);
+        self.get(&callback).await
+    }
+}
+
 pub fn location(res: &reqwest::Response) -> String {
     res.headers()
         .get(LOCATION)
