@@ -59,7 +59,7 @@ RUN=2 EMAIL=bench1@example.com run "resend, license exists" -t2 -c16 -d"${half}s
 RUN=3 EMAIL=nobody@example.com run "resend, no license (again)" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 
 echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements)"
-target/release/sqlite-baseline 3000 50 migrations/20261122000001_core.sql
+target/release/sqlite-baseline 3000 50 migrations
 
 echo; echo "== one push with 5,000 findings (5 runs, new scan each)"
 key=$(head -n 1 "$work/keys")

@@ -3,7 +3,7 @@
 //! prepared statements, one transaction per scan, on the same schema, WAL and
 //! `synchronous=FULL` as the server.
 //!
-//! Usage: sqlite-baseline <scans> <findings-per-scan> <migration.sql>
+//! Usage: sqlite-baseline <scans> <findings-per-scan> <migrations-dir>
 
 use std::time::Instant;
 
@@ -11,10 +11,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let scans: i64 = args.get(1).map_or(Ok(2000), |s| s.parse())?;
     let findings: i64 = args.get(2).map_or(Ok(50), |s| s.parse())?;
-    let schema = std::fs::read_to_string(
-        args.get(3)
-            .map_or("migrations/20261122000001_core.sql", String::as_str),
-    )?;
+    // Every migration, in order: the server's indexes cost the baseline's inserts as much.
+    let mut files: Vec<_> = std::fs::read_dir(args.get(3).map_or("migrations", String::as_str))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    files.retain(|p| p.extension().is_some_and(|e| e == "sql"));
+    files.sort();
+    let schema = files
+        .iter()
+        .map(std::fs::read_to_string)
+        .collect::<Result<Vec<_>, _>>()?
+        .join("\n");
 
     let dir = std::env::temp_dir().join(format!("tidemark-baseline-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;

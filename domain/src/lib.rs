@@ -2,6 +2,7 @@
 //! database lives here, as a plain function or as a type that can only hold a valid value.
 
 pub mod access;
+pub mod append;
 pub mod chart;
 pub mod ids;
 pub mod license;

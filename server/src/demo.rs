@@ -80,8 +80,8 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
             let push = ValidPush::parse(body.to_string().as_bytes())
                 .map_err(|e| anyhow::anyhow!("demo push refused: {e:?}"))?;
             let ctx = PushContext {
-                account_id: &created.account_id,
-                key_id: "demo",
+                account_id: created.account_id.clone(),
+                key_id: "demo".into(),
                 project_cap: None,
                 write_limit: RollingLimit {
                     limit: u32::MAX,
@@ -90,7 +90,7 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
                 now: scanned_at,
                 touch_key: false,
             };
-            record_push(&state.db, &ctx, &push).await?;
+            record_push(&state.db, ctx, push).await?;
         }
     }
     tracing::warn!(

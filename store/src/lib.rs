@@ -5,7 +5,8 @@
 //! sticks to the types both share (TEXT, BIGINT, DOUBLE PRECISION, BOOLEAN; timestamps as
 //! Unix milliseconds), so the same SQL text runs on both. [`on_db!`] dispatches one generic
 //! body to whichever concrete pool is open; dialect-specific code exists only where the two
-//! databases really differ (connection set-up and how a write transaction begins).
+//! databases really differ (connection set-up, how a write transaction begins, and how a
+//! push's statements travel: grouped on SQLite, see `pushes::committer`).
 
 use std::path::Path;
 use std::str::FromStr;
@@ -25,10 +26,16 @@ pub mod pushes;
 pub mod rate;
 pub mod sessions;
 pub mod sso;
+mod stmt;
 pub mod testing;
 
 /// The schema, shared by both backends.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+
+/// Prepared statements the SQLite writer keeps. Push groups are cached whole (one entry per
+/// shape: pushes in the group, findings in each), and a large one holds hundreds of KB, so
+/// the cache stays small: the shapes that recur under load still hit it.
+const WRITER_STATEMENT_CACHE: usize = 24;
 
 /// How long a SQLite connection waits for the write lock before giving up.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +46,8 @@ pub enum StoreError {
     Sqlx(#[from] sqlx::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("the database is closed")]
+    Closed,
     #[error("stored data is not readable: {0}")]
     Corrupt(&'static str),
     #[error("unsupported DATABASE_URL scheme (expected sqlite:// or postgres://)")]
@@ -77,6 +86,8 @@ pub enum Db {
         /// letting them poll SQLite's busy handler, whose growing sleeps leave the lock idle.
         /// `BEGIN IMMEDIATE` and the busy timeout still guard against other processes.
         writer: SqlitePool,
+        /// Pushes are written by one committer task on the writer connection, in groups.
+        pushes: pushes::committer::PushQueue,
     },
     Postgres(PgPool),
 }
@@ -121,15 +132,28 @@ impl Db {
                     create_dir(parent)?;
                 }
             }
+            // A local file does not drop connections: pinging one before each use would only
+            // add a round trip to sqlx's connection thread.
             let writer = SqlitePoolOptions::new()
                 .max_connections(1)
-                .connect_with(options.clone())
+                .test_before_acquire(false)
+                .connect_with(
+                    options
+                        .clone()
+                        .statement_cache_capacity(WRITER_STATEMENT_CACHE),
+                )
                 .await?;
             let pool = SqlitePoolOptions::new()
                 .max_connections(max_connections)
+                .test_before_acquire(false)
                 .connect_with(options)
                 .await?;
-            Ok(Db::Sqlite { pool, writer })
+            let pushes = pushes::committer::PushQueue::start(writer.clone());
+            Ok(Db::Sqlite {
+                pool,
+                writer,
+                pushes,
+            })
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
             let options = PgConnectOptions::from_str(url)?;
             let pool = PgPoolOptions::new()
@@ -140,6 +164,14 @@ impl Db {
             Ok(Db::Postgres(pool))
         } else {
             Err(StoreError::UnsupportedUrl)
+        }
+    }
+
+    /// How SQLite's push committer has grouped pushes; `None` on PostgreSQL, which has none.
+    pub fn push_group_stats(&self) -> Option<pushes::committer::GroupStats> {
+        match self {
+            Db::Sqlite { pushes, .. } => Some(pushes.stats()),
+            Db::Postgres(_) => None,
         }
     }
 
@@ -175,7 +207,7 @@ impl Db {
 
     pub async fn close(&self) {
         match self {
-            Db::Sqlite { pool, writer } => {
+            Db::Sqlite { pool, writer, .. } => {
                 writer.close().await;
                 pool.close().await;
             }

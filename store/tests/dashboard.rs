@@ -57,8 +57,8 @@ async fn push(
     });
     let push = ValidPush::parse(body.to_string().as_bytes()).unwrap();
     let ctx = PushContext {
-        account_id: account,
-        key_id: "k",
+        account_id: account.to_owned(),
+        key_id: "k".into(),
         project_cap: Some(2),
         write_limit: RollingLimit {
             limit: 10_000,
@@ -67,7 +67,7 @@ async fn push(
         now: at,
         touch_key: false,
     };
-    match record_push(db, &ctx, &push).await.unwrap() {
+    match record_push(db, ctx, push).await.unwrap() {
         PushOutcome::Appended(scan, _) => scan.scan_id,
         other => panic!("push refused: {other:?}"),
     }

@@ -108,14 +108,14 @@ async fn push(
     let touch_key = owner.last_used_at.is_none_or(|t| now - t >= 60_000);
     let outcome = super::detached(async move {
         let ctx = PushContext {
-            account_id: &account,
-            key_id: &key_id,
+            account_id: account,
+            key_id,
             project_cap,
             write_limit,
             now,
             touch_key,
         };
-        record_push(&db, &ctx, &push).await
+        record_push(&db, ctx, push).await
     })
     .await
     .map_err(|e| (e, None))?

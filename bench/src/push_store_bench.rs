@@ -1,0 +1,137 @@
+//! The push path below HTTP: `record_push` alone, from many concurrent tasks on a 2-worker
+//! runtime, against a SQLite file with the server's settings. Separates the store's cost from
+//! HTTP, JSON and hashing when the end-to-end figure (`scripts/bench.sh`) moves.
+//!
+//! Usage: push-store-bench [seconds] [concurrency] [findings-per-scan] [spread]
+//! With a spread, scans carry findings-per-scan + 0..spread findings, so push groups rarely
+//! repeat a shape (the writer's statement cache stops helping).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tidemark_domain::push::ValidPush;
+use tidemark_domain::rate::RollingLimit;
+use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
+use tidemark_store::Db;
+
+const ACCOUNTS: usize = 200;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let secs: u64 = args.get(1).map_or(Ok(10), |s| s.parse())?;
+    let concurrency: usize = args.get(2).map_or(Ok(16), |s| s.parse())?;
+    let findings: usize = args.get(3).map_or(Ok(50), |s| s.parse())?;
+    let spread: usize = args.get(4).map_or(Ok(1), |s| s.parse())?;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?
+        .block_on(run(secs, concurrency, findings, spread.max(1)))
+}
+
+async fn run(
+    secs: u64,
+    concurrency: usize,
+    findings: usize,
+    spread: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let url = format!("sqlite://{}", dir.path().join("tidemark.db").display());
+    let db = Db::connect(&url, 16).await?;
+    db.migrate().await?;
+    let Db::Sqlite { writer, .. } = &db else {
+        unreachable!("a sqlite URL opens SQLite")
+    };
+    for a in 0..ACCOUNTS {
+        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, 0)")
+            .bind(format!("acct{a}"))
+            .execute(writer)
+            .await?;
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let stored = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for worker in 0..concurrency {
+        let (db, stop, stored) = (db.clone(), stop.clone(), stored.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let push = body(
+                    worker as u64 * 10_000_000 + n,
+                    findings + n as usize * 7 % spread,
+                );
+                let account = format!("acct{}", (worker + n as usize) % ACCOUNTS);
+                let ctx = PushContext {
+                    account_id: account,
+                    key_id: "none".into(),
+                    project_cap: None,
+                    write_limit: RollingLimit::per_minute(100_000_000),
+                    now: tidemark_domain::now_millis(),
+                    touch_key: false,
+                };
+                let started = Instant::now();
+                let outcome = record_push(&db, ctx, push).await.expect("push stored");
+                latencies.push(started.elapsed());
+                assert!(matches!(outcome, PushOutcome::Appended(..)), "{outcome:?}");
+                stored.fetch_add(1, Ordering::Relaxed);
+            }
+            latencies
+        }));
+    }
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
+    for t in tasks {
+        latencies.extend(t.await?);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    latencies.sort();
+    let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize].as_secs_f64() * 1e3;
+    let stats = db.push_group_stats().expect("SQLite has a committer");
+    println!(
+        "{{\"scans\": {}, \"scans_per_second\": {:.1}, \"p50_ms\": {:.2}, \"p99_ms\": {:.2}, \"mean_group\": {:.2}, \"peak_rss_kb\": {}}}",
+        stored.load(Ordering::Relaxed),
+        stored.load(Ordering::Relaxed) as f64 / elapsed,
+        pct(0.5),
+        pct(0.99),
+        stats.pushes as f64 / stats.groups.max(1) as f64,
+        peak_rss_kb()
+    );
+    db.close().await;
+    Ok(())
+}
+
+fn body(n: u64, findings: usize) -> ValidPush {
+    let finding = |i: usize| {
+        serde_json::json!({"rule_id": format!("cis-gcp-2.0-{i}"),
+            "resource": format!("google_compute_instance.web_{i}"), "status": "FAIL",
+            "severity": "high", "message": "Instance uses the default service account",
+            "remediation": "Attach a dedicated service account with least privilege"})
+    };
+    let scanned_at = chrono::DateTime::from_timestamp(1_700_000_000 + n as i64, 0)
+        .expect("in range")
+        .to_rfc3339();
+    let json = serde_json::json!({"project_label": "bench", "cloud": "gcp",
+        "cloud_account_id": "acme-prod", "frameworks": ["cis-gcp-2.0"], "score": (n * 7 % 100) as f64,
+        "passed": 100, "failed": findings, "severity_counts": {"critical": 1, "high": 2, "medium": 3, "low": 4},
+        "findings": (0..findings).map(finding).collect::<Vec<_>>(), "state_source": "ci",
+        "scanned_at": scanned_at});
+    ValidPush::parse(json.to_string().as_bytes()).expect("a valid push")
+}
+
+/// `VmHWM` of this process, in KiB (0 where /proc is not available).
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,255 @@
+//! What a push does to a project's history, decided from the state the database holds.
+//!
+//! The store reads a [`PushHead`] inside the account's write transaction (so nothing changes
+//! underneath it), asks [`decide_push`], and writes what the answer says. Keeping the rules
+//! here means they are tested without a database, and both backends apply the same ones.
+
+use crate::rate::{RateDecision, RollingLimit};
+use crate::Millis;
+
+/// What the database holds, at the moment of the push, about its account and project.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushHead {
+    /// The account's pushes inside the rate window, and the time of the oldest.
+    pub writes_in_window: u32,
+    pub oldest_write: Option<Millis>,
+    /// The account's projects that are not archived.
+    pub active_projects: u64,
+    /// The project named by the push's label, if it exists.
+    pub project: Option<ProjectHead>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectHead {
+    pub id: String,
+    pub archived: bool,
+    pub scan_count: i64,
+    pub last_score: Option<f64>,
+    pub last_scan: Option<LastScan>,
+    /// Scans of this project whose `scanned_at` falls in the same second as the push's.
+    pub scans_in_same_second: u32,
+}
+
+/// The project's latest scan, as much of it as a replay answers with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastScan {
+    pub scan_id: String,
+    pub score_delta: f64,
+    pub body_hash: String,
+}
+
+/// The facts of the push itself that the rules look at.
+#[derive(Debug, Clone, Copy)]
+pub struct PushFacts<'a> {
+    pub score: f64,
+    pub body_hash: &'a str,
+    /// Active-project cap; `None` is unlimited.
+    pub project_cap: Option<u64>,
+    pub write_limit: RollingLimit,
+    pub now: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PushDecision {
+    ProjectArchived,
+    /// The push equals the project's latest scan: answer with that scan, write nothing.
+    Replay(LastScan),
+    RateLimited {
+        retry_after_secs: u64,
+    },
+    ProjectLimitReached {
+        cap: u64,
+    },
+    Append(Append),
+}
+
+/// A new history entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Append {
+    /// The label names no project yet: create it.
+    pub new_project: bool,
+    /// The entry's position in the project's history (1 for the first scan).
+    pub seq: i64,
+    /// This score minus the predecessor's (0 for a project's first scan).
+    pub score_delta: f64,
+    /// Which candidate scan id is free: 1 is the base id, 2 is `base-2`, …
+    pub scan_id_n: u32,
+    /// Writes left in the window after this one.
+    pub writes_remaining: u32,
+}
+
+/// Applies the rules in the contract's order: an archived project refuses; a replay is
+/// answered without using the budget; then the write limit; then the project cap, which only
+/// a new label can hit.
+pub fn decide_push(head: &PushHead, push: &PushFacts<'_>) -> PushDecision {
+    if let Some(project) = &head.project {
+        if project.archived {
+            return PushDecision::ProjectArchived;
+        }
+        if let Some(last) = &project.last_scan {
+            if last.body_hash == push.body_hash {
+                return PushDecision::Replay(last.clone());
+            }
+        }
+    }
+    let writes_remaining =
+        match push
+            .write_limit
+            .decide(push.now, head.writes_in_window, head.oldest_write)
+        {
+            RateDecision::Allow { remaining, .. } => remaining,
+            RateDecision::Refuse { retry_after_secs } => {
+                return PushDecision::RateLimited { retry_after_secs }
+            }
+        };
+    match &head.project {
+        None => match push.project_cap {
+            Some(cap) if head.active_projects >= cap => PushDecision::ProjectLimitReached { cap },
+            _ => PushDecision::Append(Append {
+                new_project: true,
+                seq: 1,
+                score_delta: 0.0,
+                scan_id_n: 1,
+                writes_remaining,
+            }),
+        },
+        Some(project) => PushDecision::Append(Append {
+            new_project: false,
+            seq: project.scan_count + 1,
+            score_delta: project.last_score.map_or(0.0, |last| push.score - last),
+            // Ids of one second are handed out as base, base-2, … without gaps, so the
+            // count of that second's scans names the next free one.
+            scan_id_n: project.scans_in_same_second.saturating_add(1),
+            writes_remaining,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: Millis = 1_000_000;
+
+    fn facts(hash: &str) -> PushFacts<'_> {
+        PushFacts {
+            score: 80.0,
+            body_hash: hash,
+            project_cap: Some(1),
+            write_limit: RollingLimit::per_minute(5),
+            now: NOW,
+        }
+    }
+
+    fn project() -> ProjectHead {
+        ProjectHead {
+            id: "prj".into(),
+            archived: false,
+            scan_count: 7,
+            last_score: Some(82.5),
+            last_scan: Some(LastScan {
+                scan_id: "20261122-101500-api".into(),
+                score_delta: -1.0,
+                body_hash: "old".into(),
+            }),
+            scans_in_same_second: 0,
+        }
+    }
+
+    fn head(project: Option<ProjectHead>) -> PushHead {
+        PushHead {
+            writes_in_window: 0,
+            oldest_write: None,
+            active_projects: 1,
+            project,
+        }
+    }
+
+    #[test]
+    fn an_existing_project_appends_after_its_last_entry_with_the_delta_to_it() {
+        let d = decide_push(&head(Some(project())), &facts("new"));
+        assert_eq!(
+            d,
+            PushDecision::Append(Append {
+                new_project: false,
+                seq: 8,
+                score_delta: -2.5,
+                scan_id_n: 1,
+                writes_remaining: 4,
+            })
+        );
+    }
+
+    #[test]
+    fn a_first_scan_has_delta_zero_and_a_new_label_needs_a_free_slot() {
+        let mut h = head(None);
+        h.active_projects = 0;
+        assert!(matches!(
+            decide_push(&h, &facts("new")),
+            PushDecision::Append(Append { new_project: true, seq: 1, score_delta, .. }) if score_delta == 0.0
+        ));
+        h.active_projects = 1;
+        assert_eq!(
+            decide_push(&h, &facts("new")),
+            PushDecision::ProjectLimitReached { cap: 1 }
+        );
+        let unlimited = PushFacts {
+            project_cap: None,
+            ..facts("new")
+        };
+        assert!(matches!(
+            decide_push(&h, &unlimited),
+            PushDecision::Append(_)
+        ));
+    }
+
+    #[test]
+    fn a_replay_answers_with_the_latest_scan_even_when_the_budget_is_spent() {
+        let mut h = head(Some(project()));
+        h.writes_in_window = 5;
+        h.oldest_write = Some(NOW - 10_000);
+        assert_eq!(
+            decide_push(&h, &facts("old")),
+            PushDecision::Replay(project().last_scan.unwrap())
+        );
+        assert_eq!(
+            decide_push(&h, &facts("new")),
+            PushDecision::RateLimited {
+                retry_after_secs: 50
+            }
+        );
+    }
+
+    #[test]
+    fn an_archived_project_refuses_before_anything_else() {
+        let mut p = project();
+        p.archived = true;
+        assert_eq!(
+            decide_push(&head(Some(p)), &facts("old")),
+            PushDecision::ProjectArchived
+        );
+    }
+
+    #[test]
+    fn a_taken_second_moves_to_the_next_suffix() {
+        let mut p = project();
+        p.scans_in_same_second = 2;
+        assert!(matches!(
+            decide_push(&head(Some(p)), &facts("new")),
+            PushDecision::Append(Append { scan_id_n: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn the_rate_limit_is_checked_before_the_project_cap() {
+        let mut h = head(None);
+        h.writes_in_window = 5;
+        h.oldest_write = Some(NOW - 30_000);
+        assert_eq!(
+            decide_push(&h, &facts("new")),
+            PushDecision::RateLimited {
+                retry_after_secs: 30
+            }
+        );
+    }
+}

@@ -1,0 +1,392 @@
+//! Appending a pushed scan to a project's history: one transaction that reads the head,
+//! decides (`tidemark_domain::append`) and writes.
+//!
+//! Both backends run the same statements and the same rules; they differ in how the
+//! statements travel. PostgreSQL sends them one by one inside a transaction that holds the
+//! account's row lock. SQLite has a single writer anyway, so its pushes go through one
+//! committer task that applies several at once ([`committer`]).
+
+use tidemark_domain::append::{
+    decide_push, Append, LastScan, ProjectHead, PushDecision, PushFacts, PushHead,
+};
+use tidemark_domain::push::{scan_id_candidate, ValidPush};
+use tidemark_domain::rate::{RateDecision, RollingLimit};
+use tidemark_domain::Millis;
+
+use crate::stmt::{add_args, Stmt};
+use crate::{on_db, BeginWrite as _, Db, StoreError};
+
+pub mod committer;
+
+/// Findings per INSERT statement: 9 parameters each stays far below SQLite's limit of 32,766
+/// bound parameters (and PostgreSQL's 65,535).
+const FINDINGS_PER_STATEMENT: usize = 2_000;
+
+/// Who pushes, and under which limits.
+#[derive(Debug, Clone)]
+pub struct PushContext {
+    pub account_id: String,
+    pub key_id: String,
+    /// Active-project cap; `None` is unlimited.
+    pub project_cap: Option<u64>,
+    pub write_limit: RollingLimit,
+    pub now: Millis,
+    /// Record the key's use (callers skip it when the stored time is recent enough).
+    pub touch_key: bool,
+}
+
+/// The scan a push created (or, for a replay, had created).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredScan {
+    pub project_id: String,
+    pub scan_id: String,
+    pub score_delta: f64,
+}
+
+/// The account's write budget after this request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateStatus {
+    pub limit: u32,
+    pub remaining: u32,
+    pub reset_secs: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PushOutcome {
+    Appended(StoredScan, RateStatus),
+    /// The same push as the project's latest scan: nothing appended.
+    Replayed(StoredScan, RateStatus),
+    ProjectLimitReached {
+        cap: u64,
+        rate: RateStatus,
+    },
+    ProjectArchived {
+        project_id: String,
+        rate: RateStatus,
+    },
+    RateLimited {
+        retry_after_secs: u64,
+        rate: RateStatus,
+    },
+}
+
+/// Records a push.
+///
+/// Per account, the replay check, the write-rate check, the project cap and the append are
+/// one atomic step on every replica: the head is read inside the write transaction (SQLite:
+/// one writer at a time; PostgreSQL: the account's row lock, taken before anything is read),
+/// so N concurrent pushes make N entries whose deltas chain exactly.
+///
+/// The push completes even if the caller stops waiting: on SQLite the committer owns it once
+/// it is queued.
+pub async fn record_push(
+    db: &Db,
+    ctx: PushContext,
+    push: ValidPush,
+) -> Result<PushOutcome, StoreError> {
+    match db {
+        Db::Sqlite { pushes, .. } => pushes.submit(ctx, push).await,
+        Db::Postgres(pool) => {
+            let mut tx = pool.begin_account_write(&ctx.account_id).await?;
+            let head = head_statement(&ctx, &push);
+            let mut args = sqlx::postgres::PgArguments::default();
+            add_args::<sqlx::Postgres>(&mut args, head.args)?;
+            let row: HeadRow = sqlx::query_as_with(&head.sql, args)
+                .fetch_one(&mut *tx)
+                .await?;
+            let (outcome, writes) = plan(&ctx, &push, head_from_row(row));
+            for stmt in writes {
+                let mut args = sqlx::postgres::PgArguments::default();
+                add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
+                sqlx::query_with(&stmt.sql, args).execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            Ok(outcome)
+        }
+    }
+}
+
+/// Writes in the window and their oldest time; active projects; then the label's project:
+/// id, archived_at, scan_count, last_score, last scan id, delta and body hash, and the
+/// scans in the push's second (all null or 0 when the label is new).
+type HeadRow = (
+    i64,
+    Option<i64>,
+    i64,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<f64>,
+    Option<String>,
+    Option<f64>,
+    Option<String>,
+    i64,
+);
+
+/// Everything the rules need, in one statement.
+fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
+    let second = push.scanned_at().timestamp() * 1000;
+    Stmt::new(
+        "SELECT r.n, r.oldest, a.active, p.id, p.archived_at, p.scan_count, p.last_score, \
+         p.last_scan_id, p.last_delta, p.last_body_hash, \
+         (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
+          AND s.scanned_at >= $1 AND s.scanned_at < $2) \
+         FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
+               WHERE account_id = $3 AND received_at > $4) r \
+         CROSS JOIN (SELECT COUNT(*) AS active FROM projects \
+                     WHERE account_id = $5 AND archived_at IS NULL) a \
+         LEFT JOIN projects p ON p.account_id = $6 AND p.label = $7",
+    )
+    .bind(second)
+    .bind(second + 1000)
+    .bind(ctx.account_id.as_str())
+    .bind(ctx.write_limit.window_start(ctx.now))
+    .bind(ctx.account_id.as_str())
+    .bind(ctx.account_id.as_str())
+    .bind(push.label())
+}
+
+fn head_from_row(row: HeadRow) -> PushHead {
+    let (n, oldest, active, id, archived_at, scan_count, last_score, scan_id, delta, hash, same) =
+        row;
+    let last_scan = match (scan_id, delta, hash) {
+        (Some(scan_id), Some(score_delta), Some(body_hash)) => Some(LastScan {
+            scan_id,
+            score_delta,
+            body_hash,
+        }),
+        _ => None,
+    };
+    PushHead {
+        writes_in_window: u32::try_from(n).unwrap_or(u32::MAX),
+        oldest_write: oldest,
+        active_projects: u64::try_from(active).unwrap_or(0),
+        project: id.map(|id| ProjectHead {
+            id,
+            archived: archived_at.is_some(),
+            scan_count: scan_count.unwrap_or(0),
+            last_score,
+            last_scan,
+            scans_in_same_second: u32::try_from(same).unwrap_or(u32::MAX - 1),
+        }),
+    }
+}
+
+/// The answer for this push and the statements that make it true.
+fn plan(ctx: &PushContext, push: &ValidPush, head: PushHead) -> (PushOutcome, Vec<Stmt>) {
+    let req = push.request();
+    let facts = PushFacts {
+        score: req.score,
+        body_hash: push.body_hash(),
+        project_cap: ctx.project_cap,
+        write_limit: ctx.write_limit,
+        now: ctx.now,
+    };
+    let current = rate_status(
+        &ctx.write_limit,
+        ctx.now,
+        head.writes_in_window,
+        head.oldest_write,
+    );
+    let decision = decide_push(&head, &facts);
+    let project_id = head.project.map(|p| p.id);
+    let append = match decision {
+        PushDecision::Append(append) => append,
+        PushDecision::ProjectArchived => {
+            let project_id = project_id.unwrap_or_default();
+            let outcome = PushOutcome::ProjectArchived {
+                project_id,
+                rate: current,
+            };
+            return (outcome, Vec::new());
+        }
+        PushDecision::Replay(last) => {
+            let scan = StoredScan {
+                project_id: project_id.unwrap_or_default(),
+                scan_id: last.scan_id,
+                score_delta: last.score_delta,
+            };
+            return (PushOutcome::Replayed(scan, current), Vec::new());
+        }
+        PushDecision::RateLimited { retry_after_secs } => {
+            let outcome = PushOutcome::RateLimited {
+                retry_after_secs,
+                rate: current,
+            };
+            return (outcome, Vec::new());
+        }
+        PushDecision::ProjectLimitReached { cap } => {
+            let outcome = PushOutcome::ProjectLimitReached { cap, rate: current };
+            return (outcome, Vec::new());
+        }
+    };
+    let project_id = project_id.unwrap_or_else(tidemark_domain::ids::new_project_id);
+    let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
+    let writes = write_statements(ctx, push, &append, &project_id, &scan_id);
+    let rate = RateStatus {
+        limit: ctx.write_limit.limit,
+        remaining: append.writes_remaining,
+        reset_secs: current.reset_secs,
+    };
+    let scan = StoredScan {
+        project_id,
+        scan_id,
+        score_delta: append.score_delta,
+    };
+    (PushOutcome::Appended(scan, rate), writes)
+}
+
+fn write_statements(
+    ctx: &PushContext,
+    push: &ValidPush,
+    append: &Append,
+    project_id: &str,
+    scan_id: &str,
+) -> Vec<Stmt> {
+    let req = push.request();
+    let mut writes = Vec::with_capacity(4 + req.findings.len() / FINDINGS_PER_STATEMENT);
+    if append.new_project {
+        writes.push(
+            Stmt::new(
+                "INSERT INTO projects (id, account_id, label, created_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(project_id)
+            .bind(ctx.account_id.as_str())
+            .bind(push.label())
+            .bind(ctx.now),
+        );
+    }
+    writes.push(
+        Stmt::new(
+            "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = $3, \
+             last_scan_id = $4, last_body_hash = $5 WHERE id = $6",
+        )
+        .bind(append.seq)
+        .bind(req.score)
+        .bind(append.score_delta)
+        .bind(scan_id)
+        .bind(push.body_hash())
+        .bind(project_id),
+    );
+    let frameworks = serde_json::to_string(&req.frameworks).unwrap_or_default();
+    writes.push(
+        Stmt::new(
+            "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
+             failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
+             frameworks, state_source, scanned_at, received_at, finding_count, body_hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19, $20)",
+        )
+        .bind(project_id)
+        .bind(append.seq)
+        .bind(scan_id)
+        .bind(ctx.account_id.as_str())
+        .bind(req.score)
+        .bind(append.score_delta)
+        .bind(as_i64(req.passed))
+        .bind(as_i64(req.failed))
+        .bind(as_i64(req.severity_counts.critical))
+        .bind(as_i64(req.severity_counts.high))
+        .bind(as_i64(req.severity_counts.medium))
+        .bind(as_i64(req.severity_counts.low))
+        .bind(req.cloud.as_str())
+        .bind(req.cloud_account_id.as_str())
+        .bind(frameworks)
+        .bind(req.state_source.as_str())
+        .bind(push.scanned_at().timestamp_millis())
+        .bind(ctx.now)
+        .bind(req.findings.len() as i64)
+        .bind(push.body_hash()),
+    );
+    for (chunk_no, chunk) in req.findings.chunks(FINDINGS_PER_STATEMENT).enumerate() {
+        let first = (chunk_no * FINDINGS_PER_STATEMENT) as i64;
+        let mut sql = String::with_capacity(140 + chunk.len() * 48);
+        sql.push_str(
+            "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, \
+             severity, message, remediation) VALUES ",
+        );
+        let mut stmt = Stmt::new(String::new());
+        let mut n = 0;
+        for (i, f) in chunk.iter().enumerate() {
+            if i > 0 {
+                sql.push(',');
+            }
+            sql.push('(');
+            for col in 0..9 {
+                n += 1;
+                if col > 0 {
+                    sql.push(',');
+                }
+                sql.push('$');
+                sql.push_str(&n.to_string());
+            }
+            sql.push(')');
+            stmt = stmt
+                .bind(project_id)
+                .bind(append.seq)
+                .bind(first + i as i64)
+                .bind(f.rule_id.as_str())
+                .bind(f.resource.as_str())
+                .bind(f.status.as_str())
+                .bind(f.severity.as_str())
+                .bind(f.message.as_str())
+                .bind(f.remediation.as_str());
+        }
+        stmt.sql = sql;
+        writes.push(stmt);
+    }
+    if ctx.touch_key {
+        writes.push(
+            Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(ctx.now)
+                .bind(ctx.key_id.as_str()),
+        );
+    }
+    writes
+}
+
+/// The account's write budget without writing anything (for refused pushes).
+pub async fn write_rate_status(
+    db: &Db,
+    account_id: &str,
+    limit: &RollingLimit,
+    now: Millis,
+) -> Result<RateStatus, StoreError> {
+    let (count, oldest): (i64, Option<i64>) = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT COUNT(*), MIN(received_at) FROM scans WHERE account_id = $1 AND received_at > $2",
+        )
+        .bind(account_id)
+        .bind(limit.window_start(now))
+        .fetch_one(pool)
+        .await
+    })?;
+    Ok(rate_status(
+        limit,
+        now,
+        u32::try_from(count).unwrap_or(u32::MAX),
+        oldest,
+    ))
+}
+
+fn rate_status(
+    limit: &RollingLimit,
+    now: Millis,
+    in_window: u32,
+    oldest: Option<i64>,
+) -> RateStatus {
+    let reset_secs = match limit.decide(now, in_window, oldest) {
+        RateDecision::Allow { reset_secs, .. } => reset_secs,
+        RateDecision::Refuse { retry_after_secs } => retry_after_secs,
+    };
+    RateStatus {
+        limit: limit.limit,
+        remaining: limit.limit.saturating_sub(in_window),
+        reset_secs,
+    }
+}
+
+fn as_i64(n: u64) -> i64 {
+    // ValidPush has already refused counts above i64::MAX.
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

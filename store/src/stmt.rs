@@ -1,0 +1,124 @@
+//! Statements as values: SQL text plus its arguments, built once and run on either backend,
+//! one at a time (PostgreSQL) or many in one call (SQLite, see `pushes::committer`).
+
+use sqlx::{Arguments as _, Database, Encode, Type};
+
+/// One bound value. Only the types the schema uses.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Arg {
+    Text(String),
+    Int(i64),
+    Real(f64),
+}
+
+impl From<&str> for Arg {
+    fn from(s: &str) -> Self {
+        Arg::Text(s.to_owned())
+    }
+}
+impl From<String> for Arg {
+    fn from(s: String) -> Self {
+        Arg::Text(s)
+    }
+}
+impl From<i64> for Arg {
+    fn from(n: i64) -> Self {
+        Arg::Int(n)
+    }
+}
+impl From<f64> for Arg {
+    fn from(x: f64) -> Self {
+        Arg::Real(x)
+    }
+}
+
+/// SQL whose placeholders are `$1`, `$2`, … each used once and in that order, so the same
+/// text also reads correctly with SQLite's anonymous `?` (see [`positional`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Stmt {
+    pub sql: String,
+    pub args: Vec<Arg>,
+}
+
+impl Stmt {
+    pub fn new(sql: impl Into<String>) -> Self {
+        Stmt {
+            sql: sql.into(),
+            args: Vec::new(),
+        }
+    }
+
+    pub fn bind(mut self, arg: impl Into<Arg>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+}
+
+/// Appends `args` to a backend's argument list.
+pub(crate) fn add_args<'q, DB: Database>(
+    out: &mut <DB as Database>::Arguments<'q>,
+    args: Vec<Arg>,
+) -> Result<(), sqlx::Error>
+where
+    String: Encode<'q, DB> + Type<DB>,
+    i64: Encode<'q, DB> + Type<DB>,
+    f64: Encode<'q, DB> + Type<DB>,
+{
+    for arg in args {
+        match arg {
+            Arg::Text(s) => out.add(s),
+            Arg::Int(n) => out.add(n),
+            Arg::Real(x) => out.add(x),
+        }
+        .map_err(sqlx::Error::Encode)?;
+    }
+    Ok(())
+}
+
+/// Turns `$1 … $n` into anonymous `?`s. SQLite numbers anonymous parameters per statement,
+/// so several statements joined into one string can each bind their own arguments in turn
+/// (sqlx hands them out in order), and no statement's numbers grow with the batch.
+pub(crate) fn positional(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut expected = 1u32;
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+            let mut n = 0u32;
+            while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                n = n * 10 + d;
+                chars.next();
+            }
+            debug_assert_eq!(
+                n, expected,
+                "placeholders must be used once, in order: {sql}"
+            );
+            expected += 1;
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_placeholders_become_anonymous_ones() {
+        assert_eq!(
+            positional("UPDATE t SET a = $1, b = $2 WHERE id = $3 AND note = 'cost $'"),
+            "UPDATE t SET a = ?, b = ? WHERE id = ? AND note = 'cost $'"
+        );
+        let many: Vec<String> = (1..=12).map(|n| format!("${n}")).collect();
+        assert_eq!(positional(&many.join(",")), ["?"; 12].join(","));
+    }
+
+    #[test]
+    #[should_panic(expected = "once, in order")]
+    fn out_of_order_placeholders_are_caught() {
+        positional("SELECT $2, $1");
+    }
+}

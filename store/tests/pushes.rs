@@ -1,0 +1,186 @@
+//! The push path's grouping: pushes that wait together are written together (SQLite's
+//! committer), yet each still sees its account's state and fails or succeeds on its own.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use serde_json::json;
+use tidemark_domain::push::ValidPush;
+use tidemark_domain::rate::RollingLimit;
+use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
+use tidemark_store::testing::{backends, fresh};
+use tidemark_store::Db;
+
+async fn insert_account(db: &Db, id: &str) {
+    tidemark_store::on_db_write!(db, pool => {
+        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, 0)")
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .unwrap()
+    });
+}
+
+fn push(label: &str, second: i64, score: f64) -> ValidPush {
+    let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
+    let body = json!({
+        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
+        "frameworks": ["cis-aws-2.0"], "score": score, "passed": 1, "failed": 1,
+        "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
+        "findings": [{"rule_id": "cis-aws-2.0-1.1", "resource": "aws_s3_bucket.logs",
+                      "status": "FAIL", "severity": "high", "message": "m", "remediation": "r"}],
+        "state_source": "ci", "scanned_at": at,
+    });
+    ValidPush::parse(body.to_string().as_bytes()).unwrap()
+}
+
+fn ctx(account: &str) -> PushContext {
+    PushContext {
+        account_id: account.to_owned(),
+        key_id: "k".into(),
+        project_cap: None,
+        write_limit: RollingLimit::per_minute(1_000),
+        now: tidemark_domain::now_millis(),
+        touch_key: false,
+    }
+}
+
+fn appended(outcome: PushOutcome) -> StoredScan {
+    match outcome {
+        PushOutcome::Appended(scan, _) => scan,
+        other => panic!("push not appended: {other:?}"),
+    }
+}
+
+/// Queues every push while the writer connection is busy, so that on SQLite they reach the
+/// committer together and form one group; then lets them through.
+async fn push_together(db: &Db, pushes: Vec<(PushContext, ValidPush)>) -> Vec<PushOutcomeOrError> {
+    let held = match db {
+        Db::Sqlite { writer, .. } => Some(writer.acquire().await.unwrap()),
+        Db::Postgres(_) => None,
+    };
+    let tasks: Vec<_> = pushes
+        .into_iter()
+        .map(|(ctx, push)| {
+            let db = db.clone();
+            tokio::spawn(
+                async move { record_push(&db, ctx, push).await.map_err(|e| e.to_string()) },
+            )
+        })
+        .collect();
+    // Long enough for every task to enqueue; the assertions do not depend on it, only how
+    // many pushes end up sharing a group does.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(held);
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.unwrap());
+    }
+    out
+}
+
+type PushOutcomeOrError = Result<PushOutcome, String>;
+
+#[tokio::test]
+async fn a_failing_push_does_not_fail_the_pushes_written_with_it() {
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let mut pushes = Vec::new();
+        for a in 0..6 {
+            let account = format!("acct_{a}");
+            insert_account(&t.db, &account).await;
+            pushes.push((ctx(&account), push("api", a, 50.0 + a as f64)));
+        }
+        // No such account: its project row breaks a foreign key, mid-group.
+        pushes.insert(3, (ctx("acct_missing"), push("api", 9, 10.0)));
+
+        let results = push_together(&t.db, pushes).await;
+        if let Some(stats) = t.db.push_group_stats() {
+            // Good pushes shared the failing group, were retried alone, and succeeded below.
+            assert!(stats.retried_alone >= 2, "{stats:?}");
+        }
+        for (i, result) in results.into_iter().enumerate() {
+            if i == 3 {
+                let err = result.unwrap_err();
+                assert!(
+                    err.contains("FOREIGN KEY") || err.contains("foreign key"),
+                    "{err}"
+                );
+            } else {
+                let scan = appended(result.unwrap());
+                assert_eq!(scan.score_delta, 0.0, "{backend:?}");
+            }
+        }
+        let (scans,): (i64,) = tidemark_store::on_db!(&t.db, pool => {
+            sqlx::query_as("SELECT COUNT(*) FROM scans").fetch_one(pool).await.unwrap()
+        });
+        assert_eq!(
+            scans, 6,
+            "{backend:?}: every good push stored once, the bad one not at all"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pushes_of_one_account_written_together_still_chain() {
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let mut pushes = Vec::new();
+        for a in 0..3 {
+            insert_account(&t.db, &format!("acct_{a}")).await;
+        }
+        // Three accounts, four pushes each, interleaved; all in the same second, so the
+        // scan ids also need their suffixes.
+        for n in 0..4 {
+            for a in 0..3 {
+                pushes.push((
+                    ctx(&format!("acct_{a}")),
+                    push("web", 0, 10.0 * (n + 1) as f64 + a as f64),
+                ));
+            }
+        }
+        let results = push_together(&t.db, pushes).await;
+        let scans: Vec<StoredScan> = results.into_iter().map(|r| appended(r.unwrap())).collect();
+        let base = "20261118-110640-web";
+        for a in 0..3 {
+            let mine: Vec<&StoredScan> = scans.iter().skip(a).step_by(3).collect();
+            assert!(mine.iter().all(|s| s.project_id == mine[0].project_id));
+            // The history as stored: ids without gaps, each delta against its predecessor.
+            let history: Vec<(String, f64, f64)> = tidemark_store::on_db!(&t.db, pool => {
+                sqlx::query_as(
+                    "SELECT scan_id, score, score_delta FROM scans WHERE project_id = $1 ORDER BY seq",
+                )
+                .bind(&mine[0].project_id)
+                .fetch_all(pool)
+                .await
+                .unwrap()
+            });
+            let ids: Vec<&str> = history.iter().map(|h| h.0.as_str()).collect();
+            let expected = [
+                base.to_owned(),
+                format!("{base}-2"),
+                format!("{base}-3"),
+                format!("{base}-4"),
+            ];
+            assert_eq!(ids, expected, "{backend:?}");
+            for pair in history.windows(2) {
+                assert_eq!(pair[1].2, pair[1].1 - pair[0].1, "{backend:?}: {history:?}");
+            }
+            assert_eq!(history[0].2, 0.0);
+            if backend == tidemark_store::Backend::Sqlite {
+                // One committer, one queue: an account's pushes keep their submission order.
+                let deltas: Vec<f64> = mine.iter().map(|s| s.score_delta).collect();
+                assert_eq!(deltas, [0.0, 10.0, 10.0, 10.0], "account {a}");
+            }
+        }
+        if let Some(stats) = t.db.push_group_stats() {
+            // Twelve pushes from three accounts: a group never holds two of one account
+            // (it would read a head the other is about to move), so at least four groups,
+            // and none failed into retries.
+            assert_eq!(stats.retried_alone, 0, "{stats:?}");
+            assert_eq!(stats.pushes, 12, "{stats:?}");
+            assert!((4..12).contains(&stats.groups), "{stats:?}");
+        }
+    }
+}
