@@ -6,6 +6,7 @@
 #   3. one 5,000-finding push; the server's peak RSS over the whole run.
 # Load comes from Debian's wrk on loopback; every loop is bounded in time.
 # Usage: scripts/bench.sh [seconds-per-run]   (results: stdout, and docs/benchmarks.md by hand)
+#   BENCH_PERF=FILE  also record a `perf` profile of the server during the push run into FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
@@ -49,7 +50,13 @@ done <"$work/hashes"
 run() { echo; echo "== $1"; shift; wrk --latency "$@" | grep -E 'Requests/sec|Latency  |  50%|  99%|Non-2xx|Socket errors'; }
 run "static JSON route GET /healthz" -t2 -c64 -d"${secs}s" "$url/healthz"
 HASHES_FILE="$work/hashes" run "POST /v1/license/validate" -t2 -c64 -d"${secs}s" -s bench/wrk/validate.lua "$url"
+perf_pid=
+if [ -n "${BENCH_PERF:-}" ]; then
+  perf record -g -F 499 -o "$BENCH_PERF" -p "$server_pid" >/dev/null 2>&1 &
+  perf_pid=$!
+fi
 KEYS_FILE="$work/keys" FINDINGS=50 run "POST /v1/dashboard/push, 50 findings" -t2 -c16 -d"${secs}s" -s bench/wrk/push.lua "$url"
+if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
 python3 -c "import sqlite3,sys; print('scans stored:', sqlite3.connect(sys.argv[1]).execute('select count(*) from scans').fetchone()[0])" "$work/data/tidemark.db"
 
 echo; echo "== resend timing: an address with a license vs one without (each request from its own address)"
@@ -58,8 +65,9 @@ RUN=1 EMAIL=nobody@example.com run "resend, no license" -t2 -c16 -d"${half}s" -s
 RUN=2 EMAIL=bench1@example.com run "resend, license exists" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 RUN=3 EMAIL=nobody@example.com run "resend, no license (again)" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 
-echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements)"
-target/release/sqlite-baseline 3000 50 migrations
+echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements), 3 runs"
+# fsync time on this kind of VM swings by a third between runs: compare with the median.
+for _ in 1 2 3; do target/release/sqlite-baseline 3000 50 migrations; done
 
 echo; echo "== one push with 5,000 findings (5 runs, new scan each)"
 key=$(head -n 1 "$work/keys")
