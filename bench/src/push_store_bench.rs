@@ -40,14 +40,8 @@ async fn run(
     let url = format!("sqlite://{}", dir.path().join("tidemark.db").display());
     let db = Db::connect(&url, 16).await?;
     db.migrate().await?;
-    let Db::Sqlite { writer, .. } = &db else {
-        unreachable!("a sqlite URL opens SQLite")
-    };
     for a in 0..ACCOUNTS {
-        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, 0)")
-            .bind(format!("acct{a}"))
-            .execute(writer)
-            .await?;
+        tidemark_store::testing::insert_account(&db, &format!("acct{a}")).await;
     }
 
     let stop = Arc::new(AtomicBool::new(false));

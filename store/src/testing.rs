@@ -77,6 +77,18 @@ pub async fn fresh_unmigrated(backend: Backend) -> TestDb {
     }
 }
 
+/// A bare account row (no license), for tests of what hangs off an account.
+pub async fn insert_account(db: &Db, id: &str) {
+    crate::on_db_write!(db, pool => {
+        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, 0)")
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+    })
+    .expect("insert account");
+}
+
 fn unique_name() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()

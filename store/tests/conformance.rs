@@ -2,20 +2,8 @@
 //! of this test run (see `tidemark_store::testing::backends`).
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-use tidemark_store::testing::{backends, fresh, fresh_unmigrated};
+use tidemark_store::testing::{backends, fresh, fresh_unmigrated, insert_account};
 use tidemark_store::{on_db, Backend, BeginWrite as _, Db};
-
-async fn insert_account(db: &Db, id: &str) {
-    on_db!(db, pool => {
-        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, $2)")
-            .bind(id)
-            .bind(0_i64)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
-    })
-    .expect("insert account");
-}
 
 #[tokio::test]
 async fn migrations_apply_once_and_readiness_follows_them() {

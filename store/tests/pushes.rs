@@ -8,19 +8,8 @@ use serde_json::json;
 use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
-use tidemark_store::testing::{backends, fresh};
+use tidemark_store::testing::{backends, fresh, insert_account};
 use tidemark_store::Db;
-
-async fn insert_account(db: &Db, id: &str) {
-    tidemark_store::on_db_write!(db, pool => {
-        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, 0)")
-            .bind(id)
-            .execute(pool)
-            .await
-            .map(|_| ())
-            .unwrap()
-    });
-}
 
 fn push(label: &str, second: i64, score: f64) -> ValidPush {
     let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);

@@ -6,6 +6,8 @@
 //! account's row lock. SQLite has a single writer anyway, so its pushes go through one
 //! committer task that applies several at once ([`committer`]).
 
+use std::fmt::Write as _;
+
 use tidemark_domain::append::{
     decide_push, Append, LastScan, ProjectHead, PushDecision, PushFacts, PushHead,
 };
@@ -317,8 +319,7 @@ fn write_statements(
                 if col > 0 {
                     sql.push(',');
                 }
-                sql.push('$');
-                sql.push_str(&n.to_string());
+                let _ = write!(sql, "${n}");
             }
             sql.push(')');
             stmt = stmt
