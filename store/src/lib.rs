@@ -48,8 +48,6 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("the database is closed")]
     Closed,
-    #[error("could not start the push committer: {0}")]
-    Committer(std::io::Error),
     #[error("stored data is not readable: {0}")]
     Corrupt(&'static str),
     #[error("unsupported DATABASE_URL scheme (expected sqlite:// or postgres://)")]
@@ -150,7 +148,7 @@ impl Db {
                 .test_before_acquire(false)
                 .connect_with(options)
                 .await?;
-            let pushes = pushes::committer::PushQueue::start(writer.clone())?;
+            let pushes = pushes::committer::PushQueue::start(writer.clone());
             Ok(Db::Sqlite {
                 pool,
                 writer,

@@ -2,8 +2,8 @@
 //!
 //! SQLite admits one writer, and sqlx runs each SQLite connection on its own thread: every
 //! statement is a message to that thread and a wake-up back. A push made of seven such round
-//! trips spent most of its time handing off, not writing (docs/benchmarks.md). So one task,
-//! on its own thread, owns the push path on SQLite. It takes every push waiting in its queue
+//! trips spent most of its time handing off, not writing (docs/benchmarks.md). So one task
+//! owns the push path on SQLite. It takes every push waiting in its queue
 //! (one per account, so each still sees the one before it), reads all their heads in one
 //! call, decides each with the shared rules, and writes them all and commits in a second
 //! call: two round trips and one fsync for the whole group. A push is answered only after its
@@ -71,24 +71,12 @@ impl fmt::Debug for PushQueue {
 }
 
 impl PushQueue {
-    /// Starts the committer. It ends when every queue handle is gone.
-    pub(crate) fn start(writer: SqlitePool) -> Result<Self, StoreError> {
+    /// Starts the committer on the current runtime. It ends when every queue handle is gone.
+    pub(crate) fn start(writer: SqlitePool) -> Self {
         let (jobs, queue) = mpsc::channel(QUEUE_DEPTH);
         let counters = Arc::new(Counters::default());
-        // Its own thread, so that when the SQLite thread answers, the committer runs at once
-        // instead of waiting in the runtime's queue behind HTTP work: the writer is the
-        // bottleneck, and every moment it waits for the committer is lost throughput.
-        let task = run(writer, queue, counters.clone());
-        let spawned = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .and_then(|rt| {
-                std::thread::Builder::new()
-                    .name("push-committer".into())
-                    .spawn(move || rt.block_on(task))
-            });
-        spawned.map_err(StoreError::Committer)?;
-        Ok(PushQueue { jobs, counters })
+        tokio::spawn(run(writer, queue, counters.clone()));
+        PushQueue { jobs, counters }
     }
 
     pub fn stats(&self) -> GroupStats {
