@@ -13,6 +13,8 @@ pub struct Viewer {
     pub account_id: String,
     /// Admins rotate keys, manage members, archive projects and configure SSO.
     pub is_admin: bool,
+    /// Signed in through a SAML connection: the session stays in that connection's account.
+    pub via_saml: bool,
 }
 
 impl Viewer {
@@ -29,6 +31,43 @@ impl Viewer {
 #[server(endpoint = "viewer")]
 pub async fn current_viewer() -> Result<Option<Viewer>, ServerFnError> {
     Ok(request_viewer())
+}
+
+/// An account the viewer can switch to (or is in), for the header's switcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountChoice {
+    pub account_id: String,
+    /// How people know the account: its license's e-mail and tier.
+    pub label: String,
+    pub is_admin: bool,
+    pub current: bool,
+}
+
+/// The viewer's accounts; empty when signed out.
+#[server(endpoint = "accounts")]
+pub async fn my_accounts() -> Result<Vec<AccountChoice>, ServerFnError> {
+    let Some(viewer) = request_viewer() else {
+        return Ok(Vec::new());
+    };
+    let db = expect_context::<tidemark_store::Db>();
+    let accounts = tidemark_store::access::accounts_of(&db, &viewer.user_id)
+        .await
+        .map_err(|err| {
+            tracing::error!(%err, "could not list the viewer's accounts");
+            ServerFnError::new("unavailable")
+        })?;
+    Ok(accounts
+        .into_iter()
+        .map(|a| AccountChoice {
+            label: match (a.license_email, a.tier) {
+                (Some(email), Some(tier)) => format!("{email} ({tier})"),
+                _ => a.account_id.clone(),
+            },
+            is_admin: a.role == "admin",
+            current: a.account_id == viewer.account_id,
+            account_id: a.account_id,
+        })
+        .collect())
 }
 
 /// On the server: the viewer the session middleware attached to this request.
@@ -68,6 +107,7 @@ pub fn sign_in_error_message(code: &str) -> &'static str {
              with your work e-mail to be sent to your company's identity provider."
         }
         "saml_invalid" => "Your company's identity provider sent an answer that was refused.",
+        "unavailable" => "Sign-in is unavailable right now. Please try again in a moment.",
         _ => "Sign-in did not complete. Please try again.",
     }
 }

@@ -26,11 +26,59 @@ pub struct LicenseView {
     pub project_cap: Option<u64>,
 }
 
+/// Where an SSO claim stands (see `tidemark_domain::sso::ClaimState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SsoState {
+    /// Waiting for its DNS record: routes nobody, enforces nothing.
+    Pending,
+    /// Proven: the domain's people sign in through this IdP.
+    Verified,
+    /// Over; `ended_reason` says why.
+    Ended,
+}
+
+/// One SSO claim of the account, as Settings shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SsoSummary {
     pub domain: String,
+    pub state: SsoState,
     pub idp_entity_id: String,
     pub enforce: bool,
+    /// The TXT record to publish: its name and its exact value.
+    pub record_name: String,
+    pub record_value: String,
+    /// When the record was last looked up, and what was found.
+    pub checked_at: Option<String>,
+    pub check_message: Option<String>,
+    /// Whether the server still looks again by itself (every 15 minutes for 7 days).
+    pub rechecking: bool,
+    pub verified_at: Option<String>,
+    pub ended_reason: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+impl From<tidemark_store::sso::SsoConnection> for SsoSummary {
+    fn from(c: tidemark_store::sso::SsoConnection) -> Self {
+        use tidemark_domain::sso::{challenge_name, challenge_value, ClaimState};
+        let fmt = crate::dashboard::format_time_ssr;
+        SsoSummary {
+            state: match c.state {
+                ClaimState::Pending => SsoState::Pending,
+                ClaimState::Verified => SsoState::Verified,
+                ClaimState::Ended => SsoState::Ended,
+            },
+            record_name: challenge_name(&c.domain),
+            record_value: challenge_value(&c.challenge_token),
+            rechecking: c.state == ClaimState::Pending && c.next_check_at.is_some(),
+            checked_at: c.checked_at.map(fmt),
+            check_message: c.check_message,
+            verified_at: c.verified_at.map(fmt),
+            ended_reason: c.ended_reason,
+            domain: c.domain,
+            idp_entity_id: c.idp_entity_id,
+            enforce: c.enforce,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,7 +123,7 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
         Ok(m) => m,
         Err(e) => return unavailable(e),
     };
-    let sso = match tidemark_store::sso::list_sso_domains(&db, Some(account)).await {
+    let sso = match tidemark_store::sso::list_connections(&db, Some(account)).await {
         Ok(s) => s,
         Err(e) => return unavailable(e),
     };
@@ -94,14 +142,7 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
             })
             .collect(),
         members: members.into_iter().map(MemberSummary::from).collect(),
-        sso: sso
-            .into_iter()
-            .map(|s| SsoSummary {
-                domain: s.domain,
-                idp_entity_id: s.idp_entity_id,
-                enforce: s.enforce,
-            })
-            .collect(),
+        sso: sso.into_iter().map(SsoSummary::from).collect(),
     })
 }
 
@@ -192,30 +233,63 @@ pub async fn change_member(email: String, role: String) -> Result<(), DashboardE
     }
 }
 
-/// Configuring SAML needs the IdP metadata checked by the server's SAML code, which `app`
-/// cannot depend on; the server provides this through the Leptos context.
+/// Why an SSO change was not made. The server's SAML code writes `Refused` texts for admins;
+/// anything else (a database failure) stays in the server's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SsoAdminError {
+    Refused(String),
+    NotFound,
+    Unavailable,
+}
+
+#[cfg(feature = "ssr")]
+type SsoAdminFuture<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, SsoAdminError>> + Send>>;
+
+/// SSO claims need the IdP metadata checked by the server's SAML code and the DNS looked up
+/// by its resolver, which `app` cannot depend on; the server provides this through the
+/// Leptos context.
 #[cfg(feature = "ssr")]
 pub trait SsoAdmin: Send + Sync {
+    /// Claims the domain for the account (pending until its DNS record is found), or
+    /// replaces the IdP of its existing claim.
     fn configure(
         &self,
         account_id: String,
         domain: String,
         metadata_xml: String,
         enforce: bool,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<SsoSummary, String>> + Send>>;
+    ) -> SsoAdminFuture<SsoSummary>;
 
-    fn remove(
-        &self,
-        account_id: String,
-        domain: String,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>>;
+    /// Looks the claim's DNS record up now.
+    fn verify(&self, account_id: String, domain: String) -> SsoAdminFuture<SsoSummary>;
+
+    fn remove(&self, account_id: String, domain: String) -> SsoAdminFuture<()>;
 }
 
 #[cfg(feature = "ssr")]
 #[derive(Clone)]
 pub struct SsoAdminHandle(pub std::sync::Arc<dyn SsoAdmin>);
 
-/// Routes a domain's users to a SAML IdP (enterprise admins). Their sessions end.
+#[cfg(feature = "ssr")]
+fn sso_admin() -> Result<SsoAdminHandle, DashboardError> {
+    match use_context::<SsoAdminHandle>() {
+        Some(handle) => Ok(handle),
+        None => crate::error::unavailable("no SSO administration in context"),
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn sso_failed<T>(err: SsoAdminError) -> Result<T, DashboardError> {
+    match err {
+        SsoAdminError::Refused(text) => crate::error::fail(DashboardError::Invalid(text)),
+        SsoAdminError::NotFound => crate::error::fail(DashboardError::NotFound),
+        SsoAdminError::Unavailable => crate::error::unavailable("SSO administration failed"),
+    }
+}
+
+/// Claims a domain for SAML (enterprise admins). The claim is pending, and changes nothing
+/// for anybody, until the domain publishes its DNS record.
 #[server(endpoint = "configure_sso")]
 pub async fn configure_sso(
     domain: String,
@@ -223,27 +297,30 @@ pub async fn configure_sso(
     #[server(default)] enforce: bool,
 ) -> Result<SsoSummary, DashboardError> {
     let viewer = crate::members::require_admin()?;
-    let Some(sso) = use_context::<SsoAdminHandle>() else {
-        return crate::error::unavailable("no SSO administration in context");
-    };
-    match sso
+    sso_admin()?
         .0
         .configure(viewer.account_id, domain, metadata_xml, enforce)
         .await
-    {
-        Ok(summary) => Ok(summary),
-        Err(refusal) => crate::error::fail(DashboardError::Invalid(refusal)),
-    }
+        .or_else(sso_failed)
+}
+
+/// "Verify now": looks the claim's DNS record up at once.
+#[server(endpoint = "verify_sso")]
+pub async fn verify_sso(domain: String) -> Result<SsoSummary, DashboardError> {
+    let viewer = crate::members::require_admin()?;
+    sso_admin()?
+        .0
+        .verify(viewer.account_id, domain)
+        .await
+        .or_else(sso_failed)
 }
 
 #[server(endpoint = "remove_sso")]
 pub async fn remove_sso(domain: String) -> Result<(), DashboardError> {
     let viewer = crate::members::require_admin()?;
-    let Some(sso) = use_context::<SsoAdminHandle>() else {
-        return crate::error::unavailable("no SSO administration in context");
-    };
-    match sso.0.remove(viewer.account_id, domain).await {
-        Ok(()) => Ok(()),
-        Err(refusal) => crate::error::fail(DashboardError::Invalid(refusal)),
-    }
+    sso_admin()?
+        .0
+        .remove(viewer.account_id, domain)
+        .await
+        .or_else(sso_failed)
 }

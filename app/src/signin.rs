@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::auth::{current_viewer, sign_in_error_message};
+use crate::auth::{current_viewer, my_accounts, sign_in_error_message, AccountChoice};
 
 #[component]
 pub fn SignIn() -> impl IntoView {
@@ -48,10 +48,12 @@ pub fn SignIn() -> impl IntoView {
     }
 }
 
-/// Header account menu: who is signed in and a sign-out button, or a sign-in link.
+/// Header account menu: who is signed in, the account switcher (for people in several
+/// accounts) and a sign-out button, or a sign-in link.
 #[component]
 pub fn AccountMenu() -> impl IntoView {
     let viewer = Resource::new(|| (), |_| current_viewer());
+    let accounts = Resource::new(|| (), |_| my_accounts());
     view! {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
@@ -64,6 +66,7 @@ pub fn AccountMenu() -> impl IntoView {
                                 <span class="who" data-testid="signed-in-as">
                                     {viewer.email.clone()} " · " {viewer.role_label()}
                                 </span>
+                                {switcher(accounts.await.unwrap_or_default(), viewer.via_saml)}
                                 <form method="post" action="/auth/logout">
                                     <button type="submit" class="link">"Sign out"</button>
                                 </form>
@@ -83,4 +86,46 @@ pub fn AccountMenu() -> impl IntoView {
             })}
         </Transition>
     }
+}
+
+/// A plain form (it works without JavaScript): choose an account, press Switch. The server
+/// checks the membership and issues a new session id.
+fn switcher(accounts: Vec<AccountChoice>, via_saml: bool) -> Option<impl IntoView> {
+    if accounts.len() < 2 {
+        return None;
+    }
+    if via_saml {
+        let current = accounts.into_iter().find(|a| a.current)?;
+        return Some(
+            view! {
+                <span class="muted small" data-testid="account-current"
+                    title="Signed in with your company's single sign-on: sign in again to open another account.">
+                    {current.label}
+                </span>
+            }
+            .into_any(),
+        );
+    }
+    Some(
+        view! {
+            <form method="post" action="/auth/switch" class="account-switch">
+                <label for="account-switch" class="visually-hidden">"Account"</label>
+                <select id="account-switch" name="account_id" data-testid="account-switch">
+                    {accounts
+                        .into_iter()
+                        .map(|a| {
+                            let role = if a.is_admin { "admin" } else { "member" };
+                            view! {
+                                <option value=a.account_id selected=a.current>
+                                    {format!("{} · {role}", a.label)}
+                                </option>
+                            }
+                        })
+                        .collect_view()}
+                </select>
+                <button type="submit" class="link">"Switch"</button>
+            </form>
+        }
+        .into_any(),
+    )
 }

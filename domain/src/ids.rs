@@ -41,6 +41,11 @@ pub fn new_mail_id() -> String {
     format!("mail_{}", random_base32(20))
 }
 
+/// An SSO connection: one account's claim of one e-mail domain. SAML identities are bound to it.
+pub fn new_sso_connection_id() -> String {
+    format!("sso_{}", random_base32(20))
+}
+
 pub fn new_user_id() -> String {
     format!("usr_{}", random_base32(20))
 }

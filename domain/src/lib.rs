@@ -9,6 +9,7 @@ pub mod license;
 pub mod push;
 pub mod rate;
 pub mod secrets;
+pub mod sso;
 pub mod text;
 pub mod tier;
 

@@ -5,7 +5,7 @@
 // (unsigned, stripped, tampered, wrapped, SHA-1, foreign signer, expired, wrong audience...),
 // because a well-behaved IdP cannot be asked for them. Test use only, on loopback.
 //
-//   node end2end/idp/saml.mjs --port 4466 --sp-entity-id URL --acs-url URL
+//   node end2end/idp/saml.mjs --port 4466 --sp-entity-id URL --acs-url URL [--entity-id ID]
 import fs from 'node:fs';
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -21,6 +21,8 @@ const { values: args } = parseArgs({
     port: { type: 'string', default: '4466' },
     'sp-entity-id': { type: 'string' },
     'acs-url': { type: 'string' },
+    // Declare this entity id instead of the metadata URL (an IdP chooses its own freely).
+    'entity-id': { type: 'string' },
   },
 });
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -31,7 +33,7 @@ const keys = {
 };
 const port = Number(args.port);
 const base = `http://localhost:${port}`;
-const entityID = `${base}/metadata`;
+const entityID = args['entity-id'] || `${base}/metadata`;
 const spEntityId = args['sp-entity-id'];
 const acsUrl = args['acs-url'];
 const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
@@ -51,7 +53,7 @@ const newId = () => `_${crypto.randomBytes(16).toString('hex')}`;
 const iso = (ms) => new Date(ms).toISOString();
 
 /** A base64 SAMLResponse for `email` answering `inResponseTo`, spoiled by `variant`. */
-function makeResponse({ email, inResponseTo = '', variant = 'valid', assertionId, target }) {
+function makeResponse({ email, inResponseTo = '', variant = 'valid', assertionId, target, nameId, nameIdFormat, emailAttribute }) {
   const now = Date.now();
   const values = {
     ID: newId(),
@@ -65,11 +67,13 @@ function makeResponse({ email, inResponseTo = '', variant = 'valid', assertionId
     ConditionsNotBefore: iso(now - 1000),
     ConditionsNotOnOrAfter: iso(now + 300_000),
     SubjectConfirmationDataNotOnOrAfter: iso(now + 300_000),
-    NameIDFormat: EMAIL_FORMAT,
-    NameID: email,
+    NameIDFormat: nameIdFormat || EMAIL_FORMAT,
+    NameID: nameId || email,
     InResponseTo: inResponseTo,
     AuthnStatement: `<saml:AuthnStatement AuthnInstant="${iso(now)}" SessionIndex="${newId()}"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>`,
-    AttributeStatement: '',
+    AttributeStatement: emailAttribute
+      ? `<saml:AttributeStatement><saml:Attribute Name="email" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic"><saml:AttributeValue>${escape(emailAttribute)}</saml:AttributeValue></saml:Attribute></saml:AttributeStatement>`
+      : '',
   };
   if (variant === 'expired') {
     values.ConditionsNotBefore = iso(now - 900_000);

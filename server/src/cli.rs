@@ -36,7 +36,9 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum SsoCommand {
-    /// Route the domain's users to the IdP in the metadata file. Their sessions end.
+    /// Route the domain's users to the IdP in the metadata file. The operator vouches for the
+    /// account's ownership of the domain (checked out of band), so the domain is verified at
+    /// once; other accounts' pending claims on it end. Its users' sessions end.
     Set {
         #[arg(long)]
         account: String,
@@ -51,14 +53,15 @@ pub enum SsoCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List configured domains.
+    /// List SSO claims with their state (pending, verified, ended) and, for pending ones,
+    /// the DNS record they wait for.
     List {
         #[arg(long)]
         account: Option<String>,
         #[arg(long)]
         json: bool,
     },
-    /// Remove a domain's SAML configuration. Its users' sessions end.
+    /// Remove every SAML claim on a domain. If one was verified, its users' sessions end.
     Remove {
         #[arg(long)]
         domain: String,

@@ -86,6 +86,9 @@ pub struct Config {
     pub session_max_seconds: u32,
     /// Development only: seed a demo account whose admin can sign in at once.
     pub dev_demo: bool,
+    /// The one nameserver SSO domain-verification look-ups ask (`host:port`); the system's
+    /// resolvers (`/etc/resolv.conf`) when unset.
+    pub dns_resolver: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone)]
@@ -311,7 +314,22 @@ impl Config {
             }
         };
 
+        let dns_resolver = match var("TIDEMARK_DNS_RESOLVER") {
+            None => None,
+            Some(text) => {
+                Some(
+                    text.trim()
+                        .parse::<SocketAddr>()
+                        .map_err(|_| ConfigError::Invalid {
+                            name: "TIDEMARK_DNS_RESOLVER",
+                            reason: format!("expected ip:port such as 127.0.0.1:53, got {text:?}"),
+                        })?,
+                )
+            }
+        };
+
         Ok(Config {
+            dns_resolver,
             oidc,
             session_idle_seconds,
             session_max_seconds,

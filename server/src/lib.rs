@@ -66,7 +66,10 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         )?)),
         None => None,
     };
+    let dns = auth::domain_verification::DnsVerifier::new(config.dns_resolver)
+        .context("could not set up the DNS resolver for SSO domain verification")?;
     let state = AppState {
+        dns,
         leptos_options,
         db,
         login_attempts: crypto::SecretBox::new(&config.master_key, crypto::LOGIN_ATTEMPT_PURPOSE),
@@ -97,6 +100,7 @@ pub fn router(state: AppState) -> Router {
     };
     let sso_admin = app::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
         db: state.db.clone(),
+        dns: state.dns.clone(),
     }));
     // Everything a browser signs in to: pages, server functions, the sign-in flows. Only
     // these routes see sessions; `/v1` authenticates with API keys and never with cookies.
@@ -104,6 +108,7 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/signin", post(auth::start_sign_in))
         .route("/auth/oidc/callback", get(auth::oidc::callback))
         .route("/auth/logout", post(auth::logout))
+        .route("/auth/switch", post(auth::switch_account))
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(
             "/saml/acs",
@@ -175,6 +180,7 @@ pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> anyhow
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
     let background = mail::spawn_background_work(&state)?;
+    let rechecks = auth::domain_verification::spawn_rechecks(state.db.clone(), state.dns.clone());
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),
@@ -182,6 +188,7 @@ pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> anyhow
     .with_graceful_shutdown(shutdown_signal())
     .await?;
     background.abort();
+    rechecks.abort();
     tracing::info!("shut down cleanly");
     Ok(())
 }

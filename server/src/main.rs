@@ -130,7 +130,8 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("could not read {}", idp_metadata.display()))?;
             let sso = ops::set_sso(db, &account, &domain, &xml, enforce).await?;
             println!(
-                "{} now signs in with SAML at {} ({} signing certificate(s)){}",
+                "{} is verified for {account} (the operator vouches for it) and now signs in \
+                 with SAML at {} ({} signing certificate(s)){}",
                 sso.domain,
                 sso.idp_sso_url,
                 sso.signing_certificates,
@@ -146,15 +147,34 @@ async fn main() -> anyhow::Result<()> {
             let list = ops::list_sso(db, account.as_deref()).await?;
             for s in &list {
                 println!(
-                    "{:<30}  {}  {}  enforce={}",
-                    s.domain, s.account_id, s.idp_entity_id, s.enforce
+                    "{:<30}  {}  {:<8}  {}  enforce={}",
+                    s.domain, s.account_id, s.state, s.idp_entity_id, s.enforce
                 );
+                match s.state {
+                    "pending" => println!(
+                        "    waiting for TXT {} = {}{}",
+                        s.dns_record_name,
+                        s.dns_record_value,
+                        s.last_check
+                            .as_deref()
+                            .map(|m| format!(" (last check: {m})"))
+                            .unwrap_or_default()
+                    ),
+                    "ended" => println!(
+                        "    ended: {}",
+                        s.ended_reason.as_deref().unwrap_or("no reason recorded")
+                    ),
+                    _ => {}
+                }
             }
             print_json(json, &list)?;
         }
         Command::Sso(SsoCommand::Remove { domain }) => {
-            ops::remove_sso(db, &domain).await?;
-            println!("SAML removed for {domain}; its users sign in with OpenID Connect again");
+            let removed = ops::remove_sso(db, &domain).await?;
+            println!(
+                "{removed} SAML claim(s) removed for {domain}; its users sign in with OpenID \
+                 Connect again"
+            );
         }
     }
     state.db.close().await;

@@ -4,10 +4,12 @@
 use anyhow::{bail, Context as _};
 use serde::Serialize;
 use tidemark_domain::secrets::{sha256_hex, ApiKey, LicenseKey};
+use tidemark_domain::sso::ClaimableDomain;
 use tidemark_domain::text::Email;
 use tidemark_domain::{ids, now_millis, to_rfc3339, Millis};
 use tidemark_store::bundles::{self, Bundle};
 use tidemark_store::licenses::{self, License, NewLicense};
+use tidemark_store::sso::{ClaimOutcome, NewClaim, SsoConnection, Vouched};
 use tidemark_store::Db;
 use tidemark_wire::Tier;
 
@@ -246,41 +248,104 @@ pub async fn remove_member(db: &Db, account_id: &str, email: &str) -> anyhow::Re
     Ok(())
 }
 
-/// An SSO domain as operator commands print it.
+/// An SSO claim as operator commands print it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SsoView {
     pub domain: String,
     pub account_id: String,
+    /// `pending` (routes nobody), `verified` (routes and enforces) or `ended`.
+    pub state: &'static str,
     pub idp_entity_id: String,
     pub idp_sso_url: String,
     pub signing_certificates: usize,
     pub enforce: bool,
+    /// The TXT record a pending claim waits for.
+    pub dns_record_name: String,
+    pub dns_record_value: String,
+    pub verified_at: Option<String>,
+    pub last_check: Option<String>,
+    pub ended_reason: Option<String>,
     pub updated_at: String,
 }
 
-impl From<tidemark_store::sso::SsoDomain> for SsoView {
-    fn from(s: tidemark_store::sso::SsoDomain) -> Self {
+impl From<SsoConnection> for SsoView {
+    fn from(s: SsoConnection) -> Self {
         SsoView {
+            state: s.state.as_str(),
             signing_certificates: s.signing_certs.len(),
+            dns_record_name: tidemark_domain::sso::challenge_name(&s.domain),
+            dns_record_value: tidemark_domain::sso::challenge_value(&s.challenge_token),
             domain: s.domain,
             account_id: s.account_id,
             idp_entity_id: s.idp_entity_id,
             idp_sso_url: s.idp_sso_url,
             enforce: s.enforce,
+            verified_at: s.verified_at.map(to_rfc3339),
+            last_check: s.check_message,
+            ended_reason: s.ended_reason,
             updated_at: to_rfc3339(s.updated_at),
         }
     }
 }
 
-/// A bare e-mail domain (`example.com`), lower-cased.
-pub fn parse_domain(raw: &str) -> anyhow::Result<String> {
-    let raw = raw.trim().trim_start_matches('@');
-    Email::parse(&format!("user@{raw}"))
-        .map(|e| e.domain().to_owned())
-        .map_err(|_| anyhow::anyhow!("{raw:?} is not an e-mail domain such as example.com"))
+/// Why a claim was not stored, in words for whoever asked.
+#[derive(Debug, thiserror::Error)]
+pub enum SsoRefusal {
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Store(#[from] tidemark_store::StoreError),
 }
 
-/// Configures SAML for `domain` on an enterprise account; its users' sessions end.
+/// Claims `domain` for an enterprise account with the IdP in `metadata_xml`: verified at once
+/// when the operator vouches, pending until its DNS record is found when an admin does.
+pub async fn claim_sso(
+    db: &Db,
+    account_id: &str,
+    domain: &str,
+    metadata_xml: &str,
+    enforce: bool,
+    vouched: Vouched,
+) -> Result<SsoConnection, SsoRefusal> {
+    let refused = |text: String| SsoRefusal::Refused(text);
+    let domain = ClaimableDomain::parse(domain).map_err(|e| refused(e.to_string()))?;
+    let license = licenses::find_license_for_account(db, account_id)
+        .await?
+        .ok_or_else(|| refused(format!("no account {account_id}")))?;
+    if !tidemark_domain::tier::allows_sso(license.tier) {
+        return Err(refused(format!(
+            "SAML single sign-on needs an enterprise license (this account is {})",
+            license.tier.as_str()
+        )));
+    }
+    let idp = crate::auth::saml::parse_idp_metadata(metadata_xml)
+        .map_err(|e| refused(format!("IdP metadata refused: {e}")))?;
+    let outcome = tidemark_store::sso::claim(
+        db,
+        &NewClaim {
+            account_id,
+            domain: &domain,
+            idp_entity_id: &idp.entity_id,
+            idp_sso_url: &idp.sso_url,
+            signing_certs: &idp.signing_certs,
+            enforce,
+            metadata_xml,
+            now: now_millis(),
+        },
+        vouched,
+    )
+    .await?;
+    match outcome {
+        ClaimOutcome::Stored(connection) => Ok(connection),
+        ClaimOutcome::VerifiedByAnotherAccount => Err(refused(format!(
+            "{} is already verified by another account",
+            domain.as_str()
+        ))),
+    }
+}
+
+/// `sso set`: the operator checked ownership out of band, so the domain is verified at once;
+/// its users' sessions end.
 pub async fn set_sso(
     db: &Db,
     account_id: &str,
@@ -288,52 +353,65 @@ pub async fn set_sso(
     metadata_xml: &str,
     enforce: bool,
 ) -> anyhow::Result<SsoView> {
-    let domain = parse_domain(domain)?;
-    let license = licenses::list_licenses(db)
-        .await?
-        .into_iter()
-        .find(|l| l.account_id == account_id)
-        .ok_or_else(|| anyhow::anyhow!("no account {account_id}"))?;
-    anyhow::ensure!(
-        tidemark_domain::tier::allows_sso(license.tier),
-        "SAML single sign-on needs an enterprise license (this account is {})",
-        license.tier.as_str()
-    );
-    let idp = crate::auth::saml::parse_idp_metadata(metadata_xml)
-        .map_err(|e| anyhow::anyhow!("IdP metadata refused: {e}"))?;
-    let sso = tidemark_store::sso::SsoDomain {
-        domain: domain.clone(),
-        account_id: account_id.to_owned(),
-        idp_entity_id: idp.entity_id,
-        idp_sso_url: idp.sso_url,
-        signing_certs: idp.signing_certs,
+    let connection = claim_sso(
+        db,
+        account_id,
+        domain,
+        metadata_xml,
         enforce,
-        metadata_xml: metadata_xml.to_owned(),
-        updated_at: now_millis(),
-    };
-    let stored = tidemark_store::sso::set_sso_domain(db, &sso).await?;
-    anyhow::ensure!(stored, "{domain} is already configured for another account");
-    Ok(sso.into())
+        Vouched::ByOperator,
+    )
+    .await?;
+    Ok(connection.into())
 }
 
 pub async fn list_sso(db: &Db, account_id: Option<&str>) -> anyhow::Result<Vec<SsoView>> {
-    Ok(tidemark_store::sso::list_sso_domains(db, account_id)
+    Ok(tidemark_store::sso::list_connections(db, account_id)
         .await?
         .into_iter()
         .map(SsoView::from)
         .collect())
 }
 
-pub async fn remove_sso(db: &Db, domain: &str) -> anyhow::Result<()> {
-    let domain = parse_domain(domain)?;
-    let removed = tidemark_store::sso::remove_sso_domain(db, &domain).await?;
-    anyhow::ensure!(removed, "{domain} has no SAML configuration");
-    Ok(())
+/// Removes every claim on the domain (verified or not); sessions end if one was verified.
+pub async fn remove_sso(db: &Db, domain: &str) -> anyhow::Result<u64> {
+    let domain = ClaimableDomain::parse(domain).map_err(|e| anyhow::anyhow!(e))?;
+    let removed = tidemark_store::sso::remove(db, domain.as_str(), None).await?;
+    anyhow::ensure!(removed > 0, "{} has no SAML configuration", domain.as_str());
+    Ok(removed)
 }
 
 /// Settings' SSO controls, for the dashboard's server functions.
 pub struct DashboardSso {
     pub db: Db,
+    pub dns: crate::auth::domain_verification::DnsVerifier,
+}
+
+type SsoFuture<T> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<T, app::settings::SsoAdminError>> + Send>,
+>;
+
+/// Store failures are logged here and reach the browser only as "unavailable".
+fn unavailable(err: impl std::fmt::Display) -> app::settings::SsoAdminError {
+    tracing::error!(error = %err, "SSO administration failed");
+    app::settings::SsoAdminError::Unavailable
+}
+
+impl DashboardSso {
+    async fn own_claim(
+        db: &Db,
+        account_id: &str,
+        domain: &str,
+    ) -> Result<SsoConnection, app::settings::SsoAdminError> {
+        let domain = ClaimableDomain::parse(domain)
+            .map_err(|e| app::settings::SsoAdminError::Refused(e.to_string()))?;
+        tidemark_store::sso::list_connections(db, Some(account_id))
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .find(|c| c.domain == domain.as_str())
+            .ok_or(app::settings::SsoAdminError::NotFound)
+    }
 }
 
 impl app::settings::SsoAdmin for DashboardSso {
@@ -343,47 +421,67 @@ impl app::settings::SsoAdmin for DashboardSso {
         domain: String,
         metadata_xml: String,
         enforce: bool,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<app::settings::SsoSummary, String>> + Send>,
-    > {
+    ) -> SsoFuture<app::settings::SsoSummary> {
         let db = self.db.clone();
         Box::pin(async move {
             // Run to completion even if the browser goes away mid-write.
-            let set = tokio::spawn(async move {
-                set_sso(&db, &account_id, &domain, &metadata_xml, enforce).await
+            let claimed = tokio::spawn(async move {
+                claim_sso(
+                    &db,
+                    &account_id,
+                    &domain,
+                    &metadata_xml,
+                    enforce,
+                    Vouched::ByDnsRecord,
+                )
+                .await
             })
             .await
-            .map_err(|e| e.to_string())?;
-            set.map(|v| app::settings::SsoSummary {
-                domain: v.domain,
-                idp_entity_id: v.idp_entity_id,
-                enforce: v.enforce,
-            })
-            .map_err(|e| e.to_string())
+            .map_err(unavailable)?;
+            match claimed {
+                Ok(connection) => Ok(connection.into()),
+                Err(SsoRefusal::Refused(text)) => Err(app::settings::SsoAdminError::Refused(text)),
+                Err(SsoRefusal::Store(err)) => Err(unavailable(err)),
+            }
         })
     }
 
-    fn remove(
-        &self,
-        account_id: String,
-        domain: String,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>> {
+    fn verify(&self, account_id: String, domain: String) -> SsoFuture<app::settings::SsoSummary> {
+        let (db, dns) = (self.db.clone(), self.dns.clone());
+        Box::pin(async move {
+            let claim = Self::own_claim(&db, &account_id, &domain).await?;
+            if claim.state == tidemark_domain::sso::ClaimState::Pending {
+                let (db, claim) = (db.clone(), claim.clone());
+                tokio::spawn(async move {
+                    crate::auth::domain_verification::check_claim(&db, &dns, &claim).await
+                })
+                .await
+                .map_err(unavailable)?
+                .map_err(unavailable)?;
+            }
+            // What the check left behind, as Settings shows it.
+            let after = tidemark_store::sso::find_connection(&db, &claim.id)
+                .await
+                .map_err(unavailable)?
+                .ok_or(app::settings::SsoAdminError::NotFound)?;
+            Ok(after.into())
+        })
+    }
+
+    fn remove(&self, account_id: String, domain: String) -> SsoFuture<()> {
         let db = self.db.clone();
         Box::pin(async move {
-            let domain = parse_domain(&domain).map_err(|e| e.to_string())?;
-            let owned = tidemark_store::sso::find_sso_domain(&db, &domain)
-                .await
-                .map_err(|e| e.to_string())?
-                .is_some_and(|s| s.account_id == account_id);
-            if !owned {
-                return Err(format!(
-                    "{domain} has no SAML configuration in this account"
-                ));
+            let claim = Self::own_claim(&db, &account_id, &domain).await?;
+            let removed = tokio::spawn(async move {
+                tidemark_store::sso::remove(&db, &claim.domain, Some(&claim.account_id)).await
+            })
+            .await
+            .map_err(unavailable)?
+            .map_err(unavailable)?;
+            if removed == 0 {
+                return Err(app::settings::SsoAdminError::NotFound);
             }
-            tokio::spawn(async move { remove_sso(&db, &domain).await })
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())
+            Ok(())
         })
     }
 }

@@ -24,6 +24,9 @@ pub struct AppState {
     pub login_attempts: SecretBox,
     /// The OpenID Connect provider, when configured.
     pub oidc: Option<Arc<crate::auth::oidc::OidcProvider>>,
+    /// Looks up SSO domain-verification records.
+    #[from_ref(skip)]
+    pub dns: crate::auth::domain_verification::DnsVerifier,
     /// Wakes this replica's mail sender when a message is queued (others poll).
     pub mail_wakeup: Arc<Notify>,
 }

@@ -218,6 +218,8 @@ async fn enterprise_admins_configure_sso_from_settings() {
             body.contains("\"domain\":\"corp.example\"") && body.contains("\"enforce\":true"),
             "{body}"
         );
+        // Made from Settings, a claim waits for its DNS record.
+        assert!(body.contains("\"state\":\"Pending\""), "{body}");
         let settings = admin
             .post_form("/api/settings", &[])
             .await
@@ -244,11 +246,11 @@ async fn enterprise_admins_configure_sso_from_settings() {
             .await;
         assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
         assert!(res.text().await.unwrap().contains("enterprise"));
-        // Nor may another account remove this one's domain.
+        // Nor may another account remove this one's domain: it is not in that account.
         let res = team_admin
             .post_form("/api/remove_sso", &[("domain", "corp.example")])
             .await;
-        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
         assert_eq!(server::ops::list_sso(&app.db, None).await.unwrap().len(), 1);
 
         let res = admin

@@ -324,7 +324,7 @@ async fn enforcing_saml_refuses_openid_connect_and_ends_sessions() {
         s.provider.script(Script::user(ALICE));
         // Alice had signed in with OpenID Connect before SSO was enforced; another OIDC
         // round trip is under way when the operator enforces it.
-        tidemark_store::sso::remove_sso_domain(&s.app.db, DOMAIN)
+        tidemark_store::sso::remove(&s.app.db, DOMAIN, None)
             .await
             .unwrap();
         let mut before = Browser::new(&s.app.base_url);

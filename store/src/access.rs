@@ -129,12 +129,15 @@ pub async fn list_members(db: &Db, account_id: &str) -> Result<Vec<Member>, Stor
     rows.into_iter().map(Member::try_from).collect()
 }
 
-/// The accounts a user belongs to, oldest first.
+/// The accounts a user belongs to: the one used last first (sign-in or the account
+/// switcher), then the rest oldest first.
 pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(String, Role)>, StoreError> {
     let rows: Vec<(String, String)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT m.account_id, m.role FROM members m JOIN accounts a ON a.id = m.account_id \
-             WHERE m.user_id = $1 ORDER BY a.created_at, a.id",
+             WHERE m.user_id = $1 \
+             ORDER BY CASE WHEN m.last_used_at IS NULL THEN 1 ELSE 0 END, m.last_used_at DESC, \
+                      a.created_at, a.id",
         )
         .bind(user_id)
         .fetch_all(pool)
@@ -147,6 +150,52 @@ pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(String, Role)
                 .ok_or(StoreError::Corrupt("members.role"))
         })
         .collect()
+}
+
+/// An account a user belongs to, named the way people know it (its license).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AccountOfUser {
+    pub account_id: String,
+    pub role: String,
+    pub license_email: Option<String>,
+    pub tier: Option<String>,
+}
+
+/// The user's accounts for the account switcher, in the order of [`memberships_of`].
+pub async fn accounts_of(db: &Db, user_id: &str) -> Result<Vec<AccountOfUser>, StoreError> {
+    let rows: Vec<AccountOfUser> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT m.account_id, m.role, l.email AS license_email, l.tier \
+             FROM members m JOIN accounts a ON a.id = m.account_id \
+             LEFT JOIN licenses l ON l.account_id = m.account_id \
+             WHERE m.user_id = $1 \
+             ORDER BY CASE WHEN m.last_used_at IS NULL THEN 1 ELSE 0 END, m.last_used_at DESC, \
+                      a.created_at, a.id",
+        )
+        .bind(user_id)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows)
+}
+
+/// Notes that the member has just entered the account (signed in, or switched to it).
+pub async fn mark_account_used(
+    db: &Db,
+    account_id: &str,
+    user_id: &str,
+    now: Millis,
+) -> Result<(), StoreError> {
+    on_db_write!(db, pool => {
+        sqlx::query("UPDATE members SET last_used_at = $3 WHERE account_id = $1 AND user_id = $2")
+            .bind(account_id)
+            .bind(user_id)
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+    })?;
+    Ok(())
 }
 
 /// Changes a member's role, or removes them (`None`), ending their sessions on this account.
@@ -216,30 +265,66 @@ pub enum IdentityOutcome {
     EmailUnverified,
     /// Nobody with this address was ever added to an account.
     UnknownEmail,
-    /// The address already belongs to a different identity at the same issuer.
+    /// The address already belongs to a different identity of the same provider.
     BoundElsewhere,
 }
 
-/// Finds the user behind (issuer, subject), binding it on first sign-in to the user with the
-/// verified e-mail address. An e-mail is never trusted again once the pair is bound.
+/// Where an identity comes from. The two kinds never share a namespace: a SAML IdP that
+/// declares an OpenID issuer's URL as its entity id still cannot reach an OIDC identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdentityProvider<'a> {
+    /// An OpenID Connect issuer (`iss`).
+    Oidc { issuer: &'a str },
+    /// A SAML connection: one account's verified claim of one domain (its id).
+    Saml { connection_id: &'a str },
+}
+
+impl IdentityProvider<'_> {
+    fn parts(&self) -> (&'static str, &str) {
+        match self {
+            IdentityProvider::Oidc { issuer } => ("oidc", issuer),
+            IdentityProvider::Saml { connection_id } => ("saml", connection_id),
+        }
+    }
+}
+
+/// The subject an identity provider asserted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject<'a> {
+    /// A stable id (OIDC `sub`, a persistent or e-mail SAML NameID): bound on first sign-in.
+    Stable(&'a str),
+    /// A SAML transient NameID, new at every sign-in: never bound; the person is found by
+    /// the verified e-mail address each time.
+    Transient,
+}
+
+/// Finds the user behind (provider, subject), binding it on first sign-in to the user with
+/// the verified e-mail address. An e-mail is never trusted again once the pair is bound.
 pub async fn resolve_identity(
     db: &Db,
-    issuer: &str,
-    subject: &str,
+    provider: IdentityProvider<'_>,
+    subject: Subject<'_>,
     verified_email: Option<&Email>,
     now: Millis,
 ) -> Result<IdentityOutcome, StoreError> {
+    let (kind, issuer) = provider.parts();
     let outcome = on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
-        let bound: Option<(String,)> = sqlx::query_as(
-            "UPDATE identities SET last_login_at = $3 WHERE issuer = $1 AND subject = $2 \
-             RETURNING user_id",
-        )
-        .bind(issuer)
-        .bind(subject)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let bound: Option<(String,)> = match subject {
+            Subject::Stable(subject) => {
+                sqlx::query_as(
+                    "UPDATE identities SET last_login_at = $4 \
+                     WHERE provider = $1 AND issuer = $2 AND subject = $3 RETURNING user_id",
+                )
+                .bind(kind)
+                .bind(issuer)
+                .bind(subject)
+                .bind(now)
+                .fetch_optional(&mut *tx)
+                .await?
+            }
+            Subject::Transient => None,
+        };
         let outcome = if let Some((user_id,)) = bound {
             IdentityOutcome::User(user_id)
         } else if let Some(email) = verified_email {
@@ -247,13 +332,16 @@ pub async fn resolve_identity(
                 .bind(email.as_str())
                 .fetch_optional(&mut *tx)
                 .await?;
-            match user {
-                None => IdentityOutcome::UnknownEmail,
-                Some((user_id,)) => {
+            match (user, subject) {
+                (None, _) => IdentityOutcome::UnknownEmail,
+                (Some((user_id,)), Subject::Transient) => IdentityOutcome::User(user_id),
+                (Some((user_id,)), Subject::Stable(subject)) => {
                     let (others,): (i64,) = sqlx::query_as(
-                        "SELECT COUNT(*) FROM identities WHERE user_id = $1 AND issuer = $2",
+                        "SELECT COUNT(*) FROM identities \
+                         WHERE user_id = $1 AND provider = $2 AND issuer = $3",
                     )
                     .bind(&user_id)
+                    .bind(kind)
                     .bind(issuer)
                     .fetch_one(&mut *tx)
                     .await?;
@@ -261,9 +349,10 @@ pub async fn resolve_identity(
                         IdentityOutcome::BoundElsewhere
                     } else {
                         sqlx::query(
-                            "INSERT INTO identities (issuer, subject, user_id, created_at, \
-                             last_login_at) VALUES ($1, $2, $3, $4, $4)",
+                            "INSERT INTO identities (provider, issuer, subject, user_id, \
+                             created_at, last_login_at) VALUES ($1, $2, $3, $4, $5, $5)",
                         )
+                        .bind(kind)
                         .bind(issuer)
                         .bind(subject)
                         .bind(&user_id)

@@ -5,7 +5,7 @@
 use tidemark_domain::access::Role;
 use tidemark_domain::secrets::LicenseKey;
 use tidemark_domain::text::Email;
-use tidemark_store::access::{self, IdentityOutcome, MembershipError};
+use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, MembershipError, Subject};
 use tidemark_store::licenses::{create_license, NewLicense};
 use tidemark_store::sessions::{self, SessionOwner};
 use tidemark_store::testing::{backends, fresh};
@@ -123,10 +123,12 @@ async fn identities_bind_by_issuer_and_subject() {
             .await
             .unwrap()
             .remove(0);
-        let iss = "https://idp.example";
+        let iss = IdentityProvider::Oidc {
+            issuer: "https://idp.example",
+        };
 
         assert_eq!(
-            access::resolve_identity(&t.db, iss, "sub-1", None, 10)
+            access::resolve_identity(&t.db, iss, Subject::Stable("sub-1"), None, 10)
                 .await
                 .unwrap(),
             IdentityOutcome::EmailUnverified
@@ -135,7 +137,7 @@ async fn identities_bind_by_issuer_and_subject() {
             access::resolve_identity(
                 &t.db,
                 iss,
-                "sub-x",
+                Subject::Stable("sub-x"),
                 Some(&email("stranger@example.com")),
                 10
             )
@@ -144,24 +146,42 @@ async fn identities_bind_by_issuer_and_subject() {
             IdentityOutcome::UnknownEmail
         );
         assert_eq!(
-            access::resolve_identity(&t.db, iss, "sub-1", Some(&email("owner@example.com")), 10)
-                .await
-                .unwrap(),
+            access::resolve_identity(
+                &t.db,
+                iss,
+                Subject::Stable("sub-1"),
+                Some(&email("owner@example.com")),
+                10
+            )
+            .await
+            .unwrap(),
             IdentityOutcome::User(owner.user_id.clone()),
             "{backend:?}"
         );
         // Once bound, the pair decides; the e-mail is not consulted (even a changed one).
         assert_eq!(
-            access::resolve_identity(&t.db, iss, "sub-1", Some(&email("new@example.com")), 20)
-                .await
-                .unwrap(),
+            access::resolve_identity(
+                &t.db,
+                iss,
+                Subject::Stable("sub-1"),
+                Some(&email("new@example.com")),
+                20
+            )
+            .await
+            .unwrap(),
             IdentityOutcome::User(owner.user_id.clone())
         );
         // Another subject at the same issuer cannot take over the address.
         assert_eq!(
-            access::resolve_identity(&t.db, iss, "sub-2", Some(&email("owner@example.com")), 30)
-                .await
-                .unwrap(),
+            access::resolve_identity(
+                &t.db,
+                iss,
+                Subject::Stable("sub-2"),
+                Some(&email("owner@example.com")),
+                30
+            )
+            .await
+            .unwrap(),
             IdentityOutcome::BoundElsewhere
         );
         let member = access::find_member(&t.db, &account, &owner.user_id)

@@ -6,6 +6,7 @@ use crate::dashboard::SetArchived;
 use crate::members::AddMember;
 use crate::settings::{
     load_settings, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys, SettingsView,
+    SsoState, SsoSummary, VerifySso,
 };
 
 #[component]
@@ -28,9 +29,11 @@ fn SettingsPanel() -> impl IntoView {
     let archive = ServerAction::<SetArchived>::new();
     let configure = ServerAction::<ConfigureSso>::new();
     let unconfigure = ServerAction::<RemoveSso>::new();
+    let verify = ServerAction::<VerifySso>::new();
     let actions = SsoActions {
         configure,
         unconfigure,
+        verify,
     };
     let settings = Resource::new(
         move || {
@@ -42,6 +45,7 @@ fn SettingsPanel() -> impl IntoView {
                 archive.version().get(),
                 configure.version().get(),
                 unconfigure.version().get(),
+                verify.version().get(),
             )
         },
         |_| load_settings(),
@@ -217,54 +221,102 @@ fn settings_view(
 struct SsoActions {
     configure: ServerAction<ConfigureSso>,
     unconfigure: ServerAction<RemoveSso>,
+    verify: ServerAction<VerifySso>,
 }
 
-fn sso_section(
-    domains: Vec<crate::settings::SsoSummary>,
-    admin: bool,
-    actions: SsoActions,
-) -> impl IntoView {
+fn sso_section(domains: Vec<SsoSummary>, admin: bool, actions: SsoActions) -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="sso-heading">
             <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
             <p class="muted">
-                "People whose address is at a configured domain sign in through your identity provider. "
-                "Its metadata must name a signing certificate. Changing a domain signs its people out."
+                "People whose address is at a verified domain sign in through your identity provider, "
+                "and only into this account. A domain you add is pending until you prove that you own "
+                "it with a DNS record; until then it changes nothing for anybody. "
+                "Public mail providers (gmail.com, outlook.com, …) cannot be claimed."
             </p>
-            <ul class="plain" data-testid="sso-domains">
-                {domains.into_iter().map(|s| {
-                    let domain = s.domain.clone();
-                    view! {
-                        <li>
-                            <strong>{s.domain.clone()}</strong> " → " <code>{s.idp_entity_id}</code>
-                            {s.enforce.then_some(" · enforced: OpenID Connect refused for this domain")}
-                            {admin.then(|| view! {
-                                <ActionForm action=actions.unconfigure attr:class="inline">
-                                    <input type="hidden" name="domain" value=domain.clone()/>
-                                    <button type="submit" class="link danger-text">"Remove"</button>
-                                </ActionForm>
-                            })}
-                        </li>
-                    }
-                }).collect_view()}
+            <ul class="plain sso-claims" data-testid="sso-domains">
+                {domains.into_iter().map(|s| sso_claim(s, admin, actions)).collect_view()}
             </ul>
             {admin.then(|| view! {
                 <ActionForm action=actions.configure attr:class="stack">
                     <label for="sso-domain">"E-mail domain"</label>
                     <input id="sso-domain" type="text" name="domain" required placeholder="company.com"/>
-                    <label for="sso-metadata">"IdP metadata (SAML 2.0 XML)"</label>
+                    <label for="sso-metadata">"IdP metadata (SAML 2.0 XML; it must name a signing certificate)"</label>
                     <textarea id="sso-metadata" name="metadata_xml" rows="6" required
                         placeholder="<EntityDescriptor …>"></textarea>
                     <label class="check">
                         <input type="checkbox" name="enforce" value="true"/>
-                        " Enforce: refuse OpenID Connect sign-in for this domain"
+                        " Enforce: once verified, refuse OpenID Connect sign-in for this domain"
                     </label>
                     <button type="submit" class="primary">"Save SSO"</button>
                 </ActionForm>
             })}
             {action_error(actions.configure)}
+            {action_error(actions.verify)}
             {action_error(actions.unconfigure)}
         </section>
+    }
+}
+
+fn sso_claim(s: SsoSummary, admin: bool, actions: SsoActions) -> impl IntoView {
+    let (state_label, state_class) = match s.state {
+        SsoState::Pending => ("pending verification", "chip pending"),
+        SsoState::Verified => ("verified", "chip verified"),
+        SsoState::Ended => ("ended", "chip ended"),
+    };
+    let domain = s.domain.clone();
+    let remove_domain = s.domain.clone();
+    view! {
+        <li data-domain=s.domain.clone() data-state=state_label>
+            <p>
+                <strong>{s.domain.clone()}</strong> " → " <code>{s.idp_entity_id.clone()}</code> " "
+                <span class=state_class>{state_label}</span>
+                {(s.enforce && s.state == SsoState::Verified)
+                    .then_some(" · enforced: OpenID Connect refused for this domain")}
+                {(s.enforce && s.state == SsoState::Pending)
+                    .then_some(" · enforcement starts once verified")}
+            </p>
+            {(s.state == SsoState::Pending).then(|| view! {
+                <div class="dns-record" data-testid="dns-record">
+                    <p>"Publish this DNS record at your domain, then press Verify now:"</p>
+                    <dl class="meta">
+                        <dt>"Type"</dt><dd><code>"TXT"</code></dd>
+                        <dt>"Name"</dt><dd><code data-testid="dns-record-name">{s.record_name.clone()}</code></dd>
+                        <dt>"Value"</dt><dd><code data-testid="dns-record-value">{s.record_value.clone()}</code></dd>
+                    </dl>
+                    <p class="muted small" data-testid="sso-check" role="status">
+                        {match (&s.checked_at, &s.check_message) {
+                            (Some(at), Some(message)) => format!("Last checked {at}: {message}."),
+                            _ => "Not checked yet.".to_owned(),
+                        }}
+                        {if s.rechecking {
+                            " Tidemark also checks by itself every 15 minutes for 7 days."
+                        } else {
+                            " Automatic checks have stopped; use Verify now."
+                        }}
+                    </p>
+                </div>
+            })}
+            {s.verified_at.clone().map(|at| view! { <p class="muted small">"Verified " {at}</p> })}
+            {s.ended_reason.clone().map(|why| view! {
+                <p class="notice" role="note" data-testid="sso-ended">{why}</p>
+            })}
+            {admin.then(|| view! {
+                <div class="actions">
+                    {(s.state == SsoState::Pending).then(|| view! {
+                        <ActionForm action=actions.verify attr:class="inline">
+                            <input type="hidden" name="domain" value=domain.clone()/>
+                            <button type="submit" class="primary">"Verify now"</button>
+                        </ActionForm>
+                    })}
+                    <ActionForm action=actions.unconfigure attr:class="inline">
+                        <input type="hidden" name="domain" value=remove_domain.clone()/>
+                        <button type="submit" class="link danger-text"
+                            aria-label=format!("Remove SSO for {remove_domain}")>"Remove"</button>
+                    </ActionForm>
+                </div>
+            })}
+        </li>
     }
 }
 

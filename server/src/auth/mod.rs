@@ -7,6 +7,7 @@
 //! navigation from our own page.
 
 pub mod attempt;
+pub mod domain_verification;
 pub mod oidc;
 pub mod saml;
 pub mod session_store;
@@ -66,6 +67,7 @@ pub async fn resolve_viewer(
 ) -> Response {
     let user = session.get::<String>(USER_ID).await.ok().flatten();
     let account = session.get::<String>(ACCOUNT_ID).await.ok().flatten();
+    let via = session.get::<String>(SIGNED_IN_VIA).await.ok().flatten();
     if let (Some(user), Some(account)) = (user, account) {
         match access::find_member(&state.db, &account, &user).await {
             Ok(Some(member)) => {
@@ -74,6 +76,7 @@ pub async fn resolve_viewer(
                     email: member.email,
                     account_id: account,
                     is_admin: member.role == Role::Admin,
+                    via_saml: via.as_deref() == Some("saml"),
                 });
             }
             Ok(None) => {
@@ -157,8 +160,9 @@ pub async fn start_sign_in(
     let Ok(email) = Email::parse(&form.email) else {
         return sign_in_failed("email_invalid", &next);
     };
-    // A domain with SAML configured goes to its IdP; everyone else to OpenID Connect.
-    let sso = match tidemark_store::sso::find_sso_domain(&state.db, email.domain()).await {
+    // A domain whose owner proved it and configured SAML goes to its IdP; everyone else
+    // (pending claims included) to OpenID Connect.
+    let sso = match tidemark_store::sso::find_verified(&state.db, email.domain()).await {
         Ok(sso) => sso,
         Err(err) => {
             tracing::error!(%err, "could not look up SSO for a domain");
@@ -193,6 +197,16 @@ pub fn sign_in_failed(code: &str, next: &str) -> Response {
     Redirect::to(&target).into_response()
 }
 
+/// Which account a sign-in opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Landing<'a> {
+    /// OpenID Connect: the account the member used last (else their oldest).
+    LastUsed,
+    /// SAML: only the account whose verified connection signed the person in. Not a member
+    /// of it means no access, never another membership.
+    Only(&'a str),
+}
+
 /// Starts the session for a member who has just proved who they are, then leaves the
 /// cross-site context: the page answers the callback itself and navigates, same-site, to
 /// where the member was going, so the `Strict` cookie goes with that navigation.
@@ -202,7 +216,7 @@ pub async fn complete_sign_in(
     user_id: &str,
     via: &str,
     next: &str,
-    preferred_account: Option<&str>,
+    landing: Landing<'_>,
     clear_attempt_cookie: HeaderMap,
 ) -> Response {
     let accounts = match access::memberships_of(&state.db, user_id).await {
@@ -212,22 +226,17 @@ pub async fn complete_sign_in(
             return sign_in_failed("unavailable", next);
         }
     };
-    // SAML signs in to the account that configured it; otherwise the oldest membership.
-    let preferred = accounts
-        .iter()
-        .position(|(account, _)| Some(account.as_str()) == preferred_account)
-        .unwrap_or(0);
-    let Some((account_id, _role)) = accounts.into_iter().nth(preferred) else {
+    let account_id = match landing {
+        Landing::LastUsed => accounts.into_iter().next().map(|(account, _)| account),
+        Landing::Only(only) => accounts
+            .into_iter()
+            .find(|(account, _)| account == only)
+            .map(|(account, _)| account),
+    };
+    let Some(account_id) = account_id else {
         return sign_in_failed("no_access", next);
     };
-    // A fresh id at sign-in: an id planted before sign-in is worthless afterwards.
-    let started = async {
-        session.cycle_id().await?;
-        session.insert(USER_ID, user_id).await?;
-        session.insert(ACCOUNT_ID, &account_id).await?;
-        session.insert(SIGNED_IN_VIA, via).await
-    };
-    if let Err(err) = started.await {
+    if let Err(err) = enter_account(state, session, user_id, &account_id, via).await {
         tracing::error!(%err, "could not start a session");
         return sign_in_failed("unavailable", next);
     }
@@ -246,6 +255,66 @@ pub async fn complete_sign_in(
         header::HeaderValue::from_static("no-store"),
     );
     response
+}
+
+/// Points the session at `account_id` under a fresh id (an id known before is worthless
+/// afterwards) and remembers the account as the member's last used.
+async fn enter_account(
+    state: &AppState,
+    session: &Session,
+    user_id: &str,
+    account_id: &str,
+    via: &str,
+) -> anyhow::Result<()> {
+    session.cycle_id().await?;
+    session.insert(USER_ID, user_id).await?;
+    session.insert(ACCOUNT_ID, account_id).await?;
+    session.insert(SIGNED_IN_VIA, via).await?;
+    let (db, account, user) = (state.db.clone(), account_id.to_owned(), user_id.to_owned());
+    tokio::spawn(async move {
+        access::mark_account_used(&db, &account, &user, tidemark_domain::now_millis()).await
+    })
+    .await??;
+    Ok(())
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SwitchForm {
+    #[serde(default)]
+    account_id: String,
+}
+
+/// `POST /auth/switch`: the header's account switcher. Opens another account the signed-in
+/// person is a member of, under a new session id, with that account's role. A SAML session
+/// stays in the account whose IdP vouched for it: reaching another needs another sign-in.
+pub async fn switch_account(
+    State(state): State<AppState>,
+    session: Session,
+    Form(form): Form<SwitchForm>,
+) -> Response {
+    let user = session.get::<String>(USER_ID).await.ok().flatten();
+    let via = session.get::<String>(SIGNED_IN_VIA).await.ok().flatten();
+    let Some(user) = user else {
+        return Redirect::to("/signin?next=/projects").into_response();
+    };
+    if via.as_deref() == Some("saml") {
+        return Redirect::to("/projects?switch=saml_bound").into_response();
+    }
+    match access::find_member(&state.db, &form.account_id, &user).await {
+        Ok(Some(_)) => {}
+        Ok(None) => return Redirect::to("/projects?switch=not_member").into_response(),
+        Err(err) => {
+            tracing::error!(%err, "could not look up a membership to switch to");
+            return Redirect::to("/projects?switch=unavailable").into_response();
+        }
+    }
+    let via = via.unwrap_or_else(|| "oidc".into());
+    if let Err(err) = enter_account(&state, &session, &user, &form.account_id, &via).await {
+        tracing::error!(%err, "could not switch accounts");
+        return Redirect::to("/projects?switch=unavailable").into_response();
+    }
+    tracing::info!(user_id = %user, account_id = %form.account_id, "switched account");
+    Redirect::to("/projects").into_response()
 }
 
 fn urlencode(text: &str) -> String {

@@ -19,12 +19,12 @@ use openidconnect::{
 use serde::{Deserialize, Serialize};
 use tidemark_domain::now_millis;
 use tidemark_domain::text::Email;
-use tidemark_store::access::{self, IdentityOutcome};
+use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, Subject};
 use tokio::sync::RwLock;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::Session;
 
-use super::{attempt, complete_sign_in, sign_in_failed};
+use super::{attempt, complete_sign_in, sign_in_failed, Landing};
 use crate::config::OidcConfig;
 use crate::state::AppState;
 
@@ -172,7 +172,7 @@ pub async fn callback(
                 &user_id,
                 "oidc",
                 &next,
-                None,
+                Landing::LastUsed,
                 attempt::clear_cookie(),
             )
             .await
@@ -261,8 +261,8 @@ async fn finish(
 
     let outcome = access::resolve_identity(
         &state.db,
-        &issuer,
-        &subject,
+        IdentityProvider::Oidc { issuer: &issuer },
+        Subject::Stable(&subject),
         verified_email.as_ref(),
         now_millis(),
     )
@@ -277,7 +277,8 @@ async fn finish(
         IdentityOutcome::UnknownEmail => return Err("no_access"),
         IdentityOutcome::BoundElsewhere => return Err("bound_elsewhere"),
     };
-    // A domain that enforces SAML may not come in through OpenID Connect.
+    // A domain whose verified owner enforces SAML may not come in through OpenID Connect. A
+    // pending claim enforces nothing: anyone can make one.
     let email = access::user_email(&state.db, &user_id)
         .await
         .map_err(|_| "unavailable")?;
@@ -286,7 +287,7 @@ async fn finish(
         .and_then(|e| e.rsplit_once('@'))
         .map(|(_, d)| d.to_owned());
     if let Some(domain) = domain {
-        let sso = tidemark_store::sso::find_sso_domain(&state.db, &domain)
+        let sso = tidemark_store::sso::find_verified(&state.db, &domain)
             .await
             .map_err(|_| "unavailable")?;
         if sso.is_some_and(|sso| sso.enforce) {

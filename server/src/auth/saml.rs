@@ -12,7 +12,9 @@
 //! - the SP entity id and ACS URL are explicit, so audience, recipient and destination are
 //!   checked against them;
 //! - documents with a DOCTYPE (entity expansion) are refused before any XML parsing;
-//! - the address asserted must belong to the domain the IdP is configured for.
+//! - the address asserted must belong to the domain the IdP is configured for;
+//! - only a *verified* connection (the account proved it owns the domain) is used, and it
+//!   signs people in to its own account only; its identities are its own namespace.
 
 use std::str::FromStr as _;
 
@@ -26,15 +28,16 @@ use samael::schema::Assertion;
 use samael::service_provider::{ServiceProvider, ServiceProviderBuilder};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+use tidemark_domain::sso::{ClaimState, NAMEID_TRANSIENT};
 use tidemark_domain::text::Email;
 use tidemark_domain::{ids, now_millis};
-use tidemark_store::access::{self, IdentityOutcome};
+use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, Subject};
 use tidemark_store::sessions;
-use tidemark_store::sso::SsoDomain;
+use tidemark_store::sso::SsoConnection;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::Session;
 
-use super::{attempt, complete_sign_in, sign_in_failed};
+use super::{attempt, complete_sign_in, sign_in_failed, Landing};
 use crate::state::AppState;
 
 const HTTP_REDIRECT: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect";
@@ -172,6 +175,8 @@ pub fn assertion_count(xml: &str) -> usize {
 #[derive(Serialize, Deserialize)]
 struct SamlAttempt {
     request_id: String,
+    /// The connection the request went out for: only its IdP may answer.
+    connection_id: String,
     domain: String,
     next: String,
 }
@@ -179,7 +184,7 @@ struct SamlAttempt {
 /// Sends the browser to its company's IdP with a fresh AuthnRequest.
 pub async fn start(
     state: &AppState,
-    sso: &SsoDomain,
+    sso: &SsoConnection,
     next: &str,
 ) -> Result<Response, &'static str> {
     let idp = EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| "saml_invalid")?;
@@ -195,6 +200,7 @@ pub async fn start(
     let url = request.redirect("").ok().flatten().ok_or("saml_invalid")?;
     let record = SamlAttempt {
         request_id: request.id.clone(),
+        connection_id: sso.id.clone(),
         domain: sso.domain.clone(),
         next: next.to_owned(),
     };
@@ -261,7 +267,7 @@ pub async fn acs(
                 &user_id,
                 "saml",
                 &next,
-                Some(&account_id),
+                Landing::Only(&account_id),
                 attempt::clear_cookie(),
             )
             .await
@@ -270,15 +276,18 @@ pub async fn acs(
     }
 }
 
-/// Verifies the response for this attempt; returns the user and the SSO domain's account.
+/// Verifies the response for this attempt; returns the user and the connection's account.
 async fn verify(
     state: &AppState,
     attempt: &SamlAttempt,
     xml: &str,
 ) -> Result<(String, String), &'static str> {
-    let sso = tidemark_store::sso::find_sso_domain(&state.db, &attempt.domain)
+    // The connection must still be the domain's verified one: one removed, replaced or
+    // ended while the person was at the IdP signs nobody in.
+    let sso = tidemark_store::sso::find_connection(&state.db, &attempt.connection_id)
         .await
         .map_err(|_| "unavailable")?
+        .filter(|c| c.state == ClaimState::Verified && c.domain == attempt.domain)
         .ok_or("saml_invalid")?;
     let idp = EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| "saml_invalid")?;
     let sp = service_provider(&state.config.base_url, Some(idp)).map_err(|_| "saml_invalid")?;
@@ -335,11 +344,23 @@ async fn verify(
         tracing::warn!(domain = %sso.domain, "IdP asserted an address outside its domain");
         return Err("saml_invalid");
     }
-    // The IdP is authoritative for its own domain: its address counts as verified.
-    let outcome =
-        access::resolve_identity(&state.db, &sso.idp_entity_id, &subject, Some(&email), now)
-            .await
-            .map_err(|_| "unavailable")?;
+    // The IdP is authoritative for its own (verified) domain: its address counts as verified.
+    // Identities live in the connection's namespace, never in an OpenID issuer's. Run to
+    // completion even if the browser goes away: a write must not stop half-way.
+    let (db, connection_id) = (state.db.clone(), sso.id.clone());
+    let outcome = tokio::spawn(async move {
+        let subject = match &subject {
+            NameId::Transient => Subject::Transient,
+            NameId::Stable(id) => Subject::Stable(id),
+        };
+        let provider = IdentityProvider::Saml {
+            connection_id: &connection_id,
+        };
+        access::resolve_identity(&db, provider, subject, Some(&email), now).await
+    })
+    .await
+    .map_err(|_| "unavailable")?
+    .map_err(|_| "unavailable")?;
     match outcome {
         IdentityOutcome::User(user_id) => Ok((user_id, sso.account_id)),
         IdentityOutcome::UnknownEmail => Err("no_access"),
@@ -385,17 +406,20 @@ fn envelope_agrees(
     Ok(())
 }
 
+/// How the IdP named the person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NameId {
+    /// Persistent, e-mail or unspecified: the same person gets the same value every time.
+    Stable(String),
+    /// New at every sign-in: nothing to bind to.
+    Transient,
+}
+
 /// The NameID, and the e-mail address from the NameID or a mail attribute.
-fn subject_and_email(assertion: &Assertion) -> Option<(String, Email)> {
-    let name_id = assertion
-        .subject
-        .as_ref()?
-        .name_id
-        .as_ref()?
-        .value
-        .trim()
-        .to_owned();
-    if name_id.is_empty() {
+fn subject_and_email(assertion: &Assertion) -> Option<(NameId, Email)> {
+    let name_id = assertion.subject.as_ref()?.name_id.as_ref()?;
+    let value = name_id.value.trim().to_owned();
+    if value.is_empty() {
         return None;
     }
     let from_attributes = || {
@@ -419,7 +443,13 @@ fn subject_and_email(assertion: &Assertion) -> Option<(String, Email)> {
                 }
             })
     };
-    let email = Email::parse(&name_id).ok().or_else(from_attributes)?;
+    let email = Email::parse(&value).ok().or_else(from_attributes)?;
+    let transient = name_id.format.as_deref().map(str::trim) == Some(NAMEID_TRANSIENT);
+    let name_id = if transient {
+        NameId::Transient
+    } else {
+        NameId::Stable(value)
+    };
     Some((name_id, email))
 }
 

@@ -11,13 +11,22 @@ pub struct SamlIdp {
 
 impl SamlIdp {
     pub async fn start(app_base_url: &str) -> Self {
+        Self::start_as(app_base_url, None).await
+    }
+
+    /// An IdP that declares `entity_id` (any string it likes) instead of its metadata URL.
+    pub async fn start_as(app_base_url: &str, entity_id: Option<&str>) -> Self {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
             .port();
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../end2end/idp/saml.mjs");
-        let child = Command::new("node")
-            .arg(script)
+        let mut command = Command::new("node");
+        command.arg(script);
+        if let Some(id) = entity_id {
+            command.args(["--entity-id", id]);
+        }
+        let child = command
             .args(["--port", &port.to_string()])
             .args(["--sp-entity-id", &format!("{app_base_url}/saml/metadata")])
             .args(["--acs-url", &format!("{app_base_url}/saml/acs")])

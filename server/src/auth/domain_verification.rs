@@ -1,0 +1,157 @@
+//! Proof that an account owns the e-mail domain it claims for SAML: the TXT record
+//! `_tidemark-challenge.<domain>` = `tidemark-domain-verification=<token>`, looked up with a
+//! real DNS resolver ("Verify now" in Settings, and every 15 minutes in the background for a
+//! week after a claim is made). The rules are `tidemark_domain::sso`; this is the I/O.
+
+use std::time::Duration;
+
+use hickory_resolver::config::{NameServerConfig, ResolverConfig};
+use hickory_resolver::net::runtime::TokioRuntimeProvider;
+use hickory_resolver::proto::rr::RData;
+use hickory_resolver::TokioResolver;
+use tidemark_domain::now_millis;
+use tidemark_domain::sso::{judge_txt, CheckVerdict, TxtAnswer, RECHECK_EVERY_MS, RECHECK_FOR_MS};
+use tidemark_store::sso::{self, SsoConnection, VerifyOutcome};
+use tidemark_store::{Db, StoreError};
+
+/// A look-up gives up after this long: "Verify now" must answer the admin promptly.
+const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often a replica looks for pending claims whose check is due.
+const POLL_EVERY: Duration = Duration::from_secs(60);
+/// A taken check belongs to its replica this long (it may crash mid-look-up).
+const CHECK_LEASE_MS: i64 = 5 * 60 * 1000;
+
+/// Looks up TXT records, through one configured nameserver or the system's resolvers.
+#[derive(Clone)]
+pub struct DnsVerifier {
+    resolver: TokioResolver,
+}
+
+impl std::fmt::Debug for DnsVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DnsVerifier").finish_non_exhaustive()
+    }
+}
+
+impl DnsVerifier {
+    /// `nameserver`: `TIDEMARK_DNS_RESOLVER`, else `/etc/resolv.conf`.
+    pub fn new(nameserver: Option<std::net::SocketAddr>) -> anyhow::Result<Self> {
+        let provider = TokioRuntimeProvider::default();
+        let mut builder = match nameserver {
+            Some(addr) => {
+                let mut server = NameServerConfig::udp_and_tcp(addr.ip());
+                for connection in &mut server.connections {
+                    connection.port = addr.port();
+                }
+                TokioResolver::builder_with_config(
+                    ResolverConfig::from_parts(None, vec![], vec![server]),
+                    provider,
+                )
+            }
+            None => TokioResolver::builder(provider)?,
+        };
+        let options = builder.options_mut();
+        options.timeout = LOOKUP_TIMEOUT;
+        options.attempts = 1;
+        // An admin who has just published the record must not be told an old answer.
+        options.cache_size = 0;
+        Ok(Self {
+            resolver: builder.build()?,
+        })
+    }
+
+    /// The TXT strings at `name` (a fully qualified name is looked up as given).
+    pub async fn lookup_txt(&self, name: &str) -> TxtAnswer {
+        let fqdn = format!("{}.", name.trim_end_matches('.'));
+        match self.resolver.txt_lookup(fqdn).await {
+            Ok(lookup) => {
+                let values: Vec<String> = lookup
+                    .answers()
+                    .iter()
+                    .filter_map(|record| match &record.data {
+                        // A record's character-strings form one value (RFC 7208 §3.3).
+                        RData::TXT(txt) => Some(
+                            txt.txt_data
+                                .iter()
+                                .map(|part| String::from_utf8_lossy(part))
+                                .collect::<String>(),
+                        ),
+                        _ => None,
+                    })
+                    .collect();
+                if values.is_empty() {
+                    TxtAnswer::NoRecords
+                } else {
+                    TxtAnswer::Records(values)
+                }
+            }
+            Err(err) if err.is_nx_domain() => TxtAnswer::NxDomain,
+            Err(err) if err.is_no_records_found() => TxtAnswer::NoRecords,
+            Err(err) => TxtAnswer::LookupFailed(err.to_string()),
+        }
+    }
+}
+
+/// What one check of a claim concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckOutcome {
+    Verified(SsoConnection),
+    /// Still pending; why, in words for the admin.
+    NotYet(String),
+    LostToAnotherAccount,
+    NotPending,
+}
+
+/// Looks the claim's record up and records what was found: verified, or why not yet.
+pub async fn check_claim(
+    db: &Db,
+    dns: &DnsVerifier,
+    claim: &SsoConnection,
+) -> Result<CheckOutcome, StoreError> {
+    let answer = dns
+        .lookup_txt(&tidemark_domain::sso::challenge_name(&claim.domain))
+        .await;
+    let now = now_millis();
+    match judge_txt(&claim.domain, &claim.challenge_token, &answer) {
+        CheckVerdict::Verified => Ok(match sso::verify(db, &claim.id, now).await? {
+            VerifyOutcome::Verified(connection) => {
+                tracing::info!(domain = %connection.domain, account_id = %connection.account_id, "SSO domain verified");
+                CheckOutcome::Verified(connection)
+            }
+            VerifyOutcome::LostToAnotherAccount => CheckOutcome::LostToAnotherAccount,
+            VerifyOutcome::NotPending => CheckOutcome::NotPending,
+        }),
+        CheckVerdict::NotYet(message) => {
+            let next = (now < claim.created_at + RECHECK_FOR_MS).then_some(now + RECHECK_EVERY_MS);
+            sso::record_failed_check(db, &claim.id, now, &message, next).await?;
+            Ok(CheckOutcome::NotYet(message))
+        }
+    }
+}
+
+/// Checks due pending claims every minute. Replicas share the work: each due claim is taken
+/// by one of them with a conditional update.
+pub fn spawn_rechecks(db: Db, dns: DnsVerifier) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let now = now_millis();
+            match sso::take_due_checks(&db, now, now + CHECK_LEASE_MS, now - RECHECK_FOR_MS, 20)
+                .await
+            {
+                Ok(due) => {
+                    for claim in due {
+                        // Its own task: a write that has begun is never dropped half-way.
+                        let (db, dns) = (db.clone(), dns.clone());
+                        let checked =
+                            tokio::spawn(async move { check_claim(&db, &dns, &claim).await }).await;
+                        if let Ok(Err(err)) = checked {
+                            tracing::warn!(%err, "SSO domain check failed");
+                        }
+                    }
+                }
+                Err(err) => tracing::warn!(%err, "could not read due SSO domain checks"),
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    })
+}
