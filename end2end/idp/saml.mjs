@@ -71,9 +71,7 @@ function makeResponse({ email, inResponseTo = '', variant = 'valid', assertionId
     NameID: nameId || email,
     InResponseTo: inResponseTo,
     AuthnStatement: `<saml:AuthnStatement AuthnInstant="${iso(now)}" SessionIndex="${newId()}"><saml:AuthnContext><saml:AuthnContextClassRef>urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport</saml:AuthnContextClassRef></saml:AuthnContext></saml:AuthnStatement>`,
-    AttributeStatement: emailAttribute
-      ? `<saml:AttributeStatement><saml:Attribute Name="email" NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic"><saml:AttributeValue>${escape(emailAttribute)}</saml:AttributeValue></saml:Attribute></saml:AttributeStatement>`
-      : '',
+    AttributeStatement: '',
   };
   if (variant === 'expired') {
     values.ConditionsNotBefore = iso(now - 900_000);
@@ -87,6 +85,12 @@ function makeResponse({ email, inResponseTo = '', variant = 'valid', assertionId
   }
   if (variant === 'failed-status') values.StatusCode = 'urn:oasis:names:tc:SAML:2.0:status:Responder';
   let xml = samlify.SamlLib.replaceTagsByValue(samlify.SamlLib.defaultLoginResponseTemplate.context, values);
+  // samlify escapes every template value, so the mail attribute goes in after templating.
+  if (emailAttribute) {
+    xml = xml.replace('</saml:Assertion>', '<saml:AttributeStatement><saml:Attribute Name="email" '
+      + 'NameFormat="urn:oasis:names:tc:SAML:2.0:attrname-format:basic"><saml:AttributeValue>'
+      + `${escape(emailAttribute)}</saml:AttributeValue></saml:Attribute></saml:AttributeStatement></saml:Assertion>`);
+  }
   if (variant !== 'unsigned') {
     const signer = variant === 'foreign-signer' ? keys.attacker : keys.idp;
     xml = samlify.SamlLib.constructSAMLSignature({

@@ -412,3 +412,143 @@ fn regex_remove(text: &str, start: &str, end: &str) -> String {
     }
     out
 }
+
+#[tokio::test]
+async fn saml_signs_in_only_to_the_account_that_owns_the_domain() {
+    for backend in backends() {
+        let s = setup(backend, false).await;
+        // Dave's address is at the SSO domain, but he is a member only of another account.
+        let other = s.app.create_license(Tier::Team).await;
+        let dave = "dave@sso-corp.example";
+        tidemark_store::access::add_member(
+            &s.app.db,
+            &other.account_id,
+            &Email::parse(dave).unwrap(),
+            Role::Admin,
+            1,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let mut browser = Browser::new(&s.app.base_url);
+        let rid = start(&s, &mut browser, dave).await;
+        let response = s
+            .idp
+            .forge(json!({"email": dave, "inResponseTo": rid}))
+            .await;
+        let res = post_acs(&s, &mut browser, &response).await;
+        assert_eq!(
+            refusal(&res),
+            "no_access",
+            "{backend:?}: fell back to another membership"
+        );
+        assert!(!browser.jar.contains_key("__Host-tidemark_session"));
+        assert_eq!(s.app.count("sessions").await, 0, "{backend:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_idp_declaring_the_openid_issuer_cannot_reach_openid_identities() {
+    for backend in backends() {
+        let provider = ScriptedProvider::start().await;
+        let env = provider.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let app = TestApp::spawn_with(backend, &env).await;
+        // The victim signs in with OpenID Connect; the provider's subject is opaque.
+        let victim = app.create_license(Tier::Enterprise).await;
+        let mut script = Script::user(&victim.email);
+        script.subject = "opaque-subject-7".into();
+        provider.script(script);
+        let mut browser = Browser::new(&app.base_url);
+        assert_eq!(
+            browser.sign_in_with_oidc(&victim.email).await.status(),
+            StatusCode::OK
+        );
+
+        // An enterprise account that really owns evil.example (the operator vouched) points
+        // it at an IdP that declares the OpenID issuer as its entity id and asserts the
+        // victim's subject as NameID, with an address of its own domain.
+        let attacker = app.create_license(Tier::Enterprise).await;
+        let mallory = "mallory@evil.example";
+        tidemark_store::access::add_member(
+            &app.db,
+            &attacker.account_id,
+            &Email::parse(mallory).unwrap(),
+            Role::Member,
+            1,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let idp = SamlIdp::start_as(&app.base_url, Some(provider.issuer())).await;
+        server::ops::set_sso(
+            &app.db,
+            &attacker.account_id,
+            "evil.example",
+            &idp.metadata().await,
+            false,
+        )
+        .await
+        .unwrap();
+        let s = Setup {
+            app,
+            idp,
+            provider,
+            account: attacker.account_id.clone(),
+        };
+        let mut browser = Browser::new(&s.app.base_url);
+        let rid = start(&s, &mut browser, mallory).await;
+        let response = s
+            .idp
+            .forge(json!({
+                "email": mallory,
+                "nameId": "opaque-subject-7",
+                "nameIdFormat": "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent",
+                "emailAttribute": mallory,
+                "inResponseTo": rid,
+            }))
+            .await;
+        let done = post_acs(&s, &mut browser, &response).await;
+        assert_eq!(done.status(), StatusCode::OK, "{}", location(&done));
+        let viewer = browser
+            .post_form("/api/viewer", &[])
+            .await
+            .text()
+            .await
+            .unwrap();
+        // Mallory is Mallory, in Mallory's account: never the victim.
+        assert!(viewer.contains(mallory), "{backend:?}: {viewer}");
+        assert!(
+            !viewer.contains(&victim.email),
+            "{backend:?}: took over {viewer}"
+        );
+        assert!(viewer.contains(&s.account), "{viewer}");
+    }
+}
+
+#[tokio::test]
+async fn transient_name_ids_are_matched_by_address_each_time_and_never_bound() {
+    let s = setup(backends()[0], false).await;
+    for round in 0..2 {
+        let mut browser = Browser::new(&s.app.base_url);
+        let rid = start(&s, &mut browser, ALICE).await;
+        let response = s
+            .idp
+            .forge(json!({
+                "email": ALICE,
+                "nameId": format!("_transient-{round}"),
+                "nameIdFormat": "urn:oasis:names:tc:SAML:2.0:nameid-format:transient",
+                "emailAttribute": ALICE,
+                "inResponseTo": rid,
+            }))
+            .await;
+        let done = post_acs(&s, &mut browser, &response).await;
+        assert_eq!(
+            done.status(),
+            StatusCode::OK,
+            "round {round}: {}",
+            location(&done)
+        );
+    }
+    assert_eq!(s.app.count("identities").await, 0);
+}
