@@ -51,10 +51,17 @@ node end2end/idp/saml.mjs --port "$saml_port" --sp-entity-id "$url/saml/metadata
   --acs-url "$url/saml/acs" >"$data/saml.log" 2>&1 &
 idp_pids+=($!)
 
+# A real DNS server on loopback for SSO domain verification; tests publish records by
+# rewriting the file it answers from.
+dns_port=$(free_port)
+echo '{}' >"$data/dns.json"
+node end2end/peers/dns.mjs --port "$dns_port" --records "$data/dns.json" >"$data/dns.log" 2>&1 &
+idp_pids+=($!)
+
 server_env=(LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDEMARK_DATA_DIR="$data"
   TIDEMARK_BASE_URL="$url" RUST_LOG="${RUST_LOG:-warn}"
   TIDEMARK_OIDC_ISSUER="http://localhost:$idp_port" TIDEMARK_OIDC_CLIENT_ID=tidemark-e2e
-  TIDEMARK_OIDC_CLIENT_SECRET="$idp_secret"
+  TIDEMARK_OIDC_CLIENT_SECRET="$idp_secret" TIDEMARK_DNS_RESOLVER="127.0.0.1:$dns_port"
   # The dashboard tests push more than 5 scans a minute; the limit has its own Rust tests.
   TIDEMARK_WRITES_PER_MINUTE=1000)
 
@@ -64,6 +71,11 @@ env "${server_env[@]}" target/release/tidemark-server license create --email "$a
   --tier enterprise --max-projects 1 --json >"$data/license.json"
 account_id=$(tail -n 1 "$data/license.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["account_id"])')
 license_key=$(tail -n 1 "$data/license.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["license_key"])')
+
+# A second enterprise account, whose admin tries to claim the first account's domain.
+attacker_email="mallory-$port@attacker-e2e.example"
+env "${server_env[@]}" target/release/tidemark-server license create --email "$attacker_email" \
+  --tier enterprise >/dev/null
 
 # Its SAML domain and a member who signs in through it.
 saml_member="sam-$port@saml-e2e.example"
@@ -79,6 +91,7 @@ server_pid=$!
 export TIDEMARK_E2E_ADMIN="$admin_email" TIDEMARK_E2E_OIDC="http://localhost:$idp_port"
 export TIDEMARK_E2E_SAML_MEMBER="$saml_member" TIDEMARK_E2E_SAML="http://localhost:$saml_port"
 export TIDEMARK_E2E_LICENSE_KEY="$license_key"
+export TIDEMARK_E2E_ATTACKER="$attacker_email" TIDEMARK_E2E_DNS_RECORDS="$data/dns.json"
 (cd end2end && TIDEMARK_E2E_URL="$url" npx playwright test) || {
   echo "e2e: Playwright failed; server log:" >&2
   tail -n 50 "$data/server.log" >&2

@@ -266,7 +266,11 @@ pub async fn verify(
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query(END_DOMAIN_SESSIONS).bind(&row.domain).execute(&mut *tx).await?;
+            // Enforcement starts now: OpenID Connect sessions at the domain end. Without it
+            // they stay valid (the admin who pressed "Verify now" stays signed in).
+            if row.enforce {
+                sqlx::query(END_DOMAIN_SESSIONS).bind(&row.domain).execute(&mut *tx).await?;
+            }
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(row)
