@@ -336,7 +336,7 @@ pub async fn claim_sso(
     )
     .await?;
     match outcome {
-        ClaimOutcome::Stored(connection) => Ok(connection),
+        ClaimOutcome::Stored(connection) => Ok(*connection),
         ClaimOutcome::VerifiedByAnotherAccount => Err(refused(format!(
             "{} is already verified by another account",
             domain.as_str()

@@ -306,13 +306,31 @@ fn sso_domains_are_set_listed_and_removed() {
     assert_eq!(view["idp_sso_url"], "https://idp.corp.example/sso");
     assert_eq!(view["signing_certificates"], 1);
     assert_eq!(view["enforce"], true);
+    // The operator vouches for the domain: verified at once, and the command says so.
+    assert_eq!(view["state"], "verified");
+    assert!(out.contains("corp.example is verified for"), "{out}");
 
     let (ok, out, _) = cli(dir.path(), &["sso", "list", "--json"]);
     assert!(ok);
-    assert_eq!(
-        last_json(&out)[0]["idp_entity_id"],
-        "https://idp.corp.example/md"
+    let listed = last_json(&out);
+    assert_eq!(listed[0]["idp_entity_id"], "https://idp.corp.example/md");
+    assert_eq!(listed[0]["state"], "verified");
+    assert!(out.contains("verified"), "{out}");
+    // A public mail provider cannot be claimed here either.
+    let (ok, _, err) = cli(
+        dir.path(),
+        &[
+            "sso",
+            "set",
+            "--account",
+            &account,
+            "--domain",
+            "gmail.com",
+            "--idp-metadata",
+            good.to_str().unwrap(),
+        ],
     );
+    assert!(!ok && err.contains("public mail provider"), "{err}");
     let (ok, _, err) = cli(dir.path(), &["sso", "remove", "--domain", "corp.example"]);
     assert!(ok, "{err}");
     let (ok, _, err) = cli(dir.path(), &["sso", "remove", "--domain", "corp.example"]);

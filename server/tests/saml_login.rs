@@ -135,6 +135,31 @@ async fn a_member_signs_in_through_their_company_idp() {
             viewer.contains(ALICE) && viewer.contains(&s.account),
             "{viewer}"
         );
+        // A SAML session stays in the account whose IdP vouched for it, even for someone
+        // who is a member elsewhere too.
+        let elsewhere = s.app.create_license(Tier::Team).await;
+        tidemark_store::access::add_member(
+            &s.app.db,
+            &elsewhere.account_id,
+            &Email::parse(ALICE).unwrap(),
+            Role::Admin,
+            1,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let res = browser
+            .post_form("/auth/switch", &[("account_id", &elsewhere.account_id)])
+            .await;
+        assert_eq!(location(&res), "/projects?switch=saml_bound", "{backend:?}");
+        let viewer = browser
+            .post_form("/api/viewer", &[])
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(viewer.contains(&s.account), "{viewer}");
+        assert!(viewer.contains("\"via_saml\":true"), "{viewer}");
 
         // SP metadata names the entity id and ACS the IdP must use.
         let md = s.app.get("/saml/metadata").await.text().await.unwrap();

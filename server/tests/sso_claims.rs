@@ -91,31 +91,15 @@ async fn a_claim_is_pending_until_its_dns_record_verifies_it() {
         assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
 
         // Each of these leaves the claim pending, with a message that says what was found.
-        let cases: [(&str, Box<dyn Fn(&mut DnsServer)>); 4] = [
-            (
-                "NXDOMAIN",
-                Box::new(|d: &mut DnsServer| d.unpublish("_tidemark-challenge.acme.example")),
-            ),
-            (
-                "no TXT record",
-                Box::new(|d: &mut DnsServer| d.publish("_tidemark-challenge.acme.example", &[])),
-            ),
-            (
-                "different token",
-                Box::new(|d: &mut DnsServer| {
-                    d.publish(
-                        "_tidemark-challenge.acme.example",
-                        &["tidemark-domain-verification=00000000000000000000000000000000"],
-                    )
-                }),
-            ),
-            (
-                "failed",
-                Box::new(|d: &mut DnsServer| d.fail("_tidemark-challenge.acme.example")),
-            ),
-        ];
-        for (words, setup) in cases {
-            setup(&mut w.dns);
+        let record = "_tidemark-challenge.acme.example";
+        let wrong = "tidemark-domain-verification=00000000000000000000000000000000";
+        for words in ["NXDOMAIN", "no TXT record", "different token", "failed"] {
+            match words {
+                "NXDOMAIN" => w.dns.unpublish(record),
+                "no TXT record" => w.dns.publish(record, &[]),
+                "different token" => w.dns.publish(record, &[wrong]),
+                _ => w.dns.fail(record),
+            }
             let (status, after) =
                 call(&mut admin, "verify_sso", &[("domain", "acme.example")]).await;
             assert_eq!(status, StatusCode::OK, "{after}");

@@ -131,7 +131,7 @@ pub enum Vouched {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClaimOutcome {
     /// Stored: a new claim, a revived ended one, or an updated IdP on a live one.
-    Stored(SsoConnection),
+    Stored(Box<SsoConnection>),
     /// Another account has already proved that it owns the domain.
     VerifiedByAnotherAccount,
 }
@@ -220,7 +220,7 @@ pub async fn claim(
     }
     .await);
     match stored {
-        Ok(Some(row)) => Ok(ClaimOutcome::Stored(row.try_into()?)),
+        Ok(Some(row)) => Ok(ClaimOutcome::Stored(Box::new(row.try_into()?))),
         Ok(None) => Ok(ClaimOutcome::VerifiedByAnotherAccount),
         // PostgreSQL: another account's verification committed while this statement ran.
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
@@ -234,7 +234,7 @@ pub async fn claim(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VerifyOutcome {
     /// This claim now owns the domain; every other claim on it has ended.
-    Verified(SsoConnection),
+    Verified(Box<SsoConnection>),
     /// Another account proved ownership first: this claim has ended.
     LostToAnotherAccount,
     /// Nothing to verify: no such claim, or it is not pending.
@@ -277,7 +277,7 @@ pub async fn verify(
     }
     .await);
     let lost = match won {
-        Ok(Some(row)) => return Ok(VerifyOutcome::Verified(row.try_into()?)),
+        Ok(Some(row)) => return Ok(VerifyOutcome::Verified(Box::new(row.try_into()?))),
         Ok(None) => false,
         // PostgreSQL: another account's verification committed while this one ran.
         Err(sqlx::Error::Database(e)) if e.is_unique_violation() => true,

@@ -39,7 +39,7 @@ async fn claim_as(db: &Db, account: &str, entity: &str, vouched: Vouched) -> Cla
 
 fn stored(outcome: ClaimOutcome) -> SsoConnection {
     match outcome {
-        ClaimOutcome::Stored(c) => c,
+        ClaimOutcome::Stored(c) => *c,
         other => panic!("expected a stored claim, got {other:?}"),
     }
 }

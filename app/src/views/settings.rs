@@ -224,7 +224,9 @@ struct SsoActions {
     verify: ServerAction<VerifySso>,
 }
 
-fn sso_section(domains: Vec<SsoSummary>, admin: bool, actions: SsoActions) -> impl IntoView {
+/// Type-erased (`AnyView`): the Settings island's nested view type is otherwise too deep for
+/// the compiler's query limit.
+fn sso_section(domains: Vec<SsoSummary>, admin: bool, actions: SsoActions) -> AnyView {
     view! {
         <section class="card" aria-labelledby="sso-heading">
             <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
@@ -256,9 +258,10 @@ fn sso_section(domains: Vec<SsoSummary>, admin: bool, actions: SsoActions) -> im
             {action_error(actions.unconfigure)}
         </section>
     }
+    .into_any()
 }
 
-fn sso_claim(s: SsoSummary, admin: bool, actions: SsoActions) -> impl IntoView {
+fn sso_claim(s: SsoSummary, admin: bool, actions: SsoActions) -> AnyView {
     let (state_label, state_class) = match s.state {
         SsoState::Pending => ("pending verification", "chip pending"),
         SsoState::Verified => ("verified", "chip verified"),
@@ -318,6 +321,7 @@ fn sso_claim(s: SsoSummary, admin: bool, actions: SsoActions) -> impl IntoView {
             })}
         </li>
     }
+    .into_any()
 }
 
 fn new_key_panel(key: String) -> impl IntoView {

@@ -24,7 +24,9 @@ const CHECK_LEASE_MS: i64 = 5 * 60 * 1000;
 /// Looks up TXT records, through one configured nameserver or the system's resolvers.
 #[derive(Clone)]
 pub struct DnsVerifier {
-    resolver: TokioResolver,
+    /// `None` when no nameserver is configured and the system's could not be read: every
+    /// look-up then fails with a message that says so (the rest of the server runs on).
+    resolver: Option<TokioResolver>,
 }
 
 impl std::fmt::Debug for DnsVerifier {
@@ -48,7 +50,13 @@ impl DnsVerifier {
                     provider,
                 )
             }
-            None => TokioResolver::builder(provider)?,
+            None => match TokioResolver::builder(provider) {
+                Ok(builder) => builder,
+                Err(err) => {
+                    tracing::warn!(%err, "no system DNS configuration: SSO domains cannot be verified until TIDEMARK_DNS_RESOLVER is set");
+                    return Ok(Self { resolver: None });
+                }
+            },
         };
         let options = builder.options_mut();
         options.timeout = LOOKUP_TIMEOUT;
@@ -56,14 +64,21 @@ impl DnsVerifier {
         // An admin who has just published the record must not be told an old answer.
         options.cache_size = 0;
         Ok(Self {
-            resolver: builder.build()?,
+            resolver: Some(builder.build()?),
         })
     }
 
     /// The TXT strings at `name` (a fully qualified name is looked up as given).
     pub async fn lookup_txt(&self, name: &str) -> TxtAnswer {
+        let Some(resolver) = &self.resolver else {
+            return TxtAnswer::LookupFailed(
+                "this server has no DNS resolver configured; its operator sets \
+                 TIDEMARK_DNS_RESOLVER"
+                    .into(),
+            );
+        };
         let fqdn = format!("{}.", name.trim_end_matches('.'));
-        match self.resolver.txt_lookup(fqdn).await {
+        match resolver.txt_lookup(fqdn).await {
             Ok(lookup) => {
                 let values: Vec<String> = lookup
                     .answers()
@@ -95,7 +110,7 @@ impl DnsVerifier {
 /// What one check of a claim concluded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CheckOutcome {
-    Verified(SsoConnection),
+    Verified(Box<SsoConnection>),
     /// Still pending; why, in words for the admin.
     NotYet(String),
     LostToAnotherAccount,
