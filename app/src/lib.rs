@@ -13,6 +13,7 @@ pub mod auth;
 pub mod chart;
 pub mod dashboard;
 pub mod error;
+pub mod links;
 pub mod members;
 mod pages;
 pub mod settings;

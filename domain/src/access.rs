@@ -59,14 +59,26 @@ pub fn safe_return_path(raw: Option<&str>) -> String {
 pub fn is_same_origin_request(
     origin: Option<&str>,
     sec_fetch_site: Option<&str>,
-    our_origin: &str,
+    dashboard_url: &str,
 ) -> bool {
     if sec_fetch_site.is_some_and(|site| site != "same-origin") {
         return false;
     }
     match origin {
-        Some(origin) => origin == our_origin,
+        Some(origin) => same_origin(origin, dashboard_url),
         None => sec_fetch_site == Some("same-origin"),
+    }
+}
+
+/// Compares the (scheme, host, port) origins of two URLs the way browsers do: the host's case
+/// and an explicit default port do not matter, and an opaque origin (`null`) matches nothing.
+fn same_origin(a: &str, b: &str) -> bool {
+    match (url::Url::parse(a), url::Url::parse(b)) {
+        (Ok(a), Ok(b)) => {
+            let a = a.origin();
+            a.is_tuple() && a == b.origin()
+        }
+        _ => false,
     }
 }
 
@@ -151,6 +163,41 @@ mod tests {
         ));
         assert!(!is_same_origin_request(None, Some("same-site"), ours));
         assert!(!is_same_origin_request(None, None, ours));
+    }
+
+    #[test]
+    fn origins_compare_as_browsers_send_them() {
+        // An operator's base URL with an explicit default port, an upper-case host or a path
+        // still matches what the browser sends in `Origin`.
+        for configured in [
+            "https://x.example:443",
+            "https://X.Example",
+            "https://x.example/",
+            "https://x.example:443/dashboard",
+        ] {
+            assert!(
+                is_same_origin_request(Some("https://x.example"), None, configured),
+                "{configured}"
+            );
+        }
+        assert!(is_same_origin_request(
+            Some("http://127.0.0.1:3000"),
+            None,
+            "http://127.0.0.1:3000/"
+        ));
+        // Another scheme, port or host is another origin.
+        for other in [
+            "http://x.example",
+            "https://x.example:8443",
+            "https://y.example",
+            "https://x.example.evil.example",
+            "not a url",
+        ] {
+            assert!(
+                !is_same_origin_request(Some(other), None, "https://x.example:443"),
+                "{other}"
+            );
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod access;
 pub mod append;
 pub mod chart;
 pub mod ids;
+pub mod input;
 pub mod license;
 pub mod push;
 pub mod rate;

@@ -1,7 +1,6 @@
 //! Credentials as types. Each is created only by generating or parsing, prints as
 //! `<redacted>` in `Debug`, and is looked up by its hash, never compared as a string.
 
-use std::fmt;
 
 use sha2::{Digest as _, Sha256};
 
@@ -17,10 +16,13 @@ fn random_base62_32_bytes() -> String {
     base_x::encode(BASE62, &bytes)
 }
 
+/// `Debug` that prints `Type(<redacted>)`: for every type that holds a secret, here and in
+/// the server's configuration.
+#[macro_export]
 macro_rules! redacted_debug {
     ($t:ident) => {
-        impl fmt::Debug for $t {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(concat!(stringify!($t), "(<redacted>)"))
             }
         }

@@ -1,27 +1,6 @@
-//! Small text rules shared by several inputs.
+//! Text values with rules of their own: e-mail addresses, machine names.
 
-use crate::push::FieldError;
-
-/// Checks a required text field: `min..=max` characters, no control characters.
-pub fn bounded_text(field: &str, value: &str, max: usize) -> Result<(), FieldError> {
-    let len = value.chars().count();
-    if len == 0 {
-        return Err(FieldError::new(field, format!("{field} must not be empty")));
-    }
-    if len > max {
-        return Err(FieldError::new(
-            field,
-            format!("{field} must be at most {max} characters (got {len})"),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(FieldError::new(
-            field,
-            format!("{field} must not contain control characters"),
-        ));
-    }
-    Ok(())
-}
+use crate::input::{bounded_text, FieldError};
 
 /// An e-mail address that parsed (RFC 5322 `addr-spec`). Compared case-insensitively.
 #[derive(Debug, Clone, PartialEq, Eq)]

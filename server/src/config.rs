@@ -41,11 +41,7 @@ impl MasterKey {
     }
 }
 
-impl fmt::Debug for MasterKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("MasterKey(<redacted>)")
-    }
-}
+tidemark_domain::redacted_debug!(MasterKey);
 
 /// Where the master key came from, so start-up can warn about a development key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,11 +104,7 @@ impl ClientSecret {
     }
 }
 
-impl fmt::Debug for ClientSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ClientSecret(<redacted>)")
-    }
-}
+tidemark_domain::redacted_debug!(ClientSecret);
 
 /// An SMTP URL may carry a password: keep it out of logs.
 #[derive(Clone)]
@@ -124,11 +116,7 @@ impl SmtpUrl {
     }
 }
 
-impl fmt::Debug for SmtpUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("SmtpUrl(<redacted>)")
-    }
-}
+tidemark_domain::redacted_debug!(SmtpUrl);
 
 /// A database URL may carry a password: keep it out of logs.
 #[derive(Clone)]
@@ -140,6 +128,7 @@ impl DatabaseUrl {
     }
 }
 
+// Not `redacted_debug!`: the scheme says which backend without giving anything away.
 impl fmt::Debug for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let scheme = self.0.split(':').next().unwrap_or("");
@@ -166,16 +155,6 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// `scheme://host[:port]` of the dashboard, as browsers send it in `Origin`.
-    pub fn dashboard_origin(&self) -> String {
-        let url = self.dashboard_url.as_str();
-        let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
-        match url[after_scheme..].find('/') {
-            Some(slash) => url[..after_scheme + slash].to_owned(),
-            None => url.to_owned(),
-        }
-    }
-
     /// Reads the configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())

@@ -137,7 +137,7 @@ fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>
                 ("q", &q.text),
             ] {
                 if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
-                    parts.push(format!("{k}={}", urlencode(v)));
+                    parts.push(format!("{k}={}", crate::links::query_value(v)));
                 }
             }
             format!("?{}", parts.join("&"))
@@ -229,16 +229,4 @@ fn diff_section(d: DiffView) -> impl IntoView {
             }}
         </section>
     }
-}
-
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }

@@ -3,7 +3,7 @@
 use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use serde::de::DeserializeOwned;
-use tidemark_domain::push::{parse_json, JsonError};
+use tidemark_domain::input::{parse_json, JsonError};
 use tidemark_domain::secrets::{ApiKey, ApiKeyError, LicenseKeyHash};
 use tidemark_store::licenses::{find_key_owner, find_license_by_lookup, KeyOwner, License};
 use tidemark_store::Db;

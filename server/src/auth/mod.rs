@@ -23,6 +23,8 @@ use tidemark_store::access;
 use tower_sessions::cookie::{Key, SameSite};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
+use app::links::query_value;
+
 use crate::crypto;
 use crate::state::AppState;
 use session_store::{DbSessionStore, ACCOUNT_ID, SIGNED_IN_VIA, USER_ID};
@@ -104,7 +106,7 @@ pub async fn require_viewer_for_pages(req: Request, next: Next) -> Response {
             .path_and_query()
             .map(|pq| pq.as_str())
             .unwrap_or("/");
-        let target = format!("/signin?next={}", urlencode(back));
+        let target = format!("/signin?next={}", query_value(back));
         return Redirect::to(&target).into_response();
     }
     next.run(req).await
@@ -125,7 +127,7 @@ pub async fn require_same_origin(
         if !is_same_origin_request(
             text("origin"),
             text("sec-fetch-site"),
-            &state.config.dashboard_origin(),
+            &state.config.dashboard_url,
         ) {
             tracing::warn!(path = %req.uri().path(), "cross-origin state-changing request refused");
             return (
@@ -192,7 +194,7 @@ pub fn sign_in_failed(code: &str, next: &str) -> Response {
     let mut target = format!("/signin?error={code}");
     if next != "/" {
         target.push_str("&next=");
-        target.push_str(&urlencode(next));
+        target.push_str(&query_value(next));
     }
     Redirect::to(&target).into_response()
 }
@@ -241,7 +243,7 @@ pub async fn complete_sign_in(
         return sign_in_failed("unavailable", next);
     }
     tracing::info!(user_id, account_id, via, "signed in");
-    let next_attr = html_escape(next);
+    let next_attr = html_escape::encode_double_quoted_attribute(next);
     let page = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"refresh\" content=\"0;url={next_attr}\">\
@@ -315,24 +317,4 @@ pub async fn switch_account(
     }
     tracing::info!(user_id = %user, account_id = %form.account_id, "switched account");
     Redirect::to("/projects").into_response()
-}
-
-fn urlencode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Escapes text for an HTML (or XML) attribute or text node.
-pub(crate) fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

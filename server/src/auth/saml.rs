@@ -135,8 +135,11 @@ fn service_provider(
 /// `GET /saml/metadata`: this service provider, for IdP administrators. Written out rather
 /// than generated: samael's generator insists on a single-logout endpoint we do not offer.
 pub async fn metadata(State(state): State<AppState>) -> Response {
-    let entity_id = super::html_escape(&sp_entity_id(&state.config.base_url));
-    let acs = super::html_escape(&acs_url(&state.config.base_url));
+    let entity_id =
+        html_escape::encode_double_quoted_attribute(&sp_entity_id(&state.config.base_url))
+            .into_owned();
+    let acs =
+        html_escape::encode_double_quoted_attribute(&acs_url(&state.config.base_url)).into_owned();
     let xml = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
          <md:EntityDescriptor xmlns:md=\"urn:oasis:names:tc:SAML:2.0:metadata\" \
