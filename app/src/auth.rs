@@ -77,6 +77,26 @@ pub fn request_viewer() -> Option<Viewer> {
         .and_then(|parts| parts.extensions.get::<Viewer>().cloned())
 }
 
+/// The signed-in viewer, or `SignedOut`: the first line of every dashboard server function.
+#[cfg(feature = "ssr")]
+pub fn require_viewer() -> Result<Viewer, crate::error::DashboardError> {
+    match request_viewer() {
+        Some(viewer) => Ok(viewer),
+        None => crate::error::fail(crate::error::DashboardError::SignedOut),
+    }
+}
+
+/// The signed-in viewer if an admin of the account, or `AdminOnly`.
+#[cfg(feature = "ssr")]
+pub fn require_admin() -> Result<Viewer, crate::error::DashboardError> {
+    let viewer = require_viewer()?;
+    if viewer.is_admin {
+        Ok(viewer)
+    } else {
+        crate::error::fail(crate::error::DashboardError::AdminOnly)
+    }
+}
+
 /// Why a sign-in did not complete, as the sign-in page explains it.
 pub fn sign_in_error_message(code: &str) -> &'static str {
     match code {

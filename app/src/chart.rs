@@ -4,9 +4,7 @@
 
 use plotters::prelude::*;
 
-use crate::dashboard::ChartPoint;
-
-pub use crate::dashboard::{HEIGHT, WIDTH};
+use crate::model::{severity_colour, ChartPoint, HistoryDrawing, Severity, HEIGHT, WIDTH};
 /// Left/right margins leave room for the score labels.
 const LEFT: u32 = 44;
 const RIGHT: u32 = 12;
@@ -15,7 +13,6 @@ const TOP: u32 = 10;
 const SCORE_HEIGHT: u32 = 220;
 const GAP: u32 = 16;
 
-pub use crate::dashboard::{HistoryDrawing, SEVERITY_COLOURS};
 const ACCENT: RGBColor = RGBColor(11, 107, 203);
 const GRID: RGBColor = RGBColor(200, 208, 218);
 
@@ -53,7 +50,7 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
         }
         let most = points
             .iter()
-            .map(|p| p.severities.iter().sum::<i64>())
+            .map(|p| i64::try_from(p.severities.total()).unwrap_or(i64::MAX))
             .max()
             .unwrap_or(0)
             .max(1);
@@ -61,11 +58,12 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
             let half = ((t1 - t0) / (points.len().max(1) as i64 * 3)).max(1);
             for p in points {
                 let mut base = 0;
-                for (count, colour) in p.severities.iter().zip(SEVERITY_COLOURS) {
-                    if *count > 0 {
+                for severity in Severity::ALL {
+                    let count = i64::try_from(p.severities.get(severity)).unwrap_or(0);
+                    if count > 0 {
                         let _ = bars.draw_series([Rectangle::new(
                             [(p.at - half, base), (p.at + half, base + count)],
-                            hex(colour).filled(),
+                            hex(severity_colour(severity)).filled(),
                         )]);
                     }
                     base += count;
@@ -105,7 +103,12 @@ mod tests {
             scan_id: format!("s{at}"),
             at,
             score,
-            severities: [1, 2, 0, 3],
+            severities: crate::model::SeverityCounts {
+                critical: 1,
+                high: 2,
+                medium: 0,
+                low: 3,
+            },
         }
     }
 

@@ -8,16 +8,17 @@ use leptos_router::{
     ParamSegment, StaticSegment,
 };
 
+pub mod api;
 pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod chart;
-pub mod dashboard;
 pub mod error;
 pub mod links;
-pub mod members;
+pub mod model;
 mod pages;
-pub mod settings;
 mod signin;
+#[cfg(feature = "ssr")]
+pub mod time;
 mod views;
 
 /// Server settings the dashboard shows (provided to the Leptos context by the server).

@@ -1,7 +1,6 @@
 //! Credentials as types. Each is created only by generating or parsing, prints as
 //! `<redacted>` in `Debug`, and is looked up by its hash, never compared as a string.
 
-
 use sha2::{Digest as _, Sha256};
 
 const BASE62: &str = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

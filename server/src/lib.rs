@@ -98,7 +98,7 @@ pub fn router(state: AppState) -> Router {
     let dashboard_config = app::DashboardConfig {
         base_url: state.config.base_url.clone(),
     };
-    let sso_admin = app::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
+    let sso_admin = app::api::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
         db: state.db.clone(),
         dns: state.dns.clone(),
     }));

@@ -388,13 +388,13 @@ pub struct DashboardSso {
 }
 
 type SsoFuture<T> = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<T, app::settings::SsoAdminError>> + Send>,
+    Box<dyn std::future::Future<Output = Result<T, app::api::settings::SsoAdminError>> + Send>,
 >;
 
 /// Store failures are logged here and reach the browser only as "unavailable".
-fn unavailable(err: impl std::fmt::Display) -> app::settings::SsoAdminError {
+fn unavailable(err: impl std::fmt::Display) -> app::api::settings::SsoAdminError {
     tracing::error!(error = %err, "SSO administration failed");
-    app::settings::SsoAdminError::Unavailable
+    app::api::settings::SsoAdminError::Unavailable
 }
 
 impl DashboardSso {
@@ -402,26 +402,26 @@ impl DashboardSso {
         db: &Db,
         account_id: &str,
         domain: &str,
-    ) -> Result<SsoConnection, app::settings::SsoAdminError> {
+    ) -> Result<SsoConnection, app::api::settings::SsoAdminError> {
         let domain = ClaimableDomain::parse(domain)
-            .map_err(|e| app::settings::SsoAdminError::Refused(e.to_string()))?;
+            .map_err(|e| app::api::settings::SsoAdminError::Refused(e.to_string()))?;
         tidemark_store::sso::list_connections(db, Some(account_id))
             .await
             .map_err(unavailable)?
             .into_iter()
             .find(|c| c.domain == domain.as_str())
-            .ok_or(app::settings::SsoAdminError::NotFound)
+            .ok_or(app::api::settings::SsoAdminError::NotFound)
     }
 }
 
-impl app::settings::SsoAdmin for DashboardSso {
+impl app::api::settings::SsoAdmin for DashboardSso {
     fn configure(
         &self,
         account_id: String,
         domain: String,
         metadata_xml: String,
         enforce: bool,
-    ) -> SsoFuture<app::settings::SsoSummary> {
+    ) -> SsoFuture<app::model::SsoSummary> {
         let db = self.db.clone();
         Box::pin(async move {
             // Run to completion even if the browser goes away mid-write.
@@ -440,13 +440,15 @@ impl app::settings::SsoAdmin for DashboardSso {
             .map_err(unavailable)?;
             match claimed {
                 Ok(connection) => Ok(connection.into()),
-                Err(SsoRefusal::Refused(text)) => Err(app::settings::SsoAdminError::Refused(text)),
+                Err(SsoRefusal::Refused(text)) => {
+                    Err(app::api::settings::SsoAdminError::Refused(text))
+                }
                 Err(SsoRefusal::Store(err)) => Err(unavailable(err)),
             }
         })
     }
 
-    fn verify(&self, account_id: String, domain: String) -> SsoFuture<app::settings::SsoSummary> {
+    fn verify(&self, account_id: String, domain: String) -> SsoFuture<app::model::SsoSummary> {
         let (db, dns) = (self.db.clone(), self.dns.clone());
         Box::pin(async move {
             let claim = Self::own_claim(&db, &account_id, &domain).await?;
@@ -463,7 +465,7 @@ impl app::settings::SsoAdmin for DashboardSso {
             let after = tidemark_store::sso::find_connection(&db, &claim.id)
                 .await
                 .map_err(unavailable)?
-                .ok_or(app::settings::SsoAdminError::NotFound)?;
+                .ok_or(app::api::settings::SsoAdminError::NotFound)?;
             Ok(after.into())
         })
     }
@@ -479,7 +481,7 @@ impl app::settings::SsoAdmin for DashboardSso {
             .map_err(unavailable)?
             .map_err(unavailable)?;
             if removed == 0 {
-                return Err(app::settings::SsoAdminError::NotFound);
+                return Err(app::api::settings::SsoAdminError::NotFound);
             }
             Ok(())
         })

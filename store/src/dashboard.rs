@@ -2,6 +2,7 @@
 //! account id, so a project id from another account finds nothing.
 
 use tidemark_domain::Millis;
+use tidemark_wire::SeverityCounts;
 
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
@@ -112,8 +113,17 @@ async fn projects_of(
         .collect())
 }
 
-/// seq, scan_id, scanned_at, score, severities
-type HistoryTuple = (i64, String, i64, f64, i64, i64, i64, i64);
+#[derive(sqlx::FromRow)]
+struct HistoryRow {
+    seq: i64,
+    scan_id: String,
+    scanned_at: i64,
+    score: f64,
+    sev_critical: i64,
+    sev_high: i64,
+    sev_medium: i64,
+    sev_low: i64,
+}
 
 /// One point of a score history.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,8 +132,24 @@ pub struct HistoryPoint {
     pub scan_id: String,
     pub scanned_at: Millis,
     pub score: f64,
-    /// critical, high, medium, low
-    pub severities: [i64; 4],
+    pub severities: SeverityCounts,
+}
+
+impl From<HistoryRow> for HistoryPoint {
+    fn from(r: HistoryRow) -> Self {
+        HistoryPoint {
+            seq: r.seq,
+            scan_id: r.scan_id,
+            scanned_at: r.scanned_at,
+            score: r.score,
+            severities: SeverityCounts::from_columns(
+                r.sev_critical,
+                r.sev_high,
+                r.sev_medium,
+                r.sev_low,
+            ),
+        }
+    }
 }
 
 /// A project's history from `since` (all when `None`), reduced in the database to at most
@@ -191,20 +217,10 @@ pub async fn project_history(
             "SELECT seq, scan_id, scanned_at, score, sev_critical, sev_high, sev_medium, sev_low \
              FROM scans WHERE project_id = $1 AND seq IN ({list})"
         );
-        let part: Vec<HistoryTuple> = on_db!(db, pool => {
+        let part: Vec<HistoryRow> = on_db!(db, pool => {
             sqlx::query_as(&sql).bind(project_id).fetch_all(pool).await
         })?;
-        points.extend(
-            part.into_iter().map(
-                |(seq, scan_id, scanned_at, score, c, h, m, l)| HistoryPoint {
-                    seq,
-                    scan_id,
-                    scanned_at,
-                    score,
-                    severities: [c, h, m, l],
-                },
-            ),
-        );
+        points.extend(part.into_iter().map(HistoryPoint::from));
     }
     points.sort_by_key(|p| (p.scanned_at, p.seq));
     Ok((points, total))
@@ -218,7 +234,7 @@ pub struct ScanRow {
     pub score_delta: f64,
     pub passed: i64,
     pub failed: i64,
-    pub severities: [i64; 4],
+    pub severities: SeverityCounts,
     pub cloud: String,
     pub cloud_account_id: String,
     pub frameworks: Vec<String>,
@@ -262,7 +278,12 @@ impl From<ScanTuple> for ScanRow {
             score_delta: t.score_delta,
             passed: t.passed,
             failed: t.failed,
-            severities: [t.sev_critical, t.sev_high, t.sev_medium, t.sev_low],
+            severities: SeverityCounts::from_columns(
+                t.sev_critical,
+                t.sev_high,
+                t.sev_medium,
+                t.sev_low,
+            ),
             cloud: t.cloud,
             cloud_account_id: t.cloud_account_id,
             frameworks: serde_json::from_str(&t.frameworks).unwrap_or_default(),

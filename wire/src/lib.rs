@@ -181,6 +181,14 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// Most severe first: the order counts are shown and stacked in.
+    pub const ALL: [Severity; 4] = [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Critical => "critical",
@@ -224,6 +232,32 @@ pub struct SeverityCounts {
     pub high: u64,
     pub medium: u64,
     pub low: u64,
+}
+
+impl SeverityCounts {
+    pub fn get(&self, severity: Severity) -> u64 {
+        match severity {
+            Severity::Critical => self.critical,
+            Severity::High => self.high,
+            Severity::Medium => self.medium,
+            Severity::Low => self.low,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        Severity::ALL.iter().map(|&s| self.get(s)).sum()
+    }
+
+    /// From stored columns (never negative: pushes are validated), most severe first.
+    pub fn from_columns(critical: i64, high: i64, medium: i64, low: i64) -> Self {
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        SeverityCounts {
+            critical: count(critical),
+            high: count(high),
+            medium: count(medium),
+            low: count(low),
+        }
+    }
 }
 
 /// One element of `findings`. Unknown extra fields are ignored.

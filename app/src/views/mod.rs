@@ -9,6 +9,7 @@ pub mod settings;
 use leptos::prelude::*;
 
 use crate::error::DashboardError;
+use crate::model::{Severity, SeverityCounts};
 
 pub fn fmt_score(score: f64) -> String {
     format!("{score:.1}")
@@ -53,16 +54,16 @@ pub fn error_view(err: DashboardError) -> AnyView {
     }
 }
 
-pub const SEVERITIES: [&str; 4] = ["critical", "high", "medium", "low"];
-
 /// The four severity counts as coloured chips.
-pub fn severity_chips(counts: [i64; 4]) -> impl IntoView {
+pub fn severity_chips(counts: SeverityCounts) -> impl IntoView {
     view! {
         <ul class="sev-chips" aria-label="Findings by severity">
-            {SEVERITIES
+            {Severity::ALL
                 .iter()
-                .zip(counts)
-                .map(|(name, n)| view! { <li class=format!("sev {name}")>{n} " " {*name}</li> })
+                .map(|&severity| {
+                    let name = severity.as_str();
+                    view! { <li class=format!("sev {name}")>{counts.get(severity)} " " {name}</li> }
+                })
                 .collect_view()}
         </ul>
     }

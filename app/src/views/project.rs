@@ -3,10 +3,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::{delta_badge, error_view, fmt_score, loading, severity_chips};
-use crate::dashboard::{
-    load_project_chart, project_scans, ChartPoint, ProjectChart, Range, ScansPage,
+use crate::api::project::{load_project_chart, project_scans};
+use crate::model::{
+    severity_colour, ChartPoint, ProjectChart, Range, ScansPage, Severity, HEIGHT, WIDTH,
 };
-use crate::dashboard::{HEIGHT, SEVERITY_COLOURS, WIDTH};
 
 #[component]
 pub fn ProjectPage() -> impl IntoView {
@@ -121,11 +121,11 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
             <figcaption>
                 <span class="legend">
                     <span class="swatch score"></span> "score  "
-                    {super::SEVERITIES
+                    {Severity::ALL
                         .iter()
-                        .zip(SEVERITY_COLOURS)
-                        .map(|(name, colour)| view! {
-                            <span class="swatch" style=format!("background:{colour}")></span> {format!("{name}  ")}
+                        .map(|&severity| view! {
+                            <span class="swatch" style=format!("background:{}", severity_colour(severity))></span>
+                            {format!("{}  ", severity.as_str())}
                         })
                         .collect_view()}
                 </span>

@@ -2,7 +2,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::{delta_badge, error_view, fmt_score, loading};
-use crate::dashboard::{list_projects, ProjectCard, ProjectsView};
+use crate::api::projects::list_projects;
+use crate::model::{ProjectCard, ProjectsView};
 
 #[component]
 pub fn ProjectsPage() -> impl IntoView {

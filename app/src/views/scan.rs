@@ -2,11 +2,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::{delta_badge, error_view, fmt_score, loading, severity_chips, SEVERITIES};
-use crate::dashboard::{
-    load_scan, scan_diff, scan_findings, DiffView, FindingQuery, FindingView, FindingsPage,
-    ScanView,
-};
+use super::{delta_badge, error_view, fmt_score, loading, severity_chips};
+use crate::api::scan::{load_scan, scan_diff, scan_findings};
+use crate::model::{DiffView, FindingQuery, FindingView, FindingsPage, ScanView, Severity};
 
 const STATUSES: [&str; 5] = ["FAIL", "WARN", "ERROR", "PASS", "SKIP"];
 
@@ -149,7 +147,7 @@ fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>
         <section class="card" aria-labelledby="findings-heading">
             <h2 id="findings-heading">"Findings"</h2>
             <form method="get" class="filters" role="search" aria-label="Filter findings">
-                {select("severity", "Severity", SEVERITIES.iter().map(|s| s.to_string()).collect(), q.severity.clone())}
+                {select("severity", "Severity", Severity::ALL.iter().map(|s| s.as_str().to_owned()).collect(), q.severity.clone())}
                 {select("status", "Status", STATUSES.iter().map(|s| s.to_string()).collect(), q.status.clone())}
                 {select("framework", "Framework", frameworks, q.framework.clone())}
                 <label for="filter-q">

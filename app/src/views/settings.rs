@@ -2,12 +2,12 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::{error_view, loading};
-use crate::dashboard::SetArchived;
-use crate::members::AddMember;
-use crate::settings::{
-    load_settings, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys, SettingsView,
-    SsoState, SsoSummary, VerifySso,
+use crate::api::projects::SetArchived;
+use crate::api::settings::{
+    load_settings, AddMember, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys,
+    VerifySso,
 };
+use crate::model::{ProjectsView, SettingsView, SsoState, SsoSummary};
 
 #[component]
 pub fn SettingsPage() -> impl IntoView {
@@ -52,7 +52,7 @@ fn SettingsPanel() -> impl IntoView {
     );
     let projects = Resource::new(
         move || archive.version().get(),
-        |_| crate::dashboard::list_projects(),
+        |_| crate::api::projects::list_projects(),
     );
     view! {
         <Suspense fallback=loading>
@@ -349,10 +349,7 @@ fn copy_to_clipboard(text: &str) {
 #[cfg(not(feature = "hydrate"))]
 fn copy_to_clipboard(_text: &str) {}
 
-fn archive_section(
-    v: crate::dashboard::ProjectsView,
-    archive: ServerAction<SetArchived>,
-) -> impl IntoView {
+fn archive_section(v: ProjectsView, archive: ServerAction<SetArchived>) -> impl IntoView {
     let admin = v.is_admin;
     view! {
         <section class="card" aria-labelledby="archive-heading">

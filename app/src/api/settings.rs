@@ -1,66 +1,30 @@
-//! Settings: the license, API keys (rotate all, revoke one), members, and archived projects.
-//! Admins change things; members read. Every change is checked on the server.
+//! Settings: the license, API keys (rotate all, revoke one), members, archived projects and
+//! single sign-on. Admins change things; members read. Every change is checked here.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::error::DashboardError;
-use crate::members::MemberSummary;
+#[cfg(feature = "ssr")]
+use crate::model::{KeyView, LicenseView, SsoState};
+use crate::model::{MemberSummary, SettingsView, SsoSummary};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KeyView {
-    pub id: String,
-    pub prefix: String,
-    pub machine: String,
-    pub created_at: String,
-    pub last_used_at: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LicenseView {
-    pub tier: String,
-    pub state: String,
-    pub features: Vec<String>,
-    pub expires_at: String,
-    pub projects_used: u64,
-    pub project_cap: Option<u64>,
-}
-
-/// Where an SSO claim stands (see `tidemark_domain::sso::ClaimState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum SsoState {
-    /// Waiting for its DNS record: routes nobody, enforces nothing.
-    Pending,
-    /// Proven: the domain's people sign in through this IdP.
-    Verified,
-    /// Over; `ended_reason` says why.
-    Ended,
-}
-
-/// One SSO claim of the account, as Settings shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SsoSummary {
-    pub domain: String,
-    pub state: SsoState,
-    pub idp_entity_id: String,
-    pub enforce: bool,
-    /// The TXT record to publish: its name and its exact value.
-    pub record_name: String,
-    pub record_value: String,
-    /// When the record was last looked up, and what was found.
-    pub checked_at: Option<String>,
-    pub check_message: Option<String>,
-    /// Whether the server still looks again by itself (every 15 minutes for 7 days).
-    pub rechecking: bool,
-    pub verified_at: Option<String>,
-    pub ended_reason: Option<String>,
+#[cfg(feature = "ssr")]
+impl From<tidemark_store::access::Member> for MemberSummary {
+    fn from(m: tidemark_store::access::Member) -> Self {
+        MemberSummary {
+            email: m.email,
+            is_admin: m.role == tidemark_domain::access::Role::Admin,
+            added_at: crate::time::format_time(m.added_at),
+            last_login_at: m.last_login_at.map(crate::time::format_time),
+        }
+    }
 }
 
 #[cfg(feature = "ssr")]
 impl From<tidemark_store::sso::SsoConnection> for SsoSummary {
     fn from(c: tidemark_store::sso::SsoConnection) -> Self {
         use tidemark_domain::sso::{challenge_name, challenge_value, ClaimState};
-        let fmt = crate::dashboard::format_time_ssr;
+        let fmt = crate::time::format_time;
         SsoSummary {
             state: match c.state {
                 ClaimState::Pending => SsoState::Pending,
@@ -81,23 +45,13 @@ impl From<tidemark_store::sso::SsoConnection> for SsoSummary {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SettingsView {
-    pub is_admin: bool,
-    pub viewer_email: String,
-    pub license: Option<LicenseView>,
-    pub keys: Vec<KeyView>,
-    pub members: Vec<MemberSummary>,
-    pub sso: Vec<SsoSummary>,
-}
-
 #[server(endpoint = "settings")]
 pub async fn load_settings() -> Result<SettingsView, DashboardError> {
     use crate::error::unavailable;
-    let viewer = crate::members::require_viewer()?;
+    let viewer = crate::auth::require_viewer()?;
     let db = expect_context::<tidemark_store::Db>();
     let account = viewer.account_id.as_str();
-    let fmt = crate::dashboard::format_time_ssr;
+    let fmt = crate::time::format_time;
     let license = match tidemark_store::licenses::find_license_for_account(&db, account).await {
         Ok(l) => l,
         Err(e) => return unavailable(e),
@@ -149,7 +103,7 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
 /// Revokes every key of the account at once and returns the one new key (shown once).
 #[server(endpoint = "rotate_keys")]
 pub async fn rotate_keys() -> Result<String, DashboardError> {
-    let viewer = crate::members::require_admin()?;
+    let viewer = crate::auth::require_admin()?;
     let db = expect_context::<tidemark_store::Db>();
     let key = tidemark_domain::secrets::ApiKey::generate();
     let new = tidemark_store::licenses::NewApiKey {
@@ -176,7 +130,7 @@ pub async fn rotate_keys() -> Result<String, DashboardError> {
 
 #[server(endpoint = "revoke_key")]
 pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
-    let viewer = crate::members::require_admin()?;
+    let viewer = crate::auth::require_admin()?;
     let db = expect_context::<tidemark_store::Db>();
     let now = tidemark_domain::now_millis();
     let account = viewer.account_id.clone();
@@ -196,7 +150,7 @@ pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
 #[server(endpoint = "change_member")]
 pub async fn change_member(email: String, role: String) -> Result<(), DashboardError> {
     use tidemark_domain::access::Role;
-    let viewer = crate::members::require_admin()?;
+    let viewer = crate::auth::require_admin()?;
     let db = expect_context::<tidemark_store::Db>();
     let change = match role.as_str() {
         "remove" => None,
@@ -296,7 +250,7 @@ pub async fn configure_sso(
     metadata_xml: String,
     #[server(default)] enforce: bool,
 ) -> Result<SsoSummary, DashboardError> {
-    let viewer = crate::members::require_admin()?;
+    let viewer = crate::auth::require_admin()?;
     sso_admin()?
         .0
         .configure(viewer.account_id, domain, metadata_xml, enforce)
@@ -307,7 +261,7 @@ pub async fn configure_sso(
 /// "Verify now": looks the claim's DNS record up at once.
 #[server(endpoint = "verify_sso")]
 pub async fn verify_sso(domain: String) -> Result<SsoSummary, DashboardError> {
-    let viewer = crate::members::require_admin()?;
+    let viewer = crate::auth::require_admin()?;
     sso_admin()?
         .0
         .verify(viewer.account_id, domain)
@@ -317,10 +271,39 @@ pub async fn verify_sso(domain: String) -> Result<SsoSummary, DashboardError> {
 
 #[server(endpoint = "remove_sso")]
 pub async fn remove_sso(domain: String) -> Result<(), DashboardError> {
-    let viewer = crate::members::require_admin()?;
+    let viewer = crate::auth::require_admin()?;
     sso_admin()?
         .0
         .remove(viewer.account_id, domain)
         .await
         .or_else(sso_failed)
+}
+
+/// Adds a person to the viewer's account (admins only).
+#[server(endpoint = "members/add")]
+pub async fn add_member(
+    email: String,
+    #[server(default)] admin: bool,
+) -> Result<MemberSummary, DashboardError> {
+    use tidemark_domain::access::Role;
+    let viewer = crate::auth::require_admin()?;
+    let Ok(email) = tidemark_domain::text::Email::parse(&email) else {
+        return crate::error::fail(DashboardError::Invalid(
+            "Enter a valid e-mail address.".into(),
+        ));
+    };
+    let db = expect_context::<tidemark_store::Db>();
+    let role = if admin { Role::Admin } else { Role::Member };
+    let now = tidemark_domain::now_millis();
+    // Run to completion even if the browser goes away mid-write.
+    let added = tokio::spawn(async move {
+        tidemark_store::access::add_member(&db, &viewer.account_id, &email, role, now).await
+    })
+    .await;
+    match added {
+        Ok(Ok(Ok(member))) => Ok(member.into()),
+        Ok(Ok(Err(refused))) => crate::error::fail(DashboardError::Conflict(refused.to_string())),
+        Ok(Err(err)) => crate::error::unavailable(err),
+        Err(err) => crate::error::unavailable(err),
+    }
 }

@@ -1,0 +1,76 @@
+//! The dashboard's server functions, grouped by the page that calls them. Each takes the
+//! account from the signed-in viewer (`crate::auth`), never from the browser, so another
+//! account's ids find nothing ("not found"); admin actions need an admin.
+
+pub mod project;
+pub mod projects;
+pub mod scan;
+pub mod settings;
+
+/// What the server functions share on the server: the database, store rows as page types,
+/// and the two common failures.
+#[cfg(feature = "ssr")]
+mod ssr {
+    use leptos::prelude::*;
+    use tidemark_store::dashboard as store;
+
+    use crate::error::DashboardError;
+    use crate::model::{FindingView, ProjectCard, ScanSummary};
+
+    pub fn card(p: store::ProjectRow) -> ProjectCard {
+        ProjectCard {
+            archived: p.archived_at.is_some(),
+            last_scanned_at: p.last_scanned_at.map(crate::time::format_time),
+            id: p.id,
+            label: p.label,
+            scan_count: p.scan_count,
+            last_score: p.last_score,
+            last_delta: p.last_delta,
+            last_scan_id: p.last_scan_id,
+            sparkline_svg: crate::chart::draw_sparkline(&p.recent_scores, 120, 28),
+            recent_scores: p.recent_scores,
+        }
+    }
+
+    pub fn scan(s: store::ScanRow) -> ScanSummary {
+        ScanSummary {
+            scanned_at: crate::time::format_time(s.scanned_at),
+            scan_id: s.scan_id,
+            score: s.score,
+            score_delta: s.score_delta,
+            passed: s.passed,
+            failed: s.failed,
+            severities: s.severities,
+            cloud: s.cloud,
+            cloud_account_id: s.cloud_account_id,
+            frameworks: s.frameworks,
+            state_source: s.state_source,
+            finding_count: s.finding_count,
+        }
+    }
+
+    pub fn finding(f: store::FindingRow) -> FindingView {
+        FindingView {
+            rule_id: f.rule_id,
+            resource: f.resource,
+            status: f.status,
+            severity: f.severity,
+            message: f.message,
+            remediation: f.remediation,
+        }
+    }
+
+    pub fn db() -> tidemark_store::Db {
+        expect_context::<tidemark_store::Db>()
+    }
+
+    pub fn or_unavailable<T>(
+        r: Result<T, tidemark_store::StoreError>,
+    ) -> Result<T, DashboardError> {
+        r.or_else(crate::error::unavailable)
+    }
+
+    pub fn not_found<T>() -> Result<T, DashboardError> {
+        crate::error::fail(DashboardError::NotFound)
+    }
+}

@@ -1,0 +1,96 @@
+//! A project's page: its score-history chart and its scans.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+#[cfg(feature = "ssr")]
+use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, PAGE_SIZE};
+use crate::model::{ProjectChart, Range, ScansPage};
+
+#[server(endpoint = "project_chart")]
+pub async fn load_project_chart(
+    project_id: String,
+    range: Range,
+) -> Result<ProjectChart, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let account = viewer.account_id.as_str();
+    let Some(project) =
+        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
+    else {
+        return not_found();
+    };
+    let since = range
+        .days()
+        .map(|d| tidemark_domain::now_millis() - d * 86_400_000);
+    // The database reduces the range to a few scans per time bucket; LTTB picks the rest.
+    let (history, total) = or_unavailable(
+        tidemark_store::dashboard::project_history(
+            &db,
+            account,
+            &project_id,
+            since,
+            HISTORY_BUCKETS,
+        )
+        .await,
+    )?;
+    let xs: Vec<f64> = history.iter().map(|p| p.scanned_at as f64).collect();
+    let ys: Vec<f64> = history.iter().map(|p| p.score).collect();
+    let kept = tidemark_domain::chart::lttb(&xs, &ys, CHART_POINTS);
+    let points = kept
+        .iter()
+        .map(|&i| {
+            let p = &history[i];
+            ChartPoint {
+                scan_id: p.scan_id.clone(),
+                at: p.scanned_at,
+                score: p.score,
+                severities: p.severities,
+            }
+        })
+        .collect::<Vec<_>>();
+    Ok(ProjectChart {
+        project: card(project),
+        range,
+        scans_in_range: usize::try_from(total).unwrap_or(0),
+        drawing: crate::chart::draw_history(&points),
+        points,
+    })
+}
+
+#[server(endpoint = "project_scans")]
+pub async fn project_scans(project_id: String, page: i64) -> Result<ScansPage, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let page = page.max(0);
+    let db = db();
+    let rows = or_unavailable(
+        tidemark_store::dashboard::list_scans(
+            &db,
+            &viewer.account_id,
+            &project_id,
+            page * PAGE_SIZE,
+            PAGE_SIZE + 1,
+        )
+        .await,
+    )?;
+    if rows.is_empty() && page == 0 {
+        let known = or_unavailable(
+            tidemark_store::dashboard::find_project(&db, &viewer.account_id, &project_id).await,
+        )?;
+        if known.is_none() {
+            return not_found();
+        }
+    }
+    let has_more = rows.len() as i64 > PAGE_SIZE;
+    Ok(ScansPage {
+        scans: rows
+            .into_iter()
+            .take(PAGE_SIZE as usize)
+            .map(scan)
+            .collect(),
+        page,
+        has_more,
+    })
+}

@@ -1,0 +1,65 @@
+//! The projects page: every project with its latest score, and archiving.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+#[cfg(feature = "ssr")]
+use crate::model::ProjectCard;
+use crate::model::ProjectsView;
+
+#[server(endpoint = "projects")]
+pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let rows =
+        or_unavailable(tidemark_store::dashboard::list_projects(&db, &viewer.account_id).await)?;
+    let license = or_unavailable(
+        tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
+    )?;
+    let projects: Vec<ProjectCard> = rows.into_iter().map(card).collect();
+    Ok(ProjectsView {
+        active: projects.iter().filter(|p| !p.archived).count() as u64,
+        cap: license.as_ref().and_then(|l| l.project_cap()),
+        tier: license
+            .map(|l| l.tier.as_str().to_owned())
+            .unwrap_or_default(),
+        is_admin: viewer.is_admin,
+        base_url: use_context::<crate::DashboardConfig>()
+            .map(|c| c.base_url)
+            .unwrap_or_default(),
+        projects,
+    })
+}
+
+/// Archives or unarchives a project (admins only). Unarchiving needs a free slot.
+#[server(endpoint = "set_archived")]
+pub async fn set_archived(project_id: String, archived: bool) -> Result<(), DashboardError> {
+    use super::ssr::*;
+    use tidemark_store::dashboard::ArchiveOutcome;
+    let viewer = crate::auth::require_admin()?;
+    let db = db();
+    let license = or_unavailable(
+        tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
+    )?;
+    let cap = license.and_then(|l| l.project_cap());
+    let now = tidemark_domain::now_millis();
+    let account = viewer.account_id.clone();
+    let outcome = tokio::spawn(async move {
+        tidemark_store::dashboard::set_archived(&db, &account, &project_id, archived, cap, now)
+            .await
+    })
+    .await
+    .map_err(|e| e.to_string());
+    match outcome {
+        Ok(Ok(ArchiveOutcome::Done)) => Ok(()),
+        Ok(Ok(ArchiveOutcome::NotFound)) => not_found(),
+        Ok(Ok(ArchiveOutcome::NoFreeSlot { cap })) => {
+            crate::error::fail(DashboardError::Conflict(format!(
+                "Your plan allows {cap} active project(s): archive one before unarchiving this."
+            )))
+        }
+        Ok(Err(err)) => crate::error::unavailable(err),
+        Err(err) => crate::error::unavailable(err),
+    }
+}

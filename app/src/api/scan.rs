@@ -1,0 +1,103 @@
+//! A scan's page: its summary, its findings (filtered, searched, paged) and the diff against
+//! the previous scan.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+#[cfg(feature = "ssr")]
+use crate::model::PAGE_SIZE;
+use crate::model::{DiffView, FindingQuery, FindingsPage, ScanView};
+
+#[server(endpoint = "scan")]
+pub async fn load_scan(project_id: String, scan_id: String) -> Result<ScanView, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let account = viewer.account_id.as_str();
+    let Some(project) =
+        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
+    else {
+        return not_found();
+    };
+    let Some((found, previous)) = or_unavailable(
+        tidemark_store::dashboard::find_scan(&db, account, &project_id, &scan_id).await,
+    )?
+    else {
+        return not_found();
+    };
+    Ok(ScanView {
+        project_id,
+        project_label: project.label,
+        previous_scan_id: previous.map(|p| p.scan_id),
+        scan: scan(found),
+    })
+}
+
+#[server(endpoint = "scan_findings")]
+pub async fn scan_findings(
+    project_id: String,
+    scan_id: String,
+    query: FindingQuery,
+) -> Result<FindingsPage, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let Some((found, _)) = or_unavailable(
+        tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
+    )?
+    else {
+        return not_found();
+    };
+    let nonempty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+    let filter = tidemark_store::dashboard::FindingFilter {
+        severity: nonempty(query.severity),
+        status: nonempty(query.status),
+        framework: nonempty(query.framework),
+        text: nonempty(query.text).map(|t| t.chars().take(200).collect()),
+    };
+    let page = query.page.max(0);
+    let (rows, total) = or_unavailable(
+        tidemark_store::dashboard::list_findings(
+            &db,
+            &project_id,
+            found.seq,
+            &filter,
+            page * PAGE_SIZE,
+            PAGE_SIZE,
+        )
+        .await,
+    )?;
+    Ok(FindingsPage {
+        findings: rows.into_iter().map(finding).collect(),
+        total,
+        page,
+        page_size: PAGE_SIZE,
+    })
+}
+
+#[server(endpoint = "scan_diff")]
+pub async fn scan_diff(project_id: String, scan_id: String) -> Result<DiffView, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let Some((found, previous)) = or_unavailable(
+        tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
+    )?
+    else {
+        return not_found();
+    };
+    if previous.is_none() {
+        return Ok(DiffView::default());
+    }
+    let diff = or_unavailable(
+        tidemark_store::dashboard::diff_scans(&db, &project_id, found.seq, 100).await,
+    )?;
+    Ok(DiffView {
+        has_previous: true,
+        new: diff.new.into_iter().map(finding).collect(),
+        fixed: diff.fixed.into_iter().map(finding).collect(),
+        new_count: diff.new_count,
+        fixed_count: diff.fixed_count,
+        unchanged_count: diff.unchanged_count,
+    })
+}

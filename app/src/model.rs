@@ -1,0 +1,260 @@
+//! What the dashboard's pages show: the serialisable types every server function returns and
+//! every view renders, the chart's geometry and ranges, and how severities look. Plain data,
+//! compiled into the server and the browser alike; nothing here reaches the database.
+
+use serde::{Deserialize, Serialize};
+pub use tidemark_wire::{Severity, SeverityCounts};
+
+/// Rows per page of the scans and findings tables.
+pub const PAGE_SIZE: i64 = 50;
+/// The most points a chart draws.
+pub const CHART_POINTS: usize = 400;
+/// Time buckets the database reduces a history to (up to four scans each) before LTTB.
+pub const HISTORY_BUCKETS: i64 = 500;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectCard {
+    pub id: String,
+    pub label: String,
+    pub archived: bool,
+    pub scan_count: i64,
+    pub last_score: Option<f64>,
+    pub last_delta: Option<f64>,
+    pub last_scan_id: Option<String>,
+    /// "2026-11-22 06:43 UTC".
+    pub last_scanned_at: Option<String>,
+    pub recent_scores: Vec<f64>,
+    /// The recent scores drawn as a small SVG line.
+    pub sparkline_svg: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectsView {
+    pub projects: Vec<ProjectCard>,
+    pub active: u64,
+    /// `None`: unlimited.
+    pub cap: Option<u64>,
+    pub tier: String,
+    pub is_admin: bool,
+    pub base_url: String,
+}
+
+/// Which part of a history the chart shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Range {
+    Week,
+    Month,
+    Quarter,
+    All,
+}
+
+impl Range {
+    pub const ALL: [Range; 4] = [Range::Week, Range::Month, Range::Quarter, Range::All];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Range::Week => "7d",
+            Range::Month => "30d",
+            Range::Quarter => "90d",
+            Range::All => "all",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Range {
+        match raw {
+            "7d" => Range::Week,
+            "30d" => Range::Month,
+            "all" => Range::All,
+            _ => Range::Quarter,
+        }
+    }
+
+    pub fn days(self) -> Option<i64> {
+        match self {
+            Range::Week => Some(7),
+            Range::Month => Some(30),
+            Range::Quarter => Some(90),
+            Range::All => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartPoint {
+    pub scan_id: String,
+    /// Unix milliseconds.
+    pub at: i64,
+    pub score: f64,
+    pub severities: SeverityCounts,
+}
+
+/// Size of the history chart, in SVG pixels.
+pub const WIDTH: u32 = 880;
+pub const HEIGHT: u32 = 320;
+
+/// How a severity is drawn: its colour in charts and chips (the name is `Severity::as_str`).
+pub fn severity_colour(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical => "#c62828",
+        Severity::High => "#ef6c00",
+        Severity::Medium => "#f9a825",
+        Severity::Low => "#1e88e5",
+    }
+}
+
+/// A history drawn on the server: the SVG markup and where each point landed, in pixels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryDrawing {
+    pub svg: String,
+    pub dots: Vec<(i32, i32)>,
+    /// Pixel y of the score grid lines 0, 25, 50, 75, 100.
+    pub grid: Vec<(i32, u32)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectChart {
+    pub project: ProjectCard,
+    pub range: Range,
+    /// Scans in the range before downsampling.
+    pub scans_in_range: usize,
+    pub points: Vec<ChartPoint>,
+    pub drawing: HistoryDrawing,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScanSummary {
+    pub scan_id: String,
+    pub score: f64,
+    pub score_delta: f64,
+    pub passed: i64,
+    pub failed: i64,
+    pub severities: SeverityCounts,
+    pub cloud: String,
+    pub cloud_account_id: String,
+    pub frameworks: Vec<String>,
+    pub state_source: String,
+    pub scanned_at: String,
+    pub finding_count: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScansPage {
+    pub scans: Vec<ScanSummary>,
+    pub page: i64,
+    pub has_more: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScanView {
+    pub project_id: String,
+    pub project_label: String,
+    pub scan: ScanSummary,
+    pub previous_scan_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingQuery {
+    pub severity: Option<String>,
+    pub status: Option<String>,
+    pub framework: Option<String>,
+    pub text: Option<String>,
+    pub page: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingView {
+    pub rule_id: String,
+    pub resource: String,
+    pub status: String,
+    pub severity: String,
+    pub message: String,
+    pub remediation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingsPage {
+    pub findings: Vec<FindingView>,
+    pub total: i64,
+    pub page: i64,
+    pub page_size: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffView {
+    pub has_previous: bool,
+    pub new: Vec<FindingView>,
+    pub fixed: Vec<FindingView>,
+    pub new_count: i64,
+    pub fixed_count: i64,
+    pub unchanged_count: i64,
+}
+
+// ---- Settings
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberSummary {
+    pub email: String,
+    pub is_admin: bool,
+    /// RFC 3339.
+    pub added_at: String,
+    pub last_login_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyView {
+    pub id: String,
+    pub prefix: String,
+    pub machine: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LicenseView {
+    pub tier: String,
+    pub state: String,
+    pub features: Vec<String>,
+    pub expires_at: String,
+    pub projects_used: u64,
+    pub project_cap: Option<u64>,
+}
+
+/// Where an SSO claim stands (see `tidemark_domain::sso::ClaimState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SsoState {
+    /// Waiting for its DNS record: routes nobody, enforces nothing.
+    Pending,
+    /// Proven: the domain's people sign in through this IdP.
+    Verified,
+    /// Over; `ended_reason` says why.
+    Ended,
+}
+
+/// One SSO claim of the account, as Settings shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SsoSummary {
+    pub domain: String,
+    pub state: SsoState,
+    pub idp_entity_id: String,
+    pub enforce: bool,
+    /// The TXT record to publish: its name and its exact value.
+    pub record_name: String,
+    pub record_value: String,
+    /// When the record was last looked up, and what was found.
+    pub checked_at: Option<String>,
+    pub check_message: Option<String>,
+    /// Whether the server still looks again by itself (every 15 minutes for 7 days).
+    pub rechecking: bool,
+    pub verified_at: Option<String>,
+    pub ended_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsView {
+    pub is_admin: bool,
+    pub viewer_email: String,
+    pub license: Option<LicenseView>,
+    pub keys: Vec<KeyView>,
+    pub members: Vec<MemberSummary>,
+    pub sso: Vec<SsoSummary>,
+}
