@@ -82,7 +82,7 @@ pub fn request_viewer() -> Option<Viewer> {
 pub fn require_viewer() -> Result<Viewer, crate::error::DashboardError> {
     match request_viewer() {
         Some(viewer) => Ok(viewer),
-        None => crate::error::fail(crate::error::DashboardError::SignedOut),
+        None => Err(crate::error::DashboardError::SignedOut),
     }
 }
 
@@ -93,7 +93,7 @@ pub fn require_admin() -> Result<Viewer, crate::error::DashboardError> {
     if viewer.is_admin {
         Ok(viewer)
     } else {
-        crate::error::fail(crate::error::DashboardError::AdminOnly)
+        Err(crate::error::DashboardError::AdminOnly)
     }
 }
 

@@ -1,5 +1,6 @@
-//! The one error type of the dashboard's server functions. The server sets the matching HTTP
-//! status; the browser shows the message.
+//! The one error type of the dashboard's server functions. Its variant decides the HTTP
+//! status, set by the server on every error response (`status_of_error_body`); the browser
+//! shows the message.
 
 use leptos::server_fn::codec::JsonEncoding;
 use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
@@ -44,20 +45,17 @@ impl FromServerFnError for DashboardError {
     }
 }
 
-/// On the server: records the error's status on the response and returns the error.
-#[cfg(feature = "ssr")]
-pub fn fail<T>(error: DashboardError) -> Result<T, DashboardError> {
-    if let Some(options) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
-        if let Ok(status) = http::StatusCode::from_u16(error.status()) {
-            options.set_status(status);
-        }
-    }
-    Err(error)
-}
-
 /// On the server: a storage failure, logged in full and shown as "unavailable".
 #[cfg(feature = "ssr")]
 pub fn unavailable<T>(err: impl std::fmt::Display) -> Result<T, DashboardError> {
     tracing::error!(%err, "dashboard storage call failed");
-    fail(DashboardError::Unavailable)
+    Err(DashboardError::Unavailable)
+}
+
+/// The HTTP status of a server function's error response, from its JSON body. The server
+/// applies it to every such response in one place, so no server function has to remember to.
+pub fn status_of_error_body(body: &[u8]) -> Option<u16> {
+    serde_json::from_slice::<DashboardError>(body)
+        .ok()
+        .map(|e| e.status())
 }

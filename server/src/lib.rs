@@ -130,6 +130,9 @@ pub fn router(state: AppState) -> Router {
                 move || shell(options.clone())
             },
         )
+        .layer(axum::middleware::from_fn(
+            http::server_fn_status::apply_error_status,
+        ))
         .layer(axum::middleware::from_fn(auth::require_viewer_for_pages))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

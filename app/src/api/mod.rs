@@ -71,6 +71,6 @@ mod ssr {
     }
 
     pub fn not_found<T>() -> Result<T, DashboardError> {
-        crate::error::fail(DashboardError::NotFound)
+        Err(DashboardError::NotFound)
     }
 }

@@ -54,11 +54,9 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
     match outcome {
         Ok(Ok(ArchiveOutcome::Done)) => Ok(()),
         Ok(Ok(ArchiveOutcome::NotFound)) => not_found(),
-        Ok(Ok(ArchiveOutcome::NoFreeSlot { cap })) => {
-            crate::error::fail(DashboardError::Conflict(format!(
-                "Your plan allows {cap} active project(s): archive one before unarchiving this."
-            )))
-        }
+        Ok(Ok(ArchiveOutcome::NoFreeSlot { cap })) => Err(DashboardError::Conflict(format!(
+            "Your plan allows {cap} active project(s): archive one before unarchiving this."
+        ))),
         Ok(Err(err)) => crate::error::unavailable(err),
         Err(err) => crate::error::unavailable(err),
     }

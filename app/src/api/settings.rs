@@ -140,7 +140,7 @@ pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
     .await;
     match done {
         Ok(Ok(true)) => Ok(()),
-        Ok(Ok(false)) => crate::error::fail(DashboardError::NotFound),
+        Ok(Ok(false)) => Err(DashboardError::NotFound),
         Ok(Err(e)) => crate::error::unavailable(e),
         Err(e) => crate::error::unavailable(e),
     }
@@ -156,11 +156,11 @@ pub async fn change_member(email: String, role: String) -> Result<(), DashboardE
         "remove" => None,
         other => match Role::parse(other) {
             Some(role) => Some(role),
-            None => return crate::error::fail(DashboardError::Invalid("Unknown role.".into())),
+            None => return Err(DashboardError::Invalid("Unknown role.".into())),
         },
     };
     let Ok(email) = tidemark_domain::text::Email::parse(&email) else {
-        return crate::error::fail(DashboardError::Invalid(
+        return Err(DashboardError::Invalid(
             "Enter a valid e-mail address.".into(),
         ));
     };
@@ -178,10 +178,8 @@ pub async fn change_member(email: String, role: String) -> Result<(), DashboardE
     .await;
     match done {
         Ok(Ok(Some(Ok(())))) => Ok(()),
-        Ok(Ok(None)) => crate::error::fail(DashboardError::NotFound),
-        Ok(Ok(Some(Err(refused)))) => {
-            crate::error::fail(DashboardError::Conflict(refused.to_string()))
-        }
+        Ok(Ok(None)) => Err(DashboardError::NotFound),
+        Ok(Ok(Some(Err(refused)))) => Err(DashboardError::Conflict(refused.to_string())),
         Ok(Err(e)) => crate::error::unavailable(e),
         Err(e) => crate::error::unavailable(e),
     }
@@ -236,8 +234,8 @@ fn sso_admin() -> Result<SsoAdminHandle, DashboardError> {
 #[cfg(feature = "ssr")]
 fn sso_failed<T>(err: SsoAdminError) -> Result<T, DashboardError> {
     match err {
-        SsoAdminError::Refused(text) => crate::error::fail(DashboardError::Invalid(text)),
-        SsoAdminError::NotFound => crate::error::fail(DashboardError::NotFound),
+        SsoAdminError::Refused(text) => Err(DashboardError::Invalid(text)),
+        SsoAdminError::NotFound => Err(DashboardError::NotFound),
         SsoAdminError::Unavailable => crate::error::unavailable("SSO administration failed"),
     }
 }
@@ -288,7 +286,7 @@ pub async fn add_member(
     use tidemark_domain::access::Role;
     let viewer = crate::auth::require_admin()?;
     let Ok(email) = tidemark_domain::text::Email::parse(&email) else {
-        return crate::error::fail(DashboardError::Invalid(
+        return Err(DashboardError::Invalid(
             "Enter a valid e-mail address.".into(),
         ));
     };
@@ -302,7 +300,7 @@ pub async fn add_member(
     .await;
     match added {
         Ok(Ok(Ok(member))) => Ok(member.into()),
-        Ok(Ok(Err(refused))) => crate::error::fail(DashboardError::Conflict(refused.to_string())),
+        Ok(Ok(Err(refused))) => Err(DashboardError::Conflict(refused.to_string())),
         Ok(Err(err)) => crate::error::unavailable(err),
         Err(err) => crate::error::unavailable(err),
     }

@@ -4,3 +4,4 @@ pub mod client_ip;
 pub mod health;
 pub mod metrics;
 pub mod request_id;
+pub mod server_fn_status;
