@@ -97,37 +97,130 @@ pub fn require_admin() -> Result<Viewer, crate::error::DashboardError> {
     }
 }
 
-/// Why a sign-in did not complete, as the sign-in page explains it.
+/// Why a sign-in did not complete: the code the server puts in `/signin?error=<code>` and the
+/// sentence the sign-in page shows for it. One enum for both sides, so every code the server
+/// can send has a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignInRefusal {
+    EmailInvalid,
+    OidcUnconfigured,
+    SignInExpired,
+    StateMismatch,
+    ProviderRefused,
+    ProviderUnreachable,
+    TokenInvalid,
+    EmailUnverified,
+    NoAccess,
+    BoundElsewhere,
+    SamlRequired,
+    SamlInvalid,
+    Unavailable,
+}
+
+impl SignInRefusal {
+    pub const ALL: [SignInRefusal; 13] = [
+        SignInRefusal::EmailInvalid,
+        SignInRefusal::OidcUnconfigured,
+        SignInRefusal::SignInExpired,
+        SignInRefusal::StateMismatch,
+        SignInRefusal::ProviderRefused,
+        SignInRefusal::ProviderUnreachable,
+        SignInRefusal::TokenInvalid,
+        SignInRefusal::EmailUnverified,
+        SignInRefusal::NoAccess,
+        SignInRefusal::BoundElsewhere,
+        SignInRefusal::SamlRequired,
+        SignInRefusal::SamlInvalid,
+        SignInRefusal::Unavailable,
+    ];
+
+    /// The code in the sign-in page's URL.
+    pub fn code(self) -> &'static str {
+        match self {
+            SignInRefusal::EmailInvalid => "email_invalid",
+            SignInRefusal::OidcUnconfigured => "oidc_unconfigured",
+            SignInRefusal::SignInExpired => "sign_in_expired",
+            SignInRefusal::StateMismatch => "state_mismatch",
+            SignInRefusal::ProviderRefused => "provider_refused",
+            SignInRefusal::ProviderUnreachable => "provider_unreachable",
+            SignInRefusal::TokenInvalid => "token_invalid",
+            SignInRefusal::EmailUnverified => "email_unverified",
+            SignInRefusal::NoAccess => "no_access",
+            SignInRefusal::BoundElsewhere => "bound_elsewhere",
+            SignInRefusal::SamlRequired => "saml_required",
+            SignInRefusal::SamlInvalid => "saml_invalid",
+            SignInRefusal::Unavailable => "unavailable",
+        }
+    }
+
+    pub fn parse(code: &str) -> Option<SignInRefusal> {
+        SignInRefusal::ALL.into_iter().find(|r| r.code() == code)
+    }
+
+    pub fn message(self) -> &'static str {
+        match self {
+            SignInRefusal::EmailInvalid => "Enter a valid e-mail address.",
+            SignInRefusal::OidcUnconfigured => {
+                "Sign-in with OpenID Connect is not configured on this server. Ask your operator."
+            }
+            SignInRefusal::SignInExpired => {
+                "That sign-in attempt expired or was already used. Please start again."
+            }
+            SignInRefusal::StateMismatch => {
+                "That sign-in response did not match this browser's attempt."
+            }
+            SignInRefusal::ProviderRefused => "The identity provider did not sign you in.",
+            SignInRefusal::ProviderUnreachable => {
+                "The identity provider could not be reached. Try again soon."
+            }
+            SignInRefusal::TokenInvalid => "The identity provider's answer could not be verified.",
+            SignInRefusal::EmailUnverified => {
+                "Your identity provider has not verified your e-mail address, so it cannot be \
+                 used to sign in."
+            }
+            SignInRefusal::NoAccess => {
+                "You are signed in with your identity provider, but this address is not a member \
+                 of any Tidemark account. Ask an admin of your account to add you."
+            }
+            SignInRefusal::BoundElsewhere => {
+                "This e-mail address is already linked to a different sign-in. Ask an admin."
+            }
+            SignInRefusal::SamlRequired => {
+                "Your organisation requires single sign-on (SAML) for this address. Sign in again \
+                 with your work e-mail to be sent to your company's identity provider."
+            }
+            SignInRefusal::SamlInvalid => {
+                "Your company's identity provider sent an answer that was refused."
+            }
+            SignInRefusal::Unavailable => {
+                "Sign-in is unavailable right now. Please try again in a moment."
+            }
+        }
+    }
+}
+
+/// The sign-in page's explanation of `?error=<code>` (an unknown code gets a general one).
 pub fn sign_in_error_message(code: &str) -> &'static str {
-    match code {
-        "email_invalid" => "Enter a valid e-mail address.",
-        "oidc_unconfigured" => {
-            "Sign-in with OpenID Connect is not configured on this server. Ask your operator."
+    SignInRefusal::parse(code)
+        .map(SignInRefusal::message)
+        .unwrap_or("Sign-in did not complete. Please try again.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_round_trips_and_has_its_own_message() {
+        let mut messages = std::collections::HashSet::new();
+        for refusal in SignInRefusal::ALL {
+            assert_eq!(SignInRefusal::parse(refusal.code()), Some(refusal));
+            assert!(
+                messages.insert(refusal.message()),
+                "{refusal:?} shares a message"
+            );
         }
-        "sign_in_expired" => {
-            "That sign-in attempt expired or was already used. Please start again."
-        }
-        "state_mismatch" => "That sign-in response did not match this browser's attempt.",
-        "provider_refused" => "The identity provider did not sign you in.",
-        "provider_unreachable" => "The identity provider could not be reached. Try again soon.",
-        "token_invalid" => "The identity provider's answer could not be verified.",
-        "email_unverified" => {
-            "Your identity provider has not verified your e-mail address, so it cannot be used \
-             to sign in."
-        }
-        "no_access" => {
-            "You are signed in with your identity provider, but this address is not a member of \
-             any Tidemark account. Ask an admin of your account to add you."
-        }
-        "bound_elsewhere" => {
-            "This e-mail address is already linked to a different sign-in. Ask an admin."
-        }
-        "saml_required" => {
-            "Your organisation requires single sign-on (SAML) for this address. Sign in again \
-             with your work e-mail to be sent to your company's identity provider."
-        }
-        "saml_invalid" => "Your company's identity provider sent an answer that was refused.",
-        "unavailable" => "Sign-in is unavailable right now. Please try again in a moment.",
-        _ => "Sign-in did not complete. Please try again.",
+        assert_eq!(SignInRefusal::parse("nonsense"), None);
+        assert!(sign_in_error_message("nonsense").contains("did not complete"));
     }
 }

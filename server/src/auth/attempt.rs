@@ -9,6 +9,8 @@ use tidemark_domain::{ids, now_millis};
 use tidemark_store::sessions;
 use tower_sessions::cookie::{Cookie, SameSite};
 
+use app::auth::SignInRefusal;
+
 use crate::state::AppState;
 
 /// Carries only an opaque id; everything else stays on the server, encrypted.
@@ -55,24 +57,24 @@ pub async fn take<T: DeserializeOwned>(
     state: &AppState,
     headers: &HeaderMap,
     method: &str,
-) -> Result<T, &'static str> {
-    let id = attempt_cookie(headers).ok_or("sign_in_expired")?;
+) -> Result<T, SignInRefusal> {
+    let id = attempt_cookie(headers).ok_or(SignInRefusal::SignInExpired)?;
     let (db, id_hash, method) = (state.db.clone(), hash(&id), method.to_owned());
     let sealed = tokio::spawn(async move {
         sessions::take_login_attempt(&db, &id_hash, &method, now_millis()).await
     })
     .await
-    .map_err(|_| "unavailable")?
+    .map_err(|_| SignInRefusal::Unavailable)?
     .map_err(|err| {
         tracing::error!(%err, "could not read a sign-in attempt");
-        "unavailable"
+        SignInRefusal::Unavailable
     })?
-    .ok_or("sign_in_expired")?;
+    .ok_or(SignInRefusal::SignInExpired)?;
     let json = state
         .login_attempts
         .open(&sealed)
-        .map_err(|_| "sign_in_expired")?;
-    serde_json::from_slice(&json).map_err(|_| "sign_in_expired")
+        .map_err(|_| SignInRefusal::SignInExpired)?;
+    serde_json::from_slice(&json).map_err(|_| SignInRefusal::SignInExpired)
 }
 
 /// The `Set-Cookie` header that removes the attempt cookie.

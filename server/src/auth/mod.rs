@@ -23,6 +23,7 @@ use tidemark_store::access;
 use tower_sessions::cookie::{Key, SameSite};
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
+use app::auth::SignInRefusal;
 use app::links::query_value;
 
 use crate::crypto;
@@ -160,7 +161,7 @@ pub async fn start_sign_in(
         Some(raw) => safe_return_path(Some(raw)),
     };
     let Ok(email) = Email::parse(&form.email) else {
-        return sign_in_failed("email_invalid", &next);
+        return sign_in_failed(SignInRefusal::EmailInvalid, &next);
     };
     // A domain whose owner proved it and configured SAML goes to its IdP; everyone else
     // (pending claims included) to OpenID Connect.
@@ -168,7 +169,7 @@ pub async fn start_sign_in(
         Ok(sso) => sso,
         Err(err) => {
             tracing::error!(%err, "could not look up SSO for a domain");
-            return sign_in_failed("unavailable", &next);
+            return sign_in_failed(SignInRefusal::Unavailable, &next);
         }
     };
     let started = match &sso {
@@ -190,8 +191,8 @@ pub async fn logout(session: Session) -> Response {
 }
 
 /// Sends the browser back to the sign-in page with an explanation.
-pub fn sign_in_failed(code: &str, next: &str) -> Response {
-    let mut target = format!("/signin?error={code}");
+pub fn sign_in_failed(refusal: SignInRefusal, next: &str) -> Response {
+    let mut target = format!("/signin?error={}", refusal.code());
     if next != "/" {
         target.push_str("&next=");
         target.push_str(&query_value(next));
@@ -225,7 +226,7 @@ pub async fn complete_sign_in(
         Ok(accounts) => accounts,
         Err(err) => {
             tracing::error!(%err, "could not read memberships at sign-in");
-            return sign_in_failed("unavailable", next);
+            return sign_in_failed(SignInRefusal::Unavailable, next);
         }
     };
     let account_id = match landing {
@@ -236,11 +237,11 @@ pub async fn complete_sign_in(
             .map(|(account, _)| account),
     };
     let Some(account_id) = account_id else {
-        return sign_in_failed("no_access", next);
+        return sign_in_failed(SignInRefusal::NoAccess, next);
     };
     if let Err(err) = enter_account(state, session, user_id, &account_id, via).await {
         tracing::error!(%err, "could not start a session");
-        return sign_in_failed("unavailable", next);
+        return sign_in_failed(SignInRefusal::Unavailable, next);
     }
     tracing::info!(user_id, account_id, via, "signed in");
     let next_attr = html_escape::encode_double_quoted_attribute(next);

@@ -26,6 +26,8 @@ use tower_sessions::Session;
 
 use super::{attempt, complete_sign_in, sign_in_failed, Landing};
 use crate::config::OidcConfig;
+use app::auth::SignInRefusal;
+
 use crate::state::AppState;
 
 /// Discovery and keys are re-read this often, so a provider's key rotation is picked up.
@@ -63,7 +65,7 @@ impl OidcProvider {
         })
     }
 
-    async fn metadata(&self, refresh: bool) -> Result<CoreProviderMetadata, &'static str> {
+    async fn metadata(&self, refresh: bool) -> Result<CoreProviderMetadata, SignInRefusal> {
         if !refresh {
             if let Some((at, metadata)) = self.metadata.read().await.as_ref() {
                 if at.elapsed() < METADATA_TTL {
@@ -71,12 +73,13 @@ impl OidcProvider {
                 }
             }
         }
-        let issuer = IssuerUrl::new(self.config.issuer.clone()).map_err(|_| "oidc_unconfigured")?;
+        let issuer = IssuerUrl::new(self.config.issuer.clone())
+            .map_err(|_| SignInRefusal::OidcUnconfigured)?;
         let metadata = CoreProviderMetadata::discover_async(issuer, &self.http)
             .await
             .map_err(|err| {
                 tracing::warn!(err = %err, "OpenID Connect discovery failed");
-                "provider_unreachable"
+                SignInRefusal::ProviderUnreachable
             })?;
         *self.metadata.write().await = Some((Instant::now(), metadata.clone()));
         Ok(metadata)
@@ -114,8 +117,8 @@ struct OidcAttempt {
 }
 
 /// Sends the browser to the provider with a fresh `state`, `nonce` and PKCE challenge.
-pub async fn start(state: &AppState, email: &Email, next: &str) -> Result<Response, &'static str> {
-    let provider = state.oidc.as_ref().ok_or("oidc_unconfigured")?;
+pub async fn start(state: &AppState, email: &Email, next: &str) -> Result<Response, SignInRefusal> {
+    let provider = state.oidc.as_ref().ok_or(SignInRefusal::OidcUnconfigured)?;
     let client = provider.client(provider.metadata(false).await?);
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let (url, csrf, nonce) = client
@@ -138,7 +141,7 @@ pub async fn start(state: &AppState, email: &Email, next: &str) -> Result<Respon
         .await
         .map_err(|err| {
             tracing::error!(%err, "could not record a sign-in attempt");
-            "unavailable"
+            SignInRefusal::Unavailable
         })?;
     Ok((cookie, Redirect::to(url.as_str())).into_response())
 }
@@ -186,29 +189,29 @@ async fn finish(
     state: &AppState,
     attempt: OidcAttempt,
     query: CallbackQuery,
-) -> Result<String, &'static str> {
-    let provider = state.oidc.as_ref().ok_or("oidc_unconfigured")?;
-    let returned_state = query.state.as_deref().ok_or("state_mismatch")?;
+) -> Result<String, SignInRefusal> {
+    let provider = state.oidc.as_ref().ok_or(SignInRefusal::OidcUnconfigured)?;
+    let returned_state = query.state.as_deref().ok_or(SignInRefusal::StateMismatch)?;
     if !constant_time_eq(returned_state.as_bytes(), attempt.state.as_bytes()) {
-        return Err("state_mismatch");
+        return Err(SignInRefusal::StateMismatch);
     }
     if let Some(error) = &query.error {
         tracing::info!(error = %error, "identity provider refused the sign-in");
-        return Err("provider_refused");
+        return Err(SignInRefusal::ProviderRefused);
     }
-    let code = query.code.ok_or("provider_refused")?;
+    let code = query.code.ok_or(SignInRefusal::ProviderRefused)?;
     let client = provider.client(provider.metadata(false).await?);
     let token = client
         .exchange_code(AuthorizationCode::new(code))
-        .map_err(|_| "oidc_unconfigured")?
+        .map_err(|_| SignInRefusal::OidcUnconfigured)?
         .set_pkce_verifier(PkceCodeVerifier::new(attempt.pkce_verifier))
         .request_async(&provider.http)
         .await
         .map_err(|err| {
             tracing::warn!(err = %err, "OpenID Connect token exchange failed");
-            "provider_refused"
+            SignInRefusal::ProviderRefused
         })?;
-    let id_token = token.id_token().ok_or("token_invalid")?;
+    let id_token = token.id_token().ok_or(SignInRefusal::TokenInvalid)?;
     let verifier = client.id_token_verifier().set_allowed_algs([
         CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
         CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
@@ -224,18 +227,20 @@ async fn finish(
         .claims(&verifier, &Nonce::new(attempt.nonce))
         .map_err(|err| {
             tracing::warn!(err = %err, "ID token refused");
-            "token_invalid"
+            SignInRefusal::TokenInvalid
         })?;
     // The access token, when the ID token commits to it, must be the one we were given.
     if let Some(expected) = claims.access_token_hash() {
-        let alg = id_token.signing_alg().map_err(|_| "token_invalid")?;
+        let alg = id_token
+            .signing_alg()
+            .map_err(|_| SignInRefusal::TokenInvalid)?;
         let key = id_token
             .signing_key(&verifier)
-            .map_err(|_| "token_invalid")?;
+            .map_err(|_| SignInRefusal::TokenInvalid)?;
         let actual = AccessTokenHash::from_token(token.access_token(), alg, key)
-            .map_err(|_| "token_invalid")?;
+            .map_err(|_| SignInRefusal::TokenInvalid)?;
         if actual != *expected {
-            return Err("token_invalid");
+            return Err(SignInRefusal::TokenInvalid);
         }
     }
     let issuer = claims.issuer().as_str().to_owned();
@@ -269,19 +274,19 @@ async fn finish(
     .await
     .map_err(|err| {
         tracing::error!(%err, "could not resolve a sign-in identity");
-        "unavailable"
+        SignInRefusal::Unavailable
     })?;
     let user_id = match outcome {
         IdentityOutcome::User(user_id) => user_id,
-        IdentityOutcome::EmailUnverified => return Err("email_unverified"),
-        IdentityOutcome::UnknownEmail => return Err("no_access"),
-        IdentityOutcome::BoundElsewhere => return Err("bound_elsewhere"),
+        IdentityOutcome::EmailUnverified => return Err(SignInRefusal::EmailUnverified),
+        IdentityOutcome::UnknownEmail => return Err(SignInRefusal::NoAccess),
+        IdentityOutcome::BoundElsewhere => return Err(SignInRefusal::BoundElsewhere),
     };
     // A domain whose verified owner enforces SAML may not come in through OpenID Connect. A
     // pending claim enforces nothing: anyone can make one.
     let email = access::user_email(&state.db, &user_id)
         .await
-        .map_err(|_| "unavailable")?;
+        .map_err(|_| SignInRefusal::Unavailable)?;
     let domain = email
         .as_deref()
         .and_then(|e| e.rsplit_once('@'))
@@ -289,9 +294,9 @@ async fn finish(
     if let Some(domain) = domain {
         let sso = tidemark_store::sso::find_verified(&state.db, &domain)
             .await
-            .map_err(|_| "unavailable")?;
+            .map_err(|_| SignInRefusal::Unavailable)?;
         if sso.is_some_and(|sso| sso.enforce) {
-            return Err("saml_required");
+            return Err(SignInRefusal::SamlRequired);
         }
     }
     Ok(user_id)

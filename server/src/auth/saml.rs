@@ -38,6 +38,8 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::Session;
 
 use super::{attempt, complete_sign_in, sign_in_failed, Landing};
+use app::auth::SignInRefusal;
+
 use crate::state::AppState;
 
 const HTTP_REDIRECT: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect";
@@ -189,18 +191,24 @@ pub async fn start(
     state: &AppState,
     sso: &SsoConnection,
     next: &str,
-) -> Result<Response, &'static str> {
-    let idp = EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| "saml_invalid")?;
-    let sp = service_provider(&state.config.base_url, Some(idp)).map_err(|_| "saml_invalid")?;
+) -> Result<Response, SignInRefusal> {
+    let idp =
+        EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| SignInRefusal::SamlInvalid)?;
+    let sp = service_provider(&state.config.base_url, Some(idp))
+        .map_err(|_| SignInRefusal::SamlInvalid)?;
     let mut request = sp
         .make_authentication_request(&sso.idp_sso_url)
-        .map_err(|_| "saml_invalid")?;
+        .map_err(|_| SignInRefusal::SamlInvalid)?;
     // samael's ids carry 32 random bits; ours carry 256 (and must not start with a digit).
     request.id = format!(
         "_{}",
         hex::encode(Sha256::digest(ids::new_opaque_token().as_bytes()))
     );
-    let url = request.redirect("").ok().flatten().ok_or("saml_invalid")?;
+    let url = request
+        .redirect("")
+        .ok()
+        .flatten()
+        .ok_or(SignInRefusal::SamlInvalid)?;
     let record = SamlAttempt {
         request_id: request.id.clone(),
         connection_id: sso.id.clone(),
@@ -212,7 +220,7 @@ pub async fn start(
         .await
         .map_err(|err| {
             tracing::error!(%err, "could not record a sign-in attempt");
-            "unavailable"
+            SignInRefusal::Unavailable
         })?;
     Ok((cookie, Redirect::to(url.as_str())).into_response())
 }
@@ -260,7 +268,7 @@ pub async fn acs(
     let next = attempt.next.clone();
     if wrapped {
         tracing::warn!("SAML response without exactly one assertion refused");
-        return attempt::refused(sign_in_failed("saml_invalid", &next));
+        return attempt::refused(sign_in_failed(SignInRefusal::SamlInvalid, &next));
     }
     match verify(&state, &attempt, &xml).await {
         Ok((user_id, account_id)) => {
@@ -284,28 +292,30 @@ async fn verify(
     state: &AppState,
     attempt: &SamlAttempt,
     xml: &str,
-) -> Result<(String, String), &'static str> {
+) -> Result<(String, String), SignInRefusal> {
     // The connection must still be the domain's verified one: one removed, replaced or
     // ended while the person was at the IdP signs nobody in.
     let sso = tidemark_store::sso::find_connection(&state.db, &attempt.connection_id)
         .await
-        .map_err(|_| "unavailable")?
+        .map_err(|_| SignInRefusal::Unavailable)?
         .filter(|c| c.state == ClaimState::Verified && c.domain == attempt.domain)
-        .ok_or("saml_invalid")?;
-    let idp = EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| "saml_invalid")?;
-    let sp = service_provider(&state.config.base_url, Some(idp)).map_err(|_| "saml_invalid")?;
+        .ok_or(SignInRefusal::SamlInvalid)?;
+    let idp =
+        EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| SignInRefusal::SamlInvalid)?;
+    let sp = service_provider(&state.config.base_url, Some(idp))
+        .map_err(|_| SignInRefusal::SamlInvalid)?;
     // Never let samael take its unsigned path.
     if !matches!(sp.idp_signing_certs(), Ok(Some(ref certs)) if !certs.is_empty()) {
-        return Err("saml_invalid");
+        return Err(SignInRefusal::SamlInvalid);
     }
     let assertion = sp
         .parse_xml_response(xml, Some(&[attempt.request_id.as_str()]))
         .map_err(|err| {
             tracing::warn!(err = %err, domain = %attempt.domain, "SAML response refused");
-            "saml_invalid"
+            SignInRefusal::SamlInvalid
         })?;
     if assertion.issuer.value.as_deref() != Some(sso.idp_entity_id.as_str()) {
-        return Err("saml_invalid");
+        return Err(SignInRefusal::SamlInvalid);
     }
     // When only the assertion is signed, samael checks only the assertion. The envelope
     // around it still has to agree: success status, our ACS, our request, this IdP.
@@ -317,7 +327,7 @@ async fn verify(
     )
     .map_err(|why| {
         tracing::warn!(why, domain = %attempt.domain, "SAML response envelope refused");
-        "saml_invalid"
+        SignInRefusal::SamlInvalid
     })?;
     // Each assertion is accepted once, until it would have expired anyway.
     let now = now_millis();
@@ -335,17 +345,17 @@ async fn verify(
     let (db, hash) = (state.db.clone(), id_hash);
     let fresh = tokio::spawn(async move { sessions::remember_assertion(&db, &hash, until).await })
         .await
-        .map_err(|_| "unavailable")?
-        .map_err(|_| "unavailable")?;
+        .map_err(|_| SignInRefusal::Unavailable)?
+        .map_err(|_| SignInRefusal::Unavailable)?;
     if !fresh {
         tracing::warn!(domain = %attempt.domain, "replayed SAML assertion refused");
-        return Err("saml_invalid");
+        return Err(SignInRefusal::SamlInvalid);
     }
 
-    let (subject, email) = subject_and_email(&assertion).ok_or("saml_invalid")?;
+    let (subject, email) = subject_and_email(&assertion).ok_or(SignInRefusal::SamlInvalid)?;
     if email.domain() != sso.domain {
         tracing::warn!(domain = %sso.domain, "IdP asserted an address outside its domain");
-        return Err("saml_invalid");
+        return Err(SignInRefusal::SamlInvalid);
     }
     // The IdP is authoritative for its own (verified) domain: its address counts as verified.
     // Identities live in the connection's namespace, never in an OpenID issuer's. Run to
@@ -362,13 +372,13 @@ async fn verify(
         access::resolve_identity(&db, provider, subject, Some(&email), now).await
     })
     .await
-    .map_err(|_| "unavailable")?
-    .map_err(|_| "unavailable")?;
+    .map_err(|_| SignInRefusal::Unavailable)?
+    .map_err(|_| SignInRefusal::Unavailable)?;
     match outcome {
         IdentityOutcome::User(user_id) => Ok((user_id, sso.account_id)),
-        IdentityOutcome::UnknownEmail => Err("no_access"),
-        IdentityOutcome::BoundElsewhere => Err("bound_elsewhere"),
-        IdentityOutcome::EmailUnverified => Err("email_unverified"),
+        IdentityOutcome::UnknownEmail => Err(SignInRefusal::NoAccess),
+        IdentityOutcome::BoundElsewhere => Err(SignInRefusal::BoundElsewhere),
+        IdentityOutcome::EmailUnverified => Err(SignInRefusal::EmailUnverified),
     }
 }
 
