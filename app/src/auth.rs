@@ -18,11 +18,11 @@ pub struct Viewer {
 }
 
 impl Viewer {
-    pub fn role_label(&self) -> &'static str {
+    pub fn role(&self) -> crate::model::MemberRole {
         if self.is_admin {
-            "admin"
+            crate::model::MemberRole::Admin
         } else {
-            "member"
+            crate::model::MemberRole::Member
         }
     }
 }
@@ -39,7 +39,7 @@ pub struct AccountChoice {
     pub account_id: String,
     /// How people know the account: its license's e-mail and tier.
     pub label: String,
-    pub is_admin: bool,
+    pub role: crate::model::MemberRole,
     pub current: bool,
 }
 
@@ -63,7 +63,7 @@ pub async fn my_accounts() -> Result<Vec<AccountChoice>, ServerFnError> {
                 (Some(email), Some(tier)) => format!("{email} ({tier})"),
                 _ => a.account_id.clone(),
             },
-            is_admin: a.role == "admin",
+            role: a.role.into(),
             current: a.account_id == viewer.account_id,
             account_id: a.account_id,
         })

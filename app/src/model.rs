@@ -191,10 +191,62 @@ pub struct DiffView {
 
 // ---- Settings
 
+/// A member's role in an account: admins change things, members read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemberRole {
+    Admin,
+    Member,
+}
+
+impl MemberRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberRole::Admin => "admin",
+            MemberRole::Member => "member",
+        }
+    }
+
+    /// The other role: what "Make …" in Settings changes a member to.
+    pub fn other(self) -> MemberRole {
+        match self {
+            MemberRole::Admin => MemberRole::Member,
+            MemberRole::Member => MemberRole::Admin,
+        }
+    }
+}
+
+/// What an admin does to a member in Settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberAction {
+    MakeAdmin,
+    MakeMember,
+    Remove,
+}
+
+impl MemberAction {
+    pub fn to_role(role: MemberRole) -> MemberAction {
+        match role {
+            MemberRole::Admin => MemberAction::MakeAdmin,
+            MemberRole::Member => MemberAction::MakeMember,
+        }
+    }
+
+    /// As the form posts it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberAction::MakeAdmin => "make_admin",
+            MemberAction::MakeMember => "make_member",
+            MemberAction::Remove => "remove",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemberSummary {
     pub email: String,
-    pub is_admin: bool,
+    pub role: MemberRole,
     /// RFC 3339.
     pub added_at: String,
     pub last_login_at: Option<String>,

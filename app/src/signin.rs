@@ -64,7 +64,7 @@ pub fn AccountMenu() -> impl IntoView {
                                 <a href="/projects">"Projects"</a>
                                 <a href="/settings">"Settings"</a>
                                 <span class="who" data-testid="signed-in-as">
-                                    {viewer.email.clone()} " · " {viewer.role_label()}
+                                    {viewer.email.clone()} " · " {viewer.role().as_str()}
                                 </span>
                                 {switcher(accounts.await.unwrap_or_default(), viewer.via_saml)}
                                 <form method="post" action="/auth/logout">
@@ -114,7 +114,7 @@ fn switcher(accounts: Vec<AccountChoice>, via_saml: bool) -> Option<impl IntoVie
                     {accounts
                         .into_iter()
                         .map(|a| {
-                            let role = if a.is_admin { "admin" } else { "member" };
+                            let role = a.role.as_str();
                             view! {
                                 <option value=a.account_id selected=a.current>
                                     {format!("{} · {role}", a.label)}

@@ -165,7 +165,7 @@ async fn members_read_but_only_admins_change() {
         ),
         (
             "/api/change_member",
-            vec![("email", license.email.as_str()), ("role", "remove")],
+            vec![("email", license.email.as_str()), ("action", "remove")],
         ),
     ] {
         let res = member.post_form(path, &form).await;

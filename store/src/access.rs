@@ -153,17 +153,25 @@ pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(String, Role)
 }
 
 /// An account a user belongs to, named the way people know it (its license).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountOfUser {
     pub account_id: String,
-    pub role: String,
+    pub role: Role,
     pub license_email: Option<String>,
     pub tier: Option<String>,
 }
 
+#[derive(sqlx::FromRow)]
+struct AccountOfUserRow {
+    account_id: String,
+    role: String,
+    license_email: Option<String>,
+    tier: Option<String>,
+}
+
 /// The user's accounts for the account switcher, in the order of [`memberships_of`].
 pub async fn accounts_of(db: &Db, user_id: &str) -> Result<Vec<AccountOfUser>, StoreError> {
-    let rows: Vec<AccountOfUser> = on_db!(db, pool => {
+    let rows: Vec<AccountOfUserRow> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT m.account_id, m.role, l.email AS license_email, l.tier \
              FROM members m JOIN accounts a ON a.id = m.account_id \
@@ -176,7 +184,16 @@ pub async fn accounts_of(db: &Db, user_id: &str) -> Result<Vec<AccountOfUser>, S
         .fetch_all(pool)
         .await
     })?;
-    Ok(rows)
+    rows.into_iter()
+        .map(|r| {
+            Ok(AccountOfUser {
+                role: Role::parse(&r.role).ok_or(StoreError::Corrupt("members.role"))?,
+                account_id: r.account_id,
+                license_email: r.license_email,
+                tier: r.tier,
+            })
+        })
+        .collect()
 }
 
 /// Notes that the member has just entered the account (signed in, or switched to it).

@@ -431,7 +431,7 @@ async fn sign_in_lands_in_the_account_used_last() {
         let listed = access::accounts_of(&t.db, &user).await.unwrap();
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[0].account_id, "acct_1_old");
-        assert_eq!(listed[1].role, "member");
+        assert_eq!(listed[1].role, Role::Member);
     }
 }
 

@@ -6,14 +6,24 @@ use leptos::prelude::*;
 use crate::error::DashboardError;
 #[cfg(feature = "ssr")]
 use crate::model::{KeyView, LicenseView, SsoState};
-use crate::model::{MemberSummary, SettingsView, SsoSummary};
+use crate::model::{MemberAction, MemberSummary, SettingsView, SsoSummary};
+
+#[cfg(feature = "ssr")]
+impl From<tidemark_domain::access::Role> for crate::model::MemberRole {
+    fn from(role: tidemark_domain::access::Role) -> Self {
+        match role {
+            tidemark_domain::access::Role::Admin => crate::model::MemberRole::Admin,
+            tidemark_domain::access::Role::Member => crate::model::MemberRole::Member,
+        }
+    }
+}
 
 #[cfg(feature = "ssr")]
 impl From<tidemark_store::access::Member> for MemberSummary {
     fn from(m: tidemark_store::access::Member) -> Self {
         MemberSummary {
             email: m.email,
-            is_admin: m.role == tidemark_domain::access::Role::Admin,
+            role: m.role.into(),
             added_at: crate::time::format_time(m.added_at),
             last_login_at: m.last_login_at.map(crate::time::format_time),
         }
@@ -146,18 +156,16 @@ pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
     }
 }
 
-/// `role`: "admin", "member", or "remove".
+/// Makes a member an admin or a member, or removes them (which ends their sessions here).
 #[server(endpoint = "change_member")]
-pub async fn change_member(email: String, role: String) -> Result<(), DashboardError> {
+pub async fn change_member(email: String, action: MemberAction) -> Result<(), DashboardError> {
     use tidemark_domain::access::Role;
     let viewer = crate::auth::require_admin()?;
     let db = expect_context::<tidemark_store::Db>();
-    let change = match role.as_str() {
-        "remove" => None,
-        other => match Role::parse(other) {
-            Some(role) => Some(role),
-            None => return Err(DashboardError::Invalid("Unknown role.".into())),
-        },
+    let change = match action {
+        MemberAction::MakeAdmin => Some(Role::Admin),
+        MemberAction::MakeMember => Some(Role::Member),
+        MemberAction::Remove => None,
     };
     let Ok(email) = tidemark_domain::text::Email::parse(&email) else {
         return Err(DashboardError::Invalid(

@@ -7,7 +7,7 @@ use crate::api::settings::{
     load_settings, AddMember, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys,
     VerifySso,
 };
-use crate::model::{ProjectsView, SettingsView, SsoState, SsoSummary};
+use crate::model::{MemberAction, ProjectsView, SettingsView, SsoState, SsoSummary};
 
 #[component]
 pub fn SettingsPage() -> impl IntoView {
@@ -173,8 +173,8 @@ fn settings_view(
                     </tr></thead>
                     <tbody>
                         {v.members.into_iter().map(|m| {
-                            let role = if m.is_admin { "admin" } else { "member" };
-                            let other = if m.is_admin { "member" } else { "admin" };
+                            let role = m.role.as_str();
+                            let other = m.role.other();
                             let is_me = m.email == me;
                             let (email_role, email_remove) = (m.email.clone(), m.email.clone());
                             view! {
@@ -186,12 +186,12 @@ fn settings_view(
                                         <td class="actions">
                                             <ActionForm action=change>
                                                 <input type="hidden" name="email" value=email_role.clone()/>
-                                                <input type="hidden" name="role" value=other/>
-                                                <button type="submit" class="link">{format!("Make {other}")}</button>
+                                                <input type="hidden" name="action" value=MemberAction::to_role(other).as_str()/>
+                                                <button type="submit" class="link">{format!("Make {}", other.as_str())}</button>
                                             </ActionForm>
                                             <ActionForm action=change>
                                                 <input type="hidden" name="email" value=email_remove.clone()/>
-                                                <input type="hidden" name="role" value="remove"/>
+                                                <input type="hidden" name="action" value=MemberAction::Remove.as_str()/>
                                                 <button type="submit" class="link danger-text">"Remove"</button>
                                             </ActionForm>
                                         </td>
