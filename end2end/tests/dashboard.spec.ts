@@ -193,4 +193,13 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   const status = await other.evaluate(async () => (await fetch("/api/rotate_keys", { method: "POST" })).status);
   expect(status).toBe(403);
   await context.close();
+
+  // The admin promotes the reader, demotes them again, then removes them.
+  const row = page.getByTestId("members").getByRole("row").filter({ hasText: reader });
+  await row.getByRole("button", { name: "Make admin" }).click();
+  await expect(row.getByRole("cell").nth(1)).toHaveText("admin");
+  await row.getByRole("button", { name: "Make member" }).click();
+  await expect(row.getByRole("cell").nth(1)).toHaveText("member");
+  await row.getByRole("button", { name: "Remove" }).click();
+  await expect(page.getByTestId("members")).not.toContainText(reader);
 });
