@@ -6,7 +6,7 @@ use tidemark_domain::Millis;
 
 use crate::{on_db, on_db_write, Db, StoreError};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Bundle {
     pub id: String,
     pub file_name: String,
@@ -36,21 +36,17 @@ pub async fn publish_bundle(db: &Db, bundle: &Bundle, bytes: &[u8]) -> Result<()
     Ok(())
 }
 
-type BundleRow = (String, String, String, i64, i64);
-
-fn from_row(r: BundleRow) -> Bundle {
-    Bundle {
-        id: r.0,
-        file_name: r.1,
-        sha256: r.2,
-        size_bytes: r.3,
-        published_at: r.4,
-    }
+/// A bundle with its bytes, as stored (base64).
+#[derive(sqlx::FromRow)]
+struct BundleWithContent {
+    #[sqlx(flatten)]
+    bundle: Bundle,
+    content: String,
 }
 
 /// The most recently published bundle.
 pub async fn latest_bundle(db: &Db) -> Result<Option<Bundle>, StoreError> {
-    let row: Option<BundleRow> = on_db!(db, pool => {
+    let row: Option<Bundle> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT id, file_name, sha256, size_bytes, published_at FROM bundles \
              ORDER BY published_at DESC, id DESC LIMIT 1",
@@ -58,13 +54,12 @@ pub async fn latest_bundle(db: &Db) -> Result<Option<Bundle>, StoreError> {
         .fetch_optional(pool)
         .await
     })?;
-    Ok(row.map(from_row))
+    Ok(row)
 }
 
 /// A bundle's metadata and bytes.
 pub async fn bundle_content(db: &Db, id: &str) -> Result<Option<(Bundle, Vec<u8>)>, StoreError> {
-    type Row = (String, String, String, i64, i64, String);
-    let row: Option<Row> = on_db!(db, pool => {
+    let row: Option<BundleWithContent> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT id, file_name, sha256, size_bytes, published_at, content FROM bundles \
              WHERE id = $1",
@@ -75,9 +70,9 @@ pub async fn bundle_content(db: &Db, id: &str) -> Result<Option<(Bundle, Vec<u8>
     })?;
     row.map(|r| {
         let bytes = base64::engine::general_purpose::STANDARD
-            .decode(r.5.as_bytes())
+            .decode(r.content.as_bytes())
             .map_err(|_| StoreError::Corrupt("bundles.content"))?;
-        Ok((from_row((r.0, r.1, r.2, r.3, r.4)), bytes))
+        Ok((r.bundle, bytes))
     })
     .transpose()
 }

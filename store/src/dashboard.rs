@@ -24,20 +24,33 @@ pub struct ProjectRow {
     pub recent_scores: Vec<f64>,
 }
 
-type ProjectTuple = (
-    String,
-    String,
-    i64,
-    Option<i64>,
-    i64,
-    Option<f64>,
-    Option<f64>,
-    Option<String>,
-);
-/// project id, seq, score, scanned_at
-type PointTuple = (String, i64, f64, i64);
-type FindingTuple = (i64, String, String, String, String, String, String);
-type FindingWithTotal = (i64, String, String, String, String, String, String, i64);
+#[derive(sqlx::FromRow)]
+struct ProjectHeadRow {
+    id: String,
+    label: String,
+    created_at: i64,
+    archived_at: Option<i64>,
+    scan_count: i64,
+    last_score: Option<f64>,
+    last_delta: Option<f64>,
+    last_scan_id: Option<String>,
+}
+
+/// One of a project's latest scores, for its sparkline.
+#[derive(sqlx::FromRow)]
+struct SparkPoint {
+    project_id: String,
+    score: f64,
+    scanned_at: i64,
+}
+
+/// A page of findings, each row carrying the filtered total (a window count) when filtered.
+#[derive(sqlx::FromRow)]
+struct FindingPageRow {
+    #[sqlx(flatten)]
+    finding: FindingRow,
+    total: i64,
+}
 
 /// Every project of the account, active first then archived, by label.
 pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>, StoreError> {
@@ -59,7 +72,7 @@ async fn projects_of(
     account_id: &str,
     only: Option<&str>,
 ) -> Result<Vec<ProjectRow>, StoreError> {
-    let (projects, points): (Vec<ProjectTuple>, Vec<PointTuple>) = on_db!(db, pool => {
+    let (projects, points): (Vec<ProjectHeadRow>, Vec<SparkPoint>) = on_db!(db, pool => {
         let projects = sqlx::query_as(
             "SELECT id, label, created_at, archived_at, scan_count, last_score, last_delta, \
              last_scan_id FROM projects WHERE account_id = $1 AND ($2 IS NULL OR id = $2) \
@@ -71,7 +84,7 @@ async fn projects_of(
         .await?;
         // The newest scans of every project in one range scan per project (primary key).
         let points = sqlx::query_as(
-            "SELECT s.project_id, s.seq, s.score, s.scanned_at FROM projects p \
+            "SELECT s.project_id, s.score, s.scanned_at FROM projects p \
              JOIN scans s ON s.project_id = p.id AND s.seq > p.scan_count - $2 \
              WHERE p.account_id = $1 AND ($3 IS NULL OR p.id = $3) ORDER BY s.project_id, s.seq",
         )
@@ -84,32 +97,21 @@ async fn projects_of(
     })?;
     Ok(projects
         .into_iter()
-        .map(
-            |(
-                id,
-                label,
-                created_at,
-                archived_at,
-                scan_count,
-                last_score,
-                last_delta,
-                last_scan_id,
-            )| {
-                let mine: Vec<&PointTuple> = points.iter().filter(|p| p.0 == id).collect();
-                ProjectRow {
-                    recent_scores: mine.iter().map(|p| p.2).collect(),
-                    last_scanned_at: mine.last().map(|p| p.3),
-                    id,
-                    label,
-                    created_at,
-                    archived_at,
-                    scan_count,
-                    last_score,
-                    last_delta,
-                    last_scan_id,
-                }
-            },
-        )
+        .map(|p| {
+            let mine: Vec<&SparkPoint> = points.iter().filter(|s| s.project_id == p.id).collect();
+            ProjectRow {
+                recent_scores: mine.iter().map(|s| s.score).collect(),
+                last_scanned_at: mine.last().map(|s| s.scanned_at),
+                id: p.id,
+                label: p.label,
+                created_at: p.created_at,
+                archived_at: p.archived_at,
+                scan_count: p.scan_count,
+                last_score: p.last_score,
+                last_delta: p.last_delta,
+                last_scan_id: p.last_scan_id,
+            }
+        })
         .collect())
 }
 
@@ -366,7 +368,7 @@ pub struct FindingFilter {
     pub text: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct FindingRow {
     pub ordinal: i64,
     pub rule_id: String,
@@ -375,21 +377,6 @@ pub struct FindingRow {
     pub severity: String,
     pub message: String,
     pub remediation: String,
-}
-
-impl From<FindingTuple> for FindingRow {
-    fn from(t: FindingTuple) -> Self {
-        let (ordinal, rule_id, resource, status, severity, message, remediation) = t;
-        FindingRow {
-            ordinal,
-            rule_id,
-            resource,
-            status,
-            severity,
-            message,
-            remediation,
-        }
-    }
 }
 
 fn like_pattern(text: &str) -> String {
@@ -436,11 +423,11 @@ pub async fn list_findings(
     };
     let page_sql = format!(
         "SELECT ordinal, rule_id, resource, status, severity, message, remediation, \
-         {total_column} FROM findings \
+         {total_column} AS total FROM findings \
          WHERE {FINDING_FILTER} ORDER BY ordinal LIMIT $7 OFFSET $8"
     );
     let count_sql = format!("SELECT COUNT(*) FROM findings WHERE {FINDING_FILTER}");
-    let rows: Vec<FindingWithTotal> = on_db!(db, pool => {
+    let rows: Vec<FindingPageRow> = on_db!(db, pool => {
         sqlx::query_as(&page_sql)
             .bind(project_id)
             .bind(scan_seq)
@@ -454,7 +441,7 @@ pub async fn list_findings(
             .await
     })?;
     let total = match rows.first() {
-        Some(first) if filtered => first.7,
+        Some(first) if filtered => first.total,
         // A page past the end has no row to carry the total.
         _ if !filtered || offset > 0 => {
             let (total,): (i64,) = on_db!(db, pool => {
@@ -472,22 +459,7 @@ pub async fn list_findings(
         }
         _ => 0,
     };
-    let rows = rows
-        .into_iter()
-        .map(
-            |(ordinal, rule_id, resource, status, severity, message, remediation, _)| {
-                FindingRow::from((
-                    ordinal,
-                    rule_id,
-                    resource,
-                    status,
-                    severity,
-                    message,
-                    remediation,
-                ))
-            },
-        )
-        .collect();
+    let rows = rows.into_iter().map(|r| r.finding).collect();
     Ok((rows, total))
 }
 
@@ -527,17 +499,16 @@ pub async fn diff_scans(
         "SELECT (SELECT COUNT(*) {new_from}), (SELECT COUNT(*) {fixed_from}), \
          (SELECT COUNT(*) FROM findings WHERE project_id = $1 AND scan_seq = $2 AND {OPEN})"
     );
-    type Row = FindingTuple;
-    let (new, fixed, counts): (Vec<Row>, Vec<Row>, (i64, i64, i64)) = on_db!(db, pool => {
+    type Counts = (i64, i64, i64);
+    let (new, fixed, counts): (Vec<FindingRow>, Vec<FindingRow>, Counts) = on_db!(db, pool => {
         let new = sqlx::query_as(&new_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
         let fixed = sqlx::query_as(&fixed_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
         let counts = sqlx::query_as(&counts_sql).bind(project_id).bind(seq).fetch_one(pool).await?;
         Ok::<_, sqlx::Error>((new, fixed, counts))
     })?;
-    let rows = |v: Vec<Row>| v.into_iter().map(FindingRow::from).collect();
     Ok(ScanDiff {
-        new: rows(new),
-        fixed: rows(fixed),
+        new,
+        fixed,
         new_count: counts.0,
         fixed_count: counts.1,
         unchanged_count: counts.2 - counts.0,

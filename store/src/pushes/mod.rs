@@ -108,31 +108,32 @@ pub async fn record_push(
     }
 }
 
-/// Writes in the window and their oldest time; active projects; then the label's project:
-/// id, archived_at, scan_count, last_score, last scan id, delta and body hash, and the
-/// scans in the push's second (all null or 0 when the label is new).
-type HeadRow = (
-    i64,
-    Option<i64>,
-    i64,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<f64>,
-    Option<String>,
-    Option<f64>,
-    Option<String>,
-    i64,
-);
+/// What [`head_statement`] reads: the writes in the window and the oldest one's time, the
+/// active projects, then the label's project (all null, and 0 scans in the second, when the
+/// label is new).
+#[derive(sqlx::FromRow)]
+struct HeadRow {
+    writes: i64,
+    oldest_write: Option<i64>,
+    active: i64,
+    id: Option<String>,
+    archived_at: Option<i64>,
+    scan_count: Option<i64>,
+    last_score: Option<f64>,
+    last_scan_id: Option<String>,
+    last_delta: Option<f64>,
+    last_body_hash: Option<String>,
+    same_second: i64,
+}
 
 /// Everything the rules need, in one statement.
 fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
     let second = push.scanned_at().timestamp() * 1000;
     Stmt::new(
-        "SELECT r.n, r.oldest, a.active, p.id, p.archived_at, p.scan_count, p.last_score, \
-         p.last_scan_id, p.last_delta, p.last_body_hash, \
+        "SELECT r.n AS writes, r.oldest AS oldest_write, a.active, p.id, p.archived_at, \
+         p.scan_count, p.last_score, p.last_scan_id, p.last_delta, p.last_body_hash, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
-          AND s.scanned_at >= $1 AND s.scanned_at < $2) \
+          AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second \
          FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
                WHERE account_id = $3 AND received_at > $4) r \
          CROSS JOIN (SELECT COUNT(*) AS active FROM projects \
@@ -149,9 +150,7 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
 }
 
 fn head_from_row(row: HeadRow) -> PushHead {
-    let (n, oldest, active, id, archived_at, scan_count, last_score, scan_id, delta, hash, same) =
-        row;
-    let last_scan = match (scan_id, delta, hash) {
+    let last_scan = match (row.last_scan_id, row.last_delta, row.last_body_hash) {
         (Some(scan_id), Some(score_delta), Some(body_hash)) => Some(LastScan {
             scan_id,
             score_delta,
@@ -160,16 +159,16 @@ fn head_from_row(row: HeadRow) -> PushHead {
         _ => None,
     };
     PushHead {
-        writes_in_window: u32::try_from(n).unwrap_or(u32::MAX),
-        oldest_write: oldest,
-        active_projects: u64::try_from(active).unwrap_or(0),
-        project: id.map(|id| ProjectHead {
+        writes_in_window: u32::try_from(row.writes).unwrap_or(u32::MAX),
+        oldest_write: row.oldest_write,
+        active_projects: u64::try_from(row.active).unwrap_or(0),
+        project: row.id.map(|id| ProjectHead {
             id,
-            archived: archived_at.is_some(),
-            scan_count: scan_count.unwrap_or(0),
-            last_score,
+            archived: row.archived_at.is_some(),
+            scan_count: row.scan_count.unwrap_or(0),
+            last_score: row.last_score,
             last_scan,
-            scans_in_same_second: u32::try_from(same).unwrap_or(u32::MAX - 1),
+            scans_in_same_second: u32::try_from(row.same_second).unwrap_or(u32::MAX - 1),
         }),
     }
 }
