@@ -27,6 +27,7 @@ pub mod rate;
 pub mod sessions;
 pub mod sso;
 mod stmt;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 /// The schema, shared by both backends.
