@@ -1,6 +1,7 @@
 //! The background worker of each replica: delivers the mail outbox and prunes old
 //! rate-limit rows. Requests only enqueue, so answering never waits for mail.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -66,23 +67,49 @@ pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::Jo
         .mail_from
         .parse()
         .context("TIDEMARK_MAIL_FROM is not a mailbox")?;
-    let state = state.clone();
+    let (state, transport, from) = (state.clone(), Arc::new(transport), Arc::new(from));
+    // Each pass is detached: aborting this loop at shutdown never cuts a write short.
     Ok(tokio::spawn(async move {
         let mut last_prune: Millis = 0;
         loop {
-            if let Err(err) = deliver_due(&state, &transport, &from).await {
-                tracing::warn!(error = %err, "mail delivery pass failed");
+            let (s, t, f) = (state.clone(), transport.clone(), from.clone());
+            let delivered = state
+                .db
+                .detached(|_| async move { Ok(deliver_due(&s, &t, &f).await) })
+                .await;
+            match delivered {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => tracing::warn!(error = %err, "mail delivery pass failed"),
+                Err(err) => tracing::warn!(error = %err, "mail delivery pass failed"),
             }
             let now = now_millis();
             if now - last_prune >= PRUNE_EVERY_MS {
                 last_prune = now;
-                if let Err(err) = prune_rate_data(&state.db, now - RATE_DATA_KEEP_MS).await {
+                let pruned = state
+                    .db
+                    .detached(
+                        |db| async move { prune_rate_data(&db, now - RATE_DATA_KEEP_MS).await },
+                    )
+                    .await;
+                if let Err(err) = pruned {
                     tracing::warn!(error = %err, "pruning rate-limit data failed");
                 }
-                if let Err(err) = outbox::prune_sent(&state.db, now - SENT_MAIL_KEEP_MS).await {
+                let pruned = state
+                    .db
+                    .detached(
+                        |db| async move { outbox::prune_sent(&db, now - SENT_MAIL_KEEP_MS).await },
+                    )
+                    .await;
+                if let Err(err) = pruned {
                     tracing::warn!(error = %err, "pruning delivered mail failed");
                 }
-                if let Err(err) = tidemark_store::sessions::prune_expired(&state.db, now).await {
+                let pruned = state
+                    .db
+                    .detached(|db| async move {
+                        tidemark_store::sessions::prune_expired(&db, now).await
+                    })
+                    .await;
+                if let Err(err) = pruned {
                     tracing::warn!(error = %err, "pruning expired sessions failed");
                 }
             }

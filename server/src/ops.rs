@@ -424,20 +424,21 @@ impl app::api::settings::SsoAdmin for DashboardSso {
     ) -> SsoFuture<app::model::SsoSummary> {
         let db = self.db.clone();
         Box::pin(async move {
-            // Run to completion even if the browser goes away mid-write.
-            let claimed = tokio::spawn(async move {
-                claim_sso(
-                    &db,
-                    &account_id,
-                    &domain,
-                    &metadata_xml,
-                    enforce,
-                    Vouched::ByDnsRecord,
-                )
+            // A refusal is an answer, not a failure: it travels inside the detached write.
+            let claimed = db
+                .detached(|db| async move {
+                    Ok(claim_sso(
+                        &db,
+                        &account_id,
+                        &domain,
+                        &metadata_xml,
+                        enforce,
+                        Vouched::ByDnsRecord,
+                    )
+                    .await)
+                })
                 .await
-            })
-            .await
-            .map_err(unavailable)?;
+                .map_err(unavailable)?;
             match claimed {
                 Ok(connection) => Ok(connection.into()),
                 Err(SsoRefusal::Refused(text)) => {
@@ -453,12 +454,11 @@ impl app::api::settings::SsoAdmin for DashboardSso {
         Box::pin(async move {
             let claim = Self::own_claim(&db, &account_id, &domain).await?;
             if claim.state == tidemark_domain::sso::ClaimState::Pending {
-                let (db, claim) = (db.clone(), claim.clone());
-                tokio::spawn(async move {
+                let claim = claim.clone();
+                db.detached(|db| async move {
                     crate::auth::domain_verification::check_claim(&db, &dns, &claim).await
                 })
                 .await
-                .map_err(unavailable)?
                 .map_err(unavailable)?;
             }
             // What the check left behind, as Settings shows it.
@@ -474,12 +474,12 @@ impl app::api::settings::SsoAdmin for DashboardSso {
         let db = self.db.clone();
         Box::pin(async move {
             let claim = Self::own_claim(&db, &account_id, &domain).await?;
-            let removed = tokio::spawn(async move {
-                tidemark_store::sso::remove(&db, &claim.domain, Some(&claim.account_id)).await
-            })
-            .await
-            .map_err(unavailable)?
-            .map_err(unavailable)?;
+            let removed = db
+                .detached(|db| async move {
+                    tidemark_store::sso::remove(&db, &claim.domain, Some(&claim.account_id)).await
+                })
+                .await
+                .map_err(unavailable)?;
             if removed == 0 {
                 return Err(app::api::settings::SsoAdminError::NotFound);
             }

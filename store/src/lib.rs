@@ -51,6 +51,8 @@ pub enum StoreError {
     Closed,
     #[error("stored data is not readable: {0}")]
     Corrupt(&'static str),
+    #[error("a detached write did not finish: {0}")]
+    Interrupted(String),
     #[error("unsupported DATABASE_URL scheme (expected sqlite:// or postgres://)")]
     UnsupportedUrl,
     #[error("could not create the database directory {path}: {source}")]
@@ -204,6 +206,24 @@ impl Db {
         })?;
         let applied: std::collections::HashSet<i64> = applied.into_iter().map(|(v,)| v).collect();
         Ok(MIGRATOR.iter().all(|m| applied.contains(&m.version)))
+    }
+
+    /// Runs a write to completion in its own task, whatever happens to the caller. The one way
+    /// every write started by something cancellable (a request whose client may hang up, a
+    /// server function) reaches the store.
+    ///
+    /// A cancelled future stops at its next `.await`; a write transaction stopped there leaves
+    /// sqlx's connection inside a transaction nobody owns, and on SQLite, whose single writer
+    /// connection every write shares, every later write would then fail.
+    pub async fn detached<T, F, Fut>(&self, write: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(Db) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        tokio::spawn(write(self.clone()))
+            .await
+            .map_err(|e| StoreError::Interrupted(e.to_string()))?
     }
 
     pub async fn close(&self) {

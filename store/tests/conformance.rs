@@ -205,3 +205,38 @@ async fn pruning_keeps_what_still_matters() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_detached_write_finishes_after_its_caller_has_gone() {
+    use std::time::Duration;
+    for backend in backends() {
+        let t = fresh(backend).await;
+        let caller = t.db.detached(|db| async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            insert_account(&db, "acct_written_late").await;
+            Ok(())
+        });
+        // The caller (a request whose client hung up) is dropped long before the write runs.
+        assert!(tokio::time::timeout(Duration::from_millis(20), caller)
+            .await
+            .is_err());
+        let mut found = 0;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let (n,): (i64,) = on_db!(&t.db, pool => {
+                sqlx::query_as("SELECT COUNT(*) FROM accounts WHERE id = 'acct_written_late'")
+                    .fetch_one(pool)
+                    .await
+            })
+            .unwrap();
+            found = n;
+            if found == 1 {
+                break;
+            }
+        }
+        assert_eq!(
+            found, 1,
+            "{backend:?}: the write was cut short with its caller"
+        );
+    }
+}

@@ -45,19 +45,18 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
     let cap = license.and_then(|l| l.project_cap());
     let now = tidemark_domain::now_millis();
     let account = viewer.account_id.clone();
-    let outcome = tokio::spawn(async move {
-        tidemark_store::dashboard::set_archived(&db, &account, &project_id, archived, cap, now)
-            .await
-    })
-    .await
-    .map_err(|e| e.to_string());
+    let outcome = db
+        .detached(|db| async move {
+            tidemark_store::dashboard::set_archived(&db, &account, &project_id, archived, cap, now)
+                .await
+        })
+        .await;
     match outcome {
-        Ok(Ok(ArchiveOutcome::Done)) => Ok(()),
-        Ok(Ok(ArchiveOutcome::NotFound)) => not_found(),
-        Ok(Ok(ArchiveOutcome::NoFreeSlot { cap })) => Err(DashboardError::Conflict(format!(
+        Ok(ArchiveOutcome::Done) => Ok(()),
+        Ok(ArchiveOutcome::NotFound) => not_found(),
+        Ok(ArchiveOutcome::NoFreeSlot { cap }) => Err(DashboardError::Conflict(format!(
             "Your plan allows {cap} active project(s): archive one before unarchiving this."
         ))),
-        Ok(Err(err)) => crate::error::unavailable(err),
         Err(err) => crate::error::unavailable(err),
     }
 }

@@ -124,16 +124,14 @@ pub async fn rotate_keys() -> Result<String, DashboardError> {
         machine: "dashboard rotation".into(),
         now: tidemark_domain::now_millis(),
     };
-    // Run to completion even if the browser goes away mid-write.
-    let rotated =
-        tokio::spawn(async move { tidemark_store::licenses::rotate_api_keys(&db, &new).await })
-            .await;
+    let rotated = db
+        .detached(|db| async move { tidemark_store::licenses::rotate_api_keys(&db, &new).await })
+        .await;
     match rotated {
-        Ok(Ok(revoked)) => {
+        Ok(revoked) => {
             tracing::info!(account_id = %viewer.account_id, revoked, "API keys rotated from Settings");
             Ok(key.expose().to_owned())
         }
-        Ok(Err(e)) => crate::error::unavailable(e),
         Err(e) => crate::error::unavailable(e),
     }
 }
@@ -144,14 +142,14 @@ pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
     let db = expect_context::<tidemark_store::Db>();
     let now = tidemark_domain::now_millis();
     let account = viewer.account_id.clone();
-    let done = tokio::spawn(async move {
-        tidemark_store::licenses::revoke_api_key(&db, &account, &key_id, now).await
-    })
-    .await;
+    let done = db
+        .detached(|db| async move {
+            tidemark_store::licenses::revoke_api_key(&db, &account, &key_id, now).await
+        })
+        .await;
     match done {
-        Ok(Ok(true)) => Ok(()),
-        Ok(Ok(false)) => Err(DashboardError::NotFound),
-        Ok(Err(e)) => crate::error::unavailable(e),
+        Ok(true) => Ok(()),
+        Ok(false) => Err(DashboardError::NotFound),
         Err(e) => crate::error::unavailable(e),
     }
 }
@@ -173,22 +171,22 @@ pub async fn change_member(email: String, action: MemberAction) -> Result<(), Da
         ));
     };
     let account = viewer.account_id.clone();
-    let done = tokio::spawn(async move {
-        let Some(member) =
-            tidemark_store::access::find_member_by_email(&db, &account, &email).await?
-        else {
-            return Ok(None);
-        };
-        tidemark_store::access::change_member(&db, &account, &member.user_id, change)
-            .await
-            .map(Some)
-    })
-    .await;
+    let done = db
+        .detached(|db| async move {
+            let Some(member) =
+                tidemark_store::access::find_member_by_email(&db, &account, &email).await?
+            else {
+                return Ok(None);
+            };
+            tidemark_store::access::change_member(&db, &account, &member.user_id, change)
+                .await
+                .map(Some)
+        })
+        .await;
     match done {
-        Ok(Ok(Some(Ok(())))) => Ok(()),
-        Ok(Ok(None)) => Err(DashboardError::NotFound),
-        Ok(Ok(Some(Err(refused)))) => Err(DashboardError::Conflict(refused.to_string())),
-        Ok(Err(e)) => crate::error::unavailable(e),
+        Ok(Some(Ok(()))) => Ok(()),
+        Ok(None) => Err(DashboardError::NotFound),
+        Ok(Some(Err(refused))) => Err(DashboardError::Conflict(refused.to_string())),
         Err(e) => crate::error::unavailable(e),
     }
 }
@@ -301,15 +299,14 @@ pub async fn add_member(
     let db = expect_context::<tidemark_store::Db>();
     let role = if admin { Role::Admin } else { Role::Member };
     let now = tidemark_domain::now_millis();
-    // Run to completion even if the browser goes away mid-write.
-    let added = tokio::spawn(async move {
-        tidemark_store::access::add_member(&db, &viewer.account_id, &email, role, now).await
-    })
-    .await;
+    let added = db
+        .detached(|db| async move {
+            tidemark_store::access::add_member(&db, &viewer.account_id, &email, role, now).await
+        })
+        .await;
     match added {
-        Ok(Ok(Ok(member))) => Ok(member.into()),
-        Ok(Ok(Err(refused))) => Err(DashboardError::Conflict(refused.to_string())),
-        Ok(Err(err)) => crate::error::unavailable(err),
+        Ok(Ok(member)) => Ok(member.into()),
+        Ok(Err(refused)) => Err(DashboardError::Conflict(refused.to_string())),
         Err(err) => crate::error::unavailable(err),
     }
 }

@@ -117,8 +117,10 @@ pub async fn activate_license(
         machine: machine.as_str().to_owned(),
         now,
     };
-    let db = state.db.clone();
-    super::detached(async move { insert_api_key(&db, &new_key).await }).await??;
+    state
+        .db
+        .detached(|db| async move { insert_api_key(&db, &new_key).await })
+        .await?;
     tracing::info!(account_id = %license.account_id, "API key issued");
     Ok((
         StatusCode::CREATED,
@@ -180,16 +182,17 @@ pub async fn resend_license(
     let email = Email::parse(&request.email).map_err(|e| ApiError::InvalidRequest(e.message))?;
     let limit = RollingLimit::per_minute(config.resend_per_minute);
     let ban_ms = i64::from(config.resend_ban_seconds) * 1000;
-    let db = state.db.clone();
-    let decision = super::detached(async move {
-        let decision = rate::hit_with_ban(&db, &bucket, &limit, ban_ms, now).await?;
-        if decision == rate::BanDecision::Allow {
-            let id = ids::new_mail_id();
-            outbox::enqueue_mail(&db, &id, RESEND_MAIL_KIND, email.as_str(), now).await?;
-        }
-        Ok::<_, tidemark_store::StoreError>(decision)
-    })
-    .await??;
+    let decision = state
+        .db
+        .detached(|db| async move {
+            let decision = rate::hit_with_ban(&db, &bucket, &limit, ban_ms, now).await?;
+            if decision == rate::BanDecision::Allow {
+                let id = ids::new_mail_id();
+                outbox::enqueue_mail(&db, &id, RESEND_MAIL_KIND, email.as_str(), now).await?;
+            }
+            Ok(decision)
+        })
+        .await?;
     if let rate::BanDecision::Refuse { retry_after_secs } = decision {
         return Err(limited(retry_after_secs));
     }

@@ -20,16 +20,6 @@ use utoipa_axum::routes;
 
 pub use error::ApiError;
 
-/// Runs `work` to completion even if the request that started it is dropped (its client went
-/// away). A write transaction must never be cancelled half-way: sqlx can then leave the
-/// connection inside a transaction nobody owns, and with SQLite's single writer connection
-/// every later write would fail.
-pub(crate) async fn detached<T: Send + 'static>(
-    work: impl std::future::Future<Output = T> + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::spawn(work).await.map_err(ApiError::internal)
-}
-
 use crate::state::AppState;
 
 #[derive(OpenApi)]

@@ -102,24 +102,25 @@ async fn push(
     };
 
     let label = push.label().to_owned();
-    let (db, key_id, write_limit) = (state.db.clone(), owner.key_id.clone(), *limit);
+    let (key_id, write_limit) = (owner.key_id.clone(), *limit);
     let (project_cap, account) = (owner.license.project_cap(), account_id.clone());
     // Settings shows "last used" to the minute: no need to write it on every push.
     let touch_key = owner.last_used_at.is_none_or(|t| now - t >= 60_000);
-    let outcome = super::detached(async move {
-        let ctx = PushContext {
-            account_id: account,
-            key_id,
-            project_cap,
-            write_limit,
-            now,
-            touch_key,
-        };
-        record_push(&db, ctx, push).await
-    })
-    .await
-    .map_err(|e| (e, None))?
-    .map_err(|e| (ApiError::from(e), None))?;
+    let outcome = state
+        .db
+        .detached(|db| async move {
+            let ctx = PushContext {
+                account_id: account,
+                key_id,
+                project_cap,
+                write_limit,
+                now,
+                touch_key,
+            };
+            record_push(&db, ctx, push).await
+        })
+        .await
+        .map_err(|e| (ApiError::from(e), None))?;
     let tier = owner.license.tier.as_str();
     match outcome {
         PushOutcome::Appended(scan, rate) | PushOutcome::Replayed(scan, rate) => {

@@ -34,14 +34,14 @@ pub async fn begin(
     let id = ids::new_opaque_token();
     let json = serde_json::to_vec(payload).unwrap_or_default();
     let sealed = state.login_attempts.seal(&json);
-    let (db, id_hash, method_owned) = (state.db.clone(), hash(&id), method.to_owned());
+    let (id_hash, method_owned) = (hash(&id), method.to_owned());
     let expires_at = now_millis() + ATTEMPT_TTL_SECONDS * 1000;
-    // Run to completion even if the browser goes away (see `api::detached`).
-    tokio::spawn(async move {
-        sessions::insert_login_attempt(&db, &id_hash, &method_owned, &sealed, expires_at).await
-    })
-    .await
-    .map_err(|_| tidemark_store::StoreError::Corrupt("sign-in attempt task"))??;
+    state
+        .db
+        .detached(|db| async move {
+            sessions::insert_login_attempt(&db, &id_hash, &method_owned, &sealed, expires_at).await
+        })
+        .await?;
     let cookie = Cookie::build((ATTEMPT_COOKIE, id))
         .path("/")
         .http_only(true)
@@ -59,17 +59,18 @@ pub async fn take<T: DeserializeOwned>(
     method: &str,
 ) -> Result<T, SignInRefusal> {
     let id = attempt_cookie(headers).ok_or(SignInRefusal::SignInExpired)?;
-    let (db, id_hash, method) = (state.db.clone(), hash(&id), method.to_owned());
-    let sealed = tokio::spawn(async move {
-        sessions::take_login_attempt(&db, &id_hash, &method, now_millis()).await
-    })
-    .await
-    .map_err(|_| SignInRefusal::Unavailable)?
-    .map_err(|err| {
-        tracing::error!(%err, "could not read a sign-in attempt");
-        SignInRefusal::Unavailable
-    })?
-    .ok_or(SignInRefusal::SignInExpired)?;
+    let (id_hash, method) = (hash(&id), method.to_owned());
+    let sealed = state
+        .db
+        .detached(|db| async move {
+            sessions::take_login_attempt(&db, &id_hash, &method, now_millis()).await
+        })
+        .await
+        .map_err(|err| {
+            tracing::error!(%err, "could not read a sign-in attempt");
+            SignInRefusal::Unavailable
+        })?
+        .ok_or(SignInRefusal::SignInExpired)?;
     let json = state
         .login_attempts
         .open(&sealed)

@@ -155,11 +155,12 @@ pub fn spawn_rechecks(db: Db, dns: DnsVerifier) -> tokio::task::JoinHandle<()> {
             {
                 Ok(due) => {
                     for claim in due {
-                        // Its own task: a write that has begun is never dropped half-way.
-                        let (db, dns) = (db.clone(), dns.clone());
-                        let checked =
-                            tokio::spawn(async move { check_claim(&db, &dns, &claim).await }).await;
-                        if let Ok(Err(err)) = checked {
+                        // Detached: stopping this loop at shutdown never cuts a write short.
+                        let dns = dns.clone();
+                        let checked = db
+                            .detached(|db| async move { check_claim(&db, &dns, &claim).await })
+                            .await;
+                        if let Err(err) = checked {
                             tracing::warn!(%err, "SSO domain check failed");
                         }
                     }

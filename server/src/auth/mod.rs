@@ -273,11 +273,13 @@ async fn enter_account(
     session.insert(USER_ID, user_id).await?;
     session.insert(ACCOUNT_ID, account_id).await?;
     session.insert(SIGNED_IN_VIA, via).await?;
-    let (db, account, user) = (state.db.clone(), account_id.to_owned(), user_id.to_owned());
-    tokio::spawn(async move {
-        access::mark_account_used(&db, &account, &user, tidemark_domain::now_millis()).await
-    })
-    .await??;
+    let (account, user) = (account_id.to_owned(), user_id.to_owned());
+    state
+        .db
+        .detached(|db| async move {
+            access::mark_account_used(&db, &account, &user, tidemark_domain::now_millis()).await
+        })
+        .await?;
     Ok(())
 }
 

@@ -264,18 +264,24 @@ async fn finish(
         _ => None,
     };
 
-    let outcome = access::resolve_identity(
-        &state.db,
-        IdentityProvider::Oidc { issuer: &issuer },
-        Subject::Stable(&subject),
-        verified_email.as_ref(),
-        now_millis(),
-    )
-    .await
-    .map_err(|err| {
-        tracing::error!(%err, "could not resolve a sign-in identity");
-        SignInRefusal::Unavailable
-    })?;
+    // Binding an identity writes: run it to completion even if the browser goes away.
+    let outcome = state
+        .db
+        .detached(|db| async move {
+            access::resolve_identity(
+                &db,
+                IdentityProvider::Oidc { issuer: &issuer },
+                Subject::Stable(&subject),
+                verified_email.as_ref(),
+                now_millis(),
+            )
+            .await
+        })
+        .await
+        .map_err(|err| {
+            tracing::error!(%err, "could not resolve a sign-in identity");
+            SignInRefusal::Unavailable
+        })?;
     let user_id = match outcome {
         IdentityOutcome::User(user_id) => user_id,
         IdentityOutcome::EmailUnverified => return Err(SignInRefusal::EmailUnverified),

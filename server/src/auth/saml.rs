@@ -342,10 +342,10 @@ async fn verify(
         "{}\n{}",
         sso.idp_entity_id, assertion.id
     )));
-    let (db, hash) = (state.db.clone(), id_hash);
-    let fresh = tokio::spawn(async move { sessions::remember_assertion(&db, &hash, until).await })
+    let fresh = state
+        .db
+        .detached(|db| async move { sessions::remember_assertion(&db, &id_hash, until).await })
         .await
-        .map_err(|_| SignInRefusal::Unavailable)?
         .map_err(|_| SignInRefusal::Unavailable)?;
     if !fresh {
         tracing::warn!(domain = %attempt.domain, "replayed SAML assertion refused");
@@ -360,20 +360,21 @@ async fn verify(
     // The IdP is authoritative for its own (verified) domain: its address counts as verified.
     // Identities live in the connection's namespace, never in an OpenID issuer's. Run to
     // completion even if the browser goes away: a write must not stop half-way.
-    let (db, connection_id) = (state.db.clone(), sso.id.clone());
-    let outcome = tokio::spawn(async move {
-        let subject = match &subject {
-            NameId::Transient => Subject::Transient,
-            NameId::Stable(id) => Subject::Stable(id),
-        };
-        let provider = IdentityProvider::Saml {
-            connection_id: &connection_id,
-        };
-        access::resolve_identity(&db, provider, subject, Some(&email), now).await
-    })
-    .await
-    .map_err(|_| SignInRefusal::Unavailable)?
-    .map_err(|_| SignInRefusal::Unavailable)?;
+    let connection_id = sso.id.clone();
+    let outcome = state
+        .db
+        .detached(|db| async move {
+            let subject = match &subject {
+                NameId::Transient => Subject::Transient,
+                NameId::Stable(id) => Subject::Stable(id),
+            };
+            let provider = IdentityProvider::Saml {
+                connection_id: &connection_id,
+            };
+            access::resolve_identity(&db, provider, subject, Some(&email), now).await
+        })
+        .await
+        .map_err(|_| SignInRefusal::Unavailable)?;
     match outcome {
         IdentityOutcome::User(user_id) => Ok((user_id, sso.account_id)),
         IdentityOutcome::UnknownEmail => Err(SignInRefusal::NoAccess),

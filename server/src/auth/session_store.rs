@@ -57,14 +57,6 @@ fn backend(err: impl std::fmt::Display) -> session_store::Error {
     session_store::Error::Backend(err.to_string())
 }
 
-/// Store calls run to completion in their own task: a client hanging up must not cancel a
-/// write half-way (on SQLite that would strand the single writer connection).
-async fn detached<T: Send + 'static>(
-    work: impl std::future::Future<Output = Result<T, tidemark_store::StoreError>> + Send + 'static,
-) -> session_store::Result<T> {
-    tokio::spawn(work).await.map_err(backend)?.map_err(backend)
-}
-
 #[async_trait::async_trait]
 impl SessionStore for DbSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
@@ -74,29 +66,31 @@ impl SessionStore for DbSessionStore {
         let now = now_millis();
         let policy = self.policy;
         loop {
-            let (db, hash, data, user, account) = (
-                self.db.clone(),
+            let (hash, data, user, account) = (
                 id_hash(&record.id),
                 data.clone(),
                 user.clone(),
                 account.clone(),
             );
-            let created = detached(async move {
-                sessions::create_session(
-                    &db,
-                    &hash,
-                    SessionOwner {
-                        user_id: user.as_deref(),
-                        account_id: account.as_deref(),
-                    },
-                    &data,
-                    now,
-                    now + policy.idle_ms,
-                    now + policy.absolute_ms,
-                )
+            let created = self
+                .db
+                .detached(|db| async move {
+                    sessions::create_session(
+                        &db,
+                        &hash,
+                        SessionOwner {
+                            user_id: user.as_deref(),
+                            account_id: account.as_deref(),
+                        },
+                        &data,
+                        now,
+                        now + policy.idle_ms,
+                        now + policy.absolute_ms,
+                    )
+                    .await
+                })
                 .await
-            })
-            .await?;
+                .map_err(backend)?;
             if created {
                 return Ok(());
             }
@@ -109,24 +103,26 @@ impl SessionStore for DbSessionStore {
         let data = serde_json::to_string(&record.data)
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         let (user, account) = owned_owner(record);
-        let (db, hash) = (self.db.clone(), id_hash(&record.id));
+        let hash = id_hash(&record.id);
         let expires_at = now_millis() + self.policy.idle_ms;
         let slack = self.slack_ms();
-        detached(async move {
-            sessions::save_session(
-                &db,
-                &hash,
-                SessionOwner {
-                    user_id: user.as_deref(),
-                    account_id: account.as_deref(),
-                },
-                &data,
-                expires_at,
-                slack,
-            )
+        self.db
+            .detached(|db| async move {
+                sessions::save_session(
+                    &db,
+                    &hash,
+                    SessionOwner {
+                        user_id: user.as_deref(),
+                        account_id: account.as_deref(),
+                    },
+                    &data,
+                    expires_at,
+                    slack,
+                )
+                .await
+            })
             .await
-        })
-        .await
+            .map_err(backend)
     }
 
     async fn load(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
@@ -148,7 +144,10 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn delete(&self, session_id: &Id) -> session_store::Result<()> {
-        let (db, hash) = (self.db.clone(), id_hash(session_id));
-        detached(async move { sessions::delete_session(&db, &hash).await }).await
+        let hash = id_hash(session_id);
+        self.db
+            .detached(|db| async move { sessions::delete_session(&db, &hash).await })
+            .await
+            .map_err(backend)
     }
 }
