@@ -19,9 +19,8 @@ async fn signed_in(app: &TestApp, provider: &ScriptedProvider, email: &str) -> B
     browser
 }
 
-#[tokio::test]
-async fn server_functions_refuse_another_accounts_ids() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn server_functions_refuse_another_accounts_ids(backend) {
         let provider = ScriptedProvider::start().await;
         let env = provider.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -193,9 +192,8 @@ async fn members_read_but_only_admins_change() {
     assert_eq!(res.status(), StatusCode::CREATED);
 }
 
-#[tokio::test]
-async fn enterprise_admins_configure_sso_from_settings() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn enterprise_admins_configure_sso_from_settings(backend) {
         let provider = ScriptedProvider::start().await;
         let env = provider.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{assert_error, backends, TestApp};
+use common::{assert_error, TestApp};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tidemark_domain::secrets::sha256_hex;
@@ -20,9 +20,8 @@ async fn validate(app: &TestApp, hash: &str) -> reqwest::Response {
         .unwrap()
 }
 
-#[tokio::test]
-async fn validation_reports_tier_features_expiry_and_the_latest_bundle() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn validation_reports_tier_features_expiry_and_the_latest_bundle(backend) {
         let app = TestApp::spawn(backend).await;
         let expires = server::ops::parse_timestamp("2031-05-01T12:00:00+02:00").unwrap();
         let license = app
@@ -118,9 +117,8 @@ async fn validation_reports_tier_features_expiry_and_the_latest_bundle() {
     }
 }
 
-#[tokio::test]
-async fn expired_and_suspended_licenses_validate_as_not_valid() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn expired_and_suspended_licenses_validate_as_not_valid(backend) {
         let app = TestApp::spawn(backend).await;
         server::ops::publish_bundle(&app.db, &app.base_url, "b.tar", b"bundle")
             .await
@@ -156,9 +154,8 @@ async fn expired_and_suspended_licenses_validate_as_not_valid() {
     }
 }
 
-#[tokio::test]
-async fn unknown_and_malformed_license_hashes() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn unknown_and_malformed_license_hashes(backend) {
         let app = TestApp::spawn(backend).await;
         assert_error(
             validate(&app, &"a".repeat(64)).await,
@@ -192,9 +189,8 @@ async fn unknown_and_malformed_license_hashes() {
     }
 }
 
-#[tokio::test]
-async fn activation_issues_a_key_per_machine() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn activation_issues_a_key_per_machine(backend) {
         let app = TestApp::spawn(backend).await;
         let license = app.create_license(Tier::Team).await;
         let activate = |hash: String, body: Value| {
@@ -293,9 +289,8 @@ async fn resend(app: &TestApp, email: &str, forwarded_for: Option<&str>) -> reqw
     req.send().await.unwrap()
 }
 
-#[tokio::test]
-async fn resend_answers_the_same_whether_or_not_a_license_exists() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn resend_answers_the_same_whether_or_not_a_license_exists(backend) {
         let app = TestApp::spawn_with(backend, &[("TIDEMARK_RESEND_PER_MINUTE", "100")]).await;
         let license = app.create_license(Tier::Team).await;
         let known = resend(&app, &license.email.to_uppercase(), None).await;
@@ -361,9 +356,8 @@ async fn wait_for<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> O
     }
 }
 
-#[tokio::test]
-async fn resend_allows_three_a_minute_per_ip_then_bans_for_fifteen_minutes() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn resend_allows_three_a_minute_per_ip_then_bans_for_fifteen_minutes(backend) {
         let app = TestApp::spawn(backend).await;
         for _ in 0..3 {
             assert_eq!(
@@ -480,11 +474,10 @@ async fn forwarded_addresses_count_only_behind_trusted_proxies() {
     );
 }
 
-/// A real SMTP server (Python's aiosmtpd) receives the mail, and a message queued while
-/// the mail server was down is delivered after the Tidemark server restarts.
-#[tokio::test]
-async fn resend_mail_reaches_a_real_smtp_server_and_survives_a_restart() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    /// A real SMTP server (Python's aiosmtpd) receives the mail, and a message queued while
+    /// the mail server was down is delivered after the Tidemark server restarts.
+    async fn resend_mail_reaches_a_real_smtp_server_and_survives_a_restart(backend) {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

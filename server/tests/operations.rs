@@ -3,14 +3,13 @@
 
 mod common;
 
-use common::{backends, TestApp};
+use common::TestApp;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tidemark_store::on_db;
 
-#[tokio::test]
-async fn healthz_and_readyz_report_the_database_state() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn healthz_and_readyz_report_the_database_state(backend) {
         let app = TestApp::spawn(backend).await;
         let res = app.get("/healthz").await;
         assert_eq!(res.status(), StatusCode::OK);

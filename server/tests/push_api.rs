@@ -3,15 +3,14 @@
 
 mod common;
 
-use common::{assert_error, backends, sample_push, TestApp};
+use common::{assert_error, sample_push, TestApp};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tidemark_store::on_db;
 use tidemark_wire::Tier;
 
-#[tokio::test]
-async fn a_first_push_creates_the_project_and_the_next_one_chains_its_delta() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_first_push_creates_the_project_and_the_next_one_chains_its_delta(backend) {
         let app = TestApp::spawn_with(
             backend,
             &[("TIDEMARK_DASHBOARD_URL", "https://dash.example.com")],
@@ -74,9 +73,8 @@ async fn labels_are_compared_exactly() {
     assert_ne!(a["project_id"], b["project_id"]);
 }
 
-#[tokio::test]
-async fn a_taken_scan_id_gets_a_numbered_suffix() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_taken_scan_id_gets_a_numbered_suffix(backend) {
         let app = TestApp::spawn(backend).await;
         let (_, key) = app.with_key(Tier::Team).await;
         let at = "2026-11-22T10:00:00Z";
@@ -100,9 +98,8 @@ async fn a_taken_scan_id_gets_a_numbered_suffix() {
     }
 }
 
-#[tokio::test]
-async fn a_retried_push_is_answered_again_without_a_second_entry() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_retried_push_is_answered_again_without_a_second_entry(backend) {
         let app = TestApp::spawn_with(backend, &[("TIDEMARK_WRITES_PER_MINUTE", "2")]).await;
         let (_, key) = app.with_key(Tier::Team).await;
         let body = sample_push("api", 91.0, "2026-11-22T10:00:00Z");
@@ -154,9 +151,8 @@ async fn a_repeat_of_an_older_scan_is_a_new_entry() {
     );
 }
 
-#[tokio::test]
-async fn api_key_failures_are_told_apart() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn api_key_failures_are_told_apart(backend) {
         let app = TestApp::spawn(backend).await;
         let body = sample_push("api", 50.0, "2026-11-22T10:00:00Z");
 
@@ -189,9 +185,8 @@ async fn api_key_failures_are_told_apart() {
     }
 }
 
-#[tokio::test]
-async fn rotation_revokes_every_key_at_once() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn rotation_revokes_every_key_at_once(backend) {
         let app = TestApp::spawn(backend).await;
         let (license, old_a) = app.with_key(Tier::Team).await;
         let old_b = app.activate(&license, "laptop").await;
@@ -220,9 +215,8 @@ async fn rotation_revokes_every_key_at_once() {
     }
 }
 
-#[tokio::test]
-async fn tier_and_license_state_are_enforced() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn tier_and_license_state_are_enforced(backend) {
         let app = TestApp::spawn(backend).await;
         let body = sample_push("api", 50.0, "2026-11-22T10:00:00Z");
 
@@ -271,9 +265,8 @@ async fn tier_and_license_state_are_enforced() {
     }
 }
 
-#[tokio::test]
-async fn the_project_cap_refuses_new_labels_and_archiving_frees_a_slot() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn the_project_cap_refuses_new_labels_and_archiving_frees_a_slot(backend) {
         let app = TestApp::spawn(backend).await;
         let (_, key) = app.with_key(Tier::Team).await;
         let first = app
@@ -347,9 +340,8 @@ async fn the_project_cap_refuses_new_labels_and_archiving_frees_a_slot() {
     }
 }
 
-#[tokio::test]
-async fn the_write_rate_is_per_account_with_retry_after_and_ratelimit_headers() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn the_write_rate_is_per_account_with_retry_after_and_ratelimit_headers(backend) {
         let app = TestApp::spawn_with(backend, &[("TIDEMARK_WRITES_PER_MINUTE", "5")]).await;
         let (license, key_a) = app.with_key(Tier::Agency).await;
         let key_b = app.activate(&license, "second-ci-runner").await;
@@ -402,9 +394,8 @@ async fn the_write_rate_is_per_account_with_retry_after_and_ratelimit_headers() 
     }
 }
 
-#[tokio::test]
-async fn concurrent_writes_never_exceed_the_budget() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn concurrent_writes_never_exceed_the_budget(backend) {
         let app = TestApp::spawn_with(backend, &[("TIDEMARK_WRITES_PER_MINUTE", "5")]).await;
         let (_, key) = app.with_key(Tier::Team).await;
         let mut tasks = Vec::new();
@@ -439,10 +430,9 @@ async fn concurrent_writes_never_exceed_the_budget() {
     }
 }
 
-/// 40 CI jobs push to one project at once: 40 entries whose deltas chain exactly.
-#[tokio::test]
-async fn concurrent_pushes_to_one_project_chain_their_deltas_exactly() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    /// 40 CI jobs push to one project at once: 40 entries whose deltas chain exactly.
+    async fn concurrent_pushes_to_one_project_chain_their_deltas_exactly(backend) {
         let app = TestApp::spawn(backend).await;
         let (_, key) = app.with_key(Tier::Team).await;
         let mut tasks = Vec::new();
@@ -493,10 +483,9 @@ async fn concurrent_pushes_to_one_project_chain_their_deltas_exactly() {
     }
 }
 
-/// Two first pushes with new labels at once under a cap of 1: exactly one project.
-#[tokio::test]
-async fn concurrent_new_labels_never_exceed_the_cap() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    /// Two first pushes with new labels at once under a cap of 1: exactly one project.
+    async fn concurrent_new_labels_never_exceed_the_cap(backend) {
         let app = TestApp::spawn(backend).await;
         let (_, key) = app.with_key(Tier::Team).await;
         let mut tasks = Vec::new();
@@ -560,10 +549,9 @@ async fn futures_join<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
     out
 }
 
-/// Every bad input gets its documented status and code, and nothing is stored.
-#[tokio::test]
-async fn bad_inputs_are_refused_with_their_documented_codes_and_change_nothing() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    /// Every bad input gets its documented status and code, and nothing is stored.
+    async fn bad_inputs_are_refused_with_their_documented_codes_and_change_nothing(backend) {
         let app = TestApp::spawn(backend).await;
         let (_, key) = app.with_key(Tier::Team).await;
         let good = sample_push("api", 50.0, "2026-11-22T10:00:00Z");
@@ -880,11 +868,10 @@ async fn unknown_routes_and_wrong_methods_answer_json() {
     assert_error(res, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed").await;
 }
 
-/// Clients that hang up mid-request (CI jobs killed, timeouts) must not leave the database
-/// unusable: the server must keep accepting pushes and the history must stay consistent.
-#[tokio::test]
-async fn clients_that_hang_up_mid_push_leave_the_server_healthy() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    /// Clients that hang up mid-request (CI jobs killed, timeouts) must not leave the database
+    /// unusable: the server must keep accepting pushes and the history must stay consistent.
+    async fn clients_that_hang_up_mid_push_leave_the_server_healthy(backend) {
         let app = TestApp::spawn(backend).await;
         let (_, key) = app.with_key(Tier::Team).await;
         // Ten waves of twenty clients that give up after 2 to 60 ms: requests are cancelled

@@ -107,9 +107,8 @@ fn refusal(res: &reqwest::Response) -> String {
         .to_owned()
 }
 
-#[tokio::test]
-async fn a_member_signs_in_through_their_company_idp() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_member_signs_in_through_their_company_idp(backend) {
         let s = setup(backend, false).await;
         let mut browser = Browser::new(&s.app.base_url);
         let rid = start(&s, &mut browser, ALICE).await;
@@ -175,9 +174,8 @@ async fn a_member_signs_in_through_their_company_idp() {
     }
 }
 
-#[tokio::test]
-async fn spoiled_responses_are_refused() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn spoiled_responses_are_refused(backend) {
         let s = setup(backend, false).await;
         // `target` is who an attacker wants to be; Alice's own response is the raw material.
         for variant in [
@@ -216,9 +214,8 @@ async fn spoiled_responses_are_refused() {
     }
 }
 
-#[tokio::test]
-async fn responses_are_single_use_and_never_unsolicited() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn responses_are_single_use_and_never_unsolicited(backend) {
         let s = setup(backend, false).await;
 
         // Unsolicited: a valid response, but this browser started no sign-in.
@@ -342,9 +339,8 @@ async fn strangers_and_foreign_domains_do_not_get_in() {
     );
 }
 
-#[tokio::test]
-async fn enforcing_saml_refuses_openid_connect_and_ends_sessions() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn enforcing_saml_refuses_openid_connect_and_ends_sessions(backend) {
         let s = setup(backend, false).await;
         s.provider.script(Script::user(ALICE));
         // Alice had signed in with OpenID Connect before SSO was enforced; another OIDC
@@ -438,9 +434,8 @@ fn regex_remove(text: &str, start: &str, end: &str) -> String {
     out
 }
 
-#[tokio::test]
-async fn saml_signs_in_only_to_the_account_that_owns_the_domain() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn saml_signs_in_only_to_the_account_that_owns_the_domain(backend) {
         let s = setup(backend, false).await;
         // Dave's address is at the SSO domain, but he is a member only of another account.
         let other = s.app.create_license(Tier::Team).await;
@@ -472,9 +467,8 @@ async fn saml_signs_in_only_to_the_account_that_owns_the_domain() {
     }
 }
 
-#[tokio::test]
-async fn an_idp_declaring_the_openid_issuer_cannot_reach_openid_identities() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn an_idp_declaring_the_openid_issuer_cannot_reach_openid_identities(backend) {
         let provider = ScriptedProvider::start().await;
         let env = provider.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();

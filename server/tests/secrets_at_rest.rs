@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{backends, sample_push, TestApp};
+use common::{sample_push, TestApp};
 use reqwest::StatusCode;
 use serde_json::json;
 use tidemark_store::{Backend, Db};
@@ -47,9 +47,8 @@ async fn dump(app: &TestApp) -> String {
     }
 }
 
-#[tokio::test]
-async fn a_database_dump_holds_no_usable_credential() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_database_dump_holds_no_usable_credential(backend) {
         let app = TestApp::spawn(backend).await;
         let license = app.create_license(Tier::Team).await;
         let api_key = app.activate(&license, "ci").await;

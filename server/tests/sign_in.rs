@@ -69,9 +69,8 @@ fn refresh_target(body: &str) -> String {
         .replace("&amp;", "&")
 }
 
-#[tokio::test]
-async fn a_member_signs_in_and_reaches_the_dashboard() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_member_signs_in_and_reaches_the_dashboard(backend) {
         let (app, provider) = app_with_provider(backend, &[]).await;
         let license = app.create_license(Tier::Team).await;
         provider.script(Script::user(&license.email));
@@ -130,9 +129,8 @@ async fn a_member_signs_in_and_reaches_the_dashboard() {
     }
 }
 
-#[tokio::test]
-async fn state_must_be_present_matching_and_unused() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn state_must_be_present_matching_and_unused(backend) {
         let (app, provider) = app_with_provider(backend, &[]).await;
         let license = app.create_license(Tier::Team).await;
 
@@ -186,9 +184,8 @@ async fn state_must_be_present_matching_and_unused() {
     }
 }
 
-#[tokio::test]
-async fn id_tokens_that_fail_verification_are_refused() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn id_tokens_that_fail_verification_are_refused(backend) {
         let (app, provider) = app_with_provider(backend, &[]).await;
         let license = app.create_license(Tier::Team).await;
         let good = Script::user(&license.email);
@@ -274,9 +271,8 @@ async fn the_token_request_never_follows_a_redirect() {
     assert_eq!(app.count("sessions").await, 0);
 }
 
-#[tokio::test]
-async fn unverified_addresses_and_strangers_do_not_get_in() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn unverified_addresses_and_strangers_do_not_get_in(backend) {
         let (app, provider) = app_with_provider(backend, &[]).await;
         let license = app.create_license(Tier::Team).await;
         let mut browser = Browser::new(&app.base_url);
@@ -360,9 +356,8 @@ async fn return_paths_never_leave_the_site() {
     );
 }
 
-#[tokio::test]
-async fn bad_cookies_mean_signed_out_and_logout_is_final() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn bad_cookies_mean_signed_out_and_logout_is_final(backend) {
         let (app, provider) = app_with_provider(backend, &[]).await;
         let license = app.create_license(Tier::Team).await;
         provider.script(Script::user(&license.email));
@@ -427,9 +422,8 @@ async fn bad_cookies_mean_signed_out_and_logout_is_final() {
     }
 }
 
-#[tokio::test]
-async fn sessions_end_after_inactivity_and_at_their_absolute_limit() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn sessions_end_after_inactivity_and_at_their_absolute_limit(backend) {
         let (app, provider) = app_with_provider(
             backend,
             &[
@@ -471,9 +465,8 @@ async fn sessions_end_after_inactivity_and_at_their_absolute_limit() {
     }
 }
 
-#[tokio::test]
-async fn cross_origin_state_changes_are_refused() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn cross_origin_state_changes_are_refused(backend) {
         let (app, provider) = app_with_provider(backend, &[]).await;
         let license = app.create_license(Tier::Team).await;
         provider.script(Script::user(&license.email));
@@ -499,9 +492,8 @@ async fn cross_origin_state_changes_are_refused() {
     }
 }
 
-#[tokio::test]
-async fn removing_a_member_ends_their_session() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn removing_a_member_ends_their_session(backend) {
         let (app, provider) = app_with_provider(backend, &[]).await;
         let license = app.create_license(Tier::Team).await;
         let dev = tidemark_domain::text::Email::parse("dev@example.com").unwrap();

@@ -69,9 +69,8 @@ fn text(v: &Value, field: &str) -> String {
     v[field].as_str().unwrap_or_default().to_owned()
 }
 
-#[tokio::test]
-async fn a_claim_is_pending_until_its_dns_record_verifies_it() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_claim_is_pending_until_its_dns_record_verifies_it(backend) {
         let mut w = world(backend).await;
         let idp = SamlIdp::start(&w.app.base_url).await;
         let metadata = idp.metadata().await;
@@ -140,9 +139,8 @@ async fn a_claim_is_pending_until_its_dns_record_verifies_it() {
     }
 }
 
-#[tokio::test]
-async fn the_first_account_to_verify_wins_and_the_others_are_told_why() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn the_first_account_to_verify_wins_and_the_others_are_told_why(backend) {
         let mut w = world(backend).await;
         let idp = SamlIdp::start(&w.app.base_url).await;
         let metadata = idp.metadata().await;
@@ -215,9 +213,8 @@ async fn an_unreachable_resolver_leaves_the_claim_pending_with_a_clear_message()
     );
 }
 
-#[tokio::test]
-async fn a_pending_claim_routes_nobody_and_enforces_nothing() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_pending_claim_routes_nobody_and_enforces_nothing(backend) {
         let w = world(backend).await;
         let attacker_idp = SamlIdp::start(&w.app.base_url).await;
         // The victim's account, whose admin signs in with OpenID Connect...
@@ -271,9 +268,8 @@ async fn a_pending_claim_routes_nobody_and_enforces_nothing() {
     }
 }
 
-#[tokio::test]
-async fn public_mail_domains_cannot_be_claimed_on_either_path() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn public_mail_domains_cannot_be_claimed_on_either_path(backend) {
         let w = world(backend).await;
         let idp = SamlIdp::start(&w.app.base_url).await;
         let metadata = idp.metadata().await;
@@ -308,9 +304,8 @@ async fn public_mail_domains_cannot_be_claimed_on_either_path() {
     }
 }
 
-#[tokio::test]
-async fn people_in_several_accounts_switch_between_them() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn people_in_several_accounts_switch_between_them(backend) {
         let w = world(backend).await;
         let first = w.app.create_license(Tier::Team).await;
         let second = w.app.create_license(Tier::Team).await;

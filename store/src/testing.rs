@@ -102,3 +102,46 @@ fn unique_name() -> String {
         COUNTER.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// PostgreSQL when this test run covers it; `None` when `TIDEMARK_TEST_SKIP_POSTGRES=1` says
+/// on purpose that only SQLite is wanted (and a failure when neither is set).
+pub fn postgres_backend() -> Option<Backend> {
+    backends().into_iter().find(|b| *b == Backend::Postgres)
+}
+
+/// Declares a test once per database backend, as `NAME::sqlite` and `NAME::postgres`, so a
+/// failure on one never hides the other's result:
+///
+/// ```ignore
+/// tidemark_store::test_each_backend! {
+///     /// What it shows.
+///     async fn claims_are_exclusive(backend) {
+///         let t = fresh(backend).await;
+///         // ...
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! test_each_backend {
+    ($(#[$meta:meta])* async fn $name:ident($backend:ident) $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test]
+            async fn sqlite() {
+                let $backend = $crate::Backend::Sqlite;
+                $body
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                let Some($backend) = $crate::testing::postgres_backend() else {
+                    return;
+                };
+                $body
+            }
+        }
+    };
+}

@@ -8,7 +8,7 @@ use tidemark_domain::text::Email;
 use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, MembershipError, Subject};
 use tidemark_store::licenses::{create_license, NewLicense};
 use tidemark_store::sessions::{self, SessionOwner};
-use tidemark_store::testing::{backends, fresh};
+use tidemark_store::testing::fresh;
 use tidemark_store::Db;
 use tidemark_wire::Tier;
 
@@ -38,9 +38,8 @@ async fn license_for(db: &Db, address: &str) -> String {
     account_id
 }
 
-#[tokio::test]
-async fn a_license_email_is_its_accounts_first_admin() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_license_email_is_its_accounts_first_admin(backend) {
         let t = fresh(backend).await;
         let account = license_for(&t.db, "Owner@Example.com").await;
         let members = access::list_members(&t.db, &account).await.unwrap();
@@ -59,9 +58,8 @@ async fn a_license_email_is_its_accounts_first_admin() {
     }
 }
 
-#[tokio::test]
-async fn members_are_added_once_and_the_last_admin_stays() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn members_are_added_once_and_the_last_admin_stays(backend) {
         let t = fresh(backend).await;
         let account = license_for(&t.db, "owner@example.com").await;
         let added = access::add_member(&t.db, &account, &email("dev@example.com"), Role::Member, 5)
@@ -114,9 +112,8 @@ async fn members_are_added_once_and_the_last_admin_stays() {
     }
 }
 
-#[tokio::test]
-async fn identities_bind_by_issuer_and_subject() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn identities_bind_by_issuer_and_subject(backend) {
         let t = fresh(backend).await;
         let account = license_for(&t.db, "owner@example.com").await;
         let owner = access::list_members(&t.db, &account)
@@ -199,9 +196,8 @@ fn owner<'a>(user: &'a str, account: &'a str) -> SessionOwner<'a> {
     }
 }
 
-#[tokio::test]
-async fn sessions_slide_stop_at_their_absolute_end_and_stay_deleted() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn sessions_slide_stop_at_their_absolute_end_and_stay_deleted(backend) {
         let t = fresh(backend).await;
         let db = &t.db;
         assert!(
@@ -306,9 +302,8 @@ async fn sessions_slide_stop_at_their_absolute_end_and_stay_deleted() {
     }
 }
 
-#[tokio::test]
-async fn removing_a_member_ends_their_sessions_on_that_account() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn removing_a_member_ends_their_sessions_on_that_account(backend) {
         let t = fresh(backend).await;
         let account = license_for(&t.db, "owner@example.com").await;
         let other = license_for(&t.db, "other@example.com").await;
@@ -350,9 +345,8 @@ async fn removing_a_member_ends_their_sessions_on_that_account() {
     }
 }
 
-#[tokio::test]
-async fn sign_in_attempts_are_single_use_and_expire() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn sign_in_attempts_are_single_use_and_expire(backend) {
         let t = fresh(backend).await;
         sessions::insert_login_attempt(&t.db, "a1", "oidc", "p1", 100)
             .await
@@ -399,10 +393,9 @@ async fn sign_in_attempts_are_single_use_and_expire() {
     }
 }
 
-#[tokio::test]
-async fn upgrading_makes_existing_license_emails_admins() {
-    use std::borrow::Cow;
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn upgrading_makes_existing_license_emails_admins(backend) {
+        use std::borrow::Cow;
         let t = tidemark_store::testing::fresh_unmigrated(backend).await;
         let all = &tidemark_store::MIGRATOR;
         let mut core = sqlx::migrate::Migrator {

@@ -2,12 +2,11 @@
 //! of this test run (see `tidemark_store::testing::backends`).
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-use tidemark_store::testing::{backends, fresh, fresh_unmigrated, insert_account};
+use tidemark_store::testing::{fresh, fresh_unmigrated, insert_account};
 use tidemark_store::{on_db, Backend, BeginWrite as _, Db};
 
-#[tokio::test]
-async fn migrations_apply_once_and_readiness_follows_them() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn migrations_apply_once_and_readiness_follows_them(backend) {
         let t = fresh_unmigrated(backend).await;
         assert!(
             !t.db.is_ready().await.unwrap(),
@@ -28,9 +27,8 @@ async fn migrations_apply_once_and_readiness_follows_them() {
     }
 }
 
-#[tokio::test]
-async fn foreign_keys_are_enforced() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn foreign_keys_are_enforced(backend) {
         let t = fresh(backend).await;
         let res = on_db!(&t.db, pool => {
             sqlx::query(
@@ -76,12 +74,11 @@ async fn sqlite_runs_in_wal_mode_with_durable_settings() {
     assert!(busy.0 >= 5000, "busy_timeout is {} ms", busy.0);
 }
 
-/// The portable pattern for a serialised read-modify-write: the first statement of the write
-/// transaction updates (and so locks) the row and returns its new value. Concurrent writers
-/// must queue, never fail and never lose an update.
-#[tokio::test]
-async fn concurrent_write_transactions_serialise_without_busy_errors() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    /// The portable pattern for a serialised read-modify-write: the first statement of the write
+    /// transaction updates (and so locks) the row and returns its new value. Concurrent writers
+    /// must queue, never fail and never lose an update.
+    async fn concurrent_write_transactions_serialise_without_busy_errors(backend) {
         let t = fresh(backend).await;
         insert_account(&t.db, "acc").await;
         let mut tasks = Vec::new();
@@ -161,11 +158,10 @@ async fn an_unsupported_url_is_refused_clearly() {
     assert!(err.to_string().contains("sqlite://"), "{err}");
 }
 
-/// Old rate data and delivered mail are pruned; bans in force and undelivered mail are kept.
-#[tokio::test]
-async fn pruning_keeps_what_still_matters() {
-    use tidemark_store::{outbox, rate};
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    /// Old rate data and delivered mail are pruned; bans in force and undelivered mail are kept.
+    async fn pruning_keeps_what_still_matters(backend) {
+        use tidemark_store::{outbox, rate};
         let t = fresh(backend).await;
         let limit = tidemark_domain::rate::RollingLimit::per_minute(1);
         rate::hit_with_ban(&t.db, "old", &limit, 1_000, 1_000)
@@ -206,10 +202,9 @@ async fn pruning_keeps_what_still_matters() {
     }
 }
 
-#[tokio::test]
-async fn a_detached_write_finishes_after_its_caller_has_gone() {
-    use std::time::Duration;
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_detached_write_finishes_after_its_caller_has_gone(backend) {
+        use std::time::Duration;
         let t = fresh(backend).await;
         let caller = t.db.detached(|db| async move {
             tokio::time::sleep(Duration::from_millis(200)).await;

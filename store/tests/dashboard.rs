@@ -8,7 +8,7 @@ use tidemark_domain::secrets::LicenseKey;
 use tidemark_store::dashboard::{self, ArchiveOutcome, FindingFilter};
 use tidemark_store::licenses::{create_license, NewLicense};
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
-use tidemark_store::testing::{backends, fresh};
+use tidemark_store::testing::fresh;
 use tidemark_store::Db;
 use tidemark_wire::Tier;
 
@@ -73,9 +73,8 @@ async fn push(
     }
 }
 
-#[tokio::test]
-async fn projects_history_and_scans_stay_within_the_account() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn projects_history_and_scans_stay_within_the_account(backend) {
         let t = fresh(backend).await;
         let db = &t.db;
         let mine = account(db).await;
@@ -169,9 +168,8 @@ async fn projects_history_and_scans_stay_within_the_account() {
     }
 }
 
-#[tokio::test]
-async fn findings_filter_page_and_diff() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn findings_filter_page_and_diff(backend) {
         let t = fresh(backend).await;
         let db = &t.db;
         let acct = account(db).await;
@@ -323,9 +321,8 @@ async fn findings_filter_page_and_diff() {
     }
 }
 
-#[tokio::test]
-async fn archiving_frees_a_slot_and_unarchiving_needs_one() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn archiving_frees_a_slot_and_unarchiving_needs_one(backend) {
         let t = fresh(backend).await;
         let db = &t.db;
         let acct = account(db).await;

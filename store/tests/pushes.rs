@@ -8,7 +8,7 @@ use serde_json::json;
 use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
-use tidemark_store::testing::{backends, fresh, insert_account};
+use tidemark_store::testing::{fresh, insert_account};
 use tidemark_store::Db;
 
 fn push(label: &str, second: i64, score: f64) -> ValidPush {
@@ -71,9 +71,8 @@ async fn push_together(db: &Db, pushes: Vec<(PushContext, ValidPush)>) -> Vec<Pu
 
 type PushOutcomeOrError = Result<PushOutcome, String>;
 
-#[tokio::test]
-async fn a_failing_push_does_not_fail_the_pushes_written_with_it() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn a_failing_push_does_not_fail_the_pushes_written_with_it(backend) {
         let t = fresh(backend).await;
         let mut pushes = Vec::new();
         for a in 0..6 {
@@ -111,9 +110,8 @@ async fn a_failing_push_does_not_fail_the_pushes_written_with_it() {
     }
 }
 
-#[tokio::test]
-async fn pushes_of_one_account_written_together_still_chain() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn pushes_of_one_account_written_together_still_chain(backend) {
         let t = fresh(backend).await;
         let mut pushes = Vec::new();
         for a in 0..3 {

@@ -8,7 +8,7 @@ use tidemark_domain::sso::{ClaimState, ClaimableDomain};
 use tidemark_domain::text::Email;
 use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, Subject};
 use tidemark_store::sso::{self, ClaimOutcome, NewClaim, SsoConnection, VerifyOutcome, Vouched};
-use tidemark_store::testing::{backends, fresh, insert_account};
+use tidemark_store::testing::{fresh, insert_account};
 use tidemark_store::Db;
 
 const DOMAIN: &str = "victim.example";
@@ -44,9 +44,8 @@ fn stored(outcome: ClaimOutcome) -> SsoConnection {
     }
 }
 
-#[tokio::test]
-async fn pending_claims_route_nobody_and_the_first_verifier_wins() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn pending_claims_route_nobody_and_the_first_verifier_wins(backend) {
         let t = fresh(backend).await;
         for account in ["acct_owner", "acct_attacker", "acct_third"] {
             insert_account(&t.db, account).await;
@@ -132,9 +131,8 @@ async fn pending_claims_route_nobody_and_the_first_verifier_wins() {
     }
 }
 
-#[tokio::test]
-async fn the_operator_vouches_at_once_and_ends_pending_claims() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn the_operator_vouches_at_once_and_ends_pending_claims(backend) {
         let t = fresh(backend).await;
         insert_account(&t.db, "acct_owner").await;
         insert_account(&t.db, "acct_attacker").await;
@@ -156,9 +154,8 @@ async fn the_operator_vouches_at_once_and_ends_pending_claims() {
     }
 }
 
-#[tokio::test]
-async fn concurrent_claims_and_verifications_leave_one_owner() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn concurrent_claims_and_verifications_leave_one_owner(backend) {
         let t = fresh(backend).await;
         let accounts: Vec<String> = (0..6).map(|i| format!("acct_racer_{i}")).collect();
         for a in &accounts {
@@ -244,9 +241,8 @@ async fn concurrent_claims_and_verifications_leave_one_owner() {
     }
 }
 
-#[tokio::test]
-async fn saml_and_oidc_identities_never_meet() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn saml_and_oidc_identities_never_meet(backend) {
         let t = fresh(backend).await;
         insert_account(&t.db, "acct_a").await;
         let add = |address: &'static str| {
@@ -327,9 +323,8 @@ async fn count_identities(db: &Db) -> i64 {
     n
 }
 
-#[tokio::test]
-async fn replacing_a_connections_idp_unbinds_its_identities() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn replacing_a_connections_idp_unbinds_its_identities(backend) {
         let t = fresh(backend).await;
         insert_account(&t.db, "acct_a").await;
         let c = stored(claim_as(&t.db, "acct_a", "idp-1", Vouched::ByOperator).await);
@@ -359,9 +354,8 @@ async fn replacing_a_connections_idp_unbinds_its_identities() {
     }
 }
 
-#[tokio::test]
-async fn due_checks_are_taken_once_and_stop_after_their_window() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn due_checks_are_taken_once_and_stop_after_their_window(backend) {
         let t = fresh(backend).await;
         insert_account(&t.db, "acct_a").await;
         insert_account(&t.db, "acct_b").await;
@@ -392,9 +386,8 @@ async fn due_checks_are_taken_once_and_stop_after_their_window() {
     }
 }
 
-#[tokio::test]
-async fn sign_in_lands_in_the_account_used_last() {
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn sign_in_lands_in_the_account_used_last(backend) {
         let t = fresh(backend).await;
         for a in ["acct_1_old", "acct_2_new"] {
             insert_account(&t.db, a).await;
@@ -435,10 +428,9 @@ async fn sign_in_lands_in_the_account_used_last() {
     }
 }
 
-#[tokio::test]
-async fn upgrading_ends_unproven_configurations() {
-    use std::borrow::Cow;
-    for backend in backends() {
+tidemark_store::test_each_backend! {
+    async fn upgrading_ends_unproven_configurations(backend) {
+        use std::borrow::Cow;
         let t = tidemark_store::testing::fresh_unmigrated(backend).await;
         let all = &tidemark_store::MIGRATOR;
         let before_claims = all
