@@ -3,21 +3,10 @@
 
 mod common;
 
-use common::browser::Browser;
-use common::oidc::{Script, ScriptedProvider};
+use common::oidc::ScriptedProvider;
 use common::{backends, sample_push, TestApp};
 use reqwest::StatusCode;
 use tidemark_wire::Tier;
-
-async fn signed_in(app: &TestApp, provider: &ScriptedProvider, email: &str) -> Browser {
-    provider.script(Script::user(email));
-    let mut browser = Browser::new(&app.base_url);
-    assert_eq!(
-        browser.sign_in_with_oidc(email).await.status(),
-        StatusCode::OK
-    );
-    browser
-}
 
 tidemark_store::test_each_backend! {
     async fn server_functions_refuse_another_accounts_ids(backend) {
@@ -45,7 +34,7 @@ tidemark_store::test_each_backend! {
             their_push["scan_id"].as_str().unwrap(),
         );
 
-        let mut browser = signed_in(&app, &provider, &mine.email).await;
+        let mut browser = app.signed_in(&provider, &mine.email).await;
         let calls = |project: &str, scan: &str| {
             vec![
                 (
@@ -151,7 +140,7 @@ async fn members_read_but_only_admins_change() {
     .await
     .unwrap()
     .unwrap();
-    let mut member = signed_in(&app, &provider, "reader@example.com").await;
+    let mut member = app.signed_in(&provider, "reader@example.com").await;
     assert_eq!(
         member.post_form("/api/settings", &[]).await.status(),
         StatusCode::OK
@@ -177,7 +166,7 @@ async fn members_read_but_only_admins_change() {
     assert_eq!(res.status(), StatusCode::CREATED);
 
     // The admin rotates: the old key fails at once, the new one pushes.
-    let mut admin = signed_in(&app, &provider, &license.email).await;
+    let mut admin = app.signed_in(&provider, &license.email).await;
     let res = admin.post_form("/api/rotate_keys", &[]).await;
     assert_eq!(res.status(), StatusCode::OK);
     let new_key: String = serde_json::from_str(&res.text().await.unwrap()).unwrap();
@@ -203,7 +192,7 @@ tidemark_store::test_each_backend! {
         let enterprise = app.create_license(Tier::Enterprise).await;
         let team = app.create_license(Tier::Team).await;
 
-        let mut admin = signed_in(&app, &provider, &enterprise.email).await;
+        let mut admin = app.signed_in(&provider, &enterprise.email).await;
         let form = [
             ("domain", "Corp.Example"),
             ("metadata_xml", metadata.as_str()),
@@ -232,7 +221,7 @@ tidemark_store::test_each_backend! {
         assert!(res.text().await.unwrap().contains("IdP metadata refused"));
 
         // Not an enterprise plan: a clear refusal, nothing stored.
-        let mut team_admin = signed_in(&app, &provider, &team.email).await;
+        let mut team_admin = app.signed_in(&provider, &team.email).await;
         let res = team_admin
             .post_form(
                 "/api/configure_sso",

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::browser::{location, Browser};
+use common::browser::{location, refusal, Browser};
 use common::oidc::{Script, ScriptedProvider};
 use common::saml::SamlIdp;
 use common::{backends, TestApp};
@@ -94,17 +94,6 @@ async fn post_acs(s: &Setup, browser: &mut Browser, response: &str) -> reqwest::
             Some(&idp_origin),
         )
         .await
-}
-
-fn refusal(res: &reqwest::Response) -> String {
-    assert_eq!(res.status(), StatusCode::SEE_OTHER, "expected a refusal");
-    let to = location(res);
-    assert!(to.starts_with("/signin?error="), "{to}");
-    to["/signin?error=".len()..]
-        .split('&')
-        .next()
-        .unwrap()
-        .to_owned()
 }
 
 tidemark_store::test_each_backend! {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::browser::{location, Browser};
+use common::browser::{location, refusal, Browser};
 use common::oidc::{Alg, Script, ScriptedProvider};
 use common::{backends, TestApp};
 use reqwest::StatusCode;
@@ -46,18 +46,6 @@ async fn sign_in(browser: &mut Browser, email: &str, next: Option<&str>) -> reqw
     let callback = location(&from_provider);
     assert!(callback.contains("/auth/oidc/callback?"), "{callback}");
     browser.get(&callback).await
-}
-
-/// The error code a refused sign-in sends the browser back with.
-fn refusal(res: &reqwest::Response) -> String {
-    assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let to = location(res);
-    assert!(to.starts_with("/signin?error="), "{to}");
-    to["/signin?error=".len()..]
-        .split('&')
-        .next()
-        .unwrap()
-        .to_owned()
 }
 
 fn refresh_target(body: &str) -> String {

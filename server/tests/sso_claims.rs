@@ -36,11 +36,7 @@ async fn world(backend: tidemark_store::Backend) -> World {
 }
 
 async fn signed_in(w: &World, email: &str) -> Browser {
-    w.provider.script(Script::user(email));
-    let mut browser = Browser::new(&w.app.base_url);
-    let done = browser.sign_in_with_oidc(email).await;
-    assert_eq!(done.status(), StatusCode::OK, "{}", location(&done));
-    browser
+    w.app.signed_in(&w.provider, email).await
 }
 
 /// A server function's JSON answer, with its status.

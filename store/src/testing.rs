@@ -145,3 +145,28 @@ macro_rules! test_each_backend {
         }
     };
 }
+
+/// An account with a license (team tier, far expiry) whose e-mail is its first admin, as
+/// `license create` makes one; returns the account id.
+pub async fn insert_license(db: &Db, email: &str) -> String {
+    let account_id = tidemark_domain::ids::new_account_id();
+    crate::licenses::create_license(
+        db,
+        &crate::licenses::NewLicense {
+            account_id: account_id.clone(),
+            license_id: tidemark_domain::ids::new_license_id(),
+            email: email.to_owned(),
+            tier: tidemark_wire::Tier::Team,
+            lookup: tidemark_domain::secrets::LicenseKey::generate()
+                .client_hash()
+                .lookup(),
+            key_ciphertext: "sealed".into(),
+            expires_at: i64::MAX / 2,
+            max_projects: None,
+            now: 1,
+        },
+    )
+    .await
+    .expect("insert license");
+    account_id
+}

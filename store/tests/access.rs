@@ -3,51 +3,25 @@
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use tidemark_domain::access::Role;
-use tidemark_domain::secrets::LicenseKey;
 use tidemark_domain::text::Email;
 use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, MembershipError, Subject};
-use tidemark_store::licenses::{create_license, NewLicense};
 use tidemark_store::sessions::{self, SessionOwner};
-use tidemark_store::testing::fresh;
-use tidemark_store::Db;
-use tidemark_wire::Tier;
+use tidemark_store::testing::{fresh, insert_license};
 
 fn email(s: &str) -> Email {
     Email::parse(s).unwrap()
 }
 
-async fn license_for(db: &Db, address: &str) -> String {
-    let account_id = tidemark_domain::ids::new_account_id();
-    let key = LicenseKey::generate();
-    create_license(
-        db,
-        &NewLicense {
-            account_id: account_id.clone(),
-            license_id: tidemark_domain::ids::new_license_id(),
-            email: address.to_owned(),
-            tier: Tier::Team,
-            lookup: key.client_hash().lookup(),
-            key_ciphertext: "sealed".into(),
-            expires_at: i64::MAX / 2,
-            max_projects: None,
-            now: 1,
-        },
-    )
-    .await
-    .unwrap();
-    account_id
-}
-
 tidemark_store::test_each_backend! {
     async fn a_license_email_is_its_accounts_first_admin(backend) {
         let t = fresh(backend).await;
-        let account = license_for(&t.db, "Owner@Example.com").await;
+        let account = insert_license(&t.db, "Owner@Example.com").await;
         let members = access::list_members(&t.db, &account).await.unwrap();
         assert_eq!(members.len(), 1, "{backend:?}");
         assert_eq!(members[0].email, "owner@example.com");
         assert_eq!(members[0].role, Role::Admin);
         // A second license for the same address reuses the user.
-        let second = license_for(&t.db, "owner@example.com").await;
+        let second = insert_license(&t.db, "owner@example.com").await;
         let user = &members[0].user_id;
         let accounts = access::memberships_of(&t.db, user).await.unwrap();
         let mut found: Vec<String> = accounts.into_iter().map(|(a, _)| a).collect();
@@ -61,7 +35,7 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn members_are_added_once_and_the_last_admin_stays(backend) {
         let t = fresh(backend).await;
-        let account = license_for(&t.db, "owner@example.com").await;
+        let account = insert_license(&t.db, "owner@example.com").await;
         let added = access::add_member(&t.db, &account, &email("dev@example.com"), Role::Member, 5)
             .await
             .unwrap()
@@ -115,7 +89,7 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn identities_bind_by_issuer_and_subject(backend) {
         let t = fresh(backend).await;
-        let account = license_for(&t.db, "owner@example.com").await;
+        let account = insert_license(&t.db, "owner@example.com").await;
         let owner = access::list_members(&t.db, &account)
             .await
             .unwrap()
@@ -305,8 +279,8 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn removing_a_member_ends_their_sessions_on_that_account(backend) {
         let t = fresh(backend).await;
-        let account = license_for(&t.db, "owner@example.com").await;
-        let other = license_for(&t.db, "other@example.com").await;
+        let account = insert_license(&t.db, "owner@example.com").await;
+        let other = insert_license(&t.db, "other@example.com").await;
         let dev = email("dev@example.com");
         let member = access::add_member(&t.db, &account, &dev, Role::Member, 1)
             .await

@@ -4,33 +4,14 @@
 use serde_json::{json, Value};
 use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
-use tidemark_domain::secrets::LicenseKey;
 use tidemark_store::dashboard::{self, ArchiveOutcome, FindingFilter};
-use tidemark_store::licenses::{create_license, NewLicense};
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
-use tidemark_store::testing::fresh;
+use tidemark_store::testing::{fresh, insert_license};
 use tidemark_store::Db;
-use tidemark_wire::Tier;
 
 async fn account(db: &Db) -> String {
-    let account_id = tidemark_domain::ids::new_account_id();
-    create_license(
-        db,
-        &NewLicense {
-            account_id: account_id.clone(),
-            license_id: tidemark_domain::ids::new_license_id(),
-            email: format!("{account_id}@example.com"),
-            tier: Tier::Team,
-            lookup: LicenseKey::generate().client_hash().lookup(),
-            key_ciphertext: "sealed".into(),
-            expires_at: i64::MAX / 2,
-            max_projects: None,
-            now: 1,
-        },
-    )
-    .await
-    .unwrap();
-    account_id
+    let address = format!("{}@example.com", tidemark_domain::ids::new_user_id());
+    insert_license(db, &address).await
 }
 
 fn finding(rule: &str, resource: &str, status: &str, severity: &str, message: &str) -> Value {

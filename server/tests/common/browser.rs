@@ -113,3 +113,19 @@ pub fn location(res: &reqwest::Response) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// The error code a refused sign-in sends the browser back with (`/signin?error=<code>`).
+pub fn refusal(res: &reqwest::Response) -> String {
+    assert_eq!(
+        res.status(),
+        reqwest::StatusCode::SEE_OTHER,
+        "expected a refusal"
+    );
+    let to = location(res);
+    assert!(to.starts_with("/signin?error="), "{to}");
+    to["/signin?error=".len()..]
+        .split('&')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}

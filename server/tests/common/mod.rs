@@ -140,6 +140,25 @@ impl TestApp {
         self.client.get(self.url(path)).send().await.expect("GET")
     }
 
+    /// A browser signed in with OpenID Connect as `email` (the provider is told to answer
+    /// for that address).
+    pub async fn signed_in(
+        &self,
+        provider: &oidc::ScriptedProvider,
+        email: &str,
+    ) -> browser::Browser {
+        provider.script(oidc::Script::user(email));
+        let mut browser = browser::Browser::new(&self.base_url);
+        let done = browser.sign_in_with_oidc(email).await;
+        assert_eq!(
+            done.status(),
+            StatusCode::OK,
+            "sign-in as {email}: {}",
+            browser::location(&done)
+        );
+        browser
+    }
+
     /// A license of `tier`, created as an operator would.
     pub async fn create_license(&self, tier: Tier) -> TestLicense {
         self.create_license_with(tier, None, None).await
