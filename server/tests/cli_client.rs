@@ -2,7 +2,7 @@
 //! on 429), key rotation, bundle pulls, credentials permissions and the offline grace.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt as _;

@@ -1,7 +1,7 @@
 //! The dashboard's server functions: account scoping and roles, on both databases.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::oidc::ScriptedProvider;
 use common::{backends, sample_push, TestApp};

@@ -1,7 +1,7 @@
 //! `/v1/license/*` and bundle downloads, on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! public contract visible in review, and each documented path really answers.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use common::TestApp;
 use serde_json::Value;

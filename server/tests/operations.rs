@@ -1,7 +1,7 @@
 //! Health, readiness, metrics, request ids, the rendered page and the server binary itself.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use common::TestApp;
 use reqwest::StatusCode;

@@ -1,7 +1,7 @@
 //! `POST /v1/dashboard/push`: every rule of the contract, on SQLite and PostgreSQL.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use common::{assert_error, sample_push, TestApp};
 use reqwest::StatusCode;

@@ -2,7 +2,7 @@
 //! and every response the contract says must be refused.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::browser::{location, refusal, Browser};
 use common::oidc::{Script, ScriptedProvider};

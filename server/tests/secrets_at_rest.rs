@@ -3,7 +3,7 @@
 //! clients send it, and no raw API key.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use common::{sample_push, TestApp};
 use reqwest::StatusCode;

@@ -2,7 +2,7 @@
 //! scripted provider that can misbehave on purpose (see `common::oidc`).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::browser::{location, refusal, Browser};
 use common::oidc::{Alg, Script, ScriptedProvider};

@@ -4,7 +4,7 @@
 //! cannot be claimed; and people in several accounts switch between them.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::browser::{location, Browser};
 use common::dns::{free_udp_and_tcp_port, DnsServer};

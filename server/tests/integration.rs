@@ -1,0 +1,16 @@
+//! The server's integration tests, in one binary: the whole server is linked once for all of
+//! them instead of once per file. Each module is one area (its own doc says which).
+
+mod common;
+
+mod cli_client;
+mod dashboard_api;
+mod license_api;
+mod openapi;
+mod operations;
+mod operator_cli;
+mod push_api;
+mod saml_login;
+mod secrets_at_rest;
+mod sign_in;
+mod sso_claims;
