@@ -126,16 +126,7 @@ tidemark_store::test_each_backend! {
         // A SAML session stays in the account whose IdP vouched for it, even for someone
         // who is a member elsewhere too.
         let elsewhere = s.app.create_license(Tier::Team).await;
-        tidemark_store::access::add_member(
-            &s.app.db,
-            &elsewhere.account_id,
-            &Email::parse(ALICE).unwrap(),
-            Role::Admin,
-            1,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        s.app.add_member(&elsewhere.account_id, ALICE, Role::Admin).await;
         let res = browser
             .post_form("/auth/switch", &[("account_id", &elsewhere.account_id)])
             .await;
@@ -429,16 +420,7 @@ tidemark_store::test_each_backend! {
         // Dave's address is at the SSO domain, but he is a member only of another account.
         let other = s.app.create_license(Tier::Team).await;
         let dave = "dave@sso-corp.example";
-        tidemark_store::access::add_member(
-            &s.app.db,
-            &other.account_id,
-            &Email::parse(dave).unwrap(),
-            Role::Admin,
-            1,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        s.app.add_member(&other.account_id, dave, Role::Admin).await;
         let mut browser = Browser::new(&s.app.base_url);
         let rid = start(&s, &mut browser, dave).await;
         let response = s
@@ -478,16 +460,7 @@ tidemark_store::test_each_backend! {
         // victim's subject as NameID, with an address of its own domain.
         let attacker = app.create_license(Tier::Enterprise).await;
         let mallory = "mallory@evil.example";
-        tidemark_store::access::add_member(
-            &app.db,
-            &attacker.account_id,
-            &Email::parse(mallory).unwrap(),
-            Role::Member,
-            1,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        app.add_member(&attacker.account_id, mallory, Role::Member).await;
         let idp = SamlIdp::start_as(&app.base_url, Some(provider.issuer())).await;
         server::ops::set_sso(
             &app.db,

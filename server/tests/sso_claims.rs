@@ -14,7 +14,6 @@ use common::{backends, TestApp};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tidemark_domain::access::Role;
-use tidemark_domain::text::Email;
 use tidemark_wire::Tier;
 
 const VICTIM: &str = "victim.example";
@@ -216,16 +215,7 @@ tidemark_store::test_each_backend! {
         // The victim's account, whose admin signs in with OpenID Connect...
         let victim = w.app.create_license(Tier::Enterprise).await;
         let owner = format!("owner@{VICTIM}");
-        tidemark_store::access::add_member(
-            &w.app.db,
-            &victim.account_id,
-            &Email::parse(&owner).unwrap(),
-            Role::Admin,
-            1,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        w.app.add_member(&victim.account_id, &owner, Role::Admin).await;
         let mut victim_browser = signed_in(&w, &owner).await;
         // ...and another enterprise account whose admin claims the victim's domain with
         // an IdP of their own, enforced.
@@ -306,16 +296,7 @@ tidemark_store::test_each_backend! {
         let first = w.app.create_license(Tier::Team).await;
         let second = w.app.create_license(Tier::Team).await;
         // The first account's admin is also a (read-only) member of the second.
-        tidemark_store::access::add_member(
-            &w.app.db,
-            &second.account_id,
-            &Email::parse(&first.email).unwrap(),
-            Role::Member,
-            1,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        w.app.add_member(&second.account_id, &first.email, Role::Member).await;
         let mut browser = signed_in(&w, &first.email).await;
         let (_, viewer) = call(&mut browser, "viewer", &[]).await;
         assert_eq!(

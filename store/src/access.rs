@@ -129,29 +129,6 @@ pub async fn list_members(db: &Db, account_id: &str) -> Result<Vec<Member>, Stor
     rows.into_iter().map(Member::try_from).collect()
 }
 
-/// The accounts a user belongs to: the one used last first (sign-in or the account
-/// switcher), then the rest oldest first.
-pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(String, Role)>, StoreError> {
-    let rows: Vec<(String, String)> = on_db!(db, pool => {
-        sqlx::query_as(
-            "SELECT m.account_id, m.role FROM members m JOIN accounts a ON a.id = m.account_id \
-             WHERE m.user_id = $1 \
-             ORDER BY CASE WHEN m.last_used_at IS NULL THEN 1 ELSE 0 END, m.last_used_at DESC, \
-                      a.created_at, a.id",
-        )
-        .bind(user_id)
-        .fetch_all(pool)
-        .await
-    })?;
-    rows.into_iter()
-        .map(|(account, role)| {
-            Role::parse(&role)
-                .map(|role| (account, role))
-                .ok_or(StoreError::Corrupt("members.role"))
-        })
-        .collect()
-}
-
 /// An account a user belongs to, named the way people know it (its license).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountOfUser {
@@ -169,7 +146,8 @@ struct AccountOfUserRow {
     tier: Option<String>,
 }
 
-/// The user's accounts for the account switcher, in the order of [`memberships_of`].
+/// The accounts a user belongs to, named for the account switcher: the one used last first
+/// (sign-in or the switcher), then the rest oldest first.
 pub async fn accounts_of(db: &Db, user_id: &str) -> Result<Vec<AccountOfUser>, StoreError> {
     let rows: Vec<AccountOfUserRow> = on_db!(db, pool => {
         sqlx::query_as(
@@ -397,4 +375,13 @@ pub async fn user_email(db: &Db, user_id: &str) -> Result<Option<String>, StoreE
             .await
     })?;
     Ok(row.map(|(email,)| email))
+}
+
+/// The accounts a user belongs to with their role, in the order of [`accounts_of`].
+pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(String, Role)>, StoreError> {
+    Ok(accounts_of(db, user_id)
+        .await?
+        .into_iter()
+        .map(|a| (a.account_id, a.role))
+        .collect())
 }

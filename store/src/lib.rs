@@ -259,6 +259,17 @@ pub trait BeginWrite {
     ) -> impl std::future::Future<
         Output = Result<sqlx::Transaction<'static, Self::Database>, sqlx::Error>,
     > + Send;
+
+    /// A write transaction in which no other write to `domain`'s SSO claims runs until it
+    /// ends, on any replica. PostgreSQL takes a transaction advisory lock on the domain: two
+    /// verifications racing would otherwise deadlock (each waits on the other's unique-index
+    /// entry and row). SQLite admits one writer anyway.
+    fn begin_domain_write(
+        &self,
+        domain: &str,
+    ) -> impl std::future::Future<
+        Output = Result<sqlx::Transaction<'static, Self::Database>, sqlx::Error>,
+    > + Send;
 }
 
 impl BeginWrite for SqlitePool {
@@ -270,6 +281,13 @@ impl BeginWrite for SqlitePool {
     async fn begin_account_write(
         &self,
         _account_id: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.begin_write().await
+    }
+
+    async fn begin_domain_write(
+        &self,
+        _domain: &str,
     ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
         self.begin_write().await
     }
@@ -288,6 +306,18 @@ impl BeginWrite for PgPool {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE accounts SET write_guard = write_guard + 1 WHERE id = $1")
             .bind(account_id)
+            .execute(&mut *tx)
+            .await?;
+        Ok(tx)
+    }
+
+    async fn begin_domain_write(
+        &self,
+        domain: &str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+        let mut tx = self.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('sso:' || $1, 0))")
+            .bind(domain)
             .execute(&mut *tx)
             .await?;
         Ok(tx)

@@ -179,7 +179,7 @@ pub async fn claim(
          RETURNING {COLUMNS}"
     );
     let stored = on_db_write!(db, pool => async {
-        let mut tx = pool.begin_write().await?;
+        let mut tx = pool.begin_domain_write(new.domain.as_str()).await?;
         // A different IdP is a different authority: what the old one vouched for goes.
         sqlx::query(UNBIND_IF_IDP_CHANGES)
             .bind(new.account_id)
@@ -255,8 +255,12 @@ pub async fn verify(
              WHERE o.domain = sso_connections.domain AND o.state = 'verified') \
          RETURNING {COLUMNS}"
     );
+    // A claim's domain never changes: read it to take the domain's lock.
+    let Some(claim) = find_connection(db, connection_id).await? else {
+        return Ok(VerifyOutcome::NotPending);
+    };
     let won = on_db_write!(db, pool => async {
-        let mut tx = pool.begin_write().await?;
+        let mut tx = pool.begin_domain_write(&claim.domain).await?;
         let row: Option<ConnectionRow> =
             sqlx::query_as(&sql).bind(connection_id).bind(now).fetch_optional(&mut *tx).await?;
         if let Some(row) = &row {
@@ -417,7 +421,7 @@ pub async fn list_connections(
 /// through them; if a verified one goes, the domain's users' sessions end. Returns how many.
 pub async fn remove(db: &Db, domain: &str, account_id: Option<&str>) -> Result<u64, StoreError> {
     let removed = on_db_write!(db, pool => {
-        let mut tx = pool.begin_write().await?;
+        let mut tx = pool.begin_domain_write(domain).await?;
         sqlx::query(UNBIND_DOMAIN).bind(domain).bind(account_id).execute(&mut *tx).await?;
         let gone: Vec<(String,)> = sqlx::query_as(
             "DELETE FROM sso_connections WHERE domain = $1 AND ($2 IS NULL OR account_id = $2) \

@@ -159,6 +159,25 @@ impl TestApp {
         browser
     }
 
+    /// Adds `email` to the account with `role`, as an admin would in Settings.
+    pub async fn add_member(
+        &self,
+        account_id: &str,
+        email: &str,
+        role: tidemark_domain::access::Role,
+    ) {
+        tidemark_store::access::add_member(
+            &self.db,
+            account_id,
+            &tidemark_domain::text::Email::parse(email).expect("test address"),
+            role,
+            1,
+        )
+        .await
+        .expect("add member")
+        .expect("not a member yet");
+    }
+
     /// A license of `tier`, created as an operator would.
     pub async fn create_license(&self, tier: Tier) -> TestLicense {
         self.create_license_with(tier, None, None).await
