@@ -1,23 +1,14 @@
 import { createHash } from "node:crypto";
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test, type APIRequestContext } from "@playwright/test";
+import { signInWithOidc as signIn } from "./support";
 
 // scripts/e2e.sh: an enterprise account capped at one active project, whose admin is ADMIN.
 const ADMIN = process.env.TIDEMARK_E2E_ADMIN ?? "";
 const LICENSE_KEY = process.env.TIDEMARK_E2E_LICENSE_KEY ?? "";
-const OIDC = process.env.TIDEMARK_E2E_OIDC ?? "";
 const DAY = 86_400_000;
 
 test.describe.configure({ mode: "serial" });
 
-async function signIn(page: Page, email: string) {
-  await page.goto("/signin");
-  await page.getByLabel("E-mail address").fill(email);
-  await page.getByRole("button", { name: "Continue" }).click();
-  await expect(page).toHaveURL(new RegExp(`^${OIDC}/interaction/`));
-  await page.getByLabel("E-mail address").fill(email);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("signed-in-as")).toContainText(email);
-}
 
 async function activate(request: APIRequestContext): Promise<string> {
   const hash = createHash("sha256").update(LICENSE_KEY).digest("hex");

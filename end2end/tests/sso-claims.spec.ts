@@ -1,12 +1,12 @@
 import fs from "node:fs";
 import { expect, test, type Page } from "@playwright/test";
+import { signInWithOidc } from "./support";
 
 // scripts/e2e.sh: the victim's enterprise account (admin ADMIN, at e2e.example), a second
 // enterprise account (ATTACKER), a real samlify IdP, and a real DNS server on loopback that
 // answers from DNS_RECORDS (the server resolves through it: TIDEMARK_DNS_RESOLVER).
 const ADMIN = process.env.TIDEMARK_E2E_ADMIN ?? "";
 const ATTACKER = process.env.TIDEMARK_E2E_ATTACKER ?? "";
-const OIDC = process.env.TIDEMARK_E2E_OIDC ?? "";
 const SAML = process.env.TIDEMARK_E2E_SAML ?? "";
 const DNS_RECORDS = process.env.TIDEMARK_E2E_DNS_RECORDS ?? "";
 const VICTIM_DOMAIN = ADMIN.split("@")[1] ?? "";
@@ -20,17 +20,6 @@ function watchConsole(page: Page): string[] {
   });
   page.on("pageerror", (err) => problems.push(err.message));
   return problems;
-}
-
-async function signInWithOidc(page: Page, email: string) {
-  await page.goto("/signin");
-  await page.getByLabel("E-mail address").fill(email);
-  await page.getByRole("button", { name: "Continue" }).click();
-  // OpenID Connect, never a SAML IdP.
-  await expect(page).toHaveURL(new RegExp(`^${OIDC}/interaction/`));
-  await page.getByLabel("E-mail address").fill(email);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByTestId("signed-in-as")).toContainText(email);
 }
 
 async function signOut(page: Page) {

@@ -165,6 +165,20 @@ tidemark_store::test_each_backend! {
             text(&lost, "ended_reason").contains("Another account"),
             "{lost}"
         );
+        // An account that holds no claim on a domain can neither check nor remove one there.
+        let third = w.app.create_license(Tier::Enterprise).await;
+        let mut c = signed_in(&w, &third.email).await;
+        let (status, _) = call(&mut c, "verify_sso", &[("domain", "shared.example")]).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{backend:?}");
+        let (status, _) = call(&mut c, "remove_sso", &[("domain", "shared.example")]).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{backend:?}");
+        assert_eq!(
+            tidemark_store::sso::find_verified(&w.app.db, "shared.example")
+                .await
+                .unwrap()
+                .map(|c| c.account_id),
+            Some(first.account_id.clone())
+        );
         // B's Settings says so, and B cannot claim the domain again.
         let (_, settings) = call(&mut b, "settings", &[]).await;
         assert_eq!(settings["sso"][0]["state"], "Ended", "{settings}");

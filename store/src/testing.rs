@@ -112,7 +112,7 @@ pub fn postgres_backend() -> Option<Backend> {
 /// Declares a test once per database backend, as `NAME::sqlite` and `NAME::postgres`, so a
 /// failure on one never hides the other's result:
 ///
-/// ```ignore
+/// ```text
 /// tidemark_store::test_each_backend! {
 ///     /// What it shows.
 ///     async fn claims_are_exclusive(backend) {
