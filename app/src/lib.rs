@@ -15,6 +15,8 @@ pub mod chart;
 pub mod error;
 pub mod links;
 pub mod model;
+#[cfg(feature = "ssr")]
+pub mod page_policy;
 mod pages;
 mod signin;
 #[cfg(feature = "ssr")]
@@ -30,6 +32,8 @@ pub struct DashboardConfig {
 
 /// The HTML document around the app; only rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    page_policy::apply();
     view! {
         <!DOCTYPE html>
         <html lang="en">

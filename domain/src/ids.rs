@@ -21,6 +21,14 @@ pub fn is_project_id(s: &str) -> bool {
         .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
 }
 
+/// Whether `s` has the shape of a scan id (`YYYYMMDD-HHMMSS-<slug>`, maybe `-N`): a cheap test
+/// that keeps anything else (NUL bytes, megabytes of text) away from the database.
+pub fn could_be_scan_id(s: &str) -> bool {
+    (1..=96).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
 pub fn new_account_id() -> String {
     format!("acct_{}", random_base32(20))
 }
@@ -72,5 +80,13 @@ mod tests {
         assert_ne!(a, b);
         assert!(!is_project_id("prj_ABCDEFGHIJKLMNOPQRST"));
         assert!(!is_project_id("prj_short"));
+    }
+
+    #[test]
+    fn scan_id_shapes() {
+        assert!(could_be_scan_id("20261122-101530-payments-api-prod-2"));
+        for bad in ["", "a\u{0}", "A", "x/y", &"a".repeat(97)] {
+            assert!(!could_be_scan_id(bad), "{bad:?}");
+        }
     }
 }

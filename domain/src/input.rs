@@ -37,7 +37,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
-        if inner.classify() != serde_json::error::Category::Data {
+        // A number JSON allows but no field can hold (`1e400`) is the field's fault, not
+        // the syntax's: serde_json reports it as a syntax error.
+        let out_of_range = inner.to_string().starts_with("number out of range");
+        if inner.classify() != serde_json::error::Category::Data && !out_of_range {
             return syntax(&inner);
         }
         // A shape error may come before a syntax error later in the body (`{} trailing`):
@@ -46,8 +49,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
             return syntax(&e);
         }
         let text = strip_position(&inner.to_string());
-        // serde reports a missing field at its parent: name the field itself.
-        let field = match (text.strip_prefix("missing field `"), path.as_str()) {
+        // serde reports a missing or repeated field at its parent: name the field itself.
+        let named = text
+            .strip_prefix("missing field `")
+            .or_else(|| text.strip_prefix("duplicate field `"));
+        let field = match (named, path.as_str()) {
             (Some(rest), ".") => rest.trim_end_matches('`').to_owned(),
             (Some(rest), parent) => format!("{parent}.{}", rest.trim_end_matches('`')),
             (None, p) => p.to_owned(),
@@ -74,30 +80,139 @@ fn strip_position(msg: &str) -> String {
 
 /// Checks that a required text field is not blank.
 pub fn non_empty(field: &str, value: &str) -> Result<(), FieldError> {
-    if value.trim().is_empty() {
-        Err(FieldError::new(field, format!("{field} must not be empty")))
-    } else {
-        Ok(())
-    }
+    non_blank_at(|| field.to_owned(), value)
 }
 
-/// Checks a required text field: `min..=max` characters, no control characters.
+/// Checks a required one-line text field: 1 to `max` characters, no control characters.
 pub fn bounded_text(field: &str, value: &str, max: usize) -> Result<(), FieldError> {
-    let len = value.chars().count();
-    if len == 0 {
-        return Err(FieldError::new(field, format!("{field} must not be empty")));
-    }
-    if len > max {
-        return Err(FieldError::new(
+    line_at(|| field.to_owned(), value, max)
+}
+
+/// Checks a free-text field: at most `max` characters, possibly empty; tab and line breaks
+/// (LF, CR) are the only control characters allowed.
+pub fn prose(field: &str, value: &str, max: usize) -> Result<(), FieldError> {
+    prose_at(|| field.to_owned(), value, max)
+}
+
+/// [`non_empty`] for a field whose name is only worth building when it is wrong (one of
+/// 50,000 findings).
+pub fn non_blank_at(field: impl FnOnce() -> String, value: &str) -> Result<(), FieldError> {
+    if value.trim().is_empty() {
+        let field = field();
+        return Err(FieldError {
+            message: format!("{field} must not be empty"),
             field,
-            format!("{field} must be at most {max} characters (got {len})"),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(FieldError::new(
-            field,
-            format!("{field} must not contain control characters"),
-        ));
+        });
     }
     Ok(())
+}
+
+/// [`bounded_text`] with a lazily built field name.
+pub fn line_at(field: impl FnOnce() -> String, value: &str, max: usize) -> Result<(), FieldError> {
+    if value.is_empty() {
+        let field = field();
+        return Err(FieldError {
+            message: format!("{field} must not be empty"),
+            field,
+        });
+    }
+    checked_text(field, value, max, |_| false)
+}
+
+/// [`prose`] with a lazily built field name.
+pub fn prose_at(field: impl FnOnce() -> String, value: &str, max: usize) -> Result<(), FieldError> {
+    checked_text(field, value, max, |c| matches!(c, '\t' | '\n' | '\r'))
+}
+
+/// Length in characters and control characters: one rule on both databases (PostgreSQL
+/// cannot store NUL in text at all; SQLite could, and would then hand it to every reader).
+fn checked_text(
+    field: impl FnOnce() -> String,
+    value: &str,
+    max: usize,
+    allowed_control: impl Fn(char) -> bool,
+) -> Result<(), FieldError> {
+    // Bytes bound characters from above: only long values need counting.
+    let len = if value.len() > max {
+        value.chars().count()
+    } else {
+        0
+    };
+    if len > max {
+        let field = field();
+        return Err(FieldError {
+            message: format!("{field} must be at most {max} characters (got {len})"),
+            field,
+        });
+    }
+    if value.chars().any(|c| c.is_control() && !allowed_control(c)) {
+        let what = if value.contains('\0') {
+            "NUL or other control characters"
+        } else {
+            "control characters"
+        };
+        let field = field();
+        return Err(FieldError {
+            message: format!("{field} must not contain {what}"),
+            field,
+        });
+    }
+    Ok(())
+}
+
+/// Rows to skip for the 0-based `page` of `size` rows: a negative page is the first, and a
+/// page too far to count lies past any end (it saturates, never overflows).
+pub fn page_offset(page: i64, size: i64) -> i64 {
+    page.max(0).saturating_mul(size.max(0))
+}
+
+/// A search or filter value from a URL: control characters dropped, at most `max`
+/// characters; blank means none.
+pub fn query_text(value: Option<String>, max: usize) -> Option<String> {
+    let value = value?;
+    let cleaned: String = value
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(max)
+        .collect();
+    (!cleaned.trim().is_empty()).then_some(cleaned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_never_overflow() {
+        assert_eq!(page_offset(-5, 50), 0);
+        assert_eq!(page_offset(2, 50), 100);
+        assert_eq!(page_offset(i64::MAX, 50), i64::MAX);
+        assert_eq!(page_offset(i64::MIN, 50), 0);
+    }
+
+    #[test]
+    fn query_text_is_bounded_and_clean() {
+        assert_eq!(query_text(None, 10), None);
+        assert_eq!(query_text(Some("  ".into()), 10), None);
+        assert_eq!(
+            query_text(Some("a\u{0}b\nc".into()), 10).as_deref(),
+            Some("abc")
+        );
+        assert_eq!(
+            query_text(Some("é".repeat(20)), 5).as_deref(),
+            Some("ééééé")
+        );
+    }
+
+    #[test]
+    fn text_rules() {
+        assert!(bounded_text("f", "", 3).is_err());
+        assert!(bounded_text("f", "abc", 3).is_ok());
+        assert!(bounded_text("f", "abcd", 3).is_err());
+        assert!(bounded_text("f", "a\tb", 3).is_err());
+        assert!(prose("f", "", 3).is_ok());
+        assert!(prose("f", "a\tb", 3).is_ok());
+        assert!(prose("f", "a\u{0}", 3).is_err());
+        assert!(non_empty("f", " ").is_err());
+    }
 }

@@ -5,7 +5,9 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest as _, Sha256};
 use tidemark_wire::PushRequest;
 
-use crate::input::{bounded_text, non_empty, parse_json, FieldError, JsonError};
+use crate::input::{
+    bounded_text, line_at, non_blank_at, parse_json, prose_at, FieldError, JsonError,
+};
 
 /// Largest accepted push body.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -13,8 +15,15 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_FINDINGS: usize = 50_000;
 const MAX_LABEL_CHARS: usize = 128;
 const MAX_SLUG_CHARS: usize = 64;
-/// Counts are stored as signed 64-bit integers.
-const MAX_COUNT: u64 = i64::MAX as u64;
+/// Largest count (`passed`, `failed`, each severity): far above any real scan, and small
+/// enough that no sum of counts overflows in a store, a chart or a client.
+pub const MAX_COUNT: u64 = 1_000_000_000;
+/// Longest finding `rule_id`, in characters.
+pub const MAX_RULE_ID_CHARS: usize = 256;
+/// Longest finding `resource` (long cloud resource names fit).
+pub const MAX_RESOURCE_CHARS: usize = 2_048;
+/// Longest finding `message` or `remediation`.
+pub const MAX_PROSE_CHARS: usize = 16_384;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PushError {
@@ -71,15 +80,24 @@ impl ValidPush {
         ];
         for (field, n) in counts {
             if n > MAX_COUNT {
-                return Err(FieldError::new(field, format!("{field} is too large")).into());
+                return Err(FieldError::new(
+                    field,
+                    format!("{field} must be at most {MAX_COUNT} (got {n})"),
+                )
+                .into());
             }
         }
         if request.findings.len() > MAX_FINDINGS {
             return Err(PushError::TooManyFindings(request.findings.len()));
         }
         for (i, f) in request.findings.iter().enumerate() {
-            non_empty(&format!("findings[{i}].rule_id"), &f.rule_id)?;
-            non_empty(&format!("findings[{i}].resource"), &f.resource)?;
+            let at = |name: &'static str| move || format!("findings[{i}].{name}");
+            non_blank_at(at("rule_id"), &f.rule_id)?;
+            line_at(at("rule_id"), &f.rule_id, MAX_RULE_ID_CHARS)?;
+            non_blank_at(at("resource"), &f.resource)?;
+            line_at(at("resource"), &f.resource, MAX_RESOURCE_CHARS)?;
+            prose_at(at("message"), &f.message, MAX_PROSE_CHARS)?;
+            prose_at(at("remediation"), &f.remediation, MAX_PROSE_CHARS)?;
         }
         let scanned_at = DateTime::parse_from_rfc3339(request.scanned_at.trim())
             .map_err(|_| {
@@ -291,6 +309,137 @@ mod tests {
             .unwrap()
             .remove("remediation");
         assert_eq!(field_of(parse(&v).unwrap_err()), "findings[0].remediation");
+    }
+
+    #[test]
+    fn control_characters_are_refused_in_every_text_but_tab_and_line_breaks_in_prose() {
+        for field in ["rule_id", "resource", "message", "remediation"] {
+            for bad in ["a\u{0}b", "\u{1b}[31mred", "a\u{7f}", "a\u{85}b"] {
+                let mut v = sample();
+                v["findings"][0][field] = json!(bad);
+                assert_eq!(
+                    field_of(parse(&v).unwrap_err()),
+                    format!("findings[0].{field}"),
+                    "{field}={bad:?}"
+                );
+            }
+        }
+        for field in ["message", "remediation"] {
+            let mut v = sample();
+            v["findings"][0][field] = json!("line one\r\n\tline two\n");
+            assert!(parse(&v).is_ok(), "{field}");
+            v["findings"][0][field] = json!("");
+            assert!(parse(&v).is_ok(), "empty {field}");
+        }
+        for field in ["rule_id", "resource"] {
+            let mut v = sample();
+            v["findings"][0][field] = json!("a\tb");
+            assert!(parse(&v).is_err(), "{field} with a tab");
+        }
+        let mut v = sample();
+        v["cloud_account_id"] = json!("acme\u{0}");
+        match parse(&v).unwrap_err() {
+            PushError::Json(JsonError::Shape(f)) => {
+                assert_eq!(f.field, "cloud_account_id");
+                assert!(f.message.contains("NUL"), "{}", f.message);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn finding_texts_have_length_limits() {
+        let cases = [
+            ("rule_id", MAX_RULE_ID_CHARS),
+            ("resource", MAX_RESOURCE_CHARS),
+            ("message", MAX_PROSE_CHARS),
+            ("remediation", MAX_PROSE_CHARS),
+        ];
+        for (field, max) in cases {
+            let mut v = sample();
+            // Multi-byte characters: the limit counts characters, not bytes.
+            v["findings"][0][field] = json!("é".repeat(max));
+            assert!(parse(&v).is_ok(), "{field} at its limit");
+            v["findings"][0][field] = json!("é".repeat(max + 1));
+            assert_eq!(
+                field_of(parse(&v).unwrap_err()),
+                format!("findings[0].{field}")
+            );
+        }
+    }
+
+    #[test]
+    fn counts_are_bounded_and_numbers_that_fit_no_field_are_field_errors() {
+        let mut v = sample();
+        v["passed"] = json!(MAX_COUNT);
+        assert!(parse(&v).is_ok());
+        let body = |passed: &str| {
+            serde_json::to_string(&sample())
+                .unwrap()
+                .replace("\"passed\":140", &format!("\"passed\":{passed}"))
+        };
+        for passed in [
+            "1000000001",
+            "18446744073709551616",
+            "1e30",
+            "1e400",
+            "-1e400",
+            "9223372036854775808",
+        ] {
+            let err = ValidPush::parse(body(passed).as_bytes()).unwrap_err();
+            assert_eq!(field_of(err), "passed", "passed={passed}");
+        }
+        let body = serde_json::to_string(&sample())
+            .unwrap()
+            .replace("\"score\":87.5", "\"score\":1e400");
+        assert_eq!(
+            field_of(ValidPush::parse(body.as_bytes()).unwrap_err()),
+            "score"
+        );
+        let mut v = sample();
+        v["severity_counts"]["low"] = json!(MAX_COUNT + 1);
+        assert_eq!(field_of(parse(&v).unwrap_err()), "severity_counts.low");
+    }
+
+    #[test]
+    fn impossible_dates_are_refused() {
+        for bad in [
+            "2024-02-30T10:00:00Z",
+            "2023-02-29T10:00:00Z",
+            "2026-13-01T10:00:00Z",
+            "2026-11-22T24:00:01Z",
+            "2026-11-22T10:00:00+25:00",
+        ] {
+            let mut v = sample();
+            v["scanned_at"] = json!(bad);
+            assert_eq!(field_of(parse(&v).unwrap_err()), "scanned_at", "{bad}");
+        }
+        let mut v = sample();
+        v["scanned_at"] = json!("2024-02-29T10:00:00Z");
+        assert!(parse(&v).is_ok());
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_where_the_contract_names_it() {
+        let body = serde_json::to_string(&sample()).unwrap();
+        let twice = body.replacen("{", "{\"score\":10,", 1);
+        assert_eq!(
+            field_of(ValidPush::parse(twice.as_bytes()).unwrap_err()),
+            "score"
+        );
+        let twice = body.replace("\"critical\":1", "\"critical\":1,\"critical\":2");
+        assert!(field_of(ValidPush::parse(twice.as_bytes()).unwrap_err())
+            .starts_with("severity_counts"));
+        let twice = body.replace(
+            "\"status\":\"FAIL\"",
+            "\"status\":\"FAIL\",\"status\":\"PASS\"",
+        );
+        assert!(
+            field_of(ValidPush::parse(twice.as_bytes()).unwrap_err()).starts_with("findings[0]")
+        );
+        // Unknown fields are ignored, however often they appear.
+        let unknown = body.replacen("{", "{\"x\":1,\"x\":2,", 1);
+        assert!(ValidPush::parse(unknown.as_bytes()).is_ok());
     }
 
     #[test]

@@ -50,6 +50,23 @@ impl RollingLimit {
     }
 }
 
+/// Who a per-address limit counts: an IPv4 address, or an IPv6 client's /64 (one subscriber
+/// line or host usually holds a whole /64, so counting single addresses would give each
+/// client 2^64 budgets). IPv4-mapped IPv6 addresses count as their IPv4 address.
+pub fn rate_subject(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                let prefix = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+                format!("{prefix}/64")
+            }
+        },
+    }
+}
+
 /// Whole seconds from `now` until `at`, rounded up, at least 1.
 pub fn secs_until(now: Millis, at: Millis) -> u64 {
     let ms = (at - now).max(0) as u64;
@@ -84,5 +101,18 @@ mod tests {
         assert_eq!(secs_until(0, 1), 1);
         assert_eq!(secs_until(0, 1001), 2);
         assert_eq!(secs_until(5, 0), 1);
+    }
+
+    #[test]
+    fn ipv6_clients_count_per_64() {
+        let subject = |s: &str| rate_subject(s.parse().unwrap());
+        assert_eq!(subject("203.0.113.9"), "203.0.113.9");
+        assert_eq!(subject("::ffff:203.0.113.9"), "203.0.113.9");
+        assert_eq!(subject("2001:db8:1:2:aaaa::1"), "2001:db8:1:2::/64");
+        assert_eq!(
+            subject("2001:db8:1:2:ffff:ffff:ffff:ffff"),
+            subject("2001:db8:1:2::7")
+        );
+        assert_ne!(subject("2001:db8:1:3::1"), subject("2001:db8:1:2::1"));
     }
 }

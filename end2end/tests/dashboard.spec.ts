@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { expect, test, type APIRequestContext } from "@playwright/test";
-import { signInWithOidc as signIn } from "./support";
+import { type APIRequestContext } from "@playwright/test";
+import { expect, test, signInWithOidc as signIn, watchCsp } from "./support";
 
 // scripts/e2e.sh: an enterprise account capped at one active project, whose admin is ADMIN.
 const ADMIN = process.env.TIDEMARK_E2E_ADMIN ?? "";
@@ -173,6 +173,7 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   await expect(page.getByTestId("members")).toContainText(reader);
 
   const context = await browser.newContext();
+  const otherCsp = await watchCsp(context, new URL(page.url()).origin);
   const other = await context.newPage();
   await signIn(other, reader);
   await other.goto("/settings");
@@ -184,6 +185,7 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   const status = await other.evaluate(async () => (await fetch("/api/rotate_keys", { method: "POST" })).status);
   expect(status).toBe(403);
   await context.close();
+  expect(otherCsp).toEqual([]);
 
   // The admin promotes the reader, demotes them again, then removes them.
   const row = page.getByTestId("members").getByRole("row").filter({ hasText: reader });

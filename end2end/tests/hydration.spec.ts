@@ -1,4 +1,5 @@
-import { expect, test, type ConsoleMessage } from "@playwright/test";
+import { test as unguarded, type ConsoleMessage } from "@playwright/test";
+import { expect, test, watchCsp } from "./support";
 
 test("the landing page is server-rendered, then hydrated and interactive", async ({ page }) => {
   const problems: string[] = [];
@@ -46,4 +47,21 @@ test("an unknown page is a 404 with a way back", async ({ page }) => {
   const res = await page.goto("/no/such/page");
   expect(res?.status()).toBe(404);
   await expect(page.getByRole("link", { name: "Back to the start page" })).toBeVisible();
+});
+
+unguarded("the page policy stops an injected inline script, and the guard sees it", async ({ browser, baseURL }) => {
+  const context = await browser.newContext();
+  const violations = await watchCsp(context, new URL(baseURL ?? "").origin);
+  const page = await context.newPage();
+  await page.goto("/signin");
+  const ran = await page.evaluate(() => {
+    const injected = document.createElement("script");
+    injected.textContent = "window.__injected = true";
+    document.body.append(injected);
+    return (window as unknown as { __injected?: boolean }).__injected === true;
+  });
+  expect(ran).toBe(false);
+  await expect.poll(() => violations.length).toBeGreaterThan(0);
+  expect(violations.join("\n")).toContain("script-src");
+  await context.close();
 });

@@ -1,4 +1,5 @@
-import { expect, test, type ConsoleMessage } from "@playwright/test";
+import { type ConsoleMessage } from "@playwright/test";
+import { expect, test } from "./support";
 
 // Started by scripts/e2e.sh: a real OpenID provider (npm oidc-provider) on http://localhost,
 // a different site from the app on http://127.0.0.1, and an account whose admin is ADMIN.

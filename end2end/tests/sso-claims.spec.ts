@@ -1,6 +1,6 @@
 import fs from "node:fs";
-import { expect, test, type Page } from "@playwright/test";
-import { signInWithOidc } from "./support";
+import { type Page } from "@playwright/test";
+import { expect, test, signInWithOidc } from "./support";
 
 // scripts/e2e.sh: the victim's enterprise account (admin ADMIN, at e2e.example), a second
 // enterprise account (ATTACKER), a real samlify IdP, and a real DNS server on loopback that

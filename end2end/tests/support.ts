@@ -1,4 +1,39 @@
-import { expect, type Page } from "@playwright/test";
+import { test as base, expect, type BrowserContext, type Page } from "@playwright/test";
+
+export { expect };
+
+/**
+ * Collects every Content-Security-Policy violation on the app's own pages in `context`
+ * (identity providers' pages are not ours). Chromium reports each as a console message; the
+ * `securitypolicyviolation` event catches the ones it would not print.
+ */
+export async function watchCsp(context: BrowserContext, appOrigin: string): Promise<string[]> {
+  const violations: string[] = [];
+  await context.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) =>
+      console.error(`Content Security Policy violation: ${e.violatedDirective} ${e.blockedURI}`),
+    );
+  });
+  context.on("console", (msg) => {
+    const from = msg.location().url || msg.page()?.url() || "";
+    if (/Content Security Policy/i.test(msg.text()) && from.startsWith(appOrigin)) {
+      violations.push(`${from}: ${msg.text()}`);
+    }
+  });
+  return violations;
+}
+
+/** Playwright's `test`, failing any test during which one of the app's pages broke its CSP. */
+export const test = base.extend<{ cspGuard: void }>({
+  cspGuard: [
+    async ({ context, baseURL }, use) => {
+      const violations = await watchCsp(context, new URL(baseURL ?? "").origin);
+      await use();
+      expect(violations, "Content-Security-Policy violations").toEqual([]);
+    },
+    { auto: true },
+  ],
+});
 
 // The OpenID provider scripts/e2e.sh starts on http://localhost (another site than the app).
 export const OIDC = process.env.TIDEMARK_E2E_OIDC ?? "";

@@ -85,6 +85,20 @@ pub struct Config {
     /// The one nameserver SSO domain-verification look-ups ask (`host:port`); the system's
     /// resolvers (`/etc/resolv.conf`) when unset.
     pub dns_resolver: Option<SocketAddr>,
+    /// How long a client may take to send a request's headers, and how long a kept-alive
+    /// connection may sit idle before its next request (`TIDEMARK_HEADER_TIMEOUT_SECONDS`).
+    pub header_timeout_seconds: u32,
+    /// How long a request body may pause between two chunks
+    /// (`TIDEMARK_BODY_TIMEOUT_SECONDS`).
+    pub body_timeout_seconds: u32,
+    /// The longest a `/v1` request may take in all (`TIDEMARK_API_TIMEOUT_SECONDS`).
+    pub api_timeout_seconds: u32,
+    /// Sign-in steps (`POST /auth/signin`, the SAML ACS) per rolling minute per client address
+    /// (`TIDEMARK_SIGNIN_PER_MINUTE`); over it, the address is refused for a minute.
+    pub signin_per_minute: u32,
+    /// Where `/metrics` is served instead of the main address (`TIDEMARK_METRICS_ADDR`), so it
+    /// need not be public; unset: on the main address.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 #[derive(Debug, Clone)]
@@ -307,7 +321,40 @@ impl Config {
             }
         };
 
+        let metrics_addr = match var("TIDEMARK_METRICS_ADDR") {
+            None => None,
+            Some(text) => {
+                Some(
+                    text.trim()
+                        .parse::<SocketAddr>()
+                        .map_err(|_| ConfigError::Invalid {
+                            name: "TIDEMARK_METRICS_ADDR",
+                            reason: format!(
+                                "expected ip:port such as 127.0.0.1:9090, got {text:?}"
+                            ),
+                        })?,
+                )
+            }
+        };
+        let header_timeout_seconds = parse_number(&var, "TIDEMARK_HEADER_TIMEOUT_SECONDS", 30)?;
+        let body_timeout_seconds = parse_number(&var, "TIDEMARK_BODY_TIMEOUT_SECONDS", 30)?;
+        let api_timeout_seconds = parse_number(&var, "TIDEMARK_API_TIMEOUT_SECONDS", 60)?;
+        if header_timeout_seconds > 30 {
+            return Err(ConfigError::Invalid {
+                name: "TIDEMARK_HEADER_TIMEOUT_SECONDS",
+                reason: format!(
+                    "at most 30 seconds (a longer wait only helps slow-header attacks), got \
+                     {header_timeout_seconds}"
+                ),
+            });
+        }
+        let signin_per_minute = parse_number(&var, "TIDEMARK_SIGNIN_PER_MINUTE", 60)?;
         Ok(Config {
+            metrics_addr,
+            signin_per_minute,
+            header_timeout_seconds,
+            body_timeout_seconds,
+            api_timeout_seconds,
             dns_resolver,
             oidc,
             session_idle_seconds,

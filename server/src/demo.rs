@@ -9,6 +9,7 @@ use tidemark_domain::rate::RollingLimit;
 use tidemark_domain::{now_millis, to_rfc3339};
 use tidemark_store::licenses;
 use tidemark_store::pushes::{record_push, PushContext};
+use tidemark_store::Writer;
 use tidemark_wire::Tier;
 
 use crate::state::AppState;
@@ -22,15 +23,15 @@ const PROJECTS: [(&str, f64); 3] = [
 ];
 
 /// Creates the demo account once; later starts find it and change nothing.
-pub async fn seed(state: &AppState) -> anyhow::Result<()> {
-    if !licenses::licenses_for_email(&state.db, DEMO_EMAIL)
+pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
+    if !licenses::licenses_for_email(db, DEMO_EMAIL)
         .await?
         .is_empty()
     {
         return Ok(());
     }
     let created = crate::ops::create_license(
-        &state.db,
+        db,
         &state.license_keys,
         DEMO_EMAIL,
         Tier::Enterprise,
@@ -90,7 +91,7 @@ pub async fn seed(state: &AppState) -> anyhow::Result<()> {
                 now: scanned_at,
                 touch_key: false,
             };
-            record_push(&state.db, ctx, push).await?;
+            record_push(db, ctx, push).await?;
         }
     }
     tracing::warn!(

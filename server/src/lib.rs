@@ -14,8 +14,8 @@ pub mod state;
 pub mod telemetry;
 pub mod validation_cache;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use app::{shell, App};
@@ -26,11 +26,13 @@ use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tidemark_store::Db;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::config::{Config, Environment, MasterKeySource};
 use crate::http::metrics::Metrics;
 use crate::http::request_id::RequestId;
+use crate::http::security_headers;
 use crate::state::AppState;
 
 /// Connects to the database, applies pending migrations and assembles the shared state.
@@ -83,8 +85,11 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         mail_wakeup: Arc::new(tokio::sync::Notify::new()),
     };
     if state.config.dev_demo {
-        demo::seed(&state)
-            .await
+        let seeding = state.clone();
+        state
+            .db
+            .detached(|db| async move { Ok(demo::seed(&db, &seeding).await) })
+            .await?
             .context("could not seed the demo account")?;
     }
     Ok(state)
@@ -144,14 +149,24 @@ pub fn router(state: AppState) -> Router {
             auth::require_same_origin,
         ));
 
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/healthz", get(http::health::get_healthz))
-        .route("/readyz", get(http::health::get_readyz))
-        .route("/metrics", get(http::metrics::get_metrics))
-        .merge(api::router())
-        .merge(dashboard)
+        .route("/readyz", get(http::health::get_readyz));
+    if state.config.metrics_addr.is_none() {
+        app = app.route("/metrics", get(http::metrics::get_metrics));
+    }
+    let app = app
+        .merge(security_headers::no_store(api::router(
+            Duration::from_secs(state.config.api_timeout_seconds.into()),
+        )))
+        .merge(security_headers::no_store(dashboard))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state.clone());
+    let hsts = state.config.environment == Environment::Production
+        && state.config.base_url.starts_with("https://");
+    let app = security_headers::apply(app, hsts).layer(RequestBodyTimeoutLayer::new(
+        Duration::from_secs(state.config.body_timeout_seconds.into()),
+    ));
 
     // Outermost last: the request id exists before the access-log span opens, and the
     // metrics layer sees the final status.
@@ -180,37 +195,73 @@ pub fn router(state: AppState) -> Router {
 
 /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish.
 pub async fn serve(state: AppState, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
+    serve_until(state, listener, shutdown_signal()).await
+}
+
+/// [`serve`] until `shutdown` completes (the binary passes [`shutdown_signal`], made before
+/// it bound the port).
+pub async fn serve_until(
+    state: AppState,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
     let background = mail::spawn_background_work(&state)?;
     let rechecks = auth::domain_verification::spawn_rechecks(state.db.clone(), state.dns.clone());
-    axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    let header_timeout = Duration::from_secs(state.config.header_timeout_seconds.into());
+    // `/metrics` on an address of its own when one is configured (for example loopback or a
+    // private network only), with the same connection timeouts.
+    let metrics = match state.config.metrics_addr {
+        None => None,
+        Some(metrics_addr) => {
+            let listener = tokio::net::TcpListener::bind(metrics_addr)
+                .await
+                .with_context(|| {
+                    format!("could not listen on TIDEMARK_METRICS_ADDR {metrics_addr}")
+                })?;
+            tracing::info!(addr = %listener.local_addr()?, "serving /metrics");
+            let router = Router::new()
+                .route("/metrics", get(http::metrics::get_metrics))
+                .with_state(state.clone());
+            Some(tokio::spawn(http::listener::serve(
+                listener,
+                router,
+                header_timeout,
+                std::future::pending(),
+            )))
+        }
+    };
+    http::listener::serve(listener, router(state), header_timeout, shutdown).await;
+    if let Some(metrics) = metrics {
+        metrics.abort();
+    }
     background.abort();
     rechecks.abort();
     tracing::info!("shut down cleanly");
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
-                sig.recv().await;
+/// SIGINT or SIGTERM. The handlers are installed when this is called, not when the future is
+/// first polled: call it before the listener exists, so that a signal sent as soon as the port
+/// answers never meets the default action (which would kill the process uncleanly).
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{signal, SignalKind};
+    let terminate = signal(SignalKind::terminate());
+    let interrupt = signal(SignalKind::interrupt());
+    async move {
+        let wait = |installed: std::io::Result<tokio::signal::unix::Signal>| async move {
+            match installed {
+                Ok(mut sig) => {
+                    sig.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            () = wait(terminate) => {},
+            () = wait(interrupt) => {},
         }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+        tracing::info!("shutdown signal received; finishing in-flight requests");
     }
-    tracing::info!("shutdown signal received; finishing in-flight requests");
 }

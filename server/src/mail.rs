@@ -12,6 +12,7 @@ use tidemark_domain::{now_millis, to_rfc3339, Millis};
 use tidemark_store::licenses::licenses_for_email;
 use tidemark_store::outbox::{self, OutboxMail};
 use tidemark_store::rate::prune_rate_data;
+use tidemark_store::Writer;
 
 use crate::api::license::RESEND_MAIL_KIND;
 use crate::config::Config;
@@ -75,7 +76,7 @@ pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::Jo
             let (s, t, f) = (state.clone(), transport.clone(), from.clone());
             let delivered = state
                 .db
-                .detached(|_| async move { Ok(deliver_due(&s, &t, &f).await) })
+                .detached(|db| async move { Ok(deliver_due(&db, &s, &t, &f).await) })
                 .await;
             match delivered {
                 Ok(Ok(())) => {}
@@ -128,18 +129,19 @@ pub fn retry_delay_ms(attempts: i64) -> Millis {
 }
 
 async fn deliver_due(
+    db: &Writer,
     state: &AppState,
     transport: &Transport,
     from: &Mailbox,
 ) -> anyhow::Result<()> {
-    let due = outbox::claim_due_mail(&state.db, now_millis(), CLAIM_LEASE_MS, 20).await?;
+    let due = outbox::claim_due_mail(db, now_millis(), CLAIM_LEASE_MS, 20).await?;
     for mail in due {
         match send_one(state, transport, from, &mail).await {
-            Ok(()) => outbox::mark_sent(&state.db, &mail.id, now_millis()).await?,
+            Ok(()) => outbox::mark_sent(db, &mail.id, now_millis()).await?,
             Err(err) => {
                 tracing::warn!(mail_id = %mail.id, attempt = mail.attempts, error = %err, "mail not delivered; will retry");
                 let retry_at = now_millis() + retry_delay_ms(mail.attempts);
-                outbox::mark_failed(&state.db, &mail, &err.to_string(), retry_at).await?;
+                outbox::mark_failed(db, &mail, &err.to_string(), retry_at).await?;
             }
         }
     }

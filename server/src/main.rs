@@ -4,6 +4,7 @@ use serde::Serialize;
 use server::cli::{BundleCommand, Cli, Command, LicenseCommand, MemberCommand, SsoCommand};
 use server::config::{Config, Environment};
 use server::ops;
+use tidemark_store::Writer;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -15,15 +16,30 @@ async fn main() -> anyhow::Result<()> {
     if let Command::Serve = command {
         let addr = config.site_addr;
         let state = server::build_state(config).await?;
+        let shutdown = server::shutdown_signal();
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("could not listen on {addr}"))?;
-        return server::serve(state, listener).await;
+        return server::serve_until(state, listener, shutdown).await;
     }
 
     // Every other command applies pending migrations first.
     let state = server::build_state(config).await?;
-    let db = &state.db;
+    let db = state.db.clone();
+    // The command writes in a task of its own, like every other write (see `Db::detached`).
+    let outcome = db
+        .detached(|db| async move { Ok(run_command(command, &state, &db).await) })
+        .await;
+    db.close().await;
+    outcome?
+}
+
+/// One operator command (anything but `serve`).
+async fn run_command(
+    command: Command,
+    state: &server::state::AppState,
+    db: &Writer,
+) -> anyhow::Result<()> {
     match command {
         Command::Serve => unreachable!("handled above"),
         Command::Migrate => println!("migrations applied"),
@@ -177,7 +193,6 @@ async fn main() -> anyhow::Result<()> {
             );
         }
     }
-    state.db.close().await;
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use tidemark_domain::{ids, now_millis, to_rfc3339, Millis};
 use tidemark_store::bundles::{self, Bundle};
 use tidemark_store::licenses::{self, License, NewLicense};
 use tidemark_store::sso::{ClaimOutcome, NewClaim, SsoConnection, Vouched};
-use tidemark_store::Db;
+use tidemark_store::{Db, Writer};
 use tidemark_wire::Tier;
 
 use crate::crypto::SecretBox;
@@ -25,7 +25,7 @@ pub struct CreatedLicense {
 }
 
 pub async fn create_license(
-    db: &Db,
+    db: &Writer,
     keys: &SecretBox,
     email: &str,
     tier: Tier,
@@ -58,7 +58,7 @@ pub async fn create_license(
 /// Settings → API Keys → Rotate Key: revokes every active key of the account and issues one
 /// new key, in one transaction. Returns the new key (shown once) and how many were revoked.
 pub async fn rotate_api_keys(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     machine: &str,
 ) -> anyhow::Result<(ApiKey, u64)> {
@@ -120,7 +120,11 @@ pub async fn list_licenses(db: &Db) -> anyhow::Result<Vec<LicenseSummary>> {
 }
 
 /// Suspends or resumes a license; returns its new summary.
-pub async fn set_suspended(db: &Db, id: &str, suspended: bool) -> anyhow::Result<LicenseSummary> {
+pub async fn set_suspended(
+    db: &Writer,
+    id: &str,
+    suspended: bool,
+) -> anyhow::Result<LicenseSummary> {
     let at = suspended.then(now_millis);
     if !licenses::set_suspended(db, id, at).await? {
         bail!("no license with id {id}");
@@ -128,7 +132,7 @@ pub async fn set_suspended(db: &Db, id: &str, suspended: bool) -> anyhow::Result
     summary(db, id).await
 }
 
-pub async fn extend(db: &Db, id: &str, expires_at: Millis) -> anyhow::Result<LicenseSummary> {
+pub async fn extend(db: &Writer, id: &str, expires_at: Millis) -> anyhow::Result<LicenseSummary> {
     if !licenses::set_expiry(db, id, expires_at).await? {
         bail!("no license with id {id}");
     }
@@ -152,7 +156,7 @@ pub struct PublishedBundle {
 
 /// Publishes `bytes` as the latest bundle.
 pub async fn publish_bundle(
-    db: &Db,
+    db: &Writer,
     base_url: &str,
     file_name: &str,
     bytes: &[u8],
@@ -215,7 +219,7 @@ async fn require_account(db: &Db, account_id: &str) -> anyhow::Result<()> {
 }
 
 pub async fn add_member(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     email: &str,
     role: tidemark_domain::access::Role,
@@ -237,7 +241,7 @@ pub async fn list_members(db: &Db, account_id: &str) -> anyhow::Result<Vec<Membe
         .collect())
 }
 
-pub async fn remove_member(db: &Db, account_id: &str, email: &str) -> anyhow::Result<()> {
+pub async fn remove_member(db: &Writer, account_id: &str, email: &str) -> anyhow::Result<()> {
     let email = Email::parse(email).map_err(|e| anyhow::anyhow!(e.message))?;
     let member = tidemark_store::access::find_member_by_email(db, account_id, &email)
         .await?
@@ -300,7 +304,7 @@ pub enum SsoRefusal {
 /// Claims `domain` for an enterprise account with the IdP in `metadata_xml`: verified at once
 /// when the operator vouches, pending until its DNS record is found when an admin does.
 pub async fn claim_sso(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     domain: &str,
     metadata_xml: &str,
@@ -347,7 +351,7 @@ pub async fn claim_sso(
 /// `sso set`: the operator checked ownership out of band, so the domain is verified at once;
 /// its users' sessions end.
 pub async fn set_sso(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     domain: &str,
     metadata_xml: &str,
@@ -374,7 +378,7 @@ pub async fn list_sso(db: &Db, account_id: Option<&str>) -> anyhow::Result<Vec<S
 }
 
 /// Removes every claim on the domain (verified or not); sessions end if one was verified.
-pub async fn remove_sso(db: &Db, domain: &str) -> anyhow::Result<u64> {
+pub async fn remove_sso(db: &Writer, domain: &str) -> anyhow::Result<u64> {
     let domain = ClaimableDomain::parse(domain).map_err(|e| anyhow::anyhow!(e))?;
     let removed = tidemark_store::sso::remove(db, domain.as_str(), None).await?;
     anyhow::ensure!(removed > 0, "{} has no SAML configuration", domain.as_str());

@@ -169,6 +169,11 @@ async fn members_read_but_only_admins_change() {
     let mut admin = app.signed_in(&provider, &license.email).await;
     let res = admin.post_form("/api/rotate_keys", &[]).await;
     assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["cache-control"],
+        "no-store",
+        "a new key is kept by no cache"
+    );
     let new_key: String = serde_json::from_str(&res.text().await.unwrap()).unwrap();
     assert!(new_key.starts_with("svc_api_"));
     let res = app
@@ -248,5 +253,72 @@ tidemark_store::test_each_backend! {
             .await
             .unwrap()
             .is_empty());
+    }
+}
+
+/// A server function, its form, and the status it must answer.
+type EdgeCase<'a> = (&'a str, Vec<(&'a str, &'a str)>, StatusCode);
+
+tidemark_store::test_each_backend! {
+    /// Page numbers, ids and filters at their edges are answered the same on both databases:
+    /// a page past the end or an id that cannot exist is 404, odd filter text is harmless,
+    /// never an overflow or a 5xx.
+    async fn dashboard_inputs_at_their_edges_are_answered_not_failed(backend) {
+        let provider = ScriptedProvider::start().await;
+        let env = provider.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let app = TestApp::spawn_with(backend, &env).await;
+        let (mine, key) = app.with_key(Tier::Team).await;
+        let pushed = app
+            .push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+            .await;
+        let project = pushed["project_id"].as_str().unwrap();
+        let scan = pushed["scan_id"].as_str().unwrap();
+        let mut browser = app.signed_in(&provider, &mine.email).await;
+        let max = i64::MAX.to_string();
+        let nul_project = format!("{project}\u{0}");
+        let long = "x".repeat(100_000);
+        let cases: Vec<EdgeCase> = vec![
+            ("/api/project_scans", vec![("project_id", project), ("page", &max)], StatusCode::NOT_FOUND),
+            ("/api/project_scans", vec![("project_id", project), ("page", "1")], StatusCode::NOT_FOUND),
+            ("/api/project_scans", vec![("project_id", project), ("page", "-3")], StatusCode::OK),
+            ("/api/project_scans", vec![("project_id", &nul_project), ("page", "0")], StatusCode::NOT_FOUND),
+            ("/api/project_scans", vec![("project_id", &long), ("page", "0")], StatusCode::NOT_FOUND),
+            (
+                "/api/scan_findings",
+                vec![("project_id", project), ("scan_id", scan), ("query[page]", &max)],
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                "/api/scan_findings",
+                vec![("project_id", project), ("scan_id", "x\u{0}"), ("query[page]", "0")],
+                StatusCode::NOT_FOUND,
+            ),
+            (
+                "/api/scan_findings",
+                vec![
+                    ("project_id", project),
+                    ("scan_id", scan),
+                    ("query[page]", "0"),
+                    ("query[text]", "bucket\u{0}\u{1b}"),
+                    ("query[severity]", "high\u{0}"),
+                    ("query[framework]", &long),
+                ],
+                StatusCode::OK,
+            ),
+            ("/api/scan", vec![("project_id", project), ("scan_id", &long)], StatusCode::NOT_FOUND),
+            (
+                "/api/set_archived",
+                vec![("project_id", &nul_project), ("archived", "true")],
+                StatusCode::NOT_FOUND,
+            ),
+        ];
+        for (path, form, status) in cases {
+            let res = browser.post_form(path, &form).await;
+            let got = res.status();
+            let body = res.text().await.unwrap();
+            let shown: Vec<String> = form.iter().map(|(k, v)| format!("{k}={:.40}", v.escape_debug())).collect();
+            assert_eq!(got, status, "{backend:?} {path} {shown:?}: {body:.200}");
+        }
     }
 }

@@ -12,5 +12,7 @@ mod operator_cli;
 mod push_api;
 mod saml_login;
 mod secrets_at_rest;
+mod security_headers;
 mod sign_in;
 mod sso_claims;
+mod timeouts;

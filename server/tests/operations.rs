@@ -99,6 +99,40 @@ async fn metrics_count_requests_by_route_and_status() {
 }
 
 #[tokio::test]
+async fn metrics_can_live_on_an_address_of_their_own() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[("TIDEMARK_METRICS_ADDR", &addr)],
+    )
+    .await;
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    // The server binds the metrics address as it starts: give it a moment.
+    let mut answer = None;
+    for _ in 0..50 {
+        if let Ok(res) = reqwest::get(format!("http://{addr}/metrics")).await {
+            answer = Some(res);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let res = answer.expect("the metrics address answers");
+    assert_eq!(res.status(), StatusCode::OK);
+    let text = res.text().await.unwrap();
+    assert!(
+        text.contains(r#"route="/healthz",status="200"} 1"#),
+        "{text}"
+    );
+    assert_eq!(
+        app.get("/metrics").await.status(),
+        StatusCode::NOT_FOUND,
+        "not on the public address"
+    );
+}
+
+#[tokio::test]
 async fn the_landing_page_is_server_rendered_with_hydration_scripts() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let res = app.get("/").await;

@@ -776,6 +776,59 @@ tidemark_store::test_each_backend! {
                 "invalid_request",
                 "scanned_at",
             ),
+            // The same answer on both databases (PostgreSQL cannot store NUL in text).
+            (
+                "NUL in a finding's message",
+                with("findings.0.message", json!("bucket\u{0}is public")),
+                json_ct,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "findings[0].message must not contain NUL",
+            ),
+            (
+                "escape sequence in a resource",
+                with("findings.1.resource", json!("\u{1b}[2Jbucket")),
+                json_ct,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "findings[1].resource",
+            ),
+            (
+                "count over the documented maximum",
+                with("passed", json!(1_000_000_001_u64)),
+                json_ct,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "passed must be at most 1000000000",
+            ),
+            (
+                "a number no count can hold",
+                serde_json::to_vec(&good)
+                    .unwrap()
+                    .pipe_replace("\"failed\":", "\"failed\":1e400,\"x\":"),
+                json_ct,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "failed",
+            ),
+            (
+                "an impossible date",
+                with("scanned_at", json!("2024-02-30T10:00:00Z")),
+                json_ct,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "scanned_at",
+            ),
+            (
+                "a key given twice",
+                serde_json::to_vec(&good)
+                    .unwrap()
+                    .pipe_replace("{", "{\"score\":1,"),
+                json_ct,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "duplicate field `score`",
+            ),
         ];
         for (name, body, content_type, status, code, needle) in cases {
             let res = app
@@ -796,6 +849,20 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.count("scans").await, 0, "{backend:?}");
         assert_eq!(app.count("projects").await, 0);
         assert_eq!(app.count("findings").await, 0);
+    }
+}
+
+/// Replaces the first `from` in a JSON body's text.
+trait PipeReplace {
+    fn pipe_replace(self, from: &str, to: &str) -> Vec<u8>;
+}
+
+impl PipeReplace for Vec<u8> {
+    fn pipe_replace(self, from: &str, to: &str) -> Vec<u8> {
+        String::from_utf8(self)
+            .expect("JSON text")
+            .replacen(from, to, 1)
+            .into_bytes()
     }
 }
 

@@ -290,6 +290,76 @@ async fn doctype_documents_are_refused_before_parsing() {
     );
 }
 
+/// Decodes a base64 SAMLResponse, edits its XML text, encodes it again. The signature is
+/// untouched: what it covers is exactly the question.
+fn edit_response(response: &str, edit: impl FnOnce(String) -> String) -> String {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let xml = String::from_utf8(engine.decode(response).unwrap()).unwrap();
+    let edited = edit(xml.clone());
+    assert_ne!(edited, xml, "the edit changed nothing");
+    engine.encode(edited)
+}
+
+#[tokio::test]
+async fn documents_in_another_encoding_are_refused_before_parsing() {
+    let s = setup(backends()[0], false).await;
+    let mut browser = Browser::new(&s.app.base_url);
+    let rid = start(&s, &mut browser, ALICE).await;
+    let good = s
+        .idp
+        .forge(json!({"email": ALICE, "inResponseTo": rid}))
+        .await;
+    for encoding in ["ISO-8859-1", "UTF-16", "UTF-7"] {
+        let declared = edit_response(&good, |xml| {
+            let body = match xml.strip_prefix("<?xml") {
+                Some(rest) => rest.split_once("?>").unwrap().1.to_owned(),
+                None => xml,
+            };
+            format!("<?xml version=\"1.0\" encoding=\"{encoding}\"?>{body}")
+        });
+        let res = post_acs(&s, &mut browser, &declared).await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{encoding}");
+        assert!(res.text().await.unwrap().contains("UTF-8"), "{encoding}");
+    }
+    // Nothing was consumed: the same response, as signed, still signs Alice in.
+    assert_eq!(
+        post_acs(&s, &mut browser, &good).await.status(),
+        StatusCode::OK
+    );
+}
+
+/// The 2018 comment-injection attack: comments are outside what the signature covers, so
+/// `alice@sso-corp.example<!---->.evil.example` still verifies; a reader that stops at the
+/// comment would see Alice. samael must read the whole NameID, or refuse it.
+#[tokio::test]
+async fn a_comment_in_the_name_id_never_shortens_it() {
+    let s = setup(backends()[0], false).await;
+    let mut browser = Browser::new(&s.app.base_url);
+    let rid = start(&s, &mut browser, ALICE).await;
+    let longer = format!("{ALICE}.evil.example");
+    let signed = s
+        .idp
+        .forge(json!({"email": longer, "inResponseTo": rid}))
+        .await;
+    let injected = edit_response(&signed, |xml| {
+        xml.replace(
+            &format!(">{longer}<"),
+            &format!(">{ALICE}<!---->.evil.example<"),
+        )
+    });
+    let res = post_acs(&s, &mut browser, &injected).await;
+    assert_ne!(
+        res.status(),
+        StatusCode::OK,
+        "the injected response must not sign anyone in: {}",
+        location(&res)
+    );
+    // And nobody is signed in afterwards.
+    let page = browser.get(&s.app.url("/projects")).await;
+    assert_ne!(page.status(), StatusCode::OK, "no session was made");
+}
+
 #[tokio::test]
 async fn strangers_and_foreign_domains_do_not_get_in() {
     let s = setup(backends()[0], false).await;

@@ -13,7 +13,7 @@ use tidemark_wire::Tier;
 
 /// Every byte of the database as an attacker with a copy would see it.
 async fn dump(app: &TestApp) -> String {
-    match (&app.db, app.backend) {
+    match (app.db.db(), app.backend) {
         (Db::Sqlite { pool, .. }, Backend::Sqlite) => {
             sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
                 .execute(pool)

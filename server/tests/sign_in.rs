@@ -546,3 +546,59 @@ async fn development_seeds_a_demo_account_once_whose_admin_can_sign_in() {
     assert_eq!(app.count("scans").await, 3 * 45);
     assert_eq!(app.count("licenses").await, 1);
 }
+
+tidemark_store::test_each_backend! {
+    /// A sign-in flood from one address is refused (`429`, from a read once the ban is on),
+    /// the SAML ACS shares the budget, another address is unaffected, and pushes go on.
+    async fn a_sign_in_flood_is_limited_per_address(backend) {
+        let app = TestApp::spawn_with(
+            backend,
+            &[
+                ("TIDEMARK_SIGNIN_PER_MINUTE", "5"),
+                ("TIDEMARK_TRUSTED_PROXIES", "127.0.0.1"),
+            ],
+        )
+        .await;
+        let (_, key) = app.with_key(tidemark_wire::Tier::Team).await;
+        let mut browser = common::browser::Browser::new(&app.base_url);
+        for i in 0..5 {
+            let res = browser.post_form("/auth/signin", &[("email", "flood@example.com")]).await;
+            assert_ne!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend:?} attempt {i}");
+        }
+        for path in ["/auth/signin", "/saml/acs"] {
+            let res = browser
+                .post_form(path, &[("email", "flood@example.com"), ("SAMLResponse", "x")])
+                .await;
+            assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend:?} {path}");
+            let wait: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+            assert!((1..=60).contains(&wait), "{wait}");
+            assert!(res.text().await.unwrap().contains("Too many sign-in attempts"));
+        }
+        // Behind the trusted proxy, another client has its own budget.
+        let res = app
+            .client
+            .post(app.url("/auth/signin"))
+            .header("Origin", &app.base_url)
+            .header("Sec-Fetch-Site", "same-origin")
+            .header("X-Forwarded-For", "198.51.100.7")
+            .form(&[("email", "other@example.com")])
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(res.status(), StatusCode::TOO_MANY_REQUESTS, "{backend:?}");
+        // Pushes are not sign-ins.
+        let res = app
+            .push(&key, &common::sample_push("web", 70.0, "2026-11-20T10:00:00Z"))
+            .await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        // Only the allowed steps were counted: the refused ones wrote nothing.
+        let events = tidemark_store::on_db!(&app.db, pool => {
+            sqlx::query_as::<_, (i64,)>("SELECT COUNT(*) FROM rate_events WHERE bucket LIKE 'signin:%'")
+                .fetch_one(pool)
+                .await
+        })
+        .unwrap()
+        .0;
+        assert_eq!(events, 6, "{backend:?}");
+    }
+}

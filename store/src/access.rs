@@ -4,6 +4,7 @@ use tidemark_domain::access::Role;
 use tidemark_domain::text::Email;
 use tidemark_domain::Millis;
 
+use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 /// `$1` id, `$2` lower-case e-mail, `$3` now: creates the user unless the address is known.
@@ -63,7 +64,7 @@ pub enum MembershipError {
 
 /// Adds `email` to the account with `role`, creating the user if needed.
 pub async fn add_member(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     email: &Email,
     role: Role,
@@ -176,7 +177,7 @@ pub async fn accounts_of(db: &Db, user_id: &str) -> Result<Vec<AccountOfUser>, S
 
 /// Notes that the member has just entered the account (signed in, or switched to it).
 pub async fn mark_account_used(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     user_id: &str,
     now: Millis,
@@ -196,7 +197,7 @@ pub async fn mark_account_used(
 /// Changes a member's role, or removes them (`None`), ending their sessions on this account.
 /// The last admin can be neither demoted nor removed.
 pub async fn change_member(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     user_id: &str,
     role: Option<Role>,
@@ -296,7 +297,7 @@ pub enum Subject<'a> {
 /// Finds the user behind (provider, subject), binding it on first sign-in to the user with
 /// the verified e-mail address. An e-mail is never trusted again once the pair is bound.
 pub async fn resolve_identity(
-    db: &Db,
+    db: &Writer,
     provider: IdentityProvider<'_>,
     subject: Subject<'_>,
     verified_email: Option<&Email>,

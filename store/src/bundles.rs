@@ -4,6 +4,7 @@
 use base64::Engine as _;
 use tidemark_domain::Millis;
 
+use crate::Writer;
 use crate::{on_db, on_db_write, Db, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -16,7 +17,7 @@ pub struct Bundle {
     pub published_at: Millis,
 }
 
-pub async fn publish_bundle(db: &Db, bundle: &Bundle, bytes: &[u8]) -> Result<(), StoreError> {
+pub async fn publish_bundle(db: &Writer, bundle: &Bundle, bytes: &[u8]) -> Result<(), StoreError> {
     let content = base64::engine::general_purpose::STANDARD.encode(bytes);
     on_db_write!(db, pool => {
         sqlx::query(

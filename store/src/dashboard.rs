@@ -4,6 +4,7 @@
 use tidemark_domain::Millis;
 use tidemark_wire::SeverityCounts;
 
+use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 /// How many recent scores a project's sparkline shows.
@@ -528,7 +529,7 @@ pub enum ArchiveOutcome {
 /// Archives (`archived = true`) or unarchives a project of the account. Unarchiving needs a
 /// free slot under `cap`; the check and the change are one step per account.
 pub async fn set_archived(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     project_id: &str,
     archived: bool,

@@ -100,7 +100,7 @@ pub enum Db {
 #[macro_export]
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
-        match $db {
+        match ::core::convert::AsRef::<$crate::Db>::as_ref($db) {
             $crate::Db::Sqlite { pool: $pool, .. } => $body,
             $crate::Db::Postgres($pool) => $body,
         }
@@ -108,14 +108,64 @@ macro_rules! on_db {
 }
 
 /// Like [`on_db!`], for bodies that write: on SQLite they go through the writer connection.
+/// It takes a [`Writer`], never a bare [`Db`], so a write function that forgot to ask for
+/// one does not compile.
 #[macro_export]
 macro_rules! on_db_write {
-    ($db:expr, $pool:ident => $body:expr) => {
-        match $db {
+    ($writer:expr, $pool:ident => $body:expr) => {
+        match $crate::Writer::db($writer) {
             $crate::Db::Sqlite { writer: $pool, .. } => $body,
             $crate::Db::Postgres($pool) => $body,
         }
     };
+}
+
+/// The right to write: proof that the code holding it runs in a task of its own, which the
+/// caller's cancellation cannot stop half-way (see [`Db::detached`], the only way to get one
+/// outside tests). Every store function that writes takes `&Writer`; it reads like a [`Db`].
+///
+/// So a write reached from a request without [`Db::detached`] does not compile:
+///
+/// ```compile_fail
+/// async fn sign_out(db: &tidemark_store::Db) {
+///     let _ = tidemark_store::sessions::delete_session(db, "id-hash").await;
+/// }
+/// ```
+///
+/// and neither does making one by hand (`Writer(db.clone())`: the field is private). It is not
+/// `Clone`, so it stays with the task that was given it.
+#[derive(Debug)]
+pub struct Writer(Db);
+
+impl Writer {
+    pub fn db(&self) -> &Db {
+        &self.0
+    }
+
+    /// For tests only (the `testing` feature), where nothing cancels a write half-way.
+    #[cfg(feature = "testing")]
+    pub fn for_tests(db: Db) -> Self {
+        Writer(db)
+    }
+}
+
+impl AsRef<Db> for Writer {
+    fn as_ref(&self) -> &Db {
+        &self.0
+    }
+}
+
+impl AsRef<Db> for Db {
+    fn as_ref(&self) -> &Db {
+        self
+    }
+}
+
+impl std::ops::Deref for Writer {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        &self.0
+    }
 }
 
 impl Db {
@@ -188,7 +238,10 @@ impl Db {
     /// Applies every pending migration. Safe to run concurrently from several replicas:
     /// sqlx takes an advisory lock on PostgreSQL, and SQLite serialises writers.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        on_db_write!(self, pool => MIGRATOR.run(pool).await)?;
+        match self {
+            Db::Sqlite { writer, .. } => MIGRATOR.run(writer).await?,
+            Db::Postgres(pool) => MIGRATOR.run(pool).await?,
+        }
         Ok(())
     }
 
@@ -217,11 +270,11 @@ impl Db {
     /// connection every write shares, every later write would then fail.
     pub async fn detached<T, F, Fut>(&self, write: F) -> Result<T, StoreError>
     where
-        F: FnOnce(Db) -> Fut,
+        F: FnOnce(Writer) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
-        tokio::spawn(write(self.clone()))
+        tokio::spawn(write(Writer(self.clone())))
             .await
             .map_err(|e| StoreError::Interrupted(e.to_string()))?
     }

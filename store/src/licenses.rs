@@ -5,6 +5,7 @@ use tidemark_domain::tier::{effective_features, parse_feature_list, project_cap}
 use tidemark_domain::{license::LicenseState, Millis};
 use tidemark_wire::{Feature, Tier};
 
+use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 /// A license as stored (without its encrypted key).
@@ -89,7 +90,7 @@ pub struct NewLicense {
 }
 
 /// Creates the account and its license in one transaction.
-pub async fn create_license(db: &Db, new: &NewLicense) -> Result<(), StoreError> {
+pub async fn create_license(db: &Writer, new: &NewLicense) -> Result<(), StoreError> {
     on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, $2)")
@@ -181,7 +182,7 @@ pub async fn licenses_for_email(
 }
 
 /// Suspends (`Some(now)`) or resumes (`None`) a license. False when there is no such license.
-pub async fn set_suspended(db: &Db, id: &str, at: Option<Millis>) -> Result<bool, StoreError> {
+pub async fn set_suspended(db: &Writer, id: &str, at: Option<Millis>) -> Result<bool, StoreError> {
     let n = on_db_write!(db, pool => {
         sqlx::query("UPDATE licenses SET suspended_at = $1 WHERE id = $2")
             .bind(at)
@@ -193,7 +194,7 @@ pub async fn set_suspended(db: &Db, id: &str, at: Option<Millis>) -> Result<bool
     Ok(n == 1)
 }
 
-pub async fn set_expiry(db: &Db, id: &str, expires_at: Millis) -> Result<bool, StoreError> {
+pub async fn set_expiry(db: &Writer, id: &str, expires_at: Millis) -> Result<bool, StoreError> {
     let n = on_db_write!(db, pool => {
         sqlx::query("UPDATE licenses SET expires_at = $1 WHERE id = $2")
             .bind(expires_at)
@@ -217,17 +218,21 @@ pub struct NewApiKey {
 }
 
 /// Adds a key to the account (activation); other keys stay valid.
-pub async fn insert_api_key(db: &Db, key: &NewApiKey) -> Result<(), StoreError> {
+pub async fn insert_api_key(db: &Writer, key: &NewApiKey) -> Result<(), StoreError> {
     issue_api_key(db, key, false).await.map(|_| ())
 }
 
 /// Revokes every active key of an account and issues `replacement` in the same transaction:
 /// from the commit on, no replica accepts an old key. Returns how many keys were revoked.
-pub async fn rotate_api_keys(db: &Db, replacement: &NewApiKey) -> Result<u64, StoreError> {
+pub async fn rotate_api_keys(db: &Writer, replacement: &NewApiKey) -> Result<u64, StoreError> {
     issue_api_key(db, replacement, true).await
 }
 
-async fn issue_api_key(db: &Db, key: &NewApiKey, revoke_others: bool) -> Result<u64, StoreError> {
+async fn issue_api_key(
+    db: &Writer,
+    key: &NewApiKey,
+    revoke_others: bool,
+) -> Result<u64, StoreError> {
     let revoked = on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         let revoked = if revoke_others {
@@ -340,7 +345,7 @@ pub async fn list_api_keys(db: &Db, account_id: &str) -> Result<Vec<KeyRow>, Sto
 
 /// Revokes one active key of the account; `false` if there was none by that id.
 pub async fn revoke_api_key(
-    db: &Db,
+    db: &Writer,
     account_id: &str,
     key_id: &str,
     now: Millis,

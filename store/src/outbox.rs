@@ -3,6 +3,7 @@
 
 use tidemark_domain::Millis;
 
+use crate::Writer;
 use crate::{on_db, on_db_write, Db, StoreError};
 
 /// After this many failed attempts a message is given up (kept, with its last error).
@@ -18,7 +19,7 @@ pub struct OutboxMail {
 }
 
 pub async fn enqueue_mail(
-    db: &Db,
+    db: &Writer,
     id: &str,
     kind: &str,
     recipient: &str,
@@ -44,7 +45,7 @@ pub async fn enqueue_mail(
 /// replicas never send the same message at the same time; a sender that dies leaves the
 /// message due again when its lease ends.
 pub async fn claim_due_mail(
-    db: &Db,
+    db: &Writer,
     now: Millis,
     lease_ms: Millis,
     max: i64,
@@ -81,7 +82,7 @@ pub async fn claim_due_mail(
     Ok(claimed)
 }
 
-pub async fn mark_sent(db: &Db, id: &str, now: Millis) -> Result<(), StoreError> {
+pub async fn mark_sent(db: &Writer, id: &str, now: Millis) -> Result<(), StoreError> {
     on_db_write!(db, pool => {
         sqlx::query("UPDATE mail_outbox SET sent_at = $1, last_error = NULL WHERE id = $2")
             .bind(now)
@@ -96,7 +97,7 @@ pub async fn mark_sent(db: &Db, id: &str, now: Millis) -> Result<(), StoreError>
 /// Records a failed attempt; the message is due again at `retry_at`, or never once it has
 /// used [`MAX_ATTEMPTS`].
 pub async fn mark_failed(
-    db: &Db,
+    db: &Writer,
     mail: &OutboxMail,
     error: &str,
     retry_at: Millis,
@@ -129,7 +130,7 @@ pub async fn pending_count(db: &Db) -> Result<i64, StoreError> {
 }
 
 /// Forgets messages delivered before `before`; undelivered ones are kept whatever their age.
-pub async fn prune_sent(db: &Db, before: Millis) -> Result<u64, StoreError> {
+pub async fn prune_sent(db: &Writer, before: Millis) -> Result<u64, StoreError> {
     let n = on_db_write!(db, pool => {
         sqlx::query("DELETE FROM mail_outbox WHERE sent_at IS NOT NULL AND sent_at < $1")
             .bind(before)

@@ -3,6 +3,7 @@
 use tidemark_domain::rate::{secs_until, RollingLimit};
 use tidemark_domain::Millis;
 
+use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +19,7 @@ pub enum BanDecision {
 /// starts a ban of `ban_ms`, during which every request is refused. A ban is not a bucket
 /// refilling: the window emptying does not lift it.
 pub async fn hit_with_ban(
-    db: &Db,
+    db: &Writer,
     bucket: &str,
     limit: &RollingLimit,
     ban_ms: Millis,
@@ -68,7 +69,7 @@ pub async fn hit_with_ban(
 }
 
 /// Forgets events older than `keep_after` and bans that ended before it.
-pub async fn prune_rate_data(db: &Db, keep_after: Millis) -> Result<u64, StoreError> {
+pub async fn prune_rate_data(db: &Writer, keep_after: Millis) -> Result<u64, StoreError> {
     let n = on_db_write!(db, pool => {
         let events = sqlx::query("DELETE FROM rate_events WHERE at <= $1")
             .bind(keep_after)

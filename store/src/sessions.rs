@@ -5,6 +5,7 @@
 
 use tidemark_domain::Millis;
 
+use crate::Writer;
 use crate::{on_db, on_db_write, Db, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +23,7 @@ pub struct SessionOwner<'a> {
 
 /// Inserts a new record; `false` when the id hash is taken (the caller picks another id).
 pub async fn create_session(
-    db: &Db,
+    db: &Writer,
     id_hash: &str,
     owner: SessionOwner<'_>,
     data: &str,
@@ -53,7 +54,7 @@ pub async fn create_session(
 /// record's absolute end). To keep reads cheap, a record whose data is unchanged is only
 /// rewritten once its expiry has fallen `slack_ms` behind. A record that is gone stays gone.
 pub async fn save_session(
-    db: &Db,
+    db: &Writer,
     id_hash: &str,
     owner: SessionOwner<'_>,
     data: &str,
@@ -98,7 +99,7 @@ pub async fn load_session(
     Ok(row.map(|(data, expires_at)| SessionRow { data, expires_at }))
 }
 
-pub async fn delete_session(db: &Db, id_hash: &str) -> Result<(), StoreError> {
+pub async fn delete_session(db: &Writer, id_hash: &str) -> Result<(), StoreError> {
     on_db_write!(db, pool => {
         sqlx::query("DELETE FROM sessions WHERE id_hash = $1").bind(id_hash).execute(pool).await.map(|_| ())
     })?;
@@ -106,7 +107,7 @@ pub async fn delete_session(db: &Db, id_hash: &str) -> Result<(), StoreError> {
 }
 
 /// Ends every session of a user (on every account).
-pub async fn delete_user_sessions(db: &Db, user_id: &str) -> Result<u64, StoreError> {
+pub async fn delete_user_sessions(db: &Writer, user_id: &str) -> Result<u64, StoreError> {
     let deleted = on_db_write!(db, pool => {
         sqlx::query("DELETE FROM sessions WHERE user_id = $1").bind(user_id).execute(pool).await.map(|r| r.rows_affected())
     })?;
@@ -124,7 +125,7 @@ pub async fn count_user_sessions(db: &Db, user_id: &str) -> Result<i64, StoreErr
 }
 
 /// Removes expired sessions, used or expired sign-in attempts and forgotten SAML assertion ids.
-pub async fn prune_expired(db: &Db, now: Millis) -> Result<u64, StoreError> {
+pub async fn prune_expired(db: &Writer, now: Millis) -> Result<u64, StoreError> {
     let deleted = on_db_write!(db, pool => {
         let mut deleted = 0;
         for sql in [
@@ -141,7 +142,7 @@ pub async fn prune_expired(db: &Db, now: Millis) -> Result<u64, StoreError> {
 
 /// Records the start of a sign-in round trip.
 pub async fn insert_login_attempt(
-    db: &Db,
+    db: &Writer,
     id_hash: &str,
     method: &str,
     payload: &str,
@@ -166,7 +167,7 @@ pub async fn insert_login_attempt(
 /// Takes (deletes and returns) a live sign-in attempt: each can be completed at most once,
 /// even when two replicas receive the same callback.
 pub async fn take_login_attempt(
-    db: &Db,
+    db: &Writer,
     id_hash: &str,
     method: &str,
     now: Millis,
@@ -186,7 +187,7 @@ pub async fn take_login_attempt(
 
 /// Remembers a SAML assertion id until `expires_at`; `false` if it was already seen (replay).
 pub async fn remember_assertion(
-    db: &Db,
+    db: &Writer,
     id_hash: &str,
     expires_at: Millis,
 ) -> Result<bool, StoreError> {

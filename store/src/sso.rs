@@ -6,6 +6,7 @@
 use tidemark_domain::sso::{ClaimState, ClaimableDomain};
 use tidemark_domain::Millis;
 
+use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +141,7 @@ pub enum ClaimOutcome {
 /// statement decides: a domain verified by another account refuses, whatever runs beside it.
 /// Replacing the IdP (another entity id or certificate) unbinds the connection's identities.
 pub async fn claim(
-    db: &Db,
+    db: &Writer,
     new: &NewClaim<'_>,
     vouched: Vouched,
 ) -> Result<ClaimOutcome, StoreError> {
@@ -244,7 +245,7 @@ pub enum VerifyOutcome {
 /// Marks a pending claim verified, if no claim on its domain is. One conditional statement
 /// (and the unique index behind it) makes the first verifier the only one.
 pub async fn verify(
-    db: &Db,
+    db: &Writer,
     connection_id: &str,
     now: Millis,
 ) -> Result<VerifyOutcome, StoreError> {
@@ -310,7 +311,7 @@ pub async fn verify(
 
 /// Records a look-up that did not verify the claim, and when to look again (`None`: stop).
 pub async fn record_failed_check(
-    db: &Db,
+    db: &Writer,
     connection_id: &str,
     now: Millis,
     message: &str,
@@ -336,7 +337,7 @@ pub async fn record_failed_check(
 /// conditional update moves its next check to `lease_until`, so replicas never check one
 /// claim twice. Claims made before `made_after` stop being checked in the background.
 pub async fn take_due_checks(
-    db: &Db,
+    db: &Writer,
     now: Millis,
     lease_until: Millis,
     made_after: Millis,
@@ -419,7 +420,11 @@ pub async fn list_connections(
 
 /// Removes the claims on `domain` (only `account_id`'s when given) with the identities bound
 /// through them; if a verified one goes, the domain's users' sessions end. Returns how many.
-pub async fn remove(db: &Db, domain: &str, account_id: Option<&str>) -> Result<u64, StoreError> {
+pub async fn remove(
+    db: &Writer,
+    domain: &str,
+    account_id: Option<&str>,
+) -> Result<u64, StoreError> {
     let removed = on_db_write!(db, pool => {
         let mut tx = pool.begin_domain_write(domain).await?;
         sqlx::query(UNBIND_DOMAIN).bind(domain).bind(account_id).execute(&mut *tx).await?;

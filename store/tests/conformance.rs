@@ -49,7 +49,7 @@ tidemark_store::test_each_backend! {
 #[tokio::test]
 async fn sqlite_runs_in_wal_mode_with_durable_settings() {
     let t = fresh(Backend::Sqlite).await;
-    let Db::Sqlite { pool, .. } = &t.db else {
+    let Db::Sqlite { pool, .. } = t.db.db() else {
         unreachable!()
     };
     let mode: (String,) = sqlx::query_as("PRAGMA journal_mode")
@@ -123,7 +123,7 @@ tidemark_store::test_each_backend! {
 async fn sqlite_write_transactions_that_read_first_do_not_fail_with_busy() {
     let t = fresh(Backend::Sqlite).await;
     insert_account(&t.db, "acc").await;
-    let Db::Sqlite { pool, .. } = &t.db else {
+    let Db::Sqlite { pool, .. } = t.db.db() else {
         unreachable!()
     };
     let mut tasks = Vec::new();

@@ -7,9 +7,9 @@ use tidemark_domain::rate::RollingLimit;
 use tidemark_store::dashboard::{self, ArchiveOutcome, FindingFilter};
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
 use tidemark_store::testing::{fresh, insert_license};
-use tidemark_store::Db;
+use tidemark_store::Writer;
 
-async fn account(db: &Db) -> String {
+async fn account(db: &Writer) -> String {
     let address = format!("{}@example.com", tidemark_domain::ids::new_user_id());
     insert_license(db, &address).await
 }
@@ -21,7 +21,7 @@ fn finding(rule: &str, resource: &str, status: &str, severity: &str, message: &s
 
 /// Pushes a scan at `day` (days after 2026-01-01) and returns its scan id.
 async fn push(
-    db: &Db,
+    db: &Writer,
     account: &str,
     label: &str,
     day: i64,

@@ -9,7 +9,7 @@ use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
 use tidemark_store::testing::{fresh, insert_account};
-use tidemark_store::Db;
+use tidemark_store::{Db, Writer};
 
 fn push(label: &str, second: i64, score: f64) -> ValidPush {
     let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
@@ -44,15 +44,18 @@ fn appended(outcome: PushOutcome) -> StoredScan {
 
 /// Queues every push while the writer connection is busy, so that on SQLite they reach the
 /// committer together and form one group; then lets them through.
-async fn push_together(db: &Db, pushes: Vec<(PushContext, ValidPush)>) -> Vec<PushOutcomeOrError> {
-    let held = match db {
+async fn push_together(
+    db: &Writer,
+    pushes: Vec<(PushContext, ValidPush)>,
+) -> Vec<PushOutcomeOrError> {
+    let held = match db.db() {
         Db::Sqlite { writer, .. } => Some(writer.acquire().await.unwrap()),
         Db::Postgres(_) => None,
     };
     let tasks: Vec<_> = pushes
         .into_iter()
         .map(|(ctx, push)| {
-            let db = db.clone();
+            let db = Writer::for_tests(db.db().clone());
             tokio::spawn(
                 async move { record_push(&db, ctx, push).await.map_err(|e| e.to_string()) },
             )

@@ -9,7 +9,7 @@ use tidemark_domain::text::Email;
 use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, Subject};
 use tidemark_store::sso::{self, ClaimOutcome, NewClaim, SsoConnection, VerifyOutcome, Vouched};
 use tidemark_store::testing::{fresh, insert_account};
-use tidemark_store::Db;
+use tidemark_store::{Db, Writer};
 
 const DOMAIN: &str = "victim.example";
 
@@ -17,7 +17,7 @@ fn domain() -> ClaimableDomain {
     ClaimableDomain::parse(DOMAIN).unwrap()
 }
 
-async fn claim_as(db: &Db, account: &str, entity: &str, vouched: Vouched) -> ClaimOutcome {
+async fn claim_as(db: &Writer, account: &str, entity: &str, vouched: Vouched) -> ClaimOutcome {
     let certs = vec![format!("cert-of-{entity}")];
     sso::claim(
         db,
@@ -168,7 +168,7 @@ tidemark_store::test_each_backend! {
         }
         let mut racers = tokio::task::JoinSet::new();
         for claim in pending.clone() {
-            let db = t.db.clone();
+            let db = t.writer();
             racers.spawn(async move { sso::verify(&db, &claim.id, 5_000).await.unwrap() });
         }
         let mut verified = 0;
@@ -196,7 +196,7 @@ tidemark_store::test_each_backend! {
         let second = ClaimableDomain::parse("contested.example").unwrap();
         let mut racers = tokio::task::JoinSet::new();
         for (i, a) in accounts.iter().take(2).enumerate() {
-            let (db, a, d) = (t.db.clone(), a.clone(), second.clone());
+            let (db, a, d) = (t.writer(), a.clone(), second.clone());
             racers.spawn(async move {
                 for round in 0..5 {
                     let certs = vec![format!("cert-{i}")];
@@ -246,7 +246,7 @@ tidemark_store::test_each_backend! {
         let t = fresh(backend).await;
         insert_account(&t.db, "acct_a").await;
         let add = |address: &'static str| {
-            let db = t.db.clone();
+            let db = t.writer();
             async move {
                 access::add_member(
                     &db,

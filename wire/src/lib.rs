@@ -228,9 +228,13 @@ impl FindingStatus {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SeverityCounts {
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
     pub critical: u64,
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
     pub high: u64,
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
     pub medium: u64,
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
     pub low: u64,
 }
 
@@ -264,13 +268,19 @@ impl SeverityCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Finding {
-    /// A framework ID and a rule number, e.g. `cis-gcp-2.0-4.1`.
+    /// A rule's ID, e.g. `cis-gcp-2.0-4.1`: 1–256 characters, not blank, no control characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
     pub rule_id: String,
-    /// Address of the scanned resource.
+    /// Address of the scanned resource: 1–2,048 characters, not blank, no control characters.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 2048))]
     pub resource: String,
     pub status: FindingStatus,
     pub severity: Severity,
+    /// At most 16,384 characters; tab and line breaks are the only control characters allowed.
+    #[cfg_attr(feature = "openapi", schema(max_length = 16384))]
     pub message: String,
+    /// At most 16,384 characters; tab and line breaks are the only control characters allowed.
+    #[cfg_attr(feature = "openapi", schema(max_length = 16384))]
     pub remediation: String,
 }
 
@@ -289,7 +299,10 @@ pub struct PushRequest {
     /// Overall compliance score, 0 to 100.
     #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100))]
     pub score: f64,
+    /// At most 1,000,000,000 (as is every count).
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
     pub passed: u64,
+    #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
     pub failed: u64,
     pub severity_counts: SeverityCounts,
     /// At most 50,000.

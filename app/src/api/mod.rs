@@ -73,4 +73,16 @@ mod ssr {
     pub fn not_found<T>() -> Result<T, DashboardError> {
         Err(DashboardError::NotFound)
     }
+
+    /// Ids from the URL that cannot exist are "not found" before any query: the database
+    /// never sees a NUL byte or a megabyte of text from a path.
+    pub fn well_formed(project_id: &str, scan_id: Option<&str>) -> Result<(), DashboardError> {
+        let project_ok = tidemark_domain::ids::is_project_id(project_id);
+        let scan_ok = scan_id.is_none_or(tidemark_domain::ids::could_be_scan_id);
+        if project_ok && scan_ok {
+            Ok(())
+        } else {
+            not_found()
+        }
+    }
 }

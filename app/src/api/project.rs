@@ -14,6 +14,7 @@ pub async fn load_project_chart(
 ) -> Result<ProjectChart, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
+    well_formed(&project_id, None)?;
     let db = db();
     let account = viewer.account_id.as_str();
     let Some(project) =
@@ -63,6 +64,7 @@ pub async fn load_project_chart(
 pub async fn project_scans(project_id: String, page: i64) -> Result<ScansPage, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
+    well_formed(&project_id, None)?;
     let page = page.max(0);
     let db = db();
     let rows = or_unavailable(
@@ -70,16 +72,17 @@ pub async fn project_scans(project_id: String, page: i64) -> Result<ScansPage, D
             &db,
             &viewer.account_id,
             &project_id,
-            page * PAGE_SIZE,
+            tidemark_domain::input::page_offset(page, PAGE_SIZE),
             PAGE_SIZE + 1,
         )
         .await,
     )?;
-    if rows.is_empty() && page == 0 {
+    if rows.is_empty() {
+        // A page past the end does not exist; neither does page 0 of an unknown project.
         let known = or_unavailable(
             tidemark_store::dashboard::find_project(&db, &viewer.account_id, &project_id).await,
         )?;
-        if known.is_none() {
+        if known.is_none() || page > 0 {
             return not_found();
         }
     }

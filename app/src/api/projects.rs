@@ -38,6 +38,7 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
     use super::ssr::*;
     use tidemark_store::dashboard::ArchiveOutcome;
     let viewer = crate::auth::require_admin()?;
+    well_formed(&project_id, None)?;
     let db = db();
     let license = or_unavailable(
         tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,

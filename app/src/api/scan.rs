@@ -12,6 +12,7 @@ use crate::model::{DiffView, FindingQuery, FindingsPage, ScanView};
 pub async fn load_scan(project_id: String, scan_id: String) -> Result<ScanView, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
+    well_formed(&project_id, Some(&scan_id))?;
     let db = db();
     let account = viewer.account_id.as_str();
     let Some(project) =
@@ -41,6 +42,7 @@ pub async fn scan_findings(
 ) -> Result<FindingsPage, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
+    well_formed(&project_id, Some(&scan_id))?;
     let db = db();
     let Some((found, _)) = or_unavailable(
         tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
@@ -48,12 +50,12 @@ pub async fn scan_findings(
     else {
         return not_found();
     };
-    let nonempty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+    use tidemark_domain::input::{page_offset, query_text};
     let filter = tidemark_store::dashboard::FindingFilter {
-        severity: nonempty(query.severity),
-        status: nonempty(query.status),
-        framework: nonempty(query.framework),
-        text: nonempty(query.text).map(|t| t.chars().take(200).collect()),
+        severity: query_text(query.severity, 16),
+        status: query_text(query.status, 16),
+        framework: query_text(query.framework, 128),
+        text: query_text(query.text, 200),
     };
     let page = query.page.max(0);
     let (rows, total) = or_unavailable(
@@ -62,11 +64,15 @@ pub async fn scan_findings(
             &project_id,
             found.seq,
             &filter,
-            page * PAGE_SIZE,
+            page_offset(page, PAGE_SIZE),
             PAGE_SIZE,
         )
         .await,
     )?;
+    if rows.is_empty() && page > 0 {
+        // A page past the end does not exist.
+        return not_found();
+    }
     Ok(FindingsPage {
         findings: rows.into_iter().map(finding).collect(),
         total,
@@ -79,6 +85,7 @@ pub async fn scan_findings(
 pub async fn scan_diff(project_id: String, scan_id: String) -> Result<DiffView, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
+    well_formed(&project_id, Some(&scan_id))?;
     let db = db();
     let Some((found, previous)) = or_unavailable(
         tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,

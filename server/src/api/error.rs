@@ -42,6 +42,9 @@ pub enum ApiError {
     PayloadTooLarge(String),
     #[error("No such endpoint. See /v1/openapi.json for the API.")]
     NotFound,
+    /// Too slow: the body stalled, or the whole request outlasted the API's time limit.
+    #[error("{0}")]
+    RequestTimeout(String),
     #[error("This endpoint does not accept that HTTP method.")]
     MethodNotAllowed,
     /// Details go to the server log (with the request id), never to the caller.
@@ -60,6 +63,7 @@ impl ApiError {
             LicenseInactive(_) | InsufficientTier(_) => StatusCode::FORBIDDEN,
             LicenseNotFound | NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ProjectLimitReached(_) | ProjectArchived(_) => StatusCode::CONFLICT,
             PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -88,6 +92,7 @@ impl ApiError {
             PayloadTooLarge(_) => "payload_too_large",
             NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed",
+            RequestTimeout(_) => "request_timeout",
             Internal(_) => "internal_error",
         }
     }

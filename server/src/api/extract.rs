@@ -31,9 +31,16 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
 pub async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
     axum::body::to_bytes(body, limit).await.map_err(|err| {
         // `to_bytes` fails on the length limit or on a broken connection.
-        let too_large = std::error::Error::source(&err)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if too_large {
+        let causes = || std::iter::successors(std::error::Error::source(&err), |e| e.source());
+        let too_large = causes().any(|s| s.is::<http_body_util::LengthLimitError>());
+        let stalled = causes().any(|s| s.is::<tower_http::timeout::TimeoutError>());
+        if stalled {
+            ApiError::RequestTimeout(
+                "The request body stopped arriving; send it again (a repeated push is answered \
+                 like the first and costs nothing)."
+                    .into(),
+            )
+        } else if too_large {
             ApiError::PayloadTooLarge(format!(
                 "The request body is larger than the limit of {} MiB.",
                 limit / (1024 * 1024)

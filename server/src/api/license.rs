@@ -95,6 +95,7 @@ pub async fn validate_license(
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
         (status = 422, description = "`invalid_request`: `machine` missing, empty, over 128 characters or with control characters", body = ErrorBody),
+        (status = 408, description = "`request_timeout`: the body stopped arriving, or the request outlasted the API's time limit (`TIDEMARK_API_TIMEOUT_SECONDS`)", body = ErrorBody),
     )
 )]
 pub async fn activate_license(
@@ -152,6 +153,7 @@ pub async fn activate_license(
         (status = 422, description = "`invalid_request`: not an e-mail address", body = ErrorBody),
         (status = 429, description = "`rate_limit_exceeded`; `Retry-After` gives the seconds left of the ban", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the ban ends"))),
+        (status = 408, description = "`request_timeout`: the body stopped arriving, or the request outlasted the API's time limit (`TIDEMARK_API_TIMEOUT_SECONDS`)", body = ErrorBody),
     )
 )]
 pub async fn resend_license(
@@ -162,7 +164,7 @@ pub async fn resend_license(
 ) -> Result<Json<ResendResponse>, ApiError> {
     let config = &state.config;
     let ip = client_ip(peer.ip(), &headers, &config.trusted_proxies);
-    let bucket = format!("resend:{ip}");
+    let bucket = format!("resend:{}", tidemark_domain::rate::rate_subject(ip));
     let now = now_millis();
     let limited = |retry_after_secs: u64| ApiError::RateLimited {
         message: format!(

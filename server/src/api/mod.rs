@@ -73,8 +73,10 @@ fn documented_routes() -> OpenApiRouter<AppState> {
 }
 
 /// The `/v1` routes, the OpenAPI document at `/v1/openapi.json`, and JSON answers for
-/// unknown paths and wrong methods.
-pub fn router() -> Router<AppState> {
+/// unknown paths and wrong methods. No request may take longer than `limit` in all: a push
+/// stopped there still completes its write if it had begun (`Db::detached`), so a retry is
+/// answered as a replay.
+pub fn router(limit: std::time::Duration) -> Router<AppState> {
     let (routes, doc) = documented_routes().split_for_parts();
     let doc = Arc::new(doc);
     routes
@@ -86,6 +88,20 @@ pub fn router() -> Router<AppState> {
         .route("/v1", any(|| async { ApiError::NotFound }))
         .route("/v1/{*rest}", any(|| async { ApiError::NotFound }))
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| async move {
+                use axum::response::IntoResponse as _;
+                match tokio::time::timeout(limit, next.run(req)).await {
+                    Ok(res) => res,
+                    Err(_) => ApiError::RequestTimeout(format!(
+                        "The request took longer than {} seconds and was stopped; send it \
+                         again (a repeated push is answered like the first and costs nothing).",
+                        limit.as_secs()
+                    ))
+                    .into_response(),
+                }
+            },
+        ))
 }
 
 /// The OpenAPI document (for the snapshot test and tooling).

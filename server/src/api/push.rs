@@ -50,6 +50,7 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
         (status = 422, description = "`invalid_request`: the message names the field", body = ErrorBody),
         (status = 429, description = "`rate_limit_exceeded`: over the account's writes per minute", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
+        (status = 408, description = "`request_timeout`: the body stopped arriving, or the request outlasted the API's time limit (`TIDEMARK_API_TIMEOUT_SECONDS`)", body = ErrorBody),
     )
 )]
 pub async fn push_scan(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {

@@ -12,7 +12,7 @@ use hickory_resolver::TokioResolver;
 use tidemark_domain::now_millis;
 use tidemark_domain::sso::{judge_txt, CheckVerdict, TxtAnswer, RECHECK_EVERY_MS, RECHECK_FOR_MS};
 use tidemark_store::sso::{self, SsoConnection, VerifyOutcome};
-use tidemark_store::{Db, StoreError};
+use tidemark_store::{Db, StoreError, Writer};
 
 /// A look-up gives up after this long: "Verify now" must answer the admin promptly.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
@@ -119,7 +119,7 @@ pub enum CheckOutcome {
 
 /// Looks the claim's record up and records what was found: verified, or why not yet.
 pub async fn check_claim(
-    db: &Db,
+    db: &Writer,
     dns: &DnsVerifier,
     claim: &SsoConnection,
 ) -> Result<CheckOutcome, StoreError> {
@@ -150,9 +150,13 @@ pub fn spawn_rechecks(db: Db, dns: DnsVerifier) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             let now = now_millis();
-            match sso::take_due_checks(&db, now, now + CHECK_LEASE_MS, now - RECHECK_FOR_MS, 20)
-                .await
-            {
+            let due = db
+                .detached(move |db| async move {
+                    sso::take_due_checks(&db, now, now + CHECK_LEASE_MS, now - RECHECK_FOR_MS, 20)
+                        .await
+                })
+                .await;
+            match due {
                 Ok(due) => {
                     for claim in due {
                         // Detached: stopping this loop at shutdown never cuts a write short.

@@ -8,11 +8,12 @@
 
 pub mod attempt;
 pub mod domain_verification;
+pub mod flood;
 pub mod oidc;
 pub mod saml;
 pub mod session_store;
 
-use axum::extract::{Form, Request, State};
+use axum::extract::{ConnectInfo, Form, Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -153,8 +154,13 @@ pub struct SignInForm {
 /// `POST /auth/signin`: routes the address to its domain's SAML IdP, or to OpenID Connect.
 pub async fn start_sign_in(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
+    headers: HeaderMap,
     Form(form): Form<SignInForm>,
 ) -> Response {
+    if let Err(refused) = flood::admit(&state, peer.ip(), &headers).await {
+        return refused;
+    }
     // No destination means the dashboard; an unsafe one means the site's root.
     let next = match form.next.as_deref().filter(|n| !n.is_empty()) {
         None => "/projects".to_owned(),

@@ -11,14 +11,16 @@
 //! - each assertion id is accepted once (a replay cache in the database, for all replicas);
 //! - the SP entity id and ACS URL are explicit, so audience, recipient and destination are
 //!   checked against them;
-//! - documents with a DOCTYPE (entity expansion) are refused before any XML parsing;
+//! - documents with a DOCTYPE (entity expansion), or whose XML declaration names an encoding
+//!   other than UTF-8 (the bytes were decoded as UTF-8; a parser told otherwise would read
+//!   different text than the signature covers), are refused before any XML parsing;
 //! - the address asserted must belong to the domain the IdP is configured for;
 //! - only a *verified* connection (the account proved it owns the domain) is used, and it
 //!   signs people in to its own account only; its identities are its own namespace.
 
 use std::str::FromStr as _;
 
-use axum::extract::{Form, State};
+use axum::extract::{ConnectInfo, Form, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use base64::Engine as _;
@@ -61,11 +63,40 @@ pub fn has_doctype(xml: &str) -> bool {
     lower.contains("<!doctype") || lower.contains("<!entity")
 }
 
+/// False when the XML declaration names an encoding other than UTF-8. No declaration, or
+/// one without an encoding, means UTF-8.
+pub fn declares_utf8(xml: &str) -> bool {
+    let text = xml.trim_start_matches('\u{feff}').trim_start();
+    let Some(declaration) = text
+        .strip_prefix("<?xml")
+        .and_then(|rest| rest.split_once("?>"))
+        .map(|(inside, _)| inside)
+    else {
+        return true;
+    };
+    let Some(at) = declaration.find("encoding") else {
+        return true;
+    };
+    let value = declaration[at + "encoding".len()..]
+        .trim_start()
+        .strip_prefix('=')
+        .map(str::trim_start)
+        .and_then(|v| {
+            let quote = v.chars().next().filter(|q| *q == '"' || *q == '\'')?;
+            v[1..].split(quote).next()
+        });
+    value
+        .is_some_and(|name| name.eq_ignore_ascii_case("utf-8") || name.eq_ignore_ascii_case("utf8"))
+}
+
 /// Checks IdP metadata: parseable, an entity id, an HTTP-Redirect SSO endpoint, and at least
 /// one signing certificate.
 pub fn parse_idp_metadata(xml: &str) -> Result<IdpMetadata, String> {
     if has_doctype(xml) {
         return Err("metadata with a DOCTYPE or entity declarations is refused".into());
+    }
+    if !declares_utf8(xml) {
+        return Err("metadata must be UTF-8 (its XML declaration names another encoding)".into());
     }
     let descriptor =
         EntityDescriptor::from_str(xml).map_err(|e| format!("not SAML 2.0 IdP metadata: {e}"))?;
@@ -234,10 +265,14 @@ pub struct AcsForm {
 /// `POST /saml/acs`.
 pub async fn acs(
     State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     session: Session,
     headers: HeaderMap,
     Form(form): Form<AcsForm>,
 ) -> Response {
+    if let Err(refused) = super::flood::admit(&state, peer.ip(), &headers).await {
+        return refused;
+    }
     let Some(xml) = base64::engine::general_purpose::STANDARD
         .decode(form.saml_response.trim())
         .ok()
@@ -254,6 +289,14 @@ pub async fn acs(
         return (
             StatusCode::BAD_REQUEST,
             "XML with a DOCTYPE or entity declarations is refused",
+        )
+            .into_response();
+    }
+    if !declares_utf8(&xml) {
+        tracing::warn!("SAML response declaring a non-UTF-8 encoding refused");
+        return (
+            StatusCode::BAD_REQUEST,
+            "XML declaring an encoding other than UTF-8 is refused",
         )
             .into_response();
     }
@@ -488,6 +531,28 @@ mod tests {
             1
         );
         assert_eq!(assertion_count("<r><saml:AssertionIDRef/></r>"), 0);
+    }
+
+    #[test]
+    fn only_utf8_documents_are_read() {
+        for ok in [
+            "<r/>",
+            "<?xml version=\"1.0\"?><r/>",
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><r/>",
+            "\u{feff} <?xml version='1.0' encoding = 'utf-8' ?><r/>",
+            "<?xml version=\"1.0\" encoding=\"utf8\" standalone=\"yes\"?><r/>",
+        ] {
+            assert!(declares_utf8(ok), "{ok}");
+        }
+        for bad in [
+            "<?xml version=\"1.0\" encoding=\"UTF-16\"?><r/>",
+            "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><r/>",
+            "<?xml version=\"1.0\" encoding='UTF-7'?><r/>",
+            "<?xml version=\"1.0\" encoding=UTF-8?><r/>",
+            "<?xml version=\"1.0\" encoding=\"\"?><r/>",
+        ] {
+            assert!(!declares_utf8(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use server::config::Config;
 use server::state::AppState;
 use tidemark_domain::secrets::sha256_hex;
 use tidemark_store::testing::{fresh_unmigrated, TestDb};
-use tidemark_store::{Backend, Db};
+use tidemark_store::{Backend, Writer};
 use tidemark_wire::Tier;
 
 #[allow(unused_imports)]
@@ -29,8 +29,9 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub base_url: String,
     pub client: reqwest::Client,
-    /// A pool on the same database as the server's, for looking behind the API.
-    pub db: Db,
+    /// A pool on the same database as the server's, for looking behind the API (and writing
+    /// there directly: nothing cancels a test half-way).
+    pub db: Writer,
     pub state: AppState,
     pub data_dir: Arc<tempfile::TempDir>,
     pub test_db: Arc<TestDb>,
@@ -107,7 +108,11 @@ impl TestApp {
             .expect("bind port 0");
         let addr = listener.local_addr().expect("local addr");
         let base_url = format!("http://{addr}");
-        env.insert("TIDEMARK_BASE_URL".into(), base_url.clone());
+        // What the test chose, for a restart (which listens on another port).
+        let chosen = env.clone();
+        // A test may name the public URL (as behind a TLS proxy); requests still go here.
+        env.entry("TIDEMARK_BASE_URL".into())
+            .or_insert_with(|| base_url.clone());
         env.insert("LEPTOS_SITE_ADDR".into(), addr.to_string());
         let config = Config::from_lookup(|k| env.get(k).cloned()).expect("test config");
         let state = server::build_state(config).await.expect("build state");
@@ -123,11 +128,11 @@ impl TestApp {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .expect("client"),
-            db: test_db.db.clone(),
+            db: Writer::for_tests(test_db.db.db().clone()),
             state,
             data_dir,
             test_db,
-            env,
+            env: chosen,
             server,
         }
     }
@@ -191,7 +196,7 @@ impl TestApp {
     ) -> TestLicense {
         let email = format!("owner-{}@example.com", rand::random::<u32>());
         let created = server::ops::create_license(
-            &self.state.db,
+            &self.db,
             &self.state.license_keys,
             &email,
             tier,

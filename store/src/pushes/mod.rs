@@ -16,6 +16,7 @@ use tidemark_domain::rate::{RateDecision, RollingLimit};
 use tidemark_domain::Millis;
 
 use crate::stmt::{add_args, Stmt};
+use crate::Writer;
 use crate::{on_db, BeginWrite as _, Db, StoreError};
 
 pub mod committer;
@@ -82,11 +83,11 @@ pub enum PushOutcome {
 /// The push completes even if the caller stops waiting: on SQLite the committer owns it once
 /// it is queued.
 pub async fn record_push(
-    db: &Db,
+    db: &Writer,
     ctx: PushContext,
     push: ValidPush,
 ) -> Result<PushOutcome, StoreError> {
-    match db {
+    match db.db() {
         Db::Sqlite { pushes, .. } => pushes.submit(ctx, push).await,
         Db::Postgres(pool) => {
             let mut tx = pool.begin_account_write(&ctx.account_id).await?;
