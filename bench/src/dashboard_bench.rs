@@ -40,7 +40,7 @@ async fn main() {
     let state = server::build_state(config).await.unwrap();
     let email = "bench@example.com";
     let license = server::ops::create_license(
-        &state.db,
+        &tidemark_store::Writer::for_tests(state.db.clone()),
         &state.license_keys,
         email,
         tidemark_wire::Tier::Enterprise,

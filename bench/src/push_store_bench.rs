@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
-use tidemark_store::Db;
+use tidemark_store::{Db, Writer};
 
 const ACCOUNTS: usize = 200;
 
@@ -40,15 +40,21 @@ async fn run(
     let url = format!("sqlite://{}", dir.path().join("tidemark.db").display());
     let db = Db::connect(&url, 16).await?;
     db.migrate().await?;
+    // A benchmark is not cancelled half-way: it writes like the store's own tests.
+    let db = Writer::for_tests(db);
     for a in 0..ACCOUNTS {
-        tidemark_store::testing::insert_account(&db, &format!("acct{a}")).await;
+        tidemark_store::testing::insert_pushing_account(&db, &format!("acct{a}")).await;
     }
 
     let stop = Arc::new(AtomicBool::new(false));
     let stored = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
     for worker in 0..concurrency {
-        let (db, stop, stored) = (db.clone(), stop.clone(), stored.clone());
+        let (db, stop, stored) = (
+            Writer::for_tests(db.db().clone()),
+            stop.clone(),
+            stored.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut n = 0u64;
@@ -60,8 +66,8 @@ async fn run(
                 );
                 let account = format!("acct{}", (worker + n as usize) % ACCOUNTS);
                 let ctx = PushContext {
+                    key_id: tidemark_store::testing::push_key_id(&account),
                     account_id: account,
-                    key_id: "none".into(),
                     project_cap: None,
                     write_limit: RollingLimit::per_minute(100_000_000),
                     now: tidemark_domain::now_millis(),

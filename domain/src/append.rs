@@ -10,6 +10,11 @@ use crate::Millis;
 /// What the database holds, at the moment of the push, about its account and project.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PushHead {
+    /// The pushing key is still unrevoked, and the account's license still active, as read
+    /// inside the write transaction: a push authenticated just before Rotate Key or a
+    /// suspension, but written after it, is refused.
+    pub key_live: bool,
+    pub license_live: bool,
     /// The account's pushes inside the rate window, and the time of the oldest.
     pub writes_in_window: u32,
     pub oldest_write: Option<Millis>,
@@ -51,6 +56,10 @@ pub struct PushFacts<'a> {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PushDecision {
+    /// The key was revoked (rotated) after the request was authenticated.
+    KeyRevoked,
+    /// The license was suspended or expired after the request was authenticated.
+    LicenseInactive,
     ProjectArchived,
     /// The push equals the project's latest scan: answer with that scan, write nothing.
     Replay(LastScan),
@@ -82,6 +91,13 @@ pub struct Append {
 /// answered without using the budget; then the write limit; then the project cap, which only
 /// a new label can hit.
 pub fn decide_push(head: &PushHead, push: &PushFacts<'_>) -> PushDecision {
+    // Before everything, replays included: a revoked key fails from that instant on.
+    if !head.key_live {
+        return PushDecision::KeyRevoked;
+    }
+    if !head.license_live {
+        return PushDecision::LicenseInactive;
+    }
     if let Some(project) = &head.project {
         if project.archived {
             return PushDecision::ProjectArchived;
@@ -158,11 +174,32 @@ mod tests {
 
     fn head(project: Option<ProjectHead>) -> PushHead {
         PushHead {
+            key_live: true,
+            license_live: true,
             writes_in_window: 0,
             oldest_write: None,
             active_projects: 1,
             project,
         }
+    }
+
+    #[test]
+    fn a_revoked_key_or_an_inactive_license_stops_everything_even_a_replay() {
+        let mut h = head(Some(project()));
+        h.key_live = false;
+        // "old" is the last scan's hash: otherwise a replay.
+        assert_eq!(decide_push(&h, &facts("old")), PushDecision::KeyRevoked);
+        h.key_live = true;
+        h.license_live = false;
+        assert_eq!(
+            decide_push(&h, &facts("old")),
+            PushDecision::LicenseInactive
+        );
+        h.license_live = true;
+        assert!(matches!(
+            decide_push(&h, &facts("old")),
+            PushDecision::Replay(_)
+        ));
     }
 
     #[test]

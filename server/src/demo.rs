@@ -39,6 +39,20 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         None,
     )
     .await?;
+    // Pushes name a live key of the account, as a scanner's would.
+    let key_id = tidemark_domain::ids::new_key_id();
+    licenses::insert_api_key(
+        db,
+        &licenses::NewApiKey {
+            id: key_id.clone(),
+            account_id: created.account_id.clone(),
+            hash: tidemark_domain::secrets::ApiKey::generate().hash(),
+            prefix: "svc_api_demo".into(),
+            machine: "demo data".into(),
+            now: now_millis(),
+        },
+    )
+    .await?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let now = now_millis();
     let day = 86_400_000;
@@ -82,7 +96,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("demo push refused: {e:?}"))?;
             let ctx = PushContext {
                 account_id: created.account_id.clone(),
-                key_id: "demo".into(),
+                key_id: key_id.clone(),
                 project_cap: None,
                 write_limit: RollingLimit {
                     limit: u32::MAX,

@@ -158,6 +158,24 @@ macro_rules! test_each_backend {
 /// `license create` makes one; returns the account id.
 pub async fn insert_license(db: &Writer, email: &str) -> String {
     let account_id = tidemark_domain::ids::new_account_id();
+    insert_licensed_account(db, &account_id, email).await;
+    account_id
+}
+
+/// The id of the API key [`insert_license`] and [`insert_pushing_account`] give an account:
+/// pushes in the store tests name it (a push is refused unless its key is live).
+pub fn push_key_id(account_id: &str) -> String {
+    format!("key_{account_id}")
+}
+
+/// `account_id` with an active license and a live API key ([`push_key_id`]): an account that
+/// can push.
+pub async fn insert_pushing_account(db: &Writer, account_id: &str) {
+    insert_licensed_account(db, account_id, &format!("{account_id}@example.com")).await;
+}
+
+async fn insert_licensed_account(db: &Writer, account_id: &str, email: &str) {
+    let account_id = account_id.to_owned();
     crate::licenses::create_license(
         db,
         &crate::licenses::NewLicense {
@@ -176,5 +194,17 @@ pub async fn insert_license(db: &Writer, email: &str) -> String {
     )
     .await
     .expect("insert license");
-    account_id
+    crate::licenses::insert_api_key(
+        db,
+        &crate::licenses::NewApiKey {
+            id: push_key_id(&account_id),
+            account_id: account_id.clone(),
+            hash: tidemark_domain::secrets::ApiKey::generate().hash(),
+            prefix: "svc_api_test".into(),
+            machine: "test".into(),
+            now: 1,
+        },
+    )
+    .await
+    .expect("insert API key");
 }

@@ -39,7 +39,7 @@ async fn push(
     let push = ValidPush::parse(body.to_string().as_bytes()).unwrap();
     let ctx = PushContext {
         account_id: account.to_owned(),
-        key_id: "k".into(),
+        key_id: tidemark_store::testing::push_key_id(account),
         project_cap: Some(2),
         write_limit: RollingLimit {
             limit: 10_000,

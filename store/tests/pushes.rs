@@ -8,7 +8,7 @@ use serde_json::json;
 use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
-use tidemark_store::testing::{fresh, insert_account};
+use tidemark_store::testing::{fresh, insert_pushing_account, push_key_id};
 use tidemark_store::{Db, Writer};
 
 fn push(label: &str, second: i64, score: f64) -> ValidPush {
@@ -27,7 +27,7 @@ fn push(label: &str, second: i64, score: f64) -> ValidPush {
 fn ctx(account: &str) -> PushContext {
     PushContext {
         account_id: account.to_owned(),
-        key_id: "k".into(),
+        key_id: push_key_id(account),
         project_cap: None,
         write_limit: RollingLimit::per_minute(1_000),
         now: tidemark_domain::now_millis(),
@@ -74,17 +74,45 @@ async fn push_together(
 
 type PushOutcomeOrError = Result<PushOutcome, String>;
 
+/// Makes the database refuse to create a project for `account` (a trigger per dialect).
+async fn refuse_projects_of(db: &Writer, account: &str) {
+    let statements = match db.backend() {
+        tidemark_store::Backend::Sqlite => vec![format!(
+            "CREATE TRIGGER doomed BEFORE INSERT ON projects WHEN NEW.account_id = '{account}' \
+             BEGIN SELECT RAISE(ABORT, 'doomed push'); END"
+        )],
+        tidemark_store::Backend::Postgres => vec![
+            format!(
+                "CREATE FUNCTION doomed() RETURNS trigger AS $$ BEGIN \
+                 IF NEW.account_id = '{account}' THEN RAISE EXCEPTION 'doomed push'; END IF; \
+                 RETURN NEW; END $$ LANGUAGE plpgsql"
+            ),
+            "CREATE TRIGGER doomed BEFORE INSERT ON projects FOR EACH ROW \
+             EXECUTE FUNCTION doomed()"
+                .to_owned(),
+        ],
+    };
+    for sql in statements {
+        tidemark_store::on_db_write!(db, pool => {
+            sqlx::query(&sql).execute(pool).await.unwrap();
+        });
+    }
+}
+
 tidemark_store::test_each_backend! {
     async fn a_failing_push_does_not_fail_the_pushes_written_with_it(backend) {
         let t = fresh(backend).await;
         let mut pushes = Vec::new();
         for a in 0..6 {
             let account = format!("acct_{a}");
-            insert_account(&t.db, &account).await;
+            insert_pushing_account(&t.db, &account).await;
             pushes.push((ctx(&account), push("api", a, 50.0 + a as f64)));
         }
-        // No such account: its project row breaks a foreign key, mid-group.
-        pushes.insert(3, (ctx("acct_missing"), push("api", 9, 10.0)));
+        // An account whose project row the database refuses (a trigger), mid-group. It passes
+        // every check the push itself makes: only the write fails.
+        insert_pushing_account(&t.db, "acct_doomed").await;
+        refuse_projects_of(&t.db, "acct_doomed").await;
+        pushes.insert(3, (ctx("acct_doomed"), push("api", 9, 10.0)));
 
         let results = push_together(&t.db, pushes).await;
         if let Some(stats) = t.db.push_group_stats() {
@@ -94,10 +122,7 @@ tidemark_store::test_each_backend! {
         for (i, result) in results.into_iter().enumerate() {
             if i == 3 {
                 let err = result.unwrap_err();
-                assert!(
-                    err.contains("FOREIGN KEY") || err.contains("foreign key"),
-                    "{err}"
-                );
+                assert!(err.contains("doomed push"), "{err}");
             } else {
                 let scan = appended(result.unwrap());
                 assert_eq!(scan.score_delta, 0.0, "{backend:?}");
@@ -118,7 +143,7 @@ tidemark_store::test_each_backend! {
         let t = fresh(backend).await;
         let mut pushes = Vec::new();
         for a in 0..3 {
-            insert_account(&t.db, &format!("acct_{a}")).await;
+            insert_pushing_account(&t.db, &format!("acct_{a}")).await;
         }
         // Three accounts, four pushes each, interleaved; all in the same second, so the
         // scan ids also need their suffixes.
@@ -172,5 +197,63 @@ tidemark_store::test_each_backend! {
             assert_eq!(stats.pushes, 12, "{stats:?}");
             assert!((4..12).contains(&stats.groups), "{stats:?}");
         }
+    }
+}
+
+tidemark_store::test_each_backend! {
+    /// A push authenticated before Rotate Key or a suspension, but written after it, is
+    /// refused: the key and the license are read again inside the write transaction (on
+    /// SQLite within the committer's group, on PostgreSQL under the account's row lock).
+    async fn rotation_and_suspension_between_authentication_and_write_refuse_the_push(backend) {
+        use tidemark_store::licenses::{find_license_for_account, rotate_api_keys, set_suspended, NewApiKey};
+        let t = fresh(backend).await;
+        insert_pushing_account(&t.db, "acct_r").await;
+        // Authenticated a moment ago: the request holds a context naming the live key.
+        let authenticated = ctx("acct_r");
+        // Then an admin rotates.
+        rotate_api_keys(
+            &t.db,
+            &NewApiKey {
+                id: "key_new".into(),
+                account_id: "acct_r".into(),
+                hash: tidemark_domain::secrets::ApiKey::generate().hash(),
+                prefix: "svc_api_new".into(),
+                machine: "ci".into(),
+                now: 2,
+            },
+        )
+        .await
+        .unwrap();
+        let mut with_new_key = ctx("acct_r");
+        with_new_key.key_id = "key_new".into();
+        // Written together (one committer group on SQLite), each judged on its own.
+        let outcomes = push_together(
+            &t.db,
+            vec![
+                (authenticated.clone(), push("web", 1, 50.0)),
+                (with_new_key.clone(), push("web", 2, 60.0)),
+            ],
+        )
+        .await;
+        assert_eq!(outcomes[0], Ok(PushOutcome::KeyRevoked), "{backend:?}");
+        assert!(matches!(outcomes[1], Ok(PushOutcome::Appended(..))), "{outcomes:?}");
+        // Not even a replay of an earlier scan gets through with the revoked key.
+        assert_eq!(
+            record_push(&t.db, authenticated, push("web", 2, 60.0)).await.unwrap(),
+            PushOutcome::KeyRevoked
+        );
+        // Then the operator suspends the license.
+        let license = find_license_for_account(&t.db, "acct_r").await.unwrap().unwrap();
+        assert!(set_suspended(&t.db, &license.id, Some(3)).await.unwrap());
+        assert_eq!(
+            record_push(&t.db, with_new_key, push("web", 3, 70.0)).await.unwrap(),
+            PushOutcome::LicenseInactive,
+            "{backend:?}"
+        );
+        let scans: (i64,) = tidemark_store::on_db!(&t.db, pool => {
+            sqlx::query_as("SELECT COUNT(*) FROM scans").fetch_one(pool).await
+        })
+        .unwrap();
+        assert_eq!(scans.0, 1, "only the push with the live key and license was written");
     }
 }

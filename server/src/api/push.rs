@@ -154,6 +154,10 @@ async fn push(
         PushOutcome::ProjectArchived { project_id, rate } => {
             Err((ApiError::ProjectArchived(project_id), Some(rate)))
         }
+        // Rotated or suspended after authentication, before the write: refused like a request
+        // that came a moment later.
+        PushOutcome::KeyRevoked => Err((ApiError::InvalidApiKey, None)),
+        PushOutcome::LicenseInactive => Err((license_inactive_now(state, &account_id).await, None)),
         PushOutcome::RateLimited {
             retry_after_secs,
             rate,
@@ -189,5 +193,21 @@ async fn check_and_parse(
             "A push may carry at most {MAX_FINDINGS} findings; this one has {n}. Split the scan or \
              push the failing findings only."
         )),
+    })
+}
+
+/// The `403 license_inactive` for a license found inactive inside the write transaction,
+/// explained as the license says now.
+async fn license_inactive_now(state: &AppState, account_id: &str) -> ApiError {
+    match tidemark_store::licenses::find_license_for_account(&state.db, account_id).await {
+        Ok(Some(license)) => ensure_active(&license).err(),
+        _ => None,
+    }
+    .unwrap_or_else(|| {
+        ApiError::LicenseInactive(
+            "The license stopped being active while this push was being written; renew it, or \
+             ask your operator to resume it."
+                .into(),
+        )
     })
 }

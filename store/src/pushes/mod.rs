@@ -71,6 +71,10 @@ pub enum PushOutcome {
         retry_after_secs: u64,
         rate: RateStatus,
     },
+    /// The key was revoked between authentication and the write: nothing written.
+    KeyRevoked,
+    /// The license stopped being active between authentication and the write.
+    LicenseInactive,
 }
 
 /// Records a push.
@@ -114,6 +118,8 @@ pub async fn record_push(
 /// label is new).
 #[derive(sqlx::FromRow)]
 struct HeadRow {
+    key_live: i64,
+    license_live: i64,
     writes: i64,
     oldest_write: Option<i64>,
     active: i64,
@@ -131,7 +137,8 @@ struct HeadRow {
 fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
     let second = push.scanned_at().timestamp() * 1000;
     Stmt::new(
-        "SELECT r.n AS writes, r.oldest AS oldest_write, a.active, p.id, p.archived_at, \
+        "SELECT k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
+         p.id, p.archived_at, \
          p.scan_count, p.last_score, p.last_scan_id, p.last_delta, p.last_body_hash, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
           AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second \
@@ -139,7 +146,11 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
                WHERE account_id = $3 AND received_at > $4) r \
          CROSS JOIN (SELECT COUNT(*) AS active FROM projects \
                      WHERE account_id = $5 AND archived_at IS NULL) a \
-         LEFT JOIN projects p ON p.account_id = $6 AND p.label = $7",
+         LEFT JOIN projects p ON p.account_id = $6 AND p.label = $7 \
+         CROSS JOIN (SELECT COUNT(*) AS key_live FROM api_keys \
+                     WHERE id = $8 AND account_id = $9 AND revoked_at IS NULL) k \
+         CROSS JOIN (SELECT COUNT(*) AS license_live FROM licenses \
+                     WHERE account_id = $10 AND suspended_at IS NULL AND expires_at > $11) l",
     )
     .bind(second)
     .bind(second + 1000)
@@ -148,6 +159,10 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
     .bind(ctx.account_id.as_str())
     .bind(ctx.account_id.as_str())
     .bind(push.label())
+    .bind(ctx.key_id.as_str())
+    .bind(ctx.account_id.as_str())
+    .bind(ctx.account_id.as_str())
+    .bind(ctx.now)
 }
 
 fn head_from_row(row: HeadRow) -> PushHead {
@@ -160,6 +175,8 @@ fn head_from_row(row: HeadRow) -> PushHead {
         _ => None,
     };
     PushHead {
+        key_live: row.key_live > 0,
+        license_live: row.license_live > 0,
         writes_in_window: u32::try_from(row.writes).unwrap_or(u32::MAX),
         oldest_write: row.oldest_write,
         active_projects: u64::try_from(row.active).unwrap_or(0),
@@ -194,6 +211,8 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: PushHead) -> (PushOutcome, Ve
     let project_id = head.project.map(|p| p.id);
     let append = match decision {
         PushDecision::Append(append) => append,
+        PushDecision::KeyRevoked => return (PushOutcome::KeyRevoked, Vec::new()),
+        PushDecision::LicenseInactive => return (PushOutcome::LicenseInactive, Vec::new()),
         PushDecision::ProjectArchived => {
             let project_id = project_id.unwrap_or_default();
             let outcome = PushOutcome::ProjectArchived {
