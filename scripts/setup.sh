@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CARGO_LEPTOS_VERSION=0.3.10
+CARGO_DENY_VERSION=0.20.2
 # The CLI must be exactly the wasm-bindgen crate version in Cargo.lock.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 
@@ -46,6 +47,11 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BIND
   step "Installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (once; about 4 minutes)"
   # Not --locked: one of its locked dependencies is no longer on the registry.
   cargo install --force wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+
+if [ "$(cargo deny --version 2>/dev/null || true)" != "cargo-deny $CARGO_DENY_VERSION" ]; then
+  step "Installing cargo-deny $CARGO_DENY_VERSION from crates.io (once; supply-chain checks)"
+  cargo install --locked cargo-deny --version "$CARGO_DENY_VERSION"
 fi
 
 # A real SMTP server for the mail tests (Python's aiosmtpd, from PyPI).

@@ -99,6 +99,9 @@ pub struct Config {
     /// Where `/metrics` is served instead of the main address (`TIDEMARK_METRICS_ADDR`), so it
     /// need not be public; unset: on the main address.
     pub metrics_addr: Option<SocketAddr>,
+    /// License mails one address receives per hour at most (`TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR`);
+    /// further requests are answered alike and dropped at delivery.
+    pub resend_per_recipient_per_hour: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -349,7 +352,10 @@ impl Config {
             });
         }
         let signin_per_minute = parse_number(&var, "TIDEMARK_SIGNIN_PER_MINUTE", 60)?;
+        let resend_per_recipient_per_hour =
+            parse_number(&var, "TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR", 3)?;
         Ok(Config {
+            resend_per_recipient_per_hour,
             metrics_addr,
             signin_per_minute,
             header_timeout_seconds,

@@ -10,7 +10,7 @@ use lettre::message::Mailbox;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tidemark_domain::{now_millis, to_rfc3339, Millis};
 use tidemark_store::licenses::licenses_for_email;
-use tidemark_store::outbox::{self, OutboxMail};
+use tidemark_store::outbox::{self, Finished, OutboxMail};
 use tidemark_store::rate::prune_rate_data;
 use tidemark_store::Writer;
 
@@ -137,7 +137,7 @@ async fn deliver_due(
     let due = outbox::claim_due_mail(db, now_millis(), CLAIM_LEASE_MS, 20).await?;
     for mail in due {
         match send_one(state, transport, from, &mail).await {
-            Ok(()) => outbox::mark_sent(db, &mail.id, now_millis()).await?,
+            Ok(finished) => outbox::mark_sent(db, &mail.id, now_millis(), finished).await?,
             Err(err) => {
                 tracing::warn!(mail_id = %mail.id, attempt = mail.attempts, error = %err, "mail not delivered; will retry");
                 let retry_at = now_millis() + retry_delay_ms(mail.attempts);
@@ -153,7 +153,7 @@ async fn send_one(
     transport: &Transport,
     from: &Mailbox,
     mail: &OutboxMail,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Finished> {
     if mail.kind != RESEND_MAIL_KIND {
         anyhow::bail!("unknown mail kind {:?}", mail.kind);
     }
@@ -161,7 +161,14 @@ async fn send_one(
     if licenses.is_empty() {
         // No license for the address: nothing is sent, and the caller was told the same
         // as when there is one.
-        return Ok(());
+        return Ok(Finished::NoLicense);
+    }
+    // Decided here, at delivery, so the resend answer and its timing never depend on it.
+    let cap = i64::from(state.config.resend_per_recipient_per_hour);
+    let hour_ago = now_millis() - 3_600_000;
+    if outbox::delivered_since(&state.db, &mail.recipient, hour_ago).await? >= cap {
+        tracing::info!(mail_id = %mail.id, "resend dropped: the recipient's hourly cap is reached");
+        return Ok(Finished::Capped);
     }
     let mut body = String::from(
         "Hello,\n\nYou asked us to send your Tidemark license again. Keep the key secret: \
@@ -190,7 +197,8 @@ async fn send_one(
         .header(ContentType::TEXT_PLAIN)
         .body(body)
         .context("composing the message")?;
-    transport.send(message).await
+    transport.send(message).await?;
+    Ok(Finished::Delivered)
 }
 
 #[cfg(test)]

@@ -669,3 +669,86 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
         "the suspension shows once the cache time has passed"
     );
 }
+
+tidemark_store::test_each_backend! {
+    /// Resend requests for one address beyond its hourly cap get the same answer, and the
+    /// extra mails are dropped at delivery: the inbox gets the cap, no more.
+    async fn resend_mail_to_one_address_is_capped_per_hour(backend) {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let sink = SmtpSink::start(port);
+        let smtp_url = format!("smtp://127.0.0.1:{port}");
+        let app = TestApp::spawn_with(
+            backend,
+            &[
+                ("TIDEMARK_SMTP_URL", &smtp_url),
+                ("TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR", "2"),
+                ("TIDEMARK_RESEND_PER_MINUTE", "100"),
+            ],
+        )
+        .await;
+        let license = app.create_license(Tier::Team).await;
+        let mut answers = Vec::new();
+        for _ in 0..4 {
+            let res = resend(&app, &license.email, None).await;
+            assert_eq!(res.status(), StatusCode::OK);
+            answers.push(res.text().await.unwrap());
+        }
+        answers.dedup();
+        assert_eq!(answers.len(), 1, "every request answered alike: {answers:?}");
+        let db = app.db.clone();
+        let outcomes = wait_for_async(Duration::from_secs(30), || {
+            let db = db.clone();
+            async move {
+                let rows: Vec<(Option<String>,)> = tidemark_store::on_db!(&db, pool => {
+                    sqlx::query_as("SELECT outcome FROM mail_outbox WHERE sent_at IS NOT NULL ORDER BY outcome")
+                        .fetch_all(pool)
+                        .await
+                })
+                .unwrap();
+                (rows.len() == 4).then_some(rows)
+            }
+        })
+        .await
+        .unwrap_or_else(|| panic!("{backend:?}: the sender did not finish the four messages"));
+        let outcomes: Vec<String> = outcomes.into_iter().filter_map(|(o,)| o).collect();
+        assert_eq!(outcomes, ["capped", "capped", "delivered", "delivered"], "{backend:?}");
+        let delivered = sink.output().matches(license.key.as_str()).count();
+        assert_eq!(delivered, 2, "{backend:?}: {}", sink.output());
+    }
+}
+
+/// Behind a trusted proxy, IPv6 clients are counted per /64 (one subscriber holds a whole
+/// /64), and the standard `Forwarded` header names the client like `X-Forwarded-For`.
+#[tokio::test]
+async fn resend_counts_ipv6_clients_per_64_and_reads_forwarded() {
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[("TIDEMARK_TRUSTED_PROXIES", "127.0.0.1")],
+    )
+    .await;
+    let from = |forwarded: &str| {
+        app.client
+            .post(app.url("/v1/license/resend"))
+            .header("Forwarded", forwarded)
+            .json(&json!({ "email": "a@example.com" }))
+            .send()
+    };
+    // Three addresses of one /64 share its budget of three; the fourth is refused.
+    for client in [
+        "2001:db8:1:2::1",
+        "2001:db8:1:2::2",
+        "2001:db8:1:2:ffff:ffff:ffff:ffff",
+    ] {
+        let res = from(&format!("for=\"[{client}]:4711\"")).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{client}");
+    }
+    let res = from("for=\"[2001:db8:1:2::99]\"").await.unwrap();
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    // The neighbouring /64 is someone else.
+    let res = from("for=\"[2001:db8:1:3::1]\"").await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+}

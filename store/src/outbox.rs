@@ -9,6 +9,26 @@ use crate::{on_db, on_db_write, Db, StoreError};
 /// After this many failed attempts a message is given up (kept, with its last error).
 pub const MAX_ATTEMPTS: i64 = 12;
 
+/// What became of a message the sender finished with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    Delivered,
+    /// Nothing to send (no license for the address).
+    NoLicense,
+    /// Dropped: the recipient already had its share of mail this hour.
+    Capped,
+}
+
+impl Finished {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Finished::Delivered => "delivered",
+            Finished::NoLicense => "no_license",
+            Finished::Capped => "capped",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxMail {
     pub id: String,
@@ -82,10 +102,18 @@ pub async fn claim_due_mail(
     Ok(claimed)
 }
 
-pub async fn mark_sent(db: &Writer, id: &str, now: Millis) -> Result<(), StoreError> {
+pub async fn mark_sent(
+    db: &Writer,
+    id: &str,
+    now: Millis,
+    finished: Finished,
+) -> Result<(), StoreError> {
     on_db_write!(db, pool => {
-        sqlx::query("UPDATE mail_outbox SET sent_at = $1, last_error = NULL WHERE id = $2")
+        sqlx::query(
+            "UPDATE mail_outbox SET sent_at = $1, last_error = NULL, outcome = $2 WHERE id = $3",
+        )
             .bind(now)
+            .bind(finished.as_str())
             .bind(id)
             .execute(pool)
             .await
@@ -117,6 +145,21 @@ pub async fn mark_failed(
             .map(|_| ())
     })?;
     Ok(())
+}
+
+/// Messages delivered to `recipient` since `since` (for the per-recipient cap).
+pub async fn delivered_since(db: &Db, recipient: &str, since: Millis) -> Result<i64, StoreError> {
+    let (n,): (i64,) = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT COUNT(*) FROM mail_outbox \
+             WHERE recipient = $1 AND sent_at > $2 AND outcome = 'delivered'",
+        )
+        .bind(recipient)
+        .bind(since)
+        .fetch_one(pool)
+        .await
+    })?;
+    Ok(n)
 }
 
 /// Messages not yet delivered (for operators and tests).

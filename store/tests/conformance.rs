@@ -187,7 +187,9 @@ tidemark_store::test_each_backend! {
         outbox::enqueue_mail(&t.db, "m2", "license_resend", "b@example.com", 0)
             .await
             .unwrap();
-        outbox::mark_sent(&t.db, "m1", 100).await.unwrap();
+        outbox::mark_sent(&t.db, "m1", 100, outbox::Finished::Delivered)
+            .await
+            .unwrap();
         assert_eq!(
             outbox::prune_sent(&t.db, 50).await.unwrap(),
             0,
