@@ -14,6 +14,9 @@ SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p tidemark-c
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "cargo deny: licenses, bans and sources of every dependency (deny.toml)"
+cargo deny --log-level error check licenses bans sources
+
 step "clippy: server side (app with ssr)"
 cargo clippy "${SERVER_PKGS[@]}" --features app/ssr --all-targets -- -D warnings
 
