@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 CARGO_LEPTOS_VERSION=0.3.10
 CARGO_DENY_VERSION=0.20.2
+SCHEMATHESIS_VERSION=4.32.5
 # The CLI must be exactly the wasm-bindgen crate version in Cargo.lock.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 
@@ -58,6 +59,14 @@ fi
 if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
   step "Installing aiosmtpd (SMTP server for the mail tests)"
   python3 -m pip install --quiet --disable-pip-version-check aiosmtpd==1.4.6
+fi
+
+# Schemathesis (PyPI) for the /v1 schema tests, in a virtualenv of its own under .tools/ so
+# its dependencies never meet the system's Python packages.
+if [ "$(.tools/schemathesis/bin/st --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION" ]; then
+  step "Installing schemathesis $SCHEMATHESIS_VERSION from PyPI into .tools/schemathesis (once; about a minute)"
+  python3 -m venv .tools/schemathesis
+  .tools/schemathesis/bin/pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
 # npm packages: wasm-opt (binaryen) for release builds, Playwright for the browser tests.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check, in the order a reviewer would want them to fail: formatting, lints (one pass
 # per feature set, since `app` is never built with `ssr` and `hydrate` together), unit and
-# integration tests on SQLite and PostgreSQL, then the browser tests against a release build.
+# integration tests on SQLite and PostgreSQL, then the browser tests against a release build
+# and the schema tests of /v1 against the same build.
 # Nothing is skipped: a part that cannot run fails the whole command and says why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,5 +29,8 @@ scripts/pg-throwaway.sh cargo test "${SERVER_PKGS[@]}" --features app/ssr
 
 step "browser tests (Playwright in Debian Chromium) against a release build"
 scripts/e2e.sh
+
+step "schema tests of /v1 (schemathesis: every phase and check, then the stateful scenario)"
+scripts/api-schema.sh
 
 step "all checks passed"

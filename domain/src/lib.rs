@@ -4,11 +4,13 @@
 pub mod access;
 pub mod append;
 pub mod chart;
+pub mod forwarded;
 pub mod ids;
 pub mod input;
 pub mod license;
 pub mod push;
 pub mod rate;
+pub mod saml;
 pub mod secrets;
 pub mod sso;
 pub mod text;

@@ -402,6 +402,24 @@ mod tests {
     }
 
     #[test]
+    fn counts_written_as_whole_floats_are_the_same_counts() {
+        let body = serde_json::to_string(&sample()).unwrap();
+        let plain = ValidPush::parse(body.as_bytes()).unwrap();
+        for spelling in ["140.0", "1.4e2", "14e1"] {
+            let b = body.replace("\"passed\":140", &format!("\"passed\":{spelling}"));
+            let parsed = ValidPush::parse(b.as_bytes()).unwrap();
+            assert_eq!(parsed.request().passed, 140, "{spelling}");
+            // The same JSON value: a retry that spells a count differently is still a replay.
+            assert_eq!(parsed.body_hash(), plain.body_hash(), "{spelling}");
+        }
+        for bad in ["140.5", "-1.0", "1e19", "2e20"] {
+            let b = body.replace("\"passed\":140", &format!("\"passed\":{bad}"));
+            let err = ValidPush::parse(b.as_bytes()).unwrap_err();
+            assert_eq!(field_of(err), "passed", "passed={bad}");
+        }
+    }
+
+    #[test]
     fn impossible_dates_are_refused() {
         for bad in [
             "2024-02-30T10:00:00Z",

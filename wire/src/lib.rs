@@ -101,7 +101,15 @@ pub struct ValidateResponse {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ActivateRequest {
     /// A name for the machine or CI secret this key is for (1–128 characters).
-    #[cfg_attr(feature = "openapi", schema(example = "ci-main"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            example = "ci-main",
+            min_length = 1,
+            max_length = 128,
+            pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+        )
+    )]
     pub machine: String,
 }
 
@@ -119,7 +127,10 @@ pub struct ActivateResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct ResendRequest {
-    #[cfg_attr(feature = "openapi", schema(example = "alice@example.com"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = "alice@example.com", format = Email, max_length = 254)
+    )]
     pub email: String,
 }
 
@@ -229,12 +240,16 @@ impl FindingStatus {
 #[serde(deny_unknown_fields)]
 pub struct SeverityCounts {
     #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
+    #[serde(deserialize_with = "whole_number")]
     pub critical: u64,
     #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
+    #[serde(deserialize_with = "whole_number")]
     pub high: u64,
     #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
+    #[serde(deserialize_with = "whole_number")]
     pub medium: u64,
     #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
+    #[serde(deserialize_with = "whole_number")]
     pub low: u64,
 }
 
@@ -269,18 +284,44 @@ impl SeverityCounts {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct Finding {
     /// A rule's ID, e.g. `cis-gcp-2.0-4.1`: 1–256 characters, not blank, no control characters.
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
     pub rule_id: String,
     /// Address of the scanned resource: 1–2,048 characters, not blank, no control characters.
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 2048))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 2048,
+            pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
     pub resource: String,
     pub status: FindingStatus,
     pub severity: Severity,
     /// At most 16,384 characters; tab and line breaks are the only control characters allowed.
-    #[cfg_attr(feature = "openapi", schema(max_length = 16384))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 16384,
+            pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
     pub message: String,
     /// At most 16,384 characters; tab and line breaks are the only control characters allowed.
-    #[cfg_attr(feature = "openapi", schema(max_length = 16384))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 16384,
+            pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
     pub remediation: String,
 }
 
@@ -291,21 +332,44 @@ pub struct Finding {
 pub struct PushRequest {
     /// Identifies the project within the account: 1–128 characters, no control characters,
     /// compared exactly.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 128,
+            pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+        )
+    )]
     pub project_label: String,
     pub cloud: Cloud,
+    /// 1–256 characters, no control characters.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+        )
+    )]
     pub cloud_account_id: String,
-    /// IDs of the frameworks scanned; at least one, none empty.
+    /// IDs of the frameworks scanned: at least one, each 1–128 characters with no control
+    /// characters.
+    #[cfg_attr(feature = "openapi", schema(schema_with = framework_ids))]
     pub frameworks: Vec<String>,
     /// Overall compliance score, 0 to 100.
     #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100))]
     pub score: f64,
-    /// At most 1,000,000,000 (as is every count).
+    /// At most 1,000,000,000 (as is every count). Counts are whole numbers, however spelled:
+    /// `140`, `140.0` and `1.4e2` are the same count.
     #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
+    #[serde(deserialize_with = "whole_number")]
     pub passed: u64,
     #[cfg_attr(feature = "openapi", schema(maximum = 1_000_000_000))]
+    #[serde(deserialize_with = "whole_number")]
     pub failed: u64,
     pub severity_counts: SeverityCounts,
-    /// At most 50,000.
+    /// At most 50,000 (more is `413 payload_too_large`).
+    #[cfg_attr(feature = "openapi", schema(max_items = 50_000))]
     pub findings: Vec<Finding>,
     pub state_source: StateSource,
     /// RFC 3339 timestamp with an offset (`Z` or `+hh:mm`).
@@ -337,4 +401,50 @@ pub struct ErrorBody {
     pub error: String,
     /// Human-readable explanation, saying what to do next.
     pub message: String,
+}
+
+/// A count: any JSON number with no fractional part, so `2.0` and `1e3` are read as 2 and
+/// 1000 (JSON has one number type, and JSON Schema's `integer` admits both).
+fn whole_number<'de, D: serde::Deserializer<'de>>(de: D) -> Result<u64, D::Error> {
+    struct Whole;
+    impl serde::de::Visitor<'_> for Whole {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a whole number of at least 0")
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<u64, E> {
+            Ok(n)
+        }
+        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<u64, E> {
+            u64::try_from(n).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
+        }
+        fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<u64, E> {
+            // 2^64 is the first float past u64::MAX; every float from 2^53 up is whole.
+            if x.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&x) {
+                Ok(x as u64)
+            } else {
+                Err(E::invalid_value(serde::de::Unexpected::Float(x), &self))
+            }
+        }
+    }
+    de.deserialize_any(Whole)
+}
+
+/// `frameworks`: utoipa has no attribute for the items of a `Vec<String>`.
+#[cfg(feature = "openapi")]
+fn framework_ids() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let id = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(128))
+        .pattern(Some("^[^\\u0000-\\u001f\\u007f-\\u009f]+$"));
+    ArrayBuilder::new()
+        .description(Some(
+            "IDs of the frameworks scanned: at least one, each 1–128 characters with no control \
+             characters.",
+        ))
+        .items(id)
+        .min_items(Some(1))
+        .build()
 }

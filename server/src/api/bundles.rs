@@ -10,6 +10,16 @@ use super::extract::{ensure_active, license_from_header};
 use super::ApiError;
 use crate::state::AppState;
 
+/// A bundle file, byte for byte.
+// Named only so that the `200` body is documented as binary rather than as an array of numbers.
+#[derive(utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[expect(
+    dead_code,
+    reason = "only describes the response in the OpenAPI document"
+)]
+struct BundleBytes(Vec<u8>);
+
 /// Download a bundle
 ///
 /// Serves exactly the bytes whose SHA-256 is the `bundle_checksum` of the validation result.
@@ -20,7 +30,7 @@ use crate::state::AppState;
     security(("license_key_hash" = [])),
     params(("bundle_id" = String, Path, description = "From `bundle_url`")),
     responses(
-        (status = 200, description = "The bundle file", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 200, description = "The bundle file", content_type = "application/octet-stream", body = BundleBytes),
         (status = 400, description = "`invalid_license_hash`", body = ErrorBody),
         (status = 403, description = "`license_inactive`", body = ErrorBody),
         (status = 404, description = "`license_not_found`, or `not_found` for an unknown bundle", body = ErrorBody),

@@ -30,6 +30,8 @@ use samael::schema::Assertion;
 use samael::service_provider::{ServiceProvider, ServiceProviderBuilder};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+use tidemark_domain::saml as saml_input;
+use tidemark_domain::saml::{assertion_count, declares_utf8, has_doctype};
 use tidemark_domain::sso::{ClaimState, NAMEID_TRANSIENT};
 use tidemark_domain::text::Email;
 use tidemark_domain::{ids, now_millis};
@@ -55,38 +57,6 @@ pub struct IdpMetadata {
     pub sso_url: String,
     /// Base64 DER.
     pub signing_certs: Vec<String>,
-}
-
-/// True when an XML document declares a DOCTYPE or entities: never parsed.
-pub fn has_doctype(xml: &str) -> bool {
-    let lower = xml.to_ascii_lowercase();
-    lower.contains("<!doctype") || lower.contains("<!entity")
-}
-
-/// False when the XML declaration names an encoding other than UTF-8. No declaration, or
-/// one without an encoding, means UTF-8.
-pub fn declares_utf8(xml: &str) -> bool {
-    let text = xml.trim_start_matches('\u{feff}').trim_start();
-    let Some(declaration) = text
-        .strip_prefix("<?xml")
-        .and_then(|rest| rest.split_once("?>"))
-        .map(|(inside, _)| inside)
-    else {
-        return true;
-    };
-    let Some(at) = declaration.find("encoding") else {
-        return true;
-    };
-    let value = declaration[at + "encoding".len()..]
-        .trim_start()
-        .strip_prefix('=')
-        .map(str::trim_start)
-        .and_then(|v| {
-            let quote = v.chars().next().filter(|q| *q == '"' || *q == '\'')?;
-            v[1..].split(quote).next()
-        });
-    value
-        .is_some_and(|name| name.eq_ignore_ascii_case("utf-8") || name.eq_ignore_ascii_case("utf8"))
 }
 
 /// Checks IdP metadata: parseable, an entity id, an HTTP-Redirect SSO endpoint, and at least
@@ -191,23 +161,6 @@ pub async fn metadata(State(state): State<AppState>) -> Response {
         .into_response()
 }
 
-/// How many `Assertion` (or `EncryptedAssertion`) elements the document has, whatever their
-/// namespace prefix. Exactly one is accepted: a second one is how signature-wrapping attacks
-/// smuggle an unsigned assertion past a verifier.
-pub fn assertion_count(xml: &str) -> usize {
-    xml.match_indices('<')
-        .filter(|(i, _)| {
-            let rest = &xml[i + 1..];
-            let name_end = rest
-                .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
-                .unwrap_or(rest.len());
-            let name = &rest[..name_end];
-            let local = name.rsplit(':').next().unwrap_or(name);
-            local == "Assertion" || local == "EncryptedAssertion"
-        })
-        .count()
-}
-
 #[derive(Serialize, Deserialize)]
 struct SamlAttempt {
     request_id: String,
@@ -273,33 +226,13 @@ pub async fn acs(
     if let Err(refused) = super::flood::admit(&state, peer.ip(), &headers).await {
         return refused;
     }
-    let Some(xml) = base64::engine::general_purpose::STANDARD
-        .decode(form.saml_response.trim())
-        .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-    else {
-        return (
-            StatusCode::BAD_REQUEST,
-            "SAMLResponse is not base64-encoded XML",
-        )
-            .into_response();
+    let xml = match saml_input::decode_post_binding(&form.saml_response) {
+        Ok(xml) => xml,
+        Err(refusal) => {
+            tracing::warn!(%refusal, "SAML response refused before parsing");
+            return (StatusCode::BAD_REQUEST, refusal.to_string()).into_response();
+        }
     };
-    if has_doctype(&xml) {
-        tracing::warn!("SAML response with a DOCTYPE refused");
-        return (
-            StatusCode::BAD_REQUEST,
-            "XML with a DOCTYPE or entity declarations is refused",
-        )
-            .into_response();
-    }
-    if !declares_utf8(&xml) {
-        tracing::warn!("SAML response declaring a non-UTF-8 encoding refused");
-        return (
-            StatusCode::BAD_REQUEST,
-            "XML declaring an encoding other than UTF-8 is refused",
-        )
-            .into_response();
-    }
     let wrapped = assertion_count(&xml) != 1;
     let attempt: SamlAttempt = match attempt::take(&state, &headers, "saml").await {
         Ok(attempt) => attempt,
@@ -508,57 +441,4 @@ fn subject_and_email(assertion: &Assertion) -> Option<(NameId, Email)> {
         NameId::Stable(value)
     };
     Some((name_id, email))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exactly_one_assertion_whatever_the_prefix() {
-        assert_eq!(
-            assertion_count(
-                "<samlp:Response><saml:Assertion ID=\"a\"></saml:Assertion></samlp:Response>"
-            ),
-            1
-        );
-        assert_eq!(
-            assertion_count("<Response><Assertion>x</Assertion><Assertion/></Response>"),
-            2
-        );
-        assert_eq!(
-            assertion_count("<r><s2:EncryptedAssertion></s2:EncryptedAssertion></r>"),
-            1
-        );
-        assert_eq!(assertion_count("<r><saml:AssertionIDRef/></r>"), 0);
-    }
-
-    #[test]
-    fn only_utf8_documents_are_read() {
-        for ok in [
-            "<r/>",
-            "<?xml version=\"1.0\"?><r/>",
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?><r/>",
-            "\u{feff} <?xml version='1.0' encoding = 'utf-8' ?><r/>",
-            "<?xml version=\"1.0\" encoding=\"utf8\" standalone=\"yes\"?><r/>",
-        ] {
-            assert!(declares_utf8(ok), "{ok}");
-        }
-        for bad in [
-            "<?xml version=\"1.0\" encoding=\"UTF-16\"?><r/>",
-            "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><r/>",
-            "<?xml version=\"1.0\" encoding='UTF-7'?><r/>",
-            "<?xml version=\"1.0\" encoding=UTF-8?><r/>",
-            "<?xml version=\"1.0\" encoding=\"\"?><r/>",
-        ] {
-            assert!(!declares_utf8(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn doctype_and_entities_are_spotted_in_any_case() {
-        assert!(has_doctype("<?xml version=\"1.0\"?><!doctype x><x/>"));
-        assert!(has_doctype("<x><!ENTITY a \"b\"></x>"));
-        assert!(!has_doctype("<x>doctype</x>"));
-    }
 }

@@ -1,9 +1,10 @@
 //! Which address a request comes from, for per-IP limits.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 use axum::http::HeaderMap;
 use ipnet::IpNet;
+use tidemark_domain::forwarded::{forwarded_for, x_forwarded_for};
 
 /// The socket peer, unless the peer is a trusted proxy: then the right-most address the
 /// proxies recorded that is not itself a trusted proxy. Addresses further left were written
@@ -25,8 +26,7 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr
     let hops: Vec<IpAddr> = if forwarded.is_empty() {
         values("x-forwarded-for")
             .into_iter()
-            .flat_map(|v| v.split(','))
-            .filter_map(|s| parse_node(s.trim()))
+            .flat_map(x_forwarded_for)
             .collect()
     } else {
         forwarded.into_iter().flat_map(forwarded_for).collect()
@@ -38,36 +38,6 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr
         .or(hops.first())
         .copied()
         .unwrap_or(peer)
-}
-
-/// The `for=` addresses of one `Forwarded` header value, in order (RFC 7239: elements
-/// separated by commas, pairs by semicolons; `unknown` and obfuscated `_names` carry no
-/// address and are skipped).
-pub fn forwarded_for(value: &str) -> Vec<IpAddr> {
-    value
-        .split(',')
-        .filter_map(|element| {
-            element.split(';').find_map(|pair| {
-                let (name, node) = pair.split_once('=')?;
-                name.trim()
-                    .eq_ignore_ascii_case("for")
-                    .then(|| parse_node(node.trim().trim_matches('"')))
-                    .flatten()
-            })
-        })
-        .collect()
-}
-
-/// `192.0.2.1`, `192.0.2.1:4711`, `2001:db8::1`, `[2001:db8::1]` or `[2001:db8::1]:4711`.
-fn parse_node(node: &str) -> Option<IpAddr> {
-    node.parse::<IpAddr>()
-        .ok()
-        .or_else(|| node.parse::<SocketAddr>().ok().map(|s| s.ip()))
-        .or_else(|| {
-            node.strip_prefix('[')
-                .and_then(|rest| rest.strip_suffix(']'))
-                .and_then(|inner| inner.parse().ok())
-        })
 }
 
 #[cfg(test)]
@@ -134,6 +104,5 @@ mod tests {
         // An outsider's Forwarded is as worthless as its X-Forwarded-For.
         let outsider = ip("203.0.113.9");
         assert_eq!(client_ip(outsider, &fwd("for=1.2.3.4"), &trusted), outsider);
-        assert_eq!(forwarded_for("for=;;,=,for=\"\""), Vec::<IpAddr>::new());
     }
 }
