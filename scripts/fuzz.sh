@@ -39,7 +39,7 @@ for target in "${targets[@]}"; do
     echo "fuzz: $target failed; reproduce with: RUSTC_BOOTSTRAP=1 cargo fuzz run ${build[*]} $target <artifact>" >&2
     exit 1
   fi
-  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')
-  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+' || echo '?')
+  runs=$(grep -aoE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')
+  cov=$(grep -aoE 'cov: [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+' || echo '?')
   echo "ok: $runs executions, coverage $cov edges, corpus $(ls "$corpus" | wc -l) inputs"
 done

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 CARGO_LEPTOS_VERSION=0.3.10
 CARGO_DENY_VERSION=0.20.2
+CARGO_FUZZ_VERSION=0.13.2
 SCHEMATHESIS_VERSION=4.32.5
 # The CLI must be exactly the wasm-bindgen crate version in Cargo.lock.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
@@ -53,6 +54,11 @@ fi
 if [ "$(cargo deny --version 2>/dev/null || true)" != "cargo-deny $CARGO_DENY_VERSION" ]; then
   step "Installing cargo-deny $CARGO_DENY_VERSION from crates.io (once; supply-chain checks)"
   cargo install --locked cargo-deny --version "$CARGO_DENY_VERSION"
+fi
+
+if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
+  step "Installing cargo-fuzz $CARGO_FUZZ_VERSION from crates.io (once; about 2 minutes)"
+  cargo install --locked cargo-fuzz --version "$CARGO_FUZZ_VERSION"
 fi
 
 # A real SMTP server for the mail tests (Python's aiosmtpd, from PyPI).

@@ -27,6 +27,9 @@ cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 step "unit and integration tests on SQLite and PostgreSQL"
 scripts/pg-throwaway.sh cargo test "${SERVER_PKGS[@]}" --features app/ssr
 
+step "fuzz smoke run: 10 s per target (scripts/fuzz.sh 600 for a real session)"
+scripts/fuzz.sh 10
+
 step "browser tests (Playwright in Debian Chromium) against a release build"
 scripts/e2e.sh
 

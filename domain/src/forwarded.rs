@@ -23,7 +23,12 @@ pub fn forwarded_for(value: &str) -> Vec<IpAddr> {
 }
 
 /// `192.0.2.1`, `192.0.2.1:4711`, `2001:db8::1`, `[2001:db8::1]` or `[2001:db8::1]:4711`.
+/// No zone index (`[fe80::1%eth0]:80`): RFC 7239's grammar has none, though Rust's socket
+/// address parser would take one and drop it (found by fuzzing).
 fn parse_node(node: &str) -> Option<IpAddr> {
+    if node.contains('%') {
+        return None;
+    }
     node.parse::<IpAddr>()
         .ok()
         .or_else(|| node.parse::<SocketAddr>().ok().map(|s| s.ip()))
@@ -62,6 +67,10 @@ mod tests {
             ips(&[])
         );
         assert_eq!(forwarded_for("for=;;,=,for=\"\""), ips(&[]));
+        assert_eq!(
+            forwarded_for(r#"for="[1:db3::%0]:2", for=[fe80::1%25eth0]"#),
+            ips(&[])
+        );
     }
 
     #[test]

@@ -102,6 +102,9 @@ pub struct Config {
     /// License mails one address receives per hour at most (`TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR`);
     /// further requests are answered alike and dropped at delivery.
     pub resend_per_recipient_per_hour: u32,
+    /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
+    /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
+    pub push_budget_mib: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -354,7 +357,15 @@ impl Config {
         let signin_per_minute = parse_number(&var, "TIDEMARK_SIGNIN_PER_MINUTE", 60)?;
         let resend_per_recipient_per_hour =
             parse_number(&var, "TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR", 3)?;
+        let push_budget_mib = parse_number(&var, "TIDEMARK_PUSH_BUDGET_MIB", 64)?;
+        if push_budget_mib < 16 {
+            return Err(ConfigError::Invalid {
+                name: "TIDEMARK_PUSH_BUDGET_MIB",
+                reason: format!("at least 16 (one push may be 16 MiB), got {push_budget_mib}"),
+            });
+        }
         Ok(Config {
+            push_budget_mib,
             resend_per_recipient_per_hour,
             metrics_addr,
             signin_per_minute,
@@ -597,6 +608,8 @@ mod tests {
             ("TIDEMARK_TRUSTED_PROXIES", "10.0.0.0/8, nonsense"),
             ("TIDEMARK_SMTP_URL", "http://mail"),
             ("TIDEMARK_MAIL_FROM", "not a mailbox"),
+            ("TIDEMARK_PUSH_BUDGET_MIB", "8"),
+            ("TIDEMARK_HEADER_TIMEOUT_SECONDS", "31"),
         ];
         for (name, value) in cases {
             let mut vars = vec![

@@ -80,6 +80,9 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         validation_cache: Arc::new(validation_cache::ValidationCache::new(
             std::time::Duration::from_millis(config.validation_cache_ms.into()),
         )),
+        push_budget: api::push_budget::PushBudget::new(
+            u64::from(config.push_budget_mib) * 1024 * 1024,
+        ),
         config: Arc::new(config),
         metrics: Metrics::new(),
         mail_wakeup: Arc::new(tokio::sync::Notify::new()),

@@ -27,6 +27,8 @@ pub struct AppState {
     /// Looks up SSO domain-verification records.
     #[from_ref(skip)]
     pub dns: crate::auth::domain_verification::DnsVerifier,
+    /// Push body bytes this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`).
+    pub push_budget: Arc<crate::api::push_budget::PushBudget>,
     /// Wakes this replica's mail sender when a message is queued (others poll).
     pub mail_wakeup: Arc<Notify>,
 }

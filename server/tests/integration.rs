@@ -10,6 +10,7 @@ mod openapi;
 mod operations;
 mod operator_cli;
 mod push_api;
+mod push_budget;
 mod saml_login;
 mod secrets_at_rest;
 mod security_headers;

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 
-use common::TestApp;
+use common::{stall_a_push, TestApp};
 use tidemark_store::Backend;
 use tidemark_wire::Tier;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -66,22 +66,11 @@ async fn half_sent_headers_and_idle_connections_are_closed() {
     assert!(after < Duration::from_secs(5), "closed after {after:?}");
 }
 
-/// Push headers and the first bytes of a body that never completes.
-async fn stall_a_push(app: &TestApp, key: &str) -> TcpStream {
-    let mut stream = TcpStream::connect(app.addr).await.unwrap();
-    let head = format!(
-        "POST /v1/dashboard/push HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\n\
-         Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"project_label\""
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
-    stream
-}
-
 #[tokio::test]
 async fn a_stalled_body_is_answered_408() {
     let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_BODY_TIMEOUT_SECONDS", "1")]).await;
     let (_, key) = app.with_key(Tier::Team).await;
-    let mut stream = stall_a_push(&app, &key).await;
+    let mut stream = stall_a_push(&app, &key, 1000).await;
     let (answer, after) = read_until_closed(&mut stream, Duration::from_secs(10))
         .await
         .expect("answered and closed");
@@ -96,7 +85,7 @@ async fn a_stalled_body_is_answered_408() {
 async fn no_api_request_outlasts_the_api_limit() {
     let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_API_TIMEOUT_SECONDS", "1")]).await;
     let (_, key) = app.with_key(Tier::Team).await;
-    let mut stream = stall_a_push(&app, &key).await;
+    let mut stream = stall_a_push(&app, &key, 1000).await;
     let (answer, after) = read_until_closed(&mut stream, Duration::from_secs(10))
         .await
         .expect("answered and closed");

@@ -257,3 +257,46 @@ tidemark_store::test_each_backend! {
         assert_eq!(scans.0, 1, "only the push with the live key and license was written");
     }
 }
+
+/// SQLite only: PostgreSQL has no committer (each push takes its account's row lock, so
+/// accounts never wait for one another there).
+#[tokio::test]
+async fn one_accounts_flood_delays_another_account_by_about_one_group() {
+    let t = fresh(tidemark_store::Backend::Sqlite).await;
+    insert_pushing_account(&t.db, "acct_flood").await;
+    insert_pushing_account(&t.db, "acct_quiet").await;
+    let held = match t.db.db() {
+        Db::Sqlite { writer, .. } => writer.acquire().await.unwrap(),
+        Db::Postgres(_) => unreachable!("a SQLite database"),
+    };
+    let submit = |account: &str, second: i64| {
+        let db = Writer::for_tests(t.db.db().clone());
+        let (ctx, push) = (ctx(account), push("api", second, 50.0));
+        tokio::spawn(async move { record_push(&db, ctx, push).await.unwrap() })
+    };
+    // Forty pushes of one account wait before the other account's one push arrives.
+    let flood: Vec<_> = (0..40).map(|n| submit("acct_flood", n)).collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let quiet = submit("acct_quiet", 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(held);
+    appended(quiet.await.unwrap());
+    for f in flood {
+        appended(f.await.unwrap());
+    }
+    // Rows are stored in commit order: count the flood's scans committed before the quiet
+    // account's. A first-come queue would put all forty first.
+    let (before,): (i64,) = tidemark_store::on_db!(&t.db, pool => {
+        sqlx::query_as(
+            "SELECT COUNT(*) FROM scans WHERE account_id = 'acct_flood' AND rowid < \
+             (SELECT rowid FROM scans WHERE account_id = 'acct_quiet')",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    });
+    assert!(
+        before <= 2,
+        "{before} of the flood's pushes were written first"
+    );
+}

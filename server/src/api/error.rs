@@ -45,6 +45,12 @@ pub enum ApiError {
     /// Too slow: the body stalled, or the whole request outlasted the API's time limit.
     #[error("{0}")]
     RequestTimeout(String),
+    /// The replica holds as many push bodies as its memory budget allows.
+    #[error("{message}")]
+    ServerBusy {
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error("This endpoint does not accept that HTTP method.")]
     MethodNotAllowed,
     /// Details go to the server log (with the request id), never to the caller.
@@ -69,6 +75,7 @@ impl ApiError {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             InvalidRequest(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ServerBusy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -93,6 +100,7 @@ impl ApiError {
             NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed",
             RequestTimeout(_) => "request_timeout",
+            ServerBusy { .. } => "server_busy",
             Internal(_) => "internal_error",
         }
     }
@@ -114,6 +122,9 @@ impl IntoResponse for ApiError {
         };
         let mut res = (self.status(), Json(body)).into_response();
         if let ApiError::RateLimited {
+            retry_after_secs, ..
+        }
+        | ApiError::ServerBusy {
             retry_after_secs, ..
         } = &self
         {

@@ -7,6 +7,7 @@ mod error;
 mod extract;
 pub mod license;
 mod push;
+pub mod push_budget;
 
 use std::sync::Arc;
 

@@ -15,6 +15,7 @@ use tidemark_store::pushes::{
 use tidemark_wire::{ErrorBody, Feature, PushRequest, PushResponse};
 
 use super::extract::{authenticate, ensure_active, json_error, read_body, require_json};
+use super::push_budget::{Busy, Reservation};
 use super::ApiError;
 use crate::state::AppState;
 
@@ -51,6 +52,8 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
         (status = 429, description = "`rate_limit_exceeded`: over the account's writes per minute", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 408, description = "`request_timeout`: the body stopped arriving, or the request outlasted the API's time limit (`TIDEMARK_API_TIMEOUT_SECONDS`)", body = ErrorBody),
+        (status = 503, description = "`server_busy`: the server holds as many push bodies as its memory budget allows (`TIDEMARK_PUSH_BUDGET_MIB`), or this account holds half of them; refused before the body is read", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
     )
 )]
 pub async fn push_scan(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
@@ -97,8 +100,8 @@ async fn push(
             Err(e) => (ApiError::from(e), None),
         }
     };
-    let push = match check_and_parse(&owner, headers, body).await {
-        Ok(push) => push,
+    let (push, reservation) = match check_and_parse(state, &owner, headers, body).await {
+        Ok(parsed) => parsed,
         Err(err) => return Err(refuse(err).await),
     };
 
@@ -110,6 +113,9 @@ async fn push(
     let outcome = state
         .db
         .detached(|db| async move {
+            // Held until the write is done: the parsed push is in memory until then, even
+            // when the client has stopped waiting.
+            let _held = reservation;
             let ctx = PushContext {
                 account_id: account,
                 key_id,
@@ -175,25 +181,64 @@ async fn push(
     }
 }
 
-/// The license may push, and the body is a valid push.
+/// The license may push, the replica has room for the body, and the body is a valid push.
 async fn check_and_parse(
+    state: &AppState,
     owner: &KeyOwner,
     headers: &HeaderMap,
     body: Body,
-) -> Result<ValidPush, ApiError> {
+) -> Result<(ValidPush, Reservation), ApiError> {
     ensure_active(&owner.license)?;
     if !owner.license.features().contains(&Feature::HostedDashboard) {
         return Err(ApiError::InsufficientTier(owner.license.tier));
     }
     require_json(headers)?;
+    let reservation = reserve_body(state, &owner.license.account_id, headers)?;
     let bytes = read_body(body, MAX_BODY_BYTES).await?;
-    ValidPush::parse(&bytes).map_err(|e| match e {
+    let push = ValidPush::parse(&bytes).map_err(|e| match e {
         PushError::Json(e) => json_error(e),
         PushError::TooManyFindings(n) => ApiError::PayloadTooLarge(format!(
             "A push may carry at most {MAX_FINDINGS} findings; this one has {n}. Split the scan or \
              push the failing findings only."
         )),
-    })
+    })?;
+    Ok((push, reservation))
+}
+
+/// Seconds a push refused for lack of room is told to wait: about how long a large push
+/// takes to arrive and be written.
+const BUSY_RETRY_SECS: u64 = 2;
+
+/// Room for the body before a byte of it is read: what `Content-Length` announces, or the
+/// largest push when it does not say.
+fn reserve_body(
+    state: &AppState,
+    account_id: &str,
+    headers: &HeaderMap,
+) -> Result<Reservation, ApiError> {
+    let announced = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(MAX_BODY_BYTES as u64);
+    state
+        .push_budget
+        .reserve(account_id, announced)
+        .map_err(|busy| {
+            let whose = match busy {
+                Busy::Replica => "The server is receiving as many pushes as it can hold",
+                Busy::Account => {
+                    "This account is sending as many pushes at once as one account may"
+                }
+            };
+            ApiError::ServerBusy {
+                message: format!(
+                    "{whose}. Retry after {BUSY_RETRY_SECS} seconds (a repeated push is \
+                     answered like the first and costs nothing)."
+                ),
+                retry_after_secs: BUSY_RETRY_SECS,
+            }
+        })
 }
 
 /// The `403 license_inactive` for a license found inactive inside the write transaction,

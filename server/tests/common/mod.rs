@@ -329,3 +329,26 @@ pub async fn assert_error(res: reqwest::Response, status: StatusCode, code: &str
     assert!(!message.is_empty());
     message
 }
+
+/// Push headers announcing `content_length` bytes, then the first bytes of a body that never
+/// completes: the request stays in the server until the client hangs up or a timeout ends it.
+pub async fn stall_a_push(
+    app: &TestApp,
+    key: &str,
+    content_length: usize,
+) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let mut stream = tokio::net::TcpStream::connect(app.addr)
+        .await
+        .expect("connect to the server");
+    let head = format!(
+        "POST /v1/dashboard/push HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: {content_length}\r\n\r\n\
+         {{\"project_label\""
+    );
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .expect("send the head of a push");
+    stream
+}

@@ -9,9 +9,14 @@
 //! call: two round trips and one fsync for the whole group. A push is answered only after its
 //! group is durable.
 //!
+//! Waiting pushes queue per account, and each group takes the oldest push of each account in
+//! turn (round robin), so an account that sends hundreds of pushes at once delays another
+//! account's push by about one group, not by its whole backlog.
+//!
 //! If a group's write fails, it is rolled back and every push in it is retried alone, so one
 //! bad push cannot fail its neighbours.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -101,31 +106,86 @@ impl PushQueue {
 }
 
 async fn run(writer: SqlitePool, mut queue: mpsc::Receiver<Job>, counters: Arc<Counters>) {
-    // A push whose account was already in the group waits for the next one.
-    let mut carried: Option<Job> = None;
+    let mut waiting = Waiting::default();
+    let mut open = true;
     loop {
-        let first = match carried.take() {
-            Some(job) => job,
-            None => match queue.recv().await {
-                Some(job) => job,
-                None => return,
-            },
-        };
-        let mut findings = first.push.request().findings.len();
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP_PUSHES && findings < MAX_GROUP_FINDINGS {
-            let Ok(job) = queue.try_recv() else { break };
-            if group.iter().any(|j| j.ctx.account_id == job.ctx.account_id) {
-                carried = Some(job);
-                break;
+        if waiting.is_empty() {
+            if !open {
+                return;
             }
-            findings += job.push.request().findings.len();
-            group.push(job);
+            match queue.recv().await {
+                Some(job) => waiting.add(job),
+                None => return,
+            }
         }
+        // Everything that arrived meanwhile takes its place in its account's line.
+        loop {
+            match queue.try_recv() {
+                Ok(job) => waiting.add(job),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        let group = waiting.next_group();
         counters
             .pushes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
         commit_group(&writer, group, &counters).await;
+    }
+}
+
+/// Pushes not yet in a group: one line per account, and the accounts in the order they are
+/// next served.
+#[derive(Default)]
+struct Waiting {
+    lines: HashMap<String, VecDeque<Job>>,
+    turns: VecDeque<String>,
+}
+
+impl Waiting {
+    fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
+
+    fn add(&mut self, job: Job) {
+        let line = self.lines.entry(job.ctx.account_id.clone()).or_default();
+        if line.is_empty() {
+            self.turns.push_back(job.ctx.account_id.clone());
+        }
+        line.push_back(job);
+    }
+
+    /// The oldest push of each account in turn, at most one per account (each must see the
+    /// one before it committed), within the group's limits. An account with more waiting
+    /// goes to the back of the turns.
+    fn next_group(&mut self) -> Vec<Job> {
+        let mut group = Vec::new();
+        let mut findings = 0;
+        for _ in 0..self.turns.len() {
+            if group.len() >= MAX_GROUP_PUSHES || findings >= MAX_GROUP_FINDINGS {
+                break;
+            }
+            let Some(account) = self.turns.pop_front() else {
+                break;
+            };
+            let Some(line) = self.lines.get_mut(&account) else {
+                continue;
+            };
+            let Some(job) = line.pop_front() else {
+                continue;
+            };
+            findings += job.push.request().findings.len();
+            group.push(job);
+            if line.is_empty() {
+                self.lines.remove(&account);
+            } else {
+                self.turns.push_back(account);
+            }
+        }
+        group
     }
 }
 
