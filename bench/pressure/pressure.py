@@ -79,13 +79,13 @@ def summary(name, latencies):
 
 
 if mode == "big":
-    big = body("big", 50_000, 230)
+    big = body("big", 50_000, 120)
     print(f"big push body: {len(big) / 1e6:.1f} MB, 50,000 findings")
     outcomes = {"201": 0, "503": 0, "other": 0}
     lock = threading.Lock()
 
     def one_big():
-        payload = body("big", 50_000, 230)
+        payload = body("big", 50_000, 120)
         while True:
             status, retry = push(key_a, payload)
             with lock:

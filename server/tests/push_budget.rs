@@ -11,6 +11,7 @@ use common::{assert_error, sample_push, stall_a_push, TestApp};
 use reqwest::StatusCode;
 use tidemark_store::Backend;
 use tidemark_wire::Tier;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const MIB: usize = 1024 * 1024;
 
@@ -41,6 +42,26 @@ async fn pushes_past_the_budget_are_refused_before_their_body_is_read() {
     let res = app.push(&b, &body("web")).await;
     let message = assert_error(res, StatusCode::SERVICE_UNAVAILABLE, "server_busy").await;
     assert!(message.contains("Retry after 2 seconds"), "{message}");
+    // A large body refused before it is read is still answered, not cut off, for a client
+    // that sends all of it before reading the answer (as most HTTP/1.1 clients do).
+    let mut large = body("large");
+    large["findings"] = serde_json::Value::Array(vec![large["findings"][0].clone(); 20_000]);
+    let large = serde_json::to_vec(&large).unwrap();
+    let mut raw = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let head = format!(
+        "POST /v1/dashboard/push HTTP/1.1\r\nHost: x\r\nX-API-Key: {b}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        large.len()
+    );
+    raw.write_all(head.as_bytes()).await.unwrap();
+    raw.write_all(&large)
+        .await
+        .expect("the whole body is taken, not cut off");
+    let mut answer = vec![0u8; 4096];
+    let n = raw.read(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("server_busy"), "{answer}");
     assert_eq!(app.count("scans").await, 1, "refused pushes store nothing");
 
     // The budget comes back when the slow pushes end (here: their clients hang up).

@@ -51,6 +51,30 @@ pub async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, Ap
     })
 }
 
+/// Reads and drops a request body that is refused before it is read (at most `limit`
+/// bytes, never more than one chunk in memory). Clients send their whole body before they
+/// read the answer: closing on them mid-body turns a clear `503` or `401` into a reset
+/// connection. A client that asked `Expect: 100-continue` has sent nothing yet and is
+/// answered at once.
+pub async fn discard_body(headers: &HeaderMap, body: Body, limit: usize) {
+    use http_body_util::BodyExt as _;
+    let waits_for_us = headers
+        .get(header::EXPECT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+    if waits_for_us {
+        return;
+    }
+    let mut body = body;
+    let mut seen = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        seen += frame.data_ref().map_or(0, |d| d.len());
+        if seen > limit {
+            break;
+        }
+    }
+}
+
 pub fn json_error(err: JsonError) -> ApiError {
     match err {
         JsonError::Syntax(msg) => ApiError::InvalidJson(msg),

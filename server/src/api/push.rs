@@ -14,7 +14,9 @@ use tidemark_store::pushes::{
 };
 use tidemark_wire::{ErrorBody, Feature, PushRequest, PushResponse};
 
-use super::extract::{authenticate, ensure_active, json_error, read_body, require_json};
+use super::extract::{
+    authenticate, discard_body, ensure_active, json_error, read_body, require_json,
+};
 use super::push_budget::{Busy, Reservation};
 use super::ApiError;
 use crate::state::AppState;
@@ -88,9 +90,13 @@ async fn push(
     headers: &HeaderMap,
     body: Body,
 ) -> PushResult {
-    let owner = authenticate(&state.db, headers)
-        .await
-        .map_err(|e| (e, None))?;
+    let owner = match authenticate(&state.db, headers).await {
+        Ok(owner) => owner,
+        Err(err) => {
+            discard_body(headers, body, MAX_BODY_BYTES).await;
+            return Err((err, None));
+        }
+    };
     let now = now_millis();
     let account_id = owner.license.account_id.clone();
     // Past authentication every answer reports the account's budget.
@@ -188,12 +194,13 @@ async fn check_and_parse(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(ValidPush, Reservation), ApiError> {
-    ensure_active(&owner.license)?;
-    if !owner.license.features().contains(&Feature::HostedDashboard) {
-        return Err(ApiError::InsufficientTier(owner.license.tier));
-    }
-    require_json(headers)?;
-    let reservation = reserve_body(state, &owner.license.account_id, headers)?;
+    let reservation = match admit(state, owner, headers) {
+        Ok(reservation) => reservation,
+        Err(err) => {
+            discard_body(headers, body, MAX_BODY_BYTES).await;
+            return Err(err);
+        }
+    };
     let bytes = read_body(body, MAX_BODY_BYTES).await?;
     let push = ValidPush::parse(&bytes).map_err(|e| match e {
         PushError::Json(e) => json_error(e),
@@ -203,6 +210,16 @@ async fn check_and_parse(
         )),
     })?;
     Ok((push, reservation))
+}
+
+/// Whether this push may send its body at all: license, tier, media type, room.
+fn admit(state: &AppState, owner: &KeyOwner, headers: &HeaderMap) -> Result<Reservation, ApiError> {
+    ensure_active(&owner.license)?;
+    if !owner.license.features().contains(&Feature::HostedDashboard) {
+        return Err(ApiError::InsufficientTier(owner.license.tier));
+    }
+    require_json(headers)?;
+    reserve_body(state, &owner.license.account_id, headers)
 }
 
 /// Seconds a push refused for lack of room is told to wait: about how long a large push
