@@ -4,7 +4,7 @@
 #           with the push budget as configured and with it lifted (for comparison);
 #   flood - a 32-connection sign-in flood beside single pushes.
 # Prints each run's figures and the server's peak RSS (VmHWM). Not part of `make test`.
-# Usage: scripts/pressure-bench.sh [seconds-per-flood-phase]
+# Usage: [PRESSURE_ONLY=big|flood] scripts/pressure-bench.sh [seconds-per-flood-phase]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-15}
@@ -44,6 +44,11 @@ run() {  # run NAME MODE [ENV...]
   rm -rf "$data"
 }
 
-run "30 x 15 MB pushes, push budget 64 MiB (the default)" big
-run "30 x 15 MB pushes, push budget lifted (4096 MiB), for comparison" big TIDEMARK_PUSH_BUDGET_MIB=4096
-run "32-connection sign-in flood (TIDEMARK_SIGNIN_PER_MINUTE=60, the default)" flood
+only=${PRESSURE_ONLY:-big,flood}
+if [[ ,$only, == *,big,* ]]; then
+  run "30 x 15 MB pushes, push budget 64 MiB (the default)" big
+  run "30 x 15 MB pushes, push budget lifted (4096 MiB), for comparison" big TIDEMARK_PUSH_BUDGET_MIB=4096
+fi
+if [[ ,$only, == *,flood,* ]]; then
+  run "32-connection sign-in flood (TIDEMARK_SIGNIN_PER_MINUTE=60, the default)" flood
+fi
