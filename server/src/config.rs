@@ -313,35 +313,8 @@ impl Config {
             }
         };
 
-        let dns_resolver = match var("TIDEMARK_DNS_RESOLVER") {
-            None => None,
-            Some(text) => {
-                Some(
-                    text.trim()
-                        .parse::<SocketAddr>()
-                        .map_err(|_| ConfigError::Invalid {
-                            name: "TIDEMARK_DNS_RESOLVER",
-                            reason: format!("expected ip:port such as 127.0.0.1:53, got {text:?}"),
-                        })?,
-                )
-            }
-        };
-
-        let metrics_addr = match var("TIDEMARK_METRICS_ADDR") {
-            None => None,
-            Some(text) => {
-                Some(
-                    text.trim()
-                        .parse::<SocketAddr>()
-                        .map_err(|_| ConfigError::Invalid {
-                            name: "TIDEMARK_METRICS_ADDR",
-                            reason: format!(
-                                "expected ip:port such as 127.0.0.1:9090, got {text:?}"
-                            ),
-                        })?,
-                )
-            }
-        };
+        let dns_resolver = parse_socket_addr(&var, "TIDEMARK_DNS_RESOLVER", "127.0.0.1:53")?;
+        let metrics_addr = parse_socket_addr(&var, "TIDEMARK_METRICS_ADDR", "127.0.0.1:9090")?;
         let header_timeout_seconds = parse_number(&var, "TIDEMARK_HEADER_TIMEOUT_SECONDS", 30)?;
         let body_timeout_seconds = parse_number(&var, "TIDEMARK_BODY_TIMEOUT_SECONDS", 30)?;
         let api_timeout_seconds = parse_number(&var, "TIDEMARK_API_TIMEOUT_SECONDS", 60)?;
@@ -398,6 +371,24 @@ impl Config {
 }
 
 /// A positive whole number, or `default` when unset.
+/// An optional `ip:port` setting; `example` shows the expected form in the error.
+fn parse_socket_addr(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    example: &str,
+) -> Result<Option<SocketAddr>, ConfigError> {
+    var(name)
+        .map(|text| {
+            text.trim()
+                .parse::<SocketAddr>()
+                .map_err(|_| ConfigError::Invalid {
+                    name,
+                    reason: format!("expected ip:port such as {example}, got {text:?}"),
+                })
+        })
+        .transpose()
+}
+
 fn parse_number(
     var: &impl Fn(&str) -> Option<String>,
     name: &'static str,
@@ -609,6 +600,8 @@ mod tests {
             ("TIDEMARK_SMTP_URL", "http://mail"),
             ("TIDEMARK_MAIL_FROM", "not a mailbox"),
             ("TIDEMARK_PUSH_BUDGET_MIB", "8"),
+            ("TIDEMARK_DNS_RESOLVER", "nowhere"),
+            ("TIDEMARK_METRICS_ADDR", "9090"),
             ("TIDEMARK_HEADER_TIMEOUT_SECONDS", "31"),
         ];
         for (name, value) in cases {
