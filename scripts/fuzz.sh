@@ -29,7 +29,8 @@ for target in "${targets[@]}"; do
   corpus=target/fuzz/corpus/$target
   artifacts=target/fuzz/artifacts/$target
   mkdir -p "$corpus" "$artifacts"
-  log=target/fuzz/$target.log
+  # One log per run: a smoke run beside a long one must not write into the other's log.
+  log=target/fuzz/$target.$$.log
   printf '%-14s %4ss … ' "$target" "$seconds"
   if ! cargo fuzz run "${build[@]}" "$target" "$corpus" "fuzz/seeds/$target" -- \
       -max_total_time="$seconds" -artifact_prefix="$artifacts/" -print_final_stats=1 \
@@ -42,4 +43,5 @@ for target in "${targets[@]}"; do
   runs=$(grep -aoE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo '?')
   cov=$(grep -aoE 'cov: [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+' || echo '?')
   echo "ok: $runs executions, coverage $cov edges, corpus $(ls "$corpus" | wc -l) inputs"
+  rm -f "$log"
 done
