@@ -11,7 +11,7 @@ use anyhow::{bail, Context as _};
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
 
-use crate::client::{Client, ClientError, RetryPolicy};
+use crate::client::{Client, ClientError, RetryPolicy, Wait};
 use crate::credentials::{self, Credentials};
 use crate::license::{self, Mode};
 
@@ -313,9 +313,13 @@ async fn push(
     };
     let mut notes = Vec::new();
     let result = client
-        .push(&api_key, &bytes, policy, |attempt, delay| {
+        .push(&api_key, &bytes, policy, |why, attempt, delay| {
+            let reason = match why {
+                Wait::RateLimited => "Write rate exceeded",
+                Wait::ServerBusy => "The server is busy",
+            };
             notes.push(format!(
-                "Write rate exceeded; waiting {:.1} s before retry {attempt} of {max_retries}.",
+                "{reason}; waiting {:.1} s before retry {attempt} of {max_retries}.",
                 delay.as_secs_f64()
             ));
         })

@@ -35,7 +35,16 @@ impl ClientError {
     }
 }
 
-/// How a push backs off on `429`.
+/// Why a push waits before its next try.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// `429 rate_limit_exceeded`: the account's writes per minute are used up.
+    RateLimited,
+    /// `503 server_busy`: the server holds as many pushes as its memory allows.
+    ServerBusy,
+}
+
+/// How a push backs off on `429` and `503`.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
     pub max_retries: u32,
@@ -89,7 +98,9 @@ impl Client {
     ) -> Result<T, ClientError> {
         let res = res.map_err(|e| self.unreachable(describe(&e)))?;
         let status = res.status();
-        if status.is_server_error() {
+        // `503 server_busy` is the one documented server error (with Retry-After): the
+        // service is there and says when to come back.
+        if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
             return Err(self.unreachable(format!("HTTP {status}")));
         }
         let retry_after = res
@@ -106,12 +117,17 @@ impl Client {
                 .map_err(|e| ClientError::Protocol(e.to_string()));
         }
         match serde_json::from_slice::<ErrorBody>(&bytes) {
+            // Any other 5xx, whatever its body (a proxy's, say), is an outage, not an answer.
+            Ok(body) if status.is_server_error() && body.error != "server_busy" => {
+                Err(self.unreachable(format!("HTTP {status}")))
+            }
             Ok(body) => Err(ClientError::Api {
                 status: status.as_u16(),
                 code: body.error,
                 message: body.message,
                 retry_after,
             }),
+            Err(_) if status.is_server_error() => Err(self.unreachable(format!("HTTP {status}"))),
             Err(_) => Err(ClientError::Protocol(format!(
                 "HTTP {status} without an error body"
             ))),
@@ -169,29 +185,35 @@ impl Client {
         self.answer(res).await
     }
 
-    /// Pushes, waiting `Retry-After` plus jitter on each `429`, at most `policy.max_retries`
-    /// times. `on_wait(attempt, delay)` is told before each wait.
+    /// Pushes, waiting `Retry-After` plus jitter on each `429` or `503`, at most
+    /// `policy.max_retries` times (a push sent again is answered like the first and costs
+    /// nothing). `on_wait(why, attempt, delay)` is told before each wait.
     pub async fn push(
         &self,
         api_key: &str,
         body: &[u8],
         policy: RetryPolicy,
-        mut on_wait: impl FnMut(u32, Duration),
+        mut on_wait: impl FnMut(Wait, u32, Duration),
     ) -> Result<PushResponse, ClientError> {
         let mut attempt = 0;
         loop {
             match self.push_once(api_key, body).await {
                 Err(ClientError::Api {
-                    status: 429,
+                    status: status @ (429 | 503),
                     retry_after,
                     ..
                 }) if attempt < policy.max_retries => {
+                    let why = if status == 429 {
+                        Wait::RateLimited
+                    } else {
+                        Wait::ServerBusy
+                    };
                     attempt += 1;
                     let jitter_ms =
                         rand::thread_rng().gen_range(0..=policy.max_jitter.as_millis() as u64);
                     let delay = Duration::from_secs(retry_after.unwrap_or(1))
                         + Duration::from_millis(jitter_ms);
-                    on_wait(attempt, delay);
+                    on_wait(why, attempt, delay);
                     tokio::time::sleep(delay).await;
                 }
                 other => return other,

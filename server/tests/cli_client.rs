@@ -1,5 +1,5 @@
 //! The `tidemark` command against the real server: activation, status, push (with back-off
-//! on 429), key rotation, bundle pulls, credentials permissions and the offline grace.
+//! on 429 and 503), key rotation, bundle pulls, credentials permissions and the offline grace.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use crate::common;
@@ -197,6 +197,56 @@ async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
     let r = tidemark(&e, &["push", file.to_str().unwrap(), "--max-retries", "0"]).await;
     let err = r.code.unwrap_err();
     assert!(err.contains("rate_limit_exceeded"), "{err}");
+}
+
+#[tokio::test]
+async fn a_busy_server_is_waited_out_like_a_rate_limit() {
+    // 16 MiB: one push of the largest size fills the replica's budget.
+    let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_PUSH_BUDGET_MIB", "16")]).await;
+    let license = app.create_license(Tier::Team).await;
+    let config = tempfile::tempdir().unwrap();
+    let e = env(&app.base_url, config.path(), &license.key, &[], Utc::now());
+    let key = tidemark(&e, &["activate", "--machine", "ci", "--print-key"])
+        .await
+        .out
+        .trim()
+        .to_owned();
+    let e = env(
+        &app.base_url,
+        config.path(),
+        "",
+        &[("TIDEMARK_API_KEY", &key)],
+        Utc::now(),
+    );
+    let file = config.path().join("scan.json");
+    std::fs::write(
+        &file,
+        serde_json::to_vec(&sample_push("api", 50.0, "2026-11-22T10:00:00Z")).unwrap(),
+    )
+    .unwrap();
+
+    // Another client's large push holds the budget for a second, then gives up.
+    let stalled = common::stall_a_push(&app, &key, 16 * 1024 * 1024).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        drop(stalled);
+    });
+    let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
+    assert_eq!(r.code, Ok(0), "{:?} {}", r.code, r.out);
+    assert!(
+        r.out.contains("The server is busy; waiting") && r.out.contains("retry 1 of 5"),
+        "{}",
+        r.out
+    );
+    assert_eq!(app.count("scans").await, 1);
+
+    // With no retries allowed, the 503 is reported with its code.
+    let _held = common::stall_a_push(&app, &key, 16 * 1024 * 1024).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = tidemark(&e, &["push", file.to_str().unwrap(), "--max-retries", "0"]).await;
+    let err = r.code.unwrap_err();
+    assert!(err.contains("server_busy"), "{err}");
 }
 
 #[tokio::test]
