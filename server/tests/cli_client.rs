@@ -135,12 +135,12 @@ async fn activate_status_and_push_with_regression_exit_code() {
     assert!(r.out.contains("Score delta: -7.50"), "{}", r.out);
 }
 
-#[tokio::test]
-async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
-    let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_WRITES_PER_MINUTE", "1")]).await;
+/// A CI job's set-up: a key activated with `--print-key` (for the CI secret store: printed
+/// once, never written to disk), the environment that passes it as `TIDEMARK_API_KEY`, and a
+/// scan file to push.
+async fn with_ci_secret_key(app: &TestApp) -> (Env, tempfile::TempDir, String, std::path::PathBuf) {
     let license = app.create_license(Tier::Team).await;
     let config = tempfile::tempdir().unwrap();
-    // A key for the CI secret store: printed once, never written to disk.
     let e = env(&app.base_url, config.path(), &license.key, &[], Utc::now());
     let r = tidemark(&e, &["activate", "--machine", "ci", "--print-key"]).await;
     assert_eq!(r.code, Ok(0));
@@ -160,6 +160,13 @@ async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
         serde_json::to_vec(&sample_push("api", 50.0, "2026-11-22T10:00:00Z")).unwrap(),
     )
     .unwrap();
+    (e, config, key, file)
+}
+
+#[tokio::test]
+async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
+    let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_WRITES_PER_MINUTE", "1")]).await;
+    let (e, config, _key, file) = with_ci_secret_key(&app).await;
     assert_eq!(
         tidemark(&e, &["push", file.to_str().unwrap()]).await.code,
         Ok(0)
@@ -203,27 +210,7 @@ async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
 async fn a_busy_server_is_waited_out_like_a_rate_limit() {
     // 16 MiB: one push of the largest size fills the replica's budget.
     let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_PUSH_BUDGET_MIB", "16")]).await;
-    let license = app.create_license(Tier::Team).await;
-    let config = tempfile::tempdir().unwrap();
-    let e = env(&app.base_url, config.path(), &license.key, &[], Utc::now());
-    let key = tidemark(&e, &["activate", "--machine", "ci", "--print-key"])
-        .await
-        .out
-        .trim()
-        .to_owned();
-    let e = env(
-        &app.base_url,
-        config.path(),
-        "",
-        &[("TIDEMARK_API_KEY", &key)],
-        Utc::now(),
-    );
-    let file = config.path().join("scan.json");
-    std::fs::write(
-        &file,
-        serde_json::to_vec(&sample_push("api", 50.0, "2026-11-22T10:00:00Z")).unwrap(),
-    )
-    .unwrap();
+    let (e, _config, key, file) = with_ci_secret_key(&app).await;
 
     // Another client's large push holds the budget for a second, then gives up.
     let stalled = common::stall_a_push(&app, &key, 16 * 1024 * 1024).await;
