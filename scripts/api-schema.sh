@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Schema tests of the /v1 API with schemathesis (PyPI): the release server on a free port with
-# a throwaway data directory, a license, an API key and a published bundle; then every
-# schemathesis phase and check against /v1/openapi.json (end2end/api/schemathesis.toml),
-# then the stateful scenario (end2end/api/scenario.py). Any failure fails the run.
+# Schema tests of the /v1 API with schemathesis (PyPI): the server (release build, or
+# TIDEMARK_SERVER_BIN) on a free port with a throwaway data directory, a license, an API key
+# and a published bundle; then every schemathesis phase and check against /v1/openapi.json
+# (end2end/api/schemathesis.toml), then the stateful scenario (end2end/api/scenario.py). Any failure fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Every check, in the order a reviewer would want them to fail: formatting, lints (one pass
 # per feature set, since `app` is never built with `ssr` and `hydrate` together), unit and
-# integration tests on SQLite and PostgreSQL, then the browser tests against a release build
-# and the schema tests of /v1 against the same build.
+# integration tests on SQLite and PostgreSQL, then the browser tests and the schema tests of /v1
+# against the server binary that the test step built (with a release WASM bundle): a second,
+# optimised compile of every dependency would cost a fresh machine ~15 minutes and test nothing
+# more. Release performance is the benchmarks' business (docs/benchmarks.md).
 # Nothing is skipped: a part that cannot run fails the whole command and says why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,10 @@ scripts/pg-throwaway.sh cargo test "${SERVER_PKGS[@]}" --features app/ssr
 step "fuzz smoke run: 10 s per target (scripts/fuzz.sh 600 for a real session)"
 scripts/fuzz.sh 10
 
-step "browser tests (Playwright in Debian Chromium) against a release build"
+# Built by the test step for the operator-command tests (CARGO_BIN_EXE_tidemark-server).
+export TIDEMARK_SERVER_BIN=target/debug/tidemark-server
+
+step "browser tests (Playwright in Debian Chromium): release WASM, the test step's server"
 scripts/e2e.sh
 
 step "schema tests of /v1 (schemathesis: every phase and check, then the stateful scenario)"
