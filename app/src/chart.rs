@@ -109,6 +109,7 @@ mod tests {
                 medium: 0,
                 low: 3,
             },
+            gate: crate::model::GateStatus::None,
         }
     }
 

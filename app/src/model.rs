@@ -3,7 +3,7 @@
 //! compiled into the server and the browser alike; nothing here reaches the database.
 
 use serde::{Deserialize, Serialize};
-pub use tidemark_wire::{Severity, SeverityCounts};
+pub use tidemark_wire::{GateResult, GateStatus, Severity, SeverityCounts};
 
 /// Rows per page of the scans and findings tables.
 pub const PAGE_SIZE: i64 = 50;
@@ -86,6 +86,8 @@ pub struct ChartPoint {
     pub at: i64,
     pub score: f64,
     pub severities: SeverityCounts,
+    /// The quality gate's verdict on the scan: failed scans are marked on the chart.
+    pub gate: GateStatus,
 }
 
 /// Size of the history chart, in SVG pixels.
@@ -119,6 +121,39 @@ pub struct ProjectChart {
     pub scans_in_range: usize,
     pub points: Vec<ChartPoint>,
     pub drawing: HistoryDrawing,
+    /// The project's quality gate (`None`: it has none), and whether the viewer may change it.
+    pub gate: Option<GateSettings>,
+    pub is_admin: bool,
+}
+
+/// A project's quality gate as the page shows and edits it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GateSettings {
+    pub min_score: Option<f64>,
+    pub max_drop: Option<f64>,
+    pub new_findings_at: Option<Severity>,
+}
+
+impl GateSettings {
+    /// The conditions in words, for the page and its screen readers.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(min) = self.min_score {
+            out.push(format!("score at least {min}"));
+        }
+        if let Some(drop) = self.max_drop {
+            out.push(format!(
+                "a drop of at most {drop} points from the previous scan"
+            ));
+        }
+        if let Some(severity) = self.new_findings_at {
+            out.push(format!(
+                "no new open findings at {} severity or above",
+                severity.as_str()
+            ));
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,6 +170,7 @@ pub struct ScanSummary {
     pub state_source: String,
     pub scanned_at: String,
     pub finding_count: i64,
+    pub gate: GateResult,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

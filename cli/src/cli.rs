@@ -16,7 +16,8 @@ use crate::credentials::{self, Credentials};
 use crate::license::{self, Mode};
 
 pub const DEFAULT_URL: &str = "http://127.0.0.1:3000";
-/// Exit status when `--fail-on-regression` sees a negative score delta.
+/// Exit status when `--fail-on-regression` sees a negative score delta, or `--fail-on-gate`
+/// a failed quality gate.
 pub const EXIT_REGRESSION: u8 = 3;
 
 #[derive(Debug, Parser)]
@@ -59,6 +60,9 @@ pub enum Command {
         /// Exit with status 3 when the score dropped since the previous scan.
         #[arg(long)]
         fail_on_regression: bool,
+        /// Exit with status 3 when the project's quality gate failed (the reasons are printed).
+        #[arg(long)]
+        fail_on_gate: bool,
         /// How many times to wait and retry when the write rate is exceeded.
         #[arg(long, default_value_t = 5)]
         max_retries: u32,
@@ -117,18 +121,14 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
             file,
             label,
             fail_on_regression,
+            fail_on_gate,
             max_retries,
         } => {
-            push(
-                &client,
-                env,
-                out,
-                &file,
-                label,
-                fail_on_regression,
-                max_retries,
-            )
-            .await
+            let fail_on = FailOn {
+                regression: fail_on_regression,
+                gate: fail_on_gate,
+            };
+            push(&client, env, out, &file, label, fail_on, max_retries).await
         }
         Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
     }
@@ -273,13 +273,20 @@ fn human(d: chrono::Duration) -> String {
     }
 }
 
+/// Which verdicts make `push` exit with [`EXIT_REGRESSION`].
+#[derive(Debug, Clone, Copy)]
+struct FailOn {
+    regression: bool,
+    gate: bool,
+}
+
 async fn push(
     client: &Client,
     env: &Env,
     out: &mut (dyn Write + Send),
     file: &std::path::Path,
     label: Option<String>,
-    fail_on_regression: bool,
+    fail_on: FailOn,
     max_retries: u32,
 ) -> anyhow::Result<u8> {
     let text = std::fs::read_to_string(file)
@@ -330,11 +337,20 @@ async fn push(
     let answer = result.map_err(explain)?;
     writeln!(out, "Pushed: {}", answer.dashboard_url)?;
     writeln!(out, "Score delta: {:+.2}", answer.score_delta)?;
-    if fail_on_regression && answer.score_delta < 0.0 {
-        writeln!(out, "The score regressed since the previous scan.")?;
-        return Ok(EXIT_REGRESSION);
+    writeln!(out, "Quality gate: {}", answer.gate.status.as_str())?;
+    for reason in &answer.gate.reasons {
+        writeln!(out, "  - {reason}")?;
     }
-    Ok(0)
+    let mut status = 0;
+    if fail_on.regression && answer.score_delta < 0.0 {
+        writeln!(out, "The score regressed since the previous scan.")?;
+        status = EXIT_REGRESSION;
+    }
+    if fail_on.gate && answer.gate.status == tidemark_wire::GateStatus::Failed {
+        writeln!(out, "The project's quality gate failed.")?;
+        status = EXIT_REGRESSION;
+    }
+    Ok(status)
 }
 
 async fn pull_bundle(

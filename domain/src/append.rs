@@ -4,6 +4,11 @@
 //! underneath it), asks [`decide_push`], and writes what the answer says. Keeping the rules
 //! here means they are tested without a database, and both backends apply the same ones.
 
+use std::collections::HashSet;
+
+use tidemark_wire::{Finding, GateResult};
+
+use crate::gate::{evaluate, Previous, QualityGate};
 use crate::rate::{RateDecision, RollingLimit};
 use crate::Millis;
 
@@ -33,6 +38,8 @@ pub struct ProjectHead {
     pub last_scan: Option<LastScan>,
     /// Scans of this project whose `scanned_at` falls in the same second as the push's.
     pub scans_in_same_second: u32,
+    /// The project's quality gate now, if it has one.
+    pub gate: Option<QualityGate>,
 }
 
 /// The project's latest scan, as much of it as a replay answers with.
@@ -41,6 +48,8 @@ pub struct LastScan {
     pub scan_id: String,
     pub score_delta: f64,
     pub body_hash: String,
+    /// The gate's verdict as it was when that scan was pushed.
+    pub gate: GateResult,
 }
 
 /// The facts of the push itself that the rules look at.
@@ -48,6 +57,10 @@ pub struct LastScan {
 pub struct PushFacts<'a> {
     pub score: f64,
     pub body_hash: &'a str,
+    pub findings: &'a [Finding],
+    /// The latest scan's open findings by (rule id, resource), read in the transaction when
+    /// the project's gate needs them (`gate::needs_previous_findings`); otherwise `None`.
+    pub previous_open: Option<&'a HashSet<(String, String)>>,
     /// Active-project cap; `None` is unlimited.
     pub project_cap: Option<u64>,
     pub write_limit: RollingLimit,
@@ -85,6 +98,8 @@ pub struct Append {
     pub scan_id_n: u32,
     /// Writes left in the window after this one.
     pub writes_remaining: u32,
+    /// The project's gate applied to this scan.
+    pub gate: GateResult,
 }
 
 /// Applies the rules in the contract's order: an archived project refuses; a replay is
@@ -127,17 +142,27 @@ pub fn decide_push(head: &PushHead, push: &PushFacts<'_>) -> PushDecision {
                 score_delta: 0.0,
                 scan_id_n: 1,
                 writes_remaining,
+                // A label's first push creates the project, which has no gate yet.
+                gate: GateResult::none(),
             }),
         },
-        Some(project) => PushDecision::Append(Append {
-            new_project: false,
-            seq: project.scan_count + 1,
-            score_delta: project.last_score.map_or(0.0, |last| push.score - last),
-            // Ids of one second are handed out as base, base-2, … without gaps, so the
-            // count of that second's scans names the next free one.
-            scan_id_n: project.scans_in_same_second.saturating_add(1),
-            writes_remaining,
-        }),
+        Some(project) => {
+            let no_findings = HashSet::new();
+            let previous = project.last_score.map(|score| Previous {
+                score,
+                open: push.previous_open.unwrap_or(&no_findings),
+            });
+            PushDecision::Append(Append {
+                new_project: false,
+                seq: project.scan_count + 1,
+                score_delta: project.last_score.map_or(0.0, |last| push.score - last),
+                // Ids of one second are handed out as base, base-2, … without gaps, so the
+                // count of that second's scans names the next free one.
+                scan_id_n: project.scans_in_same_second.saturating_add(1),
+                writes_remaining,
+                gate: evaluate(project.gate.as_ref(), push.score, push.findings, previous),
+            })
+        }
     }
 }
 
@@ -151,6 +176,8 @@ mod tests {
         PushFacts {
             score: 80.0,
             body_hash: hash,
+            findings: &[],
+            previous_open: None,
             project_cap: Some(1),
             write_limit: RollingLimit::per_minute(5),
             now: NOW,
@@ -167,8 +194,10 @@ mod tests {
                 scan_id: "20261122-101500-api".into(),
                 score_delta: -1.0,
                 body_hash: "old".into(),
+                gate: GateResult::none(),
             }),
             scans_in_same_second: 0,
+            gate: None,
         }
     }
 
@@ -213,8 +242,20 @@ mod tests {
                 score_delta: -2.5,
                 scan_id_n: 1,
                 writes_remaining: 4,
+                gate: GateResult::none(),
             })
         );
+    }
+
+    #[test]
+    fn an_appended_scan_carries_the_gate_verdict_against_the_latest_scan() {
+        let mut p = project();
+        p.gate = QualityGate::new(None, Some(2.0), None).unwrap();
+        // 82.5 -> 80.0 is a drop of 2.5.
+        let PushDecision::Append(append) = decide_push(&head(Some(p)), &facts("new")) else {
+            panic!("expected an append");
+        };
+        assert_eq!(append.gate.status, tidemark_wire::GateStatus::Failed);
     }
 
     #[test]

@@ -3,8 +3,10 @@
 
 pub mod access;
 pub mod append;
+pub mod badge;
 pub mod chart;
 pub mod forwarded;
+pub mod gate;
 pub mod ids;
 pub mod input;
 pub mod license;

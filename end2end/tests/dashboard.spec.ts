@@ -125,6 +125,47 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await page.screenshot({ path: "test-results/scan.png", fullPage: true });
 });
 
+test("an admin's quality gate judges the next push, and the chart and scan page show it", async ({ page, request }) => {
+  await signIn(page, ADMIN);
+  await page.goto(projectUrl);
+  const panel = page.getByTestId("gate-panel");
+  await expect(page.getByTestId("gate-summary")).toContainText("No gate");
+  await panel.getByLabel("Minimum score").fill("60");
+  await panel.getByLabel("Maximum drop").fill("2");
+  await panel.getByLabel("No new open findings at or above").selectOption("critical");
+  await panel.getByRole("button", { name: "Save gate" }).click();
+  await expect(panel.getByRole("status")).toContainText("Saved");
+  await expect(page.getByTestId("gate-summary")).toContainText("score at least 60");
+  await page.reload();
+  await expect(page.getByTestId("gate-summary")).toContainText(
+    "score at least 60; a drop of at most 2 points from the previous scan; no new open findings at critical severity or above",
+  );
+
+  // 64.5 -> 58: below the minimum and a drop of 6.5; no new critical finding.
+  const res = await push(request, apiKey, scan("e2e/web", 0.5, 58, latest));
+  expect(res.status()).toBe(201);
+  const pushed = await res.json();
+  expect(pushed.gate).toEqual({
+    status: "failed",
+    reasons: [
+      "score 58 is below the gate's minimum of 60",
+      "score dropped 6.5 points since the previous scan; the gate allows at most 2",
+    ],
+  });
+
+  await page.reload();
+  const chart = page.getByTestId("history-chart");
+  await expect(chart.locator(".chart-overlay circle.gate-failed")).toHaveCount(1);
+  await expect(chart).toContainText("failed gate");
+  await expect(page.getByRole("table").getByRole("row").nth(1)).toContainText("failed");
+  await page.screenshot({ path: "test-results/project-gate.png", fullPage: true });
+  await chart.getByRole("link", { name: /quality gate failed/ }).click();
+  await expect(page).toHaveURL(new RegExp(`/scans/${pushed.scan_id}$`));
+  await expect(page.getByTestId("scan-gate")).toContainText("failed");
+  await expect(page.getByTestId("scan-gate")).toContainText("score 58 is below the gate's minimum of 60");
+  await page.screenshot({ path: "test-results/scan-gate.png", fullPage: true });
+});
+
 test("Rotate Key revokes the old key at once and the new one pushes", async ({ page, request }) => {
   await signIn(page, ADMIN);
   await page.goto("/settings");

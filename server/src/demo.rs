@@ -56,7 +56,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let now = now_millis();
     let day = 86_400_000;
-    for (label, start) in PROJECTS {
+    for (n, (label, start)) in PROJECTS.into_iter().enumerate() {
         let mut score: f64 = start;
         for i in 0..45_i64 {
             score = (score + rng.gen_range(-4.0..4.5)).clamp(35.0, 99.0);
@@ -105,7 +105,21 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
                 now: scanned_at,
                 touch_key: false,
             };
-            record_push(db, ctx, push).await?;
+            let outcome = record_push(db, ctx, push).await?;
+            // The first project gets a quality gate a third of the way in, so the chart and
+            // the scans table have verdicts to show.
+            if let (0, 15, tidemark_store::pushes::PushOutcome::Appended(scan, _)) =
+                (n, i, &outcome)
+            {
+                let gate = tidemark_domain::gate::QualityGate::new(Some(60.0), Some(3.0), None)?;
+                tidemark_store::gates::set_project_gate(
+                    db,
+                    &created.account_id,
+                    &scan.project_id,
+                    gate.as_ref(),
+                )
+                .await?;
+            }
         }
     }
     tracing::warn!(

@@ -207,6 +207,59 @@ async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
 }
 
 #[tokio::test]
+async fn push_prints_the_gate_verdict_and_fail_on_gate_exits_3_with_the_reasons() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (e, _config, _key, file) = with_ci_secret_key(&app).await;
+    let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert!(r.out.contains("Quality gate: none"), "{}", r.out);
+    let (project, account): (String, String) = on_db!(&app.db, pool => {
+        sqlx::query_as("SELECT id, account_id FROM projects").fetch_one(pool).await
+    })
+    .unwrap();
+    let gate = tidemark_domain::gate::QualityGate::new(Some(60.0), None, None)
+        .unwrap()
+        .unwrap();
+    assert!(
+        tidemark_store::gates::set_project_gate(&app.db, &account, &project, Some(&gate))
+            .await
+            .unwrap()
+    );
+
+    let write = |score: f64, at: &str| {
+        std::fs::write(
+            &file,
+            serde_json::to_vec(&sample_push("api", score, at)).unwrap(),
+        )
+        .unwrap()
+    };
+    // Without the flag a failed gate is reported, not an error.
+    write(55.0, "2026-11-22T11:00:00Z");
+    let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert!(
+        r.out
+            .contains("Quality gate: failed\n  - score 55 is below the gate's minimum of 60"),
+        "{}",
+        r.out
+    );
+
+    write(56.0, "2026-11-22T12:00:00Z");
+    let r = tidemark(&e, &["push", file.to_str().unwrap(), "--fail-on-gate"]).await;
+    assert_eq!(r.code, Ok(EXIT_REGRESSION), "{}", r.out);
+    assert!(
+        r.out.contains("score 56 is below the gate's minimum of 60"),
+        "{}",
+        r.out
+    );
+
+    write(61.0, "2026-11-22T13:00:00Z");
+    let r = tidemark(&e, &["push", file.to_str().unwrap(), "--fail-on-gate"]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert!(r.out.contains("Quality gate: passed"), "{}", r.out);
+}
+
+#[tokio::test]
 async fn a_busy_server_is_waited_out_like_a_rate_limit() {
     // 16 MiB: one push of the largest size fills the replica's budget.
     let app = TestApp::spawn_with(Backend::Sqlite, &[("TIDEMARK_PUSH_BUDGET_MIB", "16")]).await;

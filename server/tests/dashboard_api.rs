@@ -155,6 +155,15 @@ async fn members_read_but_only_admins_change() {
             "/api/change_member",
             vec![("email", license.email.as_str()), ("action", "remove")],
         ),
+        (
+            "/api/set_project_gate",
+            vec![
+                ("project_id", project),
+                ("min_score", "99"),
+                ("max_drop", ""),
+                ("new_findings_at", ""),
+            ],
+        ),
     ] {
         let res = member.post_form(path, &form).await;
         assert_eq!(res.status(), StatusCode::FORBIDDEN, "{path}");

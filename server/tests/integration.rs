@@ -5,6 +5,7 @@ mod common;
 
 mod cli_client;
 mod dashboard_api;
+mod gates;
 mod license_api;
 mod openapi;
 mod operations;

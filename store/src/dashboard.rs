@@ -2,7 +2,9 @@
 //! account id, so a project id from another account finds nothing.
 
 use tidemark_domain::Millis;
-use tidemark_wire::SeverityCounts;
+use tidemark_wire::{GateResult, GateStatus, SeverityCounts};
+
+use crate::gates::verdict_from_columns;
 
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
@@ -126,6 +128,7 @@ struct HistoryRow {
     sev_high: i64,
     sev_medium: i64,
     sev_low: i64,
+    gate_status: Option<String>,
 }
 
 /// One point of a score history.
@@ -136,6 +139,8 @@ pub struct HistoryPoint {
     pub scanned_at: Millis,
     pub score: f64,
     pub severities: SeverityCounts,
+    /// The gate's verdict on the scan (`None` status when the project had no gate).
+    pub gate: GateStatus,
 }
 
 impl From<HistoryRow> for HistoryPoint {
@@ -151,6 +156,7 @@ impl From<HistoryRow> for HistoryPoint {
                 r.sev_medium,
                 r.sev_low,
             ),
+            gate: verdict_from_columns(r.gate_status.as_deref(), None).status,
         }
     }
 }
@@ -217,8 +223,8 @@ pub async fn project_history(
             .collect::<Vec<_>>()
             .join(",");
         let sql = format!(
-            "SELECT seq, scan_id, scanned_at, score, sev_critical, sev_high, sev_medium, sev_low \
-             FROM scans WHERE project_id = $1 AND seq IN ({list})"
+            "SELECT seq, scan_id, scanned_at, score, sev_critical, sev_high, sev_medium, sev_low, \
+             gate_status FROM scans WHERE project_id = $1 AND seq IN ({list})"
         );
         let part: Vec<HistoryRow> = on_db!(db, pool => {
             sqlx::query_as(&sql).bind(project_id).fetch_all(pool).await
@@ -245,11 +251,12 @@ pub struct ScanRow {
     pub scanned_at: Millis,
     pub received_at: Millis,
     pub finding_count: i64,
+    pub gate: GateResult,
 }
 
 const SCAN_COLUMNS: &str = "seq, scan_id, score, score_delta, passed, failed, sev_critical, \
      sev_high, sev_medium, sev_low, cloud, cloud_account_id, frameworks, state_source, \
-     scanned_at, received_at, finding_count";
+     scanned_at, received_at, finding_count, gate_status, gate_reasons";
 
 #[derive(sqlx::FromRow)]
 struct ScanTuple {
@@ -270,6 +277,8 @@ struct ScanTuple {
     scanned_at: i64,
     received_at: i64,
     finding_count: i64,
+    gate_status: Option<String>,
+    gate_reasons: Option<String>,
 }
 
 impl From<ScanTuple> for ScanRow {
@@ -294,6 +303,7 @@ impl From<ScanTuple> for ScanRow {
             scanned_at: t.scanned_at,
             received_at: t.received_at,
             finding_count: t.finding_count,
+            gate: verdict_from_columns(t.gate_status.as_deref(), t.gate_reasons.as_deref()),
         }
     }
 }

@@ -20,6 +20,7 @@ use sqlx::{PgPool, SqlitePool};
 pub mod access;
 pub mod bundles;
 pub mod dashboard;
+pub mod gates;
 pub mod licenses;
 pub mod outbox;
 pub mod pushes;

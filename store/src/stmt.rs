@@ -9,6 +9,8 @@ pub(crate) enum Arg {
     Text(String),
     Int(i64),
     Real(f64),
+    /// A NULL in a text column.
+    NoText,
 }
 
 impl From<&str> for Arg {
@@ -19,6 +21,11 @@ impl From<&str> for Arg {
 impl From<String> for Arg {
     fn from(s: String) -> Self {
         Arg::Text(s)
+    }
+}
+impl From<Option<String>> for Arg {
+    fn from(s: Option<String>) -> Self {
+        s.map_or(Arg::NoText, Arg::Text)
     }
 }
 impl From<i64> for Arg {
@@ -61,6 +68,7 @@ pub(crate) fn add_args<'q, DB: Database>(
 ) -> Result<(), sqlx::Error>
 where
     String: Encode<'q, DB> + Type<DB>,
+    Option<String>: Encode<'q, DB>,
     i64: Encode<'q, DB> + Type<DB>,
     f64: Encode<'q, DB> + Type<DB>,
 {
@@ -69,6 +77,7 @@ where
             Arg::Text(s) => out.add(s),
             Arg::Int(n) => out.add(n),
             Arg::Real(x) => out.add(x),
+            Arg::NoText => out.add(None::<String>),
         }
         .map_err(sqlx::Error::Encode)?;
     }

@@ -192,6 +192,16 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// `true` when `self` is `threshold` or more severe.
+    pub fn at_or_above(self, threshold: Severity) -> bool {
+        // The derived order puts the most severe first.
+        self <= threshold
+    }
+
+    pub fn parse(text: &str) -> Option<Severity> {
+        Severity::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
     /// Most severe first: the order counts are shown and stacked in.
     pub const ALL: [Severity; 4] = [
         Severity::Critical,
@@ -223,6 +233,15 @@ pub enum FindingStatus {
 }
 
 impl FindingStatus {
+    /// FAIL, WARN and ERROR are open: they need someone's attention. The diff between two
+    /// scans and the quality gates count only open findings.
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            FindingStatus::Fail | FindingStatus::Warn | FindingStatus::Error
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             FindingStatus::Pass => "PASS",
@@ -391,6 +410,63 @@ pub struct PushResponse {
     pub score_delta: f64,
     /// `{dashboard_url}/projects/<project_id>/scans/<scan_id>`
     pub dashboard_url: String,
+    /// The project's quality gate applied to this scan, as it was when the scan was first
+    /// pushed (a replay answers with the same verdict). Added after the first release: clients
+    /// that do not know it ignore it, and a client reading an older server's answer reads
+    /// `none`.
+    #[serde(default = "GateResult::none")]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub gate: GateResult,
+}
+
+/// A quality gate's verdict on one scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct GateResult {
+    pub status: GateStatus,
+    /// Why the gate failed, one sentence per failed condition, in the order minimum score,
+    /// maximum drop, new findings. Empty unless `status` is `failed`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = json!(["score 71.5 is below the gate's minimum of 80"]))
+    )]
+    pub reasons: Vec<String>,
+}
+
+impl GateResult {
+    /// The project had no gate when the scan was pushed.
+    pub fn none() -> Self {
+        GateResult {
+            status: GateStatus::None,
+            reasons: Vec::new(),
+        }
+    }
+}
+
+/// `none`: the project has no quality gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum GateStatus {
+    Passed,
+    Failed,
+    None,
+}
+
+impl GateStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateStatus::Passed => "passed",
+            GateStatus::Failed => "failed",
+            GateStatus::None => "none",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<GateStatus> {
+        [GateStatus::Passed, GateStatus::Failed, GateStatus::None]
+            .into_iter()
+            .find(|s| s.as_str() == text)
+    }
 }
 
 /// Every documented error: `{"error": "<code>", "message": "<human text>"}`.

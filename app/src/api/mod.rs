@@ -15,7 +15,7 @@ mod ssr {
     use tidemark_store::dashboard as store;
 
     use crate::error::DashboardError;
-    use crate::model::{FindingView, ProjectCard, ScanSummary};
+    use crate::model::{FindingView, GateSettings, ProjectCard, ScanSummary};
 
     pub fn card(p: store::ProjectRow) -> ProjectCard {
         ProjectCard {
@@ -46,6 +46,15 @@ mod ssr {
             frameworks: s.frameworks,
             state_source: s.state_source,
             finding_count: s.finding_count,
+            gate: s.gate,
+        }
+    }
+
+    pub fn gate_settings(g: tidemark_domain::gate::QualityGate) -> GateSettings {
+        GateSettings {
+            min_score: g.min_score(),
+            max_drop: g.max_drop(),
+            new_findings_at: g.new_findings_at(),
         }
     }
 

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::error::DashboardError;
 #[cfg(feature = "ssr")]
 use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, PAGE_SIZE};
-use crate::model::{ProjectChart, Range, ScansPage};
+use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
 
 #[server(endpoint = "project_chart")]
 pub async fn load_project_chart(
@@ -48,16 +48,54 @@ pub async fn load_project_chart(
                 at: p.scanned_at,
                 score: p.score,
                 severities: p.severities,
+                gate: p.gate,
             }
         })
         .collect::<Vec<_>>();
+    let gate =
+        or_unavailable(tidemark_store::gates::project_gate(&db, account, &project_id).await)?;
     Ok(ProjectChart {
         project: card(project),
         range,
         scans_in_range: usize::try_from(total).unwrap_or(0),
         drawing: crate::chart::draw_history(&points),
         points,
+        gate: gate.map(gate_settings),
+        is_admin: viewer.is_admin,
     })
+}
+
+/// Sets the project's quality gate (admins only). Each field blank is no such condition; all
+/// blank removes the gate. Scans already pushed keep their verdicts.
+#[server(endpoint = "set_project_gate")]
+pub async fn set_project_gate(
+    project_id: String,
+    min_score: String,
+    max_drop: String,
+    new_findings_at: String,
+) -> Result<Option<GateSettings>, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_admin()?;
+    well_formed(&project_id, None)?;
+    let gate =
+        tidemark_domain::gate::QualityGate::parse_form(&min_score, &max_drop, &new_findings_at)
+            .map_err(|e| {
+                let mut text = e.to_string();
+                if let Some(first) = text.get_mut(0..1) {
+                    first.make_ascii_uppercase();
+                }
+                DashboardError::Invalid(format!("{text}."))
+            })?;
+    let account = viewer.account_id.clone();
+    let found = db()
+        .detached(|db| async move {
+            tidemark_store::gates::set_project_gate(&db, &account, &project_id, gate.as_ref()).await
+        })
+        .await;
+    match or_unavailable(found)? {
+        true => Ok(gate.map(gate_settings)),
+        false => not_found(),
+    }
 }
 
 #[server(endpoint = "project_scans")]

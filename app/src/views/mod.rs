@@ -9,7 +9,34 @@ pub mod settings;
 use leptos::prelude::*;
 
 use crate::error::DashboardError;
-use crate::model::{Severity, SeverityCounts};
+use crate::model::{GateStatus, Severity, SeverityCounts};
+
+/// A scan's quality-gate verdict as a tag (nothing to show when the project had no gate).
+pub fn gate_badge(status: GateStatus) -> impl IntoView {
+    match status {
+        GateStatus::None => {
+            view! { <span class="muted" title="The project had no quality gate">"–"</span> }
+                .into_any()
+        }
+        GateStatus::Passed => view! { <span class="gate passed">"passed"</span> }.into_any(),
+        GateStatus::Failed => view! { <span class="gate failed">"failed"</span> }.into_any(),
+    }
+}
+
+/// The last failure of an action, as an alert.
+pub fn action_error<T: Clone + Send + Sync + 'static>(
+    action: ServerAction<
+        impl leptos::server_fn::ServerFn<Output = T, Error = DashboardError> + Clone + Sync,
+    >,
+) -> impl IntoView {
+    move || {
+        action
+            .value()
+            .get()
+            .and_then(|r| r.err())
+            .map(|e| view! { <p class="notice error" role="alert">{e.to_string()}</p> })
+    }
+}
 
 pub fn fmt_score(score: f64) -> String {
     format!("{score:.1}")

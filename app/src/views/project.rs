@@ -2,10 +2,13 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::{delta_badge, error_view, fmt_score, loading, severity_chips};
-use crate::api::project::{load_project_chart, project_scans};
+use super::{
+    action_error, delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips,
+};
+use crate::api::project::{load_project_chart, project_scans, SetProjectGate};
 use crate::model::{
-    severity_colour, ChartPoint, ProjectChart, Range, ScansPage, Severity, HEIGHT, WIDTH,
+    severity_colour, ChartPoint, GateSettings, GateStatus, ProjectChart, Range, ScansPage,
+    Severity, HEIGHT, WIDTH,
 };
 
 #[component]
@@ -52,6 +55,7 @@ pub fn ProjectPage() -> impl IntoView {
 fn chart_section(chart: ProjectChart) -> impl IntoView {
     let project = chart.project.clone();
     let id = project.id.clone();
+    let (gate, is_admin) = (chart.gate, chart.is_admin);
     view! {
         <Title text=format!("{} · Tidemark", project.label)/>
         <nav class="crumbs" aria-label="Breadcrumb"><a href="/projects">"Projects"</a> " / "</nav>
@@ -87,6 +91,69 @@ fn chart_section(chart: ProjectChart) -> impl IntoView {
             </div>
             <HistoryChart chart/>
         </section>
+        <GatePanel project_id=id.clone() gate is_admin/>
+    }
+}
+
+/// The project's quality gate: what every push is judged by, and for admins a form to change
+/// it. An island, so that a saved gate shows at once (the form also works without WASM).
+#[island]
+fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> impl IntoView {
+    let save = ServerAction::<SetProjectGate>::new();
+    let current = move || match save.value().get() {
+        Some(Ok(saved)) => saved,
+        _ => gate,
+    };
+    let number = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let threshold = gate.and_then(|g| g.new_findings_at);
+    view! {
+        <section class="card" aria-labelledby="gate-heading" data-testid="gate-panel">
+            <h2 id="gate-heading">"Quality gate"</h2>
+            {move || match current() {
+                None => view! {
+                    <p class="muted" data-testid="gate-summary">
+                        "No gate: pushes answer " <code>"\"gate\": {\"status\": \"none\"}"</code> "."
+                    </p>
+                }
+                .into_any(),
+                Some(g) => view! {
+                    <p data-testid="gate-summary">"Every push must have: "
+                        {g.describe().join("; ")} "."
+                    </p>
+                }
+                .into_any(),
+            }}
+            {is_admin.then(|| view! {
+                <ActionForm action=save attr:class="gate-form">
+                    <input type="hidden" name="project_id" value=project_id.clone()/>
+                    <label>"Minimum score "
+                        <input name="min_score" type="number" min="0" max="100" step="any"
+                            placeholder="none" value=number(gate.and_then(|g| g.min_score))/>
+                    </label>
+                    <label>"Maximum drop "
+                        <input name="max_drop" type="number" min="0" max="100" step="any"
+                            placeholder="none" value=number(gate.and_then(|g| g.max_drop))/>
+                    </label>
+                    <label>"No new open findings at or above "
+                        <select name="new_findings_at">
+                            <option value="" selected=threshold.is_none()>"(any: no condition)"</option>
+                            {Severity::ALL
+                                .into_iter()
+                                .map(|s| view! {
+                                    <option value=s.as_str() selected=threshold == Some(s)>{s.as_str()}</option>
+                                })
+                                .collect_view()}
+                        </select>
+                    </label>
+                    <button type="submit">"Save gate"</button>
+                    <span class="muted small">" Leave every field empty to remove the gate. Scans already pushed keep their verdicts."</span>
+                </ActionForm>
+                {move || matches!(save.value().get(), Some(Ok(_))).then(|| view! {
+                    <p class="notice" role="status">"Saved. The next push is judged by this gate."</p>
+                })}
+                {action_error(save)}
+            })}
+        </section>
     }
 }
 
@@ -100,6 +167,7 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
         .into_any();
     }
     let shown = chart.points.len();
+    let failed = chart.points.iter().any(|p| p.gate == GateStatus::Failed);
     let caption = if chart.scans_in_range > shown {
         format!(
             "{} scans, drawn as {} points (largest-triangle downsampling keeps spikes).",
@@ -131,6 +199,12 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
                             {format!("{}  ", severity.as_str())}
                         })
                         .collect_view()}
+                    {failed.then(|| view! {
+                        <svg class="swatch" viewBox="0 0 10 10" aria-hidden="true">
+                            <circle class="gate-failed" cx="5" cy="5" r="4"></circle>
+                        </svg>
+                        "failed gate  "
+                    })}
                 </span>
                 <span class="muted">{caption}</span>
             </figcaption>
@@ -162,7 +236,13 @@ fn ChartPoints(
                 .zip(&points)
                 .enumerate()
                 .map(|(i, ((x, y), p))| {
-                    let label = format!("Scan {} · score {}", p.scan_id, fmt_score(p.score));
+                    let failed = p.gate == GateStatus::Failed;
+                    let label = format!(
+                        "Scan {} · score {}{}",
+                        p.scan_id,
+                        fmt_score(p.score),
+                        if failed { " · quality gate failed" } else { "" }
+                    );
                     view! {
                         <a
                             href=format!("/projects/{project_id}/scans/{}", p.scan_id)
@@ -170,6 +250,7 @@ fn ChartPoints(
                             on:mouseenter=move |_| set_selected.set(i)
                             on:focus=move |_| set_selected.set(i)
                         >
+                            {failed.then(|| view! { <circle class="gate-failed" cx=*x cy=*y r="9"></circle> })}
                             <circle class="dot" cx=*x cy=*y r="5"></circle>
                         </a>
                     }
@@ -183,6 +264,7 @@ fn ChartPoints(
                     view! {
                         <a href=href>{p.scan_id.clone()}</a>
                         " · score " <strong>{fmt_score(p.score)}</strong> " · "
+                        {(p.gate == GateStatus::Failed).then(|| view! { <span class="gate failed">"gate failed"</span> " · " })}
                         {severity_chips(p.severities)}
                     }
                 })
@@ -217,6 +299,7 @@ fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoVi
                             <th scope="col">"Scanned"</th>
                             <th scope="col">"Score"</th>
                             <th scope="col">"Change"</th>
+                            <th scope="col">"Gate"</th>
                             <th scope="col">"Findings"</th>
                             <th scope="col">"Source"</th>
                         </tr>
@@ -231,6 +314,7 @@ fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoVi
                                     <td>{s.scanned_at}</td>
                                     <td class="score">{fmt_score(s.score)}</td>
                                     <td>{delta_badge(Some(s.score_delta))}</td>
+                                    <td title=s.gate.reasons.join("\n")>{gate_badge(s.gate.status)}</td>
                                     <td>{s.finding_count}</td>
                                     <td>{s.state_source}</td>
                                 </tr>

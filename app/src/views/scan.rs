@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::{delta_badge, error_view, fmt_score, loading, severity_chips};
+use super::{delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips};
 use crate::api::scan::{load_scan, scan_diff, scan_findings};
 use crate::model::{DiffView, FindingQuery, FindingView, FindingsPage, ScanView, Severity};
 
@@ -90,6 +90,15 @@ fn scan_head(v: ScanView) -> impl IntoView {
                 <dt>"Checks"</dt>
                 <dd data-testid="pass-fail">{format!("{} passed · {} failed", s.passed, s.failed)}</dd>
                 <dt>"Severity"</dt><dd data-testid="severity-counts">{severity_chips(s.severities)}</dd>
+                <dt>"Quality gate"</dt>
+                <dd data-testid="scan-gate">
+                    {gate_badge(s.gate.status)}
+                    {(!s.gate.reasons.is_empty()).then(|| view! {
+                        <ul class="gate-reasons">
+                            {s.gate.reasons.iter().map(|r| view! { <li>{r.clone()}</li> }).collect_view()}
+                        </ul>
+                    })}
+                </dd>
             </dl>
             {v.previous_scan_id.map(|prev| view! {
                 <p class="muted">"Previous scan: "

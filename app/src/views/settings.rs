@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use super::{error_view, loading};
+use super::{action_error, error_view, loading};
 use crate::api::projects::SetArchived;
 use crate::api::settings::{
     load_settings, AddMember, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys,
@@ -71,23 +71,6 @@ fn SettingsPanel() -> impl IntoView {
                 }
             })}
         </Suspense>
-    }
-}
-
-/// The last failure of an action, as an alert.
-fn action_error<T: Clone + Send + Sync + 'static>(
-    action: ServerAction<
-        impl leptos::server_fn::ServerFn<Output = T, Error = crate::error::DashboardError>
-            + Clone
-            + Sync,
-    >,
-) -> impl IntoView {
-    move || {
-        action
-            .value()
-            .get()
-            .and_then(|r| r.err())
-            .map(|e| view! { <p class="notice error" role="alert">{e.to_string()}</p> })
     }
 }
 

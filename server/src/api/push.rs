@@ -147,6 +147,7 @@ async fn push(
                     scan_id: scan.scan_id,
                     score_delta: scan.score_delta,
                     dashboard_url,
+                    gate: scan.gate,
                 },
                 rate,
             ))

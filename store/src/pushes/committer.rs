@@ -27,7 +27,10 @@ use sqlx::{Sqlite, SqlitePool};
 use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{head_from_row, head_statement, plan, HeadRow, PushContext, PushOutcome};
+use super::{
+    head_from_row, head_statement, plan, previous_open_statement, HeadRow, PushContext, PushOutcome,
+};
+use crate::gates::open_set;
 use crate::stmt::{add_args, positional};
 use crate::StoreError;
 
@@ -256,7 +259,21 @@ async fn apply_on(
     let mut sql = String::new();
     let mut args = SqliteArguments::default();
     for (job, row) in group.iter().zip(rows) {
-        let (outcome, writes) = plan(&job.ctx, &job.push, head_from_row(row));
+        let head = head_from_row(row);
+        // Only pushes to a project gated on new findings read more, inside the same
+        // transaction (one indexed range of the previous scan's findings each).
+        let previous_open = match previous_open_statement(&head, &job.push) {
+            Some(stmt) => {
+                let mut read = SqliteArguments::default();
+                add_args::<Sqlite>(&mut read, stmt.args)?;
+                let rows = sqlx::query_as_with(&positional(&stmt.sql), read)
+                    .fetch_all(&mut **conn)
+                    .await?;
+                Some(open_set(rows))
+            }
+            None => None,
+        };
+        let (outcome, writes) = plan(&job.ctx, &job.push, head, previous_open.as_ref());
         for stmt in writes {
             sql.push_str(&positional(&stmt.sql));
             sql.push(';');

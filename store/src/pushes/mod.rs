@@ -6,14 +6,21 @@
 //! account's row lock. SQLite has a single writer anyway, so its pushes go through one
 //! committer task that applies several at once ([`committer`]).
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use tidemark_domain::append::{
     decide_push, Append, LastScan, ProjectHead, PushDecision, PushFacts, PushHead,
 };
+use tidemark_domain::gate::needs_previous_findings;
 use tidemark_domain::push::{scan_id_candidate, ValidPush};
 use tidemark_domain::rate::{RateDecision, RollingLimit};
 use tidemark_domain::Millis;
+use tidemark_wire::GateResult;
+
+use crate::gates::{
+    gate_from_columns, open_findings_statement, verdict_columns, verdict_from_columns,
+};
 
 use crate::stmt::{add_args, Stmt};
 use crate::Writer;
@@ -44,6 +51,7 @@ pub struct StoredScan {
     pub project_id: String,
     pub scan_id: String,
     pub score_delta: f64,
+    pub gate: GateResult,
 }
 
 /// The account's write budget after this request.
@@ -101,7 +109,19 @@ pub async fn record_push(
             let row: HeadRow = sqlx::query_as_with(&head.sql, args)
                 .fetch_one(&mut *tx)
                 .await?;
-            let (outcome, writes) = plan(&ctx, &push, head_from_row(row));
+            let head = head_from_row(row);
+            let previous_open = match previous_open_statement(&head, &push) {
+                Some(stmt) => {
+                    let mut args = sqlx::postgres::PgArguments::default();
+                    add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
+                    let rows = sqlx::query_as_with(&stmt.sql, args)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                    Some(crate::gates::open_set(rows))
+                }
+                None => None,
+            };
+            let (outcome, writes) = plan(&ctx, &push, head, previous_open.as_ref());
             for stmt in writes {
                 let mut args = sqlx::postgres::PgArguments::default();
                 add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
@@ -130,6 +150,11 @@ struct HeadRow {
     last_scan_id: Option<String>,
     last_delta: Option<f64>,
     last_body_hash: Option<String>,
+    last_gate_status: Option<String>,
+    last_gate_reasons: Option<String>,
+    gate_min_score: Option<f64>,
+    gate_max_drop: Option<f64>,
+    gate_new_severity: Option<String>,
     same_second: i64,
 }
 
@@ -140,6 +165,8 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
         "SELECT k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
          p.id, p.archived_at, \
          p.scan_count, p.last_score, p.last_scan_id, p.last_delta, p.last_body_hash, \
+         p.last_gate_status, p.last_gate_reasons, \
+         p.gate_min_score, p.gate_max_drop, p.gate_new_severity, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
           AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second \
          FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
@@ -171,6 +198,10 @@ fn head_from_row(row: HeadRow) -> PushHead {
             scan_id,
             score_delta,
             body_hash,
+            gate: verdict_from_columns(
+                row.last_gate_status.as_deref(),
+                row.last_gate_reasons.as_deref(),
+            ),
         }),
         _ => None,
     };
@@ -187,16 +218,47 @@ fn head_from_row(row: HeadRow) -> PushHead {
             last_score: row.last_score,
             last_scan,
             scans_in_same_second: u32::try_from(row.same_second).unwrap_or(u32::MAX - 1),
+            gate: gate_from_columns(
+                row.gate_min_score,
+                row.gate_max_drop,
+                row.gate_new_severity.as_deref(),
+            ),
         }),
     }
 }
 
+/// The statement that reads the latest scan's open findings, when this push will be judged
+/// by a gate on new findings: the project has such a gate and a scan, and the push is not a
+/// replay of that scan.
+pub(crate) fn previous_open_statement(head: &PushHead, push: &ValidPush) -> Option<Stmt> {
+    let project = head.project.as_ref()?;
+    let replay = project
+        .last_scan
+        .as_ref()
+        .is_some_and(|last| last.body_hash == push.body_hash());
+    if project.archived
+        || replay
+        || project.scan_count == 0
+        || !needs_previous_findings(project.gate.as_ref())
+    {
+        return None;
+    }
+    Some(open_findings_statement(&project.id, project.scan_count))
+}
+
 /// The answer for this push and the statements that make it true.
-fn plan(ctx: &PushContext, push: &ValidPush, head: PushHead) -> (PushOutcome, Vec<Stmt>) {
+fn plan(
+    ctx: &PushContext,
+    push: &ValidPush,
+    head: PushHead,
+    previous_open: Option<&HashSet<(String, String)>>,
+) -> (PushOutcome, Vec<Stmt>) {
     let req = push.request();
     let facts = PushFacts {
         score: req.score,
         body_hash: push.body_hash(),
+        findings: &req.findings,
+        previous_open,
         project_cap: ctx.project_cap,
         write_limit: ctx.write_limit,
         now: ctx.now,
@@ -226,6 +288,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: PushHead) -> (PushOutcome, Ve
                 project_id: project_id.unwrap_or_default(),
                 scan_id: last.scan_id,
                 score_delta: last.score_delta,
+                gate: last.gate,
             };
             return (PushOutcome::Replayed(scan, current), Vec::new());
         }
@@ -253,6 +316,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: PushHead) -> (PushOutcome, Ve
         project_id,
         scan_id,
         score_delta: append.score_delta,
+        gate: append.gate,
     };
     (PushOutcome::Appended(scan, rate), writes)
 }
@@ -265,6 +329,7 @@ fn write_statements(
     scan_id: &str,
 ) -> Vec<Stmt> {
     let req = push.request();
+    let (gate_status, gate_reasons) = verdict_columns(&append.gate);
     let mut writes = Vec::with_capacity(4 + req.findings.len() / FINDINGS_PER_STATEMENT);
     if append.new_project {
         writes.push(
@@ -280,13 +345,16 @@ fn write_statements(
     writes.push(
         Stmt::new(
             "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = $3, \
-             last_scan_id = $4, last_body_hash = $5 WHERE id = $6",
+             last_scan_id = $4, last_body_hash = $5, last_gate_status = $6, \
+             last_gate_reasons = $7 WHERE id = $8",
         )
         .bind(append.seq)
         .bind(req.score)
         .bind(append.score_delta)
         .bind(scan_id)
         .bind(push.body_hash())
+        .bind(gate_status.clone())
+        .bind(gate_reasons.clone())
         .bind(project_id),
     );
     let frameworks = serde_json::to_string(&req.frameworks).unwrap_or_default();
@@ -294,9 +362,10 @@ fn write_statements(
         Stmt::new(
             "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
              failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
-             frameworks, state_source, scanned_at, received_at, finding_count, body_hash) \
+             frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
+             gate_status, gate_reasons) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20)",
+             $18, $19, $20, $21, $22)",
         )
         .bind(project_id)
         .bind(append.seq)
@@ -317,7 +386,9 @@ fn write_statements(
         .bind(push.scanned_at().timestamp_millis())
         .bind(ctx.now)
         .bind(req.findings.len() as i64)
-        .bind(push.body_hash()),
+        .bind(push.body_hash())
+        .bind(gate_status)
+        .bind(gate_reasons),
     );
     for (chunk_no, chunk) in req.findings.chunks(FINDINGS_PER_STATEMENT).enumerate() {
         let first = (chunk_no * FINDINGS_PER_STATEMENT) as i64;

@@ -1,0 +1,149 @@
+//! Quality gates as stored: a project's conditions (three nullable columns of `projects`) and
+//! each scan's verdict (`scans.gate_status`, `scans.gate_reasons`). The rules themselves are
+//! `tidemark_domain::gate`.
+
+use std::collections::HashSet;
+
+use tidemark_domain::gate::QualityGate;
+use tidemark_wire::{GateResult, GateStatus, Severity};
+
+use crate::stmt::Stmt;
+use crate::Writer;
+use crate::{on_db, on_db_write, Db, StoreError};
+
+/// A verdict as its two columns: NULL status when there was no gate.
+pub(crate) fn verdict_columns(verdict: &GateResult) -> (Option<String>, Option<String>) {
+    match verdict.status {
+        GateStatus::None => (None, None),
+        status => (
+            Some(status.as_str().to_owned()),
+            Some(serde_json::to_string(&verdict.reasons).unwrap_or_else(|_| "[]".into())),
+        ),
+    }
+}
+
+/// The verdict stored in `status` and `reasons` (a scan pushed before gates existed, or
+/// without one, reads as `none`).
+pub(crate) fn verdict_from_columns(status: Option<&str>, reasons: Option<&str>) -> GateResult {
+    match status.and_then(GateStatus::parse) {
+        None | Some(GateStatus::None) => GateResult::none(),
+        Some(status) => GateResult {
+            status,
+            reasons: reasons
+                .and_then(|r| serde_json::from_str(r).ok())
+                .unwrap_or_default(),
+        },
+    }
+}
+
+/// The gate stored in a project's three columns. They are written only from a
+/// [`QualityGate`], so anything else reads as no gate rather than failing pushes.
+pub(crate) fn gate_from_columns(
+    min_score: Option<f64>,
+    max_drop: Option<f64>,
+    new_severity: Option<&str>,
+) -> Option<QualityGate> {
+    QualityGate::new(min_score, max_drop, new_severity.and_then(Severity::parse))
+        .ok()
+        .flatten()
+}
+
+/// The open findings (by rule id and resource) of scan `seq` of the project: what a gate on
+/// new findings compares a push with.
+pub(crate) fn open_findings_statement(project_id: &str, seq: i64) -> Stmt {
+    Stmt::new(
+        "SELECT rule_id, resource FROM findings WHERE project_id = $1 AND scan_seq = $2 \
+         AND status IN ('FAIL', 'WARN', 'ERROR')",
+    )
+    .bind(project_id)
+    .bind(seq)
+}
+
+pub(crate) fn open_set(rows: Vec<(String, String)>) -> HashSet<(String, String)> {
+    rows.into_iter().collect()
+}
+
+#[derive(sqlx::FromRow)]
+struct GateRow {
+    gate_min_score: Option<f64>,
+    gate_max_drop: Option<f64>,
+    gate_new_severity: Option<String>,
+}
+
+/// The project's gate (`Ok(None)` when it has none); `Err(NotFound)` semantics are the
+/// caller's: another account's project reads as `Ok(None)` too, so callers check the project
+/// first.
+pub async fn project_gate(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+) -> Result<Option<QualityGate>, StoreError> {
+    let row: Option<GateRow> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT gate_min_score, gate_max_drop, gate_new_severity FROM projects \
+             WHERE id = $1 AND account_id = $2",
+        )
+        .bind(project_id)
+        .bind(account_id)
+        .fetch_optional(pool)
+        .await
+    })?;
+    Ok(row.and_then(|r| {
+        gate_from_columns(
+            r.gate_min_score,
+            r.gate_max_drop,
+            r.gate_new_severity.as_deref(),
+        )
+    }))
+}
+
+/// Sets (or with `None`, removes) the project's gate. Returns `false` when the account has no
+/// such project. Scans already pushed keep their verdicts; the next push is judged by this.
+pub async fn set_project_gate(
+    db: &Writer,
+    account_id: &str,
+    project_id: &str,
+    gate: Option<&QualityGate>,
+) -> Result<bool, StoreError> {
+    let done = on_db_write!(db, pool => {
+        sqlx::query(
+            "UPDATE projects SET gate_min_score = $1, gate_max_drop = $2, gate_new_severity = $3 \
+             WHERE id = $4 AND account_id = $5",
+        )
+        .bind(gate.and_then(QualityGate::min_score))
+        .bind(gate.and_then(QualityGate::max_drop))
+        .bind(gate.and_then(QualityGate::new_findings_at).map(Severity::as_str))
+        .bind(project_id)
+        .bind(account_id)
+        .execute(pool)
+        .await
+        .map(|done| done.rows_affected())
+    })?;
+    Ok(done > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_survives_its_columns() {
+        for verdict in [
+            GateResult::none(),
+            GateResult {
+                status: GateStatus::Passed,
+                reasons: vec![],
+            },
+            GateResult {
+                status: GateStatus::Failed,
+                reasons: vec!["score 1 is below the gate's minimum of 2".into()],
+            },
+        ] {
+            let (status, reasons) = verdict_columns(&verdict);
+            assert_eq!(
+                verdict_from_columns(status.as_deref(), reasons.as_deref()),
+                verdict
+            );
+        }
+    }
+}
