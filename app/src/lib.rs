@@ -28,6 +28,8 @@ mod views;
 pub struct DashboardConfig {
     /// Where scanners push (`$TIDEMARK_BASE_URL`).
     pub base_url: String,
+    /// Where people read the dashboard (`$TIDEMARK_DASHBOARD_URL`).
+    pub dashboard_url: String,
 }
 
 /// The HTML document around the app; only rendered on the server.

@@ -126,6 +126,22 @@ pub struct ProjectChart {
     pub is_admin: bool,
 }
 
+/// Settings' badge list: every active project, with its badge when it has one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BadgesView {
+    pub is_admin: bool,
+    pub rows: Vec<BadgeRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BadgeRow {
+    pub project_id: String,
+    pub label: String,
+    /// The badge's own path (for the preview) and the Markdown to paste; `None` without one.
+    pub image: Option<String>,
+    pub markdown: Option<String>,
+}
+
 /// A project's quality gate as the page shows and edits it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GateSettings {

@@ -205,6 +205,29 @@ test("archiving frees the slot for a new label", async ({ page, request }) => {
   await expect(page.getByRole("heading", { name: "Archived" })).toBeVisible();
 });
 
+test("an admin makes a status badge in Settings; it loads without a session and can be revoked", async ({ page, request }) => {
+  await signIn(page, ADMIN);
+  await page.goto("/settings");
+  const row = page.getByTestId("badge-row").filter({ hasText: "e2e/api" });
+  await row.getByRole("button", { name: "Create badge" }).click();
+  const markdown = row.locator(".badge-markdown");
+  await expect(markdown).toContainText("/badge/bdg_");
+  await expect(markdown).toContainText("[![Tidemark: e2e/api]");
+  const image = row.getByRole("img", { name: "Badge of e2e/api" });
+  await expect(image).toBeVisible();
+  expect(await image.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
+  await page.screenshot({ path: "test-results/settings-badges.png", fullPage: true });
+
+  const src = (await image.getAttribute("src")) ?? "";
+  const anonymous = await request.get(src, { headers: { cookie: "" } });
+  expect(anonymous.status()).toBe(200);
+  expect(await anonymous.text()).toContain("tidemark: 90.0");
+
+  await row.getByRole("button", { name: "Revoke badge" }).click();
+  await expect(row.getByRole("button", { name: "Create badge" })).toBeVisible();
+  expect((await request.get(src)).status()).toBe(404);
+});
+
 test("a member reads Settings but cannot rotate or archive", async ({ page, browser }) => {
   const reader = `reader-${Date.now()}@e2e.example`;
   await signIn(page, ADMIN);

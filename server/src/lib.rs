@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod badge;
 pub mod cli;
 pub mod config;
 pub mod crypto;
@@ -105,6 +106,7 @@ pub fn router(state: AppState) -> Router {
     let db = state.db.clone();
     let dashboard_config = app::DashboardConfig {
         base_url: state.config.base_url.clone(),
+        dashboard_url: state.config.dashboard_url.clone(),
     };
     let sso_admin = app::api::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
         db: state.db.clone(),
@@ -154,7 +156,8 @@ pub fn router(state: AppState) -> Router {
 
     let mut app = Router::new()
         .route("/healthz", get(http::health::get_healthz))
-        .route("/readyz", get(http::health::get_readyz));
+        .route("/readyz", get(http::health::get_readyz))
+        .route("/badge/{file}", get(badge::get_badge));
     if state.config.metrics_addr.is_none() {
         app = app.route("/metrics", get(http::metrics::get_metrics));
     }

@@ -155,6 +155,7 @@ async fn members_read_but_only_admins_change() {
             "/api/change_member",
             vec![("email", license.email.as_str()), ("action", "remove")],
         ),
+        ("/api/issue_badge", vec![("project_id", project)]),
         (
             "/api/set_project_gate",
             vec![

@@ -18,6 +18,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{PgPool, SqlitePool};
 
 pub mod access;
+pub mod badges;
 pub mod bundles;
 pub mod dashboard;
 pub mod gates;

@@ -2,12 +2,13 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 use super::{action_error, error_view, loading};
+use crate::api::badges::{load_badges, IssueBadge, RevokeBadge};
 use crate::api::projects::SetArchived;
 use crate::api::settings::{
     load_settings, AddMember, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys,
     VerifySso,
 };
-use crate::model::{MemberAction, ProjectsView, SettingsView, SsoState, SsoSummary};
+use crate::model::{BadgesView, MemberAction, ProjectsView, SettingsView, SsoState, SsoSummary};
 
 #[component]
 pub fn SettingsPage() -> impl IntoView {
@@ -15,7 +16,83 @@ pub fn SettingsPage() -> impl IntoView {
         <Title text="Settings · Tidemark"/>
         <section class="page-head"><h1>"Settings"</h1></section>
         <SettingsPanel/>
+        <BadgesPanel/>
     }
+}
+
+/// Status badges: the Markdown to paste into a README, per project. Its own island: a new
+/// or revoked token refreshes only this list.
+#[island]
+fn BadgesPanel() -> impl IntoView {
+    let issue = ServerAction::<IssueBadge>::new();
+    let revoke = ServerAction::<RevokeBadge>::new();
+    let badges = Resource::new(
+        move || (issue.version().get(), revoke.version().get()),
+        |_| load_badges(),
+    );
+    view! {
+        <section class="card" aria-labelledby="badges-heading" data-testid="badges">
+            <h2 id="badges-heading">"Status badges"</h2>
+            <p class="muted small">
+                "A badge shows a project's latest score and quality-gate verdict to anyone with its link, "
+                "and nothing else. Making a new link stops the old one at once."
+            </p>
+            <Suspense fallback=loading>
+                {move || Suspend::new(async move {
+                    match badges.await {
+                        Ok(v) => badge_rows(v, issue, revoke).into_any(),
+                        Err(err) => error_view(err),
+                    }
+                })}
+            </Suspense>
+            {action_error(issue)}
+            {action_error(revoke)}
+        </section>
+    }
+}
+
+fn badge_rows(
+    v: BadgesView,
+    issue: ServerAction<IssueBadge>,
+    revoke: ServerAction<RevokeBadge>,
+) -> impl IntoView {
+    if v.rows.is_empty() {
+        return view! { <p class="muted">"No active projects yet."</p> }.into_any();
+    }
+    let admin = v.is_admin;
+    view! {
+        <ul class="badge-list">
+            {v.rows.into_iter().map(|row| {
+                let label = row.label.clone();
+                let has_badge = row.markdown.is_some();
+                let (issue_id, revoke_id) = (row.project_id.clone(), row.project_id.clone());
+                view! {
+                    <li data-testid="badge-row" data-project=row.project_id.clone()>
+                        <strong>{row.label.clone()}</strong>
+                        {row.image.map(|src| view! { <img src=src alt=format!("Badge of {label}")/> })}
+                        {row.markdown.map(|md| view! { <pre class="badge-markdown"><code>{md}</code></pre> })}
+                        {admin.then(move || view! {
+                            <div class="row-form">
+                                <ActionForm action=issue>
+                                    <input type="hidden" name="project_id" value=issue_id/>
+                                    <button type="submit">
+                                        {if has_badge { "New badge link" } else { "Create badge" }}
+                                    </button>
+                                </ActionForm>
+                                {has_badge.then(move || view! {
+                                    <ActionForm action=revoke>
+                                        <input type="hidden" name="project_id" value=revoke_id/>
+                                        <button type="submit" class="danger">"Revoke badge"</button>
+                                    </ActionForm>
+                                })}
+                            </div>
+                        })}
+                    </li>
+                }
+            }).collect_view()}
+        </ul>
+    }
+    .into_any()
 }
 
 /// Settings change things in place (a rotated key is shown once, lists refresh after each

@@ -1,0 +1,78 @@
+//! Status badges in Settings: each active project's badge Markdown for a README; admins make a
+//! new token (the old one stops working) or revoke it.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+use crate::model::BadgesView;
+
+#[server(endpoint = "badges")]
+pub async fn load_badges() -> Result<BadgesView, DashboardError> {
+    use super::ssr::*;
+    use crate::model::BadgeRow;
+    let viewer = crate::auth::require_viewer()?;
+    let config = expect_context::<crate::DashboardConfig>();
+    let rows =
+        or_unavailable(tidemark_store::badges::account_badges(&db(), &viewer.account_id).await)?;
+    Ok(BadgesView {
+        is_admin: viewer.is_admin,
+        rows: rows
+            .into_iter()
+            .map(|b| {
+                let token = b.token.map(|t| t.as_str().to_owned());
+                BadgeRow {
+                    markdown: token.as_ref().map(|t| {
+                        format!(
+                            "[![Tidemark: {}]({}/badge/{t}.svg)]({}/projects/{})",
+                            b.label.replace(['[', ']'], ""),
+                            config.base_url,
+                            config.dashboard_url,
+                            b.project_id
+                        )
+                    }),
+                    image: token.map(|t| format!("/badge/{t}.svg")),
+                    project_id: b.project_id,
+                    label: b.label,
+                }
+            })
+            .collect(),
+    })
+}
+
+/// Makes a new badge token for the project (admins only); a previous one stops working.
+#[server(endpoint = "issue_badge")]
+pub async fn issue_badge(project_id: String) -> Result<(), DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_admin()?;
+    well_formed(&project_id, None)?;
+    let token = tidemark_domain::badge::BadgeToken::generate();
+    let now = tidemark_domain::now_millis();
+    let account = viewer.account_id.clone();
+    let issued = db()
+        .detached(|db| async move {
+            tidemark_store::badges::issue_badge(&db, &account, &project_id, &token, now).await
+        })
+        .await;
+    match or_unavailable(issued)? {
+        true => Ok(()),
+        false => not_found(),
+    }
+}
+
+/// Revokes the project's badge token (admins only): the badge then reads "unknown badge".
+#[server(endpoint = "revoke_badge")]
+pub async fn revoke_badge(project_id: String) -> Result<(), DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_admin()?;
+    well_formed(&project_id, None)?;
+    let account = viewer.account_id.clone();
+    let revoked = db()
+        .detached(|db| async move {
+            tidemark_store::badges::revoke_badge(&db, &account, &project_id).await
+        })
+        .await;
+    match or_unavailable(revoked)? {
+        true => Ok(()),
+        false => not_found(),
+    }
+}

@@ -1,0 +1,114 @@
+//! Status badges: one live token per project, within its account.
+
+use tidemark_domain::badge::{BadgeState, BadgeToken};
+use tidemark_domain::Millis;
+
+use crate::gates::verdict_from_columns;
+use crate::Writer;
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
+
+/// A project of the account and its badge token, if it has one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectBadge {
+    pub project_id: String,
+    pub label: String,
+    pub token: Option<BadgeToken>,
+}
+
+/// Every active project of the account, by label, with its badge token.
+pub async fn account_badges(db: &Db, account_id: &str) -> Result<Vec<ProjectBadge>, StoreError> {
+    let rows: Vec<(String, String, Option<String>)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT p.id, p.label, b.token FROM projects p \
+             LEFT JOIN badges b ON b.project_id = p.id \
+             WHERE p.account_id = $1 AND p.archived_at IS NULL ORDER BY p.label",
+        )
+        .bind(account_id)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|(project_id, label, token)| ProjectBadge {
+            project_id,
+            label,
+            token: token.map(BadgeToken::from_stored),
+        })
+        .collect())
+}
+
+/// Gives the project a new badge token; the previous one stops working at once. `false` when
+/// the account has no such project.
+pub async fn issue_badge(
+    db: &Writer,
+    account_id: &str,
+    project_id: &str,
+    token: &BadgeToken,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let issued = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let found: Option<(String,)> =
+            sqlx::query_as("SELECT id FROM projects WHERE id = $1 AND account_id = $2")
+                .bind(project_id)
+                .bind(account_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if found.is_none() {
+            return Ok(false);
+        }
+        sqlx::query("DELETE FROM badges WHERE project_id = $1")
+            .bind(project_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO badges (token, project_id, account_id, created_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(token.as_str())
+        .bind(project_id)
+        .bind(account_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(true)
+    })?;
+    Ok(issued)
+}
+
+/// Revokes the project's badge token. `false` when there was none in this account.
+pub async fn revoke_badge(
+    db: &Writer,
+    account_id: &str,
+    project_id: &str,
+) -> Result<bool, StoreError> {
+    let gone = on_db_write!(db, pool => {
+        sqlx::query("DELETE FROM badges WHERE project_id = $1 AND account_id = $2")
+            .bind(project_id)
+            .bind(account_id)
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+    })?;
+    Ok(gone > 0)
+}
+
+/// What the badge behind `token` shows, or `None` when no badge has that token.
+pub async fn badge_state(db: &Db, token: &BadgeToken) -> Result<Option<BadgeState>, StoreError> {
+    let row: Option<(Option<f64>, Option<String>)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT p.last_score, p.last_gate_status FROM badges b \
+             JOIN projects p ON p.id = b.project_id WHERE b.token = $1",
+        )
+        .bind(token.as_str())
+        .fetch_optional(pool)
+        .await
+    })?;
+    Ok(row.map(|(score, gate)| match score {
+        None => BadgeState::NoScans,
+        Some(score) => BadgeState::Scored {
+            score,
+            gate: verdict_from_columns(gate.as_deref(), None).status,
+        },
+    }))
+}
