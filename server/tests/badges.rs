@@ -30,6 +30,7 @@ tidemark_store::test_each_backend! {
         let issue = admin.post_form("/api/issue_badge", &[("project_id", project.as_str())]).await;
         assert_eq!(issue.status(), StatusCode::OK);
         let list: Value = admin.post_form("/api/badges", &[]).await.json().await.unwrap();
+        assert_eq!(list["rows"].as_array().unwrap().len(), 1, "only this account's projects: {list}");
         let image = list["rows"][0]["image"].as_str().unwrap().to_owned();
         let markdown = list["rows"][0]["markdown"].as_str().unwrap();
         assert_eq!(

@@ -162,6 +162,26 @@ pub async fn insert_license(db: &Writer, email: &str) -> String {
     account_id
 }
 
+/// A push by `account_id`'s key (see [`insert_pushing_account`]) under a generous write limit.
+pub fn push_context(account_id: &str) -> crate::pushes::PushContext {
+    crate::pushes::PushContext {
+        account_id: account_id.to_owned(),
+        key_id: push_key_id(account_id),
+        project_cap: None,
+        write_limit: tidemark_domain::rate::RollingLimit::per_minute(1_000),
+        now: tidemark_domain::now_millis(),
+        touch_key: false,
+    }
+}
+
+/// The scan a push appended; panics on any other outcome.
+pub fn appended(outcome: crate::pushes::PushOutcome) -> crate::pushes::StoredScan {
+    match outcome {
+        crate::pushes::PushOutcome::Appended(scan, _) => scan,
+        other => panic!("push not appended: {other:?}"),
+    }
+}
+
 /// The id of the API key [`insert_license`] and [`insert_pushing_account`] give an account:
 /// pushes in the store tests name it (a push is refused unless its key is live).
 pub fn push_key_id(account_id: &str) -> String {

@@ -5,11 +5,10 @@
 use serde_json::json;
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::push::ValidPush;
-use tidemark_domain::rate::RollingLimit;
 use tidemark_store::dashboard::{find_scan, list_scans};
 use tidemark_store::gates::{project_gate, set_project_gate};
-use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
-use tidemark_store::testing::{fresh, insert_pushing_account, push_key_id};
+use tidemark_store::pushes::{record_push, PushOutcome};
+use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context as ctx};
 use tidemark_wire::{GateResult, GateStatus, Severity};
 
 /// A push of `score` with FAIL findings given as (rule id, severity).
@@ -29,24 +28,6 @@ fn push(second: i64, score: f64, findings: &[(&str, &str)]) -> ValidPush {
         "findings": findings, "state_source": "ci", "scanned_at": at,
     });
     ValidPush::parse(body.to_string().as_bytes()).unwrap()
-}
-
-fn ctx(account: &str) -> PushContext {
-    PushContext {
-        account_id: account.to_owned(),
-        key_id: push_key_id(account),
-        project_cap: None,
-        write_limit: RollingLimit::per_minute(1_000),
-        now: tidemark_domain::now_millis(),
-        touch_key: false,
-    }
-}
-
-fn appended(outcome: PushOutcome) -> StoredScan {
-    match outcome {
-        PushOutcome::Appended(scan, _) => scan,
-        other => panic!("push not appended: {other:?}"),
-    }
 }
 
 tidemark_store::test_each_backend! {

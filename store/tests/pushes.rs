@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use tidemark_domain::push::ValidPush;
-use tidemark_domain::rate::RollingLimit;
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
-use tidemark_store::testing::{fresh, insert_pushing_account, push_key_id};
+use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context as ctx};
 use tidemark_store::{Db, Writer};
 
 fn push(label: &str, second: i64, score: f64) -> ValidPush {
@@ -22,24 +21,6 @@ fn push(label: &str, second: i64, score: f64) -> ValidPush {
         "state_source": "ci", "scanned_at": at,
     });
     ValidPush::parse(body.to_string().as_bytes()).unwrap()
-}
-
-fn ctx(account: &str) -> PushContext {
-    PushContext {
-        account_id: account.to_owned(),
-        key_id: push_key_id(account),
-        project_cap: None,
-        write_limit: RollingLimit::per_minute(1_000),
-        now: tidemark_domain::now_millis(),
-        touch_key: false,
-    }
-}
-
-fn appended(outcome: PushOutcome) -> StoredScan {
-    match outcome {
-        PushOutcome::Appended(scan, _) => scan,
-        other => panic!("push not appended: {other:?}"),
-    }
 }
 
 /// Queues every push while the writer connection is busy, so that on SQLite they reach the
