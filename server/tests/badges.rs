@@ -4,7 +4,6 @@
 
 use crate::common;
 
-use common::oidc::ScriptedProvider;
 use common::{sample_push, TestApp};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -12,10 +11,7 @@ use tidemark_wire::Tier;
 
 tidemark_store::test_each_backend! {
     async fn a_badge_shows_the_latest_score_until_its_token_is_replaced_or_revoked(backend) {
-        let provider = ScriptedProvider::start().await;
-        let env = provider.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let app = TestApp::spawn_with(backend, &env).await;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
         let (license, key) = app.with_key(Tier::Team).await;
         let (_other, other_key) = app.with_key(Tier::Team).await;
         let pushed = app.push_json(&key, &sample_push("web", 82.46, "2026-11-20T10:00:00Z")).await;

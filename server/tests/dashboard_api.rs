@@ -3,17 +3,13 @@
 
 use crate::common;
 
-use common::oidc::ScriptedProvider;
 use common::{backends, sample_push, TestApp};
 use reqwest::StatusCode;
 use tidemark_wire::Tier;
 
 tidemark_store::test_each_backend! {
     async fn server_functions_refuse_another_accounts_ids(backend) {
-        let provider = ScriptedProvider::start().await;
-        let env = provider.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let app = TestApp::spawn_with(backend, &env).await;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
         let (mine, my_key) = app.with_key(Tier::Team).await;
         let (_theirs, their_key) = app.with_key(Tier::Team).await;
         let my_push = app
@@ -121,10 +117,7 @@ tidemark_store::test_each_backend! {
 #[tokio::test]
 async fn members_read_but_only_admins_change() {
     let backend = backends()[0];
-    let provider = ScriptedProvider::start().await;
-    let env = provider.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let app = TestApp::spawn_with(backend, &env).await;
+    let (app, provider) = TestApp::spawn_with_oidc(backend).await;
     let (license, key) = app.with_key(Tier::Team).await;
     let pushed = app
         .push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
@@ -198,10 +191,7 @@ async fn members_read_but_only_admins_change() {
 
 tidemark_store::test_each_backend! {
     async fn enterprise_admins_configure_sso_from_settings(backend) {
-        let provider = ScriptedProvider::start().await;
-        let env = provider.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let app = TestApp::spawn_with(backend, &env).await;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
         let idp = common::saml::SamlIdp::start(&app.base_url).await;
         let metadata = idp.metadata().await;
         let enterprise = app.create_license(Tier::Enterprise).await;
@@ -274,10 +264,7 @@ tidemark_store::test_each_backend! {
     /// a page past the end or an id that cannot exist is 404, odd filter text is harmless,
     /// never an overflow or a 5xx.
     async fn dashboard_inputs_at_their_edges_are_answered_not_failed(backend) {
-        let provider = ScriptedProvider::start().await;
-        let env = provider.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let app = TestApp::spawn_with(backend, &env).await;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
         let (mine, key) = app.with_key(Tier::Team).await;
         let pushed = app
             .push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))

@@ -26,10 +26,7 @@ struct Setup {
 }
 
 async fn setup(backend: tidemark_store::Backend, enforce: bool) -> Setup {
-    let provider = ScriptedProvider::start().await;
-    let env = provider.env();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let app = TestApp::spawn_with(backend, &env).await;
+    let (app, provider) = TestApp::spawn_with_oidc(backend).await;
     let license = app.create_license(Tier::Enterprise).await;
     for (email, role) in [(ALICE, Role::Member), (BOB, Role::Admin)] {
         tidemark_store::access::add_member(
@@ -510,10 +507,7 @@ tidemark_store::test_each_backend! {
 
 tidemark_store::test_each_backend! {
     async fn an_idp_declaring_the_openid_issuer_cannot_reach_openid_identities(backend) {
-        let provider = ScriptedProvider::start().await;
-        let env = provider.env();
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let app = TestApp::spawn_with(backend, &env).await;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
         // The victim signs in with OpenID Connect; the provider's subject is opaque.
         let victim = app.create_license(Tier::Enterprise).await;
         let mut script = Script::user(&victim.email);

@@ -56,6 +56,15 @@ impl TestApp {
     }
 
     /// Spawns with extra environment settings (`name`, `value`).
+    /// A server whose sign-in goes to a fresh scripted OpenID Connect provider, and that
+    /// provider (tests script who signs in with it).
+    pub async fn spawn_with_oidc(backend: Backend) -> (Self, oidc::ScriptedProvider) {
+        let provider = oidc::ScriptedProvider::start().await;
+        let env = provider.env();
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        (Self::spawn_with(backend, &env).await, provider)
+    }
+
     pub async fn spawn_with(backend: Backend, extra: &[(&str, &str)]) -> Self {
         let test_db = Arc::new(fresh_unmigrated(backend).await);
         let data_dir = Arc::new(tempfile::tempdir().expect("data dir"));
