@@ -70,7 +70,9 @@ server_env=(LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" TIDE
   TIDEMARK_OIDC_ISSUER="http://localhost:$idp_port" TIDEMARK_OIDC_CLIENT_ID=tidemark-e2e
   TIDEMARK_OIDC_CLIENT_SECRET="$idp_secret" TIDEMARK_DNS_RESOLVER="127.0.0.1:$dns_port"
   # The dashboard tests push more than 5 scans a minute; the limit has its own Rust tests.
-  TIDEMARK_WRITES_PER_MINUTE=1000)
+  TIDEMARK_WRITES_PER_MINUTE=1000
+  # The webhook test's receiver listens on loopback, and its retry comes after half a second.
+  TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1 TIDEMARK_WEBHOOK_RETRY_BASE_MS=500)
 
 # The account the tests sign in to: its license e-mail is its first admin.
 admin_email="admin-$port@e2e.example"

@@ -30,6 +30,8 @@ pub struct DashboardConfig {
     pub base_url: String,
     /// Where people read the dashboard (`$TIDEMARK_DASHBOARD_URL`).
     pub dashboard_url: String,
+    /// Webhooks may go to private addresses (`$TIDEMARK_WEBHOOK_ALLOW_PRIVATE`).
+    pub webhook_allow_private: bool,
 }
 
 /// The HTML document around the app; only rendered on the server.

@@ -142,6 +142,53 @@ pub struct BadgeRow {
     pub markdown: Option<String>,
 }
 
+/// Settings' webhooks (admins only): the endpoints, the latest deliveries, and what a new
+/// endpoint can be scoped to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebhooksView {
+    pub endpoints: Vec<WebhookRow>,
+    pub deliveries: Vec<DeliveryRow>,
+    /// Active projects, (id, label), for "only this project".
+    pub projects: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebhookRow {
+    pub id: String,
+    /// Scheme, host and port only: the rest of a URL may be a credential.
+    pub url: String,
+    /// `None`: every project.
+    pub project_label: Option<String>,
+    pub format: String,
+    pub events: Vec<String>,
+    pub created_at: String,
+    pub secret_rotated_at: Option<String>,
+}
+
+/// One delivery in the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    pub event_id: String,
+    pub webhook_id: String,
+    pub url: String,
+    pub event: String,
+    pub created_at: String,
+    /// `pending`, `delivered` or `failed` (gave up).
+    pub state: String,
+    pub attempts: i64,
+    pub status_code: Option<i64>,
+    pub latency_ms: Option<i64>,
+    pub error: Option<String>,
+    pub next_attempt_at: Option<String>,
+}
+
+/// A signing secret, shown once (after creating an endpoint or replacing its secret).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WebhookSecretShown {
+    pub webhook_id: String,
+    pub secret: String,
+}
+
 /// A project's quality gate as the page shows and edits it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GateSettings {

@@ -2,12 +2,10 @@
 //! through an unguessable, revocable token that is meant to be published (in a README), so it
 //! grants nothing else.
 
-use rand::Rng as _;
 use tidemark_wire::GateStatus;
 
 const TOKEN_PREFIX: &str = "bdg_";
 const TOKEN_CHARS: usize = 32;
-const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// `bdg_` + 32 base62 characters (190 bits).
 #[derive(Clone, PartialEq, Eq)]
@@ -22,11 +20,10 @@ impl std::fmt::Debug for BadgeToken {
 
 impl BadgeToken {
     pub fn generate() -> Self {
-        let mut rng = rand::thread_rng();
-        let tail: String = (0..TOKEN_CHARS)
-            .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
-            .collect();
-        BadgeToken(format!("{TOKEN_PREFIX}{tail}"))
+        BadgeToken(format!(
+            "{TOKEN_PREFIX}{}",
+            crate::ids::random_base62(TOKEN_CHARS)
+        ))
     }
 
     /// The token in a badge URL's file name (`<token>.svg`); anything else is `None`, so the

@@ -11,6 +11,16 @@ fn random_base32(len: usize) -> String {
         .collect()
 }
 
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// `len` random base62 characters (5.95 bits each): the tail of secrets and tokens.
+pub fn random_base62(len: usize) -> String {
+    let mut rng = rand::rngs::OsRng;
+    (0..len)
+        .map(|_| BASE62[rng.gen_range(0..BASE62.len())] as char)
+        .collect()
+}
+
 /// `prj_` + 20 lowercase base32 characters (100 random bits), stable for the project's life.
 pub fn new_project_id() -> String {
     format!("prj_{}", random_base32(20))
@@ -52,6 +62,25 @@ pub fn new_mail_id() -> String {
 /// An SSO connection: one account's claim of one e-mail domain. SAML identities are bound to it.
 pub fn new_sso_connection_id() -> String {
     format!("sso_{}", random_base32(20))
+}
+
+pub fn new_webhook_id() -> String {
+    format!("whk_{}", random_base32(20))
+}
+
+/// One webhook event; every delivery and redelivery of it carries this id.
+pub fn new_event_id() -> String {
+    format!("evt_{}", random_base32(20))
+}
+
+pub fn is_webhook_id(s: &str) -> bool {
+    s.strip_prefix("whk_")
+        .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
+}
+
+pub fn is_event_id(s: &str) -> bool {
+    s.strip_prefix("evt_")
+        .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
 }
 
 pub fn new_user_id() -> String {

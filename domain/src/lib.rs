@@ -17,6 +17,7 @@ pub mod secrets;
 pub mod sso;
 pub mod text;
 pub mod tier;
+pub mod webhook;
 
 /// Milliseconds since the Unix epoch: how every timestamp is stored.
 pub type Millis = i64;

@@ -4,7 +4,8 @@
 //
 //   { "_tidemark-challenge.acme.example": ["tidemark-domain-verification=…"],  // TXT answers
 //     "_tidemark-challenge.empty.example": [],                                 // NOERROR, no data
-//     "_tidemark-challenge.broken.example": "SERVFAIL" }                       // SERVFAIL
+//     "_tidemark-challenge.broken.example": "SERVFAIL",                        // SERVFAIL
+//     "hooks.internal.example": { "A": ["127.0.0.1"] } }                       // A answers
 //
 // A name that is not in the file is NXDOMAIN. Test use only.
 //
@@ -39,6 +40,12 @@ const server = dns2.createServer({
       response.header.rcode = Packet.RCODE?.NXDOMAIN ?? 3;
     } else if (entry === 'SERVFAIL') {
       response.header.rcode = Packet.RCODE?.SERVFAIL ?? 2;
+    } else if (!Array.isArray(entry)) {
+      if (question.type === Packet.TYPE.A) {
+        for (const address of entry.A ?? []) {
+          response.answers.push({ name: question.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 0, address });
+        }
+      }
     } else if (question.type === Packet.TYPE.TXT) {
       for (const value of entry) {
         response.answers.push({ name: question.name, type: Packet.TYPE.TXT, class: Packet.CLASS.IN, ttl: 0, data: value });

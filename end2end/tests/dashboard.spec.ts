@@ -1,4 +1,6 @@
-import { createHash } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
+import http from "node:http";
+import { type AddressInfo } from "node:net";
 import { type APIRequestContext } from "@playwright/test";
 import { expect, test, signInWithOidc as signIn, watchCsp } from "./support";
 
@@ -172,6 +174,14 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   await expect(page.getByTestId("keys")).toContainText("playwright");
   await expect(page.getByTestId("sso-domains")).toContainText("saml-e2e.example");
   await expect(page.getByRole("button", { name: "Save SSO" })).toBeVisible();
+  // It asks first; "Cancel" rotates nothing.
+  let question = "";
+  page.once("dialog", (dialog) => { question = dialog.message(); void dialog.dismiss(); });
+  await page.getByRole("button", { name: "Rotate Key" }).click();
+  await page.waitForTimeout(500);
+  expect(question).toContain("Every current key stops working");
+  await expect(page.getByTestId("new-key")).toHaveCount(0);
+  page.once("dialog", (dialog) => void dialog.accept());
   await page.getByRole("button", { name: "Rotate Key" }).click();
   const shown = page.getByTestId("new-key");
   await expect(shown).toHaveText(/^svc_api_/);
@@ -228,6 +238,74 @@ test("an admin makes a status badge in Settings; it loads without a session and 
   expect((await request.get(src)).status()).toBe(404);
 });
 
+test("an admin adds a webhook in Settings; deliveries arrive signed, are retried and show in the log", async ({ page, request }) => {
+  // A real receiver on loopback (the server runs with TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1): it
+  // answers the first request 500, then 204.
+  const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+  const receiver = http.createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      received.push({ headers: req.headers, body });
+      res.statusCode = received.length === 1 ? 500 : 204;
+      res.end();
+    });
+  });
+  await new Promise<void>((ready) => receiver.listen(0, "127.0.0.1", () => ready()));
+  const port = (receiver.address() as AddressInfo).port;
+  try {
+    await signIn(page, ADMIN);
+    await page.goto("/settings");
+    const panel = page.getByTestId("webhooks");
+    await panel.getByText("Add an endpoint").click();
+    await panel.getByLabel("URL").fill(`http://127.0.0.1:${port}/tidemark?token=t0k3n`);
+    await panel.getByLabel("gate.failed").check();
+    await panel.getByRole("button", { name: "Add endpoint" }).click();
+    const shown = panel.getByTestId("webhook-secret");
+    await expect(shown).toHaveText(/^whsec_[0-9A-Za-z]{32}$/);
+    const secret = (await shown.textContent()) ?? "";
+    const endpoint = panel.getByTestId("webhook-endpoint");
+    await expect(endpoint).toContainText(`http://127.0.0.1:${port}/…`);
+    await expect(endpoint).toContainText("scan.pushed, gate.failed");
+    await expect(panel).not.toContainText("t0k3n");
+
+    const pushed = await push(request, apiKey, scan("e2e/api", 0, 91, []));
+    expect(pushed.status(), await pushed.text()).toBe(201);
+    await expect.poll(() => received.length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    for (const r of received) {
+      const parts = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(String(r.headers["tidemark-signature"]));
+      expect(parts, "signature header").not.toBeNull();
+      const expected = createHmac("sha256", secret).update(`${parts![1]}.${r.body}`).digest("hex");
+      expect(parts![2]).toBe(expected);
+    }
+    const event = JSON.parse(received[1].body);
+    expect(event.type).toBe("scan.pushed");
+    expect(event.id).toBe(JSON.parse(received[0].body).id);
+    expect(event.project.label).toBe("e2e/api");
+    expect(event.scan.score).toBe(91);
+
+    const row = panel.getByTestId("webhook-delivery").first();
+    await expect.poll(async () => {
+      await panel.getByRole("button", { name: "Refresh" }).click();
+      return row.getAttribute("data-state");
+    }, { timeout: 10_000 }).toBe("delivered");
+    await expect(row).toContainText("scan.pushed");
+    await expect(row).toContainText("204");
+    await expect(row.getByRole("cell").nth(6)).toHaveText("2");
+    await page.screenshot({ path: "test-results/settings-webhooks.png", fullPage: true });
+
+    await endpoint.getByRole("button", { name: "Send a test event" }).click();
+    await expect.poll(() => received.length, { timeout: 10_000 }).toBe(3);
+    expect(JSON.parse(received[2].body).type).toBe("webhook.test");
+
+    page.once("dialog", (dialog) => void dialog.accept());
+    await endpoint.getByRole("button", { name: "Delete" }).click();
+    await expect(panel.getByTestId("webhook-endpoint")).toHaveCount(0);
+  } finally {
+    receiver.close();
+  }
+});
+
 test("a member reads Settings but cannot rotate or archive", async ({ page, browser }) => {
   const reader = `reader-${Date.now()}@e2e.example`;
   await signIn(page, ADMIN);
@@ -257,6 +335,7 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   await expect(row.getByRole("cell").nth(1)).toHaveText("admin");
   await row.getByRole("button", { name: "Make member" }).click();
   await expect(row.getByRole("cell").nth(1)).toHaveText("member");
+  page.once("dialog", (dialog) => void dialog.accept());
   await row.getByRole("button", { name: "Remove" }).click();
   await expect(page.getByTestId("members")).not.toContainText(reader);
 });

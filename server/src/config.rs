@@ -105,6 +105,17 @@ pub struct Config {
     /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
     /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
     pub push_budget_mib: u32,
+    /// Webhooks may go to loopback, private and link-local addresses
+    /// (`TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1`): for a receiver on the operator's own network,
+    /// and for tests. Off by default, so a webhook URL cannot reach into that network.
+    pub webhook_allow_private: bool,
+    /// The pause before a failed webhook delivery's first retry, in milliseconds
+    /// (`TIDEMARK_WEBHOOK_RETRY_BASE_MS`, default 10 000); each next pause is three times
+    /// longer, at most four hours, for at least a day.
+    pub webhook_retry_base_ms: u32,
+    /// How long a webhook receiver has to answer (`TIDEMARK_WEBHOOK_TIMEOUT_SECONDS`,
+    /// default 10, at most 30).
+    pub webhook_timeout_seconds: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -337,7 +348,19 @@ impl Config {
                 reason: format!("at least 16 (one push may be 16 MiB), got {push_budget_mib}"),
             });
         }
+        let webhook_allow_private = parse_flag(&var, "TIDEMARK_WEBHOOK_ALLOW_PRIVATE")?;
+        let webhook_retry_base_ms = parse_number(&var, "TIDEMARK_WEBHOOK_RETRY_BASE_MS", 10_000)?;
+        let webhook_timeout_seconds = parse_number(&var, "TIDEMARK_WEBHOOK_TIMEOUT_SECONDS", 10)?;
+        if webhook_timeout_seconds > 30 {
+            return Err(ConfigError::Invalid {
+                name: "TIDEMARK_WEBHOOK_TIMEOUT_SECONDS",
+                reason: format!("at most 30 seconds, got {webhook_timeout_seconds}"),
+            });
+        }
         Ok(Config {
+            webhook_allow_private,
+            webhook_retry_base_ms,
+            webhook_timeout_seconds,
             push_budget_mib,
             resend_per_recipient_per_hour,
             metrics_addr,
@@ -367,6 +390,21 @@ impl Config {
             mail_from,
             validation_cache_ms,
         })
+    }
+}
+
+/// `1`/`true` or `0`/`false`; unset is off.
+fn parse_flag(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<bool, ConfigError> {
+    match var(name).as_deref().map(str::trim) {
+        None | Some("0") | Some("false") => Ok(false),
+        Some("1") | Some("true") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            name,
+            reason: format!("expected 1 or 0, got {other:?}"),
+        }),
     }
 }
 

@@ -13,6 +13,8 @@ const FORMAT_PREFIX: &str = "v1:";
 pub const LICENSE_KEY_PURPOSE: &str = "license-key";
 /// HKDF purpose of the key that encrypts sign-in attempts kept between redirect and callback.
 pub const LOGIN_ATTEMPT_PURPOSE: &str = "login-attempt";
+/// HKDF purpose of the key that encrypts webhook URLs and signing secrets.
+pub const WEBHOOK_PURPOSE: &str = "webhook";
 /// HKDF purpose of the key that encrypts and authenticates the session cookie.
 pub const SESSION_COOKIE_PURPOSE: &str = "session-cookie";
 

@@ -14,6 +14,7 @@ pub mod ops;
 pub mod state;
 pub mod telemetry;
 pub mod validation_cache;
+pub mod webhooks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,6 +79,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
         login_attempts: crypto::SecretBox::new(&config.master_key, crypto::LOGIN_ATTEMPT_PURPOSE),
         oidc,
         license_keys: crypto::SecretBox::new(&config.master_key, crypto::LICENSE_KEY_PURPOSE),
+        webhook_secrets: crypto::SecretBox::new(&config.master_key, crypto::WEBHOOK_PURPOSE),
+        webhook_wakeup: Arc::new(tokio::sync::Notify::new()),
         validation_cache: Arc::new(validation_cache::ValidationCache::new(
             std::time::Duration::from_millis(config.validation_cache_ms.into()),
         )),
@@ -107,7 +110,13 @@ pub fn router(state: AppState) -> Router {
     let dashboard_config = app::DashboardConfig {
         base_url: state.config.base_url.clone(),
         dashboard_url: state.config.dashboard_url.clone(),
+        webhook_allow_private: state.config.webhook_allow_private,
     };
+    let webhook_outbox =
+        app::api::webhooks::WebhookOutboxHandle(Arc::new(ops::DashboardWebhooks {
+            secrets: state.webhook_secrets.clone(),
+            wakeup: state.webhook_wakeup.clone(),
+        }));
     let sso_admin = app::api::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
         db: state.db.clone(),
         dns: state.dns.clone(),
@@ -134,6 +143,7 @@ pub fn router(state: AppState) -> Router {
                 provide_context(db.clone());
                 provide_context(dashboard_config.clone());
                 provide_context(sso_admin.clone());
+                provide_context(webhook_outbox.clone());
             },
             {
                 let options = state.leptos_options.clone();
@@ -213,8 +223,14 @@ pub async fn serve_until(
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
-    let background = mail::spawn_background_work(&state)?;
-    let rechecks = auth::domain_verification::spawn_rechecks(state.db.clone(), state.dns.clone());
+    // Stopped when this future ends or is dropped (a test aborting its server), so no
+    // replica's workers outlive it.
+    let _background = AbortOnDrop(mail::spawn_background_work(&state)?);
+    let _webhook_sender = AbortOnDrop(webhooks::spawn_sender(&state)?);
+    let _rechecks = AbortOnDrop(auth::domain_verification::spawn_rechecks(
+        state.db.clone(),
+        state.dns.clone(),
+    ));
     let header_timeout = Duration::from_secs(state.config.header_timeout_seconds.into());
     // `/metrics` on an address of its own when one is configured (for example loopback or a
     // private network only), with the same connection timeouts.
@@ -230,22 +246,26 @@ pub async fn serve_until(
             let router = Router::new()
                 .route("/metrics", get(http::metrics::get_metrics))
                 .with_state(state.clone());
-            Some(tokio::spawn(http::listener::serve(
+            Some(AbortOnDrop(tokio::spawn(http::listener::serve(
                 listener,
                 router,
                 header_timeout,
                 std::future::pending(),
-            )))
+            ))))
         }
     };
     http::listener::serve(listener, router(state), header_timeout, shutdown).await;
-    if let Some(metrics) = metrics {
-        metrics.abort();
-    }
-    background.abort();
-    rechecks.abort();
+    drop(metrics);
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// SIGINT or SIGTERM. The handlers are installed when this is called, not when the future is

@@ -491,3 +491,20 @@ impl app::api::settings::SsoAdmin for DashboardSso {
         })
     }
 }
+
+/// What the dashboard's webhook functions need from the server: its master-key encryption
+/// and its sender's wake-up.
+pub struct DashboardWebhooks {
+    pub secrets: crate::crypto::SecretBox,
+    pub wakeup: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl app::api::webhooks::WebhookOutbox for DashboardWebhooks {
+    fn seal(&self, plaintext: &[u8]) -> String {
+        self.secrets.seal(plaintext)
+    }
+
+    fn wake(&self) {
+        self.wakeup.notify_one();
+    }
+}

@@ -31,4 +31,10 @@ pub struct AppState {
     pub push_budget: Arc<crate::api::push_budget::PushBudget>,
     /// Wakes this replica's mail sender when a message is queued (others poll).
     pub mail_wakeup: Arc<Notify>,
+    /// Encrypts webhook URLs and signing secrets.
+    #[from_ref(skip)]
+    pub webhook_secrets: SecretBox,
+    /// Wakes this replica's webhook sender when deliveries are queued (others poll).
+    #[from_ref(skip)]
+    pub webhook_wakeup: Arc<Notify>,
 }

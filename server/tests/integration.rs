@@ -19,3 +19,4 @@ mod security_headers;
 mod sign_in;
 mod sso_claims;
 mod timeouts;
+mod webhooks;

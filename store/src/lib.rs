@@ -31,6 +31,7 @@ pub mod sso;
 mod stmt;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod webhooks;
 
 /// The schema, shared by both backends.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");

@@ -1,7 +1,10 @@
 //! Accounts, licenses and API keys.
 
+use crate::stmt::bound;
+use crate::webhooks::{enqueue_statement, EventRef};
 use tidemark_domain::secrets::{HashedApiKey, LookupHash};
 use tidemark_domain::tier::{effective_features, parse_feature_list, project_cap};
+use tidemark_domain::webhook::Event;
 use tidemark_domain::{license::LicenseState, Millis};
 use tidemark_wire::{Feature, Tier};
 
@@ -247,6 +250,20 @@ async fn issue_api_key(
         } else {
             0
         };
+        if revoke_others {
+            // Subscribed endpoints hear of it, in the same transaction as the rotation.
+            let event_id = tidemark_domain::ids::new_event_id();
+            let event = EventRef {
+                event_id: &event_id,
+                event: Event::KeysRotated,
+                account_id: &key.account_id,
+                scan: None,
+                now: key.now,
+            };
+            if let Some(stmt) = enqueue_statement(std::slice::from_ref(&event)) {
+                bound(&stmt.sql, stmt.args)?.execute(&mut *tx).await?;
+            }
+        }
         sqlx::query(
             "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",

@@ -11,6 +11,8 @@ pub(crate) enum Arg {
     Real(f64),
     /// A NULL in a text column.
     NoText,
+    /// A NULL in an integer column.
+    NoInt,
 }
 
 impl From<&str> for Arg {
@@ -69,6 +71,7 @@ pub(crate) fn add_args<'q, DB: Database>(
 where
     String: Encode<'q, DB> + Type<DB>,
     Option<String>: Encode<'q, DB>,
+    Option<i64>: Encode<'q, DB>,
     i64: Encode<'q, DB> + Type<DB>,
     f64: Encode<'q, DB> + Type<DB>,
 {
@@ -78,10 +81,37 @@ where
             Arg::Int(n) => out.add(n),
             Arg::Real(x) => out.add(x),
             Arg::NoText => out.add(None::<String>),
+            Arg::NoInt => out.add(None::<i64>),
         }
         .map_err(sqlx::Error::Encode)?;
     }
     Ok(())
+}
+
+/// `sql` with `args` bound, as a query for whichever backend runs it.
+pub(crate) fn bound<'q, DB: Database>(
+    sql: &'q str,
+    args: Vec<Arg>,
+) -> Result<sqlx::query::Query<'q, DB, <DB as Database>::Arguments<'q>>, sqlx::Error>
+where
+    String: Encode<'q, DB> + Type<DB>,
+    Option<String>: Encode<'q, DB>,
+    Option<i64>: Encode<'q, DB>,
+    i64: Encode<'q, DB> + Type<DB>,
+    f64: Encode<'q, DB> + Type<DB>,
+    <DB as Database>::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
+{
+    let mut out = <DB as Database>::Arguments::<'q>::default();
+    add_args::<DB>(&mut out, args)?;
+    Ok(sqlx::query_with(sql, out))
+}
+
+/// Runs one statement on its own; the rows it changed.
+pub(crate) async fn execute(db: &crate::Writer, stmt: Stmt) -> Result<u64, crate::StoreError> {
+    let n = crate::on_db_write!(db, pool => {
+        bound(&stmt.sql, stmt.args)?.execute(pool).await.map(|r| r.rows_affected())
+    })?;
+    Ok(n)
 }
 
 /// Turns `$1 … $n` into anonymous `?`s. SQLite numbers anonymous parameters per statement,

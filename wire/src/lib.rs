@@ -469,6 +469,56 @@ impl GateStatus {
     }
 }
 
+/// The body of a webhook delivery (`format: tidemark`), signed in the `Tidemark-Signature`
+/// header. Receivers should ignore fields they do not know: more may be added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WebhookEvent {
+    /// `evt_` + 20 lowercase base32 characters. The same on every attempt and redelivery of
+    /// the event: receivers use it to drop duplicates.
+    #[cfg_attr(feature = "openapi", schema(example = "evt_3k5v7x2m4q6s8u0w1y3a"))]
+    pub id: String,
+    /// `scan.pushed`, `gate.failed`, `score.regressed`, `keys.rotated` or `webhook.test`.
+    #[serde(rename = "type")]
+    #[cfg_attr(feature = "openapi", schema(example = "gate.failed"))]
+    pub event_type: String,
+    /// When the event happened (RFC 3339, UTC).
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub created_at: String,
+    pub account_id: String,
+    /// The project, for scan events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<WebhookProject>,
+    /// The scan, for scan events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<WebhookScan>,
+    /// Where to look in the dashboard: the scan's page, or Settings for account events.
+    pub dashboard_url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WebhookProject {
+    pub id: String,
+    pub label: String,
+}
+
+/// The summary of the scan an event is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WebhookScan {
+    pub scan_id: String,
+    pub score: f64,
+    /// This score minus the previous scan's (0 for a project's first scan).
+    pub score_delta: f64,
+    pub passed: u64,
+    pub failed: u64,
+    pub severity_counts: SeverityCounts,
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub scanned_at: String,
+    pub gate: GateResult,
+}
+
 /// Every documented error: `{"error": "<code>", "message": "<human text>"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]

@@ -7,6 +7,7 @@ pub mod project;
 pub mod projects;
 pub mod scan;
 pub mod settings;
+pub mod webhooks;
 
 /// What the server functions share on the server: the database, store rows as page types,
 /// and the two common failures.

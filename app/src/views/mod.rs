@@ -5,6 +5,7 @@ pub mod project;
 pub mod projects;
 pub mod scan;
 pub mod settings;
+pub mod webhooks;
 
 use leptos::prelude::*;
 
@@ -21,6 +22,28 @@ pub fn gate_badge(status: GateStatus) -> impl IntoView {
         GateStatus::Passed => view! { <span class="gate passed">"passed"</span> }.into_any(),
         GateStatus::Failed => view! { <span class="gate failed">"failed"</span> }.into_any(),
     }
+}
+
+/// A click handler for a submit button that asks first: "Cancel" stops the submission (the
+/// form is not sent). Without JavaScript the form is sent without asking.
+pub fn confirm_first(question: &'static str) -> impl Fn(leptos::ev::MouseEvent) + Clone {
+    move |ev: leptos::ev::MouseEvent| {
+        if !confirmed(question) {
+            ev.prevent_default();
+        }
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn confirmed(question: &str) -> bool {
+    web_sys::window()
+        .and_then(|w| w.confirm_with_message(question).ok())
+        .unwrap_or(true)
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn confirmed(_question: &str) -> bool {
+    true
 }
 
 /// The last failure of an action, as an alert.

@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use super::{action_error, error_view, loading};
+use super::{action_error, confirm_first, error_view, loading};
 use crate::api::badges::{load_badges, IssueBadge, RevokeBadge};
 use crate::api::projects::SetArchived;
 use crate::api::settings::{
@@ -17,6 +17,7 @@ pub fn SettingsPage() -> impl IntoView {
         <section class="page-head"><h1>"Settings"</h1></section>
         <SettingsPanel/>
         <BadgesPanel/>
+        <super::webhooks::WebhooksPanel/>
     }
 }
 
@@ -197,7 +198,9 @@ fn settings_view(
             </div>
             {admin.then(|| view! {
                 <ActionForm action=rotate attr:class="inline">
-                    <button type="submit" class="danger">"Rotate Key"</button>
+                    <button type="submit" class="danger" on:click=confirm_first(
+                        "Rotate the API key? Every current key stops working at once: scanners and CI jobs need the new one."
+                    )>"Rotate Key"</button>
                     <span class="muted small">" Revokes every key above at once and issues one new key."</span>
                 </ActionForm>
             })}
@@ -252,7 +255,9 @@ fn settings_view(
                                             <ActionForm action=change>
                                                 <input type="hidden" name="email" value=email_remove.clone()/>
                                                 <input type="hidden" name="action" value=MemberAction::Remove.as_str()/>
-                                                <button type="submit" class="link danger-text">"Remove"</button>
+                                                <button type="submit" class="link danger-text" on:click=confirm_first(
+                                                    "Remove this member from the account? They lose access at once."
+                                                )>"Remove"</button>
                                             </ActionForm>
                                         </td>
                                     })}

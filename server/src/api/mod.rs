@@ -31,8 +31,16 @@ use crate::state::AppState;
         description = "License validation, activation and resend, and scan pushes for the \
             Tidemark compliance scanner. Every error body is {\"error\", \"message\"}; every \
             response carries X-Request-Id. /v1 only grows: new optional response fields and new \
-            endpoints, never a removed or retyped field."
+            endpoints, never a removed or retyped field. Webhooks: Tidemark POSTs a \
+            WebhookEvent (see components) to each endpoint an admin adds in Settings, with the \
+            header Tidemark-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<body>\" \
+            under the endpoint's secret>; the same event id on every retry and redelivery."
     ),
+    components(schemas(
+        tidemark_wire::WebhookEvent,
+        tidemark_wire::WebhookProject,
+        tidemark_wire::WebhookScan
+    )),
     modifiers(&SecuritySchemes),
     tags(
         (name = "license", description = "Licenses and activation"),

@@ -137,6 +137,9 @@ async fn push(
     let tier = owner.license.tier.as_str();
     match outcome {
         PushOutcome::Appended(scan, rate) | PushOutcome::Replayed(scan, rate) => {
+            if scan.webhooks_queued {
+                state.webhook_wakeup.notify_one();
+            }
             let dashboard_url = format!(
                 "{}/projects/{}/scans/{}",
                 state.config.dashboard_url, scan.project_id, scan.scan_id

@@ -107,6 +107,32 @@ impl DnsVerifier {
     }
 }
 
+impl DnsVerifier {
+    /// The addresses of `host` (an IP literal is itself), for the webhook sender.
+    pub async fn lookup_ip(&self, host: &str) -> Result<Vec<std::net::IpAddr>, String> {
+        if let Ok(ip) = host.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+            return Ok(vec![ip]);
+        }
+        match &self.resolver {
+            Some(resolver) => {
+                let fqdn = format!("{}.", host.trim_end_matches('.'));
+                match resolver.lookup_ip(fqdn).await {
+                    Ok(lookup) => Ok(lookup.iter().collect()),
+                    Err(err) if err.is_nx_domain() || err.is_no_records_found() => {
+                        Err(format!("{host} has no address"))
+                    }
+                    Err(err) => Err(format!("could not resolve {host}: {err}")),
+                }
+            }
+            // No resolver configuration: the system's own look-up.
+            None => tokio::net::lookup_host((host, 0))
+                .await
+                .map(|addrs| addrs.map(|a| a.ip()).collect())
+                .map_err(|err| format!("could not resolve {host}: {err}")),
+        }
+    }
+}
+
 /// What one check of a claim concluded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CheckOutcome {

@@ -22,12 +22,18 @@ struct RequestLabels {
     status: u16,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
 type HistogramFamily = Family<RequestLabels, Histogram, fn() -> Histogram>;
 
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
+    webhook_deliveries: Family<OutcomeLabels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -50,16 +56,29 @@ impl Metrics {
             "Time to answer an HTTP request, by route and status",
             latency.clone(),
         );
+        let webhook_deliveries = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "webhook_deliveries",
+            "Webhook delivery attempts, by outcome (delivered, retrying, gave_up)",
+            webhook_deliveries.clone(),
+        );
         Arc::new(Self {
             registry,
             requests,
             latency,
+            webhook_deliveries,
         })
     }
 
     fn observe(&self, labels: RequestLabels, seconds: f64) {
         self.latency.get_or_create(&labels).observe(seconds);
         self.requests.get_or_create(&labels).inc();
+    }
+
+    pub fn count_webhook_delivery(&self, outcome: &'static str) {
+        self.webhook_deliveries
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     pub fn render(&self) -> String {

@@ -53,6 +53,13 @@ impl DnsServer {
         self.write();
     }
 
+    /// Answers `name`'s A queries with these IPv4 addresses.
+    pub fn publish_a(&mut self, name: &str, addresses: &[&str]) {
+        self.zone
+            .insert(name.to_owned(), serde_json::json!({ "A": addresses }));
+        self.write();
+    }
+
     /// Answers SERVFAIL for `name`.
     pub fn fail(&mut self, name: &str) {
         self.zone

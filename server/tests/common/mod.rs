@@ -22,6 +22,7 @@ pub use tidemark_store::testing::backends;
 pub mod browser;
 pub mod dns;
 pub mod oidc;
+pub mod receiver;
 pub mod saml;
 
 pub struct TestApp {
@@ -63,6 +64,34 @@ impl TestApp {
         let env = provider.env();
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         (Self::spawn_with(backend, &env).await, provider)
+    }
+
+    /// [`TestApp::spawn_with_oidc`] with extra environment settings.
+    pub async fn spawn_with_oidc_and(
+        backend: Backend,
+        extra: &[(&str, &str)],
+    ) -> (Self, oidc::ScriptedProvider) {
+        let provider = oidc::ScriptedProvider::start().await;
+        let mut env: Vec<(&str, String)> = provider
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k as &str, v))
+            .collect();
+        env.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        (Self::spawn_with(backend, &env).await, provider)
+    }
+
+    /// Another server on the same database and settings, as a second replica behind a load
+    /// balancer (meaningful on PostgreSQL).
+    pub async fn replica(&self) -> Self {
+        Self::start(
+            self.backend,
+            self.test_db.clone(),
+            self.data_dir.clone(),
+            self.env.clone(),
+        )
+        .await
     }
 
     pub async fn spawn_with(backend: Backend, extra: &[(&str, &str)]) -> Self {

@@ -262,7 +262,7 @@ async fn apply_on(
         let head = head_from_row(row);
         // Only pushes to a project gated on new findings read more, inside the same
         // transaction (one indexed range of the previous scan's findings each).
-        let previous_open = match previous_open_statement(&head, &job.push) {
+        let previous_open = match previous_open_statement(&head.0, &job.push) {
             Some(stmt) => {
                 let mut read = SqliteArguments::default();
                 add_args::<Sqlite>(&mut read, stmt.args)?;

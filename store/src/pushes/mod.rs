@@ -23,8 +23,10 @@ use crate::gates::{
 };
 
 use crate::stmt::{add_args, Stmt};
+use crate::webhooks::{enqueue_statement, EventRef};
 use crate::Writer;
 use crate::{on_db, BeginWrite as _, Db, StoreError};
+use tidemark_domain::webhook::{push_events, Event};
 
 pub mod committer;
 
@@ -52,6 +54,8 @@ pub struct StoredScan {
     pub scan_id: String,
     pub score_delta: f64,
     pub gate: GateResult,
+    /// Webhook deliveries were queued with the scan (the caller wakes the sender).
+    pub webhooks_queued: bool,
 }
 
 /// The account's write budget after this request.
@@ -110,7 +114,7 @@ pub async fn record_push(
                 .fetch_one(&mut *tx)
                 .await?;
             let head = head_from_row(row);
-            let previous_open = match previous_open_statement(&head, &push) {
+            let previous_open = match previous_open_statement(&head.0, &push) {
                 Some(stmt) => {
                     let mut args = sqlx::postgres::PgArguments::default();
                     add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
@@ -156,6 +160,7 @@ struct HeadRow {
     gate_max_drop: Option<f64>,
     gate_new_severity: Option<String>,
     same_second: i64,
+    webhooks: i64,
 }
 
 /// Everything the rules need, in one statement.
@@ -166,7 +171,7 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
          p.id, p.archived_at, \
          p.scan_count, p.last_score, p.last_scan_id, p.last_delta, p.last_body_hash, \
          p.last_gate_status, p.last_gate_reasons, \
-         p.gate_min_score, p.gate_max_drop, p.gate_new_severity, \
+         p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
           AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second \
          FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
@@ -177,7 +182,8 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
          CROSS JOIN (SELECT COUNT(*) AS key_live FROM api_keys \
                      WHERE id = $8 AND account_id = $9 AND revoked_at IS NULL) k \
          CROSS JOIN (SELECT COUNT(*) AS license_live FROM licenses \
-                     WHERE account_id = $10 AND suspended_at IS NULL AND expires_at > $11) l",
+                     WHERE account_id = $10 AND suspended_at IS NULL AND expires_at > $11) l \
+         CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $12) wh",
     )
     .bind(second)
     .bind(second + 1000)
@@ -190,9 +196,13 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
     .bind(ctx.account_id.as_str())
     .bind(ctx.account_id.as_str())
     .bind(ctx.now)
+    .bind(ctx.account_id.as_str())
 }
 
-fn head_from_row(row: HeadRow) -> PushHead {
+/// The rules' view of the head, and whether the account has webhook endpoints (only then
+/// does a push queue deliveries).
+fn head_from_row(row: HeadRow) -> (PushHead, bool) {
+    let webhooks = row.webhooks > 0;
     let last_scan = match (row.last_scan_id, row.last_delta, row.last_body_hash) {
         (Some(scan_id), Some(score_delta), Some(body_hash)) => Some(LastScan {
             scan_id,
@@ -205,7 +215,7 @@ fn head_from_row(row: HeadRow) -> PushHead {
         }),
         _ => None,
     };
-    PushHead {
+    let head = PushHead {
         key_live: row.key_live > 0,
         license_live: row.license_live > 0,
         writes_in_window: u32::try_from(row.writes).unwrap_or(u32::MAX),
@@ -224,7 +234,8 @@ fn head_from_row(row: HeadRow) -> PushHead {
                 row.gate_new_severity.as_deref(),
             ),
         }),
-    }
+    };
+    (head, webhooks)
 }
 
 /// The statement that reads the latest scan's open findings, when this push will be judged
@@ -250,7 +261,7 @@ pub(crate) fn previous_open_statement(head: &PushHead, push: &ValidPush) -> Opti
 fn plan(
     ctx: &PushContext,
     push: &ValidPush,
-    head: PushHead,
+    (head, webhooks): (PushHead, bool),
     previous_open: Option<&HashSet<(String, String)>>,
 ) -> (PushOutcome, Vec<Stmt>) {
     let req = push.request();
@@ -289,6 +300,7 @@ fn plan(
                 scan_id: last.scan_id,
                 score_delta: last.score_delta,
                 gate: last.gate,
+                webhooks_queued: false,
             };
             return (PushOutcome::Replayed(scan, current), Vec::new());
         }
@@ -306,7 +318,26 @@ fn plan(
     };
     let project_id = project_id.unwrap_or_else(tidemark_domain::ids::new_project_id);
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
-    let writes = write_statements(ctx, push, &append, &project_id, &scan_id);
+    let mut writes = write_statements(ctx, push, &append, &project_id, &scan_id);
+    let event_ids: Vec<(String, Event)> = if webhooks {
+        push_events(append.gate.status, append.score_delta)
+            .into_iter()
+            .map(|e| (tidemark_domain::ids::new_event_id(), e))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let events: Vec<EventRef<'_>> = event_ids
+        .iter()
+        .map(|(id, event)| EventRef {
+            event_id: id,
+            event: *event,
+            account_id: &ctx.account_id,
+            scan: Some((&project_id, append.seq)),
+            now: ctx.now,
+        })
+        .collect();
+    writes.extend(enqueue_statement(&events));
     let rate = RateStatus {
         limit: ctx.write_limit.limit,
         remaining: append.writes_remaining,
@@ -317,6 +348,7 @@ fn plan(
         scan_id,
         score_delta: append.score_delta,
         gate: append.gate,
+        webhooks_queued: !event_ids.is_empty(),
     };
     (PushOutcome::Appended(scan, rate), writes)
 }

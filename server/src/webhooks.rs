@@ -1,0 +1,300 @@
+//! The webhook sender of each replica: claims due deliveries from the outbox in the
+//! database, composes and signs each body, POSTs it, and records what happened.
+//!
+//! Requests never reach a webhook URL themselves, so a slow receiver never slows a push. The
+//! HTTP client follows no redirects, uses no proxy, gives up after the configured timeout, and
+//! resolves names through a resolver that refuses loopback, private and link-local answers
+//! unless the operator allows them (an IP literal is checked when the URL is parsed): the
+//! address checked is the address connected to.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use tidemark_domain::webhook::{
+    is_delivered, is_forbidden_ip, next_attempt_at, slack_message, PayloadFormat, WebhookSecret,
+    WebhookUrl,
+};
+use tidemark_domain::{now_millis, to_rfc3339, Millis};
+use tidemark_store::webhooks::{self, Attempt, DueDelivery, FINISHED_KEEP_MS};
+use tidemark_store::Writer;
+use tidemark_wire::{WebhookEvent, WebhookProject, WebhookScan};
+
+use crate::auth::domain_verification::DnsVerifier;
+use crate::state::AppState;
+
+/// How often a replica looks for due deliveries when nothing wakes it.
+const POLL_INTERVAL: Duration = Duration::from_secs(2);
+/// Deliveries one pass claims, and sends at once.
+const BATCH: i64 = 16;
+const PRUNE_EVERY_MS: Millis = 60 * 60 * 1000;
+/// The longest error text kept in the log.
+const MAX_ERROR_LEN: usize = 300;
+
+/// The header that carries the signature.
+pub const SIGNATURE_HEADER: &str = "Tidemark-Signature";
+
+/// A claimed delivery is this replica's for the timeout and a margin: longer than any send.
+fn lease_ms(timeout: Duration) -> Millis {
+    i64::try_from(timeout.as_millis()).unwrap_or(30_000) * 2 + 30_000
+}
+
+/// Resolves webhook hosts, refusing any name with an address a webhook must not reach.
+struct GuardedResolver {
+    dns: DnsVerifier,
+    allow_private: bool,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let dns = self.dns.clone();
+        let allow_private = self.allow_private;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs = dns.lookup_ip(&host).await?;
+            if addrs.is_empty() {
+                return Err(format!("{host} has no address").into());
+            }
+            if !allow_private && addrs.iter().any(|ip| is_forbidden_ip(*ip)) {
+                return Err(format!(
+                    "{host} resolves to a loopback, private or link-local address; webhooks go \
+                     to public addresses only (TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1 allows others)"
+                )
+                .into());
+            }
+            let addrs: reqwest::dns::Addrs =
+                Box::new(addrs.into_iter().map(|ip| SocketAddr::new(ip, 0)));
+            Ok(addrs)
+        })
+    }
+}
+
+/// The client every delivery goes through.
+pub fn http_client(state: &AppState) -> anyhow::Result<reqwest::Client> {
+    let timeout = Duration::from_secs(state.config.webhook_timeout_seconds.into());
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .user_agent(concat!("Tidemark-Webhooks/", env!("CARGO_PKG_VERSION")))
+        .dns_resolver(Arc::new(GuardedResolver {
+            dns: state.dns.clone(),
+            allow_private: state.config.webhook_allow_private,
+        }))
+        .build()
+        .context("could not build the webhook HTTP client")
+}
+
+/// The body for `delivery`, in its endpoint's format.
+pub fn compose(delivery: &DueDelivery, dashboard_url: &str) -> Vec<u8> {
+    let event = event_body(delivery, dashboard_url);
+    let value = match delivery.format {
+        PayloadFormat::Tidemark => serde_json::to_value(&event).unwrap_or_default(),
+        PayloadFormat::Slack => slack_message(&event),
+    };
+    serde_json::to_vec(&value).unwrap_or_default()
+}
+
+fn event_body(d: &DueDelivery, dashboard_url: &str) -> WebhookEvent {
+    let scan = d.scan.as_ref().filter(|_| d.event.is_about_a_scan());
+    WebhookEvent {
+        id: d.event_id.clone(),
+        event_type: d.event.as_str().to_owned(),
+        created_at: to_rfc3339(d.created_at),
+        account_id: d.account_id.clone(),
+        project: scan.map(|s| WebhookProject {
+            id: s.project_id.clone(),
+            label: s.project_label.clone(),
+        }),
+        scan: scan.map(|s| WebhookScan {
+            scan_id: s.scan_id.clone(),
+            score: s.score,
+            score_delta: s.score_delta,
+            passed: u64::try_from(s.passed).unwrap_or(0),
+            failed: u64::try_from(s.failed).unwrap_or(0),
+            severity_counts: s.severity_counts,
+            scanned_at: to_rfc3339(s.scanned_at),
+            gate: s.gate.clone(),
+        }),
+        dashboard_url: match scan {
+            Some(s) => format!(
+                "{dashboard_url}/projects/{}/scans/{}",
+                s.project_id, s.scan_id
+            ),
+            None => format!("{dashboard_url}/settings"),
+        },
+    }
+}
+
+/// Starts this replica's sender. Each pass is detached, so stopping the loop at shutdown
+/// never cuts a write short; a delivery cut off mid-send is due again when its lease ends.
+pub fn spawn_sender(state: &AppState) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let client = http_client(state)?;
+    let state = state.clone();
+    Ok(tokio::spawn(async move {
+        let mut last_prune: Millis = 0;
+        loop {
+            let (s, c) = (state.clone(), client.clone());
+            let sent = state
+                .db
+                .detached(|db| async move { Ok(send_due(&db, &s, &c).await) })
+                .await;
+            let busy = match sent {
+                Ok(Ok(n)) => n > 0,
+                Ok(Err(err)) | Err(err) => {
+                    tracing::warn!(error = %err, "webhook delivery pass failed");
+                    false
+                }
+            };
+            let now = now_millis();
+            if now - last_prune >= PRUNE_EVERY_MS {
+                last_prune = now;
+                let pruned = state
+                    .db
+                    .detached(|db| async move {
+                        webhooks::prune_finished(&db, now - FINISHED_KEEP_MS).await
+                    })
+                    .await;
+                if let Err(err) = pruned {
+                    tracing::warn!(error = %err, "pruning the webhook log failed");
+                }
+            }
+            // Something was due: more may be. Otherwise sleep until the next retry is due,
+            // a push wakes us, or the poll interval ends (another replica may have queued).
+            if !busy {
+                let pause = match webhooks::next_due_at(&state.db).await {
+                    Ok(Some(at)) => {
+                        Duration::from_millis(u64::try_from(at - now_millis()).unwrap_or(0))
+                            .min(POLL_INTERVAL)
+                    }
+                    _ => POLL_INTERVAL,
+                };
+                tokio::select! {
+                    () = state.webhook_wakeup.notified() => {}
+                    () = tokio::time::sleep(pause) => {}
+                }
+            }
+        }
+    }))
+}
+
+/// Claims and sends one batch; how many were claimed.
+async fn send_due(
+    db: &Writer,
+    state: &AppState,
+    client: &reqwest::Client,
+) -> Result<usize, tidemark_store::StoreError> {
+    let timeout = Duration::from_secs(state.config.webhook_timeout_seconds.into());
+    let due = webhooks::claim_due(db, now_millis(), lease_ms(timeout), BATCH).await?;
+    let claimed = due.len();
+    // Side by side: a slow receiver holds up only its own delivery.
+    let mut sends = tokio::task::JoinSet::new();
+    for delivery in due {
+        let (state, client) = (state.clone(), client.clone());
+        sends.spawn(async move {
+            let attempt = send_one(&state, &client, &delivery).await;
+            (delivery, attempt)
+        });
+    }
+    // A send that panicked leaves its delivery leased: it is due again when the lease ends.
+    while let Some(Ok((delivery, attempt))) = sends.join_next().await {
+        state
+            .metrics
+            .count_webhook_delivery(match (&attempt.error, attempt.retry_at) {
+                (None, _) => "delivered",
+                (Some(_), Some(_)) => "retrying",
+                (Some(_), None) => "gave_up",
+            });
+        webhooks::record_attempt(db, &delivery, &attempt).await?;
+    }
+    Ok(claimed)
+}
+
+async fn send_one(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Attempt {
+    let started = Instant::now();
+    let at = now_millis();
+    let result = post(state, client, d).await;
+    let latency_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let (status, error) = match result {
+        Ok(status) if is_delivered(status) => (Some(status), None),
+        Ok(status) if (300..400).contains(&status) => (
+            Some(status),
+            Some(format!(
+                "the receiver answered {status}; redirects are not followed"
+            )),
+        ),
+        Ok(status) => (
+            Some(status),
+            Some(format!("the receiver answered {status}")),
+        ),
+        Err(err) => (None, Some(err)),
+    };
+    let retry_at = error.as_ref().and_then(|_| {
+        next_attempt_at(
+            d.attempts,
+            d.window_start,
+            now_millis(),
+            state.config.webhook_retry_base_ms.into(),
+        )
+    });
+    if let Some(error) = &error {
+        tracing::info!(
+            event_id = %d.event_id, webhook_id = %d.webhook_id, attempt = d.attempts,
+            error = %error, retry = retry_at.is_some(), "webhook not delivered"
+        );
+    }
+    Attempt {
+        at,
+        status,
+        latency_ms,
+        error: error.map(|e| e.chars().take(MAX_ERROR_LEN).collect()),
+        retry_at,
+    }
+}
+
+/// POSTs the delivery; the receiver's status, or why there was none (never naming the URL,
+/// which may hold a credential).
+async fn post(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Result<u16, String> {
+    let open = |sealed: &str| {
+        state
+            .webhook_secrets
+            .open(sealed)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| "the endpoint's stored URL or secret could not be decrypted".to_owned())
+    };
+    let url = WebhookUrl::parse(&open(&d.url_sealed)?, state.config.webhook_allow_private)
+        .map_err(|e| e.to_string())?;
+    let secret = WebhookSecret::from_stored(open(&d.secret_sealed)?);
+    let body = compose(d, &state.config.dashboard_url);
+    let t = now_millis() / 1000;
+    let response = client
+        .post(url.as_str())
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(SIGNATURE_HEADER, secret.sign(t, &body))
+        .header("Tidemark-Event", d.event.as_str())
+        .header("Tidemark-Event-Id", &d.event_id)
+        .body(body)
+        .send()
+        .await
+        .map_err(describe)?;
+    Ok(response.status().as_u16())
+}
+
+fn describe(err: reqwest::Error) -> String {
+    let timed_out = err.is_timeout();
+    let err = err.without_url();
+    if timed_out {
+        return "the receiver did not answer in time".to_owned();
+    }
+    // The innermost cause says what went wrong (refused, resolved to a private address, …).
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(cause) = source {
+        text = cause.to_string();
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,623 @@
+//! Webhook endpoints and the durable outbox of their deliveries.
+//!
+//! A delivery row is written in the transaction that raised its event (a push, a key
+//! rotation), one per subscribed endpoint, so an event is never lost nor sent for something
+//! that did not commit. Senders on every replica claim due rows with a conditional update:
+//! one replica sends a given delivery at a time, and a sender that dies mid-send leaves the
+//! row due again when its lease ends.
+
+use tidemark_domain::webhook::{subscribed_pattern, Event, EventSet, PayloadFormat};
+use tidemark_domain::Millis;
+use tidemark_wire::SeverityCounts;
+
+use crate::gates::verdict_from_columns;
+use crate::stmt::Stmt;
+use crate::Writer;
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
+
+/// Deliveries the log keeps once finished (delivered or given up).
+pub const FINISHED_KEEP_MS: Millis = 30 * 24 * 60 * 60 * 1000;
+
+/// An endpoint as Settings lists it (no URL or secret in usable form).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Webhook {
+    pub id: String,
+    /// `None`: every project of the account.
+    pub project_id: Option<String>,
+    pub project_label: Option<String>,
+    pub url_display: String,
+    pub format: PayloadFormat,
+    pub events: EventSet,
+    pub created_at: Millis,
+    pub secret_rotated_at: Option<Millis>,
+}
+
+/// A new endpoint, its URL and secret already sealed by the caller.
+#[derive(Debug, Clone)]
+pub struct NewWebhook {
+    pub id: String,
+    pub account_id: String,
+    pub project_id: Option<String>,
+    pub url_sealed: String,
+    pub url_display: String,
+    pub format: PayloadFormat,
+    pub events: EventSet,
+    pub secret_sealed: String,
+    pub now: Millis,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateOutcome {
+    Created,
+    /// The project is not the account's.
+    NoSuchProject,
+    /// The account already has [`tidemark_domain::webhook::MAX_ENDPOINTS`].
+    TooMany,
+}
+
+pub async fn create_webhook(db: &Writer, hook: &NewWebhook) -> Result<CreateOutcome, StoreError> {
+    let outcome = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(&hook.account_id).await?;
+        if let Some(project_id) = &hook.project_id {
+            let found: Option<(String,)> =
+                sqlx::query_as("SELECT id FROM projects WHERE id = $1 AND account_id = $2")
+                    .bind(project_id)
+                    .bind(&hook.account_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if found.is_none() {
+                return Ok(CreateOutcome::NoSuchProject);
+            }
+        }
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM webhooks WHERE account_id = $1")
+            .bind(&hook.account_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if count >= tidemark_domain::webhook::MAX_ENDPOINTS as i64 {
+            return Ok(CreateOutcome::TooMany);
+        }
+        sqlx::query(
+            "INSERT INTO webhooks (id, account_id, project_id, url_sealed, url_display, format, \
+             events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&hook.id)
+        .bind(&hook.account_id)
+        .bind(&hook.project_id)
+        .bind(&hook.url_sealed)
+        .bind(&hook.url_display)
+        .bind(hook.format.as_str())
+        .bind(hook.events.to_stored())
+        .bind(&hook.secret_sealed)
+        .bind(hook.now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(CreateOutcome::Created)
+    })?;
+    Ok(outcome)
+}
+
+/// The account's endpoints, oldest first.
+pub async fn list_webhooks(db: &Db, account_id: &str) -> Result<Vec<Webhook>, StoreError> {
+    type Row = (
+        String,
+        Option<String>,
+        Option<String>,
+        String,
+        String,
+        String,
+        i64,
+        Option<i64>,
+    );
+    let rows: Vec<Row> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT w.id, w.project_id, p.label, w.url_display, w.format, w.events, \
+             w.created_at, w.secret_rotated_at FROM webhooks w \
+             LEFT JOIN projects p ON p.id = w.project_id \
+             WHERE w.account_id = $1 ORDER BY w.created_at, w.id",
+        )
+        .bind(account_id)
+        .fetch_all(pool)
+        .await
+    })?;
+    rows.into_iter()
+        .map(
+            |(id, project_id, project_label, url_display, format, events, created_at, rotated)| {
+                Ok(Webhook {
+                    id,
+                    project_id,
+                    project_label,
+                    url_display,
+                    format: PayloadFormat::parse(&format)
+                        .map_err(|_| StoreError::Corrupt("webhook format"))?,
+                    events: EventSet::from_stored(&events),
+                    created_at,
+                    secret_rotated_at: rotated,
+                })
+            },
+        )
+        .collect()
+}
+
+/// Removes the endpoint and its deliveries. `false` when the account has no such endpoint.
+pub async fn delete_webhook(db: &Writer, account_id: &str, id: &str) -> Result<bool, StoreError> {
+    let n = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        sqlx::query(
+            "DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND account_id = $2",
+        )
+        .bind(id)
+        .bind(account_id)
+        .execute(&mut *tx)
+        .await?;
+        let n = sqlx::query("DELETE FROM webhooks WHERE id = $1 AND account_id = $2")
+            .bind(id)
+            .bind(account_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(n)
+    })?;
+    Ok(n == 1)
+}
+
+/// Replaces the endpoint's signing secret; deliveries from now on are signed with it.
+pub async fn replace_secret(
+    db: &Writer,
+    account_id: &str,
+    id: &str,
+    secret_sealed: &str,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let n = on_db_write!(db, pool => {
+        sqlx::query(
+            "UPDATE webhooks SET secret_sealed = $1, secret_rotated_at = $2 \
+             WHERE id = $3 AND account_id = $4",
+        )
+        .bind(secret_sealed)
+        .bind(now)
+        .bind(id)
+        .bind(account_id)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected())
+    })?;
+    Ok(n == 1)
+}
+
+/// One event to fan out to the account's subscribed endpoints.
+#[derive(Debug, Clone)]
+pub struct EventRef<'a> {
+    pub event_id: &'a str,
+    pub event: Event,
+    pub account_id: &'a str,
+    /// For scan events: the project and the scan's position in it.
+    pub scan: Option<(&'a str, i64)>,
+    pub now: Millis,
+}
+
+/// One statement that queues a delivery of each event to every endpoint subscribed to it:
+/// the account's, for all projects or for the event's. It inserts nothing when none is, so
+/// it is safe (if wasted) to run for an account without endpoints.
+pub(crate) fn enqueue_statement(events: &[EventRef<'_>]) -> Option<Stmt> {
+    if events.is_empty() {
+        return None;
+    }
+    let mut sql = String::from(
+        "INSERT INTO webhook_deliveries (event_id, webhook_id, account_id, event, project_id, \
+         scan_seq, created_at, window_start, next_attempt_at) ",
+    );
+    let mut stmt = Stmt::new(String::new());
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        format!("${n}")
+    };
+    for (i, e) in events.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(" UNION ALL ");
+        }
+        let (project_id, seq) = match e.scan {
+            Some((p, s)) => (Some(p.to_owned()), Some(s)),
+            None => (None, None),
+        };
+        // Placeholders in textual order, each once (see `stmt::Stmt`).
+        sql.push_str(&format!(
+            "SELECT {}, w.id, {}, {}, {}, {}, {}, {}, {} FROM webhooks w \
+             WHERE w.account_id = {} AND w.events LIKE {}",
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next(),
+            next()
+        ));
+        stmt = stmt
+            .bind(e.event_id)
+            .bind(e.account_id)
+            .bind(e.event.as_str())
+            .bind(project_id.clone())
+            .bind(seq.map_or(crate::stmt::Arg::NoInt, crate::stmt::Arg::Int))
+            .bind(e.now)
+            .bind(e.now)
+            .bind(e.now)
+            .bind(e.account_id)
+            .bind(subscribed_pattern(e.event));
+        if let Some(project_id) = project_id {
+            sql.push_str(&format!(
+                " AND (w.project_id IS NULL OR w.project_id = {})",
+                next()
+            ));
+            stmt = stmt.bind(project_id);
+        }
+    }
+    stmt.sql = sql;
+    Some(stmt)
+}
+
+/// Queues `event` (an account event such as `keys.rotated`) for the subscribed endpoints.
+pub async fn enqueue_account_event(db: &Writer, event: &EventRef<'_>) -> Result<u64, StoreError> {
+    let Some(stmt) = enqueue_statement(std::slice::from_ref(event)) else {
+        return Ok(0);
+    };
+    crate::stmt::execute(db, stmt).await
+}
+
+/// Queues the test event for one endpoint of the account. `false` when it has no such one.
+pub async fn enqueue_test_event(
+    db: &Writer,
+    account_id: &str,
+    webhook_id: &str,
+    event_id: &str,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let n = on_db_write!(db, pool => {
+        sqlx::query(
+            "INSERT INTO webhook_deliveries (event_id, webhook_id, account_id, event, \
+             created_at, window_start, next_attempt_at) \
+             SELECT $1, w.id, w.account_id, $2, $3, $4, $5 FROM webhooks w \
+             WHERE w.id = $6 AND w.account_id = $7",
+        )
+        .bind(event_id)
+        .bind(Event::Test.as_str())
+        .bind(now)
+        .bind(now)
+        .bind(now)
+        .bind(webhook_id)
+        .bind(account_id)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected())
+    })?;
+    Ok(n == 1)
+}
+
+/// Sends the delivery again now, with a fresh day of retries. `false` when the account has
+/// no such delivery.
+pub async fn redeliver(
+    db: &Writer,
+    account_id: &str,
+    event_id: &str,
+    webhook_id: &str,
+    now: Millis,
+) -> Result<bool, StoreError> {
+    let n = on_db_write!(db, pool => {
+        sqlx::query(
+            "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = $1, \
+             window_start = $2 WHERE event_id = $3 AND webhook_id = $4 AND account_id = $5",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(event_id)
+        .bind(webhook_id)
+        .bind(account_id)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected())
+    })?;
+    Ok(n == 1)
+}
+
+/// A claimed delivery and what its body is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueDelivery {
+    pub event_id: String,
+    pub webhook_id: String,
+    pub account_id: String,
+    pub event: Event,
+    pub created_at: Millis,
+    pub window_start: Millis,
+    /// Attempts including this one.
+    pub attempts: i64,
+    pub url_sealed: String,
+    pub secret_sealed: String,
+    pub format: PayloadFormat,
+    pub scan: Option<ScanFacts>,
+}
+
+/// The scan a scan event is about.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanFacts {
+    pub project_id: String,
+    pub project_label: String,
+    pub scan_id: String,
+    pub score: f64,
+    pub score_delta: f64,
+    pub passed: i64,
+    pub failed: i64,
+    pub severity_counts: SeverityCounts,
+    pub scanned_at: Millis,
+    pub gate: tidemark_wire::GateResult,
+}
+
+#[derive(sqlx::FromRow)]
+struct DueRow {
+    event_id: String,
+    webhook_id: String,
+    account_id: String,
+    event: String,
+    created_at: i64,
+    window_start: i64,
+    attempts: i64,
+    next_attempt_at: i64,
+    url_sealed: String,
+    secret_sealed: String,
+    format: String,
+    project_id: Option<String>,
+    label: Option<String>,
+    scan_id: Option<String>,
+    score: Option<f64>,
+    score_delta: Option<f64>,
+    passed: Option<i64>,
+    failed: Option<i64>,
+    sev_critical: Option<i64>,
+    sev_high: Option<i64>,
+    sev_medium: Option<i64>,
+    sev_low: Option<i64>,
+    scanned_at: Option<i64>,
+    gate_status: Option<String>,
+    gate_reasons: Option<String>,
+}
+
+/// Claims up to `max` due deliveries for `lease_ms`: each is this replica's to send until
+/// then (see the module's note).
+pub async fn claim_due(
+    db: &Writer,
+    now: Millis,
+    lease_ms: Millis,
+    max: i64,
+) -> Result<Vec<DueDelivery>, StoreError> {
+    let claimed = on_db_write!(db, pool => {
+        let due: Vec<DueRow> = sqlx::query_as(
+            "SELECT d.event_id, d.webhook_id, d.account_id, d.event, d.created_at, \
+             d.window_start, d.attempts, d.next_attempt_at, w.url_sealed, w.secret_sealed, \
+             w.format, d.project_id, p.label, s.scan_id, s.score, s.score_delta, s.passed, \
+             s.failed, s.sev_critical, s.sev_high, s.sev_medium, s.sev_low, s.scanned_at, \
+             s.gate_status, s.gate_reasons \
+             FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id \
+             LEFT JOIN projects p ON p.id = d.project_id \
+             LEFT JOIN scans s ON s.project_id = d.project_id AND s.seq = d.scan_seq \
+             WHERE d.state = 'pending' AND d.next_attempt_at <= $1 \
+             ORDER BY d.next_attempt_at LIMIT $2",
+        )
+        .bind(now)
+        .bind(max)
+        .fetch_all(pool)
+        .await?;
+        let mut claimed = Vec::with_capacity(due.len());
+        for row in due {
+            let won = sqlx::query(
+                "UPDATE webhook_deliveries SET next_attempt_at = $1, attempts = attempts + 1 \
+                 WHERE event_id = $2 AND webhook_id = $3 AND state = 'pending' \
+                 AND next_attempt_at = $4",
+            )
+            .bind(now + lease_ms)
+            .bind(&row.event_id)
+            .bind(&row.webhook_id)
+            .bind(row.next_attempt_at)
+            .execute(pool)
+            .await?
+            .rows_affected()
+                == 1;
+            if won {
+                claimed.push(row);
+            }
+        }
+        claimed
+    });
+    claimed.into_iter().map(due_from_row).collect()
+}
+
+fn due_from_row(r: DueRow) -> Result<DueDelivery, StoreError> {
+    let event = Event::parse(&r.event).ok_or(StoreError::Corrupt("webhook event"))?;
+    let scan = match (r.project_id, r.label, r.scan_id, r.score, r.scanned_at) {
+        (Some(project_id), Some(label), Some(scan_id), Some(score), Some(scanned_at)) => {
+            Some(ScanFacts {
+                project_id,
+                project_label: label,
+                scan_id,
+                score,
+                score_delta: r.score_delta.unwrap_or(0.0),
+                passed: r.passed.unwrap_or(0),
+                failed: r.failed.unwrap_or(0),
+                severity_counts: SeverityCounts::from_columns(
+                    r.sev_critical.unwrap_or(0),
+                    r.sev_high.unwrap_or(0),
+                    r.sev_medium.unwrap_or(0),
+                    r.sev_low.unwrap_or(0),
+                ),
+                scanned_at,
+                gate: verdict_from_columns(r.gate_status.as_deref(), r.gate_reasons.as_deref()),
+            })
+        }
+        _ => None,
+    };
+    Ok(DueDelivery {
+        event_id: r.event_id,
+        webhook_id: r.webhook_id,
+        account_id: r.account_id,
+        event,
+        created_at: r.created_at,
+        window_start: r.window_start,
+        attempts: r.attempts + 1,
+        url_sealed: r.url_sealed,
+        secret_sealed: r.secret_sealed,
+        format: PayloadFormat::parse(&r.format)
+            .map_err(|_| StoreError::Corrupt("webhook format"))?,
+        scan,
+    })
+}
+
+/// What one attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub at: Millis,
+    /// The receiver's HTTP status, when it answered.
+    pub status: Option<u16>,
+    pub latency_ms: Millis,
+    /// Why it failed (no answer, or a status that is not 2xx), in words.
+    pub error: Option<String>,
+    /// When to try again; `None` after a success, or to give up.
+    pub retry_at: Option<Millis>,
+}
+
+pub async fn record_attempt(
+    db: &Writer,
+    delivery: &DueDelivery,
+    attempt: &Attempt,
+) -> Result<(), StoreError> {
+    let state = match (&attempt.error, attempt.retry_at) {
+        (None, _) => "delivered",
+        (Some(_), Some(_)) => "pending",
+        (Some(_), None) => "failed",
+    };
+    on_db_write!(db, pool => {
+        sqlx::query(
+            "UPDATE webhook_deliveries SET state = $1, next_attempt_at = $2, last_attempt_at = $3, \
+             last_status = $4, last_latency_ms = $5, last_error = $6 \
+             WHERE event_id = $7 AND webhook_id = $8",
+        )
+        .bind(state)
+        .bind(attempt.retry_at.unwrap_or(i64::MAX))
+        .bind(attempt.at)
+        .bind(attempt.status.map(i64::from))
+        .bind(attempt.latency_ms)
+        .bind(&attempt.error)
+        .bind(&delivery.event_id)
+        .bind(&delivery.webhook_id)
+        .execute(pool)
+        .await
+        .map(|_| ())
+    })?;
+    Ok(())
+}
+
+/// One line of the delivery log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryLogRow {
+    pub event_id: String,
+    pub webhook_id: String,
+    pub url_display: String,
+    pub event: String,
+    pub created_at: Millis,
+    /// `pending`, `delivered` or `failed`.
+    pub state: String,
+    pub attempts: i64,
+    pub last_attempt_at: Option<Millis>,
+    pub last_status: Option<i64>,
+    pub last_latency_ms: Option<i64>,
+    pub last_error: Option<String>,
+    /// When a pending delivery is tried next.
+    pub next_attempt_at: Option<Millis>,
+}
+
+/// The account's latest deliveries, newest first.
+pub async fn delivery_log(
+    db: &Db,
+    account_id: &str,
+    limit: i64,
+) -> Result<Vec<DeliveryLogRow>, StoreError> {
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        i64,
+        String,
+        i64,
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+        Option<String>,
+        i64,
+    );
+    let rows: Vec<Row> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT d.event_id, d.webhook_id, w.url_display, d.event, d.created_at, d.state, \
+             d.attempts, d.last_attempt_at, d.last_status, d.last_latency_ms, d.last_error, \
+             d.next_attempt_at \
+             FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id \
+             WHERE d.account_id = $1 ORDER BY d.created_at DESC, d.event_id DESC LIMIT $2",
+        )
+        .bind(account_id)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|r| DeliveryLogRow {
+            event_id: r.0,
+            webhook_id: r.1,
+            url_display: r.2,
+            event: r.3,
+            created_at: r.4,
+            next_attempt_at: (r.5 == "pending").then_some(r.11),
+            state: r.5,
+            attempts: r.6,
+            last_attempt_at: r.7,
+            last_status: r.8,
+            last_latency_ms: r.9,
+            last_error: r.10,
+        })
+        .collect())
+}
+
+/// When the next pending delivery is due, if any is.
+pub async fn next_due_at(db: &Db) -> Result<Option<Millis>, StoreError> {
+    let (at,): (Option<i64>,) = on_db!(db, pool => {
+        sqlx::query_as("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE state = 'pending'")
+            .fetch_one(pool)
+            .await
+    })?;
+    Ok(at)
+}
+
+/// Deliveries not finished yet (for operators, metrics and tests).
+pub async fn pending_count(db: &Db) -> Result<i64, StoreError> {
+    let (n,): (i64,) = on_db!(db, pool => {
+        sqlx::query_as("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'")
+            .fetch_one(pool)
+            .await
+    })?;
+    Ok(n)
+}
+
+/// Forgets finished deliveries older than `before`; pending ones are kept.
+pub async fn prune_finished(db: &Writer, before: Millis) -> Result<u64, StoreError> {
+    let n = on_db_write!(db, pool => {
+        sqlx::query(
+            "DELETE FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1",
+        )
+        .bind(before)
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected())
+    })?;
+    Ok(n)
+}
