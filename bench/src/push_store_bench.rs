@@ -2,9 +2,16 @@
 //! runtime, against a SQLite file with the server's settings. Separates the store's cost from
 //! HTTP, JSON and hashing when the end-to-end figure (`scripts/bench.sh`) moves.
 //!
-//! Usage: push-store-bench [seconds] [concurrency] [findings-per-scan] [spread]
+//! Usage: push-store-bench [seconds] [concurrency] [findings-per-scan] [spread] [compare]
 //! With a spread, scans carry findings-per-scan + 0..spread findings, so push groups rarely
 //! repeat a shape (the writer's statement cache stops helping).
+//!
+//! `compare` (issue 14's budget: within 10 %): in one run and one database, alternates
+//! phases of pushes by plain accounts with phases by accounts whose project has a quality gate
+//! (minimum score, maximum drop and no new findings at high or above, so each push also reads
+//! the previous scan's open findings) and a webhook endpoint subscribed to every scan event
+//! (so each push queues one to three deliveries), A B A B, and prints each phase and the
+//! ratio of the totals.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,11 +30,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let concurrency: usize = args.get(2).map_or(Ok(16), |s| s.parse())?;
     let findings: usize = args.get(3).map_or(Ok(50), |s| s.parse())?;
     let spread: usize = args.get(4).map_or(Ok(1), |s| s.parse())?;
+    let compare = args.get(5).is_some_and(|m| m == "compare");
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?
-        .block_on(run(secs, concurrency, findings, spread.max(1)))
+        .block_on(run(secs, concurrency, findings, spread.max(1), compare))
 }
 
 async fn run(
@@ -35,6 +43,7 @@ async fn run(
     concurrency: usize,
     findings: usize,
     spread: usize,
+    compare: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let url = format!("sqlite://{}", dir.path().join("tidemark.db").display());
@@ -45,6 +54,139 @@ async fn run(
     for a in 0..ACCOUNTS {
         tidemark_store::testing::insert_pushing_account(&db, &format!("acct{a}")).await;
     }
+    if !compare {
+        let phase = phase(&db, "acct", 0, secs, concurrency, findings, spread).await?;
+        println!("{}", phase.json());
+        db.close().await;
+        return Ok(());
+    }
+    for a in 0..ACCOUNTS {
+        equip(&db, &format!("gated{a}"), findings).await;
+    }
+    let mut totals = [(0u64, 0.0f64); 2];
+    for round in 0..4 {
+        let (prefix, slot) = if round % 2 == 0 {
+            ("acct", 0)
+        } else {
+            ("gated", 1)
+        };
+        let p = phase(&db, prefix, round, secs, concurrency, findings, spread).await?;
+        println!(
+            "{{\"phase\": \"{}\", \"result\": {}}}",
+            if slot == 0 { "plain" } else { "gate+webhook" },
+            p.json()
+        );
+        totals[slot].0 += p.scans;
+        totals[slot].1 += p.elapsed;
+    }
+    let rate = |(n, s): (u64, f64)| n as f64 / s;
+    let deliveries = tidemark_store::webhooks::pending_count(db.db()).await?;
+    println!(
+        "{{\"plain_scans_per_second\": {:.1}, \"gated_scans_per_second\": {:.1}, \"ratio\": {:.3}, \"deliveries_queued\": {deliveries}}}",
+        rate(totals[0]),
+        rate(totals[1]),
+        rate(totals[1]) / rate(totals[0])
+    );
+    db.close().await;
+    Ok(())
+}
+
+/// An account whose project "bench" has a quality gate and a webhook endpoint for every scan
+/// event (one push first, so the project exists).
+async fn equip(db: &Writer, account: &str, findings: usize) {
+    tidemark_store::testing::insert_pushing_account(db, account).await;
+    let ctx = context(account);
+    // Before any phase's scans in time, and distinct from all of them.
+    let first = match record_push(db, ctx, body(0, findings))
+        .await
+        .expect("first push")
+    {
+        PushOutcome::Appended(scan, _) => scan,
+        other => panic!("{other:?}"),
+    };
+    let gate = tidemark_domain::gate::QualityGate::new(
+        Some(50.0),
+        Some(10.0),
+        std::env::var("BENCH_NO_FINDINGS_GATE")
+            .is_err()
+            .then_some(tidemark_wire::Severity::High),
+    )
+    .expect("valid")
+    .expect("a gate");
+    tidemark_store::gates::set_project_gate(db, account, &first.project_id, Some(&gate))
+        .await
+        .expect("gate set");
+    let hook = tidemark_store::webhooks::NewWebhook {
+        id: tidemark_domain::ids::new_webhook_id(),
+        account_id: account.to_owned(),
+        project_id: None,
+        url_sealed: "sealed".into(),
+        url_display: "https://hooks.example.com".into(),
+        format: tidemark_domain::webhook::PayloadFormat::Tidemark,
+        events: if std::env::var("BENCH_ONE_EVENT").is_ok() {
+            tidemark_domain::webhook::EventSet::parse(["scan.pushed"])
+        } else {
+            tidemark_domain::webhook::EventSet::parse([
+                "scan.pushed",
+                "gate.failed",
+                "score.regressed",
+            ])
+        }
+        .expect("events"),
+        secret_sealed: "sealed".into(),
+        now: 1,
+    };
+    if std::env::var("BENCH_NO_WEBHOOK").is_err() {
+        tidemark_store::webhooks::create_webhook(db, &hook)
+            .await
+            .expect("endpoint added");
+    }
+}
+
+fn context(account: &str) -> PushContext {
+    PushContext {
+        key_id: tidemark_store::testing::push_key_id(account),
+        account_id: account.to_owned(),
+        project_cap: None,
+        write_limit: RollingLimit::per_minute(100_000_000),
+        now: tidemark_domain::now_millis(),
+        touch_key: false,
+    }
+}
+
+struct Phase {
+    scans: u64,
+    elapsed: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    mean_group: f64,
+}
+
+impl Phase {
+    fn json(&self) -> String {
+        format!(
+            "{{\"scans\": {}, \"scans_per_second\": {:.1}, \"p50_ms\": {:.2}, \"p99_ms\": {:.2}, \"mean_group\": {:.2}, \"peak_rss_kb\": {}}}",
+            self.scans,
+            self.scans as f64 / self.elapsed,
+            self.p50_ms,
+            self.p99_ms,
+            self.mean_group,
+            peak_rss_kb()
+        )
+    }
+}
+
+/// `secs` of pushes by `concurrency` tasks, spread over the accounts `<prefix>0..`.
+async fn phase(
+    db: &Writer,
+    prefix: &'static str,
+    round: u64,
+    secs: u64,
+    concurrency: usize,
+    findings: usize,
+    spread: usize,
+) -> Result<Phase, Box<dyn std::error::Error>> {
+    let before = db.push_group_stats().expect("SQLite has a committer");
 
     let stop = Arc::new(AtomicBool::new(false));
     let stored = Arc::new(AtomicU64::new(0));
@@ -61,18 +203,11 @@ async fn run(
             while !stop.load(Ordering::Relaxed) {
                 n += 1;
                 let push = body(
-                    worker as u64 * 10_000_000 + n,
+                    worker as u64 * 10_000_000 + round * 1_000_000 + n,
                     findings + n as usize * 7 % spread,
                 );
-                let account = format!("acct{}", (worker + n as usize) % ACCOUNTS);
-                let ctx = PushContext {
-                    key_id: tidemark_store::testing::push_key_id(&account),
-                    account_id: account,
-                    project_cap: None,
-                    write_limit: RollingLimit::per_minute(100_000_000),
-                    now: tidemark_domain::now_millis(),
-                    touch_key: false,
-                };
+                let account = format!("{prefix}{}", (worker + n as usize) % ACCOUNTS);
+                let ctx = context(&account);
                 let started = Instant::now();
                 let outcome = record_push(&db, ctx, push).await.expect("push stored");
                 latencies.push(started.elapsed());
@@ -93,17 +228,14 @@ async fn run(
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p) as usize].as_secs_f64() * 1e3;
     let stats = db.push_group_stats().expect("SQLite has a committer");
-    println!(
-        "{{\"scans\": {}, \"scans_per_second\": {:.1}, \"p50_ms\": {:.2}, \"p99_ms\": {:.2}, \"mean_group\": {:.2}, \"peak_rss_kb\": {}}}",
-        stored.load(Ordering::Relaxed),
-        stored.load(Ordering::Relaxed) as f64 / elapsed,
-        pct(0.5),
-        pct(0.99),
-        stats.pushes as f64 / stats.groups.max(1) as f64,
-        peak_rss_kb()
-    );
-    db.close().await;
-    Ok(())
+    let (pushes, groups) = (stats.pushes - before.pushes, stats.groups - before.groups);
+    Ok(Phase {
+        scans: stored.load(Ordering::Relaxed),
+        elapsed,
+        p50_ms: pct(0.5),
+        p99_ms: pct(0.99),
+        mean_group: pushes as f64 / groups.max(1) as f64,
+    })
 }
 
 fn body(n: u64, findings: usize) -> ValidPush {

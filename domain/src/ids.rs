@@ -5,7 +5,9 @@ use rand::Rng as _;
 const BASE32_LOWER: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
 fn random_base32(len: usize) -> String {
-    let mut rng = rand::rngs::OsRng;
+    // The thread's CSPRNG (ChaCha, seeded from the OS): ids are made on the push path, and
+    // one system call per character (OsRng) cost a push 0.5 ms where system calls are slow.
+    let mut rng = rand::thread_rng();
     (0..len)
         .map(|_| BASE32_LOWER[rng.gen_range(0..32)] as char)
         .collect()
@@ -69,8 +71,22 @@ pub fn new_webhook_id() -> String {
 }
 
 /// One webhook event; every delivery and redelivery of it carries this id.
+///
+/// The first 10 characters are the time in milliseconds and the last 10 are random (50 bits),
+/// so new ids sort after old ones: each delivery row then lands at the end of its primary-key
+/// index instead of on a random page (which cost the push transaction writes).
 pub fn new_event_id() -> String {
-    format!("evt_{}", random_base32(20))
+    let mut ms = u64::try_from(crate::now_millis()).unwrap_or(0);
+    let mut time = [0u8; 10];
+    for c in time.iter_mut().rev() {
+        *c = BASE32_LOWER[(ms & 31) as usize];
+        ms >>= 5;
+    }
+    format!(
+        "evt_{}{}",
+        std::str::from_utf8(&time).unwrap_or_default(),
+        random_base32(10)
+    )
 }
 
 pub fn is_webhook_id(s: &str) -> bool {
@@ -109,6 +125,16 @@ mod tests {
         assert_ne!(a, b);
         assert!(!is_project_id("prj_ABCDEFGHIJKLMNOPQRST"));
         assert!(!is_project_id("prj_short"));
+    }
+
+    #[test]
+    fn event_ids_have_their_shape_and_sort_by_time() {
+        let a = new_event_id();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = new_event_id();
+        assert!(is_event_id(&a) && is_event_id(&b), "{a} {b}");
+        assert!(a < b, "{a} {b}");
+        assert_ne!(new_event_id(), new_event_id());
     }
 
     #[test]

@@ -259,6 +259,7 @@ async fn issue_api_key(
                 account_id: &key.account_id,
                 scan: None,
                 now: key.now,
+                raised: true,
             };
             if let Some(stmt) = enqueue_statement(std::slice::from_ref(&event)) {
                 bound(&stmt.sql, stmt.args)?.execute(&mut *tx).await?;

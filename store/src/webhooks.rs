@@ -195,13 +195,17 @@ pub struct EventRef<'a> {
     /// For scan events: the project and the scan's position in it.
     pub scan: Option<(&'a str, i64)>,
     pub now: Millis,
+    /// Whether the event happened. A push passes every scan event, raised or not, so that
+    /// its statement has one shape: the SQLite writer caches whole push groups as prepared
+    /// statements, and a shape per combination of events would keep missing that cache.
+    pub raised: bool,
 }
 
-/// One statement that queues a delivery of each event to every endpoint subscribed to it:
-/// the account's, for all projects or for the event's. It inserts nothing when none is, so
-/// it is safe (if wasted) to run for an account without endpoints.
+/// One statement that queues a delivery of each raised event to every endpoint subscribed to
+/// it: the account's, for all projects or for the event's. It inserts nothing when none is,
+/// so it is safe (if wasted) to run for an account without endpoints.
 pub(crate) fn enqueue_statement(events: &[EventRef<'_>]) -> Option<Stmt> {
-    if events.is_empty() {
+    if !events.iter().any(|e| e.raised) {
         return None;
     }
     let mut sql = String::from(
@@ -225,7 +229,7 @@ pub(crate) fn enqueue_statement(events: &[EventRef<'_>]) -> Option<Stmt> {
         // Placeholders in textual order, each once (see `stmt::Stmt`).
         sql.push_str(&format!(
             "SELECT {}, w.id, {}, {}, {}, {}, {}, {}, {} FROM webhooks w \
-             WHERE w.account_id = {} AND w.events LIKE {}",
+             WHERE w.account_id = {} AND w.events LIKE '{}' AND {} = 1",
             next(),
             next(),
             next(),
@@ -235,6 +239,10 @@ pub(crate) fn enqueue_statement(events: &[EventRef<'_>]) -> Option<Stmt> {
             next(),
             next(),
             next(),
+            // A literal, not a parameter: SQLite prepares a statement again each time a
+            // bound LIKE pattern changes (for its LIKE optimisation), which cost a push
+            // 0.1 ms per event on the one writer. Event names are fixed ASCII words.
+            subscribed_pattern(e.event),
             next()
         ));
         stmt = stmt
@@ -247,7 +255,7 @@ pub(crate) fn enqueue_statement(events: &[EventRef<'_>]) -> Option<Stmt> {
             .bind(e.now)
             .bind(e.now)
             .bind(e.account_id)
-            .bind(subscribed_pattern(e.event));
+            .bind(i64::from(e.raised));
         if let Some(project_id) = project_id {
             sql.push_str(&format!(
                 " AND (w.project_id IS NULL OR w.project_id = {})",

@@ -28,6 +28,9 @@ use crate::Writer;
 use crate::{on_db, BeginWrite as _, Db, StoreError};
 use tidemark_domain::webhook::{push_events, Event};
 
+/// The events a push may raise, in a fixed order (see [`EventRef::raised`]).
+const SCAN_EVENTS: [Event; 3] = [Event::ScanPushed, Event::GateFailed, Event::ScoreRegressed];
+
 pub mod committer;
 
 /// Findings per INSERT statement: 9 parameters each stays far below SQLite's limit of 32,766
@@ -319,8 +322,9 @@ fn plan(
     let project_id = project_id.unwrap_or_else(tidemark_domain::ids::new_project_id);
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
     let mut writes = write_statements(ctx, push, &append, &project_id, &scan_id);
+    let raised = push_events(append.gate.status, append.score_delta);
     let event_ids: Vec<(String, Event)> = if webhooks {
-        push_events(append.gate.status, append.score_delta)
+        SCAN_EVENTS
             .into_iter()
             .map(|e| (tidemark_domain::ids::new_event_id(), e))
             .collect()
@@ -335,6 +339,7 @@ fn plan(
             account_id: &ctx.account_id,
             scan: Some((&project_id, append.seq)),
             now: ctx.now,
+            raised: raised.contains(event),
         })
         .collect();
     writes.extend(enqueue_statement(&events));
