@@ -336,17 +336,20 @@ impl WebhookSecret {
     /// `t=<t>,v1=<hex HMAC-SHA256 of "<t>.<body>">`. The key is the whole secret, prefix
     /// included, as the admin copied it.
     pub fn sign(&self, t: i64, body: &[u8]) -> String {
-        format!("t={t},v1={}", hex::encode(mac(self.0.as_bytes(), t, body)))
+        let tag = mac(self.0.as_bytes(), t, body).finalize().into_bytes();
+        format!("t={t},v1={}", hex::encode(tag))
     }
 }
 
-fn mac(key: &[u8], t: i64, body: &[u8]) -> Vec<u8> {
+/// The MAC of `"<t>.<body>"` under `key`, before it is finalised (signing) or compared
+/// (verifying, in constant time).
+fn mac(key: &[u8], t: i64, body: &[u8]) -> Hmac<Sha256> {
     // HMAC takes a key of any length.
     let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap_or_else(|_| unreachable!());
     mac.update(t.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    mac.finalize().into_bytes().to_vec()
+    mac
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -387,12 +390,10 @@ pub fn verify_signature(
         return Err(SignatureError::Stale);
     }
     for candidate in candidates {
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap_or_else(|_| unreachable!());
-        mac.update(t.to_string().as_bytes());
-        mac.update(b".");
-        mac.update(body);
-        if mac.verify_slice(&candidate).is_ok() {
+        if mac(secret.as_bytes(), t, body)
+            .verify_slice(&candidate)
+            .is_ok()
+        {
             return Ok(());
         }
     }

@@ -106,14 +106,6 @@ where
     Ok(sqlx::query_with(sql, out))
 }
 
-/// Runs one statement on its own; the rows it changed.
-pub(crate) async fn execute(db: &crate::Writer, stmt: Stmt) -> Result<u64, crate::StoreError> {
-    let n = crate::on_db_write!(db, pool => {
-        bound(&stmt.sql, stmt.args)?.execute(pool).await.map(|r| r.rows_affected())
-    })?;
-    Ok(n)
-}
-
 /// Turns `$1 … $n` into anonymous `?`s. SQLite numbers anonymous parameters per statement,
 /// so several statements joined into one string can each bind their own arguments in turn
 /// (sqlx hands them out in order), and no statement's numbers grow with the batch.

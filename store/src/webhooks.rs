@@ -268,14 +268,6 @@ pub(crate) fn enqueue_statement(events: &[EventRef<'_>]) -> Option<Stmt> {
     Some(stmt)
 }
 
-/// Queues `event` (an account event such as `keys.rotated`) for the subscribed endpoints.
-pub async fn enqueue_account_event(db: &Writer, event: &EventRef<'_>) -> Result<u64, StoreError> {
-    let Some(stmt) = enqueue_statement(std::slice::from_ref(event)) else {
-        return Ok(0);
-    };
-    crate::stmt::execute(db, stmt).await
-}
-
 /// Queues the test event for one endpoint of the account. `false` when it has no such one.
 pub async fn enqueue_test_event(
     db: &Writer,
