@@ -99,7 +99,7 @@ server_pid=$!
 
 export TIDEMARK_E2E_ADMIN="$admin_email" TIDEMARK_E2E_OIDC="http://localhost:$idp_port"
 export TIDEMARK_E2E_SAML_MEMBER="$saml_member" TIDEMARK_E2E_SAML="http://localhost:$saml_port"
-export TIDEMARK_E2E_LICENSE_KEY="$license_key"
+export TIDEMARK_E2E_LICENSE_KEY="$license_key" TIDEMARK_E2E_OUTBOX="$data/outbox"
 export TIDEMARK_E2E_ATTACKER="$attacker_email" TIDEMARK_E2E_DNS_RECORDS="$data/dns.json"
 (cd end2end && TIDEMARK_E2E_URL="$url" npx playwright test) || {
   echo "e2e: Playwright failed; server log:" >&2

@@ -41,7 +41,19 @@ impl FromServerFnError for DashboardError {
     type Encoder = JsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        DashboardError::ServerFn(value)
+        match value {
+            // On the server: the request's fields did not parse (a tampered or hand-made
+            // form). The client's mistake, said without echoing what was sent. (In the
+            // browser these mean the answer could not be read: left as they are.)
+            ServerFnErrorErr::Args(_)
+            | ServerFnErrorErr::MissingArg(_)
+            | ServerFnErrorErr::Deserialization(_)
+                if cfg!(feature = "ssr") =>
+            {
+                DashboardError::Invalid("The form's fields could not be read.".to_owned())
+            }
+            other => DashboardError::ServerFn(other),
+        }
     }
 }
 

@@ -182,6 +182,15 @@ pub struct DeliveryRow {
     pub next_attempt_at: Option<String>,
 }
 
+/// Settings' alert preferences: what the signed-in member is mailed about, in this account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlertsView {
+    /// Where the mail goes.
+    pub email: String,
+    pub gate_failed: bool,
+    pub score_regressed: bool,
+}
+
 /// A signing secret, shown once (after creating an endpoint or replacing its secret).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WebhookSecretShown {

@@ -1,5 +1,7 @@
 import { createHash, createHmac } from "node:crypto";
+import fs from "node:fs";
 import http from "node:http";
+import path from "node:path";
 import { type AddressInfo } from "node:net";
 import { type APIRequestContext } from "@playwright/test";
 import { expect, test, signInWithOidc as signIn, watchCsp } from "./support";
@@ -8,6 +10,8 @@ import { expect, test, signInWithOidc as signIn, watchCsp } from "./support";
 const ADMIN = process.env.TIDEMARK_E2E_ADMIN ?? "";
 const LICENSE_KEY = process.env.TIDEMARK_E2E_LICENSE_KEY ?? "";
 const DAY = 86_400_000;
+// The server's outbox directory (its .eml files), from scripts/e2e.sh.
+const OUTBOX = process.env.TIDEMARK_E2E_OUTBOX ?? "";
 
 test.describe.configure({ mode: "serial" });
 
@@ -304,6 +308,40 @@ test("an admin adds a webhook in Settings; deliveries arrive signed, are retried
   } finally {
     receiver.close();
   }
+});
+
+test("an admin opts in to e-mail alerts in Settings; a push that lowers the score mails them once", async ({ page, request }) => {
+  await signIn(page, ADMIN);
+  await page.goto("/settings");
+  const panel = page.getByTestId("alerts");
+  await expect(panel).toContainText(ADMIN);
+  const drops = panel.getByLabel("lowers the project's score");
+  await expect(drops).not.toBeChecked();
+  await drops.check();
+  await panel.getByRole("button", { name: "Save alert settings" }).click();
+  await expect(panel.getByTestId("alerts-saved")).toHaveText("Saved.");
+  await page.reload();
+  await expect(page.getByTestId("alerts").getByLabel("lowers the project's score")).toBeChecked();
+  await expect(page.getByTestId("alerts").getByLabel("fails its quality gate")).not.toBeChecked();
+  await page.getByTestId("alerts").screenshot({ path: "test-results/settings-alerts.png" });
+
+  // e2e/api was last at 91 (the webhook test): 86 is a drop of 5. Without TIDEMARK_SMTP_URL
+  // the server writes each message to an .eml file in its outbox directory.
+  const pushed = await push(request, apiKey, scan("e2e/api", 0, 86, []));
+  expect(pushed.status(), await pushed.text()).toBe(201);
+  const subject = "Subject: e2e/api: score dropped 5.0 points to 86.0";
+  const mails = () =>
+    fs.readdirSync(OUTBOX)
+      .filter((f) => f.endsWith(".eml"))
+      .map((f) => fs.readFileSync(path.join(OUTBOX, f), "utf8"))
+      .filter((m) => m.includes(subject));
+  await expect.poll(() => mails().length, { timeout: 15_000 }).toBe(1);
+  const mail = mails()[0].replace(/=\r?\n/g, "");
+  expect(mail).toContain(`To: ${ADMIN}`);
+  expect(mail).toContain(`/scans/${(await pushed.json()).scan_id}`);
+  // One message per push: none arrives later for the same push.
+  await page.waitForTimeout(2_500);
+  expect(mails().length).toBe(1);
 });
 
 test("a member reads Settings but cannot rotate or archive", async ({ page, browser }) => {

@@ -9,10 +9,13 @@ use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use tidemark_domain::{now_millis, to_rfc3339, Millis};
+use tidemark_store::alerts::ALERT_MAIL_KIND;
 use tidemark_store::licenses::licenses_for_email;
 use tidemark_store::outbox::{self, Finished, OutboxMail};
 use tidemark_store::rate::prune_rate_data;
+use tidemark_store::scan_facts::ScanFacts;
 use tidemark_store::Writer;
+use tidemark_wire::GateStatus;
 
 use crate::api::license::RESEND_MAIL_KIND;
 use crate::config::Config;
@@ -27,6 +30,9 @@ const PRUNE_EVERY_MS: Millis = 60_000;
 const RATE_DATA_KEEP_MS: Millis = 60 * 60 * 1000;
 /// Delivered mail is kept this long (for support questions), then forgotten.
 const SENT_MAIL_KEEP_MS: Millis = 30 * 24 * 60 * 60 * 1000;
+/// Alerts to one address in an hour beyond which they are dropped: a CI loop pushing a
+/// failing build every minute must not bury someone's inbox (the dashboard still has it all).
+pub const ALERTS_PER_RECIPIENT_PER_HOUR: i64 = 30;
 
 pub enum Transport {
     Smtp(AsyncSmtpTransport<Tokio1Executor>),
@@ -154,21 +160,57 @@ async fn send_one(
     from: &Mailbox,
     mail: &OutboxMail,
 ) -> anyhow::Result<Finished> {
-    if mail.kind != RESEND_MAIL_KIND {
-        anyhow::bail!("unknown mail kind {:?}", mail.kind);
+    let composed = match mail.kind.as_str() {
+        RESEND_MAIL_KIND => compose_resend(state, mail).await?,
+        ALERT_MAIL_KIND => compose_alert(state, mail).await?,
+        other => anyhow::bail!("unknown mail kind {other:?}"),
+    };
+    let (subject, body) = match composed {
+        Composed::Message { subject, body } => (subject, body),
+        Composed::Nothing(finished) => return Ok(finished),
+    };
+    let message = Message::builder()
+        .from(from.clone())
+        .to(mail.recipient.parse().context("recipient address")?)
+        .subject(subject)
+        .header(ContentType::TEXT_PLAIN)
+        .body(body)
+        .context("composing the message")?;
+    transport.send(message).await?;
+    Ok(Finished::Delivered)
+}
+
+enum Composed {
+    Message {
+        subject: String,
+        body: String,
+    },
+    /// Nothing to send, and why.
+    Nothing(Finished),
+}
+
+/// Whether `recipient` already had `cap` messages of `kind` in the last hour. Decided at
+/// delivery, so no request's answer or timing depends on it.
+async fn over_hourly_cap(state: &AppState, mail: &OutboxMail, cap: i64) -> anyhow::Result<bool> {
+    let hour_ago = now_millis() - 3_600_000;
+    let delivered =
+        outbox::delivered_since(&state.db, &mail.recipient, &mail.kind, hour_ago).await?;
+    if delivered >= cap {
+        tracing::info!(mail_id = %mail.id, kind = %mail.kind, "mail dropped: the recipient's hourly cap is reached");
     }
+    Ok(delivered >= cap)
+}
+
+async fn compose_resend(state: &AppState, mail: &OutboxMail) -> anyhow::Result<Composed> {
     let licenses = licenses_for_email(&state.db, &mail.recipient).await?;
     if licenses.is_empty() {
         // No license for the address: nothing is sent, and the caller was told the same
         // as when there is one.
-        return Ok(Finished::NoLicense);
+        return Ok(Composed::Nothing(Finished::NoLicense));
     }
-    // Decided here, at delivery, so the resend answer and its timing never depend on it.
     let cap = i64::from(state.config.resend_per_recipient_per_hour);
-    let hour_ago = now_millis() - 3_600_000;
-    if outbox::delivered_since(&state.db, &mail.recipient, hour_ago).await? >= cap {
-        tracing::info!(mail_id = %mail.id, "resend dropped: the recipient's hourly cap is reached");
-        return Ok(Finished::Capped);
+    if over_hourly_cap(state, mail, cap).await? {
+        return Ok(Composed::Nothing(Finished::Capped));
     }
     let mut body = String::from(
         "Hello,\n\nYou asked us to send your Tidemark license again. Keep the key secret: \
@@ -190,15 +232,65 @@ async fn send_one(
         "\nActivate a machine with `tidemark activate`. If you did not ask for this e-mail, \
          you can ignore it.\n\n-- Tidemark\n",
     );
-    let message = Message::builder()
-        .from(from.clone())
-        .to(mail.recipient.parse().context("recipient address")?)
-        .subject("Your Tidemark license")
-        .header(ContentType::TEXT_PLAIN)
-        .body(body)
-        .context("composing the message")?;
-    transport.send(message).await?;
-    Ok(Finished::Delivered)
+    Ok(Composed::Message {
+        subject: "Your Tidemark license".to_owned(),
+        body,
+    })
+}
+
+async fn compose_alert(state: &AppState, mail: &OutboxMail) -> anyhow::Result<Composed> {
+    let Some(scan) = &mail.scan else {
+        return Ok(Composed::Nothing(Finished::Obsolete));
+    };
+    if over_hourly_cap(state, mail, ALERTS_PER_RECIPIENT_PER_HOUR).await? {
+        return Ok(Composed::Nothing(Finished::Capped));
+    }
+    let (subject, body) = alert_message(scan, &state.config.dashboard_url);
+    Ok(Composed::Message { subject, body })
+}
+
+/// The alert for one push: one message whatever it raised (a failed gate, a lower score or
+/// both), with the gate's reasons and a link to the scan.
+pub fn alert_message(scan: &ScanFacts, dashboard_url: &str) -> (String, String) {
+    let failed = scan.gate.status == GateStatus::Failed;
+    let label = &scan.project_label;
+    let subject = if failed {
+        format!("{label}: quality gate failed (score {:.1})", scan.score)
+    } else {
+        format!(
+            "{label}: score dropped {:.1} points to {:.1}",
+            -scan.score_delta, scan.score
+        )
+    };
+    let mut body = format!(
+        "Hello,\n\nA scan of {label} was pushed at {}.\n\n",
+        to_rfc3339(scan.scanned_at)
+    );
+    body.push_str(&format!(
+        "  Score:        {:.1} ({:+.1} since the previous scan)\n",
+        scan.score, scan.score_delta
+    ));
+    let gate = match scan.gate.status {
+        GateStatus::Failed => "failed",
+        GateStatus::Passed => "passed",
+        GateStatus::None => "none set",
+    };
+    body.push_str(&format!("  Quality gate: {gate}\n"));
+    for reason in &scan.gate.reasons {
+        body.push_str(&format!("    - {reason}\n"));
+    }
+    let s = &scan.severity_counts;
+    body.push_str(&format!(
+        "  Findings:     {} failed (critical {}, high {}, medium {}, low {}), {} passed\n",
+        scan.failed, s.critical, s.high, s.medium, s.low, scan.passed
+    ));
+    body.push_str(&format!(
+        "\nOpen the scan: {dashboard_url}/projects/{}/scans/{}\n\n\
+         You get this e-mail because you asked for alerts on this account. Change that in \
+         Settings: {dashboard_url}/settings\n\n-- Tidemark\n",
+        scan.project_id, scan.scan_id
+    ));
+    (subject, body)
 }
 
 #[cfg(test)]
@@ -208,5 +300,64 @@ mod tests {
         assert_eq!(super::retry_delay_ms(1), 5_000);
         assert_eq!(super::retry_delay_ms(2), 10_000);
         assert_eq!(super::retry_delay_ms(12), 3_600_000);
+    }
+
+    fn scan(delta: f64, gate: tidemark_wire::GateResult) -> super::ScanFacts {
+        super::ScanFacts {
+            project_id: "prj_a".into(),
+            project_label: "web".into(),
+            scan_id: "scn_b".into(),
+            score: 76.0,
+            score_delta: delta,
+            passed: 10,
+            failed: 3,
+            severity_counts: tidemark_wire::SeverityCounts {
+                critical: 1,
+                high: 1,
+                medium: 1,
+                low: 0,
+            },
+            scanned_at: 1_763_632_800_000,
+            gate,
+        }
+    }
+
+    #[test]
+    fn an_alert_names_the_failed_gate_and_its_reasons_once() {
+        let gate = tidemark_wire::GateResult {
+            status: tidemark_wire::GateStatus::Failed,
+            reasons: vec!["score 76 is below the gate's minimum of 80".into()],
+        };
+        let (subject, body) = super::alert_message(&scan(-4.0, gate), "https://t.example");
+        assert_eq!(subject, "web: quality gate failed (score 76.0)");
+        assert!(
+            body.contains("Score:        76.0 (-4.0 since the previous scan)"),
+            "{body}"
+        );
+        assert!(
+            body.contains(
+                "Quality gate: failed\n    - score 76 is below the gate's minimum of 80\n"
+            ),
+            "{body}"
+        );
+        assert!(
+            body.contains("3 failed (critical 1, high 1, medium 1, low 0), 10 passed"),
+            "{body}"
+        );
+        assert!(
+            body.contains("https://t.example/projects/prj_a/scans/scn_b"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn a_regression_without_a_failed_gate_says_how_far_the_score_fell() {
+        let gate = tidemark_wire::GateResult {
+            status: tidemark_wire::GateStatus::None,
+            reasons: vec![],
+        };
+        let (subject, body) = super::alert_message(&scan(-2.5, gate), "https://t.example");
+        assert_eq!(subject, "web: score dropped 2.5 points to 76.0");
+        assert!(body.contains("Quality gate: none set"), "{body}");
     }
 }

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod alerts;
 mod badges;
 mod cli_client;
 mod dashboard_api;

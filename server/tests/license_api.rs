@@ -5,7 +5,8 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{assert_error, TestApp};
+use common::smtp::SmtpSink;
+use common::{assert_error, free_port, wait_for_async, TestApp};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tidemark_domain::secrets::sha256_hex;
@@ -478,11 +479,7 @@ tidemark_store::test_each_backend! {
     /// A real SMTP server (Python's aiosmtpd) receives the mail, and a message queued while
     /// the mail server was down is delivered after the Tidemark server restarts.
     async fn resend_mail_reaches_a_real_smtp_server_and_survives_a_restart(backend) {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let smtp_url = format!("smtp://127.0.0.1:{port}");
         // The SMTP server is not running yet: delivery fails and the message stays queued.
         let app = TestApp::spawn_with(backend, &[("TIDEMARK_SMTP_URL", &smtp_url)]).await;
@@ -543,80 +540,6 @@ tidemark_store::test_each_backend! {
     }
 }
 
-async fn wait_for_async<T, Fut>(limit: Duration, mut probe: impl FnMut() -> Fut) -> Option<T>
-where
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(v) = probe().await {
-            return Some(v);
-        }
-        if Instant::now() > deadline {
-            return None;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// `python3 -m aiosmtpd` with its debugging handler, which prints every message it receives.
-struct SmtpSink {
-    child: std::process::Child,
-    out: std::sync::Arc<std::sync::Mutex<String>>,
-}
-
-impl SmtpSink {
-    fn start(port: u16) -> Self {
-        use std::io::Read as _;
-        let mut child = std::process::Command::new("python3")
-            .args([
-                "-u",
-                "-m",
-                "aiosmtpd",
-                "-n",
-                "-c",
-                "aiosmtpd.handlers.Debugging",
-                "-l",
-            ])
-            .arg(format!("127.0.0.1:{port}"))
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .expect("python3 -m aiosmtpd (pip install aiosmtpd; scripts/setup.sh does)");
-        let out = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let mut stdout = child.stdout.take().unwrap();
-        let sink = out.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "aiosmtpd did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        SmtpSink { child, out }
-    }
-
-    fn output(&self) -> String {
-        self.out.lock().unwrap().clone()
-    }
-}
-
-impl Drop for SmtpSink {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Validation may be answered from memory for TIDEMARK_VALIDATION_CACHE_MS, never longer;
 /// pushes are never answered from it.
 #[tokio::test]
@@ -674,11 +597,7 @@ tidemark_store::test_each_backend! {
     /// Resend requests for one address beyond its hourly cap get the same answer, and the
     /// extra mails are dropped at delivery: the inbox gets the cap, no more.
     async fn resend_mail_to_one_address_is_capped_per_hour(backend) {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let sink = SmtpSink::start(port);
         let smtp_url = format!("smtp://127.0.0.1:{port}");
         let app = TestApp::spawn_with(

@@ -244,6 +244,11 @@ pub async fn change_member(
                     .bind(user_id)
                     .execute(&mut *tx)
                     .await?;
+                sqlx::query("DELETE FROM alert_prefs WHERE account_id = $1 AND user_id = $2")
+                    .bind(account_id)
+                    .bind(user_id)
+                    .execute(&mut *tx)
+                    .await?;
             }
         }
         tx.commit().await?;

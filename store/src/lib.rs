@@ -18,6 +18,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{PgPool, SqlitePool};
 
 pub mod access;
+pub mod alerts;
 pub mod badges;
 pub mod bundles;
 pub mod dashboard;
@@ -26,6 +27,7 @@ pub mod licenses;
 pub mod outbox;
 pub mod pushes;
 pub mod rate;
+pub mod scan_facts;
 pub mod sessions;
 pub mod sso;
 mod stmt;

@@ -3,6 +3,7 @@
 
 use tidemark_domain::Millis;
 
+use crate::scan_facts::{ScanFacts, ScanFactsRow, SCAN_FACTS_COLUMNS, SCAN_FACTS_JOIN};
 use crate::Writer;
 use crate::{on_db, on_db_write, Db, StoreError};
 
@@ -17,6 +18,8 @@ pub enum Finished {
     NoLicense,
     /// Dropped: the recipient already had its share of mail this hour.
     Capped,
+    /// What the message was about no longer exists.
+    Obsolete,
 }
 
 impl Finished {
@@ -25,17 +28,33 @@ impl Finished {
             Finished::Delivered => "delivered",
             Finished::NoLicense => "no_license",
             Finished::Capped => "capped",
+            Finished::Obsolete => "obsolete",
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OutboxMail {
     pub id: String,
     pub kind: String,
     pub recipient: String,
     /// Attempts including the current one.
     pub attempts: i64,
+    /// For an alert: the pushed scan it is about (`None` for other kinds, or when the
+    /// project is gone).
+    pub scan: Option<ScanFacts>,
+}
+
+#[derive(sqlx::FromRow)]
+struct DueMailRow {
+    id: String,
+    kind: String,
+    recipient: String,
+    attempts: i64,
+    next_attempt_at: i64,
+    project_id: Option<String>,
+    #[sqlx(flatten)]
+    scan: ScanFactsRow,
 }
 
 pub async fn enqueue_mail(
@@ -71,30 +90,37 @@ pub async fn claim_due_mail(
     max: i64,
 ) -> Result<Vec<OutboxMail>, StoreError> {
     let claimed = on_db_write!(db, pool => {
-        let due: Vec<(String, String, String, i64, i64)> = sqlx::query_as(
-            "SELECT id, kind, recipient, attempts, next_attempt_at FROM mail_outbox \
-             WHERE sent_at IS NULL AND next_attempt_at <= $1 \
-             ORDER BY next_attempt_at, id LIMIT $2",
-        )
+        let due: Vec<DueMailRow> = sqlx::query_as(&format!(
+            "SELECT o.id, o.kind, o.recipient, o.attempts, o.next_attempt_at, o.project_id, \
+             {SCAN_FACTS_COLUMNS} FROM mail_outbox o {SCAN_FACTS_JOIN} \
+             WHERE o.sent_at IS NULL AND o.next_attempt_at <= $1 \
+             ORDER BY o.next_attempt_at, o.id LIMIT $2",
+        ))
         .bind(now)
         .bind(max)
         .fetch_all(pool)
         .await?;
         let mut claimed = Vec::with_capacity(due.len());
-        for (id, kind, recipient, attempts, next_attempt_at) in due {
+        for row in due {
             let won = sqlx::query(
                 "UPDATE mail_outbox SET next_attempt_at = $1, attempts = attempts + 1 \
                  WHERE id = $2 AND sent_at IS NULL AND next_attempt_at = $3",
             )
             .bind(now + lease_ms)
-            .bind(&id)
-            .bind(next_attempt_at)
+            .bind(&row.id)
+            .bind(row.next_attempt_at)
             .execute(pool)
             .await?
             .rows_affected()
                 == 1;
             if won {
-                claimed.push(OutboxMail { id, kind, recipient, attempts: attempts + 1 });
+                claimed.push(OutboxMail {
+                    attempts: row.attempts + 1,
+                    scan: row.scan.into_facts(row.project_id),
+                    id: row.id,
+                    kind: row.kind,
+                    recipient: row.recipient,
+                });
             }
         }
         claimed
@@ -147,15 +173,22 @@ pub async fn mark_failed(
     Ok(())
 }
 
-/// Messages delivered to `recipient` since `since` (for the per-recipient cap).
-pub async fn delivered_since(db: &Db, recipient: &str, since: Millis) -> Result<i64, StoreError> {
+/// Messages of `kind` delivered to `recipient` since `since` (for the per-recipient caps:
+/// alerts never use up a recipient's license resends, nor the other way round).
+pub async fn delivered_since(
+    db: &Db,
+    recipient: &str,
+    kind: &str,
+    since: Millis,
+) -> Result<i64, StoreError> {
     let (n,): (i64,) = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT COUNT(*) FROM mail_outbox \
-             WHERE recipient = $1 AND sent_at > $2 AND outcome = 'delivered'",
+             WHERE recipient = $1 AND sent_at > $2 AND outcome = 'delivered' AND kind = $3",
         )
         .bind(recipient)
         .bind(since)
+        .bind(kind)
         .fetch_one(pool)
         .await
     })?;

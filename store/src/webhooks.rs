@@ -8,9 +8,8 @@
 
 use tidemark_domain::webhook::{subscribed_pattern, Event, EventSet, PayloadFormat};
 use tidemark_domain::Millis;
-use tidemark_wire::SeverityCounts;
 
-use crate::gates::verdict_from_columns;
+use crate::scan_facts::{ScanFactsRow, SCAN_FACTS_COLUMNS, SCAN_FACTS_JOIN};
 use crate::stmt::Stmt;
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
@@ -340,20 +339,7 @@ pub struct DueDelivery {
     pub scan: Option<ScanFacts>,
 }
 
-/// The scan a scan event is about.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScanFacts {
-    pub project_id: String,
-    pub project_label: String,
-    pub scan_id: String,
-    pub score: f64,
-    pub score_delta: f64,
-    pub passed: i64,
-    pub failed: i64,
-    pub severity_counts: SeverityCounts,
-    pub scanned_at: Millis,
-    pub gate: tidemark_wire::GateResult,
-}
+use crate::scan_facts::ScanFacts;
 
 #[derive(sqlx::FromRow)]
 struct DueRow {
@@ -369,19 +355,8 @@ struct DueRow {
     secret_sealed: String,
     format: String,
     project_id: Option<String>,
-    label: Option<String>,
-    scan_id: Option<String>,
-    score: Option<f64>,
-    score_delta: Option<f64>,
-    passed: Option<i64>,
-    failed: Option<i64>,
-    sev_critical: Option<i64>,
-    sev_high: Option<i64>,
-    sev_medium: Option<i64>,
-    sev_low: Option<i64>,
-    scanned_at: Option<i64>,
-    gate_status: Option<String>,
-    gate_reasons: Option<String>,
+    #[sqlx(flatten)]
+    scan: ScanFactsRow,
 }
 
 /// Claims up to `max` due deliveries for `lease_ms`: each is this replica's to send until
@@ -393,18 +368,14 @@ pub async fn claim_due(
     max: i64,
 ) -> Result<Vec<DueDelivery>, StoreError> {
     let claimed = on_db_write!(db, pool => {
-        let due: Vec<DueRow> = sqlx::query_as(
-            "SELECT d.event_id, d.webhook_id, d.account_id, d.event, d.created_at, \
-             d.window_start, d.attempts, d.next_attempt_at, w.url_sealed, w.secret_sealed, \
-             w.format, d.project_id, p.label, s.scan_id, s.score, s.score_delta, s.passed, \
-             s.failed, s.sev_critical, s.sev_high, s.sev_medium, s.sev_low, s.scanned_at, \
-             s.gate_status, s.gate_reasons \
-             FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id \
-             LEFT JOIN projects p ON p.id = d.project_id \
-             LEFT JOIN scans s ON s.project_id = d.project_id AND s.seq = d.scan_seq \
-             WHERE d.state = 'pending' AND d.next_attempt_at <= $1 \
-             ORDER BY d.next_attempt_at LIMIT $2",
-        )
+        let due: Vec<DueRow> = sqlx::query_as(&format!(
+            "SELECT o.event_id, o.webhook_id, o.account_id, o.event, o.created_at, \
+             o.window_start, o.attempts, o.next_attempt_at, w.url_sealed, w.secret_sealed, \
+             w.format, o.project_id, {SCAN_FACTS_COLUMNS} \
+             FROM webhook_deliveries o JOIN webhooks w ON w.id = o.webhook_id {SCAN_FACTS_JOIN} \
+             WHERE o.state = 'pending' AND o.next_attempt_at <= $1 \
+             ORDER BY o.next_attempt_at LIMIT $2",
+        ))
         .bind(now)
         .bind(max)
         .fetch_all(pool)
@@ -435,28 +406,7 @@ pub async fn claim_due(
 
 fn due_from_row(r: DueRow) -> Result<DueDelivery, StoreError> {
     let event = Event::parse(&r.event).ok_or(StoreError::Corrupt("webhook event"))?;
-    let scan = match (r.project_id, r.label, r.scan_id, r.score, r.scanned_at) {
-        (Some(project_id), Some(label), Some(scan_id), Some(score), Some(scanned_at)) => {
-            Some(ScanFacts {
-                project_id,
-                project_label: label,
-                scan_id,
-                score,
-                score_delta: r.score_delta.unwrap_or(0.0),
-                passed: r.passed.unwrap_or(0),
-                failed: r.failed.unwrap_or(0),
-                severity_counts: SeverityCounts::from_columns(
-                    r.sev_critical.unwrap_or(0),
-                    r.sev_high.unwrap_or(0),
-                    r.sev_medium.unwrap_or(0),
-                    r.sev_low.unwrap_or(0),
-                ),
-                scanned_at,
-                gate: verdict_from_columns(r.gate_status.as_deref(), r.gate_reasons.as_deref()),
-            })
-        }
-        _ => None,
-    };
+    let scan = r.scan.into_facts(r.project_id);
     Ok(DueDelivery {
         event_id: r.event_id,
         webhook_id: r.webhook_id,

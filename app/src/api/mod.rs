@@ -2,6 +2,7 @@
 //! account from the signed-in viewer (`crate::auth`), never from the browser, so another
 //! account's ids find nothing ("not found"); admin actions need an admin.
 
+pub mod alerts;
 pub mod badges;
 pub mod project;
 pub mod projects;

@@ -1,6 +1,7 @@
 //! The dashboard's pages. Each loads through server functions inside `Suspense`, so the
 //! server renders a complete page and the browser takes over for navigation and actions.
 
+pub mod alerts;
 pub mod project;
 pub mod projects;
 pub mod scan;

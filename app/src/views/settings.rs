@@ -16,6 +16,7 @@ pub fn SettingsPage() -> impl IntoView {
         <Title text="Settings · Tidemark"/>
         <section class="page-head"><h1>"Settings"</h1></section>
         <SettingsPanel/>
+        <super::alerts::AlertsPanel/>
         <BadgesPanel/>
         <super::webhooks::WebhooksPanel/>
     }

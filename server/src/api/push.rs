@@ -140,6 +140,9 @@ async fn push(
             if scan.webhooks_queued {
                 state.webhook_wakeup.notify_one();
             }
+            if scan.alerts_queued {
+                state.mail_wakeup.notify_one();
+            }
             let dashboard_url = format!(
                 "{}/projects/{}/scans/{}",
                 state.config.dashboard_url, scan.project_id, scan.scan_id

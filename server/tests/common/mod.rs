@@ -24,6 +24,7 @@ pub mod dns;
 pub mod oidc;
 pub mod receiver;
 pub mod saml;
+pub mod smtp;
 
 pub struct TestApp {
     pub backend: Backend,
@@ -389,4 +390,32 @@ pub async fn stall_a_push(
         .await
         .expect("send the head of a push");
     stream
+}
+
+/// A loopback port nothing listens on (yet).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Polls `probe` every 200 ms until it gives a value or `limit` has passed.
+pub async fn wait_for_async<T, Fut>(
+    limit: std::time::Duration,
+    mut probe: impl FnMut() -> Fut,
+) -> Option<T>
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = probe().await {
+            return Some(v);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }

@@ -22,6 +22,7 @@ use crate::gates::{
     gate_from_columns, open_findings_statement, verdict_columns, verdict_from_columns,
 };
 
+use crate::alerts::AlertScan;
 use crate::stmt::{add_args, Stmt};
 use crate::webhooks::{enqueue_statement, EventRef};
 use crate::Writer;
@@ -59,6 +60,8 @@ pub struct StoredScan {
     pub gate: GateResult,
     /// Webhook deliveries were queued with the scan (the caller wakes the sender).
     pub webhooks_queued: bool,
+    /// Alert mail may have been queued with the scan (the caller wakes the mail sender).
+    pub alerts_queued: bool,
 }
 
 /// The account's write budget after this request.
@@ -304,6 +307,7 @@ fn plan(
                 score_delta: last.score_delta,
                 gate: last.gate,
                 webhooks_queued: false,
+                alerts_queued: false,
             };
             return (PushOutcome::Replayed(scan, current), Vec::new());
         }
@@ -343,6 +347,16 @@ fn plan(
         })
         .collect();
     writes.extend(enqueue_statement(&events));
+    let alerts = crate::alerts::enqueue_statement(&AlertScan {
+        account_id: &ctx.account_id,
+        project_id: &project_id,
+        seq: append.seq,
+        gate_failed: raised.contains(&Event::GateFailed),
+        score_regressed: raised.contains(&Event::ScoreRegressed),
+        now: ctx.now,
+    });
+    let alerts_queued = alerts.is_some();
+    writes.extend(alerts);
     let rate = RateStatus {
         limit: ctx.write_limit.limit,
         remaining: append.writes_remaining,
@@ -354,6 +368,7 @@ fn plan(
         score_delta: append.score_delta,
         gate: append.gate,
         webhooks_queued: !event_ids.is_empty(),
+        alerts_queued,
     };
     (PushOutcome::Appended(scan, rate), writes)
 }

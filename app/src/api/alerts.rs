@@ -1,0 +1,48 @@
+//! E-mail alerts in Settings: every member (not only admins) chooses, for the account they
+//! are signed in to, whether a failed quality gate or a lower score mails them.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+use crate::model::AlertsView;
+
+#[server(endpoint = "alerts")]
+pub async fn load_alerts() -> Result<AlertsView, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let prefs = or_unavailable(
+        tidemark_store::alerts::alert_prefs(&db(), &viewer.account_id, &viewer.user_id).await,
+    )?;
+    Ok(AlertsView {
+        email: viewer.email,
+        gate_failed: prefs.gate_failed,
+        score_regressed: prefs.score_regressed,
+    })
+}
+
+/// Saves the signed-in member's choice. Unticked boxes are not sent by a form, hence the
+/// defaults: saving with none ticked turns alerts off.
+#[server(endpoint = "save_alerts")]
+pub async fn save_alerts(
+    #[server(default)] gate_failed: bool,
+    #[server(default)] score_regressed: bool,
+) -> Result<(), DashboardError> {
+    use super::ssr::*;
+    use tidemark_store::alerts::{set_alert_prefs, AlertPrefs};
+    let viewer = crate::auth::require_viewer()?;
+    let prefs = AlertPrefs {
+        gate_failed,
+        score_regressed,
+    };
+    let now = tidemark_domain::now_millis();
+    let stored = db()
+        .detached(|db| async move {
+            set_alert_prefs(&db, &viewer.account_id, &viewer.user_id, prefs, now).await
+        })
+        .await;
+    match or_unavailable(stored)? {
+        true => Ok(()),
+        // Removed from the account since the page loaded.
+        false => Err(DashboardError::NotFound),
+    }
+}

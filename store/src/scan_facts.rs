@@ -1,0 +1,79 @@
+//! The scan an outbox row is about (a webhook delivery or an alert mail), read when the row
+//! is sent. Rows point at `(project_id, scan_seq)`: scans are append-only, so the facts read
+//! at delivery are the facts of the push.
+
+use tidemark_domain::Millis;
+use tidemark_wire::SeverityCounts;
+
+use crate::gates::verdict_from_columns;
+
+/// The select-list part: `p` is the project, `s` the scan (both LEFT JOINed by the caller,
+/// see [`SCAN_FACTS_JOIN`]).
+pub(crate) const SCAN_FACTS_COLUMNS: &str = "p.label, s.scan_id, s.score, s.score_delta, \
+     s.passed, s.failed, s.sev_critical, s.sev_high, s.sev_medium, s.sev_low, s.scanned_at, \
+     s.gate_status, s.gate_reasons";
+
+/// Joins for a row alias `o` with `project_id` and `scan_seq` columns.
+pub(crate) const SCAN_FACTS_JOIN: &str = "LEFT JOIN projects p ON p.id = o.project_id \
+     LEFT JOIN scans s ON s.project_id = o.project_id AND s.seq = o.scan_seq";
+
+/// A pushed scan as events and alerts describe it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanFacts {
+    pub project_id: String,
+    pub project_label: String,
+    pub scan_id: String,
+    pub score: f64,
+    pub score_delta: f64,
+    pub passed: i64,
+    pub failed: i64,
+    pub severity_counts: SeverityCounts,
+    pub scanned_at: Millis,
+    pub gate: tidemark_wire::GateResult,
+}
+
+/// [`SCAN_FACTS_COLUMNS`] as read (all null when the row is about no scan).
+#[derive(sqlx::FromRow)]
+pub(crate) struct ScanFactsRow {
+    label: Option<String>,
+    scan_id: Option<String>,
+    score: Option<f64>,
+    score_delta: Option<f64>,
+    passed: Option<i64>,
+    failed: Option<i64>,
+    sev_critical: Option<i64>,
+    sev_high: Option<i64>,
+    sev_medium: Option<i64>,
+    sev_low: Option<i64>,
+    scanned_at: Option<i64>,
+    gate_status: Option<String>,
+    gate_reasons: Option<String>,
+}
+
+impl ScanFactsRow {
+    pub(crate) fn into_facts(self, project_id: Option<String>) -> Option<ScanFacts> {
+        let r = self;
+        match (project_id, r.label, r.scan_id, r.score, r.scanned_at) {
+            (Some(project_id), Some(label), Some(scan_id), Some(score), Some(scanned_at)) => {
+                Some(ScanFacts {
+                    project_id,
+                    project_label: label,
+                    scan_id,
+                    score,
+                    score_delta: r.score_delta.unwrap_or(0.0),
+                    passed: r.passed.unwrap_or(0),
+                    failed: r.failed.unwrap_or(0),
+                    severity_counts: SeverityCounts::from_columns(
+                        r.sev_critical.unwrap_or(0),
+                        r.sev_high.unwrap_or(0),
+                        r.sev_medium.unwrap_or(0),
+                        r.sev_low.unwrap_or(0),
+                    ),
+                    scanned_at,
+                    gate: verdict_from_columns(r.gate_status.as_deref(), r.gate_reasons.as_deref()),
+                })
+            }
+            _ => None,
+        }
+    }
+}
