@@ -45,6 +45,21 @@ def call(method, path, expect, headers=None, body=None, raw=None):
     return response.json()
 
 
+def download(path, params, expect, content_type=None):
+    """A GET of an export, validated like `call`; returns the response."""
+    global steps
+    steps += 1
+    case = schema[path]["GET"].Case(path_parameters=params, headers=key_header)
+    response = case.call(base_url=url)
+    case.validate_response(response)
+    got = response.headers.get("content-type", "")
+    got = got[0] if isinstance(got, list) else got  # schemathesis keeps each header's values
+    if response.status_code != expect or (content_type and not got.startswith(content_type)):
+        sys.exit(f"step {steps}: GET {path}: expected {expect} {content_type}, got "
+                 f"{response.status_code} {got} {response.text[:200]}")
+    return response
+
+
 def operator(*args):
     subprocess.run([*server, *args], check=True, stdout=subprocess.DEVNULL)
 
@@ -86,7 +101,22 @@ second = call("POST", "/v1/dashboard/push", 201, key_header,
 if second["scan_id"] == first["scan_id"] or second["score_delta"] != 8.5:
     sys.exit(f"the second scan {second} did not follow the first {first}")
 
+scan = {"project_id": second["project_id"], "scan_id": second["scan_id"]}
+project = {"project_id": second["project_id"]}
+sarif = download("/v1/projects/{project_id}/scans/{scan_id}/findings.sarif", scan, 200,
+                 "application/sarif+json").json()
+if sarif["version"] != "2.1.0" or sarif["runs"][0]["results"][0]["ruleId"] != "cis-aws-3.0-1.4":
+    sys.exit(f"the SARIF export is not the scan's: {sarif}")
+findings = download("/v1/projects/{project_id}/scans/{scan_id}/findings.csv", scan, 200,
+                    "text/csv").text.splitlines()
+if findings[0] != "rule_id,resource,status,severity,message,remediation" or len(findings) != 2:
+    sys.exit(f"the CSV export is not the scan's findings: {findings}")
+history = download("/v1/projects/{project_id}/history.csv", project, 200, "text/csv").text
+if [line.split(",")[2] for line in history.splitlines()[1:]] != ["81.5", "90"]:
+    sys.exit(f"the history export is not the two scans: {history}")
+
 operator("license", "suspend", "--id", license_id)
+download("/v1/projects/{project_id}/history.csv", project, 403)
 refused = call("POST", "/v1/dashboard/push", 403, key_header,
                {**push, "scanned_at": "2026-11-22T12:15:00Z"})
 if refused["error"] != "license_inactive":

@@ -129,6 +129,34 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await expect(page.getByTestId("diff-unchanged")).toHaveText("1 unchanged");
   await expect(page.getByTestId("diff-new-table")).toContainText("trail.main");
   await page.screenshot({ path: "test-results/scan.png", fullPage: true });
+
+  // The downloads: SARIF 2.1.0 and CSV of all four findings, whatever the filter shows.
+  const links = page.getByTestId("scan-downloads");
+  const [sarifDownload] = await Promise.all([
+    page.waitForEvent("download"),
+    links.getByRole("link", { name: "SARIF" }).click(),
+  ]);
+  expect(sarifDownload.suggestedFilename()).toMatch(/^e2e_web-\d{8}-\d{6}-e2e-web\.sarif$/);
+  const sarif = JSON.parse(fs.readFileSync((await sarifDownload.path())!, "utf8"));
+  expect(sarif.version).toBe("2.1.0");
+  expect(sarif.runs[0].results.map((r: any) => r.ruleId)).toEqual(latest.map((f) => f.rule_id));
+  const [csvDownload] = await Promise.all([
+    page.waitForEvent("download"),
+    links.getByRole("link", { name: "CSV" }).click(),
+  ]);
+  const csv = fs.readFileSync((await csvDownload.path())!, "utf8").trim().split(/\r?\n/);
+  expect(csv[0]).toBe("rule_id,resource,status,severity,message,remediation");
+  expect(csv).toHaveLength(5);
+
+  await page.goto(projectUrl);
+  const [history] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByTestId("history-download").click(),
+  ]);
+  expect(history.suggestedFilename()).toBe("e2e_web-history.csv");
+  const rows = fs.readFileSync((await history.path())!, "utf8").trim().split(/\r?\n/);
+  expect(rows[0]).toMatch(/^scanned_at,scan_id,score,score_delta,/);
+  expect(rows.length).toBeGreaterThan(2);
 });
 
 test("an admin's quality gate judges the next push, and the chart and scan page show it", async ({ page, request }) => {

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod crypto;
 pub mod demo;
+pub mod export;
 pub mod http;
 pub mod mail;
 pub mod ops;
@@ -128,6 +129,18 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/oidc/callback", get(auth::oidc::callback))
         .route("/auth/logout", post(auth::logout))
         .route("/auth/switch", post(auth::switch_account))
+        .route(
+            "/projects/{project_id}/scans/{scan_id}/findings.sarif",
+            get(export::dashboard::findings_sarif),
+        )
+        .route(
+            "/projects/{project_id}/scans/{scan_id}/findings.csv",
+            get(export::dashboard::findings_csv),
+        )
+        .route(
+            "/projects/{project_id}/history.csv",
+            get(export::dashboard::history_csv),
+        )
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(
             "/saml/acs",

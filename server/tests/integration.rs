@@ -7,6 +7,7 @@ mod alerts;
 mod badges;
 mod cli_client;
 mod dashboard_api;
+mod exports;
 mod gates;
 mod license_api;
 mod openapi;

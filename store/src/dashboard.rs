@@ -332,6 +332,31 @@ pub async fn list_scans(
     Ok(rows.into_iter().map(ScanRow::from).collect())
 }
 
+/// Up to `limit` of the project's scans after sequence number `after_seq`, oldest first: an
+/// export pages through a whole history this way, each page one index range.
+pub async fn scans_after(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    after_seq: i64,
+    limit: i64,
+) -> Result<Vec<ScanRow>, StoreError> {
+    let sql = format!(
+        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 \
+         AND seq > $3 ORDER BY seq LIMIT $4"
+    );
+    let rows: Vec<ScanTuple> = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(project_id)
+            .bind(account_id)
+            .bind(after_seq)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+    })?;
+    Ok(rows.into_iter().map(ScanRow::from).collect())
+}
+
 /// The scan, and the one before it in the project (for the diff).
 pub async fn find_scan(
     db: &Db,

@@ -290,7 +290,11 @@ fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoVi
     });
     view! {
         <section class="card" aria-labelledby="scans-heading">
-            <h2 id="scans-heading">"Scans"</h2>
+            <div class="card-head">
+                <h2 id="scans-heading">"Scans"</h2>
+                <a class="small" href=format!("/projects/{project_id}/history.csv") download
+                    data-testid="history-download">"Download the whole history (CSV)"</a>
+            </div>
             <div class="table-wrap">
                 <table class="scans">
                     <thead>

@@ -79,6 +79,7 @@ fn scan_head(v: ScanView) -> impl IntoView {
                 <span class="big-score" data-testid="scan-score">{fmt_score(s.score)}</span>
                 {delta_badge(Some(s.score_delta))}
             </p>
+            {downloads(&v.project_id, &s.scan_id)}
         </section>
         <section class="card" aria-label="Scan details">
             <dl class="meta">
@@ -128,6 +129,20 @@ fn select(
                     .collect_view()}
             </select>
         </label>
+    }
+}
+
+/// Every finding of the scan as a file: SARIF 2.1.0 for code-scanning tools, CSV for
+/// spreadsheets (the same files as `/v1/projects/…/findings.*`).
+fn downloads(project_id: &str, scan_id: &str) -> impl IntoView {
+    let base = format!("/projects/{project_id}/scans/{scan_id}/findings");
+    view! {
+        <p class="downloads small" data-testid="scan-downloads">
+            "Download all findings: "
+            <a href=format!("{base}.sarif") download>"SARIF"</a>
+            " · "
+            <a href=format!("{base}.csv") download>"CSV"</a>
+        </p>
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod bundles;
 mod error;
+mod exports;
 mod extract;
 pub mod license;
 mod push;
@@ -28,8 +29,8 @@ use crate::state::AppState;
     info(
         title = "Tidemark scanner API",
         version = "1",
-        description = "License validation, activation and resend, and scan pushes for the \
-            Tidemark compliance scanner. Every error body is {\"error\", \"message\"}; every \
+        description = "License validation, activation and resend, scan pushes, and exports \
+            (findings as SARIF 2.1.0 or CSV, history as CSV) for the Tidemark compliance scanner. Every error body is {\"error\", \"message\"}; every \
             response carries X-Request-Id. /v1 only grows: new optional response fields and new \
             endpoints, never a removed or retyped field. Webhooks: Tidemark POSTs a \
             WebhookEvent (see components) to each endpoint an admin adds in Settings, with the \
@@ -45,6 +46,7 @@ use crate::state::AppState;
     tags(
         (name = "license", description = "Licenses and activation"),
         (name = "dashboard", description = "Pushing scan results"),
+        (name = "exports", description = "A scan's findings (SARIF 2.1.0, CSV) and a project's history (CSV)"),
     )
 )]
 struct ApiDoc;
@@ -79,6 +81,9 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(license::resend_license))
         .routes(routes!(push::push_scan))
         .routes(routes!(bundles::download_bundle))
+        .routes(routes!(exports::get_findings_sarif))
+        .routes(routes!(exports::get_findings_csv))
+        .routes(routes!(exports::get_history_csv))
 }
 
 /// The `/v1` routes, the OpenAPI document at `/v1/openapi.json`, and JSON answers for

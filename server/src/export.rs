@@ -1,0 +1,603 @@
+//! Exports: a scan's findings as CSV or SARIF 2.1.0, and a project's score history as CSV.
+//! The formats are plain functions from stored rows to bytes; the loaders below find the
+//! rows within one account, so the dashboard's links and `/v1` return the same files.
+
+use axum::body::Body;
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+use tidemark_domain::push::MAX_FINDINGS;
+use tidemark_domain::to_rfc3339;
+use tidemark_store::dashboard::{
+    find_project, find_scan, list_findings, scans_after, FindingFilter, FindingRow, ScanRow,
+};
+use tidemark_store::{Db, StoreError};
+
+/// History rows read per query while streaming a history export.
+const HISTORY_PAGE: i64 = 2_000;
+
+/// What a findings export is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FindingsFormat {
+    Csv,
+    Sarif,
+}
+
+/// A file to download.
+pub struct Download {
+    content_type: &'static str,
+    filename: String,
+    body: Body,
+}
+
+impl IntoResponse for Download {
+    fn into_response(self) -> Response {
+        let disposition = format!("attachment; filename=\"{}\"", self.filename);
+        let mut res = self.body.into_response();
+        let h = res.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.content_type),
+        );
+        if let Ok(v) = HeaderValue::from_str(&disposition) {
+            h.insert(header::CONTENT_DISPOSITION, v);
+        }
+        res
+    }
+}
+
+/// A project label as part of a file name: labels may hold `/` and spaces.
+fn file_stem(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A scan's findings in `format`, or `None` when the account has no such project or scan
+/// (ids that cannot exist are not looked up).
+pub async fn scan_findings(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    scan_id: &str,
+    format: FindingsFormat,
+    dashboard_url: &str,
+) -> Result<Option<Download>, StoreError> {
+    if !tidemark_domain::ids::is_project_id(project_id)
+        || !tidemark_domain::ids::could_be_scan_id(scan_id)
+    {
+        return Ok(None);
+    }
+    let Some(project) = find_project(db, account_id, project_id).await? else {
+        return Ok(None);
+    };
+    let Some((scan, _previous)) = find_scan(db, account_id, project_id, scan_id).await? else {
+        return Ok(None);
+    };
+    let limit = i64::try_from(MAX_FINDINGS).unwrap_or(i64::MAX);
+    let (findings, _) = list_findings(
+        db,
+        project_id,
+        scan.seq,
+        &FindingFilter::default(),
+        0,
+        limit,
+    )
+    .await?;
+    let stem = format!("{}-{}", file_stem(&project.label), scan.scan_id);
+    Ok(Some(match format {
+        FindingsFormat::Csv => Download {
+            content_type: "text/csv; charset=utf-8",
+            filename: format!("{stem}-findings.csv"),
+            body: Body::from(findings_csv(&findings)),
+        },
+        FindingsFormat::Sarif => {
+            let target = ExportProject {
+                id: &project.id,
+                label: &project.label,
+            };
+            let log = findings_sarif(&target, &scan, &findings, dashboard_url);
+            Download {
+                content_type: "application/sarif+json",
+                filename: format!("{stem}.sarif"),
+                body: Body::from(serde_json::to_vec(&log).unwrap_or_default()),
+            }
+        }
+    }))
+}
+
+/// The project's whole history as CSV, oldest first, streamed a page at a time (a project
+/// may have hundreds of thousands of scans); `None` when the account has no such project.
+pub async fn project_history(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+) -> Result<Option<Download>, StoreError> {
+    if !tidemark_domain::ids::is_project_id(project_id) {
+        return Ok(None);
+    }
+    let Some(project) = find_project(db, account_id, project_id).await? else {
+        return Ok(None);
+    };
+    struct Cursor {
+        db: Db,
+        account_id: String,
+        project_id: String,
+        after_seq: i64,
+        first: bool,
+        done: bool,
+    }
+    let start = Cursor {
+        db: db.clone(),
+        account_id: account_id.to_owned(),
+        project_id: project_id.to_owned(),
+        after_seq: 0,
+        first: true,
+        done: false,
+    };
+    let pages = futures_util::stream::unfold(start, |mut c| async move {
+        if c.done {
+            return None;
+        }
+        let page = match scans_after(
+            &c.db,
+            &c.account_id,
+            &c.project_id,
+            c.after_seq,
+            HISTORY_PAGE,
+        )
+        .await
+        {
+            Ok(page) => page,
+            Err(err) => {
+                // The status has been sent: all that is left is to cut the body short,
+                // which the client sees as an incomplete download.
+                tracing::error!(%err, "history export stopped");
+                c.done = true;
+                return Some((Err(std::io::Error::other("history export stopped")), c));
+            }
+        };
+        c.done = i64::try_from(page.len()).unwrap_or(0) < HISTORY_PAGE;
+        c.after_seq = page.last().map_or(c.after_seq, |s| s.seq);
+        let chunk = history_csv(&page, c.first);
+        c.first = false;
+        Some((Ok::<_, std::io::Error>(chunk), c))
+    });
+    Ok(Some(Download {
+        content_type: "text/csv; charset=utf-8",
+        filename: format!("{}-history.csv", file_stem(&project.label)),
+        body: Body::from_stream(pages),
+    }))
+}
+
+/// The project a file is about (named in the file and its download name).
+pub struct ExportProject<'a> {
+    pub id: &'a str,
+    pub label: &'a str,
+}
+
+/// A spreadsheet would run a cell that starts with one of these as a formula (CSV
+/// injection): such text cells get a leading apostrophe, which spreadsheets show as text.
+fn cell(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}").into()
+    } else {
+        text.into()
+    }
+}
+
+fn csv_bytes(header: Option<&[&str]>, rows: impl Iterator<Item = Vec<String>>) -> Vec<u8> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    // Writing to a Vec cannot fail; a failure here would be a bug in the csv crate.
+    if let Some(header) = header {
+        let _ = out.write_record(header);
+    }
+    for row in rows {
+        let _ = out.write_record(&row);
+    }
+    out.into_inner().unwrap_or_default()
+}
+
+pub const FINDINGS_CSV_HEADER: [&str; 6] = [
+    "rule_id",
+    "resource",
+    "status",
+    "severity",
+    "message",
+    "remediation",
+];
+
+/// Every finding of a scan, in the scanner's order.
+pub fn findings_csv(findings: &[FindingRow]) -> Vec<u8> {
+    csv_bytes(
+        Some(&FINDINGS_CSV_HEADER),
+        findings.iter().map(|f| {
+            vec![
+                cell(&f.rule_id).into_owned(),
+                cell(&f.resource).into_owned(),
+                f.status.clone(),
+                f.severity.clone(),
+                cell(&f.message).into_owned(),
+                cell(&f.remediation).into_owned(),
+            ]
+        }),
+    )
+}
+
+pub const HISTORY_CSV_HEADER: [&str; 13] = [
+    "scanned_at",
+    "scan_id",
+    "score",
+    "score_delta",
+    "passed",
+    "failed",
+    "critical",
+    "high",
+    "medium",
+    "low",
+    "gate_status",
+    "gate_reasons",
+    "received_at",
+];
+
+/// Rows of a project's history, oldest first (the header once, at the start).
+pub fn history_csv(scans: &[ScanRow], with_header: bool) -> Vec<u8> {
+    let rows = scans.iter().map(|s| {
+        vec![
+            to_rfc3339(s.scanned_at),
+            s.scan_id.clone(),
+            s.score.to_string(),
+            s.score_delta.to_string(),
+            s.passed.to_string(),
+            s.failed.to_string(),
+            s.severities.critical.to_string(),
+            s.severities.high.to_string(),
+            s.severities.medium.to_string(),
+            s.severities.low.to_string(),
+            s.gate.status.as_str().to_owned(),
+            cell(&s.gate.reasons.join("; ")).into_owned(),
+            to_rfc3339(s.received_at),
+        ]
+    });
+    csv_bytes(with_header.then_some(&HISTORY_CSV_HEADER[..]), rows)
+}
+
+/// The SARIF 2.1.0 schema's URI, as `$schema` names it.
+pub const SARIF_SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SarifLog {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: [SarifRun; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifRun {
+    tool: SarifTool,
+    automation_details: AutomationDetails,
+    invocations: [Invocation; 1],
+    results: Vec<SarifResult>,
+    properties: RunProperties,
+}
+
+#[derive(Serialize)]
+struct SarifTool {
+    driver: Driver,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Driver {
+    name: &'static str,
+    version: &'static str,
+    information_uri: String,
+    rules: Vec<Rule>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rule {
+    id: String,
+    default_configuration: Configuration,
+    properties: RuleProperties,
+}
+
+#[derive(Serialize)]
+struct Configuration {
+    level: &'static str,
+}
+
+#[derive(Serialize)]
+struct RuleProperties {
+    /// The framework the rule belongs to (its id's prefix).
+    tags: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AutomationDetails {
+    /// `<project label>/<scan id>`: GitHub code scanning groups runs by the part before the
+    /// last slash.
+    id: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+    end_time_utc: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult {
+    rule_id: String,
+    rule_index: usize,
+    kind: &'static str,
+    level: &'static str,
+    message: Message,
+    locations: [Location; 1],
+    partial_fingerprints: Fingerprints,
+    properties: ResultProperties,
+}
+
+#[derive(Serialize)]
+struct Message {
+    text: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    logical_locations: [LogicalLocation; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LogicalLocation {
+    fully_qualified_name: String,
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct Fingerprints {
+    /// sha256 of rule id and resource: the same finding has the same value in every scan.
+    #[serde(rename = "tidemarkFinding/v1")]
+    finding: String,
+}
+
+#[derive(Serialize)]
+struct ResultProperties {
+    status: String,
+    severity: String,
+    remediation: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunProperties {
+    project_id: String,
+    project_label: String,
+    scan_id: String,
+    score: f64,
+    score_delta: f64,
+    dashboard_url: String,
+}
+
+/// SARIF's view of a finding: `kind` (did the check fail?) and `level` (how bad). A finding
+/// that is not a failure has level `none`, as SARIF requires.
+fn kind_and_level(status: &str, severity: &str) -> (&'static str, &'static str) {
+    let level = match severity {
+        "critical" | "high" => "error",
+        "medium" => "warning",
+        _ => "note",
+    };
+    match status {
+        "FAIL" => ("fail", level),
+        // A warning is an open finding the scanner was less sure of.
+        "WARN" => ("fail", "warning"),
+        // The check itself could not run: someone should look.
+        "ERROR" => ("review", "none"),
+        "PASS" => ("pass", "none"),
+        _ => ("notApplicable", "none"),
+    }
+}
+
+fn severity_level(severity: &str) -> &'static str {
+    kind_and_level("FAIL", severity).1
+}
+
+/// A rule id is `<framework>-<rule>`; the framework is the part before the last `-` that is
+/// followed by the rule number (`cis-aws-2.0-1.1` → `cis-aws-2.0`).
+fn framework_of(rule_id: &str) -> Option<&str> {
+    rule_id
+        .rsplit_once('-')
+        .map(|(framework, _)| framework)
+        .filter(|f| !f.is_empty())
+}
+
+/// A scan's findings as one SARIF 2.1.0 run. Findings have no file and line: each is located
+/// at its resource (a logical location of kind `resource`).
+pub fn findings_sarif(
+    project: &ExportProject<'_>,
+    scan: &ScanRow,
+    findings: &[FindingRow],
+    dashboard_url: &str,
+) -> SarifLog {
+    let mut rules: Vec<Rule> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let results = findings
+        .iter()
+        .map(|f| {
+            let rule_index = *index.entry(f.rule_id.as_str()).or_insert_with(|| {
+                rules.push(Rule {
+                    id: f.rule_id.clone(),
+                    default_configuration: Configuration {
+                        level: severity_level(&f.severity),
+                    },
+                    properties: RuleProperties {
+                        tags: framework_of(&f.rule_id)
+                            .map(str::to_owned)
+                            .into_iter()
+                            .collect(),
+                    },
+                });
+                rules.len() - 1
+            });
+            let (kind, level) = kind_and_level(&f.status, &f.severity);
+            SarifResult {
+                rule_id: f.rule_id.clone(),
+                rule_index,
+                kind,
+                level,
+                message: Message {
+                    text: if f.message.is_empty() {
+                        format!("{} on {}", f.rule_id, f.resource)
+                    } else {
+                        f.message.clone()
+                    },
+                },
+                locations: [Location {
+                    logical_locations: [LogicalLocation {
+                        fully_qualified_name: f.resource.clone(),
+                        kind: "resource",
+                    }],
+                }],
+                partial_fingerprints: Fingerprints {
+                    finding: hex::encode(Sha256::digest(
+                        format!("{}\n{}", f.rule_id, f.resource).as_bytes(),
+                    )),
+                },
+                properties: ResultProperties {
+                    status: f.status.clone(),
+                    severity: f.severity.clone(),
+                    remediation: f.remediation.clone(),
+                },
+            }
+        })
+        .collect();
+    let scan_url = format!(
+        "{dashboard_url}/projects/{}/scans/{}",
+        project.id, scan.scan_id
+    );
+    SarifLog {
+        schema: SARIF_SCHEMA,
+        version: "2.1.0",
+        runs: [SarifRun {
+            tool: SarifTool {
+                driver: Driver {
+                    name: "Tidemark",
+                    version: env!("CARGO_PKG_VERSION"),
+                    information_uri: dashboard_url.to_owned(),
+                    rules,
+                },
+            },
+            automation_details: AutomationDetails {
+                id: format!("{}/{}", project.label, scan.scan_id),
+            },
+            invocations: [Invocation {
+                execution_successful: true,
+                end_time_utc: to_rfc3339(scan.scanned_at),
+            }],
+            results,
+            properties: RunProperties {
+                project_id: project.id.to_owned(),
+                project_label: project.label.to_owned(),
+                scan_id: scan.scan_id.clone(),
+                score: scan.score,
+                score_delta: scan.score_delta,
+                dashboard_url: scan_url,
+            },
+        }],
+    }
+}
+
+/// The dashboard's download links: the same files, for the signed-in member's account. Not
+/// signed in, `require_viewer_for_pages` has already sent the browser to sign in.
+pub mod dashboard {
+    use axum::extract::{Path, State};
+    use axum::http::StatusCode;
+    use axum::response::{IntoResponse, Response};
+    use axum::Extension;
+
+    use super::FindingsFormat;
+    use crate::state::AppState;
+
+    type Viewer = Option<Extension<app::auth::Viewer>>;
+
+    fn answer(found: Result<Option<super::Download>, tidemark_store::StoreError>) -> Response {
+        match found {
+            Ok(Some(file)) => file.into_response(),
+            Ok(None) => (StatusCode::NOT_FOUND, "Not found in this account.").into_response(),
+            Err(err) => {
+                tracing::error!(%err, "export failed");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The service is unavailable right now. Try again shortly.",
+                )
+                    .into_response()
+            }
+        }
+    }
+
+    async fn findings(
+        state: &AppState,
+        viewer: Viewer,
+        (project_id, scan_id): (String, String),
+        format: FindingsFormat,
+    ) -> Response {
+        let Some(Extension(viewer)) = viewer else {
+            return StatusCode::UNAUTHORIZED.into_response();
+        };
+        answer(
+            super::scan_findings(
+                &state.db,
+                &viewer.account_id,
+                &project_id,
+                &scan_id,
+                format,
+                &state.config.dashboard_url,
+            )
+            .await,
+        )
+    }
+
+    pub async fn findings_sarif(
+        State(state): State<AppState>,
+        viewer: Viewer,
+        Path(ids): Path<(String, String)>,
+    ) -> Response {
+        findings(&state, viewer, ids, FindingsFormat::Sarif).await
+    }
+
+    pub async fn findings_csv(
+        State(state): State<AppState>,
+        viewer: Viewer,
+        Path(ids): Path<(String, String)>,
+    ) -> Response {
+        findings(&state, viewer, ids, FindingsFormat::Csv).await
+    }
+
+    pub async fn history_csv(
+        State(state): State<AppState>,
+        viewer: Viewer,
+        Path(project_id): Path<String>,
+    ) -> Response {
+        let Some(Extension(viewer)) = viewer else {
+            return StatusCode::UNAUTHORIZED.into_response();
+        };
+        answer(super::project_history(&state.db, &viewer.account_id, &project_id).await)
+    }
+}
