@@ -15,9 +15,26 @@ pub struct Viewer {
     pub is_admin: bool,
     /// Signed in through a SAML connection: the session stays in that connection's account.
     pub via_saml: bool,
+    /// Where this request came from (the forwarded client behind trusted proxies), for the
+    /// audit log. Never sent to the browser.
+    #[serde(skip, default)]
+    pub client_ip: Option<String>,
 }
 
 impl Viewer {
+    /// Who is making a change, from where, now: what audited store calls take.
+    #[cfg(feature = "ssr")]
+    pub fn audit(&self) -> tidemark_domain::audit::AuditContext {
+        tidemark_domain::audit::AuditContext {
+            actor: tidemark_domain::audit::Actor::User {
+                user_id: self.user_id.clone(),
+                email: self.email.clone(),
+            },
+            client_ip: self.client_ip.clone(),
+            at: tidemark_domain::now_millis(),
+        }
+    }
+
     pub fn role(&self) -> crate::model::MemberRole {
         if self.is_admin {
             crate::model::MemberRole::Admin

@@ -90,6 +90,10 @@ pub fn App() -> impl IntoView {
                         view=views::scan::ScanPage
                     />
                     <Route path=StaticSegment("settings") view=views::settings::SettingsPage/>
+                    <Route
+                        path=(StaticSegment("settings"), StaticSegment("audit"))
+                        view=views::audit::AuditLogPage
+                    />
                 </Routes>
             </main>
         </Router>

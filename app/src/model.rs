@@ -191,6 +191,37 @@ pub struct AlertsView {
     pub score_regressed: bool,
 }
 
+/// The audit log page's filters and page number (from its URL).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditFilter {
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    pub page: i64,
+}
+
+/// One page of the account's audit log, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub rows: Vec<AuditRow>,
+    pub has_more: bool,
+    /// Everyone in the log, for the actor filter.
+    pub actors: Vec<String>,
+    /// Every action as (name, label), for the action filter.
+    pub actions: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRow {
+    pub at: String,
+    pub actor: String,
+    pub client_ip: Option<String>,
+    pub action: String,
+    pub action_label: String,
+    pub target: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
 /// A signing secret, shown once (after creating an endpoint or replacing its secret).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WebhookSecretShown {

@@ -93,6 +93,21 @@ impl QualityGate {
     pub fn new_findings_at(&self) -> Option<Severity> {
         self.new_findings_at
     }
+
+    /// The conditions in a few words (the audit log's before and after).
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(min) = self.min_score {
+            parts.push(format!("min score {min}"));
+        }
+        if let Some(drop) = self.max_drop {
+            parts.push(format!("max drop {drop}"));
+        }
+        if let Some(severity) = self.new_findings_at {
+            parts.push(format!("no new findings at {} or above", severity.as_str()));
+        }
+        parts.join("; ")
+    }
 }
 
 /// The scan before the pushed one, as much of it as a gate compares with.

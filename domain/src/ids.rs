@@ -76,6 +76,17 @@ pub fn new_webhook_id() -> String {
 /// so new ids sort after old ones: each delivery row then lands at the end of its primary-key
 /// index instead of on a random page (which cost the push transaction writes).
 pub fn new_event_id() -> String {
+    time_ordered_id("evt")
+}
+
+/// `aud_` + the same time-ordered form: audit events list newest first by id.
+pub fn new_audit_id() -> String {
+    time_ordered_id("aud")
+}
+
+/// `<prefix>_` + 10 base32 characters of the time in milliseconds + 10 random ones: ids made
+/// later sort later (to the millisecond), so inserts append to the index.
+fn time_ordered_id(prefix: &str) -> String {
     let mut ms = u64::try_from(crate::now_millis()).unwrap_or(0);
     let mut time = [0u8; 10];
     for c in time.iter_mut().rev() {
@@ -83,7 +94,7 @@ pub fn new_event_id() -> String {
         ms >>= 5;
     }
     format!(
-        "evt_{}{}",
+        "{prefix}_{}{}",
         std::str::from_utf8(&time).unwrap_or_default(),
         random_base32(10)
     )

@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod append;
+pub mod audit;
 pub mod badge;
 pub mod chart;
 pub mod forwarded;

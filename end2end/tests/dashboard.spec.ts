@@ -404,4 +404,20 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   page.once("dialog", (dialog) => void dialog.accept());
   await row.getByRole("button", { name: "Remove" }).click();
   await expect(page.getByTestId("members")).not.toContainText(reader);
+
+  // All of it is in the audit log, newest first, with who did it and from where.
+  await page.getByTestId("audit-link").click();
+  await expect(page).toHaveURL(/\/settings\/audit$/);
+  const log = page.getByTestId("audit-log");
+  const removed = log.getByTestId("audit-row").first();
+  await expect(removed).toHaveAttribute("data-action", "member.removed");
+  await expect(removed).toContainText(reader);
+  await expect(removed).toContainText(ADMIN);
+  await expect(removed).toContainText("127.0.0.1");
+  await page.getByLabel("What").selectOption("member.role_changed");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/action=member\.role_changed/);
+  await expect(log.getByTestId("audit-row")).toHaveCount(2);
+  await expect(log.getByTestId("audit-row").first()).toContainText("admin");
+  await page.screenshot({ path: "test-results/settings-audit.png", fullPage: true });
 });

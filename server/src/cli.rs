@@ -32,6 +32,34 @@ pub enum Command {
     /// Configure SAML single sign-on for e-mail domains (enterprise accounts).
     #[command(subcommand)]
     Sso(SsoCommand),
+    /// Read the audit log: admin actions and operator commands that changed data.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// List audit events, newest first.
+    List {
+        /// Only this account's events (without it: every account's, and those of no account,
+        /// such as published bundles).
+        #[arg(long)]
+        account: Option<String>,
+        /// Only events at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only this actor: an e-mail address, `operator:<user>` or `system:<task>`.
+        #[arg(long)]
+        actor: Option<String>,
+        /// Only this action, such as `keys.rotated` or `member.removed`.
+        #[arg(long)]
+        action: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+        /// Print one JSON array (and nothing else) instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -30,6 +30,14 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
     {
         return Ok(());
     }
+    // What the demo sets up shows in its audit log as the server's doing.
+    let audit = tidemark_domain::audit::AuditContext {
+        actor: tidemark_domain::audit::Actor::System {
+            name: "demo-seed".to_owned(),
+        },
+        client_ip: None,
+        at: tidemark_domain::now_millis(),
+    };
     let created = crate::ops::create_license(
         db,
         &state.license_keys,
@@ -37,6 +45,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         Tier::Enterprise,
         None,
         None,
+        &audit,
     )
     .await?;
     // Pushes name a live key of the account, as a scanner's would.
@@ -117,6 +126,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
                     &created.account_id,
                     &scan.project_id,
                     gate.as_ref(),
+                    &audit,
                 )
                 .await?;
             }

@@ -1,7 +1,9 @@
 use anyhow::Context as _;
 use clap::Parser as _;
 use serde::Serialize;
-use server::cli::{BundleCommand, Cli, Command, LicenseCommand, MemberCommand, SsoCommand};
+use server::cli::{
+    AuditCommand, BundleCommand, Cli, Command, LicenseCommand, MemberCommand, SsoCommand,
+};
 use server::config::{Config, Environment};
 use server::ops;
 use tidemark_store::Writer;
@@ -40,6 +42,11 @@ async fn run_command(
     state: &server::state::AppState,
     db: &Writer,
 ) -> anyhow::Result<()> {
+    // Every change a command makes is in the audit log under the OS user who ran it.
+    let operator = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".to_owned());
+    let audit = tidemark_store::audit::operator_context(&operator, tidemark_domain::now_millis());
     match command {
         Command::Serve => unreachable!("handled above"),
         Command::Migrate => println!("migrations applied"),
@@ -58,6 +65,7 @@ async fn run_command(
                 tier.into(),
                 expires,
                 max_projects,
+                &audit,
             )
             .await?;
             println!("license key: {}", created.license_key);
@@ -82,17 +90,17 @@ async fn run_command(
             print_json(json, &serde_json::json!({ "licenses": list }))?;
         }
         Command::License(LicenseCommand::Suspend { id, json }) => {
-            let s = ops::set_suspended(db, &id, true).await?;
+            let s = ops::set_suspended(db, &id, true, &audit).await?;
             println!("{} is now {}", s.license_id, s.state);
             print_json(json, &s)?;
         }
         Command::License(LicenseCommand::Resume { id, json }) => {
-            let s = ops::set_suspended(db, &id, false).await?;
+            let s = ops::set_suspended(db, &id, false, &audit).await?;
             println!("{} is now {}", s.license_id, s.state);
             print_json(json, &s)?;
         }
         Command::License(LicenseCommand::Extend { id, expires, json }) => {
-            let s = ops::extend(db, &id, ops::parse_timestamp(&expires)?).await?;
+            let s = ops::extend(db, &id, ops::parse_timestamp(&expires)?, &audit).await?;
             println!("{} now expires {} ({})", s.license_id, s.expires, s.state);
             print_json(json, &s)?;
         }
@@ -103,7 +111,7 @@ async fn run_command(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "bundle".into());
-            let p = ops::publish_bundle(db, &state.config.base_url, &name, &bytes).await?;
+            let p = ops::publish_bundle(db, &state.config.base_url, &name, &bytes, &audit).await?;
             println!("published {} ({} bytes)", p.bundle_id, p.size_bytes);
             println!("url:      {}", p.bundle_url);
             println!("checksum: {}", p.bundle_checksum);
@@ -115,7 +123,7 @@ async fn run_command(
             role,
             json,
         }) => {
-            let member = ops::add_member(db, &account, &email, role.into()).await?;
+            let member = ops::add_member(db, &account, &email, role.into(), &audit).await?;
             println!("{} is now {} of {account}", member.email, member.role);
             print_json(json, &member)?;
         }
@@ -131,8 +139,42 @@ async fn run_command(
             }
             print_json(json, &members)?;
         }
+        Command::Audit(AuditCommand::List {
+            account,
+            since,
+            actor,
+            action,
+            limit,
+            json,
+        }) => {
+            let events = ops::list_audit(
+                db,
+                account.as_deref(),
+                since.as_deref(),
+                actor.as_deref(),
+                action.as_deref(),
+                limit,
+            )
+            .await?;
+            if json {
+                println!("{}", serde_json::to_string(&events)?);
+            } else {
+                for e in &events {
+                    println!(
+                        "{}  {:<24}  {:<22}  {}  {} -> {}  [{}]",
+                        e.at,
+                        e.actor,
+                        e.action,
+                        e.target,
+                        e.before.as_deref().unwrap_or("-"),
+                        e.after.as_deref().unwrap_or("-"),
+                        e.client_ip.as_deref().unwrap_or("-"),
+                    );
+                }
+            }
+        }
         Command::Member(MemberCommand::Remove { account, email }) => {
-            ops::remove_member(db, &account, &email).await?;
+            ops::remove_member(db, &account, &email, &audit).await?;
             println!("{email} removed from {account}; their sessions there have ended");
         }
         Command::Sso(SsoCommand::Set {
@@ -144,7 +186,7 @@ async fn run_command(
         }) => {
             let xml = std::fs::read_to_string(&idp_metadata)
                 .with_context(|| format!("could not read {}", idp_metadata.display()))?;
-            let sso = ops::set_sso(db, &account, &domain, &xml, enforce).await?;
+            let sso = ops::set_sso(db, &account, &domain, &xml, enforce, &audit).await?;
             println!(
                 "{} is verified for {account} (the operator vouches for it) and now signs in \
                  with SAML at {} ({} signing certificate(s)){}",
@@ -186,7 +228,7 @@ async fn run_command(
             print_json(json, &list)?;
         }
         Command::Sso(SsoCommand::Remove { domain }) => {
-            let removed = ops::remove_sso(db, &domain).await?;
+            let removed = ops::remove_sso(db, &domain, &audit).await?;
             println!(
                 "{removed} SAML claim(s) removed for {domain}; its users sign in with OpenID \
                  Connect again"

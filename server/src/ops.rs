@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context as _};
 use serde::Serialize;
+use tidemark_domain::audit::AuditContext;
 use tidemark_domain::secrets::{sha256_hex, ApiKey, LicenseKey};
 use tidemark_domain::sso::ClaimableDomain;
 use tidemark_domain::text::Email;
@@ -31,6 +32,7 @@ pub async fn create_license(
     tier: Tier,
     expires_at: Option<Millis>,
     max_projects: Option<u64>,
+    audit: &AuditContext,
 ) -> anyhow::Result<CreatedLicense> {
     let email = Email::parse(email).map_err(|e| anyhow::anyhow!(e.message))?;
     let now = now_millis();
@@ -47,7 +49,7 @@ pub async fn create_license(
         max_projects,
         now,
     };
-    licenses::create_license(db, &new).await?;
+    licenses::create_license(db, &new, audit).await?;
     Ok(CreatedLicense {
         license_key: key.expose().to_owned(),
         license_id: new.license_id,
@@ -61,6 +63,7 @@ pub async fn rotate_api_keys(
     db: &Writer,
     account_id: &str,
     machine: &str,
+    audit: &AuditContext,
 ) -> anyhow::Result<(ApiKey, u64)> {
     let key = ApiKey::generate();
     let revoked = licenses::rotate_api_keys(
@@ -71,8 +74,9 @@ pub async fn rotate_api_keys(
             hash: key.hash(),
             prefix: key.display_prefix(),
             machine: machine.to_owned(),
-            now: now_millis(),
+            now: audit.at,
         },
+        audit,
     )
     .await?;
     Ok((key, revoked))
@@ -124,16 +128,21 @@ pub async fn set_suspended(
     db: &Writer,
     id: &str,
     suspended: bool,
+    audit: &AuditContext,
 ) -> anyhow::Result<LicenseSummary> {
-    let at = suspended.then(now_millis);
-    if !licenses::set_suspended(db, id, at).await? {
+    if !licenses::set_suspended(db, id, suspended, audit).await? {
         bail!("no license with id {id}");
     }
     summary(db, id).await
 }
 
-pub async fn extend(db: &Writer, id: &str, expires_at: Millis) -> anyhow::Result<LicenseSummary> {
-    if !licenses::set_expiry(db, id, expires_at).await? {
+pub async fn extend(
+    db: &Writer,
+    id: &str,
+    expires_at: Millis,
+    audit: &AuditContext,
+) -> anyhow::Result<LicenseSummary> {
+    if !licenses::set_expiry(db, id, expires_at, audit).await? {
         bail!("no license with id {id}");
     }
     summary(db, id).await
@@ -160,6 +169,7 @@ pub async fn publish_bundle(
     base_url: &str,
     file_name: &str,
     bytes: &[u8],
+    audit: &AuditContext,
 ) -> anyhow::Result<PublishedBundle> {
     if bytes.is_empty() {
         bail!("the bundle file is empty");
@@ -169,15 +179,77 @@ pub async fn publish_bundle(
         file_name: file_name.to_owned(),
         sha256: sha256_hex(bytes),
         size_bytes: i64::try_from(bytes.len()).context("bundle too large")?,
-        published_at: now_millis(),
+        published_at: audit.at,
     };
-    bundles::publish_bundle(db, &bundle, bytes).await?;
+    bundles::publish_bundle(db, &bundle, bytes, audit).await?;
     Ok(PublishedBundle {
         bundle_url: format!("{base_url}/v1/bundles/{}", bundle.id),
         bundle_checksum: format!("sha256:{}", bundle.sha256),
         bundle_id: bundle.id,
         size_bytes: bundle.size_bytes,
     })
+}
+
+/// An audit event as `audit list` prints it.
+#[derive(Debug, Serialize)]
+pub struct AuditView {
+    pub id: String,
+    pub at: String,
+    pub account_id: Option<String>,
+    pub actor_kind: String,
+    pub actor: String,
+    pub client_ip: Option<String>,
+    pub action: String,
+    pub target: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// `audit list`: the events that match, newest first.
+pub async fn list_audit(
+    db: &Db,
+    account_id: Option<&str>,
+    since: Option<&str>,
+    actor: Option<&str>,
+    action: Option<&str>,
+    limit: i64,
+) -> anyhow::Result<Vec<AuditView>> {
+    let action = action
+        .map(|a| {
+            tidemark_domain::audit::Action::parse(a).with_context(|| {
+                let known: Vec<&str> = tidemark_domain::audit::Action::ALL
+                    .iter()
+                    .map(|a| a.as_str())
+                    .collect();
+                format!("unknown action {a:?}; one of: {}", known.join(", "))
+            })
+        })
+        .transpose()?;
+    anyhow::ensure!((1..=10_000).contains(&limit), "--limit must be 1 to 10000");
+    let query = tidemark_store::audit::AuditQuery {
+        account_id: account_id.map(str::to_owned),
+        actor: actor.map(str::to_owned),
+        action,
+        since: since.map(parse_timestamp).transpose()?,
+        offset: 0,
+        limit,
+    };
+    Ok(tidemark_store::audit::list_audit(db, &query)
+        .await?
+        .into_iter()
+        .map(|e| AuditView {
+            id: e.id,
+            at: to_rfc3339(e.at),
+            account_id: e.account_id,
+            actor_kind: e.actor_kind,
+            actor: e.actor,
+            client_ip: e.client_ip,
+            action: e.action,
+            target: e.target,
+            before: e.before_summary,
+            after: e.after_summary,
+        })
+        .collect())
 }
 
 /// Parses an RFC 3339 timestamp given on the command line.
@@ -223,10 +295,11 @@ pub async fn add_member(
     account_id: &str,
     email: &str,
     role: tidemark_domain::access::Role,
+    audit: &AuditContext,
 ) -> anyhow::Result<MemberView> {
     let email = Email::parse(email).map_err(|e| anyhow::anyhow!(e.message))?;
     require_account(db, account_id).await?;
-    let member = tidemark_store::access::add_member(db, account_id, &email, role, now_millis())
+    let member = tidemark_store::access::add_member(db, account_id, &email, role, audit)
         .await?
         .map_err(|e| anyhow::anyhow!(e))?;
     Ok(member.into())
@@ -241,12 +314,17 @@ pub async fn list_members(db: &Db, account_id: &str) -> anyhow::Result<Vec<Membe
         .collect())
 }
 
-pub async fn remove_member(db: &Writer, account_id: &str, email: &str) -> anyhow::Result<()> {
+pub async fn remove_member(
+    db: &Writer,
+    account_id: &str,
+    email: &str,
+    audit: &AuditContext,
+) -> anyhow::Result<()> {
     let email = Email::parse(email).map_err(|e| anyhow::anyhow!(e.message))?;
     let member = tidemark_store::access::find_member_by_email(db, account_id, &email)
         .await?
         .ok_or_else(|| anyhow::anyhow!("{} is not a member of {account_id}", email.as_str()))?;
-    tidemark_store::access::change_member(db, account_id, &member.user_id, None)
+    tidemark_store::access::change_member(db, account_id, &member.user_id, None, audit)
         .await?
         .map_err(|e| anyhow::anyhow!(e))?;
     Ok(())
@@ -310,6 +388,7 @@ pub async fn claim_sso(
     metadata_xml: &str,
     enforce: bool,
     vouched: Vouched,
+    audit: &AuditContext,
 ) -> Result<SsoConnection, SsoRefusal> {
     let refused = |text: String| SsoRefusal::Refused(text);
     let domain = ClaimableDomain::parse(domain).map_err(|e| refused(e.to_string()))?;
@@ -334,9 +413,10 @@ pub async fn claim_sso(
             signing_certs: &idp.signing_certs,
             enforce,
             metadata_xml,
-            now: now_millis(),
+            now: audit.at,
         },
         vouched,
+        audit,
     )
     .await?;
     match outcome {
@@ -356,6 +436,7 @@ pub async fn set_sso(
     domain: &str,
     metadata_xml: &str,
     enforce: bool,
+    audit: &AuditContext,
 ) -> anyhow::Result<SsoView> {
     let connection = claim_sso(
         db,
@@ -364,6 +445,7 @@ pub async fn set_sso(
         metadata_xml,
         enforce,
         Vouched::ByOperator,
+        audit,
     )
     .await?;
     Ok(connection.into())
@@ -378,9 +460,9 @@ pub async fn list_sso(db: &Db, account_id: Option<&str>) -> anyhow::Result<Vec<S
 }
 
 /// Removes every claim on the domain (verified or not); sessions end if one was verified.
-pub async fn remove_sso(db: &Writer, domain: &str) -> anyhow::Result<u64> {
+pub async fn remove_sso(db: &Writer, domain: &str, audit: &AuditContext) -> anyhow::Result<u64> {
     let domain = ClaimableDomain::parse(domain).map_err(|e| anyhow::anyhow!(e))?;
-    let removed = tidemark_store::sso::remove(db, domain.as_str(), None).await?;
+    let removed = tidemark_store::sso::remove(db, domain.as_str(), None, audit).await?;
     anyhow::ensure!(removed > 0, "{} has no SAML configuration", domain.as_str());
     Ok(removed)
 }
@@ -425,6 +507,7 @@ impl app::api::settings::SsoAdmin for DashboardSso {
         domain: String,
         metadata_xml: String,
         enforce: bool,
+        audit: AuditContext,
     ) -> SsoFuture<app::model::SsoSummary> {
         let db = self.db.clone();
         Box::pin(async move {
@@ -438,6 +521,7 @@ impl app::api::settings::SsoAdmin for DashboardSso {
                         &metadata_xml,
                         enforce,
                         Vouched::ByDnsRecord,
+                        &audit,
                     )
                     .await)
                 })
@@ -453,14 +537,19 @@ impl app::api::settings::SsoAdmin for DashboardSso {
         })
     }
 
-    fn verify(&self, account_id: String, domain: String) -> SsoFuture<app::model::SsoSummary> {
+    fn verify(
+        &self,
+        account_id: String,
+        domain: String,
+        audit: AuditContext,
+    ) -> SsoFuture<app::model::SsoSummary> {
         let (db, dns) = (self.db.clone(), self.dns.clone());
         Box::pin(async move {
             let claim = Self::own_claim(&db, &account_id, &domain).await?;
             if claim.state == tidemark_domain::sso::ClaimState::Pending {
                 let claim = claim.clone();
                 db.detached(|db| async move {
-                    crate::auth::domain_verification::check_claim(&db, &dns, &claim).await
+                    crate::auth::domain_verification::check_claim(&db, &dns, &claim, &audit).await
                 })
                 .await
                 .map_err(unavailable)?;
@@ -474,13 +563,14 @@ impl app::api::settings::SsoAdmin for DashboardSso {
         })
     }
 
-    fn remove(&self, account_id: String, domain: String) -> SsoFuture<()> {
+    fn remove(&self, account_id: String, domain: String, audit: AuditContext) -> SsoFuture<()> {
         let db = self.db.clone();
         Box::pin(async move {
             let claim = Self::own_claim(&db, &account_id, &domain).await?;
             let removed = db
                 .detached(|db| async move {
-                    tidemark_store::sso::remove(&db, &claim.domain, Some(&claim.account_id)).await
+                    tidemark_store::sso::remove(&db, &claim.domain, Some(&claim.account_id), &audit)
+                        .await
                 })
                 .await
                 .map_err(unavailable)?;

@@ -220,11 +220,15 @@ async fn push_prints_the_gate_verdict_and_fail_on_gate_exits_3_with_the_reasons(
     let gate = tidemark_domain::gate::QualityGate::new(Some(60.0), None, None)
         .unwrap()
         .unwrap();
-    assert!(
-        tidemark_store::gates::set_project_gate(&app.db, &account, &project, Some(&gate))
-            .await
-            .unwrap()
-    );
+    assert!(tidemark_store::gates::set_project_gate(
+        &app.db,
+        &account,
+        &project,
+        Some(&gate),
+        &tidemark_store::testing::audit()
+    )
+    .await
+    .unwrap());
 
     let write = |score: f64, at: &str| {
         std::fs::write(
@@ -300,9 +304,14 @@ async fn rotated_and_malformed_keys_tell_the_user_to_activate_again() {
     )
     .unwrap();
     // Rotation in Settings: every key of the account is revoked at once.
-    server::ops::rotate_api_keys(&app.db, &license.account_id, "rotated")
-        .await
-        .unwrap();
+    server::ops::rotate_api_keys(
+        &app.db,
+        &license.account_id,
+        "rotated",
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap();
     let e = env(&app.base_url, config.path(), "", &[], Utc::now());
     let err = tidemark(&e, &["push", file.to_str().unwrap()])
         .await
@@ -344,9 +353,15 @@ async fn bundle_pull_verifies_the_checksum_and_keeps_the_old_copy_on_mismatch() 
         r.out
     );
 
-    let published = server::ops::publish_bundle(&app.db, &app.base_url, "p.tar", b"profiles v1")
-        .await
-        .unwrap();
+    let published = server::ops::publish_bundle(
+        &app.db,
+        &app.base_url,
+        "p.tar",
+        b"profiles v1",
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap();
     let r = tidemark(&e, &["bundle", "pull", "--dir", dir.to_str().unwrap()]).await;
     assert_eq!(r.code, Ok(0), "{}", r.out);
     assert_eq!(
@@ -437,9 +452,14 @@ async fn an_unreachable_service_keeps_the_license_for_the_grace_period_only() {
 async fn a_definitive_refusal_downgrades_at_once() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let (license, config) = activated(&app, Tier::Team).await;
-    server::ops::set_suspended(&app.db, &license.license_id, true)
-        .await
-        .unwrap();
+    server::ops::set_suspended(
+        &app.db,
+        &license.license_id,
+        true,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap();
     // The cache is 25 hours old, so the scanner asks, and the answer is final.
     let e = env(
         &app.base_url,

@@ -128,7 +128,7 @@ async fn members_read_but_only_admins_change() {
         &license.account_id,
         &tidemark_domain::text::Email::parse("reader@example.com").unwrap(),
         tidemark_domain::access::Role::Member,
-        1,
+        &tidemark_store::testing::audit(),
     )
     .await
     .unwrap()

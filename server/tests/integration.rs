@@ -4,6 +4,7 @@
 mod common;
 
 mod alerts;
+mod audit;
 mod badges;
 mod cli_client;
 mod dashboard_api;

@@ -45,7 +45,7 @@ tidemark_store::test_each_backend! {
 
         let bytes = b"profiles: [cis-gcp-2.0]\n".repeat(1000);
         let published =
-            server::ops::publish_bundle(&app.db, &app.base_url, "profiles-2026.11.tar", &bytes)
+            server::ops::publish_bundle(&app.db, &app.base_url, "profiles-2026.11.tar", &bytes, &tidemark_store::testing::audit())
                 .await
                 .unwrap();
         let upper = license.hash.to_ascii_uppercase();
@@ -101,7 +101,7 @@ tidemark_store::test_each_backend! {
             "not_found",
         )
         .await;
-        server::ops::set_suspended(&app.db, &license.license_id, true)
+        server::ops::set_suspended(&app.db, &license.license_id, true, &tidemark_store::testing::audit())
             .await
             .unwrap();
         assert_error(
@@ -121,7 +121,7 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn expired_and_suspended_licenses_validate_as_not_valid(backend) {
         let app = TestApp::spawn(backend).await;
-        server::ops::publish_bundle(&app.db, &app.base_url, "b.tar", b"bundle")
+        server::ops::publish_bundle(&app.db, &app.base_url, "b.tar", b"bundle", &tidemark_store::testing::audit())
             .await
             .unwrap();
         let expired = app
@@ -136,7 +136,7 @@ tidemark_store::test_each_backend! {
         );
 
         let suspended = app.create_license(Tier::Enterprise).await;
-        server::ops::set_suspended(&app.db, &suspended.license_id, true)
+        server::ops::set_suspended(&app.db, &suspended.license_id, true, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let res = validate(&app, &suspended.hash).await;
@@ -146,7 +146,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(body["tier"], "enterprise");
         assert_eq!(body["features"], json!([]));
 
-        server::ops::set_suspended(&app.db, &suspended.license_id, false)
+        server::ops::set_suspended(&app.db, &suspended.license_id, false, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let body: Value = validate(&app, &suspended.hash).await.json().await.unwrap();
@@ -261,7 +261,7 @@ tidemark_store::test_each_backend! {
         )
         .await;
 
-        server::ops::set_suspended(&app.db, &license.license_id, true)
+        server::ops::set_suspended(&app.db, &license.license_id, true, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let msg = assert_error(
@@ -571,9 +571,14 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
         }
     };
     assert!(valid(&app).await);
-    server::ops::set_suspended(&app.db, &license.license_id, true)
-        .await
-        .unwrap();
+    server::ops::set_suspended(
+        &app.db,
+        &license.license_id,
+        true,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap();
     assert!(
         valid(&app).await,
         "answered from memory within the cache time"

@@ -336,3 +336,122 @@ fn sso_domains_are_set_listed_and_removed() {
     let (ok, _, err) = cli(dir.path(), &["sso", "remove", "--domain", "corp.example"]);
     assert!(!ok && err.contains("no SAML configuration"), "{err}");
 }
+
+/// `cli` as the OS user `user` (the audit log's operator name).
+fn cli_as(user: &str, data_dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TIDEMARK_DATA_DIR", data_dir)
+        .env("RUST_LOG", "warn")
+        .env("USER", user)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn operator_commands_that_change_data_are_in_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ok, out, err) = cli_as(
+        "alice",
+        d,
+        &[
+            "license",
+            "create",
+            "--email",
+            "ops@example.com",
+            "--tier",
+            "team",
+            "--json",
+        ],
+    );
+    assert!(ok, "{err}");
+    let created = last_json(&out);
+    let (account, id) = (
+        created["account_id"].as_str().unwrap().to_owned(),
+        created["license_id"].as_str().unwrap().to_owned(),
+    );
+    let (ok, _, err) = cli_as(
+        "bob",
+        d,
+        &[
+            "member",
+            "add",
+            "--account",
+            &account,
+            "--email",
+            "dev@example.com",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(cli_as("bob", d, &["license", "suspend", "--id", &id]).0);
+    // Reading changes nothing, so it is not recorded.
+    assert!(cli_as("carol", d, &["member", "list", "--account", &account]).0);
+
+    let (ok, out, err) = cli_as(
+        "carol",
+        d,
+        &["audit", "list", "--account", &account, "--json"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 1, "exactly one JSON document: {out}");
+    let events: Value = serde_json::from_str(&out).unwrap();
+    let got: Vec<(&str, &str, &str)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+                e["target"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("operator:bob", "license.suspended", id.as_str()),
+            ("operator:bob", "member.added", "dev@example.com"),
+            ("operator:alice", "license.created", id.as_str()),
+        ]
+    );
+    assert_eq!(events[0]["before"], "active");
+    assert_eq!(events[0]["after"], "suspended");
+    assert!(events[2]["after"]
+        .as_str()
+        .unwrap()
+        .starts_with("team for ops@example.com"));
+    assert!(
+        !out.contains(created["license_key"].as_str().unwrap()),
+        "never a key"
+    );
+
+    let only = |args: &[&str]| {
+        let mut all = vec!["audit", "list", "--account", account.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let (ok, out, err) = cli_as("carol", d, &all);
+        assert!(ok, "{err}");
+        serde_json::from_str::<Value>(&out)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(only(&["--actor", "operator:alice"]), 1);
+    assert_eq!(only(&["--action", "member.added"]), 1);
+    assert_eq!(only(&["--since", "2100-01-01T00:00:00Z"]), 0);
+    let (ok, _, err) = cli_as("carol", d, &["audit", "list", "--action", "keys.stolen"]);
+    assert!(!ok);
+    assert!(
+        err.contains("unknown action \"keys.stolen\"") && err.contains("keys.rotated"),
+        "{err}"
+    );
+}

@@ -194,7 +194,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.push(&old_a, &body).await.status(), StatusCode::CREATED);
 
         let (new_key, revoked) =
-            server::ops::rotate_api_keys(&app.db, &license.account_id, "rotated")
+            server::ops::rotate_api_keys(&app.db, &license.account_id, "rotated", &tidemark_store::testing::audit())
                 .await
                 .unwrap();
         assert_eq!(revoked, 2);
@@ -233,7 +233,7 @@ tidemark_store::test_each_backend! {
         );
 
         let (license, key) = app.with_key(Tier::Team).await;
-        server::ops::set_suspended(&app.db, &license.license_id, true)
+        server::ops::set_suspended(&app.db, &license.license_id, true, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let msg = assert_error(
@@ -243,12 +243,12 @@ tidemark_store::test_each_backend! {
         )
         .await;
         assert!(msg.contains("suspended since"), "{msg}");
-        server::ops::set_suspended(&app.db, &license.license_id, false)
+        server::ops::set_suspended(&app.db, &license.license_id, false, &tidemark_store::testing::audit())
             .await
             .unwrap();
         assert_eq!(app.push(&key, &body).await.status(), StatusCode::CREATED);
 
-        server::ops::extend(&app.db, &license.license_id, 1_000)
+        server::ops::extend(&app.db, &license.license_id, 1_000, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let msg = assert_error(

@@ -34,7 +34,7 @@ async fn setup(backend: tidemark_store::Backend, enforce: bool) -> Setup {
             &license.account_id,
             &Email::parse(email).unwrap(),
             role,
-            1,
+            &tidemark_store::testing::audit(),
         )
         .await
         .unwrap()
@@ -47,6 +47,7 @@ async fn setup(backend: tidemark_store::Backend, enforce: bool) -> Setup {
         DOMAIN,
         &idp.metadata().await,
         enforce,
+        &tidemark_store::testing::audit(),
     )
     .await
     .unwrap();
@@ -392,7 +393,7 @@ tidemark_store::test_each_backend! {
         s.provider.script(Script::user(ALICE));
         // Alice had signed in with OpenID Connect before SSO was enforced; another OIDC
         // round trip is under way when the operator enforces it.
-        tidemark_store::sso::remove(&s.app.db, DOMAIN, None)
+        tidemark_store::sso::remove(&s.app.db, DOMAIN, None, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let mut before = Browser::new(&s.app.base_url);
@@ -408,7 +409,7 @@ tidemark_store::test_each_backend! {
         let started = racing.post_form("/auth/signin", &[("email", ALICE)]).await;
         let callback = location(&racing.get(&location(&started)).await);
 
-        server::ops::set_sso(&s.app.db, &s.account, DOMAIN, &s.idp.metadata().await, true)
+        server::ops::set_sso(&s.app.db, &s.account, DOMAIN, &s.idp.metadata().await, true, &tidemark_store::testing::audit())
             .await
             .unwrap();
         assert_eq!(
@@ -442,28 +443,50 @@ async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
         "team.example",
         &metadata,
         false,
+        &tidemark_store::testing::audit(),
     )
     .await
     .unwrap_err();
     assert!(err.to_string().contains("enterprise"), "{err}");
 
     let unsigned = regex_remove(&metadata, "<KeyDescriptor", "</KeyDescriptor>");
-    let err = server::ops::set_sso(&s.app.db, &s.account, "other.example", &unsigned, false)
-        .await
-        .unwrap_err();
+    let err = server::ops::set_sso(
+        &s.app.db,
+        &s.account,
+        "other.example",
+        &unsigned,
+        false,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("no signing certificate"), "{err}");
 
     let doctype = format!("<!DOCTYPE x [<!ENTITY a \"b\">]>{metadata}");
-    let err = server::ops::set_sso(&s.app.db, &s.account, "other.example", &doctype, false)
-        .await
-        .unwrap_err();
+    let err = server::ops::set_sso(
+        &s.app.db,
+        &s.account,
+        "other.example",
+        &doctype,
+        false,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("DOCTYPE"), "{err}");
 
     // A domain belongs to one account.
     let other = s.app.create_license(Tier::Enterprise).await;
-    let err = server::ops::set_sso(&s.app.db, &other.account_id, DOMAIN, &metadata, false)
-        .await
-        .unwrap_err();
+    let err = server::ops::set_sso(
+        &s.app.db,
+        &other.account_id,
+        DOMAIN,
+        &metadata,
+        false,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("another account"), "{err}");
     assert_eq!(
         server::ops::list_sso(&s.app.db, None).await.unwrap().len(),
@@ -532,6 +555,7 @@ tidemark_store::test_each_backend! {
             "evil.example",
             &idp.metadata().await,
             false,
+            &tidemark_store::testing::audit(),
         )
         .await
         .unwrap();

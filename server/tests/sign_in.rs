@@ -490,7 +490,7 @@ tidemark_store::test_each_backend! {
             &license.account_id,
             &dev,
             tidemark_domain::access::Role::Member,
-            1,
+            &tidemark_store::testing::audit(),
         )
         .await
         .unwrap()
@@ -511,7 +511,7 @@ tidemark_store::test_each_backend! {
             .unwrap();
         assert!(viewer.contains("\"is_admin\":false"), "{viewer}");
 
-        tidemark_store::access::change_member(&app.db, &license.account_id, &member.user_id, None)
+        tidemark_store::access::change_member(&app.db, &license.account_id, &member.user_id, None, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();

@@ -1,9 +1,11 @@
 //! Dashboard access: users, the sign-in identities bound to them, and account membership.
 
 use tidemark_domain::access::Role;
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::text::Email;
 use tidemark_domain::Millis;
 
+use crate::audit::{record_in, Change};
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
@@ -68,8 +70,9 @@ pub async fn add_member(
     account_id: &str,
     email: &Email,
     role: Role,
-    now: Millis,
+    audit: &AuditContext,
 ) -> Result<Result<Member, MembershipError>, StoreError> {
+    let now = audit.at;
     let added = on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         sqlx::query(ENSURE_USER_SQL)
@@ -86,6 +89,16 @@ pub async fn add_member(
             .execute(&mut *tx)
             .await?
             .rows_affected();
+        if inserted == 1 {
+            let change = Change {
+                account_id: Some(account_id),
+                action: Action::MemberAdded,
+                target: email.as_str().to_owned(),
+                before: None,
+                after: Some(role.as_str().to_owned()),
+            };
+            record_in!(&mut *tx, audit, change)?;
+        }
         tx.commit().await?;
         Ok::<bool, sqlx::Error>(inserted == 1)
     })?;
@@ -201,16 +214,19 @@ pub async fn change_member(
     account_id: &str,
     user_id: &str,
     role: Option<Role>,
+    audit: &AuditContext,
 ) -> Result<Result<(), MembershipError>, StoreError> {
     let outcome = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
-        let current: Option<(String,)> =
-            sqlx::query_as("SELECT role FROM members WHERE account_id = $1 AND user_id = $2")
-                .bind(account_id)
-                .bind(user_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some((current,)) = current else {
+        let current: Option<(String, String)> = sqlx::query_as(
+            "SELECT m.role, u.email FROM members m JOIN users u ON u.id = m.user_id \
+             WHERE m.account_id = $1 AND m.user_id = $2",
+        )
+        .bind(account_id)
+        .bind(user_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((current, email)) = current else {
             return Ok(Err(MembershipError::NotMember));
         };
         if current == "admin" && role != Some(Role::Admin) {
@@ -250,6 +266,20 @@ pub async fn change_member(
                     .execute(&mut *tx)
                     .await?;
             }
+        }
+        let change = Change {
+            account_id: Some(account_id),
+            action: match role {
+                Some(_) => Action::MemberRoleChanged,
+                None => Action::MemberRemoved,
+            },
+            target: email,
+            before: Some(current),
+            after: role.map(|r| r.as_str().to_owned()),
+        };
+        // Making an admin an admin again changes nothing worth a record.
+        if change.before != change.after {
+            record_in!(&mut *tx, audit, change)?;
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(Ok(()))

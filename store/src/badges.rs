@@ -1,8 +1,9 @@
 //! Status badges: one live token per project, within its account.
 
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::badge::{BadgeState, BadgeToken};
-use tidemark_domain::Millis;
 
+use crate::audit::{record_in, Change};
 use crate::gates::verdict_from_columns;
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
@@ -44,32 +45,43 @@ pub async fn issue_badge(
     account_id: &str,
     project_id: &str,
     token: &BadgeToken,
-    now: Millis,
+    audit: &AuditContext,
 ) -> Result<bool, StoreError> {
     let issued = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
         let found: Option<(String,)> =
-            sqlx::query_as("SELECT id FROM projects WHERE id = $1 AND account_id = $2")
+            sqlx::query_as("SELECT label FROM projects WHERE id = $1 AND account_id = $2")
                 .bind(project_id)
                 .bind(account_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-        if found.is_none() {
+        let Some((label,)) = found else {
             return Ok(false);
-        }
-        sqlx::query("DELETE FROM badges WHERE project_id = $1")
+        };
+        let replaced = sqlx::query("DELETE FROM badges WHERE project_id = $1")
             .bind(project_id)
             .execute(&mut *tx)
-            .await?;
+            .await?
+            .rows_affected()
+            > 0;
         sqlx::query(
             "INSERT INTO badges (token, project_id, account_id, created_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(token.as_str())
         .bind(project_id)
         .bind(account_id)
-        .bind(now)
+        .bind(audit.at)
         .execute(&mut *tx)
         .await?;
+        // Never the token: the log must not be a way to read a badge link.
+        let change = Change {
+            account_id: Some(account_id),
+            action: Action::BadgeIssued,
+            target: label,
+            before: Some(if replaced { "a badge link" } else { "no badge" }.to_owned()),
+            after: Some("a new badge link".to_owned()),
+        };
+        record_in!(&mut *tx, audit, change)?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>(true)
     })?;
@@ -81,16 +93,38 @@ pub async fn revoke_badge(
     db: &Writer,
     account_id: &str,
     project_id: &str,
+    audit: &AuditContext,
 ) -> Result<bool, StoreError> {
     let gone = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let found: Option<(String,)> = sqlx::query_as(
+            "SELECT p.label FROM badges b JOIN projects p ON p.id = b.project_id \
+             WHERE b.project_id = $1 AND b.account_id = $2",
+        )
+        .bind(project_id)
+        .bind(account_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((label,)) = found else {
+            return Ok(false);
+        };
         sqlx::query("DELETE FROM badges WHERE project_id = $1 AND account_id = $2")
             .bind(project_id)
             .bind(account_id)
-            .execute(pool)
-            .await
-            .map(|done| done.rows_affected())
+            .execute(&mut *tx)
+            .await?;
+        let change = Change {
+            account_id: Some(account_id),
+            action: Action::BadgeRevoked,
+            target: label,
+            before: Some("a badge link".to_owned()),
+            after: Some("no badge".to_owned()),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(true)
     })?;
-    Ok(gone > 0)
+    Ok(gone)
 }
 
 /// What the badge behind `token` shows, or `None` when no badge has that token.

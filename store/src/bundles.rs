@@ -2,10 +2,12 @@
 //! serves the same file without shared disk.
 
 use base64::Engine as _;
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::Millis;
 
+use crate::audit::{record_in, Change};
 use crate::Writer;
-use crate::{on_db, on_db_write, Db, StoreError};
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Bundle {
@@ -17,9 +19,15 @@ pub struct Bundle {
     pub published_at: Millis,
 }
 
-pub async fn publish_bundle(db: &Writer, bundle: &Bundle, bytes: &[u8]) -> Result<(), StoreError> {
+pub async fn publish_bundle(
+    db: &Writer,
+    bundle: &Bundle,
+    bytes: &[u8],
+    audit: &AuditContext,
+) -> Result<(), StoreError> {
     let content = base64::engine::general_purpose::STANDARD.encode(bytes);
     on_db_write!(db, pool => {
+        let mut tx = pool.begin_write().await?;
         sqlx::query(
             "INSERT INTO bundles (id, file_name, sha256, size_bytes, published_at, content) \
              VALUES ($1, $2, $3, $4, $5, $6)",
@@ -30,9 +38,19 @@ pub async fn publish_bundle(db: &Writer, bundle: &Bundle, bytes: &[u8]) -> Resul
         .bind(bundle.size_bytes)
         .bind(bundle.published_at)
         .bind(&content)
-        .execute(pool)
-        .await
-        .map(|_| ())
+        .execute(&mut *tx)
+        .await?;
+        // Bundles belong to no account: only operators' `audit list` without --account shows it.
+        let change = Change {
+            account_id: None,
+            action: Action::BundlePublished,
+            target: bundle.id.clone(),
+            before: None,
+            after: Some(format!("{} ({} bytes, sha256 {})", bundle.file_name, bundle.size_bytes, bundle.sha256)),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<(), sqlx::Error>(())
     })?;
     Ok(())
 }

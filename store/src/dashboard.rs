@@ -1,9 +1,11 @@
 //! What the dashboard reads, always within one account: every query is scoped by the
 //! account id, so a project id from another account finds nothing.
 
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::Millis;
 use tidemark_wire::{GateResult, GateStatus, SeverityCounts};
 
+use crate::audit::{record_in, Change};
 use crate::gates::verdict_from_columns;
 
 use crate::Writer;
@@ -569,18 +571,18 @@ pub async fn set_archived(
     project_id: &str,
     archived: bool,
     cap: Option<u64>,
-    now: Millis,
+    audit: &AuditContext,
 ) -> Result<ArchiveOutcome, StoreError> {
     let outcome = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
-        let found: Option<(Option<i64>,)> = sqlx::query_as(
-            "SELECT archived_at FROM projects WHERE id = $1 AND account_id = $2",
+        let found: Option<(Option<i64>, String)> = sqlx::query_as(
+            "SELECT archived_at, label FROM projects WHERE id = $1 AND account_id = $2",
         )
         .bind(project_id)
         .bind(account_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((archived_at,)) = found else {
+        let Some((archived_at, label)) = found else {
             return Ok(ArchiveOutcome::NotFound);
         };
         if !archived && archived_at.is_some() {
@@ -597,11 +599,23 @@ pub async fn set_archived(
             }
         }
         sqlx::query("UPDATE projects SET archived_at = $1 WHERE id = $2 AND account_id = $3")
-            .bind(if archived { archived_at.or(Some(now)) } else { None })
+            .bind(if archived { archived_at.or(Some(audit.at)) } else { None })
             .bind(project_id)
             .bind(account_id)
             .execute(&mut *tx)
             .await?;
+        // Archiving an archived project (or the reverse) changes nothing worth a record.
+        if archived_at.is_some() != archived {
+            let state = |a: bool| Some(if a { "archived" } else { "active" }.to_owned());
+            let change = Change {
+                account_id: Some(account_id),
+                action: if archived { Action::ProjectArchived } else { Action::ProjectUnarchived },
+                target: label,
+                before: state(!archived),
+                after: state(archived),
+            };
+            record_in!(&mut *tx, audit, change)?;
+        }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(ArchiveOutcome::Done)
     })?;

@@ -4,12 +4,14 @@
 
 use std::collections::HashSet;
 
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::gate::QualityGate;
 use tidemark_wire::{GateResult, GateStatus, Severity};
 
+use crate::audit::{record_in, Change};
 use crate::stmt::Stmt;
 use crate::Writer;
-use crate::{on_db, on_db_write, Db, StoreError};
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
 /// A verdict as its two columns: NULL status when there was no gate.
 pub(crate) fn verdict_columns(verdict: &GateResult) -> (Option<String>, Option<String>) {
@@ -70,6 +72,13 @@ struct GateRow {
     gate_new_severity: Option<String>,
 }
 
+#[derive(sqlx::FromRow)]
+struct LabelledGateRow {
+    label: String,
+    #[sqlx(flatten)]
+    gate: GateRow,
+}
+
 /// The project's gate (`Ok(None)` when it has none); `Err(NotFound)` semantics are the
 /// caller's: another account's project reads as `Ok(None)` too, so callers check the project
 /// first.
@@ -97,15 +106,31 @@ pub async fn project_gate(
     }))
 }
 
-/// Sets (or with `None`, removes) the project's gate. Returns `false` when the account has no
-/// such project. Scans already pushed keep their verdicts; the next push is judged by this.
+/// Sets (or with `None`, removes) the project's gate, and records it in the audit log.
+/// Returns `false` when the account has no such project. Scans already pushed keep their
+/// verdicts; the next push is judged by this.
 pub async fn set_project_gate(
     db: &Writer,
     account_id: &str,
     project_id: &str,
     gate: Option<&QualityGate>,
+    audit: &AuditContext,
 ) -> Result<bool, StoreError> {
+    let summary = |g: Option<&QualityGate>| g.map(QualityGate::summary);
     let done = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let row: Option<LabelledGateRow> = sqlx::query_as(
+            "SELECT label, gate_min_score, gate_max_drop, gate_new_severity FROM projects \
+             WHERE id = $1 AND account_id = $2",
+        )
+        .bind(project_id)
+        .bind(account_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(LabelledGateRow { label, gate: g }) = row else {
+            return Ok(false);
+        };
+        let before = gate_from_columns(g.gate_min_score, g.gate_max_drop, g.gate_new_severity.as_deref());
         sqlx::query(
             "UPDATE projects SET gate_min_score = $1, gate_max_drop = $2, gate_new_severity = $3 \
              WHERE id = $4 AND account_id = $5",
@@ -115,11 +140,20 @@ pub async fn set_project_gate(
         .bind(gate.and_then(QualityGate::new_findings_at).map(Severity::as_str))
         .bind(project_id)
         .bind(account_id)
-        .execute(pool)
-        .await
-        .map(|done| done.rows_affected())
+        .execute(&mut *tx)
+        .await?;
+        let change = Change {
+            account_id: Some(account_id),
+            action: if gate.is_some() { Action::GateSet } else { Action::GateRemoved },
+            target: label,
+            before: summary(before.as_ref()),
+            after: summary(gate),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<bool, sqlx::Error>(true)
     })?;
-    Ok(done > 0)
+    Ok(done)
 }
 
 #[cfg(test)]

@@ -2,12 +2,14 @@
 
 use crate::stmt::bound;
 use crate::webhooks::{enqueue_statement, EventRef};
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::secrets::{HashedApiKey, LookupHash};
 use tidemark_domain::tier::{effective_features, parse_feature_list, project_cap};
 use tidemark_domain::webhook::Event;
 use tidemark_domain::{license::LicenseState, Millis};
 use tidemark_wire::{Feature, Tier};
 
+use crate::audit::{record_in, Change};
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
@@ -93,7 +95,11 @@ pub struct NewLicense {
 }
 
 /// Creates the account and its license in one transaction.
-pub async fn create_license(db: &Writer, new: &NewLicense) -> Result<(), StoreError> {
+pub async fn create_license(
+    db: &Writer,
+    new: &NewLicense,
+    audit: &AuditContext,
+) -> Result<(), StoreError> {
     on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, $2)")
@@ -130,6 +136,20 @@ pub async fn create_license(db: &Writer, new: &NewLicense) -> Result<(), StoreEr
             .bind(new.email.to_lowercase())
             .execute(&mut *tx)
             .await?;
+        let change = Change {
+            account_id: Some(&new.account_id),
+            action: Action::LicenseCreated,
+            target: new.license_id.clone(),
+            before: None,
+            after: Some(format!(
+                "{} for {}, expires {}{}",
+                new.tier.as_str(),
+                new.email.to_lowercase(),
+                tidemark_domain::to_rfc3339(new.expires_at),
+                new.max_projects.map(|n| format!(", at most {n} projects")).unwrap_or_default()
+            )),
+        };
+        record_in!(&mut *tx, audit, change)?;
         tx.commit().await?;
         Ok::<(), sqlx::Error>(())
     })?;
@@ -184,29 +204,76 @@ pub async fn licenses_for_email(
         .collect()
 }
 
-/// Suspends (`Some(now)`) or resumes (`None`) a license. False when there is no such license.
-pub async fn set_suspended(db: &Writer, id: &str, at: Option<Millis>) -> Result<bool, StoreError> {
-    let n = on_db_write!(db, pool => {
+/// Suspends or resumes a license (from `audit.at`). False when there is no such license.
+pub async fn set_suspended(
+    db: &Writer,
+    id: &str,
+    suspended: bool,
+    audit: &AuditContext,
+) -> Result<bool, StoreError> {
+    let done = on_db_write!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        let found: Option<(String, Option<i64>)> =
+            sqlx::query_as("SELECT account_id, suspended_at FROM licenses WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((account_id, suspended_at)) = found else {
+            return Ok(false);
+        };
         sqlx::query("UPDATE licenses SET suspended_at = $1 WHERE id = $2")
-            .bind(at)
+            .bind(suspended.then_some(audit.at))
             .bind(id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
+            .execute(&mut *tx)
+            .await?;
+        let state = |s: bool| Some(if s { "suspended" } else { "active" }.to_owned());
+        let change = Change {
+            account_id: Some(&account_id),
+            action: if suspended { Action::LicenseSuspended } else { Action::LicenseResumed },
+            target: id.to_owned(),
+            before: state(suspended_at.is_some()),
+            after: state(suspended),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(true)
     })?;
-    Ok(n == 1)
+    Ok(done)
 }
 
-pub async fn set_expiry(db: &Writer, id: &str, expires_at: Millis) -> Result<bool, StoreError> {
-    let n = on_db_write!(db, pool => {
+pub async fn set_expiry(
+    db: &Writer,
+    id: &str,
+    expires_at: Millis,
+    audit: &AuditContext,
+) -> Result<bool, StoreError> {
+    let done = on_db_write!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        let found: Option<(String, i64)> =
+            sqlx::query_as("SELECT account_id, expires_at FROM licenses WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((account_id, before)) = found else {
+            return Ok(false);
+        };
         sqlx::query("UPDATE licenses SET expires_at = $1 WHERE id = $2")
             .bind(expires_at)
             .bind(id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
+            .execute(&mut *tx)
+            .await?;
+        let change = Change {
+            account_id: Some(&account_id),
+            action: Action::LicenseExtended,
+            target: id.to_owned(),
+            before: Some(format!("expires {}", tidemark_domain::to_rfc3339(before))),
+            after: Some(format!("expires {}", tidemark_domain::to_rfc3339(expires_at))),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(true)
     })?;
-    Ok(n == 1)
+    Ok(done)
 }
 
 /// A new API key for an account.
@@ -222,20 +289,26 @@ pub struct NewApiKey {
 
 /// Adds a key to the account (activation); other keys stay valid.
 pub async fn insert_api_key(db: &Writer, key: &NewApiKey) -> Result<(), StoreError> {
-    issue_api_key(db, key, false).await.map(|_| ())
+    issue_api_key(db, key, None).await.map(|_| ())
 }
 
 /// Revokes every active key of an account and issues `replacement` in the same transaction:
 /// from the commit on, no replica accepts an old key. Returns how many keys were revoked.
-pub async fn rotate_api_keys(db: &Writer, replacement: &NewApiKey) -> Result<u64, StoreError> {
-    issue_api_key(db, replacement, true).await
+pub async fn rotate_api_keys(
+    db: &Writer,
+    replacement: &NewApiKey,
+    audit: &AuditContext,
+) -> Result<u64, StoreError> {
+    issue_api_key(db, replacement, Some(audit)).await
 }
 
+/// Adds `key`; with a rotation's audit context, revokes the others first (and records it).
 async fn issue_api_key(
     db: &Writer,
     key: &NewApiKey,
-    revoke_others: bool,
+    rotation: Option<&AuditContext>,
 ) -> Result<u64, StoreError> {
+    let revoke_others = rotation.is_some();
     let revoked = on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
         let revoked = if revoke_others {
@@ -277,6 +350,16 @@ async fn issue_api_key(
         .bind(key.now)
         .execute(&mut *tx)
         .await?;
+        if let Some(audit) = rotation {
+            let change = Change {
+                account_id: Some(&key.account_id),
+                action: Action::KeysRotated,
+                target: "API keys".to_owned(),
+                before: Some(format!("{revoked} active")),
+                after: Some(format!("1 active: {}… ({})", key.prefix, key.machine)),
+            };
+            record_in!(&mut *tx, audit, change)?;
+        }
         tx.commit().await?;
         revoked
     });
@@ -366,19 +449,37 @@ pub async fn revoke_api_key(
     db: &Writer,
     account_id: &str,
     key_id: &str,
-    now: Millis,
+    audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let n = on_db_write!(db, pool => {
-        sqlx::query(
-            "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3 \
+    let done = on_db_write!(db, pool => {
+        let mut tx = pool.begin_write().await?;
+        let found: Option<(String, String)> = sqlx::query_as(
+            "SELECT prefix, machine FROM api_keys WHERE id = $1 AND account_id = $2 \
              AND revoked_at IS NULL",
         )
-        .bind(now)
         .bind(key_id)
         .bind(account_id)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((prefix, machine)) = found else {
+            return Ok(false);
+        };
+        sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3")
+            .bind(audit.at)
+            .bind(key_id)
+            .bind(account_id)
+            .execute(&mut *tx)
+            .await?;
+        let change = Change {
+            account_id: Some(account_id),
+            action: Action::KeyRevoked,
+            target: format!("{prefix}… ({machine})"),
+            before: Some("active".to_owned()),
+            after: Some("revoked".to_owned()),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(true)
     })?;
-    Ok(n == 1)
+    Ok(done)
 }

@@ -3,9 +3,11 @@
 //! most one (a partial unique index), so the rules hold on every replica without a lock:
 //! claiming and verifying are each one conditional statement.
 
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::sso::{ClaimState, ClaimableDomain};
 use tidemark_domain::Millis;
 
+use crate::audit::{record_in, Change};
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
@@ -144,6 +146,7 @@ pub async fn claim(
     db: &Writer,
     new: &NewClaim<'_>,
     vouched: Vouched,
+    audit: &AuditContext,
 ) -> Result<ClaimOutcome, StoreError> {
     let (state, verified_at, next_check_at) = match vouched {
         Vouched::ByDnsRecord => (ClaimState::Pending, None, Some(new.now)),
@@ -215,6 +218,19 @@ pub async fn claim(
                     .await?;
                 sqlx::query(END_DOMAIN_SESSIONS).bind(&row.domain).execute(&mut *tx).await?;
             }
+            let change = Change {
+                account_id: Some(new.account_id),
+                action: Action::SsoClaimed,
+                target: row.domain.clone(),
+                before: None,
+                after: Some(format!(
+                    "{}; IdP {}; enforce {}",
+                    row.state,
+                    new.idp_entity_id,
+                    if new.enforce { "on" } else { "off" }
+                )),
+            };
+            record_in!(&mut *tx, audit, change)?;
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(row)
@@ -247,8 +263,9 @@ pub enum VerifyOutcome {
 pub async fn verify(
     db: &Writer,
     connection_id: &str,
-    now: Millis,
+    audit: &AuditContext,
 ) -> Result<VerifyOutcome, StoreError> {
+    let now = audit.at;
     let sql = format!(
         "UPDATE sso_connections SET state = 'verified', verified_at = $2, checked_at = $2, \
          check_message = NULL, next_check_at = NULL, updated_at = $2 \
@@ -276,6 +293,14 @@ pub async fn verify(
             if row.enforce {
                 sqlx::query(END_DOMAIN_SESSIONS).bind(&row.domain).execute(&mut *tx).await?;
             }
+            let change = Change {
+                account_id: Some(&row.account_id),
+                action: Action::SsoVerified,
+                target: row.domain.clone(),
+                before: Some("pending".to_owned()),
+                after: Some("verified".to_owned()),
+            };
+            record_in!(&mut *tx, audit, change)?;
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(row)
@@ -424,20 +449,32 @@ pub async fn remove(
     db: &Writer,
     domain: &str,
     account_id: Option<&str>,
+    audit: &AuditContext,
 ) -> Result<u64, StoreError> {
     let removed = on_db_write!(db, pool => {
         let mut tx = pool.begin_domain_write(domain).await?;
         sqlx::query(UNBIND_DOMAIN).bind(domain).bind(account_id).execute(&mut *tx).await?;
-        let gone: Vec<(String,)> = sqlx::query_as(
+        let gone: Vec<(String, String)> = sqlx::query_as(
             "DELETE FROM sso_connections WHERE domain = $1 AND ($2 IS NULL OR account_id = $2) \
-             RETURNING state",
+             RETURNING state, account_id",
         )
         .bind(domain)
         .bind(account_id)
         .fetch_all(&mut *tx)
         .await?;
-        if gone.iter().any(|(state,)| state == "verified") {
+        if gone.iter().any(|(state, _)| state == "verified") {
             sqlx::query(END_DOMAIN_SESSIONS).bind(domain).execute(&mut *tx).await?;
+        }
+        // One record per account whose claim went (an operator may remove several).
+        for (state, owner) in &gone {
+            let change = Change {
+                account_id: Some(owner),
+                action: Action::SsoRemoved,
+                target: domain.to_owned(),
+                before: Some(state.clone()),
+                after: None,
+            };
+            record_in!(&mut *tx, audit, change)?;
         }
         tx.commit().await?;
         Ok::<u64, sqlx::Error>(gone.len() as u64)

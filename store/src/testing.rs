@@ -174,6 +174,11 @@ pub fn push_context(account_id: &str) -> crate::pushes::PushContext {
     }
 }
 
+/// An operator ("tests") making changes now: what store tests pass where a change is audited.
+pub fn audit() -> tidemark_domain::audit::AuditContext {
+    crate::audit::operator_context("tests", tidemark_domain::now_millis())
+}
+
 /// The scan a push appended; panics on any other outcome.
 pub fn appended(outcome: crate::pushes::PushOutcome) -> crate::pushes::StoredScan {
     match outcome {
@@ -211,6 +216,7 @@ async fn insert_licensed_account(db: &Writer, account_id: &str, email: &str) {
             max_projects: None,
             now: 1,
         },
+        &audit(),
     )
     .await
     .expect("insert license");

@@ -6,9 +6,11 @@
 //! one replica sends a given delivery at a time, and a sender that dies mid-send leaves the
 //! row due again when its lease ends.
 
+use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::webhook::{subscribed_pattern, Event, EventSet, PayloadFormat};
 use tidemark_domain::Millis;
 
+use crate::audit::{record_in, Change};
 use crate::scan_facts::{ScanFactsRow, SCAN_FACTS_COLUMNS, SCAN_FACTS_JOIN};
 use crate::stmt::Stmt;
 use crate::Writer;
@@ -54,7 +56,11 @@ pub enum CreateOutcome {
     TooMany,
 }
 
-pub async fn create_webhook(db: &Writer, hook: &NewWebhook) -> Result<CreateOutcome, StoreError> {
+pub async fn create_webhook(
+    db: &Writer,
+    hook: &NewWebhook,
+    audit: &AuditContext,
+) -> Result<CreateOutcome, StoreError> {
     let outcome = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(&hook.account_id).await?;
         if let Some(project_id) = &hook.project_id {
@@ -90,6 +96,20 @@ pub async fn create_webhook(db: &Writer, hook: &NewWebhook) -> Result<CreateOutc
         .bind(hook.now)
         .execute(&mut *tx)
         .await?;
+        let events: Vec<&str> = hook.events.events().iter().map(|e| e.as_str()).collect();
+        let change = Change {
+            account_id: Some(&hook.account_id),
+            action: Action::WebhookCreated,
+            target: hook.url_display.clone(),
+            before: None,
+            after: Some(format!(
+                "{}; {}; format {}",
+                events.join(", "),
+                hook.project_id.as_deref().map_or("all projects".to_owned(), |p| format!("project {p}")),
+                hook.format.as_str()
+            )),
+        };
+        record_in!(&mut *tx, audit, change)?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>(CreateOutcome::Created)
     })?;
@@ -139,9 +159,24 @@ pub async fn list_webhooks(db: &Db, account_id: &str) -> Result<Vec<Webhook>, St
 }
 
 /// Removes the endpoint and its deliveries. `false` when the account has no such endpoint.
-pub async fn delete_webhook(db: &Writer, account_id: &str, id: &str) -> Result<bool, StoreError> {
+pub async fn delete_webhook(
+    db: &Writer,
+    account_id: &str,
+    id: &str,
+    audit: &AuditContext,
+) -> Result<bool, StoreError> {
     let n = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
+        let found: Option<(String,)> = sqlx::query_as(
+            "SELECT url_display FROM webhooks WHERE id = $1 AND account_id = $2",
+        )
+        .bind(id)
+        .bind(account_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((url_display,)) = found else {
+            return Ok(false);
+        };
         sqlx::query(
             "DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND account_id = $2",
         )
@@ -155,6 +190,14 @@ pub async fn delete_webhook(db: &Writer, account_id: &str, id: &str) -> Result<b
             .execute(&mut *tx)
             .await?
             .rows_affected();
+        let change = Change {
+            account_id: Some(account_id),
+            action: Action::WebhookDeleted,
+            target: url_display,
+            before: Some("an endpoint".to_owned()),
+            after: None,
+        };
+        record_in!(&mut *tx, audit, change)?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>(n)
     })?;
@@ -167,22 +210,42 @@ pub async fn replace_secret(
     account_id: &str,
     id: &str,
     secret_sealed: &str,
-    now: Millis,
+    audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let n = on_db_write!(db, pool => {
+    let replaced = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let found: Option<(String,)> = sqlx::query_as(
+            "SELECT url_display FROM webhooks WHERE id = $1 AND account_id = $2",
+        )
+        .bind(id)
+        .bind(account_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((url_display,)) = found else {
+            return Ok(false);
+        };
         sqlx::query(
             "UPDATE webhooks SET secret_sealed = $1, secret_rotated_at = $2 \
              WHERE id = $3 AND account_id = $4",
         )
         .bind(secret_sealed)
-        .bind(now)
+        .bind(audit.at)
         .bind(id)
         .bind(account_id)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected())
+        .execute(&mut *tx)
+        .await?;
+        let change = Change {
+            account_id: Some(account_id),
+            action: Action::WebhookSecretRotated,
+            target: url_display,
+            before: None,
+            after: Some("a new signing secret".to_owned()),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(true)
     })?;
-    Ok(n == 1)
+    Ok(replaced)
 }
 
 /// One event to fan out to the account's subscribed endpoints.

@@ -36,13 +36,13 @@ tidemark_store::test_each_backend! {
     async fn members_are_added_once_and_the_last_admin_stays(backend) {
         let t = fresh(backend).await;
         let account = insert_license(&t.db, "owner@example.com").await;
-        let added = access::add_member(&t.db, &account, &email("dev@example.com"), Role::Member, 5)
+        let added = access::add_member(&t.db, &account, &email("dev@example.com"), Role::Member, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();
         assert_eq!(added.role, Role::Member);
         assert_eq!(
-            access::add_member(&t.db, &account, &email("DEV@example.com"), Role::Admin, 6)
+            access::add_member(&t.db, &account, &email("DEV@example.com"), Role::Admin, &tidemark_store::testing::audit())
                 .await
                 .unwrap(),
             Err(MembershipError::AlreadyMember("dev@example.com".into())),
@@ -54,7 +54,7 @@ tidemark_store::test_each_backend! {
             .unwrap();
         for change in [None, Some(Role::Member)] {
             assert_eq!(
-                access::change_member(&t.db, &account, &owner.user_id, change)
+                access::change_member(&t.db, &account, &owner.user_id, change, &tidemark_store::testing::audit())
                     .await
                     .unwrap(),
                 Err(MembershipError::LastAdmin),
@@ -62,11 +62,11 @@ tidemark_store::test_each_backend! {
             );
         }
         // With a second admin the first may step down.
-        access::change_member(&t.db, &account, &added.user_id, Some(Role::Admin))
+        access::change_member(&t.db, &account, &added.user_id, Some(Role::Admin), &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();
-        access::change_member(&t.db, &account, &owner.user_id, Some(Role::Member))
+        access::change_member(&t.db, &account, &owner.user_id, Some(Role::Member), &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();
@@ -282,11 +282,11 @@ tidemark_store::test_each_backend! {
         let account = insert_license(&t.db, "owner@example.com").await;
         let other = insert_license(&t.db, "other@example.com").await;
         let dev = email("dev@example.com");
-        let member = access::add_member(&t.db, &account, &dev, Role::Member, 1)
+        let member = access::add_member(&t.db, &account, &dev, Role::Member, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();
-        access::add_member(&t.db, &other, &dev, Role::Member, 1)
+        access::add_member(&t.db, &other, &dev, Role::Member, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();
@@ -297,7 +297,7 @@ tidemark_store::test_each_backend! {
         sessions::create_session(&t.db, "s2", owner(uid, &other), "{}", 0, 100, 1_000)
             .await
             .unwrap();
-        access::change_member(&t.db, &account, uid, None)
+        access::change_member(&t.db, &account, uid, None, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();

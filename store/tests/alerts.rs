@@ -29,11 +29,17 @@ fn push(label: &str, second: i64, score: f64) -> ValidPush {
 
 async fn member(db: &Writer, account: &str, email: &str) -> String {
     let email = Email::parse(email).unwrap();
-    add_member(db, account, &email, Role::Member, 1)
-        .await
-        .unwrap()
-        .unwrap()
-        .user_id
+    add_member(
+        db,
+        account,
+        &email,
+        Role::Member,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .user_id
 }
 
 fn prefs(gate_failed: bool, score_regressed: bool) -> AlertPrefs {
@@ -110,7 +116,7 @@ tidemark_store::test_each_backend! {
 
         // A failed gate and a drop in one push: each of the three gets one mail, not two.
         let gate = QualityGate::new(Some(90.0), None, None).unwrap().unwrap();
-        assert!(set_project_gate(&t.db, "acct_a", &first.project_id, Some(&gate)).await.unwrap());
+        assert!(set_project_gate(&t.db, "acct_a", &first.project_id, Some(&gate), &tidemark_store::testing::audit()).await.unwrap());
         let failed = appended(record_push(&t.db, ctx("acct_a"), push("api", 3, 83.0)).await.unwrap());
         assert_eq!(failed.gate.status, GateStatus::Failed);
         assert_eq!(alerts_queued(&t.db).await, [
@@ -133,7 +139,7 @@ tidemark_store::test_each_backend! {
         ]);
 
         // A removed member's preferences go with the membership.
-        change_member(&t.db, "acct_a", &both, None).await.unwrap().unwrap();
+        change_member(&t.db, "acct_a", &both, None, &tidemark_store::testing::audit()).await.unwrap().unwrap();
         assert_eq!(alert_prefs(&t.db, "acct_a", &both).await.unwrap(), AlertPrefs::default());
         let again = appended(record_push(&t.db, ctx("acct_a"), push("api", 5, 70.0)).await.unwrap());
         assert_eq!(alerts_queued(&t.db).await, [

@@ -141,7 +141,7 @@ tidemark_store::test_each_backend! {
             .unwrap()
             .is_none());
         assert_eq!(
-            dashboard::set_archived(db, &mine, &their_web.id, true, None, 5)
+            dashboard::set_archived(db, &mine, &their_web.id, true, None, &tidemark_store::testing::audit())
                 .await
                 .unwrap(),
             ArchiveOutcome::NotFound
@@ -317,7 +317,7 @@ tidemark_store::test_each_backend! {
             .id
             .clone();
         assert_eq!(
-            dashboard::set_archived(db, &acct, &one, true, Some(2), 10)
+            dashboard::set_archived(db, &acct, &one, true, Some(2), &tidemark_store::audit::operator_context("tests", 10))
                 .await
                 .unwrap(),
             ArchiveOutcome::Done
@@ -331,14 +331,14 @@ tidemark_store::test_each_backend! {
         assert_eq!(listed.last().unwrap().archived_at, Some(10));
         push(db, &acct, "three", 1, 80.0, vec![]).await; // the freed slot
         assert_eq!(
-            dashboard::set_archived(db, &acct, &one, false, Some(2), 11)
+            dashboard::set_archived(db, &acct, &one, false, Some(2), &tidemark_store::testing::audit())
                 .await
                 .unwrap(),
             ArchiveOutcome::NoFreeSlot { cap: 2 },
             "{backend:?}"
         );
         assert_eq!(
-            dashboard::set_archived(db, &acct, &one, false, None, 11)
+            dashboard::set_archived(db, &acct, &one, false, None, &tidemark_store::testing::audit())
                 .await
                 .unwrap(),
             ArchiveOutcome::Done

@@ -41,10 +41,10 @@ tidemark_store::test_each_backend! {
         let project = first.project_id.clone();
 
         let gate = QualityGate::new(Some(80.0), Some(5.0), Some(Severity::High)).unwrap().unwrap();
-        assert!(!set_project_gate(&t.db, "acct_b", &project, Some(&gate)).await.unwrap(),
+        assert!(!set_project_gate(&t.db, "acct_b", &project, Some(&gate), &tidemark_store::testing::audit()).await.unwrap(),
             "another account's project is not found");
         assert_eq!(project_gate(&t.db, "acct_a", &project).await.unwrap(), None);
-        assert!(set_project_gate(&t.db, "acct_a", &project, Some(&gate)).await.unwrap());
+        assert!(set_project_gate(&t.db, "acct_a", &project, Some(&gate), &tidemark_store::testing::audit()).await.unwrap());
         assert_eq!(project_gate(&t.db, "acct_a", &project).await.unwrap(), Some(gate));
 
         // r-1 was open before; r-2 is new but below the threshold; a drop of 4.
@@ -63,7 +63,7 @@ tidemark_store::test_each_backend! {
         ]);
 
         // The gate is removed; a retry of the failed push still answers with its verdict.
-        assert!(set_project_gate(&t.db, "acct_a", &project, None).await.unwrap());
+        assert!(set_project_gate(&t.db, "acct_a", &project, None, &tidemark_store::testing::audit()).await.unwrap());
         match record_push(&t.db, ctx("acct_a"), failing).await.unwrap() {
             PushOutcome::Replayed(scan, _) => assert_eq!(scan.gate, failed.gate),
             other => panic!("expected a replay: {other:?}"),

@@ -202,6 +202,7 @@ tidemark_store::test_each_backend! {
                 machine: "ci".into(),
                 now: 2,
             },
+            &tidemark_store::testing::audit(),
         )
         .await
         .unwrap();
@@ -225,7 +226,7 @@ tidemark_store::test_each_backend! {
         );
         // Then the operator suspends the license.
         let license = find_license_for_account(&t.db, "acct_r").await.unwrap().unwrap();
-        assert!(set_suspended(&t.db, &license.id, Some(3)).await.unwrap());
+        assert!(set_suspended(&t.db, &license.id, true, &tidemark_store::testing::audit()).await.unwrap());
         assert_eq!(
             record_push(&t.db, with_new_key, push("web", 3, 70.0)).await.unwrap(),
             PushOutcome::LicenseInactive,

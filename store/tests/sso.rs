@@ -32,6 +32,7 @@ async fn claim_as(db: &Writer, account: &str, entity: &str, vouched: Vouched) ->
             now: 1_000,
         },
         vouched,
+        &tidemark_store::testing::audit(),
     )
     .await
     .unwrap()
@@ -64,7 +65,7 @@ tidemark_store::test_each_backend! {
             "{backend:?}: a pending claim routes nobody"
         );
 
-        let VerifyOutcome::Verified(won) = sso::verify(&t.db, &owner.id, 2_000).await.unwrap()
+        let VerifyOutcome::Verified(won) = sso::verify(&t.db, &owner.id, &tidemark_store::audit::operator_context("tests", 2_000)).await.unwrap()
         else {
             panic!("{backend:?}: the owner's verification did not win");
         };
@@ -93,7 +94,7 @@ tidemark_store::test_each_backend! {
                 "{after:?}"
             );
             assert_eq!(
-                sso::verify(&t.db, &loser.id, 3_000).await.unwrap(),
+                sso::verify(&t.db, &loser.id, &tidemark_store::testing::audit()).await.unwrap(),
                 VerifyOutcome::NotPending
             );
         }
@@ -115,7 +116,7 @@ tidemark_store::test_each_backend! {
 
         // Removing the verified claim frees the domain for a new, again pending, claim.
         assert_eq!(
-            sso::remove(&t.db, DOMAIN, Some("acct_owner"))
+            sso::remove(&t.db, DOMAIN, Some("acct_owner"), &tidemark_store::testing::audit())
                 .await
                 .unwrap(),
             1
@@ -169,7 +170,7 @@ tidemark_store::test_each_backend! {
         let mut racers = tokio::task::JoinSet::new();
         for claim in pending.clone() {
             let db = t.writer();
-            racers.spawn(async move { sso::verify(&db, &claim.id, 5_000).await.unwrap() });
+            racers.spawn(async move { sso::verify(&db, &claim.id, &tidemark_store::testing::audit()).await.unwrap() });
         }
         let mut verified = 0;
         while let Some(outcome) = racers.join_next().await {
@@ -214,6 +215,7 @@ tidemark_store::test_each_backend! {
                             now: 6_000 + round,
                         },
                         Vouched::ByOperator,
+                        &tidemark_store::testing::audit(),
                     )
                     .await
                     .unwrap();
@@ -253,7 +255,7 @@ tidemark_store::test_each_backend! {
                     "acct_a",
                     &Email::parse(address).unwrap(),
                     Role::Member,
-                    1,
+                    &tidemark_store::testing::audit(),
                 )
                 .await
                 .unwrap()
@@ -333,7 +335,7 @@ tidemark_store::test_each_backend! {
             "acct_a",
             &Email::parse("p@victim.example").unwrap(),
             Role::Member,
-            1,
+            &tidemark_store::testing::audit(),
         )
         .await
         .unwrap()
@@ -393,12 +395,12 @@ tidemark_store::test_each_backend! {
             insert_account(&t.db, a).await;
         }
         let who = Email::parse("multi@example.com").unwrap();
-        let user = access::add_member(&t.db, "acct_1_old", &who, Role::Admin, 1)
+        let user = access::add_member(&t.db, "acct_1_old", &who, Role::Admin, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap()
             .user_id;
-        access::add_member(&t.db, "acct_2_new", &who, Role::Member, 2)
+        access::add_member(&t.db, "acct_2_new", &who, Role::Member, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();

@@ -43,6 +43,7 @@ async fn add_hook(db: &Writer, account: &str, project: Option<&str>, events: &[&
             secret_sealed: "sealed-secret".into(),
             now: 1,
         },
+        &tidemark_store::testing::audit(),
     )
     .await
     .unwrap();
@@ -79,7 +80,7 @@ tidemark_store::test_each_backend! {
 
         // A gate that this push fails, and a drop: all three events.
         let gate = QualityGate::new(Some(80.0), None, None).unwrap().unwrap();
-        assert!(set_project_gate(&t.db, "acct_a", &first.project_id, Some(&gate)).await.unwrap());
+        assert!(set_project_gate(&t.db, "acct_a", &first.project_id, Some(&gate), &tidemark_store::testing::audit()).await.unwrap());
         let second = appended(record_push(&t.db, ctx("acct_a"), push("api", 1, 70.0)).await.unwrap());
         assert!(second.webhooks_queued);
         assert_eq!(second.gate.status, GateStatus::Failed);
@@ -120,12 +121,12 @@ tidemark_store::test_each_backend! {
             secret_sealed: "s".into(),
             now: 2,
         };
-        assert_eq!(create_webhook(&t.db, &stranger).await.unwrap(), CreateOutcome::NoSuchProject);
+        assert_eq!(create_webhook(&t.db, &stranger, &tidemark_store::testing::audit()).await.unwrap(), CreateOutcome::NoSuchProject);
         for _ in 1..tidemark_domain::webhook::MAX_ENDPOINTS {
             add_hook(&t.db, "acct_a", None, &["scan.pushed"]).await;
         }
         let one_more = NewWebhook { project_id: None, id: tidemark_domain::ids::new_webhook_id(), ..stranger };
-        assert_eq!(create_webhook(&t.db, &one_more).await.unwrap(), CreateOutcome::TooMany);
+        assert_eq!(create_webhook(&t.db, &one_more, &tidemark_store::testing::audit()).await.unwrap(), CreateOutcome::TooMany);
 
         let listed = list_webhooks(&t.db, "acct_a").await.unwrap();
         assert_eq!(listed.len(), tidemark_domain::webhook::MAX_ENDPOINTS);
@@ -134,12 +135,12 @@ tidemark_store::test_each_backend! {
         assert_eq!(first.project_id, None);
         assert!(list_webhooks(&t.db, "acct_b").await.unwrap().is_empty());
 
-        assert!(!replace_secret(&t.db, "acct_b", &id, "new", 5).await.unwrap(), "another account's");
-        assert!(replace_secret(&t.db, "acct_a", &id, "new", 5).await.unwrap());
+        assert!(!replace_secret(&t.db, "acct_b", &id, "new", &tidemark_store::testing::audit()).await.unwrap(), "another account's");
+        assert!(replace_secret(&t.db, "acct_a", &id, "new", &tidemark_store::audit::operator_context("tests", 5)).await.unwrap());
         let rotated = list_webhooks(&t.db, "acct_a").await.unwrap();
         assert_eq!(rotated.iter().find(|w| w.id == id).unwrap().secret_rotated_at, Some(5));
-        assert!(!delete_webhook(&t.db, "acct_b", &id).await.unwrap());
-        assert!(delete_webhook(&t.db, "acct_a", &id).await.unwrap());
+        assert!(!delete_webhook(&t.db, "acct_b", &id, &tidemark_store::testing::audit()).await.unwrap());
+        assert!(delete_webhook(&t.db, "acct_a", &id, &tidemark_store::testing::audit()).await.unwrap());
         assert_eq!(list_webhooks(&t.db, "acct_a").await.unwrap().len(), tidemark_domain::webhook::MAX_ENDPOINTS - 1);
     }
 }
@@ -204,7 +205,7 @@ tidemark_store::test_each_backend! {
         assert_eq!((test[0].event, test[0].scan.is_none()), (Event::Test, true));
 
         // Deleting the endpoint removes its log.
-        assert!(delete_webhook(&t.db, "acct_a", &hook).await.unwrap());
+        assert!(delete_webhook(&t.db, "acct_a", &hook, &tidemark_store::testing::audit()).await.unwrap());
         assert!(delivery_log(&t.db, "acct_a", 50).await.unwrap().is_empty());
     }
 }
@@ -222,7 +223,7 @@ tidemark_store::test_each_backend! {
             prefix: "svc_api_x".into(),
             machine: "m".into(),
             now: 7,
-        }).await.unwrap();
+        }, &tidemark_store::testing::audit()).await.unwrap();
         assert_eq!(revoked, 1);
         assert_eq!(queued(&t.db).await, [("keys.rotated".to_owned(), hook)]);
     }

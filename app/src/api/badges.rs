@@ -46,11 +46,11 @@ pub async fn issue_badge(project_id: String) -> Result<(), DashboardError> {
     let viewer = crate::auth::require_admin()?;
     well_formed(&project_id, None)?;
     let token = tidemark_domain::badge::BadgeToken::generate();
-    let now = tidemark_domain::now_millis();
+    let audit = viewer.audit();
     let account = viewer.account_id.clone();
     let issued = db()
         .detached(|db| async move {
-            tidemark_store::badges::issue_badge(&db, &account, &project_id, &token, now).await
+            tidemark_store::badges::issue_badge(&db, &account, &project_id, &token, &audit).await
         })
         .await;
     match or_unavailable(issued)? {
@@ -65,10 +65,10 @@ pub async fn revoke_badge(project_id: String) -> Result<(), DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
     well_formed(&project_id, None)?;
-    let account = viewer.account_id.clone();
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let revoked = db()
         .detached(|db| async move {
-            tidemark_store::badges::revoke_badge(&db, &account, &project_id).await
+            tidemark_store::badges::revoke_badge(&db, &account, &project_id, &audit).await
         })
         .await;
     match or_unavailable(revoked)? {

@@ -3,6 +3,7 @@
 //! account's ids find nothing ("not found"); admin actions need an admin.
 
 pub mod alerts;
+pub mod audit;
 pub mod badges;
 pub mod project;
 pub mod projects;

@@ -86,10 +86,17 @@ pub async fn set_project_gate(
                 }
                 DashboardError::Invalid(format!("{text}."))
             })?;
-    let account = viewer.account_id.clone();
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let found = db()
         .detached(|db| async move {
-            tidemark_store::gates::set_project_gate(&db, &account, &project_id, gate.as_ref()).await
+            tidemark_store::gates::set_project_gate(
+                &db,
+                &account,
+                &project_id,
+                gate.as_ref(),
+                &audit,
+            )
+            .await
         })
         .await;
     match or_unavailable(found)? {

@@ -44,12 +44,18 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
         tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
     )?;
     let cap = license.and_then(|l| l.project_cap());
-    let now = tidemark_domain::now_millis();
-    let account = viewer.account_id.clone();
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let outcome = db
         .detached(|db| async move {
-            tidemark_store::dashboard::set_archived(&db, &account, &project_id, archived, cap, now)
-                .await
+            tidemark_store::dashboard::set_archived(
+                &db,
+                &account,
+                &project_id,
+                archived,
+                cap,
+                &audit,
+            )
+            .await
         })
         .await;
     match outcome {

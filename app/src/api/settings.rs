@@ -124,8 +124,11 @@ pub async fn rotate_keys() -> Result<String, DashboardError> {
         machine: "dashboard rotation".into(),
         now: tidemark_domain::now_millis(),
     };
+    let audit = viewer.audit();
     let rotated = db
-        .detached(|db| async move { tidemark_store::licenses::rotate_api_keys(&db, &new).await })
+        .detached(
+            |db| async move { tidemark_store::licenses::rotate_api_keys(&db, &new, &audit).await },
+        )
         .await;
     match rotated {
         Ok(revoked) => {
@@ -140,11 +143,10 @@ pub async fn rotate_keys() -> Result<String, DashboardError> {
 pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
     let viewer = crate::auth::require_admin()?;
     let db = expect_context::<tidemark_store::Db>();
-    let now = tidemark_domain::now_millis();
-    let account = viewer.account_id.clone();
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let done = db
         .detached(|db| async move {
-            tidemark_store::licenses::revoke_api_key(&db, &account, &key_id, now).await
+            tidemark_store::licenses::revoke_api_key(&db, &account, &key_id, &audit).await
         })
         .await;
     match done {
@@ -170,7 +172,7 @@ pub async fn change_member(email: String, action: MemberAction) -> Result<(), Da
             "Enter a valid e-mail address.".into(),
         ));
     };
-    let account = viewer.account_id.clone();
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let done = db
         .detached(|db| async move {
             let Some(member) =
@@ -178,7 +180,7 @@ pub async fn change_member(email: String, action: MemberAction) -> Result<(), Da
             else {
                 return Ok(None);
             };
-            tidemark_store::access::change_member(&db, &account, &member.user_id, change)
+            tidemark_store::access::change_member(&db, &account, &member.user_id, change, &audit)
                 .await
                 .map(Some)
         })
@@ -217,12 +219,23 @@ pub trait SsoAdmin: Send + Sync {
         domain: String,
         metadata_xml: String,
         enforce: bool,
+        audit: tidemark_domain::audit::AuditContext,
     ) -> SsoAdminFuture<SsoSummary>;
 
     /// Looks the claim's DNS record up now.
-    fn verify(&self, account_id: String, domain: String) -> SsoAdminFuture<SsoSummary>;
+    fn verify(
+        &self,
+        account_id: String,
+        domain: String,
+        audit: tidemark_domain::audit::AuditContext,
+    ) -> SsoAdminFuture<SsoSummary>;
 
-    fn remove(&self, account_id: String, domain: String) -> SsoAdminFuture<()>;
+    fn remove(
+        &self,
+        account_id: String,
+        domain: String,
+        audit: tidemark_domain::audit::AuditContext,
+    ) -> SsoAdminFuture<()>;
 }
 
 #[cfg(feature = "ssr")]
@@ -257,7 +270,13 @@ pub async fn configure_sso(
     let viewer = crate::auth::require_admin()?;
     sso_admin()?
         .0
-        .configure(viewer.account_id, domain, metadata_xml, enforce)
+        .configure(
+            viewer.account_id.clone(),
+            domain,
+            metadata_xml,
+            enforce,
+            viewer.audit(),
+        )
         .await
         .or_else(sso_failed)
 }
@@ -268,7 +287,7 @@ pub async fn verify_sso(domain: String) -> Result<SsoSummary, DashboardError> {
     let viewer = crate::auth::require_admin()?;
     sso_admin()?
         .0
-        .verify(viewer.account_id, domain)
+        .verify(viewer.account_id.clone(), domain, viewer.audit())
         .await
         .or_else(sso_failed)
 }
@@ -278,7 +297,7 @@ pub async fn remove_sso(domain: String) -> Result<(), DashboardError> {
     let viewer = crate::auth::require_admin()?;
     sso_admin()?
         .0
-        .remove(viewer.account_id, domain)
+        .remove(viewer.account_id.clone(), domain, viewer.audit())
         .await
         .or_else(sso_failed)
 }
@@ -298,10 +317,10 @@ pub async fn add_member(
     };
     let db = expect_context::<tidemark_store::Db>();
     let role = if admin { Role::Admin } else { Role::Member };
-    let now = tidemark_domain::now_millis();
+    let audit = viewer.audit();
     let added = db
         .detached(|db| async move {
-            tidemark_store::access::add_member(&db, &viewer.account_id, &email, role, now).await
+            tidemark_store::access::add_member(&db, &viewer.account_id, &email, role, &audit).await
         })
         .await;
     match added {

@@ -142,8 +142,11 @@ pub async fn create_webhook(
         now: tidemark_domain::now_millis(),
     };
     let webhook_id = hook.id.clone();
+    let audit = viewer.audit();
     let created = db()
-        .detached(|db| async move { tidemark_store::webhooks::create_webhook(&db, &hook).await })
+        .detached(
+            |db| async move { tidemark_store::webhooks::create_webhook(&db, &hook, &audit).await },
+        )
         .await;
     match or_unavailable(created)? {
         CreateOutcome::Created => Ok(WebhookSecretShown {
@@ -170,10 +173,10 @@ pub async fn rotate_webhook_secret(
     let secret = tidemark_domain::webhook::WebhookSecret::generate();
     let sealed = outbox()?.0.seal(secret.expose().as_bytes());
     let (account, id) = (viewer.account_id.clone(), webhook_id.clone());
-    let now = tidemark_domain::now_millis();
+    let audit = viewer.audit();
     let replaced = db()
         .detached(|db| async move {
-            tidemark_store::webhooks::replace_secret(&db, &account, &id, &sealed, now).await
+            tidemark_store::webhooks::replace_secret(&db, &account, &id, &sealed, &audit).await
         })
         .await;
     match or_unavailable(replaced)? {
@@ -191,10 +194,10 @@ pub async fn delete_webhook(webhook_id: String) -> Result<(), DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
     well_formed_webhook(&webhook_id)?;
-    let account = viewer.account_id.clone();
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let deleted = db()
         .detached(|db| async move {
-            tidemark_store::webhooks::delete_webhook(&db, &account, &webhook_id).await
+            tidemark_store::webhooks::delete_webhook(&db, &account, &webhook_id, &audit).await
         })
         .await;
     match or_unavailable(deleted)? {

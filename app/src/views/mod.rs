@@ -2,6 +2,7 @@
 //! server renders a complete page and the browser takes over for navigation and actions.
 
 pub mod alerts;
+pub mod audit;
 pub mod project;
 pub mod projects;
 pub mod scan;

@@ -168,6 +168,10 @@ fn settings_view(
         {(!admin).then(|| view! {
             <p class="notice" role="note">"You are a member: you can read everything here; an admin of the account makes changes."</p>
         })}
+        {admin.then(|| view! {
+            <p class="small"><a href="/settings/audit" data-testid="audit-link">"Audit log"</a>
+                " — every change made to this account, by whom and from where."</p>
+        })}
         <section class="card" aria-labelledby="keys-heading">
             <h2 id="keys-heading">"API keys"</h2>
             <p class="muted">"Scanners and CI jobs push with these. Only the first characters are ever shown."</p>

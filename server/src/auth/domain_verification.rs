@@ -148,13 +148,14 @@ pub async fn check_claim(
     db: &Writer,
     dns: &DnsVerifier,
     claim: &SsoConnection,
+    audit: &tidemark_domain::audit::AuditContext,
 ) -> Result<CheckOutcome, StoreError> {
     let answer = dns
         .lookup_txt(&tidemark_domain::sso::challenge_name(&claim.domain))
         .await;
-    let now = now_millis();
+    let now = audit.at;
     match judge_txt(&claim.domain, &claim.challenge_token, &answer) {
-        CheckVerdict::Verified => Ok(match sso::verify(db, &claim.id, now).await? {
+        CheckVerdict::Verified => Ok(match sso::verify(db, &claim.id, audit).await? {
             VerifyOutcome::Verified(connection) => {
                 tracing::info!(domain = %connection.domain, account_id = %connection.account_id, "SSO domain verified");
                 CheckOutcome::Verified(connection)
@@ -188,7 +189,17 @@ pub fn spawn_rechecks(db: Db, dns: DnsVerifier) -> tokio::task::JoinHandle<()> {
                         // Detached: stopping this loop at shutdown never cuts a write short.
                         let dns = dns.clone();
                         let checked = db
-                            .detached(|db| async move { check_claim(&db, &dns, &claim).await })
+                            .detached(|db| async move {
+                                // The server's own re-check: recorded as such.
+                                let audit = tidemark_domain::audit::AuditContext {
+                                    actor: tidemark_domain::audit::Actor::System {
+                                        name: "domain-check".to_owned(),
+                                    },
+                                    client_ip: None,
+                                    at: now_millis(),
+                                };
+                                check_claim(&db, &dns, &claim, &audit).await
+                            })
                             .await;
                         if let Err(err) = checked {
                             tracing::warn!(%err, "SSO domain check failed");

@@ -71,6 +71,17 @@ pub async fn resolve_viewer(
 ) -> Response {
     let user = session.get::<String>(USER_ID).await.ok().flatten();
     let account = session.get::<String>(ACCOUNT_ID).await.ok().flatten();
+    let client_ip = req
+        .extensions()
+        .get::<ConnectInfo<std::net::SocketAddr>>()
+        .map(|ConnectInfo(peer)| {
+            crate::http::client_ip::client_ip(
+                peer.ip(),
+                req.headers(),
+                &state.config.trusted_proxies,
+            )
+            .to_string()
+        });
     let via = session.get::<String>(SIGNED_IN_VIA).await.ok().flatten();
     if let (Some(user), Some(account)) = (user, account) {
         match access::find_member(&state.db, &account, &user).await {
@@ -81,6 +92,7 @@ pub async fn resolve_viewer(
                     account_id: account,
                     is_admin: member.role == Role::Admin,
                     via_saml: via.as_deref() == Some("saml"),
+                    client_ip,
                 });
             }
             Ok(None) => {

@@ -215,7 +215,7 @@ impl TestApp {
             account_id,
             &tidemark_domain::text::Email::parse(email).expect("test address"),
             role,
-            1,
+            &tidemark_store::testing::audit(),
         )
         .await
         .expect("add member")
@@ -241,6 +241,7 @@ impl TestApp {
             tier,
             expires_at,
             max_projects,
+            &tidemark_store::testing::audit(),
         )
         .await
         .expect("create license");

@@ -1,0 +1,71 @@
+//! Settings → Audit log (admins only): who changed what in the account, when and from where.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+use crate::model::AuditPage;
+
+/// Events per page.
+pub const AUDIT_PAGE_SIZE: i64 = 50;
+
+#[server(endpoint = "audit")]
+pub async fn load_audit(
+    #[server(default)] actor: Option<String>,
+    #[server(default)] action: Option<String>,
+    #[server(default)] page: i64,
+) -> Result<AuditPage, DashboardError> {
+    use super::ssr::*;
+    use crate::model::{AuditFilter, AuditRow};
+    use tidemark_domain::audit::Action;
+    let viewer = crate::auth::require_admin()?;
+    let db = db();
+    // An unknown action is refused; an unknown actor simply matches nothing.
+    let filter = AuditFilter {
+        actor,
+        action,
+        page,
+    };
+    let action = match filter.action.as_deref().filter(|a| !a.is_empty()) {
+        None => None,
+        Some(name) => match Action::parse(name) {
+            Some(action) => Some(action),
+            None => return Err(DashboardError::Invalid(format!("No such action: {name}."))),
+        },
+    };
+    let page = filter.page.clamp(0, 1_000_000);
+    let query = tidemark_store::audit::AuditQuery {
+        account_id: Some(viewer.account_id.clone()),
+        actor: filter.actor.filter(|a| !a.is_empty()),
+        action,
+        since: None,
+        offset: page * AUDIT_PAGE_SIZE,
+        limit: AUDIT_PAGE_SIZE + 1,
+    };
+    let mut events = or_unavailable(tidemark_store::audit::list_audit(&db, &query).await)?;
+    let has_more = events.len() > AUDIT_PAGE_SIZE as usize;
+    events.truncate(AUDIT_PAGE_SIZE as usize);
+    let actors =
+        or_unavailable(tidemark_store::audit::audit_actors(&db, &viewer.account_id).await)?;
+    Ok(AuditPage {
+        rows: events
+            .into_iter()
+            .map(|e| AuditRow {
+                at: tidemark_domain::to_rfc3339(e.at),
+                action_label: Action::parse(&e.action)
+                    .map_or_else(|| e.action.clone(), |a| a.label().to_owned()),
+                actor: e.actor,
+                client_ip: e.client_ip,
+                action: e.action,
+                target: e.target,
+                before: e.before_summary,
+                after: e.after_summary,
+            })
+            .collect(),
+        has_more,
+        actors,
+        actions: Action::ALL
+            .iter()
+            .map(|a| (a.as_str().to_owned(), a.label().to_owned()))
+            .collect(),
+    })
+}

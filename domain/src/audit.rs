@@ -1,0 +1,144 @@
+//! The audit log's vocabulary: the actions recorded, and who did them from where.
+
+use crate::Millis;
+
+macro_rules! actions {
+    ($($variant:ident => $name:literal, $label:literal;)*) => {
+        /// Every change the audit log records: admin actions in the dashboard and operator
+        /// commands that change data.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Action {
+            $($variant,)*
+        }
+
+        impl Action {
+            pub const ALL: &'static [Action] = &[$(Action::$variant,)*];
+
+            /// The stored and filterable name, `noun.verb`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $name,)*
+                }
+            }
+
+            /// What people read in Settings.
+            pub fn label(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $label,)*
+                }
+            }
+
+            pub fn parse(name: &str) -> Option<Action> {
+                Action::ALL.iter().copied().find(|a| a.as_str() == name)
+            }
+        }
+    };
+}
+
+actions! {
+    KeysRotated => "keys.rotated", "API keys rotated";
+    KeyRevoked => "key.revoked", "API key revoked";
+    MemberAdded => "member.added", "Member added";
+    MemberRoleChanged => "member.role_changed", "Member's role changed";
+    MemberRemoved => "member.removed", "Member removed";
+    SsoClaimed => "sso.claimed", "SSO domain claimed";
+    SsoVerified => "sso.verified", "SSO domain verified";
+    SsoRemoved => "sso.removed", "SSO domain removed";
+    ProjectArchived => "project.archived", "Project archived";
+    ProjectUnarchived => "project.unarchived", "Project unarchived";
+    GateSet => "gate.set", "Quality gate set";
+    GateRemoved => "gate.removed", "Quality gate removed";
+    WebhookCreated => "webhook.created", "Webhook added";
+    WebhookSecretRotated => "webhook.secret_rotated", "Webhook secret replaced";
+    WebhookDeleted => "webhook.deleted", "Webhook deleted";
+    BadgeIssued => "badge.issued", "Badge link made";
+    BadgeRevoked => "badge.revoked", "Badge revoked";
+    LicenseCreated => "license.created", "License created";
+    LicenseSuspended => "license.suspended", "License suspended";
+    LicenseResumed => "license.resumed", "License resumed";
+    LicenseExtended => "license.extended", "License extended";
+    BundlePublished => "bundle.published", "Bundle published";
+}
+
+/// Who made a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// A signed-in member, by user id and the e-mail address they had then.
+    User { user_id: String, email: String },
+    /// Someone running `tidemark-server` commands on the host (the OS user, when known).
+    Operator { name: String },
+    /// The server itself, on its own schedule (the DNS re-checks of SSO domain claims).
+    System { name: String },
+}
+
+impl Actor {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Actor::User { .. } => "user",
+            Actor::Operator { .. } => "operator",
+            Actor::System { .. } => "system",
+        }
+    }
+
+    /// How the log shows the actor, and what the actor filter matches.
+    pub fn name(&self) -> String {
+        match self {
+            Actor::User { email, .. } => email.clone(),
+            Actor::Operator { name } => format!("operator:{name}"),
+            Actor::System { name } => format!("system:{name}"),
+        }
+    }
+
+    pub fn user_id(&self) -> Option<&str> {
+        match self {
+            Actor::User { user_id, .. } => Some(user_id),
+            Actor::Operator { .. } | Actor::System { .. } => None,
+        }
+    }
+}
+
+/// Who, from where and when: what every audited change carries into its transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditContext {
+    pub actor: Actor,
+    /// The client's address (behind trusted proxies, the forwarded one); none for commands.
+    pub client_ip: Option<String>,
+    pub at: Millis,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_name_is_unique_and_parses_back() {
+        let mut names: Vec<&str> = Action::ALL.iter().map(|a| a.as_str()).collect();
+        for a in Action::ALL {
+            assert_eq!(Action::parse(a.as_str()), Some(*a));
+            assert!(a.as_str().contains('.'), "{a:?}");
+        }
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Action::ALL.len());
+        assert_eq!(Action::parse("keys.rotated "), None);
+    }
+
+    #[test]
+    fn operators_are_named_apart_from_members() {
+        let op = Actor::Operator {
+            name: "root".into(),
+        };
+        assert_eq!(
+            (op.kind(), op.name().as_str(), op.user_id()),
+            ("operator", "operator:root", None)
+        );
+        let user = Actor::User {
+            user_id: "usr_1".into(),
+            email: "a@example.com".into(),
+        };
+        assert_eq!(
+            (user.kind(), user.name().as_str(), user.user_id()),
+            ("user", "a@example.com", Some("usr_1"))
+        );
+    }
+}
