@@ -9,6 +9,8 @@ use crate::model::{severity_colour, ChartPoint, HistoryDrawing, Severity, HEIGHT
 const LEFT: u32 = 44;
 const RIGHT: u32 = 12;
 const TOP: u32 = 10;
+/// Room under the bars for the dates (drawn at `model::DATE_BASELINE`).
+const BOTTOM: u32 = 18;
 /// The score plot's share of the height; severities are stacked beneath.
 const SCORE_HEIGHT: u32 = 220;
 const GAP: u32 = 16;
@@ -26,6 +28,8 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
     let mut svg = String::new();
     let mut dots = Vec::with_capacity(points.len());
     let mut grid = Vec::new();
+    let mut x_ticks = Vec::new();
+    let mut bar_ticks = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         let (t0, t1) = match (points.first(), points.last()) {
@@ -33,7 +37,7 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
             (Some(a), _) => (a.at - 43_200_000, a.at + 43_200_000),
             _ => (0, 1),
         };
-        let plot = root.margin(TOP, 0, LEFT, RIGHT);
+        let plot = root.margin(TOP, BOTTOM, LEFT, RIGHT);
         let (upper, lower) = plot.split_vertically(SCORE_HEIGHT);
         let lower = lower.margin(GAP, 0, 0, 0);
         if let Ok(mut chart) = ChartBuilder::on(&upper).build_cartesian_2d(t0..t1, 0f64..100f64) {
@@ -47,6 +51,12 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
                 ACCENT.stroke_width(2),
             ));
             dots.extend(points.iter().map(|p| chart.backend_coord(&(p.at, p.score))));
+            if !points.is_empty() {
+                x_ticks = time_ticks(t0, t1, 6)
+                    .into_iter()
+                    .map(|(at, label)| (chart.backend_coord(&(at, 0.0)).0, label))
+                    .collect();
+            }
         }
         let most = points
             .iter()
@@ -55,6 +65,17 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
             .unwrap_or(0)
             .max(1);
         if let Ok(mut bars) = ChartBuilder::on(&lower).build_cartesian_2d(t0..t1, 0i64..most) {
+            let mut scale = vec![0, most / 2, most];
+            scale.dedup();
+            bar_ticks = scale
+                .into_iter()
+                .map(|v| {
+                    (
+                        bars.backend_coord(&(t0, v)).1,
+                        u64::try_from(v).unwrap_or(0),
+                    )
+                })
+                .collect();
             let half = ((t1 - t0) / (points.len().max(1) as i64 * 3)).max(1);
             for p in points {
                 let mut base = 0;
@@ -72,7 +93,64 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
         }
         let _ = root.present();
     }
-    HistoryDrawing { svg, dots, grid }
+    HistoryDrawing {
+        svg,
+        dots,
+        grid,
+        x_ticks,
+        bar_ticks,
+    }
+}
+
+/// Tick instants for a time axis from `t0` to `t1` (milliseconds, UTC): at most `max`, on
+/// whole hours or whole days (UTC midnight) at the smallest step that keeps them apart, with
+/// labels such as "Nov 20" (or "Nov 20 14:00" when the step is under a day, "2026-11-20"
+/// when the range spans more than about a year).
+pub fn time_ticks(t0: i64, t1: i64, max: usize) -> Vec<(i64, String)> {
+    const HOUR: i64 = 3_600_000;
+    const DAY: i64 = 24 * HOUR;
+    const STEPS: [i64; 15] = [
+        HOUR,
+        2 * HOUR,
+        3 * HOUR,
+        6 * HOUR,
+        12 * HOUR,
+        DAY,
+        2 * DAY,
+        7 * DAY,
+        14 * DAY,
+        30 * DAY,
+        60 * DAY,
+        91 * DAY,
+        182 * DAY,
+        365 * DAY,
+        730 * DAY,
+    ];
+    let span = (t1 - t0).max(1);
+    let max = i64::try_from(max.max(1)).unwrap_or(1);
+    let step = STEPS
+        .into_iter()
+        .find(|s| span / s < max)
+        .unwrap_or(span / max + 1);
+    let format = if step < DAY {
+        "%b %-d %H:%M"
+    } else if span > 400 * DAY {
+        "%Y-%m-%d"
+    } else {
+        "%b %-d"
+    };
+    // Weeks start on Mondays (the epoch was a Thursday).
+    let offset = if step % (7 * DAY) == 0 { 4 * DAY } else { 0 };
+    let from = t0 - offset;
+    let first =
+        from.div_euclid(step) * step + if from.rem_euclid(step) == 0 { 0 } else { step } + offset;
+    (0..)
+        .map(|i| first + i * step)
+        .take_while(|t| *t <= t1)
+        .filter_map(|t| {
+            chrono::DateTime::from_timestamp_millis(t).map(|d| (t, d.format(format).to_string()))
+        })
+        .collect()
 }
 
 /// A small line of recent scores for a project card.
@@ -128,6 +206,48 @@ mod tests {
             .iter()
             .all(|(x, y)| *x >= 0 && *x <= WIDTH as i32 && *y >= 0 && *y <= HEIGHT as i32));
         assert_eq!(drawing.grid.len(), 5);
+        assert_eq!(
+            drawing.bar_ticks.iter().map(|t| t.1).collect::<Vec<_>>(),
+            [0, 3, 6],
+            "a scale up to the most findings of any scan"
+        );
+        assert!(
+            drawing.bar_ticks[2].0 < drawing.bar_ticks[0].0,
+            "more is higher"
+        );
+    }
+
+    #[test]
+    fn the_time_axis_has_a_few_dated_ticks_inside_the_range() {
+        let day = 86_400_000;
+        let t0 = 1_795_000_000_000; // 2026-11-18T…
+        let ticks = time_ticks(t0, t0 + 30 * day, 6);
+        assert!((3..=6).contains(&ticks.len()), "{ticks:?}");
+        assert!(ticks.iter().all(|(t, _)| *t >= t0 && *t <= t0 + 30 * day));
+        assert!(ticks.iter().all(|(t, _)| t % day == 0), "on UTC midnights");
+        // Weekly, on Mondays: 2026-11-23 is the first Monday after the 18th.
+        assert_eq!(ticks[0].1, "Nov 23", "{ticks:?}");
+        assert_eq!(ticks[2].1, "Dec 7", "{ticks:?}");
+        let hours = time_ticks(t0, t0 + day / 2, 6);
+        assert!(hours[0].1.contains(':'), "{hours:?}");
+        let years = time_ticks(t0, t0 + 900 * day, 6);
+        assert!(years[0].1.starts_with("20"), "{years:?}");
+        assert!(time_ticks(t0, t0, 6).len() <= 1);
+    }
+
+    #[test]
+    fn the_chart_labels_its_dates_where_the_points_are() {
+        let day = 86_400_000;
+        let points: Vec<ChartPoint> = (0..8)
+            .map(|i| point(1_795_000_000_000 + i * day, 50.0))
+            .collect();
+        let drawing = draw_history(&points);
+        assert!(!drawing.x_ticks.is_empty());
+        let (first, last) = (drawing.dots[0].0, drawing.dots[7].0);
+        assert!(drawing
+            .x_ticks
+            .iter()
+            .all(|(x, _)| *x >= first && *x <= last));
     }
 
     #[test]

@@ -28,6 +28,102 @@ pub struct ProjectCard {
     pub sparkline_svg: String,
 }
 
+/// How the projects page orders its rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProjectSort {
+    /// By label, A to Z.
+    #[default]
+    Name,
+    /// Lowest latest score first: what needs attention on top.
+    Score,
+    /// Largest drop at the latest scan first.
+    Change,
+    /// Most recently scanned first.
+    LastScan,
+}
+
+impl ProjectSort {
+    pub const ALL: [ProjectSort; 4] = [
+        ProjectSort::Name,
+        ProjectSort::Score,
+        ProjectSort::Change,
+        ProjectSort::LastScan,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProjectSort::Name => "name",
+            ProjectSort::Score => "score",
+            ProjectSort::Change => "change",
+            ProjectSort::LastScan => "last_scan",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ProjectSort::Name => "Name",
+            ProjectSort::Score => "Lowest score",
+            ProjectSort::Change => "Largest drop",
+            ProjectSort::LastScan => "Latest scan",
+        }
+    }
+
+    /// An unknown value (a hand-edited URL) is the default order.
+    pub fn parse(text: &str) -> ProjectSort {
+        ProjectSort::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .unwrap_or_default()
+    }
+}
+
+/// The projects whose label contains `filter` (any case), in `sort` order; ties, and the
+/// name order itself, by label. Projects without a scan come last in the other orders.
+pub fn arrange_projects(
+    mut projects: Vec<ProjectCard>,
+    sort: ProjectSort,
+    filter: &str,
+) -> Vec<ProjectCard> {
+    use std::cmp::Ordering;
+    let needle = filter.trim().to_lowercase();
+    if !needle.is_empty() {
+        projects.retain(|p| p.label.to_lowercase().contains(&needle));
+    }
+    /// `ascending` or not, with `None` after every value either way.
+    fn nones_last<T: PartialOrd>(a: Option<T>, b: Option<T>, ascending: bool) -> Ordering {
+        match (a, b) {
+            (Some(a), Some(b)) => {
+                let o = a.partial_cmp(&b).unwrap_or(Ordering::Equal);
+                if ascending {
+                    o
+                } else {
+                    o.reverse()
+                }
+            }
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        }
+    }
+    projects.sort_by(|a, b| {
+        let primary = match sort {
+            ProjectSort::Name => Ordering::Equal,
+            ProjectSort::Score => nones_last(a.last_score, b.last_score, true),
+            ProjectSort::Change => nones_last(a.last_delta, b.last_delta, true),
+            // "YYYY-MM-DD HH:MM UTC" sorts as text.
+            ProjectSort::LastScan => nones_last(
+                a.last_scanned_at.as_deref(),
+                b.last_scanned_at.as_deref(),
+                false,
+            ),
+        };
+        primary
+            .then_with(|| a.label.to_lowercase().cmp(&b.label.to_lowercase()))
+            .then_with(|| a.label.cmp(&b.label))
+    });
+    projects
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProjectsView {
     pub projects: Vec<ProjectCard>,
@@ -93,6 +189,8 @@ pub struct ChartPoint {
 /// Size of the history chart, in SVG pixels.
 pub const WIDTH: u32 = 880;
 pub const HEIGHT: u32 = 320;
+/// Pixel y of the history chart's date labels, in the room left under the bars.
+pub const DATE_BASELINE: i32 = HEIGHT as i32 - 4;
 
 /// How a severity is drawn: its colour in charts and chips (the name is `Severity::as_str`).
 pub fn severity_colour(severity: Severity) -> &'static str {
@@ -111,6 +209,10 @@ pub struct HistoryDrawing {
     pub dots: Vec<(i32, i32)>,
     /// Pixel y of the score grid lines 0, 25, 50, 75, 100.
     pub grid: Vec<(i32, u32)>,
+    /// The time axis: pixel x and a date (or date and hour) label, oldest first.
+    pub x_ticks: Vec<(i32, String)>,
+    /// The severity bars' scale: pixel y and a finding count (0, half, most).
+    pub bar_ticks: Vec<(i32, u64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,7 +422,12 @@ pub struct FindingsPage {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffView {
+    /// There is a scan to compare with (the previous one, or the chosen base).
     pub has_previous: bool,
+    /// The scan compared with, when one was chosen (`None`: the previous scan).
+    pub base_scan_id: Option<String>,
+    /// The project's other recent scans (newest first, at most 50), to choose a base from.
+    pub choices: Vec<String>,
     pub new: Vec<FindingView>,
     pub fixed: Vec<FindingView>,
     pub new_count: i64,
@@ -448,4 +555,73 @@ pub struct SettingsView {
     pub keys: Vec<KeyView>,
     pub members: Vec<MemberSummary>,
     pub sso: Vec<SsoSummary>,
+}
+
+#[cfg(test)]
+mod arrange_tests {
+    use super::*;
+
+    fn card(label: &str, score: Option<f64>, delta: Option<f64>, at: Option<&str>) -> ProjectCard {
+        ProjectCard {
+            id: format!("prj_{label}"),
+            label: label.to_owned(),
+            archived: false,
+            scan_count: i64::from(score.is_some()),
+            last_score: score,
+            last_delta: delta,
+            last_scan_id: None,
+            last_scanned_at: at.map(str::to_owned),
+            recent_scores: vec![],
+            sparkline_svg: String::new(),
+        }
+    }
+
+    fn labels(cards: Vec<ProjectCard>) -> Vec<String> {
+        cards.into_iter().map(|c| c.label).collect()
+    }
+
+    fn sample() -> Vec<ProjectCard> {
+        vec![
+            card("web", Some(90.0), Some(-5.0), Some("2026-11-20 10:00 UTC")),
+            card("Api", Some(60.0), Some(2.0), Some("2026-11-22 10:00 UTC")),
+            card("new", None, None, None),
+            card(
+                "infra",
+                Some(75.0),
+                Some(-1.0),
+                Some("2026-11-21 10:00 UTC"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_order_puts_what_it_promises_first_and_unscanned_projects_last() {
+        assert_eq!(
+            labels(arrange_projects(sample(), ProjectSort::Name, "")),
+            ["Api", "infra", "new", "web"]
+        );
+        assert_eq!(
+            labels(arrange_projects(sample(), ProjectSort::Score, "")),
+            ["Api", "infra", "web", "new"]
+        );
+        assert_eq!(
+            labels(arrange_projects(sample(), ProjectSort::Change, "")),
+            ["web", "infra", "Api", "new"]
+        );
+        assert_eq!(
+            labels(arrange_projects(sample(), ProjectSort::LastScan, "")),
+            ["Api", "infra", "web", "new"]
+        );
+    }
+
+    #[test]
+    fn the_filter_matches_part_of_a_name_in_any_case() {
+        assert_eq!(
+            labels(arrange_projects(sample(), ProjectSort::Name, " A")),
+            ["Api", "infra"]
+        );
+        assert!(arrange_projects(sample(), ProjectSort::Name, "zzz").is_empty());
+        assert_eq!(ProjectSort::parse("change"), ProjectSort::Change);
+        assert_eq!(ProjectSort::parse("<script>"), ProjectSort::Name);
+    }
 }

@@ -87,17 +87,20 @@ pub fn new_audit_id() -> String {
 /// `<prefix>_` + 10 base32 characters of the time in milliseconds + 10 random ones: ids made
 /// later sort later (to the millisecond), so inserts append to the index.
 fn time_ordered_id(prefix: &str) -> String {
-    let mut ms = u64::try_from(crate::now_millis()).unwrap_or(0);
+    let ms = u64::try_from(crate::now_millis()).unwrap_or(0);
+    format!("{prefix}_{}{}", sortable_time(ms), random_base32(10))
+}
+
+/// `ms` as 10 characters of the same 32 as BASE32_LOWER, taken in ASCII order so that a later
+/// time is a greater string (in BASE32_LOWER's order "…y" < "…2" would break it).
+fn sortable_time(mut ms: u64) -> String {
+    const ASCENDING: &[u8; 32] = b"234567abcdefghijklmnopqrstuvwxyz";
     let mut time = [0u8; 10];
     for c in time.iter_mut().rev() {
-        *c = BASE32_LOWER[(ms & 31) as usize];
+        *c = ASCENDING[(ms & 31) as usize];
         ms >>= 5;
     }
-    format!(
-        "{prefix}_{}{}",
-        std::str::from_utf8(&time).unwrap_or_default(),
-        random_base32(10)
-    )
+    time.iter().map(|&b| b as char).collect()
 }
 
 pub fn is_webhook_id(s: &str) -> bool {
@@ -136,6 +139,16 @@ mod tests {
         assert_ne!(a, b);
         assert!(!is_project_id("prj_ABCDEFGHIJKLMNOPQRST"));
         assert!(!is_project_id("prj_short"));
+    }
+
+    #[test]
+    fn time_ordered_ids_sort_as_strings_the_way_their_times_do() {
+        // Across every change of a character, including letter to digit ('z' then '2' in
+        // BASE32_LOWER's order).
+        for ms in [0_u64, 24, 25, 26, 31, 32, 1_023, 1_795_000_000_000] {
+            assert!(sortable_time(ms) < sortable_time(ms + 1), "{ms}");
+        }
+        assert_eq!(sortable_time(0), "2222222222");
     }
 
     #[test]

@@ -74,20 +74,44 @@ test("projects, the score chart and its ranges", async ({ page, request }) => {
   expect(pushed.score_delta).toBeCloseTo(-17.5);
 
   await signIn(page, ADMIN);
-  await page.goto("/projects");
+  // Signed in, the landing page goes straight to the projects.
+  await page.goto("/");
+  await expect(page).toHaveURL(/\/projects$/);
   const row = page.getByTestId("project-row").filter({ hasText: "e2e/web" });
   await expect(row).toContainText("64.5");
   await expect(row.locator(".delta.down")).toHaveText("▼ 17.5");
   await expect(page.getByTestId("usage")).toContainText("1 of 1 projects");
   await page.screenshot({ path: "test-results/projects.png", fullPage: true });
+  // The name filter and the order live in the URL (an ordinary form).
+  await page.getByRole("searchbox", { name: "Name" }).fill("nothing-like-it");
+  await page.getByRole("combobox", { name: "Sort by" }).selectOption("score");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page).toHaveURL(/q=nothing-like-it&sort=score/);
+  await expect(page.getByTestId("no-match")).toBeVisible();
+  await expect(page.getByRole("combobox", { name: "Sort by" })).toHaveValue("score");
+  await page.getByRole("searchbox", { name: "Name" }).fill("WEB");
+  await page.getByRole("button", { name: "Apply" }).click();
+  await expect(page.getByTestId("project-row")).toHaveCount(1);
 
   await row.getByRole("link", { name: "e2e/web" }).click();
   projectUrl = page.url();
   const chart = page.getByTestId("history-chart");
   await expect(chart).toHaveAttribute("data-points", "6"); // 90d default: all six
   await expect(chart.locator("circle.dot")).toHaveCount(6);
+  // A dated time axis and a scale for the severity bars (the most findings of a scan: 4).
+  const axes = chart.getByTestId("chart-axes");
+  expect(await axes.locator("text.date").count()).toBeGreaterThanOrEqual(2);
+  await expect(axes.locator("text.date").first()).toHaveText(/^[A-Z][a-z]{2} \d{1,2}$/);
+  await expect(axes.locator("text.count")).toHaveText(["0", "2", "4"]);
+  // With the WASM loaded, a range is fetched and drawn in place: the page is not reloaded
+  // (a mark left on the window survives) and the address bar follows.
+  await expect(page.getByTestId("history-card")).toHaveAttribute("data-live", "true");
+  await page.evaluate(() => ((window as any).stillThisPage = true));
   await page.getByRole("link", { name: "7d", exact: true }).click();
   await expect(page.getByTestId("history-chart")).toHaveAttribute("data-points", "3");
+  await expect(page).toHaveURL(/range=7d$/);
+  expect(await page.evaluate(() => (window as any).stillThisPage)).toBe(true);
+  await expect(page.getByRole("link", { name: "7d", exact: true })).toHaveAttribute("aria-current", "true");
   await page.getByRole("link", { name: "30d", exact: true }).click();
   await expect(page.getByTestId("history-chart")).toHaveAttribute("data-points", "5");
   await page.getByRole("link", { name: "all", exact: true }).click();
@@ -129,6 +153,16 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await expect(page.getByTestId("diff-unchanged")).toHaveText("1 unchanged");
   await expect(page.getByTestId("diff-new-table")).toContainText("trail.main");
   await page.screenshot({ path: "test-results/scan.png", fullPage: true });
+
+  // Compared with the oldest scan instead (the same "older" findings: the same diff).
+  const base = page.getByRole("combobox", { name: "Compare with" });
+  const oldest = (await base.locator("option").last().getAttribute("value")) ?? "";
+  await base.selectOption(oldest);
+  await page.getByRole("button", { name: "Compare" }).click();
+  await expect(page).toHaveURL(new RegExp(`base=${oldest}`));
+  await expect(page.getByTestId("diff").getByRole("heading", { level: 2 })).toHaveText(`Compared with ${oldest}`);
+  await expect(page.getByTestId("diff-new")).toHaveText("2 new");
+  await expect(page.getByRole("combobox", { name: "Compare with" })).toHaveValue(oldest);
 
   // The downloads: SARIF 2.1.0 and CSV of all four findings, whatever the filter shows.
   const links = page.getByTestId("scan-downloads");

@@ -319,3 +319,48 @@ tidemark_store::test_each_backend! {
         }
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// Any two scans of a project compare: the chosen base instead of the previous scan.
+    async fn a_scan_compares_with_any_scan_of_its_project(backend) {
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Team).await;
+        let (_other, other_key) = app.with_key(Tier::Team).await;
+        let finding = |rule: &str| serde_json::json!({
+            "rule_id": rule, "resource": "r", "status": "FAIL", "severity": "high",
+            "message": "m", "remediation": "x"});
+        let mut pushes = Vec::new();
+        for (i, rules) in [vec!["a-1", "a-2"], vec!["a-2", "a-3"], vec!["a-3", "a-4"]].into_iter().enumerate() {
+            let mut body = sample_push("web", 80.0 + i as f64, &format!("2026-11-2{i}T10:00:00Z"));
+            body["findings"] = rules.iter().map(|r| finding(r)).collect();
+            pushes.push(app.push_json(&key, &body).await);
+        }
+        // A scan id only the other account has (scan ids are unique per project only).
+        let theirs = app.push_json(&other_key, &sample_push("web", 1.0, "2026-11-25T10:00:00Z")).await;
+        let project = pushes[0]["project_id"].as_str().unwrap();
+        let scan = |i: usize| pushes[i]["scan_id"].as_str().unwrap();
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        fn diff<'a>(project: &'a str, scan: &'a str, base: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+            let mut form = vec![("project_id", project), ("scan_id", scan)];
+            if let Some(b) = base {
+                form.push(("base", b));
+            }
+            form
+        }
+        let diff = |base| diff(project, scan(2), base);
+        let previous: serde_json::Value = admin.post_form("/api/scan_diff", &diff(None)).await.json().await.unwrap();
+        assert_eq!((previous["new_count"].as_i64(), previous["fixed_count"].as_i64()), (Some(1), Some(1)));
+        assert_eq!(previous["base_scan_id"], serde_json::Value::Null);
+        assert_eq!(previous["choices"], serde_json::json!([scan(1), scan(0)]));
+        let first: serde_json::Value = admin.post_form("/api/scan_diff", &diff(Some(scan(0)))).await.json().await.unwrap();
+        assert_eq!((first["new_count"].as_i64(), first["fixed_count"].as_i64(), first["unchanged_count"].as_i64()), (Some(2), Some(2), Some(0)), "{backend:?}: {first}");
+        assert_eq!(first["base_scan_id"], scan(0));
+        let names: Vec<&str> = first["new"].as_array().unwrap().iter().map(|f| f["rule_id"].as_str().unwrap()).collect();
+        assert_eq!(names, ["a-3", "a-4"]);
+        // Another account's scan, or one that does not exist, is no base.
+        let res = admin.post_form("/api/scan_diff", &diff(Some(theirs["scan_id"].as_str().unwrap()))).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let res = admin.post_form("/api/scan_diff", &diff(Some("20260101-000000-nope"))).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    }
+}

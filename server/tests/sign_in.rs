@@ -64,7 +64,9 @@ tidemark_store::test_each_backend! {
         provider.script(Script::user(&license.email));
         let mut browser = Browser::new(&app.base_url);
 
-        // Before: the dashboard sends the browser to sign in, remembering where it was going.
+        // Before: the landing page; the dashboard sends the browser to sign in, remembering
+        // where it was going.
+        assert_eq!(browser.get(&app.url("/")).await.status(), StatusCode::OK);
         let before = browser.get(&app.url("/projects?range=30d")).await;
         assert_eq!(before.status(), StatusCode::SEE_OTHER);
         assert_eq!(location(&before), "/signin?next=/projects%3Frange%3D30d");
@@ -98,6 +100,10 @@ tidemark_store::test_each_backend! {
         let body = done.text().await.unwrap();
         assert_eq!(refresh_target(&body), "/projects");
 
+        // Signed in, the landing page is skipped.
+        let home = browser.get(&app.url("/")).await;
+        assert_eq!(home.status(), StatusCode::SEE_OTHER);
+        assert_eq!(location(&home), "/projects");
         let page = browser.get(&app.url("/projects")).await;
         assert_eq!(page.status(), StatusCode::OK);
         let html = page.text().await.unwrap();

@@ -518,6 +518,7 @@ pub async fn diff_scans(
     db: &Db,
     project_id: &str,
     seq: i64,
+    base_seq: i64,
     limit: i64,
 ) -> Result<ScanDiff, StoreError> {
     let only_in = |a: &str, b: &str| {
@@ -527,21 +528,21 @@ pub async fn diff_scans(
              AND p.rule_id = c.rule_id AND p.resource = c.resource AND p.{OPEN})"
         )
     };
-    let new_from = only_in("$2", "$2 - 1");
-    let fixed_from = only_in("$2 - 1", "$2");
+    let new_from = only_in("$2", "$3");
+    let fixed_from = only_in("$3", "$2");
     let columns =
         "c.ordinal, c.rule_id, c.resource, c.status, c.severity, c.message, c.remediation";
-    let new_sql = format!("SELECT {columns} {new_from} ORDER BY c.ordinal LIMIT $3");
-    let fixed_sql = format!("SELECT {columns} {fixed_from} ORDER BY c.ordinal LIMIT $3");
+    let new_sql = format!("SELECT {columns} {new_from} ORDER BY c.ordinal LIMIT $4");
+    let fixed_sql = format!("SELECT {columns} {fixed_from} ORDER BY c.ordinal LIMIT $4");
     let counts_sql = format!(
         "SELECT (SELECT COUNT(*) {new_from}), (SELECT COUNT(*) {fixed_from}), \
          (SELECT COUNT(*) FROM findings WHERE project_id = $1 AND scan_seq = $2 AND {OPEN})"
     );
     type Counts = (i64, i64, i64);
     let (new, fixed, counts): (Vec<FindingRow>, Vec<FindingRow>, Counts) = on_db!(db, pool => {
-        let new = sqlx::query_as(&new_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
-        let fixed = sqlx::query_as(&fixed_sql).bind(project_id).bind(seq).bind(limit).fetch_all(pool).await?;
-        let counts = sqlx::query_as(&counts_sql).bind(project_id).bind(seq).fetch_one(pool).await?;
+        let new = sqlx::query_as(&new_sql).bind(project_id).bind(seq).bind(base_seq).bind(limit).fetch_all(pool).await?;
+        let fixed = sqlx::query_as(&fixed_sql).bind(project_id).bind(seq).bind(base_seq).bind(limit).fetch_all(pool).await?;
+        let counts = sqlx::query_as(&counts_sql).bind(project_id).bind(seq).bind(base_seq).fetch_one(pool).await?;
         Ok::<_, sqlx::Error>((new, fixed, counts))
     })?;
     Ok(ScanDiff {

@@ -283,7 +283,7 @@ tidemark_store::test_each_backend! {
             assert_eq!(total, expected.len() as i64);
         }
 
-        let diff = dashboard::diff_scans(db, &project.id, 2, 100)
+        let diff = dashboard::diff_scans(db, &project.id, 2, 1, 100)
             .await
             .unwrap();
         let rules = |v: &[tidemark_store::dashboard::FindingRow]| {

@@ -81,26 +81,56 @@ pub async fn scan_findings(
     })
 }
 
+/// The scan's findings compared with another scan of the project: the previous one, or
+/// `base` (any scan of the project, older or newer) when given.
 #[server(endpoint = "scan_diff")]
-pub async fn scan_diff(project_id: String, scan_id: String) -> Result<DiffView, DashboardError> {
+pub async fn scan_diff(
+    project_id: String,
+    scan_id: String,
+    #[server(default)] base: Option<String>,
+) -> Result<DiffView, DashboardError> {
     use super::ssr::*;
+    use tidemark_store::dashboard::{diff_scans, find_scan, list_scans};
     let viewer = crate::auth::require_viewer()?;
+    let base = base.filter(|b| !b.is_empty() && *b != scan_id);
     well_formed(&project_id, Some(&scan_id))?;
+    if let Some(b) = &base {
+        well_formed(&project_id, Some(b))?;
+    }
     let db = db();
-    let Some((found, previous)) = or_unavailable(
-        tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
-    )?
+    let account = viewer.account_id.as_str();
+    let Some((found, previous)) =
+        or_unavailable(find_scan(&db, account, &project_id, &scan_id).await)?
     else {
         return not_found();
     };
-    if previous.is_none() {
-        return Ok(DiffView::default());
-    }
-    let diff = or_unavailable(
-        tidemark_store::dashboard::diff_scans(&db, &project_id, found.seq, 100).await,
-    )?;
+    let recent = or_unavailable(list_scans(&db, account, &project_id, 0, 51).await)?;
+    let choices: Vec<String> = recent
+        .into_iter()
+        .map(|s| s.scan_id)
+        .filter(|id| *id != scan_id)
+        .take(50)
+        .collect();
+    let base_seq = match &base {
+        Some(b) => match or_unavailable(find_scan(&db, account, &project_id, b).await)? {
+            Some((chosen, _)) => chosen.seq,
+            None => return not_found(),
+        },
+        None => match previous {
+            Some(p) => p.seq,
+            None => {
+                return Ok(DiffView {
+                    choices,
+                    ..DiffView::default()
+                })
+            }
+        },
+    };
+    let diff = or_unavailable(diff_scans(&db, &project_id, found.seq, base_seq, 100).await)?;
     Ok(DiffView {
         has_previous: true,
+        base_scan_id: base,
+        choices,
         new: diff.new.into_iter().map(finding).collect(),
         fixed: diff.fixed.into_iter().map(finding).collect(),
         new_count: diff.new_count,

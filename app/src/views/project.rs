@@ -8,7 +8,7 @@ use super::{
 use crate::api::project::{load_project_chart, project_scans, SetProjectGate};
 use crate::model::{
     severity_colour, ChartPoint, GateSettings, GateStatus, ProjectChart, Range, ScansPage,
-    Severity, HEIGHT, WIDTH,
+    Severity, DATE_BASELINE, HEIGHT, WIDTH,
 };
 
 #[component]
@@ -68,29 +68,7 @@ fn chart_section(chart: ProjectChart) -> impl IntoView {
                 {project.archived.then(|| view! { <span class="tag">"archived"</span> })}
             </p>
         </section>
-        <section class="card" aria-labelledby="history-heading">
-            <div class="card-head">
-                <h2 id="history-heading">"Score history"</h2>
-                <nav class="segmented" aria-label="Time range">
-                    {Range::ALL
-                        .into_iter()
-                        .map(|r| {
-                            let current = r == chart.range;
-                            view! {
-                                <a
-                                    href=format!("/projects/{id}?range={}", r.as_str())
-                                    class:active=current
-                                    aria-current=current.then_some("true")
-                                >
-                                    {r.as_str()}
-                                </a>
-                            }
-                        })
-                        .collect_view()}
-                </nav>
-            </div>
-            <HistoryChart chart/>
-        </section>
+        <HistoryCard project_id=id.clone() initial=chart/>
         <GatePanel project_id=id.clone() gate is_admin/>
     }
 }
@@ -157,9 +135,94 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
     }
 }
 
-/// The score history: the drawing is static server HTML; the points on top are an island.
-#[component]
-fn HistoryChart(chart: ProjectChart) -> impl IntoView {
+/// The score history with its range links. An island: with the WASM loaded, choosing a range
+/// fetches the new drawing through the `project_chart` server function and swaps it in place
+/// (the address bar follows); without it, or with a modifier key held, the links are plain
+/// links to the same page at that range.
+#[island]
+fn HistoryCard(project_id: String, initial: ProjectChart) -> impl IntoView {
+    let (chart, set_chart) = signal(initial);
+    let (pending, set_pending) = signal(None::<Range>);
+    // Effects run only in the browser: the mark says the links now fetch in place.
+    let (live, set_live) = signal(false);
+    Effect::new(move |_| set_live.set(true));
+    let choose = move |r: Range, ev: leptos::ev::MouseEvent| {
+        if ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key() || ev.button() != 0 {
+            return;
+        }
+        ev.prevent_default();
+        let id = chart.with_untracked(|c| c.project.id.clone());
+        set_pending.set(Some(r));
+        leptos::task::spawn_local(async move {
+            match load_project_chart(id.clone(), r).await {
+                Ok(fresh) => {
+                    set_chart.set(fresh);
+                    show_url(&format!("/projects/{id}?range={}", r.as_str()));
+                }
+                // A failed fetch: the ordinary link shows the error page.
+                Err(_) => follow(&format!("/projects/{id}?range={}", r.as_str())),
+            }
+            set_pending.set(None);
+        });
+    };
+    view! {
+        <section
+            class="card"
+            aria-labelledby="history-heading"
+            aria-busy=move || pending.get().is_some().to_string()
+            data-live=move || live.get().then_some("true")
+            data-testid="history-card"
+        >
+            <div class="card-head">
+                <h2 id="history-heading">"Score history"</h2>
+                <nav class="segmented" aria-label="Time range">
+                    {Range::ALL
+                        .into_iter()
+                        .map(|r| {
+                            let current = move || chart.with(|c| c.range == r);
+                            view! {
+                                <a
+                                    href=format!("/projects/{project_id}?range={}", r.as_str())
+                                    class:active=current
+                                    aria-current=move || current().then_some("true")
+                                    on:click=move |ev| choose(r, ev)
+                                >
+                                    {r.as_str()}
+                                </a>
+                            }
+                        })
+                        .collect_view()}
+                </nav>
+            </div>
+            {move || history_chart(chart.get())}
+        </section>
+    }
+}
+
+/// Puts `path` in the address bar without loading it (reloading it shows the same range).
+#[cfg(feature = "hydrate")]
+fn show_url(path: &str) {
+    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+        let _ =
+            history.replace_state_with_url(&web_sys::wasm_bindgen::JsValue::NULL, "", Some(path));
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn show_url(_path: &str) {}
+
+#[cfg(feature = "hydrate")]
+fn follow(path: &str) {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().set_href(path);
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+fn follow(_path: &str) {}
+
+/// The drawing (static SVG from the server) with the scans' points on top.
+fn history_chart(chart: ProjectChart) -> AnyView {
     if chart.points.is_empty() {
         return view! {
             <p class="muted" data-testid="chart-empty">"No scans in this range. Choose a longer one."</p>
@@ -185,6 +248,16 @@ fn HistoryChart(chart: ProjectChart) -> impl IntoView {
     view! {
         <figure class="chart" data-testid="history-chart" data-points=shown>
             <div class="chart-layer" inner_html=drawing.svg></div>
+            // The dates under the bars and the bars' finding counts: drawn once on the server,
+            // outside the island (the scans table below carries the same facts as text).
+            <svg class="chart-overlay chart-axes" viewBox=format!("0 0 {WIDTH} {HEIGHT}") aria-hidden="true" data-testid="chart-axes">
+                {drawing.x_ticks.iter().map(|(x, label)| view! {
+                    <text class="axis date" x=*x y=DATE_BASELINE text-anchor="middle">{label.clone()}</text>
+                }).collect_view()}
+                {drawing.bar_ticks.iter().map(|(y, count)| view! {
+                    <text class="axis count" x="36" y=y + 4 text-anchor="end">{*count}</text>
+                }).collect_view()}
+            </svg>
             <ChartPoints project_id=project.id points dots=drawing.dots grid=drawing.grid/>
             <figcaption>
                 <span class="legend">

@@ -1,19 +1,36 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 
 use super::{delta_badge, error_view, fmt_score, loading};
 use crate::api::projects::list_projects;
-use crate::model::{ProjectCard, ProjectsView};
+use crate::model::{arrange_projects, ProjectCard, ProjectSort, ProjectsView};
+
+/// The page's order and name filter, from its URL (`?sort=score&q=api`).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Arrangement {
+    sort: ProjectSort,
+    filter: String,
+}
 
 #[component]
 pub fn ProjectsPage() -> impl IntoView {
+    let query = use_query_map();
+    let arrangement = move || {
+        let q = query.read();
+        Arrangement {
+            sort: ProjectSort::parse(&q.get("sort").unwrap_or_default()),
+            filter: q.get("q").unwrap_or_default().chars().take(200).collect(),
+        }
+    };
     let data = Resource::new(|| (), |_| list_projects());
     view! {
         <Title text="Projects · Tidemark"/>
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
+                let a = arrangement();
                 match data.await {
-                    Ok(view) => projects(view).into_any(),
+                    Ok(view) => projects(view, a).into_any(),
                     Err(err) => error_view(err),
                 }
             })}
@@ -21,21 +38,52 @@ pub fn ProjectsPage() -> impl IntoView {
     }
 }
 
-fn projects(v: ProjectsView) -> impl IntoView {
+/// Sort and name filter: an ordinary GET form, so it works before (and without) the WASM.
+fn arrange_form(a: &Arrangement) -> impl IntoView {
+    view! {
+        <form method="get" class="filters" role="search" aria-label="Sort and filter projects">
+            <label for="projects-q">
+                "Name"
+                <input type="search" name="q" id="projects-q" value=a.filter.clone()
+                    placeholder="part of a project's name"/>
+            </label>
+            <label for="projects-sort">
+                "Sort by"
+                <select name="sort" id="projects-sort">
+                    {ProjectSort::ALL.into_iter().map(|s| view! {
+                        <option value=s.as_str() selected=s == a.sort>{s.label()}</option>
+                    }).collect_view()}
+                </select>
+            </label>
+            <button type="submit" class="primary">"Apply"</button>
+        </form>
+    }
+}
+
+fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
     let usage = match v.cap {
         Some(cap) => format!("{} of {} projects", v.active, cap),
         None => format!("{} projects (no limit)", v.active),
     };
+    let any_project = !v.projects.is_empty();
     let (archived, active): (Vec<ProjectCard>, Vec<ProjectCard>) =
-        v.projects.into_iter().partition(|p| p.archived);
+        arrange_projects(v.projects, a.sort, &a.filter)
+            .into_iter()
+            .partition(|p| p.archived);
     let empty = active.is_empty();
+    let filtered = !a.filter.trim().is_empty();
     view! {
         <section class="page-head">
             <h1>"Projects"</h1>
             <p class="usage" data-testid="usage">{usage} " · " {v.tier} " plan"</p>
         </section>
-        {if empty {
+        {any_project.then(|| arrange_form(&a))}
+        {if !any_project {
             first_scan_help(&v.base_url).into_any()
+        } else if empty && filtered {
+            view! { <p class="muted" data-testid="no-match">"No project's name contains that."</p> }.into_any()
+        } else if empty {
+            view! { <p class="muted">"No active projects."</p> }.into_any()
         } else {
             project_table(active, "Active projects").into_any()
         }}

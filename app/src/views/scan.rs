@@ -29,12 +29,16 @@ pub fn ScanPage() -> impl IntoView {
             page: q.get("page").and_then(|p| p.parse().ok()).unwrap_or(0),
         }
     };
+    let base = move || query.read().get("base").filter(|b| !b.is_empty());
     let scan = Resource::new(ids, |(project, scan)| load_scan(project, scan));
     let findings = Resource::new(
         move || (ids(), finding_query()),
         |((project, scan), q)| scan_findings(project, scan, q),
     );
-    let diff = Resource::new(ids, |(project, scan)| scan_diff(project, scan));
+    let diff = Resource::new(
+        move || (ids(), base()),
+        |((project, scan), base)| scan_diff(project, scan, base),
+    );
     view! {
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
@@ -227,9 +231,32 @@ fn finding_table(rows: Vec<FindingView>, testid: &'static str) -> impl IntoView 
 }
 
 fn diff_section(d: DiffView) -> impl IntoView {
+    let heading = match &d.base_scan_id {
+        Some(base) => format!("Compared with {base}"),
+        None => "Compared with the previous scan".to_owned(),
+    };
+    let chooser = (!d.choices.is_empty()).then(|| {
+        let current = d.base_scan_id.clone();
+        view! {
+            <form method="get" class="filters" aria-label="Choose the scan to compare with">
+                <label for="diff-base">
+                    "Compare with"
+                    <select name="base" id="diff-base">
+                        <option value="">"The previous scan"</option>
+                        {d.choices.iter().map(|id| {
+                            let selected = current.as_deref() == Some(id.as_str());
+                            view! { <option value=id.clone() selected=selected>{id.clone()}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <button type="submit">"Compare"</button>
+            </form>
+        }
+    });
     view! {
         <section class="card" aria-labelledby="diff-heading" data-testid="diff">
-            <h2 id="diff-heading">"Compared with the previous scan"</h2>
+            <h2 id="diff-heading">{heading}</h2>
+            {chooser}
             {if d.has_previous {
                 view! {
                     <p class="diff-summary">

@@ -108,6 +108,13 @@ pub async fn resolve_viewer(
 /// path to come back to.
 pub async fn require_viewer_for_pages(req: Request, next: Next) -> Response {
     let path = req.uri().path();
+    // Signed in, the landing page has nothing to offer: straight to the projects.
+    if path == "/"
+        && req.method() == Method::GET
+        && req.extensions().get::<app::auth::Viewer>().is_some()
+    {
+        return Redirect::to("/projects").into_response();
+    }
     let protected = ["/projects", "/settings"]
         .iter()
         .any(|p| path == *p || path.starts_with(&format!("{p}/")));
