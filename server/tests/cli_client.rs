@@ -408,14 +408,7 @@ async fn loose_credentials_permissions_are_refused() {
 async fn an_unreachable_service_keeps_the_license_for_the_grace_period_only() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let (_, config) = activated(&app, Tier::Team).await;
-    let closed = format!(
-        "http://127.0.0.1:{}",
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    );
+    let closed = format!("http://127.0.0.1:{}", common::free_port());
     let later = |d: chrono::Duration| env(&closed, config.path(), "", &[], Utc::now() + d);
 
     let r = tidemark(&later(chrono::Duration::hours(23)), &["status"]).await;

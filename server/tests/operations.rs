@@ -224,11 +224,7 @@ mod binary {
     #[test]
     fn sigterm_shuts_the_server_down_cleanly() {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::common::free_port();
         let child = server_command(dir.path())
             .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
             .stderr(Stdio::piped())

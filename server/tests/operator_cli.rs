@@ -6,12 +6,26 @@ use std::process::Command;
 use serde_json::Value;
 
 fn cli(data_dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    run(
+        data_dir,
+        &[("TIDEMARK_BASE_URL", "https://tidemark.example.com")],
+        args,
+    )
+}
+
+/// `cli` as the OS user `user` (the audit log's operator name).
+fn cli_as(user: &str, data_dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    run(data_dir, &[("USER", user)], args)
+}
+
+/// The real binary with only PATH, the data directory, `env` and quiet logs.
+fn run(data_dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("TIDEMARK_DATA_DIR", data_dir)
-        .env("TIDEMARK_BASE_URL", "https://tidemark.example.com")
         .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
         .args(args)
         .output()
         .unwrap();
@@ -335,24 +349,6 @@ fn sso_domains_are_set_listed_and_removed() {
     assert!(ok, "{err}");
     let (ok, _, err) = cli(dir.path(), &["sso", "remove", "--domain", "corp.example"]);
     assert!(!ok && err.contains("no SAML configuration"), "{err}");
-}
-
-/// `cli` as the OS user `user` (the audit log's operator name).
-fn cli_as(user: &str, data_dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("TIDEMARK_DATA_DIR", data_dir)
-        .env("RUST_LOG", "warn")
-        .env("USER", user)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

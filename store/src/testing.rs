@@ -174,6 +174,19 @@ pub fn push_context(account_id: &str) -> crate::pushes::PushContext {
     }
 }
 
+/// A valid push for `label` with no findings, scanned `second` seconds after a fixed instant
+/// (2026-11-18T09:46:40Z), with `score`.
+pub fn plain_push(label: &str, second: i64, score: f64) -> tidemark_domain::push::ValidPush {
+    let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
+    let body = serde_json::json!({
+        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
+        "frameworks": ["cis-aws-2.0"], "score": score, "passed": 3, "failed": 1,
+        "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
+        "findings": [], "state_source": "ci", "scanned_at": at,
+    });
+    tidemark_domain::push::ValidPush::parse(body.to_string().as_bytes()).expect("a valid push")
+}
+
 /// An operator ("tests") making changes now: what store tests pass where a change is audited.
 pub fn audit() -> tidemark_domain::audit::AuditContext {
     crate::audit::operator_context("tests", tidemark_domain::now_millis())

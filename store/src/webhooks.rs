@@ -158,6 +158,9 @@ pub async fn list_webhooks(db: &Db, account_id: &str) -> Result<Vec<Webhook>, St
         .collect()
 }
 
+/// What the audit log calls an endpoint: the display form of its URL (no path or query).
+const URL_DISPLAY_OF: &str = "SELECT url_display FROM webhooks WHERE id = $1 AND account_id = $2";
+
 /// Removes the endpoint and its deliveries. `false` when the account has no such endpoint.
 pub async fn delete_webhook(
     db: &Writer,
@@ -167,9 +170,7 @@ pub async fn delete_webhook(
 ) -> Result<bool, StoreError> {
     let n = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
-        let found: Option<(String,)> = sqlx::query_as(
-            "SELECT url_display FROM webhooks WHERE id = $1 AND account_id = $2",
-        )
+        let found: Option<(String,)> = sqlx::query_as(URL_DISPLAY_OF)
         .bind(id)
         .bind(account_id)
         .fetch_optional(&mut *tx)
@@ -214,9 +215,7 @@ pub async fn replace_secret(
 ) -> Result<bool, StoreError> {
     let replaced = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
-        let found: Option<(String,)> = sqlx::query_as(
-            "SELECT url_display FROM webhooks WHERE id = $1 AND account_id = $2",
-        )
+        let found: Option<(String,)> = sqlx::query_as(URL_DISPLAY_OF)
         .bind(id)
         .bind(account_id)
         .fetch_optional(&mut *tx)

@@ -2,30 +2,19 @@
 //! push and opted-in member, only for what that member asked about, in the push transaction.
 #![allow(clippy::unwrap_used)]
 
-use serde_json::json;
 use tidemark_domain::access::Role;
 use tidemark_domain::gate::QualityGate;
-use tidemark_domain::push::ValidPush;
 use tidemark_domain::text::Email;
 use tidemark_store::access::{add_member, change_member};
 use tidemark_store::alerts::{alert_prefs, set_alert_prefs, AlertPrefs, ALERT_MAIL_KIND};
 use tidemark_store::gates::set_project_gate;
 use tidemark_store::outbox::claim_due_mail;
 use tidemark_store::pushes::record_push;
-use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context as ctx};
+use tidemark_store::testing::{
+    appended, fresh, insert_pushing_account, plain_push as push, push_context as ctx,
+};
 use tidemark_store::Writer;
 use tidemark_wire::GateStatus;
-
-fn push(label: &str, second: i64, score: f64) -> ValidPush {
-    let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
-    let body = json!({
-        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
-        "frameworks": ["cis-aws-2.0"], "score": score, "passed": 3, "failed": 1,
-        "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
-        "findings": [], "state_source": "ci", "scanned_at": at,
-    });
-    ValidPush::parse(body.to_string().as_bytes()).unwrap()
-}
 
 async fn member(db: &Writer, account: &str, email: &str) -> String {
     let email = Email::parse(email).unwrap();

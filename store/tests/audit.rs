@@ -11,7 +11,7 @@ use tidemark_store::access::{add_member, change_member, MembershipError};
 use tidemark_store::audit::{list_audit, operator_context, AuditEvent, AuditQuery};
 use tidemark_store::gates::set_project_gate;
 use tidemark_store::pushes::record_push;
-use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context};
+use tidemark_store::testing::{appended, fresh, insert_pushing_account, plain_push, push_context};
 
 fn admin(at: i64) -> AuditContext {
     AuditContext {
@@ -42,16 +42,6 @@ fn summary(e: &AuditEvent) -> (String, String, String, Option<String>, Option<St
     )
 }
 
-fn push(label: &str) -> tidemark_domain::push::ValidPush {
-    let body = serde_json::json!({
-        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
-        "frameworks": ["cis-aws-2.0"], "score": 80.0, "passed": 3, "failed": 1,
-        "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
-        "findings": [], "state_source": "ci", "scanned_at": "2026-11-20T10:00:00Z",
-    });
-    tidemark_domain::push::ValidPush::parse(body.to_string().as_bytes()).unwrap()
-}
-
 tidemark_store::test_each_backend! {
     async fn changes_are_recorded_with_actor_address_and_before_after(backend) {
         let t = fresh(backend).await;
@@ -59,7 +49,7 @@ tidemark_store::test_each_backend! {
         insert_pushing_account(&t.db, "acct_b").await;
         // After the license's creation (now), in a known order.
         let t0 = tidemark_domain::now_millis() + 1_000;
-        let project = appended(record_push(&t.db, push_context("acct_a"), push("web")).await.unwrap()).project_id;
+        let project = appended(record_push(&t.db, push_context("acct_a"), plain_push("web", 0, 80.0)).await.unwrap()).project_id;
 
         let dev = Email::parse("dev@example.com").unwrap();
         let added = add_member(&t.db, "acct_a", &dev, Role::Member, &admin(t0 + 10)).await.unwrap().unwrap();

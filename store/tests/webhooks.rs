@@ -3,30 +3,19 @@
 //! sender at a time.
 #![allow(clippy::unwrap_used)]
 
-use serde_json::json;
 use tidemark_domain::gate::QualityGate;
-use tidemark_domain::push::ValidPush;
 use tidemark_domain::webhook::{Event, EventSet, PayloadFormat};
 use tidemark_store::gates::set_project_gate;
 use tidemark_store::pushes::record_push;
-use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context as ctx};
+use tidemark_store::testing::{
+    appended, fresh, insert_pushing_account, plain_push as push, push_context as ctx,
+};
 use tidemark_store::webhooks::{
     claim_due, create_webhook, delete_webhook, delivery_log, enqueue_test_event, list_webhooks,
     pending_count, record_attempt, redeliver, replace_secret, Attempt, CreateOutcome, NewWebhook,
 };
 use tidemark_store::Writer;
 use tidemark_wire::GateStatus;
-
-fn push(label: &str, second: i64, score: f64) -> ValidPush {
-    let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
-    let body = json!({
-        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
-        "frameworks": ["cis-aws-2.0"], "score": score, "passed": 3, "failed": 1,
-        "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
-        "findings": [], "state_source": "ci", "scanned_at": at,
-    });
-    ValidPush::parse(body.to_string().as_bytes()).unwrap()
-}
 
 async fn add_hook(db: &Writer, account: &str, project: Option<&str>, events: &[&str]) -> String {
     let id = tidemark_domain::ids::new_webhook_id();

@@ -16,10 +16,7 @@ impl SamlIdp {
 
     /// An IdP that declares `entity_id` (any string it likes) instead of its metadata URL.
     pub async fn start_as(app_base_url: &str, entity_id: Option<&str>) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
+        let port = super::free_port();
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../end2end/idp/saml.mjs");
         let mut command = Command::new("node");
         command.arg(script);
