@@ -51,8 +51,10 @@ pub enum Command {
     },
     /// Show the license mode: tier, features, expiry, cache age, offline grace left.
     Status,
-    /// Push scan results (a JSON push body) to the dashboard.
+    /// Push scan results (a JSON push body) to the dashboard. In GitHub Actions it also
+    /// writes the step outputs (scan_id, score, delta, gate) and a step summary.
     Push {
+        /// The push body's file, or `-` to read it from standard input.
         file: PathBuf,
         /// Use this project label instead of the file's `project_label`.
         #[arg(long)]
@@ -70,6 +72,9 @@ pub enum Command {
     /// Compliance-profile bundles.
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// Forget this machine's activation: removes the credentials file (the API key in it
+    /// stays valid on the service until an admin revokes or rotates it).
+    Logout,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,6 +93,8 @@ pub struct Env {
     pub now: DateTime<Utc>,
     /// Reads the license key (prompt without echo, or standard input).
     pub read_license_key: Box<dyn Fn() -> std::io::Result<String> + Send + Sync>,
+    /// Reads all of standard input (`push -`).
+    pub read_stdin: Box<dyn Fn() -> std::io::Result<String> + Send + Sync>,
     /// Jitter added to Retry-After waits (tests use a small one).
     pub max_jitter: Duration,
 }
@@ -131,7 +138,24 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
             push(&client, env, out, &file, label, fail_on, max_retries).await
         }
         Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
+        Command::Logout => logout(env, out),
     }
+}
+
+fn logout(env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
+    let path = env.credentials_path()?;
+    match std::fs::remove_file(&path) {
+        Ok(()) => writeln!(
+            out,
+            "Removed {}. The API key in it still works until an admin rotates or revokes it in Settings.",
+            path.display()
+        )?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            writeln!(out, "Not activated: {} does not exist.", path.display())?
+        }
+        Err(e) => return Err(e).with_context(|| format!("could not remove {}", path.display())),
+    }
+    Ok(0)
 }
 
 async fn activate(
@@ -289,10 +313,19 @@ async fn push(
     fail_on: FailOn,
     max_retries: u32,
 ) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("could not read {}", file.display()))?;
+    let from_stdin = file.as_os_str() == "-";
+    let source = if from_stdin {
+        "standard input".to_owned()
+    } else {
+        file.display().to_string()
+    };
+    let text = if from_stdin {
+        (env.read_stdin)().context("could not read standard input")?
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("could not read {source}"))?
+    };
     let mut body: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{source} is not JSON"))?;
     if let Some(label) = label {
         let obj = body
             .as_object_mut()
@@ -341,6 +374,8 @@ async fn push(
     for reason in &answer.gate.reasons {
         writeln!(out, "  - {reason}")?;
     }
+    let score = body.get("score").and_then(serde_json::Value::as_f64);
+    github_outputs(env, &answer, score)?;
     let mut status = 0;
     if fail_on.regression && answer.score_delta < 0.0 {
         writeln!(out, "The score regressed since the previous scan.")?;
@@ -351,6 +386,54 @@ async fn push(
         status = EXIT_REGRESSION;
     }
     Ok(status)
+}
+
+/// In GitHub Actions (`GITHUB_OUTPUT`, `GITHUB_STEP_SUMMARY` set): the step outputs
+/// `scan_id`, `score`, `delta`, `gate` and `dashboard_url`, and a summary table for the run's
+/// page. Appended, as the runner expects; nothing happens outside Actions.
+fn github_outputs(
+    env: &Env,
+    answer: &tidemark_wire::PushResponse,
+    score: Option<f64>,
+) -> anyhow::Result<()> {
+    let append = |path: String, text: String| -> anyhow::Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("could not open {path}"))?;
+        f.write_all(text.as_bytes())
+            .with_context(|| format!("could not write {path}"))
+    };
+    let score_text = score.map(|s| format!("{s}")).unwrap_or_default();
+    if let Some(path) = env.var("GITHUB_OUTPUT") {
+        append(
+            path,
+            format!(
+                "scan_id={}\nscore={score_text}\ndelta={}\ngate={}\ndashboard_url={}\n",
+                answer.scan_id,
+                answer.score_delta,
+                answer.gate.status.as_str(),
+                answer.dashboard_url
+            ),
+        )?;
+    }
+    if let Some(path) = env.var("GITHUB_STEP_SUMMARY") {
+        let mut md = format!(
+            "### Tidemark scan [{}]({})\n\n| Score | Change | Quality gate |\n|---|---|---|\n| {score_text} | {:+.2} | {} |\n",
+            answer.scan_id,
+            answer.dashboard_url,
+            answer.score_delta,
+            answer.gate.status.as_str()
+        );
+        for reason in &answer.gate.reasons {
+            md.push_str(&format!("\n- {reason}"));
+        }
+        md.push('\n');
+        append(path, md)?;
+    }
+    Ok(())
 }
 
 async fn pull_bundle(

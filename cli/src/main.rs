@@ -20,6 +20,7 @@ async fn main() -> ExitCode {
                 Ok(line)
             }
         }),
+        read_stdin: Box::new(|| std::io::read_to_string(std::io::stdin())),
         max_jitter: Duration::from_secs(5),
     };
     let mut stdout = std::io::stdout();

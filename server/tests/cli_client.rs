@@ -40,6 +40,7 @@ fn env(
         vars,
         now,
         read_license_key: Box::new(move || Ok(format!("{key}\n"))),
+        read_stdin: Box::new(|| Ok(String::new())),
         max_jitter: Duration::from_millis(100),
     }
 }
@@ -468,4 +469,65 @@ async fn a_definitive_refusal_downgrades_at_once() {
         "{}",
         r.out
     );
+}
+
+/// In GitHub Actions: `push -` reads the body from standard input, and the step gets its
+/// outputs and a summary; `logout` removes the credentials file.
+#[tokio::test]
+async fn push_from_stdin_writes_github_outputs_and_logout_forgets_the_machine() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (license, config) = activated(&app, Tier::Team).await;
+    let outputs = config.path().join("github_output");
+    let summary = config.path().join("github_step_summary");
+    std::fs::write(&outputs, "earlier=kept\n").unwrap();
+    let mut e = env(
+        &app.base_url,
+        config.path(),
+        &license.key,
+        &[
+            ("GITHUB_OUTPUT", outputs.to_str().unwrap()),
+            ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+        ],
+        Utc::now(),
+    );
+    let body = serde_json::to_string(&sample_push("api", 71.5, "2026-11-22T10:00:00Z")).unwrap();
+    e.read_stdin = Box::new(move || Ok(body.clone()));
+    let r = tidemark(&e, &["push", "-"]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    let url = r
+        .out
+        .lines()
+        .find_map(|l| l.strip_prefix("Pushed: "))
+        .unwrap()
+        .to_owned();
+    let scan_id = url.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(
+        std::fs::read_to_string(&outputs).unwrap(),
+        format!("earlier=kept\nscan_id={scan_id}\nscore=71.5\ndelta=0\ngate=none\ndashboard_url={url}\n"),
+        "appended, one name=value per line"
+    );
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.contains(&format!("[{scan_id}]({url})")), "{md}");
+    assert!(md.contains("| 71.5 | +0.00 | none |"), "{md}");
+
+    e.read_stdin = Box::new(|| Ok("not json".to_owned()));
+    let err = tidemark(&e, &["push", "-"]).await.code.unwrap_err();
+    assert!(err.contains("standard input is not JSON"), "{err}");
+
+    let creds = credentials_file(config.path());
+    assert!(creds.exists());
+    let r = tidemark(&e, &["logout"]).await;
+    assert_eq!(r.code, Ok(0));
+    assert!(!creds.exists(), "{}", r.out);
+    assert!(
+        r.out
+            .contains("still works until an admin rotates or revokes it"),
+        "{}",
+        r.out
+    );
+    let r = tidemark(&e, &["logout"]).await;
+    assert_eq!(r.code, Ok(0));
+    assert!(r.out.contains("Not activated"), "{}", r.out);
+    let status = tidemark(&e, &["status"]).await.code.unwrap_err();
+    assert!(status.contains("run `tidemark activate`"), "{status}");
 }
