@@ -50,7 +50,11 @@ pub enum Command {
         print_key: bool,
     },
     /// Show the license mode: tier, features, expiry, cache age, offline grace left.
-    Status,
+    Status {
+        /// Print one JSON object on standard output instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Push scan results (a JSON push body) to the dashboard. In GitHub Actions it also
     /// writes the step outputs (scan_id, score, delta, gate) and a step summary.
     Push {
@@ -68,6 +72,10 @@ pub enum Command {
         /// How many times to wait and retry when the write rate is exceeded.
         #[arg(long, default_value_t = 5)]
         max_retries: u32,
+        /// Print the service's answer as one JSON object on standard output (messages for
+        /// people go to standard error).
+        #[arg(long)]
+        json: bool,
     },
     /// Compliance-profile bundles.
     #[command(subcommand)]
@@ -123,19 +131,26 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
             machine,
             print_key,
         } => activate(&client, env, out, license_key_file, machine, print_key).await,
-        Command::Status => status(&client, env, out).await,
+        Command::Status { json } => status(&client, env, out, json).await,
         Command::Push {
             file,
             label,
             fail_on_regression,
             fail_on_gate,
             max_retries,
+            json,
         } => {
             let fail_on = FailOn {
                 regression: fail_on_regression,
                 gate: fail_on_gate,
             };
-            push(&client, env, out, &file, label, fail_on, max_retries).await
+            let options = PushOptions {
+                label,
+                fail_on,
+                max_retries,
+                json,
+            };
+            push(&client, env, out, &file, options).await
         }
         Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
         Command::Logout => logout(env, out),
@@ -240,10 +255,45 @@ async fn checked_license(
     Ok((creds, mode))
 }
 
-async fn status(client: &Client, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
+async fn status(
+    client: &Client,
+    env: &Env,
+    out: &mut (dyn Write + Send),
+    json: bool,
+) -> anyhow::Result<u8> {
     let (_, mode) = checked_license(client, env, false).await?;
-    print_mode(out, env.now, &mode)?;
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&mode_json(env.now, &mode))?
+        )?;
+    } else {
+        print_mode(out, env.now, &mode)?;
+    }
     Ok(if mode.is_licensed() { 0 } else { 1 })
+}
+
+/// `status --json`: the license mode as data.
+fn mode_json(now: DateTime<Utc>, mode: &Mode) -> serde_json::Value {
+    match mode {
+        Mode::Licensed {
+            validation,
+            offline,
+        } => serde_json::json!({
+            "licensed": true,
+            "tier": validation.result.tier,
+            "features": validation.result.features,
+            "expiry": validation.result.expiry,
+            "validated_at": validation.validated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "offline": offline,
+            "offline_grace_left_seconds": license::grace_left(now, validation).num_seconds().max(0),
+        }),
+        Mode::Unlicensed { reason } => serde_json::json!({
+            "licensed": false,
+            "reason": reason,
+        }),
+    }
 }
 
 fn print_mode(out: &mut (dyn Write + Send), now: DateTime<Utc>, mode: &Mode) -> anyhow::Result<()> {
@@ -297,6 +347,13 @@ fn human(d: chrono::Duration) -> String {
     }
 }
 
+struct PushOptions {
+    label: Option<String>,
+    fail_on: FailOn,
+    max_retries: u32,
+    json: bool,
+}
+
 /// Which verdicts make `push` exit with [`EXIT_REGRESSION`].
 #[derive(Debug, Clone, Copy)]
 struct FailOn {
@@ -309,10 +366,17 @@ async fn push(
     env: &Env,
     out: &mut (dyn Write + Send),
     file: &std::path::Path,
-    label: Option<String>,
-    fail_on: FailOn,
-    max_retries: u32,
+    options: PushOptions,
 ) -> anyhow::Result<u8> {
+    let PushOptions {
+        label,
+        fail_on,
+        max_retries,
+        json,
+    } = options;
+    // With --json, standard output carries the JSON answer only.
+    let mut stderr = std::io::stderr();
+    let human: &mut (dyn Write + Send) = if json { &mut stderr } else { &mut *out };
     let from_stdin = file.as_os_str() == "-";
     let source = if from_stdin {
         "standard input".to_owned()
@@ -365,25 +429,28 @@ async fn push(
         })
         .await;
     for note in notes {
-        writeln!(out, "{note}")?;
+        writeln!(human, "{note}")?;
     }
     let answer = result.map_err(explain)?;
-    writeln!(out, "Pushed: {}", answer.dashboard_url)?;
-    writeln!(out, "Score delta: {:+.2}", answer.score_delta)?;
-    writeln!(out, "Quality gate: {}", answer.gate.status.as_str())?;
+    writeln!(human, "Pushed: {}", answer.dashboard_url)?;
+    writeln!(human, "Score delta: {:+.2}", answer.score_delta)?;
+    writeln!(human, "Quality gate: {}", answer.gate.status.as_str())?;
     for reason in &answer.gate.reasons {
-        writeln!(out, "  - {reason}")?;
+        writeln!(human, "  - {reason}")?;
     }
     let score = body.get("score").and_then(serde_json::Value::as_f64);
     github_outputs(env, &answer, score)?;
     let mut status = 0;
     if fail_on.regression && answer.score_delta < 0.0 {
-        writeln!(out, "The score regressed since the previous scan.")?;
+        writeln!(human, "The score regressed since the previous scan.")?;
         status = EXIT_REGRESSION;
     }
     if fail_on.gate && answer.gate.status == tidemark_wire::GateStatus::Failed {
-        writeln!(out, "The project's quality gate failed.")?;
+        writeln!(human, "The project's quality gate failed.")?;
         status = EXIT_REGRESSION;
+    }
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&answer)?)?;
     }
     Ok(status)
 }

@@ -510,6 +510,29 @@ async fn push_from_stdin_writes_github_outputs_and_logout_forgets_the_machine() 
     assert!(md.contains(&format!("[{scan_id}]({url})")), "{md}");
     assert!(md.contains("| 71.5 | +0.00 | none |"), "{md}");
 
+    // --json: standard output is one JSON object, the service's answer.
+    let later = serde_json::to_string(&sample_push("api", 70.0, "2026-11-22T11:00:00Z")).unwrap();
+    e.read_stdin = Box::new(move || Ok(later.clone()));
+    let r = tidemark(&e, &["push", "-", "--json", "--fail-on-regression"]).await;
+    assert_eq!(r.code, Ok(3), "{}", r.out);
+    assert_eq!(r.out.lines().count(), 1, "{}", r.out);
+    let answer: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(answer["score_delta"], -1.5);
+    assert_eq!(answer["gate"]["status"], "none");
+    assert!(answer["scan_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("20261122-110000"));
+    let r = tidemark(&e, &["status", "--json"]).await;
+    assert_eq!(r.code, Ok(0));
+    let status: serde_json::Value = serde_json::from_str(&r.out).unwrap();
+    assert_eq!(
+        (status["licensed"].as_bool(), status["tier"].as_str()),
+        (Some(true), Some("team")),
+        "{status}"
+    );
+    assert_eq!(status["offline"], false);
+
     e.read_stdin = Box::new(|| Ok("not json".to_owned()));
     let err = tidemark(&e, &["push", "-"]).await.code.unwrap_err();
     assert!(err.contains("standard input is not JSON"), "{err}");
