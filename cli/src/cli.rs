@@ -83,6 +83,14 @@ pub enum Command {
     /// Forget this machine's activation: removes the credentials file (the API key in it
     /// stays valid on the service until an admin revokes or rotates it).
     Logout,
+    /// Print a shell completion script (for example `tidemark completions bash >
+    /// /etc/bash_completion.d/tidemark`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `tidemark man > tidemark.1`.
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
@@ -124,6 +132,19 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         .url
         .or_else(|| env.var("TIDEMARK_URL"))
         .unwrap_or_else(|| DEFAULT_URL.to_owned());
+    // The generated documents need no service.
+    match cli.command {
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "tidemark", out);
+            return Ok(0);
+        }
+        Command::Man => {
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(out)?;
+            return Ok(0);
+        }
+        _ => {}
+    }
     let client = Client::new(&url)?;
     match cli.command {
         Command::Activate {
@@ -154,6 +175,8 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         }
         Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
         Command::Logout => logout(env, out),
+        // Answered above, before a client exists.
+        Command::Completions { .. } | Command::Man => Ok(0),
     }
 }
 

@@ -554,3 +554,36 @@ async fn push_from_stdin_writes_github_outputs_and_logout_forgets_the_machine() 
     let status = tidemark(&e, &["status"]).await.code.unwrap_err();
     assert!(status.contains("run `tidemark activate`"), "{status}");
 }
+
+/// Completions and the man page come from the same definition as the parser.
+#[tokio::test]
+async fn completions_and_the_man_page_cover_every_command() {
+    let config = tempfile::tempdir().unwrap();
+    let e = env("http://127.0.0.1:9", config.path(), "", &[], Utc::now());
+    let bash = tidemark(&e, &["completions", "bash"]).await;
+    assert_eq!(bash.code, Ok(0));
+    for word in [
+        "activate",
+        "status",
+        "push",
+        "logout",
+        "--fail-on-gate",
+        "--json",
+    ] {
+        assert!(bash.out.contains(word), "bash completion lacks {word}");
+    }
+    let zsh = tidemark(&e, &["completions", "zsh"]).await;
+    assert!(
+        zsh.out.starts_with("#compdef tidemark"),
+        "{}",
+        &zsh.out[..40]
+    );
+    let man = tidemark(&e, &["man"]).await;
+    assert_eq!(man.code, Ok(0));
+    assert!(man.out.contains(".TH tidemark 1"), "{}", &man.out[..80]);
+    for word in ["activate", "push", "logout", "bundle"] {
+        assert!(man.out.contains(word), "the man page lacks {word}");
+    }
+    let bad = Cli::try_parse_from(["tidemark", "completions", "cmd.exe"]);
+    assert!(bad.is_err(), "an unknown shell is refused by the parser");
+}
