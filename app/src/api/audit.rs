@@ -15,27 +15,22 @@ pub async fn load_audit(
     #[server(default)] page: i64,
 ) -> Result<AuditPage, DashboardError> {
     use super::ssr::*;
-    use crate::model::{AuditFilter, AuditRow};
+    use crate::model::AuditRow;
     use tidemark_domain::audit::Action;
     let viewer = crate::auth::require_admin()?;
     let db = db();
     // An unknown action is refused; an unknown actor simply matches nothing.
-    let filter = AuditFilter {
-        actor,
-        action,
-        page,
-    };
-    let action = match filter.action.as_deref().filter(|a| !a.is_empty()) {
+    let action = match action.as_deref().filter(|a| !a.is_empty()) {
         None => None,
         Some(name) => match Action::parse(name) {
             Some(action) => Some(action),
             None => return Err(DashboardError::Invalid(format!("No such action: {name}."))),
         },
     };
-    let page = filter.page.clamp(0, 1_000_000);
+    let page = page.clamp(0, 1_000_000);
     let query = tidemark_store::audit::AuditQuery {
         account_id: Some(viewer.account_id.clone()),
-        actor: filter.actor.filter(|a| !a.is_empty()),
+        actor: actor.filter(|a| !a.is_empty()),
         action,
         since: None,
         offset: page * AUDIT_PAGE_SIZE,

@@ -6,9 +6,9 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use tidemark_store::licenses::KeyOwner;
-use tidemark_wire::{ErrorBody, Feature};
+use tidemark_wire::ErrorBody;
 
-use super::extract::{authenticate, ensure_active};
+use super::extract::{authenticate, ensure_dashboard_license};
 use super::ApiError;
 use crate::export::{self, FindingsFormat};
 use crate::state::AppState;
@@ -34,10 +34,7 @@ struct SarifLog(serde_json::Value);
 /// The same gate as pushing: a live license with the hosted dashboard.
 async fn reader(state: &AppState, headers: &HeaderMap) -> Result<KeyOwner, ApiError> {
     let owner = authenticate(&state.db, headers).await?;
-    ensure_active(&owner.license)?;
-    if !owner.license.features().contains(&Feature::HostedDashboard) {
-        return Err(ApiError::InsufficientTier(owner.license.tier));
-    }
+    ensure_dashboard_license(&owner.license)?;
     Ok(owner)
 }
 

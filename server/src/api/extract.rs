@@ -120,6 +120,19 @@ pub fn ensure_active(license: &License) -> Result<(), ApiError> {
     }
 }
 
+/// What a key needs to reach the dashboard's data (push and exports alike): a live license
+/// whose tier has the hosted dashboard. 403 `license_inactive` or `insufficient_tier`.
+pub fn ensure_dashboard_license(license: &License) -> Result<(), ApiError> {
+    ensure_active(license)?;
+    if !license
+        .features()
+        .contains(&tidemark_wire::Feature::HostedDashboard)
+    {
+        return Err(ApiError::InsufficientTier(license.tier));
+    }
+    Ok(())
+}
+
 /// The account behind `X-API-Key`: 401 `missing_api_key`, `malformed_api_key` or
 /// `invalid_api_key`.
 pub async fn authenticate(db: &Db, headers: &HeaderMap) -> Result<KeyOwner, ApiError> {

@@ -12,10 +12,11 @@ use tidemark_store::licenses::KeyOwner;
 use tidemark_store::pushes::{
     record_push, write_rate_status, PushContext, PushOutcome, RateStatus,
 };
-use tidemark_wire::{ErrorBody, Feature, PushRequest, PushResponse};
+use tidemark_wire::{ErrorBody, PushRequest, PushResponse};
 
 use super::extract::{
-    authenticate, discard_body, ensure_active, json_error, read_body, require_json,
+    authenticate, discard_body, ensure_active, ensure_dashboard_license, json_error, read_body,
+    require_json,
 };
 use super::push_budget::{Busy, Reservation};
 use super::ApiError;
@@ -221,10 +222,7 @@ async fn check_and_parse(
 
 /// Whether this push may send its body at all: license, tier, media type, room.
 fn admit(state: &AppState, owner: &KeyOwner, headers: &HeaderMap) -> Result<Reservation, ApiError> {
-    ensure_active(&owner.license)?;
-    if !owner.license.features().contains(&Feature::HostedDashboard) {
-        return Err(ApiError::InsufficientTier(owner.license.tier));
-    }
+    ensure_dashboard_license(&owner.license)?;
     require_json(headers)?;
     reserve_body(state, &owner.license.account_id, headers)
 }
