@@ -15,9 +15,10 @@ WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/,
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# Debian packages: Chromium for the browser tests, PostgreSQL for the second backend, and
+# Debian packages: Chromium for the browser tests, PostgreSQL for the second backend, nginx and
+# openssl for the tests behind a TLS proxy (a throwaway CA made by scripts/test-cert.sh), and
 # what samael (SAML) builds against: xmlsec1 and libxml2, through clang's bindgen.
-apt_packages=(chromium postgresql pkg-config clang libclang-dev libxmlsec1-dev libxml2-dev libssl-dev)
+apt_packages=(chromium postgresql nginx openssl pkg-config clang libclang-dev libxmlsec1-dev libxml2-dev libssl-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -46,6 +46,7 @@ async fn main() {
         tidemark_wire::Tier::Enterprise,
         None,
         None,
+        &tidemark_store::testing::audit(),
     )
     .await
     .unwrap();

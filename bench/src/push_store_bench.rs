@@ -113,7 +113,8 @@ async fn equip(db: &Writer, account: &str, findings: usize) {
     )
     .expect("valid")
     .expect("a gate");
-    tidemark_store::gates::set_project_gate(db, account, &first.project_id, Some(&gate))
+    let audit = tidemark_store::testing::audit();
+    tidemark_store::gates::set_project_gate(db, account, &first.project_id, Some(&gate), &audit)
         .await
         .expect("gate set");
     let hook = tidemark_store::webhooks::NewWebhook {
@@ -137,7 +138,7 @@ async fn equip(db: &Writer, account: &str, findings: usize) {
         now: 1,
     };
     if std::env::var("BENCH_NO_WEBHOOK").is_err() {
-        tidemark_store::webhooks::create_webhook(db, &hook)
+        tidemark_store::webhooks::create_webhook(db, &hook, &audit)
             .await
             .expect("endpoint added");
     }

@@ -16,9 +16,57 @@ use crate::credentials::{self, Credentials};
 use crate::license::{self, Mode};
 
 pub const DEFAULT_URL: &str = "http://127.0.0.1:3000";
-/// Exit status when `--fail-on-regression` sees a negative score delta, or `--fail-on-gate`
-/// a failed quality gate.
-pub const EXIT_REGRESSION: u8 = 3;
+
+/// The exit statuses, by class, so a CI step can tell "fix the key" from "try again later".
+pub mod exit {
+    pub const OK: u8 = 0;
+    /// Anything not below: a bad push body, a file that cannot be read, a refused push
+    /// (`422`, `409`…), an answer the client does not understand.
+    pub const FAILURE: u8 = 1;
+    /// Authentication or license: not activated, unlicensed, the API key or the license
+    /// refused (`401`, `403`, `404 license_not_found`).
+    pub const AUTH: u8 = 2;
+    /// `--fail-on-regression` saw the score drop, or `--fail-on-gate` a failed quality gate.
+    pub const VERDICT: u8 = 3;
+    /// The service could not be reached, after the retries (connection failure, timeout,
+    /// 5xx), or its TLS certificate is not trusted (not retried).
+    pub const NETWORK: u8 = 4;
+    /// Still rate limited (`429`) or busy (`503 server_busy`) after the retries.
+    pub const THROTTLED: u8 = 5;
+    /// The command line itself is wrong (sysexits' EX_USAGE).
+    pub const USAGE: u8 = 64;
+}
+
+/// A refusal on authentication or license grounds found before asking the service.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotAuthorized(String);
+
+/// The exit status for an error from [`run`]: its class, from the first cause that has one.
+pub fn exit_status(err: &anyhow::Error) -> u8 {
+    for cause in err.chain() {
+        if cause.downcast_ref::<NotAuthorized>().is_some() {
+            return exit::AUTH;
+        }
+        if let Some(client) = cause.downcast_ref::<ClientError>() {
+            return match client {
+                ClientError::Unreachable { .. } | ClientError::Untrusted { .. } => exit::NETWORK,
+                ClientError::Api { status: 429, .. } => exit::THROTTLED,
+                ClientError::Api { code, .. } if code == "server_busy" => exit::THROTTLED,
+                ClientError::Api {
+                    status: 401 | 403, ..
+                } => exit::AUTH,
+                ClientError::Api { code, .. }
+                    if code == "license_not_found" || code == "invalid_license_hash" =>
+                {
+                    exit::AUTH
+                }
+                ClientError::Api { .. } | ClientError::Protocol(_) => exit::FAILURE,
+            };
+        }
+    }
+    exit::FAILURE
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -27,9 +75,13 @@ pub const EXIT_REGRESSION: u8 = 3;
     about = "Tidemark scanner client: activate, check the license, push scans, pull bundles"
 )]
 pub struct Cli {
-    /// The Tidemark service (default http://127.0.0.1:3000).
+    /// The Tidemark service (default http://127.0.0.1:3000; or TIDEMARK_URL).
     #[arg(long, global = true)]
     pub url: Option<String>,
+    /// Also trust the CA certificates in this PEM file (or TIDEMARK_CA_CERT), for a server
+    /// behind an internal certificate authority. The platform's store is always trusted.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -57,6 +109,10 @@ pub enum Command {
     },
     /// Push scan results (a JSON push body) to the dashboard. In GitHub Actions it also
     /// writes the step outputs (scan_id, score, delta, gate) and a step summary.
+    ///
+    /// Exit status: 0 pushed, 1 other failure, 2 authentication or license, 3 regression or
+    /// failed gate (with --fail-on-…), 4 service unreachable after retries, 5 still rate
+    /// limited or busy after retries, 64 wrong command line.
     Push {
         /// The push body's file, or `-` to read it from standard input.
         file: PathBuf,
@@ -69,7 +125,8 @@ pub enum Command {
         /// Exit with status 3 when the project's quality gate failed (the reasons are printed).
         #[arg(long)]
         fail_on_gate: bool,
-        /// How many times to wait and retry when the write rate is exceeded.
+        /// How many times to wait and retry when the write rate is exceeded, the server is
+        /// busy, or it does not answer (connection failure, timeout, 502, 503, 504).
         #[arg(long, default_value_t = 5)]
         max_retries: u32,
         /// Print the service's answer as one JSON object on standard output (messages for
@@ -111,8 +168,10 @@ pub struct Env {
     pub read_license_key: Box<dyn Fn() -> std::io::Result<String> + Send + Sync>,
     /// Reads all of standard input (`push -`).
     pub read_stdin: Box<dyn Fn() -> std::io::Result<String> + Send + Sync>,
-    /// Jitter added to Retry-After waits (tests use a small one).
+    /// Jitter added to every wait before a retry (tests use a small one).
     pub max_jitter: Duration,
+    /// The first back-off when the service does not answer; it doubles on each retry.
+    pub backoff_base: Duration,
 }
 
 impl Env {
@@ -145,7 +204,20 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         }
         _ => {}
     }
-    let client = Client::new(&url)?;
+    let ca_cert = cli
+        .ca_cert
+        .or_else(|| env.var("TIDEMARK_CA_CERT").map(PathBuf::from));
+    let ca_pem = match &ca_cert {
+        Some(path) => Some(
+            std::fs::read(path)
+                .with_context(|| format!("could not read the CA certificate {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let client = Client::new(&url, ca_pem.as_deref()).with_context(|| match &ca_cert {
+        Some(path) => format!("could not use the CA certificate {}", path.display()),
+        None => "could not set up the HTTP client".to_owned(),
+    })?;
     match cli.command {
         Command::Activate {
             license_key_file,
@@ -257,11 +329,11 @@ async fn checked_license(
     explicit: bool,
 ) -> anyhow::Result<(Credentials, Mode)> {
     let path = env.credentials_path()?;
-    let mut creds = credentials::load(&path)?.with_context(|| {
-        format!(
+    let mut creds = credentials::load(&path)?.ok_or_else(|| {
+        NotAuthorized(format!(
             "this machine is not activated ({} does not exist); run `tidemark activate`",
             path.display()
-        )
+        ))
     })?;
     let mode = if license::needs_validation(env.now, creds.validation.as_ref(), explicit) {
         let outcome = client.validation_outcome(&creds.license_key_hash).await;
@@ -294,7 +366,11 @@ async fn status(
     } else {
         print_mode(out, env.now, &mode)?;
     }
-    Ok(if mode.is_licensed() { 0 } else { 1 })
+    Ok(if mode.is_licensed() {
+        exit::OK
+    } else {
+        exit::AUTH
+    })
 }
 
 /// `status --json`: the license mode as data.
@@ -377,7 +453,7 @@ struct PushOptions {
     json: bool,
 }
 
-/// Which verdicts make `push` exit with [`EXIT_REGRESSION`].
+/// Which verdicts make `push` exit with [`exit::VERDICT`].
 #[derive(Debug, Clone, Copy)]
 struct FailOn {
     regression: bool,
@@ -425,25 +501,29 @@ async fn push(
         None => {
             let (creds, mode) = checked_license(client, env, false).await?;
             if let Mode::Unlicensed { reason } = mode {
-                bail!("cannot push while unlicensed: {reason}");
+                return Err(
+                    NotAuthorized(format!("cannot push while unlicensed: {reason}")).into(),
+                );
             }
             creds.api_key
         }
     };
     if !api_key.starts_with("svc_api_") {
-        bail!("the API key is malformed (every key starts with svc_api_); run `tidemark activate` again, or fix TIDEMARK_API_KEY");
+        return Err(NotAuthorized("the API key is malformed (every key starts with svc_api_); run `tidemark activate` again, or fix TIDEMARK_API_KEY".into()).into());
     }
     let bytes = serde_json::to_vec(&body)?;
     let policy = RetryPolicy {
         max_retries,
         max_jitter: env.max_jitter,
+        backoff_base: env.backoff_base,
     };
     let mut notes = Vec::new();
     let result = client
         .push(&api_key, &bytes, policy, |why, attempt, delay| {
             let reason = match why {
-                Wait::RateLimited => "Write rate exceeded",
-                Wait::ServerBusy => "The server is busy",
+                Wait::RateLimited => "Write rate exceeded".to_owned(),
+                Wait::ServerBusy => "The server is busy".to_owned(),
+                Wait::Unreachable(why) => format!("The service did not answer ({why})"),
             };
             notes.push(format!(
                 "{reason}; waiting {:.1} s before retry {attempt} of {max_retries}.",
@@ -466,11 +546,11 @@ async fn push(
     let mut status = 0;
     if fail_on.regression && answer.score_delta < 0.0 {
         writeln!(human, "The score regressed since the previous scan.")?;
-        status = EXIT_REGRESSION;
+        status = exit::VERDICT;
     }
     if fail_on.gate && answer.gate.status == tidemark_wire::GateStatus::Failed {
         writeln!(human, "The project's quality gate failed.")?;
-        status = EXIT_REGRESSION;
+        status = exit::VERDICT;
     }
     if json {
         writeln!(out, "{}", serde_json::to_string(&answer)?)?;
@@ -537,7 +617,9 @@ async fn pull_bundle(
     let validation = match mode {
         Mode::Licensed { validation, offline: false } => validation,
         Mode::Licensed { offline: true, .. } => bail!("the license service is unreachable, so the latest bundle is unknown; try again when online"),
-        Mode::Unlicensed { reason } => bail!("cannot pull bundles while unlicensed: {reason}"),
+        Mode::Unlicensed { reason } => {
+            return Err(NotAuthorized(format!("cannot pull bundles while unlicensed: {reason}")).into())
+        }
     };
     let (Some(url), Some(checksum)) = (
         validation.result.bundle_url,
@@ -573,7 +655,7 @@ fn explain(err: ClientError) -> anyhow::Error {
         Some("invalid_api_key") | Some("malformed_api_key")
             if !err.to_string().contains("activate") =>
         {
-            anyhow::anyhow!("{err}; run `tidemark activate` again")
+            NotAuthorized(format!("{err}; run `tidemark activate` again")).into()
         }
         _ => anyhow::Error::new(err),
     }

@@ -3,7 +3,7 @@
 //! - [`license`]: the local license mode (24-hour validation cache, 7-day offline grace) as a
 //!   pure state machine with an injected clock;
 //! - [`credentials`]: the credentials file, created with mode 0600 and refused when looser;
-//! - [`client`]: the `/v1` calls, with bounded back-off on `429`;
+//! - [`client`]: the `/v1` calls; pushes retried with bounded back-off (`429`, `503`, no answer);
 //! - [`bundle`]: download, checksum verification and atomic replacement of the bundle;
 //! - [`cli`]: the `tidemark` command, callable in-process (the binary is a thin wrapper).
 //!

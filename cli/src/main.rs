@@ -3,11 +3,22 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser as _;
-use tidemark_cli::cli::{run, Cli, Env};
+use tidemark_cli::cli::{exit, exit_status, run, Cli, Env};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap exits 2 on a wrong command line, which is the authentication class here.
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
     let env = Env {
         vars: std::env::vars().collect(),
         now: chrono::Utc::now(),
@@ -22,13 +33,14 @@ async fn main() -> ExitCode {
         }),
         read_stdin: Box::new(|| std::io::read_to_string(std::io::stdin())),
         max_jitter: Duration::from_secs(5),
+        backoff_base: Duration::from_secs(1),
     };
     let mut stdout = std::io::stdout();
     match run(cli, &env, &mut stdout).await {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+            ExitCode::from(exit_status(&err))
         }
     }
 }

@@ -12,12 +12,14 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use clap::Parser as _;
 use common::{sample_push, TestApp, TestLicense};
-use tidemark_cli::cli::{run, Cli, Env, EXIT_REGRESSION};
+use tidemark_cli::cli::{exit, exit_status, run, Cli, Env};
 use tidemark_store::{on_db, Backend};
 use tidemark_wire::Tier;
 
 struct Run {
     code: Result<u8, String>,
+    /// The process's exit status: `code`, or the class of its error.
+    status: u8,
     out: String,
 }
 
@@ -42,15 +44,20 @@ fn env(
         read_license_key: Box::new(move || Ok(format!("{key}\n"))),
         read_stdin: Box::new(|| Ok(String::new())),
         max_jitter: Duration::from_millis(100),
+        backoff_base: Duration::from_millis(100),
     }
 }
 
 async fn tidemark(env: &Env, args: &[&str]) -> Run {
     let cli = Cli::try_parse_from(std::iter::once("tidemark").chain(args.iter().copied())).unwrap();
     let mut out = Vec::new();
-    let code = run(cli, env, &mut out).await.map_err(|e| format!("{e:#}"));
+    let result = run(cli, env, &mut out).await;
     Run {
-        code,
+        status: match &result {
+            Ok(code) => *code,
+            Err(e) => exit_status(e),
+        },
+        code: result.map_err(|e| format!("{e:#}")),
         out: String::from_utf8(out).unwrap(),
     }
 }
@@ -132,7 +139,7 @@ async fn activate_status_and_push_with_regression_exit_code() {
         ],
     )
     .await;
-    assert_eq!(r.code, Ok(EXIT_REGRESSION), "{}", r.out);
+    assert_eq!(r.code, Ok(exit::VERDICT), "{}", r.out);
     assert!(r.out.contains("Score delta: -7.50"), "{}", r.out);
 }
 
@@ -203,6 +210,7 @@ async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
     )
     .unwrap();
     let r = tidemark(&e, &["push", file.to_str().unwrap(), "--max-retries", "0"]).await;
+    assert_eq!(r.status, exit::THROTTLED);
     let err = r.code.unwrap_err();
     assert!(err.contains("rate_limit_exceeded"), "{err}");
 }
@@ -251,7 +259,7 @@ async fn push_prints_the_gate_verdict_and_fail_on_gate_exits_3_with_the_reasons(
 
     write(56.0, "2026-11-22T12:00:00Z");
     let r = tidemark(&e, &["push", file.to_str().unwrap(), "--fail-on-gate"]).await;
-    assert_eq!(r.code, Ok(EXIT_REGRESSION), "{}", r.out);
+    assert_eq!(r.code, Ok(exit::VERDICT), "{}", r.out);
     assert!(
         r.out.contains("score 56 is below the gate's minimum of 60"),
         "{}",
@@ -290,6 +298,11 @@ async fn a_busy_server_is_waited_out_like_a_rate_limit() {
     let _held = common::stall_a_push(&app, &key, 16 * 1024 * 1024).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let r = tidemark(&e, &["push", file.to_str().unwrap(), "--max-retries", "0"]).await;
+    assert_eq!(
+        r.status,
+        exit::THROTTLED,
+        "busy after the retries is throttling too"
+    );
     let err = r.code.unwrap_err();
     assert!(err.contains("server_busy"), "{err}");
 }
@@ -314,10 +327,9 @@ async fn rotated_and_malformed_keys_tell_the_user_to_activate_again() {
     .await
     .unwrap();
     let e = env(&app.base_url, config.path(), "", &[], Utc::now());
-    let err = tidemark(&e, &["push", file.to_str().unwrap()])
-        .await
-        .code
-        .unwrap_err();
+    let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
+    assert_eq!(r.status, exit::AUTH);
+    let err = r.code.unwrap_err();
     assert!(
         err.contains("invalid_api_key") && err.contains("activate"),
         "{err}"
@@ -330,10 +342,9 @@ async fn rotated_and_malformed_keys_tell_the_user_to_activate_again() {
         &[("TIDEMARK_API_KEY", "abc123")],
         Utc::now(),
     );
-    let err = tidemark(&e, &["push", file.to_str().unwrap()])
-        .await
-        .code
-        .unwrap_err();
+    let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
+    assert_eq!(r.status, exit::AUTH);
+    let err = r.code.unwrap_err();
     assert!(
         err.contains("malformed") && err.contains("activate"),
         "{err}"
@@ -434,7 +445,7 @@ async fn an_unreachable_service_keeps_the_license_for_the_grace_period_only() {
         &["status"],
     )
     .await;
-    assert_eq!(r.code, Ok(1), "{}", r.out);
+    assert_eq!(r.code, Ok(exit::AUTH), "{}", r.out);
     assert!(
         r.out.contains("unlicensed") && r.out.contains("7 days"),
         "{}",
@@ -463,7 +474,7 @@ async fn a_definitive_refusal_downgrades_at_once() {
         Utc::now() + chrono::Duration::hours(25),
     );
     let r = tidemark(&e, &["status"]).await;
-    assert_eq!(r.code, Ok(1), "{}", r.out);
+    assert_eq!(r.code, Ok(exit::AUTH), "{}", r.out);
     assert!(
         r.out.contains("unlicensed") && r.out.contains("not valid"),
         "{}",
@@ -534,7 +545,9 @@ async fn push_from_stdin_writes_github_outputs_and_logout_forgets_the_machine() 
     assert_eq!(status["offline"], false);
 
     e.read_stdin = Box::new(|| Ok("not json".to_owned()));
-    let err = tidemark(&e, &["push", "-"]).await.code.unwrap_err();
+    let r = tidemark(&e, &["push", "-"]).await;
+    assert_eq!(r.status, exit::FAILURE);
+    let err = r.code.unwrap_err();
     assert!(err.contains("standard input is not JSON"), "{err}");
 
     let creds = credentials_file(config.path());
@@ -551,7 +564,9 @@ async fn push_from_stdin_writes_github_outputs_and_logout_forgets_the_machine() 
     let r = tidemark(&e, &["logout"]).await;
     assert_eq!(r.code, Ok(0));
     assert!(r.out.contains("Not activated"), "{}", r.out);
-    let status = tidemark(&e, &["status"]).await.code.unwrap_err();
+    let r = tidemark(&e, &["status"]).await;
+    assert_eq!(r.status, exit::AUTH, "not activated");
+    let status = r.code.unwrap_err();
     assert!(status.contains("run `tidemark activate`"), "{status}");
 }
 
@@ -586,4 +601,124 @@ async fn completions_and_the_man_page_cover_every_command() {
     }
     let bad = Cli::try_parse_from(["tidemark", "completions", "cmd.exe"]);
     assert!(bad.is_err(), "an unknown shell is refused by the parser");
+}
+
+/// Behind TLS with a certificate from the company's own CA: untrusted (exit 4, no retries,
+/// the hint names --ca-cert) until the CA is given by flag or by TIDEMARK_CA_CERT.
+#[tokio::test]
+async fn behind_an_internal_ca_the_ca_certificate_is_needed_and_enough() {
+    let app = TestApp::spawn_with(
+        Backend::Sqlite,
+        &[("TIDEMARK_TRUSTED_PROXIES", "127.0.0.1")],
+    )
+    .await;
+    let nginx = common::nginx::Nginx::start(&[app.addr]).await;
+    let (e, _config, _key, file) = with_ci_secret_key(&app).await;
+    let file = file.to_str().unwrap();
+    let url = nginx.https_url.as_str();
+    let ca = nginx.ca_pem.to_str().unwrap();
+
+    let r = tidemark(&e, &["push", file, "--url", url]).await;
+    assert_eq!(r.status, exit::NETWORK, "{:?}", r.code);
+    let err = r.code.unwrap_err();
+    assert!(
+        err.contains("is not trusted") && err.contains("--ca-cert"),
+        "{err}"
+    );
+    assert!(
+        !r.out.contains("waiting"),
+        "a certificate is not retried: {}",
+        r.out
+    );
+    assert_eq!(app.count("scans").await, 0);
+
+    let r = tidemark(&e, &["push", file, "--url", url, "--ca-cert", ca]).await;
+    assert_eq!(r.code, Ok(exit::OK), "{}", r.out);
+    assert!(r.out.contains("Pushed: "), "{}", r.out);
+    assert_eq!(app.count("scans").await, 1);
+
+    let mut with_env = env(&app.base_url, _config.path(), "", &[], Utc::now());
+    with_env.vars = e.vars.clone();
+    with_env.vars.insert("TIDEMARK_CA_CERT".into(), ca.into());
+    with_env.vars.insert("TIDEMARK_URL".into(), url.into());
+    let r = tidemark(&with_env, &["push", file]).await;
+    assert_eq!(r.code, Ok(exit::OK), "{}", r.out);
+    assert!(
+        r.out.contains("Score delta: +0.00"),
+        "the same push, replayed: {}",
+        r.out
+    );
+
+    // A file that is not a certificate is a local mistake, named as such.
+    let bogus = _config.path().join("not-a-ca.pem");
+    std::fs::write(&bogus, "hello").unwrap();
+    let r = tidemark(
+        &e,
+        &[
+            "push",
+            file,
+            "--url",
+            url,
+            "--ca-cert",
+            bogus.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(r.status, exit::FAILURE);
+    let err = r.code.unwrap_err();
+    assert!(
+        err.contains("not-a-ca.pem") && err.contains("no PEM certificate"),
+        "{err}"
+    );
+}
+
+/// A replica that is down behind the proxy (502 from nginx) or a service that refuses
+/// connections is retried with back-off; a push that gets through counts once; when the
+/// retries run out the exit status says "network".
+#[tokio::test]
+async fn a_push_is_retried_with_back_off_until_the_service_answers() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let upstream = common::free_port();
+    let nginx =
+        common::nginx::Nginx::start(&[std::net::SocketAddr::from(([127, 0, 0, 1], upstream))])
+            .await;
+    let (e, _config, _key, file) = with_ci_secret_key(&app).await;
+    let file = file.to_str().unwrap();
+    let ca = nginx.ca_pem.to_str().unwrap();
+
+    // The replica comes up after a while (backoff base 100 ms: 100, 200, 400, 800 ms…).
+    let to = app.addr;
+    let late = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        common::nginx::forward(upstream, to).await
+    });
+    let r = tidemark(
+        &e,
+        &["push", file, "--url", &nginx.https_url, "--ca-cert", ca],
+    )
+    .await;
+    assert_eq!(r.code, Ok(exit::OK), "{}", r.out);
+    assert!(
+        r.out
+            .contains("The service did not answer (HTTP 502 Bad Gateway); waiting")
+            && r.out.contains("retry 1 of 5"),
+        "{}",
+        r.out
+    );
+    assert_eq!(app.count("scans").await, 1);
+    drop(late.await.unwrap());
+
+    // Nothing listens at all: two retries, then exit 4.
+    let closed = format!("http://127.0.0.1:{}", common::free_port());
+    let r = tidemark(&e, &["push", file, "--url", &closed, "--max-retries", "2"]).await;
+    assert_eq!(r.status, exit::NETWORK, "{:?}", r.code);
+    assert!(
+        r.out
+            .contains("The service did not answer (connection failed)")
+            && r.out.contains("retry 2 of 2")
+            && !r.out.contains("retry 3"),
+        "{}",
+        r.out
+    );
+    assert!(r.code.unwrap_err().contains("could not be reached"));
 }

@@ -247,3 +247,35 @@ async fn insert_licensed_account(db: &Writer, account_id: &str, email: &str) {
     .await
     .expect("insert API key");
 }
+
+/// Queues every push while the writer connection is busy, so that on SQLite they reach the
+/// committer together and form one group; then lets them through. Answers in input order.
+pub async fn push_together(
+    db: &Writer,
+    pushes: Vec<(crate::pushes::PushContext, tidemark_domain::push::ValidPush)>,
+) -> Vec<Result<crate::pushes::PushOutcome, String>> {
+    let held = match db.db() {
+        Db::Sqlite { writer, .. } => Some(writer.acquire().await.expect("hold the writer")),
+        Db::Postgres(_) => None,
+    };
+    let tasks: Vec<_> = pushes
+        .into_iter()
+        .map(|(ctx, push)| {
+            let db = Writer::for_tests(db.db().clone());
+            tokio::spawn(async move {
+                crate::pushes::record_push(&db, ctx, push)
+                    .await
+                    .map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    // Long enough for every task to enqueue; the assertions do not depend on it, only how
+    // many pushes end up sharing a group does.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    drop(held);
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.expect("push task"));
+    }
+    out
+}

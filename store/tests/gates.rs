@@ -8,7 +8,9 @@ use tidemark_domain::push::ValidPush;
 use tidemark_store::dashboard::{find_scan, list_scans};
 use tidemark_store::gates::{project_gate, set_project_gate};
 use tidemark_store::pushes::{record_push, PushOutcome};
-use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context as ctx};
+use tidemark_store::testing::{
+    appended, fresh, insert_pushing_account, push_context as ctx, push_together,
+};
 use tidemark_wire::{GateResult, GateStatus, Severity};
 
 /// A push of `score` with FAIL findings given as (rule id, severity).
@@ -77,5 +79,56 @@ tidemark_store::test_each_backend! {
         assert_eq!(verdicts, [GateStatus::None, GateStatus::Failed, GateStatus::Passed, GateStatus::None]);
         let (scan, _) = find_scan(&t.db, "acct_a", &project, &failed.scan_id).await.unwrap().unwrap();
         assert_eq!(scan.gate, failed.gate);
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn gated_pushes_written_in_one_group_each_see_their_own_previous_findings(backend) {
+        let t = fresh(backend).await;
+        let gate = QualityGate::new(None, None, Some(Severity::High)).unwrap().unwrap();
+        // Six accounts: even ones gated on new findings, odd ones not. Each first scan has
+        // its own open finding r-<a>.
+        for a in 0..6 {
+            let account = format!("acct_{a}");
+            insert_pushing_account(&t.db, &account).await;
+            let rule = format!("r-{a}");
+            let first = appended(record_push(&t.db, ctx(&account), push(0, 90.0, &[(&rule, "high")])).await.unwrap());
+            if a % 2 == 0 {
+                assert!(set_project_gate(&t.db, &account, &first.project_id, Some(&gate),
+                    &tidemark_store::testing::audit()).await.unwrap());
+            }
+        }
+        // The second scans arrive together (one SQLite group): accounts 0 and 1 keep their own
+        // finding; 2 and 3 add the finding that is old for account 0 (new for them); 4 and 5
+        // add a new one of their own.
+        let second = |a: usize| -> Vec<(String, &'static str)> {
+            let own = format!("r-{a}");
+            match a {
+                0 | 1 => vec![(own, "high")],
+                2 | 3 => vec![(own, "high"), ("r-0".to_owned(), "critical")],
+                _ => vec![(own, "high"), (format!("r-new-{a}"), "high")],
+            }
+        };
+        let pushes = (0..6)
+            .map(|a| {
+                let findings = second(a);
+                let findings: Vec<(&str, &str)> = findings.iter().map(|(r, s)| (r.as_str(), *s)).collect();
+                (ctx(&format!("acct_{a}")), push(1, 90.0, &findings))
+            })
+            .collect();
+        let before = t.db.db().push_group_stats();
+        let verdicts: Vec<GateStatus> = push_together(&t.db, pushes)
+            .await
+            .into_iter()
+            .map(|r| appended(r.unwrap()).gate.status)
+            .collect();
+        assert_eq!(verdicts, [
+            GateStatus::Passed, GateStatus::None,
+            GateStatus::Failed, GateStatus::None,
+            GateStatus::Failed, GateStatus::None,
+        ]);
+        if let (Some(before), Some(after)) = (before, t.db.db().push_group_stats()) {
+            assert_eq!(after.groups - before.groups, 1, "the six shared one group");
+        }
     }
 }

@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use tidemark_domain::push::ValidPush;
-use tidemark_store::pushes::{record_push, PushContext, PushOutcome, StoredScan};
-use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context as ctx};
+use tidemark_store::pushes::{record_push, PushOutcome, StoredScan};
+use tidemark_store::testing::{
+    appended, fresh, insert_pushing_account, push_context as ctx, push_together,
+};
 use tidemark_store::{Db, Writer};
 
 fn push(label: &str, second: i64, score: f64) -> ValidPush {
@@ -22,38 +24,6 @@ fn push(label: &str, second: i64, score: f64) -> ValidPush {
     });
     ValidPush::parse(body.to_string().as_bytes()).unwrap()
 }
-
-/// Queues every push while the writer connection is busy, so that on SQLite they reach the
-/// committer together and form one group; then lets them through.
-async fn push_together(
-    db: &Writer,
-    pushes: Vec<(PushContext, ValidPush)>,
-) -> Vec<PushOutcomeOrError> {
-    let held = match db.db() {
-        Db::Sqlite { writer, .. } => Some(writer.acquire().await.unwrap()),
-        Db::Postgres(_) => None,
-    };
-    let tasks: Vec<_> = pushes
-        .into_iter()
-        .map(|(ctx, push)| {
-            let db = Writer::for_tests(db.db().clone());
-            tokio::spawn(
-                async move { record_push(&db, ctx, push).await.map_err(|e| e.to_string()) },
-            )
-        })
-        .collect();
-    // Long enough for every task to enqueue; the assertions do not depend on it, only how
-    // many pushes end up sharing a group does.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    drop(held);
-    let mut out = Vec::new();
-    for t in tasks {
-        out.push(t.await.unwrap());
-    }
-    out
-}
-
-type PushOutcomeOrError = Result<PushOutcome, String>;
 
 /// Makes the database refuse to create a project for `account` (a trigger per dialect).
 async fn refuse_projects_of(db: &Writer, account: &str) {

@@ -27,12 +27,9 @@ use sqlx::{Sqlite, SqlitePool};
 use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{
-    head_from_row, head_statement, plan, previous_open_statement, HeadRow, PushContext, PushOutcome,
-};
-use crate::gates::open_set;
+use super::{head_from_row, head_statement, plan, HeadRow, PushContext, PushOutcome};
 use crate::stmt::{add_args, positional};
-use crate::StoreError;
+use crate::{Backend, StoreError};
 
 /// Pushes in one group at most, and findings: a big push should not hold up many small ones
 /// for long, nor many small ones a big one.
@@ -243,7 +240,7 @@ async fn apply_on(
     let mut sql = String::from("BEGIN IMMEDIATE;");
     let mut args = SqliteArguments::default();
     for job in group {
-        let head = head_statement(&job.ctx, &job.push);
+        let head = head_statement(&job.ctx, &job.push, Backend::Sqlite);
         sql.push_str(&positional(&head.sql));
         sql.push(';');
         add_args::<Sqlite>(&mut args, head.args)?;
@@ -259,21 +256,7 @@ async fn apply_on(
     let mut sql = String::new();
     let mut args = SqliteArguments::default();
     for (job, row) in group.iter().zip(rows) {
-        let head = head_from_row(row);
-        // Only pushes to a project gated on new findings read more, inside the same
-        // transaction (one indexed range of the previous scan's findings each).
-        let previous_open = match previous_open_statement(&head.0, &job.push) {
-            Some(stmt) => {
-                let mut read = SqliteArguments::default();
-                add_args::<Sqlite>(&mut read, stmt.args)?;
-                let rows = sqlx::query_as_with(&positional(&stmt.sql), read)
-                    .fetch_all(&mut **conn)
-                    .await?;
-                Some(open_set(rows))
-            }
-            None => None,
-        };
-        let (outcome, writes) = plan(&job.ctx, &job.push, head, previous_open.as_ref());
+        let (outcome, writes) = plan(&job.ctx, &job.push, head_from_row(row)?);
         for stmt in writes {
             sql.push_str(&positional(&stmt.sql));
             sql.push(';');

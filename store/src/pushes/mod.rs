@@ -12,21 +12,20 @@ use std::fmt::Write as _;
 use tidemark_domain::append::{
     decide_push, Append, LastScan, ProjectHead, PushDecision, PushFacts, PushHead,
 };
-use tidemark_domain::gate::needs_previous_findings;
 use tidemark_domain::push::{scan_id_candidate, ValidPush};
 use tidemark_domain::rate::{RateDecision, RollingLimit};
 use tidemark_domain::Millis;
 use tidemark_wire::GateResult;
 
 use crate::gates::{
-    gate_from_columns, open_findings_statement, verdict_columns, verdict_from_columns,
+    gate_from_columns, parse_open_set, previous_open_column, verdict_columns, verdict_from_columns,
 };
 
 use crate::alerts::AlertScan;
 use crate::stmt::{add_args, Stmt};
 use crate::webhooks::{enqueue_statement, EventRef};
 use crate::Writer;
-use crate::{on_db, BeginWrite as _, Db, StoreError};
+use crate::{on_db, Backend, BeginWrite as _, Db, StoreError};
 use tidemark_domain::webhook::{push_events, Event};
 
 /// The events a push may raise, in a fixed order (see [`EventRef::raised`]).
@@ -113,25 +112,14 @@ pub async fn record_push(
         Db::Sqlite { pushes, .. } => pushes.submit(ctx, push).await,
         Db::Postgres(pool) => {
             let mut tx = pool.begin_account_write(&ctx.account_id).await?;
-            let head = head_statement(&ctx, &push);
+            let head = head_statement(&ctx, &push, Backend::Postgres);
             let mut args = sqlx::postgres::PgArguments::default();
             add_args::<sqlx::Postgres>(&mut args, head.args)?;
             let row: HeadRow = sqlx::query_as_with(&head.sql, args)
                 .fetch_one(&mut *tx)
                 .await?;
-            let head = head_from_row(row);
-            let previous_open = match previous_open_statement(&head.0, &push) {
-                Some(stmt) => {
-                    let mut args = sqlx::postgres::PgArguments::default();
-                    add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
-                    let rows = sqlx::query_as_with(&stmt.sql, args)
-                        .fetch_all(&mut *tx)
-                        .await?;
-                    Some(crate::gates::open_set(rows))
-                }
-                None => None,
-            };
-            let (outcome, writes) = plan(&ctx, &push, head, previous_open.as_ref());
+            let head = head_from_row(row)?;
+            let (outcome, writes) = plan(&ctx, &push, head);
             for stmt in writes {
                 let mut args = sqlx::postgres::PgArguments::default();
                 add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
@@ -167,17 +155,27 @@ struct HeadRow {
     gate_new_severity: Option<String>,
     same_second: i64,
     webhooks: i64,
+    alerts: i64,
+    previous_open: Option<String>,
+}
+
+/// Who follows this account's pushes: only then does a push queue webhook deliveries, or
+/// alert mail (so a push that nobody follows runs no statement for them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Listeners {
+    webhooks: bool,
+    alerts: bool,
 }
 
 /// Everything the rules need, in one statement.
-fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
+fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt {
     let second = push.scanned_at().timestamp() * 1000;
-    Stmt::new(
-        "SELECT k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
+    Stmt::new(format!(
+        "SELECT {} AS previous_open, k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
          p.id, p.archived_at, \
          p.scan_count, p.last_score, p.last_scan_id, p.last_delta, p.last_body_hash, \
          p.last_gate_status, p.last_gate_reasons, \
-         p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, \
+         p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, al.alerts, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
           AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second \
          FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
@@ -189,8 +187,11 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
                      WHERE id = $8 AND account_id = $9 AND revoked_at IS NULL) k \
          CROSS JOIN (SELECT COUNT(*) AS license_live FROM licenses \
                      WHERE account_id = $10 AND suspended_at IS NULL AND expires_at > $11) l \
-         CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $12) wh",
-    )
+         CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $12) wh \
+         CROSS JOIN (SELECT COUNT(*) AS alerts FROM alert_prefs \
+                     WHERE account_id = $13 AND (gate_failed OR score_regressed)) al",
+        previous_open_column(backend)
+    ))
     .bind(second)
     .bind(second + 1000)
     .bind(ctx.account_id.as_str())
@@ -203,12 +204,29 @@ fn head_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
     .bind(ctx.account_id.as_str())
     .bind(ctx.now)
     .bind(ctx.account_id.as_str())
+    .bind(ctx.account_id.as_str())
 }
 
-/// The rules' view of the head, and whether the account has webhook endpoints (only then
-/// does a push queue deliveries).
-fn head_from_row(row: HeadRow) -> (PushHead, bool) {
-    let webhooks = row.webhooks > 0;
+/// What a push's transaction reads before it decides.
+pub(crate) struct Head {
+    rules: PushHead,
+    listeners: Listeners,
+    /// The latest scan's open findings, when the project's gate looks for new ones.
+    previous_open: Option<HashSet<(String, String)>>,
+}
+
+/// The rules' view of the head, who follows the account's pushes, and what a gate on new
+/// findings compares with.
+fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
+    let previous_open = row
+        .previous_open
+        .as_deref()
+        .map(parse_open_set)
+        .transpose()?;
+    let listeners = Listeners {
+        webhooks: row.webhooks > 0,
+        alerts: row.alerts > 0,
+    };
     let last_scan = match (row.last_scan_id, row.last_delta, row.last_body_hash) {
         (Some(scan_id), Some(score_delta), Some(body_hash)) => Some(LastScan {
             scan_id,
@@ -241,41 +259,29 @@ fn head_from_row(row: HeadRow) -> (PushHead, bool) {
             ),
         }),
     };
-    (head, webhooks)
-}
-
-/// The statement that reads the latest scan's open findings, when this push will be judged
-/// by a gate on new findings: the project has such a gate and a scan, and the push is not a
-/// replay of that scan.
-pub(crate) fn previous_open_statement(head: &PushHead, push: &ValidPush) -> Option<Stmt> {
-    let project = head.project.as_ref()?;
-    let replay = project
-        .last_scan
-        .as_ref()
-        .is_some_and(|last| last.body_hash == push.body_hash());
-    if project.archived
-        || replay
-        || project.scan_count == 0
-        || !needs_previous_findings(project.gate.as_ref())
-    {
-        return None;
-    }
-    Some(open_findings_statement(&project.id, project.scan_count))
+    Ok(Head {
+        rules: head,
+        listeners,
+        previous_open,
+    })
 }
 
 /// The answer for this push and the statements that make it true.
 fn plan(
     ctx: &PushContext,
     push: &ValidPush,
-    (head, webhooks): (PushHead, bool),
-    previous_open: Option<&HashSet<(String, String)>>,
+    Head {
+        rules: head,
+        listeners,
+        previous_open,
+    }: Head,
 ) -> (PushOutcome, Vec<Stmt>) {
     let req = push.request();
     let facts = PushFacts {
         score: req.score,
         body_hash: push.body_hash(),
         findings: &req.findings,
-        previous_open,
+        previous_open: previous_open.as_ref(),
         project_cap: ctx.project_cap,
         write_limit: ctx.write_limit,
         now: ctx.now,
@@ -327,7 +333,7 @@ fn plan(
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
     let mut writes = write_statements(ctx, push, &append, &project_id, &scan_id);
     let raised = push_events(append.gate.status, append.score_delta);
-    let event_ids: Vec<(String, Event)> = if webhooks {
+    let event_ids: Vec<(String, Event)> = if listeners.webhooks {
         SCAN_EVENTS
             .into_iter()
             .map(|e| (tidemark_domain::ids::new_event_id(), e))
@@ -347,14 +353,19 @@ fn plan(
         })
         .collect();
     writes.extend(enqueue_statement(&events));
-    let alerts = crate::alerts::enqueue_statement(&AlertScan {
-        account_id: &ctx.account_id,
-        project_id: &project_id,
-        seq: append.seq,
-        gate_failed: raised.contains(&Event::GateFailed),
-        score_regressed: raised.contains(&Event::ScoreRegressed),
-        now: ctx.now,
-    });
+    let alerts = listeners
+        .alerts
+        .then(|| {
+            crate::alerts::enqueue_statement(&AlertScan {
+                account_id: &ctx.account_id,
+                project_id: &project_id,
+                seq: append.seq,
+                gate_failed: raised.contains(&Event::GateFailed),
+                score_regressed: raised.contains(&Event::ScoreRegressed),
+                now: ctx.now,
+            })
+        })
+        .flatten();
     let alerts_queued = alerts.is_some();
     writes.extend(alerts);
     let rate = RateStatus {
