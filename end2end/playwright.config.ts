@@ -1,6 +1,6 @@
 import { defineConfig } from "@playwright/test";
 
-// The server under test: cargo-leptos starts it (`cargo leptos end-to-end --release`).
+// The server under test (scripts/e2e.sh starts it; behind nginx over https in its phase 2).
 const baseURL = process.env.TIDEMARK_E2E_URL ?? "http://127.0.0.1:3000";
 
 export default defineConfig({
@@ -30,6 +30,11 @@ export default defineConfig({
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        // Behind the test proxy (scripts/e2e.sh, phase 2): trust exactly its certificate's key,
+        // not every certificate error.
+        ...(process.env.TIDEMARK_E2E_SPKI
+          ? [`--ignore-certificate-errors-spki-list=${process.env.TIDEMARK_E2E_SPKI}`]
+          : []),
       ],
     },
   },

@@ -37,7 +37,7 @@ scripts/fuzz.sh 10
 # Built by the test step for the operator-command tests (CARGO_BIN_EXE_tidemark-server).
 export TIDEMARK_SERVER_BIN=target/debug/tidemark-server
 
-step "browser tests (Playwright in Debian Chromium): release WASM, the test step's server"
+step "browser tests (Playwright in Debian Chromium): release WASM, the test step's server; then behind nginx (TLS) with two replicas on PostgreSQL"
 scripts/e2e.sh
 
 step "schema tests of /v1 (schemathesis: every phase and check, then the stateful scenario)"

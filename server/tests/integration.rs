@@ -8,6 +8,7 @@ mod audit;
 mod badges;
 mod cli_client;
 mod dashboard_api;
+mod deployment;
 mod exports;
 mod gates;
 mod license_api;

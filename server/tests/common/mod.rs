@@ -27,6 +27,9 @@ pub mod receiver;
 pub mod saml;
 pub mod smtp;
 
+const LOOPBACK_ANY_PORT: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
 pub struct TestApp {
     pub backend: Backend,
     pub addr: SocketAddr,
@@ -40,6 +43,8 @@ pub struct TestApp {
     pub test_db: Arc<TestDb>,
     env: HashMap<String, String>,
     server: tokio::task::JoinHandle<()>,
+    /// Asks the server to stop the way SIGTERM does: stop accepting, finish what is running.
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// A license made by the operator function, as a customer would hold it.
@@ -92,6 +97,7 @@ impl TestApp {
             self.test_db.clone(),
             self.data_dir.clone(),
             self.env.clone(),
+            LOOPBACK_ANY_PORT,
         )
         .await
     }
@@ -116,7 +122,7 @@ impl TestApp {
         for (k, v) in extra {
             env.insert(k.to_string(), v.to_string());
         }
-        Self::start(backend, test_db, data_dir, env).await
+        Self::start(backend, test_db, data_dir, env, LOOPBACK_ANY_PORT).await
     }
 
     /// Stops this server and starts a new one on the same database and data directory, as
@@ -133,6 +139,27 @@ impl TestApp {
             self.test_db.clone(),
             self.data_dir.clone(),
             env,
+            LOOPBACK_ANY_PORT,
+        )
+        .await
+    }
+
+    /// A deploy of this replica: stops it as SIGTERM does (no new connections; requests
+    /// already running finish and are answered), then starts the new one on the same
+    /// address, where a proxy still sends traffic.
+    pub async fn rolling_restart(mut self) -> Self {
+        if let Some(stop) = self.shutdown.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.server)
+            .await
+            .expect("the server stopped cleanly");
+        Self::start(
+            self.backend,
+            self.test_db.clone(),
+            self.data_dir.clone(),
+            self.env.clone(),
+            self.addr,
         )
         .await
     }
@@ -142,10 +169,11 @@ impl TestApp {
         test_db: Arc<TestDb>,
         data_dir: Arc<tempfile::TempDir>,
         mut env: HashMap<String, String>,
+        bind: SocketAddr,
     ) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        let listener = tokio::net::TcpListener::bind(bind)
             .await
-            .expect("bind port 0");
+            .expect("bind the test server's port");
         let addr = listener.local_addr().expect("local addr");
         let base_url = format!("http://{addr}");
         // What the test chose, for a restart (which listens on another port).
@@ -157,8 +185,14 @@ impl TestApp {
         let config = Config::from_lookup(|k| env.get(k).cloned()).expect("test config");
         let state = server::build_state(config).await.expect("build state");
         let serving = state.clone();
+        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(async move {
-            server::serve(serving, listener).await.expect("serve");
+            let stopped = async move {
+                let _ = stop.await;
+            };
+            server::serve_until(serving, listener, stopped)
+                .await
+                .expect("serve");
         });
         TestApp {
             backend,
@@ -174,6 +208,7 @@ impl TestApp {
             test_db,
             env: chosen,
             server,
+            shutdown: Some(shutdown),
         }
     }
 
