@@ -216,3 +216,35 @@ pub enum BundleCommand {
         json: bool,
     },
 }
+
+impl Command {
+    /// Whether the command only reads: such commands never migrate (an operator looking at
+    /// a database must not change its schema), and refuse a schema that is not current.
+    pub fn is_read_only(&self) -> bool {
+        matches!(
+            self,
+            Command::License(LicenseCommand::List { .. })
+                | Command::Member(MemberCommand::List { .. })
+                | Command::Sso(SsoCommand::List { .. })
+                | Command::Audit(AuditCommand::List { .. })
+        )
+    }
+
+    /// What the command does to the schema under `policy` (`TIDEMARK_MIGRATE`).
+    pub fn schema(&self, policy: crate::config::MigratePolicy) -> crate::Schema {
+        use crate::config::MigratePolicy;
+        use crate::Schema;
+        match self {
+            Command::Migrate => Schema::Migrate,
+            Command::Serve => match policy {
+                MigratePolicy::Auto => Schema::Migrate,
+                MigratePolicy::Never => Schema::Leave,
+            },
+            read if read.is_read_only() => Schema::RequireCurrent,
+            _ => match policy {
+                MigratePolicy::Auto => Schema::Migrate,
+                MigratePolicy::Never => Schema::RequireCurrent,
+            },
+        }
+    }
+}

@@ -51,9 +51,20 @@ pub enum MasterKeySource {
     DevelopmentFile(PathBuf),
 }
 
+/// `TIDEMARK_MIGRATE`: `auto` (the default) applies pending migrations at start; `never` leaves
+/// the schema to `tidemark-server migrate` (a deploy step of its own), and `serve` answers
+/// `/readyz` with 503 until the schema is current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigratePolicy {
+    Auto,
+    Never,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub environment: Environment,
+    /// Whether `serve` and the commands that write apply pending migrations.
+    pub migrate: MigratePolicy,
     pub database_url: DatabaseUrl,
     pub site_addr: SocketAddr,
     pub base_url: String,
@@ -202,6 +213,16 @@ impl Config {
                 return Err(ConfigError::Invalid {
                     name: "TIDEMARK_ENV",
                     reason: format!("expected development or production, got {other:?}"),
+                })
+            }
+        };
+        let migrate = match var("TIDEMARK_MIGRATE").as_deref() {
+            None | Some("auto") => MigratePolicy::Auto,
+            Some("never") => MigratePolicy::Never,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "TIDEMARK_MIGRATE",
+                    reason: format!("expected auto or never, got {other:?}"),
                 })
             }
         };
@@ -374,6 +395,7 @@ impl Config {
             session_max_seconds,
             dev_demo,
             environment,
+            migrate,
             database_url,
             site_addr,
             base_url,
@@ -627,6 +649,7 @@ mod tests {
         let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
         let cases = [
             ("TIDEMARK_ENV", "staging"),
+            ("TIDEMARK_MIGRATE", "sometimes"),
             ("LEPTOS_SITE_ADDR", "nowhere"),
             ("TIDEMARK_BASE_URL", "ftp://x"),
             ("TIDEMARK_DASHBOARD_URL", "dashboard"),

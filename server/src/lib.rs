@@ -38,8 +38,28 @@ use crate::http::request_id::RequestId;
 use crate::http::security_headers;
 use crate::state::AppState;
 
-/// Connects to the database, applies pending migrations and assembles the shared state.
+/// What starting does to the database schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// Apply pending migrations (`serve` and writing commands with `TIDEMARK_MIGRATE=auto`,
+    /// and `migrate` itself).
+    Migrate,
+    /// Leave it; `/readyz` says 503 until it is current (`serve` with `never`).
+    Leave,
+    /// Leave it, and refuse to go on unless it is current (read-only commands always,
+    /// writing commands with `never`): a command never works on a schema it does not know.
+    RequireCurrent,
+}
+
+/// Connects to the database, treats the schema as `serve` does (`TIDEMARK_MIGRATE`), and
+/// assembles the shared state.
 pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
+    let schema = cli::Command::Serve.schema(config.migrate);
+    build_state_with(config, schema).await
+}
+
+/// Connects to the database, treats the schema as `schema` says, and assembles the state.
+pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<AppState> {
     if let MasterKeySource::DevelopmentFile(path) = &config.master_key_source {
         tracing::warn!(
             path = %path.display(),
@@ -50,7 +70,30 @@ pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
     let db = Db::connect(config.database_url.expose(), 16)
         .await
         .context("could not open the database named by DATABASE_URL")?;
-    db.migrate().await.context("could not apply migrations")?;
+    match schema {
+        Schema::Migrate => db.migrate().await.context("could not apply migrations")?,
+        Schema::Leave => {
+            if !db.is_ready().await.unwrap_or(false) {
+                tracing::warn!(
+                    "TIDEMARK_MIGRATE=never and the schema is not current: /readyz answers 503 \
+                     until `tidemark-server migrate` has run"
+                );
+            }
+        }
+        Schema::RequireCurrent => {
+            if !db
+                .is_ready()
+                .await
+                .context("could not read the database's migrations")?
+            {
+                anyhow::bail!(
+                    "the database schema is not current (migrations are pending); run \
+                     `tidemark-server migrate` first (this command does not migrate: read-only \
+                     commands never do, and writing ones not with TIDEMARK_MIGRATE=never)"
+                );
+            }
+        }
+    }
     tracing::info!(database = db.backend().as_str(), "database ready");
 
     let leptos_options = LeptosOptions::builder()

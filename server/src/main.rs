@@ -25,8 +25,9 @@ async fn main() -> anyhow::Result<()> {
         return server::serve_until(state, listener, shutdown).await;
     }
 
-    // Every other command applies pending migrations first.
-    let state = server::build_state(config).await?;
+    // Writing commands migrate as `serve` would (TIDEMARK_MIGRATE); read-only ones never do.
+    let schema = command.schema(config.migrate);
+    let state = server::build_state_with(config, schema).await?;
     let db = state.db.clone();
     // The command writes in a task of its own, like every other write (see `Db::detached`).
     let outcome = db

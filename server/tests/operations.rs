@@ -36,6 +36,43 @@ tidemark_store::test_each_backend! {
     }
 }
 
+tidemark_store::test_each_backend! {
+    /// Rolling upgrades: with `TIDEMARK_MIGRATE=never` the server leaves the schema alone and
+    /// is not ready until someone migrates; an older binary on a newer schema is ready.
+    async fn with_migrate_never_the_server_waits_for_the_schema(backend) {
+        let app = TestApp::spawn_with(backend, &[("TIDEMARK_MIGRATE", "never")]).await;
+        let res = app.get("/readyz").await;
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE, "{backend:?}");
+        assert_eq!(res.json::<Value>().await.unwrap()["status"], "migrations_pending");
+        let applied: Result<Vec<(i64,)>, _> = on_db!(&app.db, pool => {
+            sqlx::query_as("SELECT version FROM _sqlx_migrations").fetch_all(pool).await
+        });
+        assert!(applied.is_err(), "not one migration applied: {applied:?}");
+
+        // The deploy step (`tidemark-server migrate`) runs; the same server becomes ready.
+        app.state.db.migrate().await.unwrap();
+        let res = app.get("/readyz").await;
+        assert_eq!(res.status(), StatusCode::OK, "{backend:?}");
+
+        // A newer release has applied a migration this binary does not know: this one
+        // still starts (and migrates, under `auto`) and is ready.
+        on_db!(&app.db, pool => {
+            sqlx::query(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                 VALUES (29991231000001, 'from a newer release', TRUE, $1, 1)",
+            )
+            .bind(vec![0u8; 48])
+            .execute(pool)
+            .await
+            .map(|_| ())
+        })
+        .unwrap();
+        let app = app.restart(&[("TIDEMARK_MIGRATE", "auto")]).await;
+        let res = app.get("/readyz").await;
+        assert_eq!(res.status(), StatusCode::OK, "{backend:?}");
+    }
+}
+
 #[tokio::test]
 async fn every_response_carries_a_request_id() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;

@@ -451,3 +451,65 @@ fn operator_commands_that_change_data_are_in_the_audit_log() {
         "{err}"
     );
 }
+
+/// Read-only commands never migrate; with `TIDEMARK_MIGRATE=never` no command but `migrate`
+/// does; either refuses a schema that is not current and says what to run.
+#[test]
+fn read_only_commands_never_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let migrations = |dir: &std::path::Path| -> Option<i64> {
+        let db = dir.join("tidemark.db");
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                "import sqlite3, sys\ntry:\n    print(sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM _sqlx_migrations').fetchone()[0])\nexcept sqlite3.OperationalError:\n    print('none')",
+            ])
+            .arg(db)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+
+    for read in [
+        &["license", "list", "--json"][..],
+        &["audit", "list", "--json"],
+        &["sso", "list"],
+    ] {
+        let (ok, _, err) = cli(dir.path(), read);
+        assert!(!ok, "{read:?} on an empty database must refuse");
+        assert!(err.contains("run `tidemark-server migrate` first"), "{err}");
+        assert_eq!(migrations(dir.path()), None, "{read:?} migrated");
+    }
+    let (ok, _, err) = run(
+        dir.path(),
+        &[("TIDEMARK_MIGRATE", "never")],
+        &[
+            "license",
+            "create",
+            "--email",
+            "a@example.com",
+            "--tier",
+            "team",
+        ],
+    );
+    assert!(!ok && err.contains("migrations are pending"), "{err}");
+    assert_eq!(migrations(dir.path()), None);
+
+    let (ok, _, err) = run(dir.path(), &[("TIDEMARK_MIGRATE", "never")], &["migrate"]);
+    assert!(ok, "{err}");
+    let applied = migrations(dir.path()).expect("migrated");
+    assert!(applied > 5, "{applied}");
+    let (ok, out, err) = cli(dir.path(), &["license", "list", "--json"]);
+    assert!(ok, "{err}");
+    assert_eq!(last_json(&out)["licenses"], serde_json::json!([]));
+
+    let (ok, _, err) = run(
+        dir.path(),
+        &[("TIDEMARK_MIGRATE", "sometimes")],
+        &["migrate"],
+    );
+    assert!(
+        !ok && err.contains("TIDEMARK_MIGRATE") && err.contains("auto or never"),
+        "{err}"
+    );
+}

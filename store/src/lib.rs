@@ -36,8 +36,14 @@ mod stmt;
 pub mod testing;
 pub mod webhooks;
 
-/// The schema, shared by both backends.
-pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+/// The schema, shared by both backends. Migrations this binary does not know (applied by a
+/// newer release during a rolling upgrade) are no error: each release's migrations keep the
+/// previous release working (docs/operations.md), so an older replica may restart on a newer
+/// schema.
+pub static MIGRATOR: Migrator = Migrator {
+    ignore_missing: true,
+    ..sqlx::migrate!("../migrations")
+};
 
 /// Prepared statements the SQLite writer keeps. Push groups are cached whole (one entry per
 /// shape: pushes in the group, findings in each), and a large one holds hundreds of KB, so
