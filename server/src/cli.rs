@@ -35,6 +35,26 @@ pub enum Command {
     /// Read the audit log: admin actions and operator commands that changed data.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Write an online, consistent copy of the SQLite database to a new file while the server
+    /// runs (PostgreSQL: use pg_dump).
+    Backup {
+        /// The new file (never overwritten).
+        #[arg(long, value_name = "FILE")]
+        to: std::path::PathBuf,
+        /// Also print the report as one JSON object on the last line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace the SQLite database with a backup, after checking it; refused while a server
+    /// serves the database. The replaced files are kept beside it.
+    Restore {
+        /// The backup to put in place.
+        #[arg(long, value_name = "FILE")]
+        from: std::path::PathBuf,
+        /// Also print the report as one JSON object on the last line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -223,7 +243,8 @@ impl Command {
     pub fn is_read_only(&self) -> bool {
         matches!(
             self,
-            Command::License(LicenseCommand::List { .. })
+            Command::Backup { .. }
+                | Command::License(LicenseCommand::List { .. })
                 | Command::Member(MemberCommand::List { .. })
                 | Command::Sso(SsoCommand::List { .. })
                 | Command::Audit(AuditCommand::List { .. })

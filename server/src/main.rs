@@ -16,6 +16,8 @@ async fn main() -> anyhow::Result<()> {
 
     let command = cli.command.unwrap_or(Command::Serve);
     if let Command::Serve = command {
+        // On SQLite: one server per database file, and `restore` can tell that one runs.
+        let _serving = server::backup::ServeLock::acquire(&config)?;
         let addr = config.site_addr;
         let state = server::build_state(config).await?;
         let shutdown = server::shutdown_signal();
@@ -23,6 +25,20 @@ async fn main() -> anyhow::Result<()> {
             .await
             .with_context(|| format!("could not listen on {addr}"))?;
         return server::serve_until(state, listener, shutdown).await;
+    }
+
+    // Restore replaces the database file, so it must not open it first.
+    if let Command::Restore { from, json } = &command {
+        let report = server::backup::restore(&config, from).await?;
+        println!(
+            "restored {} from {} (schema {}, {} accounts, {} scans)",
+            report.file,
+            from.display(),
+            report.summary.schema_version,
+            report.summary.accounts,
+            report.summary.scans
+        );
+        return print_json(*json, &report);
     }
 
     // Writing commands migrate as `serve` would (TIDEMARK_MIGRATE); read-only ones never do.
@@ -49,7 +65,19 @@ async fn run_command(
         .unwrap_or_else(|_| "unknown".to_owned());
     let audit = tidemark_store::audit::operator_context(&operator, tidemark_domain::now_millis());
     match command {
-        Command::Serve => unreachable!("handled above"),
+        Command::Serve | Command::Restore { .. } => unreachable!("handled above"),
+        Command::Backup { to, json } => {
+            let report = server::backup::backup(&state.db, &to).await?;
+            println!(
+                "backed up to {} ({} bytes, schema {}, {} accounts, {} scans)",
+                report.file,
+                report.bytes,
+                report.summary.schema_version,
+                report.summary.accounts,
+                report.summary.scans
+            );
+            print_json(json, &report)?;
+        }
         Command::Migrate => println!("migrations applied"),
         Command::License(LicenseCommand::Create {
             email,

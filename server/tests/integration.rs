@@ -5,6 +5,7 @@ mod common;
 
 mod alerts;
 mod audit;
+mod backups;
 mod badges;
 mod cli_client;
 mod dashboard_api;

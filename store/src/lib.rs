@@ -20,6 +20,7 @@ use sqlx::{PgPool, SqlitePool};
 pub mod access;
 pub mod alerts;
 pub mod audit;
+pub mod backup;
 pub mod badges;
 pub mod bundles;
 pub mod dashboard;
