@@ -10,24 +10,28 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{sample_push, TestApp};
+use common::{sample_push, tidemark_server as server, TestApp};
 use tidemark_store::Backend;
 use tidemark_wire::Tier;
 
-fn server(env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().copied())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// `tidemark-server ARGS` on the app's database and data directory, off the async runtime
+/// (the server keeps serving meanwhile).
+async fn command_on(app: &TestApp, args: &[&str]) -> (bool, String, String) {
+    let env = [
+        ("DATABASE_URL".to_owned(), app.test_db.url.clone()),
+        (
+            "TIDEMARK_DATA_DIR".to_owned(),
+            app.data_dir.path().display().to_string(),
+        ),
+    ];
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        server(&env, &args)
+    })
+    .await
+    .unwrap()
 }
 
 async fn scan_ids(path: &std::path::Path) -> HashSet<String> {
@@ -84,16 +88,8 @@ async fn a_backup_under_push_load_holds_every_push_acknowledged_before_it_began(
     // The operator's command, as a process of its own, while the pushes go on.
     let before: HashSet<String> = acknowledged.lock().unwrap().iter().cloned().collect();
     let file = app.data_dir.path().join("backup-1.db");
-    let url = app.test_db.url.clone();
-    let to = file.to_str().unwrap().to_owned();
-    let (ok, out, err) = tokio::task::spawn_blocking(move || {
-        server(
-            &[("DATABASE_URL", &url)],
-            &["backup", "--to", &to, "--json"],
-        )
-    })
-    .await
-    .unwrap();
+    let (ok, out, err) =
+        command_on(&app, &["backup", "--to", file.to_str().unwrap(), "--json"]).await;
     assert!(ok, "{err}");
     let during = acknowledged.lock().unwrap().len();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -125,13 +121,7 @@ async fn a_backup_under_push_load_holds_every_push_acknowledged_before_it_began(
     );
 
     // Never over an existing file.
-    let url = app.test_db.url.clone();
-    let to = file.to_str().unwrap().to_owned();
-    let (ok, _, err) = tokio::task::spawn_blocking(move || {
-        server(&[("DATABASE_URL", &url)], &["backup", "--to", &to])
-    })
-    .await
-    .unwrap();
+    let (ok, _, err) = command_on(&app, &["backup", "--to", file.to_str().unwrap()]).await;
     assert!(!ok && err.contains("never overwrites"), "{err}");
 }
 

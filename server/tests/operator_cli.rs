@@ -18,22 +18,12 @@ fn cli_as(user: &str, data_dir: &std::path::Path, args: &[&str]) -> (bool, Strin
     run(data_dir, &[("USER", user)], args)
 }
 
-/// The real binary with only PATH, the data directory, `env` and quiet logs.
+/// The real binary with the data directory and `env`.
 fn run(data_dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("TIDEMARK_DATA_DIR", data_dir)
-        .env("RUST_LOG", "warn")
-        .envs(env.iter().copied())
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let data = data_dir.to_str().unwrap();
+    let mut all = vec![("TIDEMARK_DATA_DIR", data)];
+    all.extend_from_slice(env);
+    crate::common::tidemark_server(&all, args)
 }
 
 fn last_json(stdout: &str) -> Value {

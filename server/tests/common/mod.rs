@@ -430,6 +430,24 @@ pub async fn stall_a_push(
 }
 
 /// A loopback port nothing listens on (yet).
+/// Runs the real `tidemark-server` binary with nothing from this process's environment but
+/// `PATH`, quiet logs and `env`: (succeeded, stdout, stderr).
+pub fn tidemark_server(env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUST_LOG", "warn")
+        .envs(env.iter().copied())
+        .args(args)
+        .output()
+        .expect("run tidemark-server");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())

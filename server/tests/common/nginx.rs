@@ -59,16 +59,6 @@ impl Nginx {
     pub fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
     }
-
-    /// A client that trusts the test CA (and nothing is redirected).
-    pub fn client(&self) -> reqwest::Client {
-        let pem = std::fs::read(&self.ca_pem).expect("read CA");
-        reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(&pem).expect("CA pem"))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("client")
-    }
 }
 
 impl Drop for Nginx {
