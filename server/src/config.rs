@@ -196,6 +196,48 @@ pub enum ConfigError {
     },
 }
 
+/// The settings that hold secrets. Each may instead be given as `<NAME>_FILE`, the path of a
+/// file holding the value (the container convention: Docker and Kubernetes secrets are
+/// mounted as files, which keeps them out of the process environment and `docker inspect`).
+pub const SECRET_VARIABLES: [&str; 4] = [
+    "DATABASE_URL",
+    "TIDEMARK_MASTER_KEY",
+    "TIDEMARK_OIDC_CLIENT_SECRET",
+    "TIDEMARK_SMTP_URL",
+];
+
+/// The secret settings given as `<NAME>_FILE`, read (one trailing line break dropped). Both
+/// forms at once is an error rather than a silent choice. Errors name the variable and the
+/// path, never the content.
+fn secrets_from_files(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<std::collections::HashMap<&'static str, String>, ConfigError> {
+    let set = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+    let mut values = std::collections::HashMap::new();
+    for name in SECRET_VARIABLES {
+        let file_var = format!("{name}_FILE");
+        let Some(path) = set(&file_var) else {
+            continue;
+        };
+        if set(name).is_some() {
+            return Err(ConfigError::Invalid {
+                name,
+                reason: format!("set {name} or {file_var}, not both"),
+            });
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Invalid {
+            name,
+            reason: format!("could not read {file_var} ({path}): {e}"),
+        })?;
+        let value = text
+            .strip_suffix('\n')
+            .map(|t| t.strip_suffix('\r').unwrap_or(t))
+            .unwrap_or(&text);
+        values.insert(name, value.to_owned());
+    }
+    Ok(values)
+}
+
 impl Config {
     /// Reads the configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -204,7 +246,14 @@ impl Config {
 
     /// Reads the configuration through `lookup` (the environment, or a map in tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let var = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let from_files = secrets_from_files(&lookup)?;
+        let var = |name: &str| {
+            from_files
+                .get(name)
+                .cloned()
+                .or_else(|| lookup(name))
+                .filter(|v| !v.trim().is_empty())
+        };
 
         let environment = match var("TIDEMARK_ENV").as_deref() {
             None | Some("development") => Environment::Development,
@@ -675,6 +724,60 @@ mod tests {
             let err = config(&vars).expect_err(name);
             assert!(err.to_string().contains(name), "{err}");
         }
+    }
+
+    #[test]
+    fn secrets_may_come_from_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().to_str().unwrap();
+        let key = base64::engine::general_purpose::STANDARD.encode([9u8; 32]);
+        let key_file = dir.path().join("master_key");
+        std::fs::write(&key_file, format!("{key}\n")).unwrap();
+        let secret_file = dir.path().join("oidc_secret");
+        std::fs::write(&secret_file, "s3cret-from-a-file").unwrap();
+        let key_path = key_file.to_str().unwrap();
+        let secret_path = secret_file.to_str().unwrap();
+        let from_files = config(&[
+            ("TIDEMARK_DATA_DIR", data),
+            ("TIDEMARK_MASTER_KEY_FILE", key_path),
+            ("TIDEMARK_OIDC_ISSUER", "https://id.example.com"),
+            ("TIDEMARK_OIDC_CLIENT_ID", "tidemark"),
+            ("TIDEMARK_OIDC_CLIENT_SECRET_FILE", secret_path),
+        ])
+        .unwrap();
+        assert_eq!(from_files.master_key.expose(), &[9u8; 32]);
+        assert_eq!(
+            from_files.oidc.as_ref().unwrap().client_secret.expose(),
+            "s3cret-from-a-file"
+        );
+
+        let both = config(&[
+            ("TIDEMARK_DATA_DIR", data),
+            ("TIDEMARK_MASTER_KEY", key.as_str()),
+            ("TIDEMARK_MASTER_KEY_FILE", key_path),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(both.contains("not both"), "{both}");
+        let missing = config(&[
+            ("TIDEMARK_DATA_DIR", data),
+            ("TIDEMARK_MASTER_KEY_FILE", "/nonexistent/key"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            missing.contains("TIDEMARK_MASTER_KEY_FILE") && missing.contains("/nonexistent/key"),
+            "{missing}"
+        );
+        // A file with the wrong content is refused without showing it.
+        std::fs::write(&key_file, "not-a-key-at-all").unwrap();
+        let bad = config(&[
+            ("TIDEMARK_DATA_DIR", data),
+            ("TIDEMARK_MASTER_KEY_FILE", key_path),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(!bad.contains("not-a-key-at-all"), "{bad}");
     }
 
     #[test]
