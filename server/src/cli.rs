@@ -10,6 +10,11 @@ use tidemark_wire::Tier;
     about = "Tidemark back end and operator tools"
 )]
 pub struct Cli {
+    /// Print exactly one JSON document, compact on one line, on standard output (what is
+    /// otherwise printed for people goes to standard error). On failure the document is
+    /// `{"error":{"message":…}}` and the exit status is 1.
+    #[arg(long, global = true)]
+    pub json: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -35,15 +40,31 @@ pub enum Command {
     /// Read the audit log: admin actions and operator commands that changed data.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// List accounts with their license and what they hold.
+    #[command(subcommand)]
+    Account(AccountCommand),
+    /// List an account's projects.
+    #[command(subcommand)]
+    Project(ProjectCommand),
+    /// List a project's scans.
+    #[command(subcommand)]
+    Scan(ScanCommand),
+    /// List and revoke scanner API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Check the configuration this command sees.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Re-encrypt every stored secret under TIDEMARK_MASTER_KEY, opening those sealed under
+    /// TIDEMARK_MASTER_KEY_PREVIOUS (see docs/operations.md, "Rotating the master key").
+    /// Safe while servers run, and to run again.
+    RotateMasterKey,
     /// Write an online, consistent copy of the SQLite database to a new file while the server
     /// runs (PostgreSQL: use pg_dump).
     Backup {
         /// The new file (never overwritten).
         #[arg(long, value_name = "FILE")]
         to: std::path::PathBuf,
-        /// Also print the report as one JSON object on the last line.
-        #[arg(long)]
-        json: bool,
     },
     /// Replace the SQLite database with a backup, after checking it; refused while a server
     /// serves the database. The replaced files are kept beside it.
@@ -51,9 +72,6 @@ pub enum Command {
         /// The backup to put in place.
         #[arg(long, value_name = "FILE")]
         from: std::path::PathBuf,
-        /// Also print the report as one JSON object on the last line.
-        #[arg(long)]
-        json: bool,
     },
 }
 
@@ -76,9 +94,6 @@ pub enum AuditCommand {
         action: Option<String>,
         #[arg(long, default_value_t = 100)]
         limit: i64,
-        /// Print one JSON array (and nothing else) instead of lines.
-        #[arg(long)]
-        json: bool,
     },
 }
 
@@ -98,16 +113,12 @@ pub enum SsoCommand {
         /// Refuse OpenID Connect sign-in for the domain.
         #[arg(long)]
         enforce: bool,
-        #[arg(long)]
-        json: bool,
     },
     /// List SSO claims with their state (pending, verified, ended) and, for pending ones,
     /// the DNS record they wait for.
     List {
         #[arg(long)]
         account: Option<String>,
-        #[arg(long)]
-        json: bool,
     },
     /// Remove every SAML claim on a domain. If one was verified, its users' sessions end.
     Remove {
@@ -141,15 +152,11 @@ pub enum MemberCommand {
         email: String,
         #[arg(long, value_enum, default_value = "member")]
         role: RoleArg,
-        #[arg(long)]
-        json: bool,
     },
     /// List an account's members.
     List {
         #[arg(long)]
         account: String,
-        #[arg(long)]
-        json: bool,
     },
     /// Remove a member; their sessions on the account end at once.
     Remove {
@@ -193,28 +200,31 @@ pub enum LicenseCommand {
         /// Override the tier's active-project cap.
         #[arg(long)]
         max_projects: Option<u64>,
-        /// Print one JSON object on the last line of stdout.
-        #[arg(long)]
-        json: bool,
     },
-    /// List every license.
+    /// List licenses, all of them or those matching every filter given.
     List {
+        #[arg(long, value_enum)]
+        state: Option<LicenseStateArg>,
+        #[arg(long, value_enum)]
+        tier: Option<TierArg>,
+        /// Only licenses registered to this e-mail address (case-insensitive).
         #[arg(long)]
-        json: bool,
+        email: Option<String>,
+    },
+    /// Show one license: its state, entitlements, account, members, projects and keys.
+    Show {
+        #[arg(long)]
+        id: String,
     },
     /// Suspend a license: validation answers valid=false and pushes are refused.
     Suspend {
         #[arg(long)]
         id: String,
-        #[arg(long)]
-        json: bool,
     },
     /// Lift a suspension.
     Resume {
         #[arg(long)]
         id: String,
-        #[arg(long)]
-        json: bool,
     },
     /// Set a new expiry.
     Extend {
@@ -222,19 +232,79 @@ pub enum LicenseCommand {
         id: String,
         #[arg(long)]
         expires: String,
-        #[arg(long)]
-        json: bool,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LicenseStateArg {
+    Active,
+    Expired,
+    Suspended,
+}
+
+impl LicenseStateArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LicenseStateArg::Active => "active",
+            LicenseStateArg::Expired => "expired",
+            LicenseStateArg::Suspended => "suspended",
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AccountCommand {
+    /// Every account: license, tier, members, projects, active keys, scans.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectCommand {
+    /// The account's projects with their scan count and latest score.
+    List {
+        #[arg(long)]
+        account: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScanCommand {
+    /// The project's newest scans, newest first.
+    List {
+        #[arg(long)]
+        project: String,
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=10_000))]
+        limit: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// The account's API keys (prefix, machine, created, last used, revoked); never the keys.
+    List {
+        #[arg(long)]
+        account: String,
+    },
+    /// Revoke one API key by its id (as `key list` shows it); every replica refuses it at
+    /// once (API keys are never cached).
+    Revoke {
+        #[arg(long)]
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration (secrets redacted) and check the database, the
+    /// migrations, the SMTP server and OpenID Connect discovery. Exit status 1 if a check
+    /// fails.
+    Check,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum BundleCommand {
     /// Make FILE the latest bundle; prints its URL and checksum.
-    Publish {
-        file: std::path::PathBuf,
-        #[arg(long)]
-        json: bool,
-    },
+    Publish { file: std::path::PathBuf },
 }
 
 impl Command {
@@ -244,7 +314,12 @@ impl Command {
         matches!(
             self,
             Command::Backup { .. }
-                | Command::License(LicenseCommand::List { .. })
+                | Command::Config(_)
+                | Command::Account(_)
+                | Command::Project(_)
+                | Command::Scan(_)
+                | Command::Key(KeyCommand::List { .. })
+                | Command::License(LicenseCommand::List { .. } | LicenseCommand::Show { .. })
                 | Command::Member(MemberCommand::List { .. })
                 | Command::Sso(SsoCommand::List { .. })
                 | Command::Audit(AuditCommand::List { .. })

@@ -72,6 +72,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub master_key: MasterKey,
     pub master_key_source: MasterKeySource,
+    /// `TIDEMARK_MASTER_KEY_PREVIOUS`: decrypts what the previous key sealed, never seals.
+    /// Set while a rotation is under way (see `rotate-master-key`).
+    pub master_key_previous: Option<MasterKey>,
     /// Directory of the compiled site (`/pkg`, favicon, …).
     pub site_root: String,
     /// Dashboard writes (appended scans) per rolling minute per account.
@@ -196,12 +199,221 @@ pub enum ConfigError {
     },
 }
 
+/// One environment variable the server reads, as `--help` and `config check` name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variable {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub about: &'static str,
+    /// Its value is never printed; `<NAME>_FILE` may give it instead.
+    pub secret: bool,
+}
+
+const fn setting(name: &'static str, default: &'static str, about: &'static str) -> Variable {
+    Variable {
+        name,
+        default,
+        about,
+        secret: false,
+    }
+}
+
+const fn secret(name: &'static str, default: &'static str, about: &'static str) -> Variable {
+    Variable {
+        name,
+        default,
+        about,
+        secret: true,
+    }
+}
+
+/// Every variable [`Config::from_lookup`] reads (a test holds the two together, and the
+/// README's table to this one).
+pub const VARIABLES: &[Variable] = &[
+    secret(
+        "DATABASE_URL",
+        "sqlite://$TIDEMARK_DATA_DIR/tidemark.db",
+        "sqlite://… or postgres://…",
+    ),
+    setting(
+        "LEPTOS_SITE_ADDR",
+        "127.0.0.1:3000",
+        "address the server listens on",
+    ),
+    setting(
+        "LEPTOS_SITE_ROOT",
+        "target/site",
+        "the built site (WASM, CSS, favicon)",
+    ),
+    setting("TIDEMARK_ENV", "development", "development or production"),
+    setting(
+        "TIDEMARK_BASE_URL",
+        "http://$LEPTOS_SITE_ADDR",
+        "public address of the API",
+    ),
+    setting(
+        "TIDEMARK_DASHBOARD_URL",
+        "$TIDEMARK_BASE_URL",
+        "public address of the dashboard",
+    ),
+    setting(
+        "TIDEMARK_DATA_DIR",
+        "data",
+        "SQLite file, development master key, mail files",
+    ),
+    secret(
+        "TIDEMARK_MASTER_KEY",
+        "(development: $TIDEMARK_DATA_DIR/master.key)",
+        "base64 of 32 random bytes; required in production",
+    ),
+    secret(
+        "TIDEMARK_MASTER_KEY_PREVIOUS",
+        "",
+        "the key being rotated away from (decrypt only)",
+    ),
+    setting(
+        "TIDEMARK_MIGRATE",
+        "auto",
+        "auto or never (migrations left to `migrate`)",
+    ),
+    setting(
+        "TIDEMARK_WRITES_PER_MINUTE",
+        "5",
+        "dashboard writes per minute per account",
+    ),
+    setting(
+        "TIDEMARK_RESEND_PER_MINUTE",
+        "3",
+        "license resend requests per minute per client address",
+    ),
+    setting(
+        "TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR",
+        "3",
+        "license mails one address receives per hour",
+    ),
+    setting(
+        "TIDEMARK_RESEND_BAN_SECONDS",
+        "900",
+        "ban after exceeding the resend rate",
+    ),
+    setting(
+        "TIDEMARK_TRUSTED_PROXIES",
+        "",
+        "CIDRs of reverse proxies whose forwarding headers are believed",
+    ),
+    setting(
+        "TIDEMARK_OIDC_ISSUER",
+        "",
+        "OpenID Connect issuer URL for dashboard sign-in",
+    ),
+    setting(
+        "TIDEMARK_OIDC_CLIENT_ID",
+        "",
+        "the client registered at that provider",
+    ),
+    secret("TIDEMARK_OIDC_CLIENT_SECRET", "", "its secret"),
+    setting(
+        "TIDEMARK_DNS_RESOLVER",
+        "(system resolvers)",
+        "ip:port of the nameserver for SSO domain checks",
+    ),
+    setting(
+        "TIDEMARK_SESSION_IDLE_SECONDS",
+        "86400",
+        "sessions end after this much inactivity",
+    ),
+    setting("TIDEMARK_SESSION_MAX_SECONDS", "604800", "and at this age"),
+    setting(
+        "TIDEMARK_DEV_DEMO",
+        "",
+        "1: seed the demo account (development only)",
+    ),
+    secret(
+        "TIDEMARK_SMTP_URL",
+        "(mail written as .eml files)",
+        "smtp://, smtp://…?tls=required or smtps://",
+    ),
+    setting(
+        "TIDEMARK_VALIDATION_CACHE_MS",
+        "2000",
+        "how long a replica answers validate from memory",
+    ),
+    setting(
+        "TIDEMARK_MAIL_FROM",
+        "Tidemark <no-reply@tidemark.localhost>",
+        "sender of outgoing mail",
+    ),
+    setting(
+        "TIDEMARK_SIGNIN_PER_MINUTE",
+        "60",
+        "sign-in steps per minute per client address",
+    ),
+    setting(
+        "TIDEMARK_METRICS_ADDR",
+        "(the main address)",
+        "ip:port to serve /metrics on instead",
+    ),
+    setting(
+        "TIDEMARK_HEADER_TIMEOUT_SECONDS",
+        "30",
+        "time to send request headers; keep-alive idle time",
+    ),
+    setting(
+        "TIDEMARK_BODY_TIMEOUT_SECONDS",
+        "30",
+        "longest pause inside a request body",
+    ),
+    setting(
+        "TIDEMARK_PUSH_BUDGET_MIB",
+        "64",
+        "push body bytes one replica holds at once",
+    ),
+    setting("TIDEMARK_API_TIMEOUT_SECONDS", "60", "longest /v1 request"),
+    setting(
+        "TIDEMARK_WEBHOOK_ALLOW_PRIVATE",
+        "",
+        "1: webhooks may go to private addresses",
+    ),
+    setting(
+        "TIDEMARK_WEBHOOK_RETRY_BASE_MS",
+        "10000",
+        "pause before a failed delivery's first retry",
+    ),
+    setting(
+        "TIDEMARK_WEBHOOK_TIMEOUT_SECONDS",
+        "10",
+        "how long a webhook receiver has to answer",
+    ),
+];
+
+/// The `--help` text that lists [`VARIABLES`].
+pub fn variables_help() -> String {
+    let mut out = String::from(
+        "Environment variables (secrets marked *, each may be given as <NAME>_FILE):\n",
+    );
+    for v in VARIABLES {
+        let star = if v.secret { "*" } else { "" };
+        let default = if v.default.is_empty() {
+            String::new()
+        } else {
+            format!(" [default: {}]", v.default)
+        };
+        out.push_str(&format!(
+            "  {}{star}\n          {}{default}\n",
+            v.name, v.about
+        ));
+    }
+    out.push_str("  RUST_LOG\n          log filter [default: info]\n");
+    out
+}
+
 /// The settings that hold secrets. Each may instead be given as `<NAME>_FILE`, the path of a
 /// file holding the value (the container convention: Docker and Kubernetes secrets are
 /// mounted as files, which keeps them out of the process environment and `docker inspect`).
-pub const SECRET_VARIABLES: [&str; 4] = [
+pub const SECRET_VARIABLES: [&str; 5] = [
     "DATABASE_URL",
     "TIDEMARK_MASTER_KEY",
+    "TIDEMARK_MASTER_KEY_PREVIOUS",
     "TIDEMARK_OIDC_CLIENT_SECRET",
     "TIDEMARK_SMTP_URL",
 ];
@@ -307,6 +519,25 @@ impl Config {
                 let path = data_dir.join("master.key");
                 let key = load_or_create_dev_key(&path)?;
                 (key, MasterKeySource::DevelopmentFile(path))
+            }
+        };
+        let master_key_previous = match var("TIDEMARK_MASTER_KEY_PREVIOUS") {
+            None => None,
+            Some(text) => {
+                let previous =
+                    MasterKey::parse_base64(&text).map_err(|_| ConfigError::Invalid {
+                        name: "TIDEMARK_MASTER_KEY_PREVIOUS",
+                        reason: "must be the base64 encoding of exactly 32 bytes".into(),
+                    })?;
+                // Almost certainly a copy of the wrong value: the rotation would look done
+                // while nothing changed.
+                if previous.expose() == master_key.expose() {
+                    return Err(ConfigError::Invalid {
+                        name: "TIDEMARK_MASTER_KEY_PREVIOUS",
+                        reason: "is the same key as TIDEMARK_MASTER_KEY".into(),
+                    });
+                }
+                Some(previous)
             }
         };
         let site_root = var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into());
@@ -452,6 +683,7 @@ impl Config {
             data_dir,
             master_key,
             master_key_source,
+            master_key_previous,
             site_root,
             writes_per_minute,
             resend_per_minute,
@@ -577,6 +809,45 @@ fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_variables_table_names_every_variable_read_and_the_readme_lists_them() {
+        let read = std::cell::RefCell::new(std::collections::BTreeSet::new());
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().display().to_string();
+        let _ = Config::from_lookup(|name| {
+            read.borrow_mut().insert(name.to_owned());
+            match name {
+                "TIDEMARK_DATA_DIR" => Some(data.clone()),
+                // Set so that the variables read only alongside it are read too.
+                "TIDEMARK_OIDC_ISSUER" => Some("https://idp.example".into()),
+                "TIDEMARK_OIDC_CLIENT_ID" => Some("tidemark".into()),
+                "TIDEMARK_OIDC_CLIENT_SECRET" => Some("s".into()),
+                _ => None,
+            }
+        })
+        .unwrap();
+        let listed: std::collections::BTreeSet<String> =
+            VARIABLES.iter().map(|v| v.name.to_owned()).collect();
+        let read: std::collections::BTreeSet<String> = read
+            .into_inner()
+            .into_iter()
+            .map(|n| n.trim_end_matches("_FILE").to_owned())
+            .collect();
+        assert_eq!(read, listed, "VARIABLES and what from_lookup reads differ");
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        for v in VARIABLES {
+            assert!(
+                readme.contains(&format!("| `{}` |", v.name)),
+                "README lacks {}",
+                v.name
+            );
+        }
+        let help = variables_help();
+        assert!(help.contains("TIDEMARK_MASTER_KEY_PREVIOUS*"), "{help}");
+    }
+
     use super::*;
     use std::collections::HashMap;
 

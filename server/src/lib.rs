@@ -6,11 +6,13 @@ pub mod auth;
 pub mod backup;
 pub mod badge;
 pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod crypto;
 pub mod demo;
 pub mod export;
 pub mod http;
+pub mod keys;
 pub mod mail;
 pub mod ops;
 pub mod state;
@@ -117,14 +119,15 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
     };
     let dns = auth::domain_verification::DnsVerifier::new(config.dns_resolver)
         .context("could not set up the DNS resolver for SSO domain verification")?;
+    let keys = crypto::Keyring::from_config(&config);
     let state = AppState {
         dns,
         leptos_options,
         db,
-        login_attempts: crypto::SecretBox::new(&config.master_key, crypto::LOGIN_ATTEMPT_PURPOSE),
+        login_attempts: crypto::SecretBox::new(&keys, crypto::LOGIN_ATTEMPT_PURPOSE),
         oidc,
-        license_keys: crypto::SecretBox::new(&config.master_key, crypto::LICENSE_KEY_PURPOSE),
-        webhook_secrets: crypto::SecretBox::new(&config.master_key, crypto::WEBHOOK_PURPOSE),
+        license_keys: crypto::SecretBox::new(&keys, crypto::LICENSE_KEY_PURPOSE),
+        webhook_secrets: crypto::SecretBox::new(&keys, crypto::WEBHOOK_PURPOSE),
         webhook_wakeup: Arc::new(tokio::sync::Notify::new()),
         validation_cache: Arc::new(validation_cache::ValidationCache::new(
             std::time::Duration::from_millis(config.validation_cache_ms.into()),
@@ -215,11 +218,22 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::resolve_viewer,
         ))
-        .layer(auth::session_layer(&state))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_same_origin,
-        ));
+        .layer(auth::session_layer(&state));
+    // During a master-key rotation, cookies the previous key encrypted still open.
+    let dashboard = match auth::cookie_keys::CookieKeys::new(
+        &state.config.master_key,
+        state.config.master_key_previous.as_ref(),
+    ) {
+        Some(keys) => dashboard.layer(axum::middleware::from_fn_with_state(
+            keys,
+            auth::cookie_keys::translate_session_cookie,
+        )),
+        None => dashboard,
+    };
+    let dashboard = dashboard.layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_same_origin,
+    ));
 
     let mut app = Router::new()
         .route("/healthz", get(http::health::get_healthz))

@@ -133,7 +133,7 @@ pub async fn set_suspended(
     if !licenses::set_suspended(db, id, suspended, audit).await? {
         bail!("no license with id {id}");
     }
-    summary(db, id).await
+    show_license(db, id).await
 }
 
 pub async fn extend(
@@ -145,10 +145,11 @@ pub async fn extend(
     if !licenses::set_expiry(db, id, expires_at, audit).await? {
         bail!("no license with id {id}");
     }
-    summary(db, id).await
+    show_license(db, id).await
 }
 
-async fn summary(db: &Db, id: &str) -> anyhow::Result<LicenseSummary> {
+/// One license by id, or an error naming the id.
+pub async fn show_license(db: &Db, id: &str) -> anyhow::Result<LicenseSummary> {
     let license = licenses::find_license(db, id)
         .await?
         .with_context(|| format!("no license with id {id}"))?;

@@ -14,24 +14,8 @@ use common::{sample_push, tidemark_server as server, TestApp};
 use tidemark_store::Backend;
 use tidemark_wire::Tier;
 
-/// `tidemark-server ARGS` on the app's database and data directory, off the async runtime
-/// (the server keeps serving meanwhile).
 async fn command_on(app: &TestApp, args: &[&str]) -> (bool, String, String) {
-    let env = [
-        ("DATABASE_URL".to_owned(), app.test_db.url.clone()),
-        (
-            "TIDEMARK_DATA_DIR".to_owned(),
-            app.data_dir.path().display().to_string(),
-        ),
-    ];
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        server(&env, &args)
-    })
-    .await
-    .unwrap()
+    app.command(args, &[]).await
 }
 
 async fn scan_ids(path: &std::path::Path) -> HashSet<String> {
@@ -97,7 +81,7 @@ async fn a_backup_under_push_load_holds_every_push_acknowledged_before_it_began(
     for p in pushers {
         p.await.unwrap();
     }
-    let report: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(report["integrity"], "ok");
 
     let in_backup = scan_ids(&file).await;
@@ -207,7 +191,7 @@ fn restore_refuses_a_running_server_then_puts_the_backup_in_place() {
         &["restore", "--from", backup.to_str().unwrap(), "--json"],
     );
     assert!(ok, "{err}");
-    let report: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         (report["integrity"].as_str(), report["accounts"].as_i64()),
         (Some("ok"), Some(1))

@@ -26,8 +26,15 @@ fn run(data_dir: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> (bool
     crate::common::tidemark_server(&all, args)
 }
 
-fn last_json(stdout: &str) -> Value {
-    serde_json::from_str(stdout.lines().last().expect("output")).expect("JSON on the last line")
+/// `--json`'s standard output: exactly one JSON document on one line, and nothing else.
+fn only_json(stdout: &str) -> Value {
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "one line of standard output: {stdout}"
+    );
+    assert!(stdout.ends_with('\n'));
+    serde_json::from_str(stdout).expect("one JSON document")
 }
 
 #[test]
@@ -48,7 +55,7 @@ fn licenses_are_created_listed_suspended_resumed_and_extended() {
         ],
     );
     assert!(ok, "{err}");
-    let created = last_json(&out);
+    let created = only_json(&out);
     let key = created["license_key"].as_str().unwrap();
     assert!(key.starts_with("lic_"));
     let id = created["license_id"].as_str().unwrap().to_owned();
@@ -57,7 +64,7 @@ fn licenses_are_created_listed_suspended_resumed_and_extended() {
 
     let (ok, out, _) = cli(dir.path(), &["license", "list", "--json"]);
     assert!(ok);
-    let list = last_json(&out);
+    let list = only_json(&out);
     assert_eq!(list["licenses"][0]["tier"], "agency");
     assert_eq!(list["licenses"][0]["state"], "active");
     assert_eq!(list["licenses"][0]["max_projects"], 7);
@@ -65,10 +72,10 @@ fn licenses_are_created_listed_suspended_resumed_and_extended() {
 
     let (ok, out, _) = cli(dir.path(), &["license", "suspend", "--id", &id, "--json"]);
     assert!(ok);
-    assert_eq!(last_json(&out)["state"], "suspended");
+    assert_eq!(only_json(&out)["state"], "suspended");
     let (ok, out, _) = cli(dir.path(), &["license", "resume", "--id", &id, "--json"]);
     assert!(ok);
-    assert_eq!(last_json(&out)["state"], "active");
+    assert_eq!(only_json(&out)["state"], "active");
     let (ok, out, _) = cli(
         dir.path(),
         &[
@@ -82,7 +89,7 @@ fn licenses_are_created_listed_suspended_resumed_and_extended() {
         ],
     );
     assert!(ok);
-    let extended = last_json(&out);
+    let extended = only_json(&out);
     assert_eq!(extended["state"], "expired");
     assert_eq!(extended["expires"], "2020-01-01T00:00:00Z");
 
@@ -120,7 +127,7 @@ fn bundle_publish_prints_url_and_checksum() {
         &["bundle", "publish", file.to_str().unwrap(), "--json"],
     );
     assert!(ok, "{err}");
-    let published = last_json(&out);
+    let published = only_json(&out);
     assert_eq!(
         published["bundle_checksum"],
         format!(
@@ -154,7 +161,7 @@ fn members_are_added_listed_and_removed() {
         ],
     );
     assert!(ok, "{err}");
-    let account = last_json(&out)["account_id"].as_str().unwrap().to_owned();
+    let account = only_json(&out)["account_id"].as_str().unwrap().to_owned();
 
     let add = [
         "member",
@@ -167,7 +174,7 @@ fn members_are_added_listed_and_removed() {
     ];
     let (ok, out, err) = cli(dir.path(), &add);
     assert!(ok, "{err}");
-    assert_eq!(last_json(&out)["role"], "member");
+    assert_eq!(only_json(&out)["role"], "member");
     let (ok, _, err) = cli(dir.path(), &add);
     assert!(!ok && err.contains("already a member"), "{err}");
     let (ok, _, err) = cli(
@@ -200,8 +207,8 @@ fn members_are_added_listed_and_removed() {
         &["member", "list", "--account", &account, "--json"],
     );
     assert!(ok);
-    let list = last_json(&out);
-    let people: Vec<(String, String)> = list
+    let list = only_json(&out);
+    let people: Vec<(String, String)> = list["members"]
         .as_array()
         .unwrap()
         .iter()
@@ -249,7 +256,7 @@ fn members_are_added_listed_and_removed() {
         dir.path(),
         &["member", "list", "--account", &account, "--json"],
     );
-    assert_eq!(last_json(&out).as_array().unwrap().len(), 1);
+    assert_eq!(only_json(&out)["members"].as_array().unwrap().len(), 1);
 }
 
 #[test]
@@ -268,7 +275,7 @@ fn sso_domains_are_set_listed_and_removed() {
         ],
     );
     assert!(ok, "{err}");
-    let account = last_json(&out)["account_id"].as_str().unwrap().to_owned();
+    let account = only_json(&out)["account_id"].as_str().unwrap().to_owned();
     let cert = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../end2end/idp/saml-idp-cert.pem"
@@ -305,21 +312,22 @@ fn sso_domains_are_set_listed_and_removed() {
     assert!(!ok && err.contains("no signing certificate"), "{err}");
     let (ok, out, err) = set(&good, &["--enforce", "--json"]);
     assert!(ok, "{err}");
-    let view = last_json(&out);
+    let view = only_json(&out);
     assert_eq!(view["domain"], "corp.example");
     assert_eq!(view["idp_sso_url"], "https://idp.corp.example/sso");
     assert_eq!(view["signing_certificates"], 1);
     assert_eq!(view["enforce"], true);
     // The operator vouches for the domain: verified at once, and the command says so.
     assert_eq!(view["state"], "verified");
-    assert!(out.contains("corp.example is verified for"), "{out}");
+    // Under --json the sentence for people goes to standard error.
+    assert!(err.contains("corp.example is verified for"), "{err}");
 
-    let (ok, out, _) = cli(dir.path(), &["sso", "list", "--json"]);
+    let (ok, out, err) = cli(dir.path(), &["sso", "list", "--json"]);
     assert!(ok);
-    let listed = last_json(&out);
+    let listed = only_json(&out)["claims"].clone();
     assert_eq!(listed[0]["idp_entity_id"], "https://idp.corp.example/md");
     assert_eq!(listed[0]["state"], "verified");
-    assert!(out.contains("verified"), "{out}");
+    assert!(err.contains("verified"), "{err}");
     // A public mail provider cannot be claimed here either.
     let (ok, _, err) = cli(
         dir.path(),
@@ -359,7 +367,7 @@ fn operator_commands_that_change_data_are_in_the_audit_log() {
         ],
     );
     assert!(ok, "{err}");
-    let created = last_json(&out);
+    let created = only_json(&out);
     let (account, id) = (
         created["account_id"].as_str().unwrap().to_owned(),
         created["license_id"].as_str().unwrap().to_owned(),
@@ -388,7 +396,7 @@ fn operator_commands_that_change_data_are_in_the_audit_log() {
     );
     assert!(ok, "{err}");
     assert_eq!(out.lines().count(), 1, "exactly one JSON document: {out}");
-    let events: Value = serde_json::from_str(&out).unwrap();
+    let events = only_json(&out)["events"].clone();
     let got: Vec<(&str, &str, &str)> = events
         .as_array()
         .unwrap()
@@ -425,11 +433,7 @@ fn operator_commands_that_change_data_are_in_the_audit_log() {
         all.extend_from_slice(args);
         let (ok, out, err) = cli_as("carol", d, &all);
         assert!(ok, "{err}");
-        serde_json::from_str::<Value>(&out)
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .len()
+        only_json(&out)["events"].as_array().unwrap().len()
     };
     assert_eq!(only(&["--actor", "operator:alice"]), 1);
     assert_eq!(only(&["--action", "member.added"]), 1);
@@ -491,7 +495,7 @@ fn read_only_commands_never_migrate() {
     assert!(applied > 5, "{applied}");
     let (ok, out, err) = cli(dir.path(), &["license", "list", "--json"]);
     assert!(ok, "{err}");
-    assert_eq!(last_json(&out)["licenses"], serde_json::json!([]));
+    assert_eq!(only_json(&out)["licenses"], serde_json::json!([]));
 
     let (ok, _, err) = run(
         dir.path(),

@@ -25,11 +25,13 @@ pub mod badges;
 pub mod bundles;
 pub mod dashboard;
 pub mod gates;
+pub mod inventory;
 pub mod licenses;
 pub mod outbox;
 pub mod pushes;
 pub mod rate;
 pub mod scan_facts;
+pub mod sealed;
 pub mod sessions;
 pub mod sso;
 mod stmt;
@@ -260,6 +262,12 @@ impl Db {
 
     /// True when the database answers and every migration this binary knows is applied.
     pub async fn is_ready(&self) -> Result<bool, StoreError> {
+        Ok(self.pending_migrations().await?.is_empty())
+    }
+
+    /// The migrations this binary knows that the database has not applied: `version
+    /// description`, oldest first.
+    pub async fn pending_migrations(&self) -> Result<Vec<String>, StoreError> {
         let applied: Vec<(i64,)> = on_db!(self, pool => {
             sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success = TRUE")
                 .fetch_all(pool)
@@ -271,7 +279,11 @@ impl Db {
             other => Err(other),
         })?;
         let applied: std::collections::HashSet<i64> = applied.into_iter().map(|(v,)| v).collect();
-        Ok(MIGRATOR.iter().all(|m| applied.contains(&m.version)))
+        Ok(MIGRATOR
+            .iter()
+            .filter(|m| !applied.contains(&m.version))
+            .map(|m| format!("{} {}", m.version, m.description))
+            .collect())
     }
 
     /// Runs a write to completion in its own task, whatever happens to the caller. The one way

@@ -7,6 +7,7 @@
 //! navigation from our own page.
 
 pub mod attempt;
+pub mod cookie_keys;
 pub mod domain_verification;
 pub mod flood;
 pub mod oidc;
@@ -21,13 +22,12 @@ use serde::Deserialize;
 use tidemark_domain::access::{is_same_origin_request, safe_return_path, Role, SessionPolicy};
 use tidemark_domain::text::Email;
 use tidemark_store::access;
-use tower_sessions::cookie::{Key, SameSite};
+use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, Session, SessionManagerLayer};
 
 use app::auth::SignInRefusal;
 use app::links::query_value;
 
-use crate::crypto;
 use crate::state::AppState;
 use session_store::{DbSessionStore, ACCOUNT_ID, SIGNED_IN_VIA, USER_ID};
 
@@ -46,8 +46,6 @@ pub fn session_layer(
     state: &AppState,
 ) -> SessionManagerLayer<DbSessionStore, tower_sessions::service::PrivateCookie> {
     let policy = session_policy(&state.config);
-    let key: [u8; 64] =
-        crypto::derive_key(&state.config.master_key, crypto::SESSION_COOKIE_PURPOSE);
     SessionManagerLayer::new(DbSessionStore::new(state.db.clone(), policy))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
@@ -58,7 +56,7 @@ pub fn session_layer(
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(i64::from(
             state.config.session_idle_seconds,
         ))))
-        .with_private(Key::from(&key))
+        .with_private(cookie_keys::cookie_key(&state.config.master_key))
 }
 
 /// Attaches the signed-in [`app::auth::Viewer`] to the request when the session names a

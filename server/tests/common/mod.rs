@@ -212,6 +212,39 @@ impl TestApp {
         }
     }
 
+    /// A setting this server was started with.
+    pub fn setting(&self, name: &str) -> Option<&str> {
+        self.env.get(name).map(String::as_str)
+    }
+
+    /// `tidemark-server ARGS` as an operator on this server's host would run it: its
+    /// database, data directory and master key(s), plus `extra`. Off the async runtime, so
+    /// the server keeps serving meanwhile.
+    pub async fn command(&self, args: &[&str], extra: &[(&str, &str)]) -> (bool, String, String) {
+        let mut env: Vec<(String, String)> = vec![
+            ("DATABASE_URL".into(), self.test_db.url.clone()),
+            (
+                "TIDEMARK_DATA_DIR".into(),
+                self.data_dir.path().display().to_string(),
+            ),
+        ];
+        for name in ["TIDEMARK_MASTER_KEY", "TIDEMARK_MASTER_KEY_PREVIOUS"] {
+            if let Some(value) = self.setting(name) {
+                env.push((name.into(), value.into()));
+            }
+        }
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        tokio::task::spawn_blocking(move || {
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            tidemark_server(&env, &args)
+        })
+        .await
+        .expect("the command ran")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url, path)
     }

@@ -1,0 +1,118 @@
+//! `license create|list|show|suspend|resume|extend`.
+
+use serde_json::json;
+use tidemark_domain::audit::AuditContext;
+use tidemark_store::Writer;
+
+use super::{inventory, lines, Report};
+use crate::cli::LicenseCommand;
+use crate::ops::{self, LicenseSummary};
+use crate::state::AppState;
+
+fn line(l: &LicenseSummary) -> String {
+    format!(
+        "{}  {}  {:<10}  {:<9}  expires {}  {}",
+        l.license_id,
+        l.account_id,
+        l.tier.as_str(),
+        l.state,
+        l.expires,
+        l.email
+    )
+}
+
+pub async fn run(
+    command: LicenseCommand,
+    state: &AppState,
+    db: &Writer,
+    audit: &AuditContext,
+) -> anyhow::Result<Report> {
+    match command {
+        LicenseCommand::Create {
+            email,
+            tier,
+            expires,
+            max_projects,
+        } => {
+            let expires = expires.as_deref().map(ops::parse_timestamp).transpose()?;
+            let created = ops::create_license(
+                db,
+                &state.license_keys,
+                &email,
+                tier.into(),
+                expires,
+                max_projects,
+                audit,
+            )
+            .await?;
+            let human = format!(
+                "license key: {}\nlicense id:  {}\naccount id:  {}\nGive the key to the \
+                 customer; it is not shown again (resend mails it).\n",
+                created.license_key, created.license_id, created.account_id
+            );
+            let beside = format!(
+                "license {} created for account {}; its key is in the JSON document only\n",
+                created.license_id, created.account_id
+            );
+            Ok(Report::new(&created, human)?.beside_json(beside))
+        }
+        LicenseCommand::List { state, tier, email } => {
+            let tier = tier.map(tidemark_wire::Tier::from);
+            let list: Vec<LicenseSummary> = ops::list_licenses(db)
+                .await?
+                .into_iter()
+                .filter(|l| state.is_none_or(|s| l.state == s.as_str()))
+                .filter(|l| tier.is_none_or(|t| l.tier == t))
+                .filter(|l| {
+                    email
+                        .as_deref()
+                        .is_none_or(|e| l.email.eq_ignore_ascii_case(e.trim()))
+                })
+                .collect();
+            let human = lines(&list, line);
+            Report::new(&json!({ "licenses": list }), human)
+        }
+        LicenseCommand::Show { id } => {
+            let license = ops::show_license(db, &id).await?;
+            let account = &license.account_id;
+            let members = ops::list_members(db, account).await?;
+            let projects = inventory::projects(db, account).await?;
+            let keys = inventory::keys(db, account).await?;
+            let mut human = line(&license) + "\n";
+            human.push_str(&format!(
+                "features: {}\nmax projects: {}\nmembers: {}\nprojects: {}\nactive API keys: {}\n",
+                serde_json::to_string(&license.features)?,
+                license
+                    .max_projects
+                    .map_or_else(|| "the tier's".to_owned(), |n| n.to_string()),
+                members.len(),
+                projects.len(),
+                keys.len()
+            ));
+            Report::new(
+                &json!({
+                    "license": license,
+                    "members": members,
+                    "projects": projects,
+                    "keys": keys,
+                }),
+                human,
+            )
+        }
+        LicenseCommand::Suspend { id } => {
+            let s = ops::set_suspended(db, &id, true, audit).await?;
+            let human = format!("{} is now {}\n", s.license_id, s.state);
+            Report::new(&s, human)
+        }
+        LicenseCommand::Resume { id } => {
+            let s = ops::set_suspended(db, &id, false, audit).await?;
+            let human = format!("{} is now {}\n", s.license_id, s.state);
+            Report::new(&s, human)
+        }
+        LicenseCommand::Extend { id, expires } => {
+            let s = ops::extend(db, &id, ops::parse_timestamp(&expires)?, audit).await?;
+            let human = format!("{} now expires {} ({})\n", s.license_id, s.expires, s.state);
+            Report::new(&s, human)
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! The operator subcommands: each gathers what it reports as a [`Report`], one document
+//! for programs and lines for people; `main` prints one or the other.
+
+mod config_check;
+mod inventory;
+mod license;
+mod rotate;
+
+use anyhow::Context as _;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tidemark_domain::audit::AuditContext;
+use tidemark_store::Writer;
+
+use crate::cli::{AuditCommand, BundleCommand, Command, MemberCommand, SsoCommand};
+use crate::config::Config;
+use crate::ops;
+use crate::state::AppState;
+
+pub use config_check::check_config;
+
+/// What a command tells its operator.
+#[derive(Debug)]
+pub struct Report {
+    /// The JSON document `--json` prints.
+    pub json: Value,
+    /// The text printed for people (to standard error under `--json`).
+    pub human: String,
+    /// Set when the command did run but its outcome is a failure (exit status 1), as when
+    /// `config check` finds a problem; the report still says everything.
+    pub failure: Option<String>,
+    /// What goes to standard error under `--json` instead of `human`, when `human` holds a
+    /// secret the document already carries (standard error often ends up in logs).
+    pub human_beside_json: Option<String>,
+}
+
+impl Report {
+    pub fn new(json: &impl Serialize, human: impl Into<String>) -> anyhow::Result<Self> {
+        Ok(Self {
+            json: serde_json::to_value(json).context("could not render the report")?,
+            human: human.into(),
+            failure: None,
+            human_beside_json: None,
+        })
+    }
+
+    pub fn beside_json(mut self, human: impl Into<String>) -> Self {
+        self.human_beside_json = Some(human.into());
+        self
+    }
+
+    pub fn failed_if(mut self, failure: Option<String>) -> Self {
+        self.failure = failure;
+        self
+    }
+}
+
+/// Lines for people, one per item, or `none` when there are none.
+fn lines<T>(items: &[T], line: impl Fn(&T) -> String) -> String {
+    if items.is_empty() {
+        return "(none)\n".to_owned();
+    }
+    items.iter().map(|i| line(i) + "\n").collect()
+}
+
+/// Runs a command that needs the database (all but `serve`, `restore` and `config check`).
+pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Result<Report> {
+    // Every change a command makes is in the audit log under the OS user who ran it.
+    let operator = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".to_owned());
+    let audit = tidemark_store::audit::operator_context(&operator, tidemark_domain::now_millis());
+    match command {
+        Command::Serve | Command::Restore { .. } | Command::Config(_) => {
+            anyhow::bail!("this command does not run here")
+        }
+        Command::Migrate => Report::new(
+            &json!({ "migrated": true }),
+            "migrations applied; the schema is current\n",
+        ),
+        Command::Backup { to } => {
+            let report = crate::backup::backup(&state.db, &to).await?;
+            let human = format!(
+                "backed up to {} ({} bytes, schema {}, {} accounts, {} scans)\n",
+                report.file,
+                report.bytes,
+                report.summary.schema_version,
+                report.summary.accounts,
+                report.summary.scans
+            );
+            Report::new(&report, human)
+        }
+        Command::RotateMasterKey => rotate::rotate(state, db).await,
+        Command::License(command) => license::run(command, state, db, &audit).await,
+        Command::Account(_) | Command::Project(_) | Command::Scan(_) | Command::Key(_) => {
+            inventory::run(command, db, &audit).await
+        }
+        Command::Bundle(BundleCommand::Publish { file }) => {
+            let bytes = std::fs::read(&file)
+                .with_context(|| format!("could not read {}", file.display()))?;
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "bundle".into());
+            let p = ops::publish_bundle(db, &state.config.base_url, &name, &bytes, &audit).await?;
+            let human = format!(
+                "published {} ({} bytes)\nurl:      {}\nchecksum: {}\n",
+                p.bundle_id, p.size_bytes, p.bundle_url, p.bundle_checksum
+            );
+            Report::new(&p, human)
+        }
+        Command::Member(command) => member(command, db, &audit).await,
+        Command::Sso(command) => sso(command, db, &audit).await,
+        Command::Audit(AuditCommand::List {
+            account,
+            since,
+            actor,
+            action,
+            limit,
+        }) => {
+            let events = ops::list_audit(
+                db,
+                account.as_deref(),
+                since.as_deref(),
+                actor.as_deref(),
+                action.as_deref(),
+                limit,
+            )
+            .await?;
+            let human = lines(&events, |e| {
+                format!(
+                    "{}  {:<24}  {:<22}  {}  {} -> {}  [{}]",
+                    e.at,
+                    e.actor,
+                    e.action,
+                    e.target,
+                    e.before.as_deref().unwrap_or("-"),
+                    e.after.as_deref().unwrap_or("-"),
+                    e.client_ip.as_deref().unwrap_or("-"),
+                )
+            });
+            Report::new(&json!({ "events": events }), human)
+        }
+    }
+}
+
+async fn member(
+    command: MemberCommand,
+    db: &Writer,
+    audit: &AuditContext,
+) -> anyhow::Result<Report> {
+    match command {
+        MemberCommand::Add {
+            account,
+            email,
+            role,
+        } => {
+            let member = ops::add_member(db, &account, &email, role.into(), audit).await?;
+            let human = format!("{} is now {} of {account}\n", member.email, member.role);
+            Report::new(&member, human)
+        }
+        MemberCommand::List { account } => {
+            let members = ops::list_members(db, &account).await?;
+            let human = lines(&members, |m| {
+                format!(
+                    "{:<40}  {:<6}  last sign-in {}",
+                    m.email,
+                    m.role,
+                    m.last_login_at.as_deref().unwrap_or("never")
+                )
+            });
+            Report::new(&json!({ "members": members }), human)
+        }
+        MemberCommand::Remove { account, email } => {
+            ops::remove_member(db, &account, &email, audit).await?;
+            Report::new(
+                &json!({ "account_id": account, "email": email, "removed": true }),
+                format!("{email} removed from {account}; their sessions there have ended\n"),
+            )
+        }
+    }
+}
+
+async fn sso(command: SsoCommand, db: &Writer, audit: &AuditContext) -> anyhow::Result<Report> {
+    match command {
+        SsoCommand::Set {
+            account,
+            domain,
+            idp_metadata,
+            enforce,
+        } => {
+            let xml = std::fs::read_to_string(&idp_metadata)
+                .with_context(|| format!("could not read {}", idp_metadata.display()))?;
+            let sso = ops::set_sso(db, &account, &domain, &xml, enforce, audit).await?;
+            let human = format!(
+                "{} is verified for {account} (the operator vouches for it) and now signs in \
+                 with SAML at {} ({} signing certificate(s)){}\n",
+                sso.domain,
+                sso.idp_sso_url,
+                sso.signing_certificates,
+                if sso.enforce {
+                    "; OpenID Connect refused"
+                } else {
+                    ""
+                }
+            );
+            Report::new(&sso, human)
+        }
+        SsoCommand::List { account } => {
+            let list = ops::list_sso(db, account.as_deref()).await?;
+            let human = lines(&list, |s| {
+                let mut line = format!(
+                    "{:<30}  {}  {:<8}  {}  enforce={}",
+                    s.domain, s.account_id, s.state, s.idp_entity_id, s.enforce
+                );
+                match s.state {
+                    "pending" => line.push_str(&format!(
+                        "\n    waiting for TXT {} = {}{}",
+                        s.dns_record_name,
+                        s.dns_record_value,
+                        s.last_check
+                            .as_deref()
+                            .map(|m| format!(" (last check: {m})"))
+                            .unwrap_or_default()
+                    )),
+                    "ended" => line.push_str(&format!(
+                        "\n    ended: {}",
+                        s.ended_reason.as_deref().unwrap_or("no reason recorded")
+                    )),
+                    _ => {}
+                }
+                line
+            });
+            Report::new(&json!({ "claims": list }), human)
+        }
+        SsoCommand::Remove { domain } => {
+            let removed = ops::remove_sso(db, &domain, audit).await?;
+            Report::new(
+                &json!({ "domain": domain, "removed": removed }),
+                format!(
+                    "{removed} SAML claim(s) removed for {domain}; its users sign in with \
+                     OpenID Connect again\n"
+                ),
+            )
+        }
+    }
+}
+
+/// `restore`, which must not open the database it replaces.
+pub async fn restore(config: &Config, from: &std::path::Path) -> anyhow::Result<Report> {
+    let report = crate::backup::restore(config, from).await?;
+    let human = format!(
+        "restored {} from {} (schema {}, {} accounts, {} scans)\n",
+        report.file,
+        from.display(),
+        report.summary.schema_version,
+        report.summary.accounts,
+        report.summary.scans
+    );
+    Report::new(&report, human)
+}
