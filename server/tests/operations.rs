@@ -283,3 +283,53 @@ mod binary {
         assert!(stderr.contains("shut down cleanly"), "{stderr}");
     }
 }
+
+/// A sample's value in the exposition text, by its whole name-and-labels prefix.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+tidemark_store::test_each_backend! {
+    async fn metrics_show_queues_sessions_pools_the_build_and_the_process(backend) {
+        let closed = format!("http://127.0.0.1:{}/hook", crate::common::free_port());
+        let (app, provider) = TestApp::spawn_with_oidc_and(
+            backend,
+            &[("TIDEMARK_WEBHOOK_ALLOW_PRIVATE", "1"), ("TIDEMARK_WEBHOOK_RETRY_BASE_MS", "60000")],
+        )
+        .await;
+        let (license, key) = app.with_key(tidemark_wire::Tier::Team).await;
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let res = admin.post_form("/api/create_webhook", &[("url", &closed), ("scan_pushed", "true")]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        app.push_json(&key, &crate::common::sample_push("api", 80.0, "2026-11-20T10:00:00Z")).await;
+
+        // The delivery to the closed port fails once and waits a minute for its retry.
+        let text = crate::common::wait_for_async(std::time::Duration::from_secs(10), || async {
+            let text = app.get("/metrics").await.text().await.unwrap();
+            (sample(&text, r#"tidemark_outbox_failing{queue="webhook"}"#) == Some(1.0)).then_some(text)
+        })
+        .await
+        .expect("the failed delivery shows");
+        assert_eq!(sample(&text, r#"tidemark_outbox_pending{queue="webhook"}"#), Some(1.0));
+        assert!(sample(&text, r#"tidemark_outbox_oldest_age_seconds{queue="webhook"}"#).unwrap() >= 0.0);
+        assert!(sample(&text, r#"tidemark_outbox_pending{queue="mail"}"#).is_some(), "{text}");
+        assert_eq!(sample(&text, "tidemark_sessions_active"), Some(1.0), "{text}");
+        let version = env!("CARGO_PKG_VERSION");
+        assert_eq!(sample(&text, &format!(r#"tidemark_build_info{{version="{version}"}}"#)), Some(1.0), "{text}");
+        let pool = match backend {
+            tidemark_store::Backend::Sqlite => "writer",
+            tidemark_store::Backend::Postgres => "main",
+        };
+        assert!(sample(&text, &format!(r#"tidemark_db_pool_connections{{pool="{pool}",state="max"}}"#)).unwrap() >= 1.0, "{text}");
+        assert!(sample(&text, &format!(r#"tidemark_db_pool_connections{{pool="{pool}",state="idle"}}"#)).is_some());
+        assert!(sample(&text, "process_resident_memory_bytes").unwrap() > 1e6, "{text}");
+        assert!(sample(&text, "process_open_fds").unwrap() > 3.0);
+        assert!(sample(&text, "process_cpu_seconds_total").unwrap() > 0.0);
+        let started = sample(&text, "process_start_time_seconds").unwrap();
+        let now = chrono::Utc::now().timestamp() as f64;
+        assert!(started <= now + 1.0 && started > now - 86_400.0 * 365.0, "{started}");
+        assert!(text.trim_end().ends_with("# EOF"), "one well-formed exposition");
+    }
+}

@@ -25,6 +25,7 @@ pub mod badges;
 pub mod bundles;
 pub mod dashboard;
 pub mod gates;
+pub mod gauges;
 pub mod inventory;
 pub mod licenses;
 pub mod outbox;

@@ -1,0 +1,74 @@
+//! What `/metrics` reads from the database at each scrape: the durable queues' depth and age,
+//! and live sessions. Shared by every replica, so each replica reports the same figures.
+
+use tidemark_domain::Millis;
+
+use crate::{on_db, Db, StoreError};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Backlog {
+    /// Mail not yet sent.
+    pub mail_pending: i64,
+    /// When the oldest of it was queued.
+    pub mail_oldest_at: Option<Millis>,
+    /// Unsent mail that has failed at least once.
+    pub mail_failing: i64,
+    /// Webhook deliveries waiting for their first or next attempt.
+    pub webhooks_pending: i64,
+    pub webhooks_oldest_at: Option<Millis>,
+    /// Pending deliveries whose last attempt failed.
+    pub webhooks_failing: i64,
+    /// Sessions not yet expired.
+    pub sessions_active: i64,
+}
+
+pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
+    let sql = "SELECT \
+        (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL), \
+        (SELECT MIN(created_at) FROM mail_outbox WHERE sent_at IS NULL), \
+        (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND attempts > 0), \
+        (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'), \
+        (SELECT MIN(created_at) FROM webhook_deliveries WHERE state = 'pending'), \
+        (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts > 0), \
+        (SELECT COUNT(*) FROM sessions WHERE expires_at > $1 AND absolute_expires_at > $1)";
+    type Row = (i64, Option<i64>, i64, i64, Option<i64>, i64, i64);
+    let row: Row = on_db!(db, pool => sqlx::query_as(sql).bind(now).fetch_one(pool).await)?;
+    Ok(Backlog {
+        mail_pending: row.0,
+        mail_oldest_at: row.1,
+        mail_failing: row.2,
+        webhooks_pending: row.3,
+        webhooks_oldest_at: row.4,
+        webhooks_failing: row.5,
+        sessions_active: row.6,
+    })
+}
+
+/// One connection pool's occupancy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStats {
+    /// `reader`/`writer` on SQLite, `main` on PostgreSQL.
+    pub pool: &'static str,
+    pub open: u32,
+    pub idle: u32,
+    pub max: u32,
+}
+
+impl Db {
+    pub fn pool_stats(&self) -> Vec<PoolStats> {
+        fn stats<D: sqlx::Database>(name: &'static str, pool: &sqlx::Pool<D>) -> PoolStats {
+            PoolStats {
+                pool: name,
+                open: pool.size(),
+                idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+                max: pool.options().get_max_connections(),
+            }
+        }
+        match self {
+            Db::Sqlite { pool, writer, .. } => {
+                vec![stats("reader", pool), stats("writer", writer)]
+            }
+            Db::Postgres(pool) => vec![stats("main", pool)],
+        }
+    }
+}
