@@ -28,6 +28,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
+# promtool (Debian's prometheus package) checks and unit-tests the example alerting rules. Its
+# recommended node exporter is a daemon the tests do not want.
+if ! dpkg -s prometheus >/dev/null 2>&1; then
+  step "Installing Debian's prometheus (for promtool)"
+  [ ${#missing[@]} -gt 0 ] || as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+fi
 if dpkg -s binaryen >/dev/null 2>&1; then
   echo "warning: Debian's binaryen (wasm-opt 108) is installed; it breaks hydration." >&2
   echo "         The build puts npm's wasm-opt first on PATH, so it is not used." >&2

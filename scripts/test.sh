@@ -22,6 +22,10 @@ cargo fmt --all -- --check
 step "cargo deny: licenses, bans and sources of every dependency (deny.toml)"
 cargo deny --log-level error check licenses bans sources
 
+step "alerting rules: promtool check and unit tests (deploy/prometheus)"
+promtool check rules deploy/prometheus/alerts.yml
+promtool test rules deploy/prometheus/alerts_test.yml
+
 step "clippy: server side (app with ssr)"
 cargo clippy "${LINT_PKGS[@]}" --features app/ssr --all-targets -- -D warnings
 

@@ -116,6 +116,9 @@ pub struct Config {
     /// License mails one address receives per hour at most (`TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR`);
     /// further requests are answered alike and dropped at delivery.
     pub resend_per_recipient_per_hour: u32,
+    /// Connections this replica's database pool opens at most (`TIDEMARK_DB_MAX_CONNECTIONS`,
+    /// default 16; on SQLite, readers beside the one writer).
+    pub db_max_connections: u32,
     /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
     /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
     pub push_budget_mib: u32,
@@ -362,6 +365,11 @@ pub const VARIABLES: &[Variable] = &[
         "TIDEMARK_BODY_TIMEOUT_SECONDS",
         "30",
         "longest pause inside a request body",
+    ),
+    setting(
+        "TIDEMARK_DB_MAX_CONNECTIONS",
+        "16",
+        "database connections one replica opens at most",
     ),
     setting(
         "TIDEMARK_PUSH_BUDGET_MIB",
@@ -642,6 +650,13 @@ impl Config {
         let signin_per_minute = parse_number(&var, "TIDEMARK_SIGNIN_PER_MINUTE", 60)?;
         let resend_per_recipient_per_hour =
             parse_number(&var, "TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR", 3)?;
+        let db_max_connections = parse_number(&var, "TIDEMARK_DB_MAX_CONNECTIONS", 16)?;
+        if !(1..=1000).contains(&db_max_connections) {
+            return Err(ConfigError::Invalid {
+                name: "TIDEMARK_DB_MAX_CONNECTIONS",
+                reason: format!("between 1 and 1000, got {db_max_connections}"),
+            });
+        }
         let push_budget_mib = parse_number(&var, "TIDEMARK_PUSH_BUDGET_MIB", 64)?;
         if push_budget_mib < 16 {
             return Err(ConfigError::Invalid {
@@ -663,6 +678,7 @@ impl Config {
             webhook_retry_base_ms,
             webhook_timeout_seconds,
             push_budget_mib,
+            db_max_connections,
             resend_per_recipient_per_hour,
             metrics_addr,
             signin_per_minute,

@@ -70,7 +70,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
              set TIDEMARK_MASTER_KEY in production"
         );
     }
-    let db = Db::connect(config.database_url.expose(), 16)
+    let db = Db::connect(config.database_url.expose(), config.db_max_connections)
         .await
         .context("could not open the database named by DATABASE_URL")?;
     match schema {

@@ -436,6 +436,11 @@ async fn forwarded_addresses_count_only_behind_trusted_proxies() {
         "rate_limit_exceeded",
     )
     .await;
+    assert_eq!(
+        app.metric(r#"tidemark_rate_limited_total{limit="resend"}"#)
+            .await,
+        Some(1.0)
+    );
 
     // Behind a trusted proxy (loopback here), each client address has its own budget.
     let app = TestApp::spawn_with(

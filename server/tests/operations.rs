@@ -285,34 +285,46 @@ mod binary {
 }
 
 /// A sample's value in the exposition text, by its whole name-and-labels prefix.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .and_then(|v| v.trim().parse().ok())
-}
+use crate::common::metric_value as sample;
 
 tidemark_store::test_each_backend! {
     async fn metrics_show_queues_sessions_pools_the_build_and_the_process(backend) {
         let closed = format!("http://127.0.0.1:{}/hook", crate::common::free_port());
         let (app, provider) = TestApp::spawn_with_oidc_and(
             backend,
-            &[("TIDEMARK_WEBHOOK_ALLOW_PRIVATE", "1"), ("TIDEMARK_WEBHOOK_RETRY_BASE_MS", "60000")],
+            &[
+                ("TIDEMARK_WEBHOOK_ALLOW_PRIVATE", "1"),
+                ("TIDEMARK_WEBHOOK_RETRY_BASE_MS", "60000"),
+                ("TIDEMARK_WRITES_PER_MINUTE", "2"),
+            ],
         )
         .await;
         let (license, key) = app.with_key(tidemark_wire::Tier::Team).await;
         let mut admin = app.signed_in(&provider, &license.email).await;
         let res = admin.post_form("/api/create_webhook", &[("url", &closed), ("scan_pushed", "true")]).await;
         assert_eq!(res.status(), StatusCode::OK);
-        app.push_json(&key, &crate::common::sample_push("api", 80.0, "2026-11-20T10:00:00Z")).await;
+        // Pushes by outcome: one stored, its replay, one more stored, one over the writes
+        // limit, one malformed.
+        let first = crate::common::sample_push("api", 80.0, "2026-11-20T10:00:00Z");
+        for (body, status) in [
+            (&first, StatusCode::CREATED),
+            (&first, StatusCode::CREATED),
+            (&crate::common::sample_push("api", 81.0, "2026-11-20T11:00:00Z"), StatusCode::CREATED),
+            (&crate::common::sample_push("api", 82.0, "2026-11-20T12:00:00Z"), StatusCode::TOO_MANY_REQUESTS),
+            (&json!({"project_label": "api"}), StatusCode::UNPROCESSABLE_ENTITY),
+        ] {
+            assert_eq!(app.push(&key, body).await.status(), status);
+        }
 
-        // The delivery to the closed port fails once and waits a minute for its retry.
+        // The deliveries of the two stored scans to the closed port fail once and wait a
+        // minute for their retry.
         let text = crate::common::wait_for_async(std::time::Duration::from_secs(10), || async {
             let text = app.get("/metrics").await.text().await.unwrap();
-            (sample(&text, r#"tidemark_outbox_failing{queue="webhook"}"#) == Some(1.0)).then_some(text)
+            (sample(&text, r#"tidemark_outbox_failing{queue="webhook"}"#) == Some(2.0)).then_some(text)
         })
         .await
         .expect("the failed delivery shows");
-        assert_eq!(sample(&text, r#"tidemark_outbox_pending{queue="webhook"}"#), Some(1.0));
+        assert_eq!(sample(&text, r#"tidemark_outbox_pending{queue="webhook"}"#), Some(2.0));
         assert!(sample(&text, r#"tidemark_outbox_oldest_age_seconds{queue="webhook"}"#).unwrap() >= 0.0);
         assert!(sample(&text, r#"tidemark_outbox_pending{queue="mail"}"#).is_some(), "{text}");
         assert_eq!(sample(&text, "tidemark_sessions_active"), Some(1.0), "{text}");
@@ -331,5 +343,89 @@ tidemark_store::test_each_backend! {
         let now = chrono::Utc::now().timestamp() as f64;
         assert!(started <= now + 1.0 && started > now - 86_400.0 * 365.0, "{started}");
         assert!(text.trim_end().ends_with("# EOF"), "one well-formed exposition");
+
+        for (outcome, code, n) in [
+            ("created", "", 2.0),
+            ("replayed", "", 1.0),
+            ("refused", "rate_limit_exceeded", 1.0),
+        ] {
+            let series = format!(r#"tidemark_pushes_total{{outcome="{outcome}",code="{code}"}}"#);
+            assert_eq!(sample(&text, &series), Some(n), "{series} in {text}");
+        }
+        let malformed = sample(&text, r#"tidemark_pushes_total{outcome="refused",code="invalid_request"}"#)
+            .or_else(|| sample(&text, r#"tidemark_pushes_total{outcome="refused",code="invalid_json"}"#));
+        assert_eq!(malformed, Some(1.0), "{text}");
+        assert_eq!(sample(&text, r#"tidemark_rate_limited_total{limit="writes"}"#), Some(1.0), "{text}");
+        let wait = sample(&text, &format!(r#"tidemark_db_pool_acquire_wait_seconds{{pool="{pool}"}}"#));
+        assert!(wait.is_some_and(|w| (0.0..2.0).contains(&w)), "{text}");
+        assert_eq!(sample(&text, "tidemark_push_body_bytes"), Some(0.0), "nothing held between pushes");
+        match backend {
+            tidemark_store::Backend::Sqlite => {
+                assert_eq!(sample(&text, "tidemark_push_queue_depth"), Some(0.0), "{text}");
+                // Four pushes reached the committer (the malformed one never did), each alone.
+                assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="1.0"}"#), Some(4.0), "{text}");
+                assert_eq!(sample(&text, "tidemark_push_group_size_sum"), Some(4.0), "{text}");
+                assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="+Inf"}"#), Some(4.0), "{text}");
+            }
+            tidemark_store::Backend::Postgres => {
+                assert!(!text.contains("tidemark_push_group_size"), "no committer on PostgreSQL");
+            }
+        }
+
+        // The database is read at most every few seconds, whatever the scrape rate: a second
+        // session shows in a later sample, not in the next scrape.
+        let sampled_at = std::time::Instant::now();
+        let _second = app.signed_in(&provider, &license.email).await;
+        let soon = sample(&app.get("/metrics").await.text().await.unwrap(), "tidemark_sessions_active");
+        if sampled_at.elapsed() < std::time::Duration::from_secs(4) {
+            assert_eq!(soon, Some(1.0), "a scrape within the interval reads no database");
+        }
+        let later = crate::common::wait_for_async(std::time::Duration::from_secs(10), || async {
+            let text = app.get("/metrics").await.text().await.unwrap();
+            (sample(&text, "tidemark_sessions_active") == Some(2.0)).then_some(())
+        })
+        .await;
+        assert!(later.is_some(), "the next sample sees the second session");
+    }
+}
+
+/// Every series the example alerting rules name is one the server exposes, so the rules
+/// cannot drift from the metrics (promtool checks their syntax and behaviour in `make test`).
+#[tokio::test]
+async fn the_example_alerting_rules_name_only_exposed_series() {
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+    // Request metrics appear with the first request answered.
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    let text = app.get("/metrics").await.text().await.unwrap();
+    let families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let rules = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/prometheus/alerts.yml"
+    ))
+    .expect("deploy/prometheus/alerts.yml");
+    let mut named = Vec::new();
+    for word in rules.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if (word.starts_with("tidemark_") || word.starts_with("process_")) && !named.contains(&word)
+        {
+            named.push(word);
+        }
+    }
+    assert!(
+        named.len() >= 8,
+        "the rules name the series they watch: {named:?}"
+    );
+    for name in named {
+        let family = ["_total", "_bucket", "_sum", "_count", "_info"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(name);
+        assert!(
+            families.contains(&name) || families.contains(&family),
+            "alerts.yml names {name}, which /metrics does not expose: {families:?}"
+        );
     }
 }

@@ -606,5 +606,8 @@ tidemark_store::test_each_backend! {
         .unwrap()
         .0;
         assert_eq!(events, 6, "{backend:?}");
+        // The metrics name the limit that refused, and count the push that went through.
+        assert_eq!(app.metric(r#"tidemark_rate_limited_total{limit="signin"}"#).await, Some(2.0));
+        assert_eq!(app.metric(r#"tidemark_pushes_total{outcome="created",code=""}"#).await, Some(1.0));
     }
 }

@@ -1,5 +1,7 @@
-//! What `/metrics` reads from the database at each scrape: the durable queues' depth and age,
-//! and live sessions. Shared by every replica, so each replica reports the same figures.
+//! What `/metrics` reads from the database: the durable queues' depth and age, live sessions,
+//! and how busy the pools are. Shared by every replica, so each replica reports the same figures.
+
+use std::time::{Duration, Instant};
 
 use tidemark_domain::Millis;
 
@@ -55,6 +57,25 @@ pub struct PoolStats {
 }
 
 impl Db {
+    /// How long each pool takes to lend a connection now, at most `limit` (then `limit`).
+    /// sqlx does not say how many tasks wait for a connection; it hands connections out in
+    /// order, so this probe waits about as long as a request arriving now would.
+    pub async fn acquire_waits(&self, limit: Duration) -> Vec<(&'static str, Duration)> {
+        async fn probe<D: sqlx::Database>(pool: &sqlx::Pool<D>, limit: Duration) -> Duration {
+            let started = Instant::now();
+            // Dropped at once: the connection goes straight back to the pool.
+            let _ = tokio::time::timeout(limit, pool.acquire()).await;
+            started.elapsed().min(limit)
+        }
+        match self {
+            Db::Sqlite { pool, writer, .. } => vec![
+                ("reader", probe(pool, limit).await),
+                ("writer", probe(writer, limit).await),
+            ],
+            Db::Postgres(pool) => vec![("main", probe(pool, limit).await)],
+        }
+    }
+
     pub fn pool_stats(&self) -> Vec<PoolStats> {
         fn stats<D: sqlx::Database>(name: &'static str, pool: &sqlx::Pool<D>) -> PoolStats {
             PoolStats {

@@ -46,18 +46,22 @@ pub struct ProjectRow {
     pub last_scan_id: Option<String>,
 }
 
+pub async fn account_exists(db: &Db, account_id: &str) -> Result<bool, StoreError> {
+    let found: Option<(i32,)> = on_db!(db, pool => {
+        sqlx::query_as("SELECT 1 FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_optional(pool)
+            .await
+    })?;
+    Ok(found.is_some())
+}
+
 /// The account's projects, by label; `None` if there is no such account.
 pub async fn list_projects(
     db: &Db,
     account_id: &str,
 ) -> Result<Option<Vec<ProjectRow>>, StoreError> {
-    let found: Option<(String,)> = on_db!(db, pool => {
-        sqlx::query_as("SELECT id FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_optional(pool)
-            .await
-    })?;
-    if found.is_none() {
+    if !account_exists(db, account_id).await? {
         return Ok(None);
     }
     let rows = on_db!(db, pool => {

@@ -147,6 +147,13 @@ tidemark_store::test_each_backend! {
             assert_eq!(stats.retried_alone, 0, "{stats:?}");
             assert_eq!(stats.pushes, 12, "{stats:?}");
             assert!((4..12).contains(&stats.groups), "{stats:?}");
+            // The size histogram accounts for every group and every push, none larger than
+            // the three accounts, and nothing is left in flight once all are answered.
+            let formed: u64 = stats.formed.iter().sum();
+            let pushes: u64 = (1..).zip(stats.formed).map(|(n, groups)| n * groups).sum();
+            assert_eq!((formed, pushes), (stats.groups, 12), "{stats:?}");
+            assert!(stats.formed[3..].iter().all(|&g| g == 0), "{stats:?}");
+            assert_eq!(stats.in_flight, 0, "{stats:?}");
         }
     }
 }

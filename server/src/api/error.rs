@@ -29,6 +29,8 @@ pub enum ApiError {
     ProjectArchived(String),
     #[error("{message}")]
     RateLimited {
+        /// Which limit, for the metrics: `writes` or `resend`.
+        limit: &'static str,
         message: String,
         retry_after_secs: u64,
     },
@@ -121,6 +123,10 @@ impl IntoResponse for ApiError {
             message: self.to_string(),
         };
         let mut res = (self.status(), Json(body)).into_response();
+        if let ApiError::RateLimited { limit, .. } = &self {
+            res.extensions_mut()
+                .insert(crate::http::metrics::LimitReached(limit));
+        }
         if let ApiError::RateLimited {
             retry_after_secs, ..
         }

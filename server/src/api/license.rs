@@ -167,6 +167,7 @@ pub async fn resend_license(
     let bucket = format!("resend:{}", tidemark_domain::rate::rate_subject(ip));
     let now = now_millis();
     let limited = |retry_after_secs: u64| ApiError::RateLimited {
+        limit: "resend",
         message: format!(
             "Too many license resend requests from this address: the limit is {} per minute, \
              and exceeding it blocks the address for {} minutes. Try again in {} seconds.",

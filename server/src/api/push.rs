@@ -4,13 +4,13 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use tidemark_domain::now_millis;
 use tidemark_domain::push::{PushError, ValidPush, MAX_BODY_BYTES, MAX_FINDINGS};
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::licenses::KeyOwner;
 use tidemark_store::pushes::{
-    record_push, write_rate_status, PushContext, PushOutcome, RateStatus,
+    record_push, write_rate_status, PushContext, PushOutcome, RateStatus, StoredScan,
 };
 use tidemark_wire::{ErrorBody, PushRequest, PushResponse};
 
@@ -20,6 +20,7 @@ use super::extract::{
 };
 use super::push_budget::{Busy, Reservation};
 use super::ApiError;
+use crate::http::metrics::PushCounted;
 use crate::state::AppState;
 
 static RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
@@ -62,11 +63,32 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 pub async fn push_scan(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let limit = RollingLimit::per_minute(state.config.writes_per_minute);
     let (mut res, rate) = match push(&state, &limit, &headers, body).await {
-        Ok((answer, rate)) => (
-            (StatusCode::CREATED, Json(answer)).into_response(),
-            Some(rate),
-        ),
-        Err((err, rate)) => (err.into_response(), rate),
+        Ok((answer, stored, rate)) => {
+            let outcome = match stored {
+                Stored::Created => "created",
+                Stored::Replayed => "replayed",
+            };
+            let counted = PushCounted { outcome, code: "" };
+            (
+                (StatusCode::CREATED, Extension(counted), Json(answer)).into_response(),
+                Some(rate),
+            )
+        }
+        Err((err, rate)) => {
+            let outcome =
+                if err.status().is_server_error() && !matches!(err, ApiError::ServerBusy { .. }) {
+                    "failed"
+                } else {
+                    "refused"
+                };
+            let counted = PushCounted {
+                outcome,
+                code: err.code(),
+            };
+            let mut res = err.into_response();
+            res.extensions_mut().insert(counted);
+            (res, rate)
+        }
     };
     let h = res.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&format!("\"writes\";q={};w=60", limit.limit)) {
@@ -83,7 +105,14 @@ pub async fn push_scan(State(state): State<AppState>, headers: HeaderMap, body: 
     res
 }
 
-type PushResult = Result<(PushResponse, RateStatus), (ApiError, Option<RateStatus>)>;
+/// Whether a push that was answered `201` wrote a scan or repeated one (same content, same
+/// project, within the replay window).
+enum Stored {
+    Created,
+    Replayed,
+}
+
+type PushResult = Result<(PushResponse, Stored, RateStatus), (ApiError, Option<RateStatus>)>;
 
 async fn push(
     state: &AppState,
@@ -137,28 +166,8 @@ async fn push(
         .map_err(|e| (ApiError::from(e), None))?;
     let tier = owner.license.tier.as_str();
     match outcome {
-        PushOutcome::Appended(scan, rate) | PushOutcome::Replayed(scan, rate) => {
-            if scan.webhooks_queued {
-                state.webhook_wakeup.notify_one();
-            }
-            if scan.alerts_queued {
-                state.mail_wakeup.notify_one();
-            }
-            let dashboard_url = format!(
-                "{}/projects/{}/scans/{}",
-                state.config.dashboard_url, scan.project_id, scan.scan_id
-            );
-            Ok((
-                PushResponse {
-                    project_id: scan.project_id,
-                    scan_id: scan.scan_id,
-                    score_delta: scan.score_delta,
-                    dashboard_url,
-                    gate: scan.gate,
-                },
-                rate,
-            ))
-        }
+        PushOutcome::Appended(scan, rate) => Ok(accepted(state, scan, Stored::Created, rate)),
+        PushOutcome::Replayed(scan, rate) => Ok(accepted(state, scan, Stored::Replayed, rate)),
         PushOutcome::ProjectLimitReached { cap, rate } => {
             let projects = if cap == 1 { "project" } else { "projects" };
             Err((
@@ -183,6 +192,7 @@ async fn push(
             rate,
         } => Err((
             ApiError::RateLimited {
+                limit: "writes",
                 message: format!(
                     "Dashboard writes are limited to {} per minute per account. Retry after {} \
                      seconds, and space out parallel CI jobs that push.",
@@ -193,6 +203,33 @@ async fn push(
             Some(rate),
         )),
     }
+}
+
+/// A stored (or replayed) push: wake the senders it queued work for, and answer.
+fn accepted(
+    state: &AppState,
+    scan: StoredScan,
+    stored: Stored,
+    rate: RateStatus,
+) -> (PushResponse, Stored, RateStatus) {
+    if scan.webhooks_queued {
+        state.webhook_wakeup.notify_one();
+    }
+    if scan.alerts_queued {
+        state.mail_wakeup.notify_one();
+    }
+    let dashboard_url = format!(
+        "{}/projects/{}/scans/{}",
+        state.config.dashboard_url, scan.project_id, scan.scan_id
+    );
+    let answer = PushResponse {
+        project_id: scan.project_id,
+        scan_id: scan.scan_id,
+        score_delta: scan.score_delta,
+        dashboard_url,
+        gate: scan.gate,
+    };
+    (answer, stored, rate)
 }
 
 /// The license may push, the replica has room for the body, and the body is a valid push.

@@ -66,6 +66,7 @@ fn too_many(retry_after_secs: u64) -> Response {
     (
         StatusCode::TOO_MANY_REQUESTS,
         [(header::RETRY_AFTER, retry_after_secs.to_string())],
+        axum::Extension(crate::http::metrics::LimitReached("signin")),
         Html(page),
     )
         .into_response()

@@ -177,9 +177,9 @@ pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow:
         }
         Command::Key(KeyCommand::List { account }) => {
             // An unknown account is an error, not an empty list.
-            inventory::list_projects(db, &account)
-                .await?
-                .with_context(|| format!("no account with id {account}"))?;
+            if !inventory::account_exists(db, &account).await? {
+                anyhow::bail!("no account with id {account}");
+            }
             let keys = keys(db, &account).await?;
             let human = lines(&keys, |k| {
                 format!(

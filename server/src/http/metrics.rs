@@ -1,21 +1,48 @@
-//! Prometheus metrics: request counts and latencies by route and status, served as text at
-//! `/metrics`. Each app owns its registry (no process-wide globals), so in-process tests that
-//! run several apps do not see each other's numbers.
+//! Prometheus metrics: request counts and latencies by route and status, pushes by outcome,
+//! refusals by limit, the push committer, the durable queues, the database pools and this
+//! process, served as text at `/metrics`. Each app owns its registry (no process-wide
+//! globals), so in-process tests that run several apps do not see each other's numbers.
+//!
+//! Handlers do not reach for the registry: a response that should be counted carries a marker
+//! in its extensions ([`PushCounted`], [`LimitReached`]) and [`track_requests`] counts it.
 
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+use tidemark_store::pushes::committer::{GroupStats, MAX_GROUP_PUSHES};
+
+/// The database is read for `/metrics` at most this often per replica: a scrape is otherwise
+/// free for anyone who can reach it to repeat.
+const DB_SAMPLE_EVERY_MS: i64 = 5_000;
+/// A pool that cannot lend a connection within this long is reported as waiting this long.
+const ACQUIRE_PROBE_LIMIT: Duration = Duration::from_secs(2);
+
+/// On a push's response: how it ended, for `tidemark_pushes_total`.
+#[derive(Clone, Copy, Debug)]
+pub struct PushCounted {
+    /// `created`, `replayed`, `refused` (the caller's to fix or retry) or `failed` (ours).
+    pub outcome: &'static str,
+    /// The error code of a push that was not stored; empty otherwise.
+    pub code: &'static str,
+}
+
+/// On a `429`: which limit refused it (`writes`, `resend`, `signin`).
+#[derive(Clone, Copy, Debug)]
+pub struct LimitReached(pub &'static str);
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -27,6 +54,22 @@ struct RequestLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PushLabels {
+    outcome: &'static str,
+    code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabels {
+    limit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolNameLabels {
+    pool: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -42,9 +85,15 @@ struct QueueLabels {
 
 type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
-/// Figures read at each scrape (the database's queues, pools, this process).
+/// Figures read at scrape time (the database's queues, pools, the committer, this process).
 #[derive(Default)]
 struct Sampled {
+    /// When the database may next be read (Unix milliseconds).
+    next_db_sample: AtomicI64,
+    pool_acquire_wait: Family<PoolNameLabels, FloatGauge>,
+    push_queue: Gauge,
+    push_body_bytes: Gauge,
+    push_groups: Arc<PushGroups>,
     outbox_pending: Family<QueueLabels, Gauge>,
     outbox_oldest_age: Family<QueueLabels, FloatGauge>,
     outbox_failing: Family<QueueLabels, Gauge>,
@@ -66,6 +115,50 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
     webhook_deliveries: Family<OutcomeLabels, Counter>,
+    pushes: Family<PushLabels, Counter>,
+    limited: Family<LimitLabels, Counter>,
+}
+
+/// The SQLite committer's group sizes as a histogram, read from its own counters at each
+/// scrape (it counts exactly; there is nothing to observe twice). Absent on PostgreSQL.
+#[derive(Debug, Default)]
+struct PushGroups(Mutex<Option<GroupStats>>);
+
+impl Collector for PushGroups {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(stats) = *self.0.lock().unwrap_or_else(|e| e.into_inner()) else {
+            return Ok(());
+        };
+        let (buckets, count, sum) = group_size_buckets(&stats.formed);
+        let mut metric = encoder.encode_descriptor(
+            // The registry's `tidemark_` prefix applies to collectors too.
+            "push_group_size",
+            "Pushes written together in one SQLite transaction by the push committer",
+            None,
+            MetricType::Histogram,
+        )?;
+        metric.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+}
+
+/// Buckets at powers of two up to the largest group, each with the groups that fall in it
+/// and no lower bucket (the encoder makes them cumulative), the count and the sum.
+fn group_size_buckets(formed: &[u64; MAX_GROUP_PUSHES]) -> (Vec<(f64, u64)>, u64, f64) {
+    let mut buckets = Vec::new();
+    let (mut count, mut sum, mut in_bucket) = (0u64, 0f64, 0u64);
+    let mut bound = 1;
+    for (size, groups) in (1..).zip(formed) {
+        count += groups;
+        in_bucket += groups;
+        sum += (size * groups) as f64;
+        if size == bound || size == MAX_GROUP_PUSHES as u64 {
+            buckets.push((size as f64, in_bucket));
+            in_bucket = 0;
+            bound *= 2;
+        }
+    }
+    buckets.push((f64::INFINITY, 0));
+    (buckets, count, sum)
 }
 
 fn latency_histogram() -> Histogram {
@@ -125,6 +218,35 @@ impl Metrics {
             "This replica's database connections by pool and state (in_use, idle, max)",
             sampled.pool_connections.clone(),
         );
+        let pushes = Family::<PushLabels, Counter>::default();
+        registry.register(
+            "pushes",
+            "Scan pushes answered, by outcome (created, replayed, refused, failed) and error code",
+            pushes.clone(),
+        );
+        let limited = Family::<LimitLabels, Counter>::default();
+        registry.register(
+            "rate_limited",
+            "Requests refused with 429, by the limit that refused them (writes, resend, signin)",
+            limited.clone(),
+        );
+        registry.register(
+            "db_pool_acquire_wait_seconds",
+            "How long the last sample waited for a connection from each pool (requests queue \
+             behind the same wait); sampled at most every 5 s",
+            sampled.pool_acquire_wait.clone(),
+        );
+        registry.register(
+            "push_queue_depth",
+            "Pushes handed to the SQLite committer and not yet answered (0 on PostgreSQL)",
+            sampled.push_queue.clone(),
+        );
+        registry.register(
+            "push_body_bytes",
+            "Push body bytes this replica holds now, against TIDEMARK_PUSH_BUDGET_MIB",
+            sampled.push_body_bytes.clone(),
+        );
+        registry.register_collector(Box::new(sampled.push_groups.clone()));
         let mut process = Registry::default();
         process.register(
             "process_resident_memory_bytes",
@@ -146,6 +268,17 @@ impl Metrics {
             "Start time of the process since the Unix epoch, in seconds",
             sampled.start_time.clone(),
         );
+        // Known series start at 0, so a rate over them works from a replica's first scrape
+        // and an alert on one never waits for its first occurrence.
+        for outcome in ["delivered", "retrying", "gave_up"] {
+            let _ = webhook_deliveries.get_or_create(&OutcomeLabels { outcome });
+        }
+        for outcome in ["created", "replayed"] {
+            let _ = pushes.get_or_create(&PushLabels { outcome, code: "" });
+        }
+        for limit in ["writes", "resend", "signin"] {
+            let _ = limited.get_or_create(&LimitLabels { limit });
+        }
         Arc::new(Self {
             registry,
             process,
@@ -153,12 +286,22 @@ impl Metrics {
             requests,
             latency,
             webhook_deliveries,
+            pushes,
+            limited,
         })
     }
 
-    fn observe(&self, labels: RequestLabels, seconds: f64) {
+    fn observe(&self, labels: RequestLabels, seconds: f64, res: &Response) {
         self.latency.get_or_create(&labels).observe(seconds);
         self.requests.get_or_create(&labels).inc();
+        if let Some(&PushCounted { outcome, code }) = res.extensions().get() {
+            self.pushes
+                .get_or_create(&PushLabels { outcome, code })
+                .inc();
+        }
+        if let Some(&LimitReached(limit)) = res.extensions().get() {
+            self.limited.get_or_create(&LimitLabels { limit }).inc();
+        }
     }
 
     pub fn count_webhook_delivery(&self, outcome: &'static str) {
@@ -177,9 +320,17 @@ impl Metrics {
         out
     }
 
-    /// Reads the figures that are sampled rather than counted.
-    async fn sample(&self, db: &tidemark_store::Db) {
+    /// Reads the figures that are sampled rather than counted: from memory at every scrape,
+    /// from the database when [`DB_SAMPLE_EVERY_MS`] has passed.
+    async fn sample(&self, state: &crate::state::AppState) {
         let s = &self.sampled;
+        let db = &state.db;
+        let groups = db.push_group_stats();
+        s.push_queue
+            .set(groups.map_or(0, |g| i64::try_from(g.in_flight).unwrap_or(i64::MAX)));
+        *s.push_groups.0.lock().unwrap_or_else(|e| e.into_inner()) = groups;
+        s.push_body_bytes
+            .set(i64::try_from(state.push_budget.in_flight()).unwrap_or(i64::MAX));
         for p in db.pool_stats() {
             let in_use = p.open.saturating_sub(p.idle);
             for (state, value) in [("in_use", in_use), ("idle", p.idle), ("max", p.max)] {
@@ -191,7 +342,35 @@ impl Metrics {
                     .set(i64::from(value));
             }
         }
+        if let Some(p) = process::sample() {
+            s.resident_memory.set(p.resident_bytes);
+            s.open_fds.set(p.open_fds);
+            s.start_time.set(p.start_time_seconds);
+            let counted = s.cpu_seconds.get();
+            if p.cpu_seconds > counted {
+                s.cpu_seconds.inc_by(p.cpu_seconds - counted);
+            }
+        }
+        // One scrape at a time reads the database; the others keep the last figures.
         let now = tidemark_domain::now_millis();
+        let due = s.next_db_sample.load(Ordering::Relaxed);
+        if now < due
+            || s.next_db_sample
+                .compare_exchange(
+                    due,
+                    now + DB_SAMPLE_EVERY_MS,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+        {
+            return;
+        }
+        for (pool, waited) in db.acquire_waits(ACQUIRE_PROBE_LIMIT).await {
+            s.pool_acquire_wait
+                .get_or_create(&PoolNameLabels { pool })
+                .set(waited.as_secs_f64());
+        }
         match tidemark_store::gauges::backlog(db, now).await {
             Ok(b) => {
                 let age = |oldest: Option<i64>| {
@@ -216,15 +395,6 @@ impl Metrics {
             // The scrape still answers, with the last figures; the log says why.
             Err(err) => tracing::warn!(%err, "metrics: could not read the outbox figures"),
         }
-        if let Some(p) = process::sample() {
-            s.resident_memory.set(p.resident_bytes);
-            s.open_fds.set(p.open_fds);
-            s.start_time.set(p.start_time_seconds);
-            let counted = s.cpu_seconds.get();
-            if p.cpu_seconds > counted {
-                s.cpu_seconds.inc_by(p.cpu_seconds - counted);
-            }
-        }
     }
 }
 
@@ -248,13 +418,13 @@ pub async fn track_requests(
         route,
         status: res.status().as_u16(),
     };
-    metrics.observe(labels, started.elapsed().as_secs_f64());
+    metrics.observe(labels, started.elapsed().as_secs_f64(), &res);
     res
 }
 
 pub async fn get_metrics(State(state): State<crate::state::AppState>) -> impl IntoResponse {
     let metrics = &state.metrics;
-    metrics.sample(&state.db).await;
+    metrics.sample(&state).await;
     (
         [(
             CONTENT_TYPE,
@@ -262,6 +432,25 @@ pub async fn get_metrics(State(state): State<crate::state::AppState>) -> impl In
         )],
         metrics.render(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_sizes_fall_into_power_of_two_buckets() {
+        let mut formed = [0; MAX_GROUP_PUSHES];
+        formed[0] = 5; // five pushes alone
+        formed[2] = 2; // two groups of three
+        formed[MAX_GROUP_PUSHES - 1] = 1; // one full group
+        let (buckets, count, sum) = group_size_buckets(&formed);
+        let bounds: Vec<f64> = buckets.iter().map(|b| b.0).collect();
+        assert_eq!(bounds, [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, f64::INFINITY]);
+        let counts: Vec<u64> = buckets.iter().map(|b| b.1).collect();
+        assert_eq!(counts, [5, 0, 2, 0, 0, 1, 0]);
+        assert_eq!((count, sum), (8, 5.0 + 6.0 + 32.0));
+    }
 }
 
 /// This process's figures from `/proc` (Linux); `None` elsewhere.

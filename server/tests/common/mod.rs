@@ -253,6 +253,14 @@ impl TestApp {
         self.client.get(self.url(path)).send().await.expect("GET")
     }
 
+    /// One series' value in a fresh `/metrics` scrape (`name{labels}` exactly as exposed).
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        metric_value(
+            &self.get("/metrics").await.text().await.expect("metrics"),
+            series,
+        )
+    }
+
     /// A browser signed in with OpenID Connect as `email` (the provider is told to answer
     /// for that address).
     pub async fn signed_in(
@@ -379,6 +387,13 @@ impl Drop for TestApp {
     fn drop(&mut self) {
         self.server.abort();
     }
+}
+
+/// One series' value in a `/metrics` text (`name{labels}` exactly as exposed).
+pub fn metric_value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// A push body as the scanner sends it.

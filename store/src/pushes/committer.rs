@@ -33,7 +33,7 @@ use crate::{Backend, StoreError};
 
 /// Pushes in one group at most, and findings: a big push should not hold up many small ones
 /// for long, nor many small ones a big one.
-const MAX_GROUP_PUSHES: usize = 32;
+pub const MAX_GROUP_PUSHES: usize = 32;
 const MAX_GROUP_FINDINGS: usize = 20_000;
 /// Pushes waiting beyond this make their callers wait to enqueue.
 const QUEUE_DEPTH: usize = 1024;
@@ -56,9 +56,13 @@ struct Counters {
     groups: AtomicU64,
     pushes: AtomicU64,
     retried_alone: AtomicU64,
+    /// Pushes submitted and not yet answered.
+    in_flight: AtomicU64,
+    /// `formed[n - 1]`: groups formed with `n` pushes (retries alone not counted).
+    formed: [AtomicU64; MAX_GROUP_PUSHES],
 }
 
-/// How the committer has grouped pushes since it started (for benchmarks and tests).
+/// How the committer has grouped pushes since it started (for metrics, benchmarks and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupStats {
     /// Transactions committed or attempted, counting retries.
@@ -67,6 +71,27 @@ pub struct GroupStats {
     pub pushes: u64,
     /// Pushes written again alone because their group failed.
     pub retried_alone: u64,
+    /// Pushes submitted and not yet answered: waiting for a group, or in the one being
+    /// written. Callers waiting for room in the queue count too.
+    pub in_flight: u64,
+    /// `formed[n - 1]` is how many groups were formed of `n` pushes.
+    pub formed: [u64; MAX_GROUP_PUSHES],
+}
+
+/// Counts a push as in flight until it is answered or its caller stops waiting.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl fmt::Debug for PushQueue {
@@ -90,6 +115,8 @@ impl PushQueue {
             groups: c.groups.load(Ordering::Relaxed),
             pushes: c.pushes.load(Ordering::Relaxed),
             retried_alone: c.retried_alone.load(Ordering::Relaxed),
+            in_flight: c.in_flight.load(Ordering::Relaxed),
+            formed: std::array::from_fn(|i| c.formed[i].load(Ordering::Relaxed)),
         }
     }
 
@@ -98,6 +125,7 @@ impl PushQueue {
         ctx: PushContext,
         push: ValidPush,
     ) -> Result<PushOutcome, StoreError> {
+        let _in_flight = InFlight::enter(&self.counters.in_flight);
         let (reply, answer) = oneshot::channel();
         let job = Job { ctx, push, reply };
         self.jobs.send(job).await.map_err(|_| StoreError::Closed)?;
@@ -133,6 +161,13 @@ async fn run(writer: SqlitePool, mut queue: mpsc::Receiver<Job>, counters: Arc<C
         counters
             .pushes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
+        if let Some(formed) = group
+            .len()
+            .checked_sub(1)
+            .and_then(|i| counters.formed.get(i))
+        {
+            formed.fetch_add(1, Ordering::Relaxed);
+        }
         commit_group(&writer, group, &counters).await;
     }
 }
