@@ -997,6 +997,7 @@ mod tests {
             ("TIDEMARK_SMTP_URL", "http://mail"),
             ("TIDEMARK_MAIL_FROM", "not a mailbox"),
             ("TIDEMARK_PUSH_BUDGET_MIB", "8"),
+            ("TIDEMARK_DB_MAX_CONNECTIONS", "0"),
             ("TIDEMARK_DNS_RESOLVER", "nowhere"),
             ("TIDEMARK_METRICS_ADDR", "9090"),
             ("TIDEMARK_HEADER_TIMEOUT_SECONDS", "31"),
