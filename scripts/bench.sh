@@ -7,13 +7,20 @@
 # Load comes from Debian's wrk on loopback; every loop is bounded in time.
 # Usage: scripts/bench.sh [seconds-per-run]   (results: stdout, and docs/benchmarks.md by hand)
 #   BENCH_PERF=FILE  also record a `perf` profile of the server during the push run into FILE
+#   BENCH_DB=postgres  run the server on a throwaway PostgreSQL with its durable defaults (fsync,
+#                      synchronous_commit and full_page_writes on), and take the raw baseline
+#                      with pgbench (bench/pgbench/push.sql) on the same server and schema
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 secs=${1:-15}
+db=${BENCH_DB:-sqlite}
 command -v wrk >/dev/null || { echo "bench: needs wrk (apt-get install wrk)" >&2; exit 1; }
+if [ "$db" = postgres ] && [ -z "${TIDEMARK_TEST_POSTGRES_URL:-}" ]; then
+  exec env PG_DURABLE=1 scripts/pg-throwaway.sh "$0" "$@"
+fi
 
-cargo build --release -p tidemark-bench --bin sqlite-baseline
+if [ "$db" = sqlite ]; then cargo build --release -p tidemark-bench --bin sqlite-baseline; fi
 cargo leptos build --release >/dev/null 2>&1 || { echo "bench: release build failed" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/tidemark-bench.XXXXXX)
@@ -26,6 +33,13 @@ url="http://127.0.0.1:$port"
 export TIDEMARK_DATA_DIR="$work/data" LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" \
   TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 TIDEMARK_TRUSTED_PROXIES=127.0.0.1/32 RUST_LOG=error \
   TIDEMARK_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
+if [ "$db" = postgres ]; then
+  pg=${TIDEMARK_TEST_POSTGRES_URL%/*}
+  psql -qX "$pg/postgres" -c 'CREATE DATABASE tidemark' -c 'CREATE DATABASE baseline'
+  echo "== PostgreSQL $(psql -qXAt "$pg/postgres" -c 'SHOW server_version'):" \
+    "$(psql -qXAt "$pg/postgres" -c "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'max_connections')")"
+  export DATABASE_URL="$pg/tidemark"
+fi
 target/release/tidemark-server migrate >/dev/null
 
 echo "== creating 200 accounts"
@@ -57,7 +71,11 @@ if [ -n "${BENCH_PERF:-}" ]; then
 fi
 KEYS_FILE="$work/keys" FINDINGS=50 run "POST /v1/dashboard/push, 50 findings" -t2 -c16 -d"${secs}s" -s bench/wrk/push.lua "$url"
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
-python3 -c "import sqlite3,sys; print('scans stored:', sqlite3.connect(sys.argv[1]).execute('select count(*) from scans').fetchone()[0])" "$work/data/tidemark.db"
+if [ "$db" = postgres ]; then
+  echo "scans stored: $(psql -qXAt "$DATABASE_URL" -c 'SELECT count(*) FROM scans')"
+else
+  python3 -c "import sqlite3,sys; print('scans stored:', sqlite3.connect(sys.argv[1]).execute('select count(*) from scans').fetchone()[0])" "$work/data/tidemark.db"
+fi
 
 echo; echo "== resend timing: an address with a license vs one without (each request from its own address)"
 half=$((secs / 2 + 1))
@@ -65,9 +83,20 @@ RUN=1 EMAIL=nobody@example.com run "resend, no license" -t2 -c16 -d"${half}s" -s
 RUN=2 EMAIL=bench1@example.com run "resend, license exists" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 RUN=3 EMAIL=nobody@example.com run "resend, no license (again)" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 
-echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements), 3 runs"
 # fsync time on this kind of VM swings by a third between runs: compare with the median.
-for _ in 1 2 3; do target/release/sqlite-baseline 3000 50 migrations; done
+if [ "$db" = postgres ]; then
+  echo; echo "== raw PostgreSQL baseline: same rows, one transaction per scan (pgbench, prepared statements, 16 clients), 3 runs"
+  DATABASE_URL="$pg/baseline" target/release/tidemark-server migrate >/dev/null
+  psql -qX "$pg/baseline" -f bench/pgbench/seed.sql
+  for _ in 1 2 3; do
+    pgbench -n -M prepared -c 16 -j 2 -T "$secs" -f bench/pgbench/push.sql "$pg/baseline" 2>&1 |
+      grep -E '^(tps|latency average|number of failed)'
+  done
+  echo "baseline scans stored: $(psql -qXAt "$pg/baseline" -c 'SELECT count(*) FROM scans')"
+else
+  echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements), 3 runs"
+  for _ in 1 2 3; do target/release/sqlite-baseline 3000 50 migrations; done
+fi
 
 echo; echo "== one push with 5,000 findings (5 runs, new scan each)"
 key=$(head -n 1 "$work/keys")

@@ -33,9 +33,12 @@ trap cleanup EXIT
 
 run_pg "$pg_bin/initdb" -D "$dir/data" -U tidemark --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
   { cat "$dir/initdb.log" >&2; exit 1; }
-# Durability off: this server lives for one test run only.
+# Durability off: this server lives for one test run only. PG_DURABLE=1 (the benchmarks) keeps
+# PostgreSQL's durable defaults: fsync, synchronous_commit and full_page_writes on.
+durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+[ "${PG_DURABLE:-}" = 1 ] && durability="-c fsync=on -c synchronous_commit=on -c full_page_writes=on"
 run_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+  -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $durability -c max_connections=300" \
   start >/dev/null ||
   { cat "$dir/server.log" >&2; exit 1; }
 echo "pg-throwaway: PostgreSQL on 127.0.0.1:$port (data in $dir)"

@@ -1,8 +1,11 @@
 //! Dashboard render times on big data: a project with 100,000 scans and a scan with 50,000
-//! findings, served by the real release server (in-process, SQLite file), signed in through
-//! the scripted OpenID provider of the server's tests. Prints a Markdown table.
+//! findings, served by the real release server (in-process; a SQLite file, or the PostgreSQL
+//! database `DATABASE_URL` names), signed in through the scripted OpenID provider of the
+//! server's tests. Prints a Markdown table.
 //!
 //!   cargo run --release -p tidemark-bench --bin dashboard-bench
+//!   PG_DURABLE=1 scripts/pg-throwaway.sh sh -c \
+//!     'DATABASE_URL=$TIDEMARK_TEST_POSTGRES_URL cargo run --release -p tidemark-bench --bin dashboard-bench'
 
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
@@ -36,6 +39,9 @@ async fn main() {
     env.insert("TIDEMARK_BASE_URL".into(), base.clone());
     env.insert("LEPTOS_SITE_ADDR".into(), addr.to_string());
     env.insert("RUST_LOG".into(), "warn".into());
+    if let Ok(url) = std::env::var("DATABASE_URL") {
+        env.insert("DATABASE_URL".into(), url);
+    }
     let config = server::config::Config::from_lookup(|k| env.get(k).cloned()).unwrap();
     let state = server::build_state(config).await.unwrap();
     let email = "bench@example.com";
@@ -52,6 +58,11 @@ async fn main() {
     .unwrap();
     let seeded = Instant::now();
     let (project, last_scan) = seed(&state.db, &license.account_id).await;
+    if let Db::Postgres(pool) = &state.db {
+        // What autovacuum does within a minute of a bulk load: planner statistics, and the
+        // visibility map that index-only scans need.
+        sqlx::query("VACUUM ANALYZE").execute(pool).await.unwrap();
+    }
     eprintln!(
         "seeded {SCANS} scans and {FINDINGS} findings in {:.1?}",
         seeded.elapsed()
@@ -111,13 +122,13 @@ async fn main() {
 
 /// One project with `SCANS` scans over two years; the last scan has `FINDINGS` findings.
 async fn seed(db: &Db, account: &str) -> (String, String) {
-    let Db::Sqlite { writer, .. } = db else {
-        panic!("the benchmark runs on SQLite")
-    };
+    let writer = tidemark_store::Writer::for_tests(db.clone());
+    // The body is compiled once per backend, with its concrete sqlx types.
+    tidemark_store::on_db_write!(&writer, pool => {
     let project = tidemark_domain::ids::new_project_id();
     let now = tidemark_domain::now_millis();
     let step = 2 * 365 * 86_400_000 / SCANS;
-    let mut tx = writer.begin().await.unwrap();
+    let mut tx = pool.begin().await.unwrap();
     sqlx::query("INSERT INTO projects (id, account_id, label, created_at) VALUES ($1, $2, 'big/history', $3)")
         .bind(&project)
         .bind(account)
@@ -190,4 +201,5 @@ async fn seed(db: &Db, account: &str) -> (String, String) {
     .unwrap();
     tx.commit().await.unwrap();
     (project, last)
+    })
 }

@@ -180,17 +180,22 @@ pub async fn project_history(
     const PACK: i64 = 1_000_000_000;
     let buckets = buckets.max(1);
     let rows: Vec<(i64, i64, i64, i64, i64)> = on_db!(db, pool => {
-        let bounds: (Option<i64>, Option<i64>) = sqlx::query_as(
-            "SELECT MIN(s.scanned_at), MAX(s.scanned_at) FROM scans s \
-             JOIN projects p ON p.id = s.project_id AND p.account_id = $2 \
-             WHERE s.project_id = $1 AND s.scanned_at >= $3",
+        // Each end is one step down the history index. (`MIN`/`MAX` over a join would read
+        // the whole range on PostgreSQL: 33 ms of the 100,000-scan page.)
+        let bounds: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(
+            "SELECT \
+             (SELECT scanned_at FROM scans WHERE project_id = $1 AND scanned_at >= $3 \
+              ORDER BY scanned_at LIMIT 1), \
+             (SELECT scanned_at FROM scans WHERE project_id = $1 AND scanned_at >= $3 \
+              ORDER BY scanned_at DESC LIMIT 1) \
+             FROM projects WHERE id = $1 AND account_id = $2",
         )
         .bind(project_id)
         .bind(account_id)
         .bind(since.unwrap_or(i64::MIN))
-        .fetch_one(pool)
+        .fetch_optional(pool)
         .await?;
-        let (Some(first), Some(last)) = bounds else {
+        let Some((Some(first), Some(last))) = bounds else {
             return Ok((Vec::new(), 0));
         };
         let width = ((last - first) / buckets).max(1);
