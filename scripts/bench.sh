@@ -45,7 +45,7 @@ target/release/tidemark-server migrate >/dev/null
 echo "== creating 200 accounts"
 : >"$work/hashes"; : >"$work/keys"
 for i in $(seq 1 200); do
-  key=$(target/release/tidemark-server license create --email "bench$i@example.com" --tier enterprise --json | tail -n 1 |
+  key=$(target/release/tidemark-server license create --email "bench$i@example.com" --tier enterprise --json 2>/dev/null |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["license_key"])')
   printf '%s' "$key" | sha256sum | cut -d' ' -f1 >>"$work/hashes"
 done
@@ -69,10 +69,19 @@ if [ -n "${BENCH_PERF:-}" ]; then
   perf record -g -F 499 -o "$BENCH_PERF" -p "$server_pid" >/dev/null 2>&1 &
   perf_pid=$!
 fi
+if [ "$db" = postgres ]; then wal_before=$(psql -qXAt "$DATABASE_URL" -c 'SELECT pg_current_wal_lsn()'); fi
+# The server's CPU time (user + system, in clock ticks) around the push run.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+cpu_before=$(cpu_ticks)
 KEYS_FILE="$work/keys" FINDINGS=50 run "POST /v1/dashboard/push, 50 findings" -t2 -c16 -d"${secs}s" -s bench/wrk/push.lua "$url"
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
+cpu_after=$(cpu_ticks)
 if [ "$db" = postgres ]; then
-  echo "scans stored: $(psql -qXAt "$DATABASE_URL" -c 'SELECT count(*) FROM scans')"
+  stored=$(psql -qXAt "$DATABASE_URL" -c 'SELECT count(*) FROM scans')
+  echo "scans stored: $stored"
+  awk -v t=$((cpu_after - cpu_before)) -v n="$stored" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "server CPU per stored scan: %.2f ms\n", t / hz * 1000 / n }'
+  psql -qXAt "$DATABASE_URL" -c "SELECT 'WAL per stored scan: ' || round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$wal_before') / greatest(count(*), 1)) || ' bytes' FROM scans"
 else
   python3 -c "import sqlite3,sys; print('scans stored:', sqlite3.connect(sys.argv[1]).execute('select count(*) from scans').fetchone()[0])" "$work/data/tidemark.db"
 fi
@@ -82,21 +91,6 @@ half=$((secs / 2 + 1))
 RUN=1 EMAIL=nobody@example.com run "resend, no license" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 RUN=2 EMAIL=bench1@example.com run "resend, license exists" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 RUN=3 EMAIL=nobody@example.com run "resend, no license (again)" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
-
-# fsync time on this kind of VM swings by a third between runs: compare with the median.
-if [ "$db" = postgres ]; then
-  echo; echo "== raw PostgreSQL baseline: same rows, one transaction per scan (pgbench, prepared statements, 16 clients), 3 runs"
-  DATABASE_URL="$pg/baseline" target/release/tidemark-server migrate >/dev/null
-  psql -qX "$pg/baseline" -f bench/pgbench/seed.sql
-  for _ in 1 2 3; do
-    pgbench -n -M prepared -c 16 -j 2 -T "$secs" -f bench/pgbench/push.sql "$pg/baseline" 2>&1 |
-      grep -E '^(tps|latency average|number of failed)'
-  done
-  echo "baseline scans stored: $(psql -qXAt "$pg/baseline" -c 'SELECT count(*) FROM scans')"
-else
-  echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements), 3 runs"
-  for _ in 1 2 3; do target/release/sqlite-baseline 3000 50 migrations; done
-fi
 
 echo; echo "== one push with 5,000 findings (5 runs, new scan each)"
 key=$(head -n 1 "$work/keys")
@@ -115,6 +109,27 @@ PY
   curl -sS -o /dev/null -w "status %{http_code}  %{size_upload} bytes  %{time_total}s\n" -X POST "$url/v1/dashboard/push" \
     -H "X-API-Key: $key" -H 'Content-Type: application/json' --data-binary @"$work/big.json"
 done
+
+# fsync time on this kind of VM swings by a third between runs: compare with the median.
+if [ "$db" = postgres ]; then
+  echo; echo "== raw PostgreSQL baseline: same rows, one transaction per scan (pgbench, prepared statements, 16 clients), 3 runs"
+  DATABASE_URL="$pg/baseline" target/release/tidemark-server migrate >/dev/null
+  psql -qX "$pg/baseline" -f bench/pgbench/seed.sql
+  for _ in 1 2 3; do
+    pgbench -n -M prepared -c 16 -j 2 -T "$secs" -f bench/pgbench/push.sql "$pg/baseline" 2>&1 |
+      grep -E '^(tps|latency average|number of failed)'
+  done
+  echo "baseline scans stored: $(psql -qXAt "$pg/baseline" -c 'SELECT count(*) FROM scans')"
+  echo; echo "== PostgreSQL's own curve: the same baseline by concurrent clients (one run each)"
+  for c in 1 4 16 64; do
+    printf 'clients %2d: ' "$c"
+    pgbench -n -M prepared -c "$c" -j 2 -T "$secs" -f bench/pgbench/push.sql "$pg/baseline" 2>&1 |
+      awk '/^tps/ { tps = $3 } /^latency average/ { lat = $4 } END { printf "%s scans/s, mean latency %s ms\n", tps, lat }'
+  done
+else
+  echo; echo "== raw SQLite baseline: same rows, one transaction per scan (C API, prepared statements), 3 runs"
+  for _ in 1 2 3; do target/release/sqlite-baseline 3000 50 migrations; done
+fi
 
 echo; echo "== server peak RSS"
 grep -E 'VmHWM|VmRSS' "/proc/$server_pid/status"
