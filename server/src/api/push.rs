@@ -75,12 +75,13 @@ pub async fn push_scan(State(state): State<AppState>, headers: HeaderMap, body: 
             )
         }
         Err((err, rate)) => {
-            let outcome =
-                if err.status().is_server_error() && !matches!(err, ApiError::ServerBusy { .. }) {
-                    "failed"
-                } else {
-                    "refused"
-                };
+            // `server_busy` and `request_timeout` are refusals the client retries; only an
+            // internal error is ours to fix.
+            let outcome = if matches!(err, ApiError::Internal(_)) {
+                "failed"
+            } else {
+                "refused"
+            };
             let counted = PushCounted {
                 outcome,
                 code: err.code(),
