@@ -137,9 +137,7 @@ async fn metrics_count_requests_by_route_and_status() {
 
 #[tokio::test]
 async fn metrics_can_live_on_an_address_of_their_own() {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = free.local_addr().unwrap().to_string();
-    drop(free);
+    let addr = format!("127.0.0.1:{}", crate::common::free_port());
     let app = TestApp::spawn_with(
         tidemark_store::Backend::Sqlite,
         &[("TIDEMARK_METRICS_ADDR", &addr)],

@@ -83,8 +83,7 @@ impl DnsServer {
 /// A port free for both UDP and TCP on 127.0.0.1 (and, kept closed, one nobody answers on).
 pub fn free_udp_and_tcp_port() -> u16 {
     loop {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind tcp");
-        let port = tcp.local_addr().expect("addr").port();
+        let port = super::free_port();
         if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }

@@ -496,11 +496,33 @@ pub fn tidemark_server(env: &[(&str, &str)], args: &[&str]) -> (bool, String, St
     )
 }
 
+/// A loopback port for a peer or server the test starts itself.
+///
+/// Not `bind(0)`: a port the kernel picked and the test released can be picked again by
+/// another test's `bind(0)` before the peer binds it (it happened in `make test`). These
+/// ports lie below the kernel's ephemeral range, which `bind(0)` draws from, and each is
+/// handed out once per process, so no other test can take one in between.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768);
+    let (low, high) = (10_000, ephemeral_low.max(12_000));
+    // Test binaries run one after another, but a second `make test` may run beside this one.
+    let offset = std::process::id() * 97;
+    for _ in low..high {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = low + (offset + n) % (high - low);
+        let Ok(port) = u16::try_from(port) else {
+            continue;
+        };
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port below {high}");
 }
 
 /// Polls `probe` every 200 ms until it gives a value or `limit` has passed.
