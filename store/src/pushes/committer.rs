@@ -54,7 +54,6 @@ pub struct PushQueue {
 #[derive(Default)]
 struct Counters {
     groups: AtomicU64,
-    pushes: AtomicU64,
     retried_alone: AtomicU64,
     /// Pushes submitted and not yet answered.
     in_flight: AtomicU64,
@@ -111,12 +110,15 @@ impl PushQueue {
 
     pub fn stats(&self) -> GroupStats {
         let c = &self.counters;
+        let formed: [u64; MAX_GROUP_PUSHES] =
+            std::array::from_fn(|i| c.formed[i].load(Ordering::Relaxed));
         GroupStats {
             groups: c.groups.load(Ordering::Relaxed),
-            pushes: c.pushes.load(Ordering::Relaxed),
+            // Every push is in exactly one formed group.
+            pushes: (1..).zip(formed).map(|(size, groups)| size * groups).sum(),
             retried_alone: c.retried_alone.load(Ordering::Relaxed),
             in_flight: c.in_flight.load(Ordering::Relaxed),
-            formed: std::array::from_fn(|i| c.formed[i].load(Ordering::Relaxed)),
+            formed,
         }
     }
 
@@ -158,9 +160,6 @@ async fn run(writer: SqlitePool, mut queue: mpsc::Receiver<Job>, counters: Arc<C
             }
         }
         let group = waiting.next_group();
-        counters
-            .pushes
-            .fetch_add(group.len() as u64, Ordering::Relaxed);
         if let Some(formed) = group
             .len()
             .checked_sub(1)
