@@ -48,6 +48,7 @@ actions! {
     ProjectUnarchived => "project.unarchived", "Project unarchived";
     GateSet => "gate.set", "Quality gate set";
     GateRemoved => "gate.removed", "Quality gate removed";
+    DefaultBranchChanged => "project.default_branch_changed", "Default branch changed";
     WebhookCreated => "webhook.created", "Webhook added";
     WebhookSecretRotated => "webhook.secret_rotated", "Webhook secret replaced";
     WebhookDeleted => "webhook.deleted", "Webhook deleted";

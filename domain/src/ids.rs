@@ -66,6 +66,11 @@ pub fn new_sso_connection_id() -> String {
     format!("sso_{}", random_base32(20))
 }
 
+/// A line of a project's history: a branch or a pull request.
+pub fn new_branch_id() -> String {
+    format!("br_{}", random_base32(20))
+}
+
 pub fn new_webhook_id() -> String {
     format!("whk_{}", random_base32(20))
 }

@@ -8,6 +8,7 @@ pub mod badge;
 pub mod chart;
 pub mod forwarded;
 pub mod gate;
+pub mod git;
 pub mod ids;
 pub mod input;
 pub mod license;

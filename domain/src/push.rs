@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest as _, Sha256};
 use tidemark_wire::PushRequest;
 
+use crate::git::GitTarget;
 use crate::input::{
     bounded_text, line_at, non_blank_at, parse_json, prose_at, FieldError, JsonError,
 };
@@ -44,6 +45,7 @@ pub struct ValidPush {
     request: PushRequest,
     scanned_at: DateTime<Utc>,
     body_hash: String,
+    git: GitTarget,
 }
 
 impl ValidPush {
@@ -109,11 +111,13 @@ impl ValidPush {
                 )
             })?
             .with_timezone(&Utc);
+        let git = GitTarget::parse(request.git.as_ref())?;
         let body_hash = canonical_hash(&request);
         Ok(ValidPush {
             request,
             scanned_at,
             body_hash,
+            git,
         })
     }
 
@@ -123,6 +127,11 @@ impl ValidPush {
 
     pub fn label(&self) -> &str {
         &self.request.project_label
+    }
+
+    /// Where in the repository the scan was taken (empty without a `git` object).
+    pub fn git(&self) -> &GitTarget {
+        &self.git
     }
 
     pub fn scanned_at(&self) -> DateTime<Utc> {

@@ -27,6 +27,8 @@ pub enum Event {
     ScanPushed,
     GateFailed,
     ScoreRegressed,
+    /// A pull request's scan failed the gate against its base.
+    PullRequestGateFailed,
     KeysRotated,
     /// "Send a test event" in Settings: goes to the one endpoint, whatever it subscribes to.
     Test,
@@ -34,10 +36,11 @@ pub enum Event {
 
 impl Event {
     /// What an endpoint can subscribe to, in the order Settings lists them.
-    pub const SUBSCRIBABLE: [Event; 4] = [
+    pub const SUBSCRIBABLE: [Event; 5] = [
         Event::ScanPushed,
         Event::GateFailed,
         Event::ScoreRegressed,
+        Event::PullRequestGateFailed,
         Event::KeysRotated,
     ];
 
@@ -46,6 +49,7 @@ impl Event {
             Event::ScanPushed => "scan.pushed",
             Event::GateFailed => "gate.failed",
             Event::ScoreRegressed => "score.regressed",
+            Event::PullRequestGateFailed => "pull_request.gate_failed",
             Event::KeysRotated => "keys.rotated",
             Event::Test => "webhook.test",
         }
@@ -62,7 +66,10 @@ impl Event {
     pub fn is_about_a_scan(self) -> bool {
         matches!(
             self,
-            Event::ScanPushed | Event::GateFailed | Event::ScoreRegressed
+            Event::ScanPushed
+                | Event::GateFailed
+                | Event::ScoreRegressed
+                | Event::PullRequestGateFailed
         )
     }
 
@@ -72,6 +79,7 @@ impl Event {
             Event::GateFailed => 2,
             Event::ScoreRegressed => 4,
             Event::KeysRotated => 8,
+            Event::PullRequestGateFailed => 16,
             Event::Test => 0,
         }
     }
@@ -138,16 +146,37 @@ pub fn subscribed_pattern(event: Event) -> String {
     format!("%,{},%", event.as_str())
 }
 
-/// The events a stored push raises: always `scan.pushed`, `gate.failed` when the gate
-/// failed, `score.regressed` when the score fell below the previous scan's.
-pub fn push_events(gate: GateStatus, score_delta: f64) -> Vec<Event> {
+/// Which kind of line a scan was pushed to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineKind {
+    /// The project's default branch: the project's own line.
+    Default,
+    /// Another branch.
+    Branch,
+    PullRequest,
+}
+
+/// The events a stored push raises: always `scan.pushed`. On the default branch,
+/// `gate.failed` when the gate failed and `score.regressed` when the score fell below the
+/// previous scan's; on a pull request, `pull_request.gate_failed` when it failed the gate
+/// against its base. Other branches raise nothing more: their half-finished states are not the
+/// project's.
+pub fn push_events(line: LineKind, gate: GateStatus, score_delta: f64) -> Vec<Event> {
     let mut events = vec![Event::ScanPushed];
-    if gate == GateStatus::Failed {
-        events.push(Event::GateFailed);
-    }
-    // A project's first scan has a delta of exactly 0.
-    if score_delta < 0.0 {
-        events.push(Event::ScoreRegressed);
+    match line {
+        LineKind::Default => {
+            if gate == GateStatus::Failed {
+                events.push(Event::GateFailed);
+            }
+            // A line's first scan has a delta of exactly 0.
+            if score_delta < 0.0 {
+                events.push(Event::ScoreRegressed);
+            }
+        }
+        LineKind::PullRequest if gate == GateStatus::Failed => {
+            events.push(Event::PullRequestGateFailed);
+        }
+        LineKind::PullRequest | LineKind::Branch => {}
     }
     events
 }
@@ -449,6 +478,10 @@ pub fn slack_message(event: &EventBody) -> serde_json::Value {
             ":red_circle: Quality gate failed for *{project}*: score {} ({:+})",
             scan.score, scan.score_delta
         ),
+        ("pull_request.gate_failed", Some(scan)) => format!(
+            ":red_circle: Quality gate failed for a pull request of *{project}*: score {} ({:+})",
+            scan.score, scan.score_delta
+        ),
         ("score.regressed", Some(scan)) => format!(
             ":chart_with_downwards_trend: *{project}* regressed: score {} ({:+})",
             scan.score, scan.score_delta
@@ -499,15 +532,33 @@ mod tests {
 
     #[test]
     fn a_push_raises_scan_pushed_and_failure_or_regression_when_they_happen() {
-        assert_eq!(push_events(GateStatus::None, 0.0), [Event::ScanPushed]);
-        assert_eq!(push_events(GateStatus::Passed, 2.0), [Event::ScanPushed]);
+        use LineKind::*;
+        assert_eq!(push_events(Default, GateStatus::None, 0.0), [Event::ScanPushed]);
+        assert_eq!(push_events(Default, GateStatus::Passed, 2.0), [Event::ScanPushed]);
         assert_eq!(
-            push_events(GateStatus::Failed, -0.5),
+            push_events(Default, GateStatus::Failed, -0.5),
             [Event::ScanPushed, Event::GateFailed, Event::ScoreRegressed]
         );
         assert_eq!(
-            push_events(GateStatus::Passed, -1.0),
+            push_events(Default, GateStatus::Passed, -1.0),
             [Event::ScanPushed, Event::ScoreRegressed]
+        );
+    }
+
+    #[test]
+    fn branches_never_alarm_and_pull_requests_raise_their_own_failure() {
+        use LineKind::*;
+        assert_eq!(
+            push_events(Branch, GateStatus::Failed, -30.0),
+            [Event::ScanPushed]
+        );
+        assert_eq!(
+            push_events(PullRequest, GateStatus::Failed, -30.0),
+            [Event::ScanPushed, Event::PullRequestGateFailed]
+        );
+        assert_eq!(
+            push_events(PullRequest, GateStatus::Passed, -30.0),
+            [Event::ScanPushed]
         );
     }
 

@@ -49,29 +49,29 @@ pub(crate) fn gate_from_columns(
         .flatten()
 }
 
-/// A column of the push head: the open findings (rule id, resource) of the project's latest
-/// scan as a JSON array of pairs, read only when the project has a gate on new findings
-/// (NULL otherwise). Part of the head statement, so the read costs no extra call to the
+/// A column of the push head: the open findings (rule id, resource) of the project's scan at
+/// storage position `seq` (an SQL expression) as a JSON array of pairs, read only when `when`
+/// holds (NULL otherwise). Part of the head statement, so the read costs no extra call to the
 /// database: on SQLite, one call per push, one row per finding, cost 12-20 % of push
 /// throughput (docs/benchmarks.md). The one text that differs between the backends.
-pub(crate) fn previous_open_column(backend: Backend) -> &'static str {
+pub(crate) fn open_set_column(backend: Backend, when: &str, seq: &str) -> String {
     match backend {
-        Backend::Sqlite => {
-            "CASE WHEN p.gate_new_severity IS NOT NULL AND p.scan_count > 0 THEN \
+        Backend::Sqlite => format!(
+            "CASE WHEN {when} THEN \
              (SELECT json_group_array(json_array(f.rule_id, f.resource)) FROM findings f \
-              WHERE f.project_id = p.id AND f.scan_seq = p.scan_count \
+              WHERE f.project_id = p.id AND f.scan_seq = {seq} \
               AND f.status IN ('FAIL', 'WARN', 'ERROR')) END"
-        }
-        Backend::Postgres => {
-            "CASE WHEN p.gate_new_severity IS NOT NULL AND p.scan_count > 0 THEN \
+        ),
+        Backend::Postgres => format!(
+            "CASE WHEN {when} THEN \
              (SELECT COALESCE(json_agg(json_build_array(f.rule_id, f.resource)), '[]'::json)::text \
-              FROM findings f WHERE f.project_id = p.id AND f.scan_seq = p.scan_count \
+              FROM findings f WHERE f.project_id = p.id AND f.scan_seq = {seq} \
               AND f.status IN ('FAIL', 'WARN', 'ERROR')) END"
-        }
+        ),
     }
 }
 
-/// [`previous_open_column`]'s value as the set the gate compares a push with.
+/// [`open_set_column`]'s value as the set the gate compares a push with.
 pub(crate) fn parse_open_set(json: &str) -> Result<HashSet<(String, String)>, StoreError> {
     let pairs: Vec<(String, String)> =
         serde_json::from_str(json).map_err(|_| StoreError::Corrupt("previous open findings"))?;

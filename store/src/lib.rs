@@ -22,6 +22,7 @@ pub mod alerts;
 pub mod audit;
 pub mod backup;
 pub mod badges;
+pub mod branches;
 pub mod bundles;
 pub mod dashboard;
 pub mod gates;

@@ -13,6 +13,8 @@ pub(crate) enum Arg {
     NoText,
     /// A NULL in an integer column.
     NoInt,
+    /// A NULL in a floating-point column.
+    NoReal,
 }
 
 impl From<&str> for Arg {
@@ -28,6 +30,16 @@ impl From<String> for Arg {
 impl From<Option<String>> for Arg {
     fn from(s: Option<String>) -> Self {
         s.map_or(Arg::NoText, Arg::Text)
+    }
+}
+impl From<Option<i64>> for Arg {
+    fn from(n: Option<i64>) -> Self {
+        n.map_or(Arg::NoInt, Arg::Int)
+    }
+}
+impl From<Option<f64>> for Arg {
+    fn from(x: Option<f64>) -> Self {
+        x.map_or(Arg::NoReal, Arg::Real)
     }
 }
 impl From<i64> for Arg {
@@ -72,6 +84,7 @@ where
     String: Encode<'q, DB> + Type<DB>,
     Option<String>: Encode<'q, DB>,
     Option<i64>: Encode<'q, DB>,
+    Option<f64>: Encode<'q, DB>,
     i64: Encode<'q, DB> + Type<DB>,
     f64: Encode<'q, DB> + Type<DB>,
 {
@@ -82,6 +95,7 @@ where
             Arg::Real(x) => out.add(x),
             Arg::NoText => out.add(None::<String>),
             Arg::NoInt => out.add(None::<i64>),
+            Arg::NoReal => out.add(None::<f64>),
         }
         .map_err(sqlx::Error::Encode)?;
     }
@@ -97,6 +111,7 @@ where
     String: Encode<'q, DB> + Type<DB>,
     Option<String>: Encode<'q, DB>,
     Option<i64>: Encode<'q, DB>,
+    Option<f64>: Encode<'q, DB>,
     i64: Encode<'q, DB> + Type<DB>,
     f64: Encode<'q, DB> + Type<DB>,
     <DB as Database>::Arguments<'q>: sqlx::IntoArguments<'q, DB>,

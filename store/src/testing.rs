@@ -48,6 +48,26 @@ pub async fn fresh(backend: Backend) -> TestDb {
     t
 }
 
+/// Applies the migrations up to and including `version` only: the schema an older release
+/// left, for tests of what a migration does to existing data.
+pub async fn migrate_until(db: &Writer, version: i64) {
+    let migrator = sqlx::migrate::Migrator {
+        migrations: std::borrow::Cow::Owned(
+            crate::MIGRATOR
+                .iter()
+                .filter(|m| m.version <= version)
+                .cloned()
+                .collect(),
+        ),
+        ..sqlx::migrate::Migrator::DEFAULT
+    };
+    match db.db() {
+        Db::Sqlite { writer, .. } => migrator.run(writer).await,
+        Db::Postgres(pool) => migrator.run(pool).await,
+    }
+    .expect("older migrations apply");
+}
+
 /// A fresh database on `backend` with no schema at all.
 pub async fn fresh_unmigrated(backend: Backend) -> TestDb {
     match backend {

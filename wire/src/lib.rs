@@ -394,6 +394,85 @@ pub struct PushRequest {
     /// RFC 3339 timestamp with an offset (`Z` or `+hh:mm`).
     #[cfg_attr(feature = "openapi", schema(format = DateTime, example = "2026-11-22T10:15:00Z"))]
     pub scanned_at: String,
+    /// Where in the repository the scan was taken. Optional: without it the scan goes to the
+    /// project's default branch, as every push did before branches existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitContext>,
+}
+
+/// The git context of a push: which branch (and commit) was scanned, and for a pull or merge
+/// request, which branch it targets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct GitContext {
+    /// The branch scanned (for a pull request, its source branch): 1–255 characters, no
+    /// control characters; a leading `refs/heads/` is removed. Absent: the project's default
+    /// branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 266, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+    )]
+    pub branch: Option<String>,
+    /// The repository's default branch, as the CI knows it (GitHub's
+    /// `repository.default_branch`, GitLab's `CI_DEFAULT_BRANCH`). It names the project's
+    /// default branch while that has no name yet; once named, only an admin changes it. Same
+    /// rules as `branch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 266, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+    )]
+    pub default_branch: Option<String>,
+    /// The commit scanned: 7–64 hexadecimal characters (an abbreviated or full SHA-1 or
+    /// SHA-256 object name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[0-9a-fA-F]{7,64}$", example = "9fceb02d0ae598e95dc970b74767f19372d61af8")
+    )]
+    pub commit: Option<String>,
+    /// The repository's web address (`https://…`), used to link commits from the dashboard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 2000, format = Uri, example = "https://github.com/acme/payments")
+    )]
+    pub repository_url: Option<String>,
+    /// Present when the scan is of a pull (merge) request: the scan is judged against the
+    /// latest scan of `base_branch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<PullRequestRef>,
+}
+
+/// A pull request (GitHub) or merge request (GitLab).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct PullRequestRef {
+    /// The request's number in its repository (GitHub's `number`, GitLab's `iid`), from 1.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000_000_000u64))]
+    pub number: u64,
+    /// The branch it would merge into: 1–255 characters, no control characters; a leading
+    /// `refs/heads/` is removed.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 266, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+    )]
+    pub base_branch: String,
+    /// Its title: at most 512 characters, no control characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 512, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
+    )]
+    pub title: Option<String>,
+    /// Its web address (`https://…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 2000, format = Uri, example = "https://github.com/acme/payments/pull/42")
+    )]
+    pub url: Option<String>,
 }
 
 /// Response of a successful push (`201 Created`).
@@ -417,6 +496,41 @@ pub struct PushResponse {
     #[serde(default = "GateResult::none")]
     #[cfg_attr(feature = "openapi", schema(required = true))]
     pub gate: GateResult,
+    /// The branch the scan was recorded on (for a pull request, its source branch); `null`
+    /// for the default line of a project that has never been told a branch name.
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// The pull request's number, when the push was of one.
+    #[serde(default)]
+    pub pull_request: Option<u64>,
+    /// For a pull request: the comparison with its base branch's latest scan. `null` for
+    /// other pushes.
+    #[serde(default)]
+    pub base: Option<BaseComparison>,
+}
+
+/// A pull request's scan compared with the latest scan of the branch it targets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BaseComparison {
+    /// The base branch's name.
+    #[cfg_attr(feature = "openapi", schema(example = "main"))]
+    pub branch: String,
+    /// The base branch's latest scan when the pull request was pushed; `null` when the base
+    /// has no scan yet (then the pull request is judged on its own: only the gate's minimum
+    /// score applies, and `message` says so).
+    pub scan_id: Option<String>,
+    /// That scan's score.
+    pub score: Option<f64>,
+    /// This scan's score minus the base's.
+    pub score_delta: Option<f64>,
+    /// Open findings (FAIL, WARN, ERROR) of this scan whose rule and resource are not open in
+    /// the base scan: what the pull request adds.
+    pub new_findings: Option<u64>,
+    /// Open findings of the base scan that are not open in this scan: what it fixes.
+    pub fixed_findings: Option<u64>,
+    /// One sentence for people, e.g. "2 new findings and 1 fixed compared with main".
+    pub message: String,
 }
 
 /// A quality gate's verdict on one scan.

@@ -229,6 +229,9 @@ fn accepted(
         score_delta: scan.score_delta,
         dashboard_url,
         gate: scan.gate,
+        branch: scan.branch,
+        pull_request: scan.pull_request,
+        base: scan.base,
     };
     (answer, stored, rate)
 }

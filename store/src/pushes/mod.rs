@@ -10,15 +10,17 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use tidemark_domain::append::{
-    decide_push, Append, LastScan, ProjectHead, PushDecision, PushFacts, PushHead,
+    base_comparison, decide_push, Append, BaseHead, BaseScan, LastScan, LineHead, LinePlan,
+    LineRef, LineTarget, ProjectHead, PushDecision, PushFacts, PushHead,
 };
+use tidemark_domain::git::{branch_ref_key, BranchName, PullRequest};
 use tidemark_domain::push::{scan_id_candidate, ValidPush};
 use tidemark_domain::rate::{RateDecision, RollingLimit};
 use tidemark_domain::Millis;
-use tidemark_wire::GateResult;
+use tidemark_wire::{BaseComparison, GateResult};
 
 use crate::gates::{
-    gate_from_columns, parse_open_set, previous_open_column, verdict_columns, verdict_from_columns,
+    gate_from_columns, open_set_column, parse_open_set, verdict_columns, verdict_from_columns,
 };
 
 use crate::alerts::AlertScan;
@@ -26,10 +28,15 @@ use crate::stmt::{add_args, Stmt};
 use crate::webhooks::{enqueue_statement, EventRef};
 use crate::Writer;
 use crate::{on_db, Backend, BeginWrite as _, Db, StoreError};
-use tidemark_domain::webhook::{push_events, Event};
+use tidemark_domain::webhook::{push_events, Event, LineKind};
 
 /// The events a push may raise, in a fixed order (see [`EventRef::raised`]).
-const SCAN_EVENTS: [Event; 3] = [Event::ScanPushed, Event::GateFailed, Event::ScoreRegressed];
+const SCAN_EVENTS: [Event; 4] = [
+    Event::ScanPushed,
+    Event::GateFailed,
+    Event::ScoreRegressed,
+    Event::PullRequestGateFailed,
+];
 
 pub mod committer;
 
@@ -57,6 +64,12 @@ pub struct StoredScan {
     pub scan_id: String,
     pub score_delta: f64,
     pub gate: GateResult,
+    /// The branch the scan is on (for a pull request, its source branch), if known.
+    pub branch: Option<String>,
+    /// The pull request's number, for a pull request's scan.
+    pub pull_request: Option<u64>,
+    /// A pull request's comparison with its base.
+    pub base: Option<BaseComparison>,
     /// Webhook deliveries were queued with the scan (the caller wakes the sender).
     pub webhooks_queued: bool,
     /// Alert mail may have been queued with the scan (the caller wakes the mail sender).
@@ -132,8 +145,9 @@ pub async fn record_push(
 }
 
 /// What [`head_statement`] reads: the writes in the window and the oldest one's time, the
-/// active projects, then the label's project (all null, and 0 scans in the second, when the
-/// label is new).
+/// active projects, then the label's project, its default line, the push's line and its
+/// latest scan, and for a pull request its base (all null, and 0 scans in the second, when
+/// the label is new).
 #[derive(sqlx::FromRow)]
 struct HeadRow {
     key_live: i64,
@@ -144,12 +158,6 @@ struct HeadRow {
     id: Option<String>,
     archived_at: Option<i64>,
     scan_count: Option<i64>,
-    last_score: Option<f64>,
-    last_scan_id: Option<String>,
-    last_delta: Option<f64>,
-    last_body_hash: Option<String>,
-    last_gate_status: Option<String>,
-    last_gate_reasons: Option<String>,
     gate_min_score: Option<f64>,
     gate_max_drop: Option<f64>,
     gate_new_severity: Option<String>,
@@ -157,6 +165,28 @@ struct HeadRow {
     webhooks: i64,
     alerts: i64,
     previous_open: Option<String>,
+    base_open: Option<String>,
+    default_id: Option<String>,
+    default_name: Option<String>,
+    line_id: Option<String>,
+    line_name: Option<String>,
+    line_pr: Option<i64>,
+    line_count: Option<i64>,
+    last_score: Option<f64>,
+    last_scan_id: Option<String>,
+    last_delta: Option<f64>,
+    last_body_hash: Option<String>,
+    last_gate_status: Option<String>,
+    last_gate_reasons: Option<String>,
+    last_base_branch: Option<String>,
+    last_base_scan_id: Option<String>,
+    last_base_score: Option<f64>,
+    last_base_new: Option<i64>,
+    last_base_fixed: Option<i64>,
+    base_id: Option<String>,
+    base_scan_id: Option<String>,
+    base_score: Option<f64>,
+    base_seq: Option<i64>,
 }
 
 /// Who follows this account's pushes: only then does a push queue webhook deliveries, or
@@ -168,29 +198,63 @@ pub(crate) struct Listeners {
 }
 
 /// Everything the rules need, in one statement.
+///
+/// The push's line is the one stored under its key; a push without a branch goes to the
+/// project's default line; a branch with no line of its own while the default line has no
+/// name is the default line, when that branch is the one that names it
+/// (`GitTarget::default_name`). A pull request's base is found the same way.
 fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt {
     let second = push.scanned_at().timestamp() * 1000;
+    let git = push.git();
+    let key = git.line();
+    let naming = git.default_name().map(branch_ref_key);
+    let line_key = key.stored();
+    let adopts = line_key.is_some() && line_key == naming;
+    let base_key = git.base().map(branch_ref_key);
+    let base_adopts = base_key.is_some() && base_key == naming;
     Stmt::new(format!(
-        "SELECT {} AS previous_open, k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
-         p.id, p.archived_at, \
-         p.scan_count, p.last_score, p.last_scan_id, p.last_delta, p.last_body_hash, \
-         p.last_gate_status, p.last_gate_reasons, \
+        "SELECT {} AS previous_open, {} AS base_open, \
+         k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
+         p.id, p.archived_at, p.scan_count, \
          p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, al.alerts, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
-          AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second \
+          AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second, \
+         d.id AS default_id, d.name AS default_name, \
+         t.id AS line_id, t.name AS line_name, t.pr_number AS line_pr, t.scan_count AS line_count, \
+         ls.score AS last_score, ls.scan_id AS last_scan_id, ls.score_delta AS last_delta, \
+         ls.body_hash AS last_body_hash, ls.gate_status AS last_gate_status, \
+         ls.gate_reasons AS last_gate_reasons, ls.base_branch AS last_base_branch, \
+         ls.base_scan_id AS last_base_scan_id, ls.base_score AS last_base_score, \
+         ls.base_new AS last_base_new, ls.base_fixed AS last_base_fixed, \
+         bs.id AS base_id, bsc.scan_id AS base_scan_id, bsc.score AS base_score, \
+         bsc.seq AS base_seq \
          FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
                WHERE account_id = $3 AND received_at > $4) r \
          CROSS JOIN (SELECT COUNT(*) AS active FROM projects \
                      WHERE account_id = $5 AND archived_at IS NULL) a \
          LEFT JOIN projects p ON p.account_id = $6 AND p.label = $7 \
+         LEFT JOIN branches d ON d.id = p.default_branch_id \
+         LEFT JOIN branches t ON t.id = CASE WHEN $8 = '' THEN p.default_branch_id ELSE COALESCE(\
+             (SELECT b1.id FROM branches b1 WHERE b1.project_id = p.id AND b1.ref_key = $9), \
+             CASE WHEN d.name IS NULL AND $10 = 1 THEN d.id END) END \
+         LEFT JOIN scans ls ON ls.project_id = p.id AND ls.seq = t.head_seq \
+         LEFT JOIN branches bs ON bs.id = CASE WHEN $11 = '' THEN NULL ELSE COALESCE(\
+             (SELECT b2.id FROM branches b2 WHERE b2.project_id = p.id AND b2.ref_key = $12), \
+             CASE WHEN d.name IS NULL AND $13 = 1 THEN d.id END) END \
+         LEFT JOIN scans bsc ON bsc.project_id = p.id AND bsc.seq = bs.head_seq \
          CROSS JOIN (SELECT COUNT(*) AS key_live FROM api_keys \
-                     WHERE id = $8 AND account_id = $9 AND revoked_at IS NULL) k \
+                     WHERE id = $14 AND account_id = $15 AND revoked_at IS NULL) k \
          CROSS JOIN (SELECT COUNT(*) AS license_live FROM licenses \
-                     WHERE account_id = $10 AND suspended_at IS NULL AND expires_at > $11) l \
-         CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $12) wh \
+                     WHERE account_id = $16 AND suspended_at IS NULL AND expires_at > $17) l \
+         CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $18) wh \
          CROSS JOIN (SELECT COUNT(*) AS alerts FROM alert_prefs \
-                     WHERE account_id = $13 AND (gate_failed OR score_regressed)) al",
-        previous_open_column(backend)
+                     WHERE account_id = $19 AND (gate_failed OR score_regressed)) al",
+        open_set_column(
+            backend,
+            "p.gate_new_severity IS NOT NULL AND t.head_seq IS NOT NULL",
+            "t.head_seq"
+        ),
+        open_set_column(backend, "bs.head_seq IS NOT NULL", "bs.head_seq"),
     ))
     .bind(second)
     .bind(second + 1000)
@@ -199,6 +263,12 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
     .bind(ctx.account_id.as_str())
     .bind(ctx.account_id.as_str())
     .bind(push.label())
+    .bind(line_key.clone().unwrap_or_default())
+    .bind(line_key.unwrap_or_default())
+    .bind(i64::from(adopts))
+    .bind(base_key.clone().unwrap_or_default())
+    .bind(base_key.unwrap_or_default())
+    .bind(i64::from(base_adopts))
     .bind(ctx.key_id.as_str())
     .bind(ctx.account_id.as_str())
     .bind(ctx.account_id.as_str())
@@ -211,8 +281,16 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
 pub(crate) struct Head {
     rules: PushHead,
     listeners: Listeners,
-    /// The latest scan's open findings, when the project's gate looks for new ones.
+    /// The line's latest scan's open findings, when the project's gate looks for new ones.
     previous_open: Option<HashSet<(String, String)>>,
+    /// A pull request's base scan's open findings.
+    base_open: Option<HashSet<(String, String)>>,
+    /// The push's line as stored: its name and pull-request number (what a replay answers).
+    line_name: Option<String>,
+    line_pr: Option<u64>,
+    /// The default line's name, if it has one.
+    default_name: Option<String>,
+    base_seq: Option<i64>,
 }
 
 /// The rules' view of the head, who follows the account's pushes, and what a gate on new
@@ -223,6 +301,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         .as_deref()
         .map(parse_open_set)
         .transpose()?;
+    let base_open = row.base_open.as_deref().map(parse_open_set).transpose()?;
     let listeners = Listeners {
         webhooks: row.webhooks > 0,
         alerts: row.alerts > 0,
@@ -236,9 +315,39 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
                 row.last_gate_status.as_deref(),
                 row.last_gate_reasons.as_deref(),
             ),
+            base: row.last_base_branch.map(|branch| {
+                base_comparison(
+                    &branch,
+                    row.last_base_scan_id.zip(row.last_base_score),
+                    row.last_score.unwrap_or_default(),
+                    row.last_base_new.zip(row.last_base_fixed).map(|(n, f)| {
+                        (
+                            u64::try_from(n).unwrap_or(0),
+                            u64::try_from(f).unwrap_or(0),
+                        )
+                    }),
+                )
+            }),
         }),
         _ => None,
     };
+    let line = row.line_id.map(|id| LineHead {
+        id,
+        scan_count: row.line_count.unwrap_or(0),
+        last_score: row.last_score,
+        last_scan,
+    });
+    let base = row.base_id.map(|id| BaseHead {
+        id,
+        last: row
+            .base_scan_id
+            .zip(row.base_score)
+            .map(|(scan_id, score)| BaseScan { scan_id, score }),
+    });
+    let default_line = row.default_id.map(|id| LineRef {
+        id,
+        name: row.default_name.clone(),
+    });
     let head = PushHead {
         key_live: row.key_live > 0,
         license_live: row.license_live > 0,
@@ -249,39 +358,50 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
             id,
             archived: row.archived_at.is_some(),
             scan_count: row.scan_count.unwrap_or(0),
-            last_score: row.last_score,
-            last_scan,
             scans_in_same_second: u32::try_from(row.same_second).unwrap_or(u32::MAX - 1),
             gate: gate_from_columns(
                 row.gate_min_score,
                 row.gate_max_drop,
                 row.gate_new_severity.as_deref(),
             ),
+            default_line,
+            line,
+            base,
         }),
     };
     Ok(Head {
         rules: head,
         listeners,
         previous_open,
+        base_open,
+        line_name: row.line_name,
+        line_pr: row.line_pr.and_then(|n| u64::try_from(n).ok()),
+        default_name: row.default_name,
+        base_seq: row.base_seq,
     })
 }
 
 /// The answer for this push and the statements that make it true.
-fn plan(
-    ctx: &PushContext,
-    push: &ValidPush,
-    Head {
+fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<Stmt>) {
+    let Head {
         rules: head,
         listeners,
         previous_open,
-    }: Head,
-) -> (PushOutcome, Vec<Stmt>) {
+        base_open,
+        line_name,
+        line_pr,
+        default_name,
+        base_seq,
+    } = head;
     let req = push.request();
+    let git = push.git();
     let facts = PushFacts {
         score: req.score,
         body_hash: push.body_hash(),
         findings: &req.findings,
+        git,
         previous_open: previous_open.as_ref(),
+        base_open: base_open.as_ref(),
         project_cap: ctx.project_cap,
         write_limit: ctx.write_limit,
         now: ctx.now,
@@ -293,25 +413,27 @@ fn plan(
         head.oldest_write,
     );
     let decision = decide_push(&head, &facts);
-    let project_id = head.project.map(|p| p.id);
+    let project = head.project;
     let append = match decision {
         PushDecision::Append(append) => append,
         PushDecision::KeyRevoked => return (PushOutcome::KeyRevoked, Vec::new()),
         PushDecision::LicenseInactive => return (PushOutcome::LicenseInactive, Vec::new()),
         PushDecision::ProjectArchived => {
-            let project_id = project_id.unwrap_or_default();
             let outcome = PushOutcome::ProjectArchived {
-                project_id,
+                project_id: project.map(|p| p.id).unwrap_or_default(),
                 rate: current,
             };
             return (outcome, Vec::new());
         }
         PushDecision::Replay(last) => {
             let scan = StoredScan {
-                project_id: project_id.unwrap_or_default(),
+                project_id: project.map(|p| p.id).unwrap_or_default(),
                 scan_id: last.scan_id,
                 score_delta: last.score_delta,
                 gate: last.gate,
+                branch: line_name,
+                pull_request: line_pr,
+                base: last.base,
                 webhooks_queued: false,
                 alerts_queued: false,
             };
@@ -329,10 +451,30 @@ fn plan(
             return (outcome, Vec::new());
         }
     };
-    let project_id = project_id.unwrap_or_else(tidemark_domain::ids::new_project_id);
+    let default_id = project
+        .as_ref()
+        .and_then(|p| p.default_line.as_ref())
+        .map(|d| d.id.clone());
+    let project_id = project
+        .map(|p| p.id)
+        .unwrap_or_else(tidemark_domain::ids::new_project_id);
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
-    let mut writes = write_statements(ctx, push, &append, &project_id, &scan_id);
-    let raised = push_events(append.gate.status, append.score_delta);
+    let lines = LineIds::assign(&append.lines, default_id);
+    let placed = Placed {
+        project_id: &project_id,
+        scan_id: &scan_id,
+        line_id: &lines.target,
+        base_seq,
+    };
+    let mut writes = write_statements(ctx, push, &append, &placed, &lines);
+    let kind = if append.lines.on_default {
+        LineKind::Default
+    } else if git.pull_request.is_some() {
+        LineKind::PullRequest
+    } else {
+        LineKind::Branch
+    };
+    let raised = push_events(kind, append.gate.status, append.score_delta);
     let event_ids: Vec<(String, Event)> = if listeners.webhooks {
         SCAN_EVENTS
             .into_iter()
@@ -353,8 +495,7 @@ fn plan(
         })
         .collect();
     writes.extend(enqueue_statement(&events));
-    let alerts = listeners
-        .alerts
+    let alerts = (listeners.alerts && kind == LineKind::Default)
         .then(|| {
             crate::alerts::enqueue_statement(&AlertScan {
                 account_id: &ctx.account_id,
@@ -373,66 +514,220 @@ fn plan(
         remaining: append.writes_remaining,
         reset_secs: current.reset_secs,
     };
+    // The branch the scan is on: the pushed one, else the default line's (possibly just
+    // given) name.
+    let branch = git
+        .branch
+        .as_ref()
+        .map(|b| b.as_str().to_owned())
+        .or_else(|| {
+            git.pull_request.is_none().then(|| {
+                append
+                    .lines
+                    .name_default
+                    .as_ref()
+                    .map(|n| n.as_str().to_owned())
+                    .or(default_name)
+                    .or_else(|| {
+                        append
+                            .lines
+                            .create_default
+                            .clone()
+                            .flatten()
+                            .map(|n| n.as_str().to_owned())
+                    })
+            })?
+        });
     let scan = StoredScan {
         project_id,
         scan_id,
         score_delta: append.score_delta,
         gate: append.gate,
+        branch,
+        pull_request: git.pull_request.as_ref().map(|pr| pr.number),
+        base: append.base,
         webhooks_queued: !event_ids.is_empty(),
         alerts_queued,
     };
     (PushOutcome::Appended(scan, rate), writes)
 }
 
+/// The ids of the lines a push writes: the default line (existing or new) and the scan's.
+struct LineIds {
+    default: Option<String>,
+    /// Made by this push.
+    new_default: bool,
+    target: String,
+    new_target: bool,
+}
+
+impl LineIds {
+    fn assign(plan: &LinePlan, existing_default: Option<String>) -> LineIds {
+        let (default, new_default) = match (&plan.create_default, existing_default) {
+            (Some(_), _) => (Some(tidemark_domain::ids::new_branch_id()), true),
+            (None, existing) => (existing, false),
+        };
+        let (target, new_target) = match &plan.target {
+            LineTarget::Existing(id) => (id.clone(), false),
+            LineTarget::NewDefault => (default.clone().unwrap_or_default(), false),
+            LineTarget::New => (tidemark_domain::ids::new_branch_id(), true),
+        };
+        LineIds {
+            default,
+            new_default,
+            target,
+            new_target,
+        }
+    }
+}
+
+/// Where an appended scan goes.
+struct Placed<'a> {
+    project_id: &'a str,
+    scan_id: &'a str,
+    line_id: &'a str,
+    /// A pull request's base scan (its storage position).
+    base_seq: Option<i64>,
+}
+
 fn write_statements(
     ctx: &PushContext,
     push: &ValidPush,
     append: &Append,
-    project_id: &str,
-    scan_id: &str,
+    placed: &Placed<'_>,
+    lines: &LineIds,
 ) -> Vec<Stmt> {
     let req = push.request();
+    let git = push.git();
+    let project_id = placed.project_id;
     let (gate_status, gate_reasons) = verdict_columns(&append.gate);
-    let mut writes = Vec::with_capacity(4 + req.findings.len() / FINDINGS_PER_STATEMENT);
+    let mut writes = Vec::with_capacity(8 + req.findings.len() / FINDINGS_PER_STATEMENT);
     if append.new_project {
         writes.push(
             Stmt::new(
-                "INSERT INTO projects (id, account_id, label, created_at) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO projects (id, account_id, label, created_at, default_branch_id) \
+                 VALUES ($1, $2, $3, $4, $5)",
             )
             .bind(project_id)
             .bind(ctx.account_id.as_str())
             .bind(push.label())
-            .bind(ctx.now),
+            .bind(ctx.now)
+            .bind(lines.default.clone()),
+        );
+    } else if lines.new_default {
+        writes.push(
+            Stmt::new("UPDATE projects SET default_branch_id = $1 WHERE id = $2")
+                .bind(lines.default.clone())
+                .bind(project_id),
         );
     }
+    let repository_url = git.repository_url.as_ref().map(|u| u.as_str().to_owned());
+    let commit = git.commit.as_ref().map(|c| c.as_str().to_owned());
+    // A line made here starts empty; the append below moves its head like any other's.
+    let new_line = |id: &str, name: Option<&BranchName>, pr: Option<&PullRequest>| {
+        let key = match pr {
+            Some(pr) => Some(format!("pr:{}", pr.number)),
+            None => name.map(branch_ref_key),
+        };
+        Stmt::new(
+            "INSERT INTO branches (id, account_id, project_id, ref_key, name, pr_number, \
+             pr_base, pr_title, pr_url, repository_url, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(id)
+        .bind(ctx.account_id.as_str())
+        .bind(project_id)
+        .bind(key)
+        .bind(name.map(|n| n.as_str().to_owned()))
+        .bind(pr.map(|pr| pr.number as i64))
+        .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
+        .bind(pr.and_then(|pr| pr.title.clone()))
+        .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
+        .bind(repository_url.clone())
+        .bind(ctx.now)
+    };
+    if let (true, Some(default), Some(name)) =
+        (lines.new_default, &lines.default, &append.lines.create_default)
+    {
+        writes.push(new_line(default, name.as_ref(), None));
+    }
+    if let (Some(default), Some(name)) = (&lines.default, &append.lines.name_default) {
+        writes.push(
+            Stmt::new("UPDATE branches SET name = $1, ref_key = $2 WHERE id = $3")
+                .bind(name.as_str())
+                .bind(branch_ref_key(name))
+                .bind(default.as_str()),
+        );
+    }
+    if lines.new_target {
+        writes.push(new_line(
+            placed.line_id,
+            git.branch.as_ref(),
+            git.pull_request.as_ref(),
+        ));
+    }
+    // The line's head, and what a pull request says of itself now (title, head branch and
+    // target may change between pushes).
+    let pr = git.pull_request.as_ref();
     writes.push(
         Stmt::new(
-            "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = $3, \
-             last_scan_id = $4, last_body_hash = $5, last_gate_status = $6, \
-             last_gate_reasons = $7 WHERE id = $8",
+            "UPDATE branches SET scan_count = $1, head_seq = $2, last_push_at = $3, \
+             repository_url = COALESCE($4, repository_url), \
+             name = CASE WHEN pr_number IS NULL THEN name ELSE COALESCE($5, name) END, \
+             pr_base = COALESCE($6, pr_base), pr_title = COALESCE($7, pr_title), \
+             pr_url = COALESCE($8, pr_url) WHERE id = $9",
         )
+        .bind(append.line_seq)
         .bind(append.seq)
-        .bind(req.score)
-        .bind(append.score_delta)
-        .bind(scan_id)
-        .bind(push.body_hash())
-        .bind(gate_status.clone())
-        .bind(gate_reasons.clone())
-        .bind(project_id),
+        .bind(ctx.now)
+        .bind(repository_url)
+        .bind(git.branch.as_ref().map(|b| b.as_str().to_owned()))
+        .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
+        .bind(pr.and_then(|pr| pr.title.clone()))
+        .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
+        .bind(placed.line_id),
     );
+    // The project row numbers scans across lines, and keeps the default line's head for the
+    // projects list (and for a replica of the previous release during a rolling upgrade).
+    if append.lines.on_default {
+        writes.push(
+            Stmt::new(
+                "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = $3, \
+                 last_scan_id = $4, last_body_hash = $5, last_gate_status = $6, \
+                 last_gate_reasons = $7 WHERE id = $8",
+            )
+            .bind(append.seq)
+            .bind(req.score)
+            .bind(append.score_delta)
+            .bind(placed.scan_id)
+            .bind(push.body_hash())
+            .bind(gate_status.clone())
+            .bind(gate_reasons.clone())
+            .bind(project_id),
+        );
+    } else {
+        writes.push(
+            Stmt::new("UPDATE projects SET scan_count = $1 WHERE id = $2")
+                .bind(append.seq)
+                .bind(project_id),
+        );
+    }
     let frameworks = serde_json::to_string(&req.frameworks).unwrap_or_default();
+    let base = append.base.as_ref();
+    let count = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
     writes.push(
         Stmt::new(
             "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
              failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
              frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
-             gate_status, gate_reasons) \
+             gate_status, gate_reasons, branch_id, line_seq, commit_sha, base_branch, \
+             base_scan_id, base_seq, base_score, base_new, base_fixed) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)",
         )
         .bind(project_id)
         .bind(append.seq)
-        .bind(scan_id)
+        .bind(placed.scan_id)
         .bind(ctx.account_id.as_str())
         .bind(req.score)
         .bind(append.score_delta)
@@ -451,7 +746,16 @@ fn write_statements(
         .bind(req.findings.len() as i64)
         .bind(push.body_hash())
         .bind(gate_status)
-        .bind(gate_reasons),
+        .bind(gate_reasons)
+        .bind(placed.line_id)
+        .bind(append.line_seq)
+        .bind(commit)
+        .bind(base.map(|b| b.branch.clone()))
+        .bind(base.and_then(|b| b.scan_id.clone()))
+        .bind(base.and(placed.base_seq))
+        .bind(base.and_then(|b| b.score))
+        .bind(count(base.and_then(|b| b.new_findings)))
+        .bind(count(base.and_then(|b| b.fixed_findings))),
     );
     for (chunk_no, chunk) in req.findings.chunks(FINDINGS_PER_STATEMENT).enumerate() {
         let first = (chunk_no * FINDINGS_PER_STATEMENT) as i64;
