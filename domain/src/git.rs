@@ -297,6 +297,10 @@ mod tests {
             WebUrl::parse("u", "https://github.com/acme/api/").unwrap().as_str(),
             "https://github.com/acme/api"
         );
+        // Whatever the OpenAPI pattern admits is accepted.
+        for ok in ["http://a", "https://a-b.c9:8080/!~", "http://x.y/%zz\\q#f", "http://a.1b"] {
+            assert!(WebUrl::parse("u", ok).is_ok(), "{ok}");
+        }
         for bad in [
             "javascript:alert(1)",
             "data:text/html,x",

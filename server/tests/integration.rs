@@ -7,6 +7,7 @@ mod alerts;
 mod audit;
 mod backups;
 mod badges;
+mod branches;
 mod cli_client;
 mod dashboard_api;
 mod deployment;

@@ -406,12 +406,12 @@ pub struct PushRequest {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct GitContext {
     /// The branch scanned (for a pull request, its source branch): 1–255 characters, no
-    /// control characters; a leading `refs/heads/` is removed. Absent: the project's default
+    /// control characters; a leading `refs/heads/` is removed (and does not count). Absent: the project's default
     /// branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 266, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+        schema(min_length = 1, max_length = 255, pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
     )]
     pub branch: Option<String>,
     /// The repository's default branch, as the CI knows it (GitHub's
@@ -421,7 +421,7 @@ pub struct GitContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 266, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+        schema(min_length = 1, max_length = 255, pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
     )]
     pub default_branch: Option<String>,
     /// The commit scanned: 7–64 hexadecimal characters (an abbreviated or full SHA-1 or
@@ -432,11 +432,12 @@ pub struct GitContext {
         schema(pattern = "^[0-9a-fA-F]{7,64}$", example = "9fceb02d0ae598e95dc970b74767f19372d61af8")
     )]
     pub commit: Option<String>,
-    /// The repository's web address (`https://…`), used to link commits from the dashboard.
+    /// The repository's web address (`http://` or `https://`, at most 2,000 characters, no
+    /// user name or password), used to link commits from the dashboard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(max_length = 2000, format = Uri, example = "https://github.com/acme/payments")
+        schema(max_length = 2000, pattern = "^https?://([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?(/[!-~]*)?$", example = "https://github.com/acme/payments")
     )]
     pub repository_url: Option<String>,
     /// Present when the scan is of a pull (merge) request: the scan is judged against the
@@ -456,7 +457,7 @@ pub struct PullRequestRef {
     /// `refs/heads/` is removed.
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 266, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+        schema(min_length = 1, max_length = 255, pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
     )]
     pub base_branch: String,
     /// Its title: at most 512 characters, no control characters.
@@ -466,11 +467,11 @@ pub struct PullRequestRef {
         schema(max_length = 512, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
     )]
     pub title: Option<String>,
-    /// Its web address (`https://…`).
+    /// Its web address (`http://` or `https://`, as `repository_url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(max_length = 2000, format = Uri, example = "https://github.com/acme/payments/pull/42")
+        schema(max_length = 2000, pattern = "^https?://([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?(/[!-~]*)?$", example = "https://github.com/acme/payments/pull/42")
     )]
     pub url: Option<String>,
 }
