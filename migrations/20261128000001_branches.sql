@@ -54,3 +54,5 @@ UPDATE scans SET branch_id = 'br_' || project_id, line_seq = seq;
 
 -- A line's chart and scans table, as scans_history serves the project's.
 CREATE INDEX scans_line ON scans (branch_id, scanned_at, seq, score);
+-- A line's scans in order: its page of scans, a scan's predecessor on its line, sparklines.
+CREATE INDEX scans_line_seq ON scans (branch_id, line_seq);

@@ -226,6 +226,100 @@ pub struct ProjectChart {
     /// The project's quality gate (`None`: it has none), and whether the viewer may change it.
     pub gate: Option<GateSettings>,
     pub is_admin: bool,
+    /// The line shown, the project's branches (default first, then by latest push) and its
+    /// pull requests (latest push first).
+    pub line: LineSummary,
+    pub branches: Vec<LineSummary>,
+    pub pulls: Vec<LineSummary>,
+}
+
+// ---- Branches and pull requests
+
+/// Which line of a project's history a page shows: `?branch=<name>`, `?pr=<number>`, or
+/// neither for the default branch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LineChoice {
+    #[default]
+    Default,
+    Branch(String),
+    PullRequest(i64),
+}
+
+impl LineChoice {
+    /// From the page's query; a `pr` that is not a number is the default line (the page then
+    /// says nothing is there rather than failing).
+    pub fn from_query(branch: Option<String>, pr: Option<String>) -> LineChoice {
+        if let Some(pr) = pr.filter(|p| !p.is_empty()) {
+            return match pr.parse::<i64>() {
+                Ok(n) if n > 0 => LineChoice::PullRequest(n),
+                _ => LineChoice::PullRequest(0),
+            };
+        }
+        match branch.filter(|b| !b.is_empty()) {
+            Some(b) => LineChoice::Branch(b),
+            None => LineChoice::Default,
+        }
+    }
+
+    /// The query parameters that name it, each followed by `&` (empty for the default).
+    pub fn query(&self) -> String {
+        match self {
+            LineChoice::Default => String::new(),
+            LineChoice::Branch(b) => format!("branch={}&", crate::links::query_value(b)),
+            LineChoice::PullRequest(n) => format!("pr={n}&"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineSummary {
+    /// `None`: the default line of a project never told a branch name.
+    pub name: Option<String>,
+    pub is_default: bool,
+    pub pull_request: Option<PullSummary>,
+    pub scan_count: i64,
+    pub last_push: Option<String>,
+    pub head: Option<LineHeadSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullSummary {
+    pub number: i64,
+    pub title: Option<String>,
+    pub url: Option<String>,
+    pub base_branch: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineHeadSummary {
+    pub scan_id: String,
+    pub score: f64,
+    pub score_delta: f64,
+    pub gate: GateStatus,
+    /// Pull requests: compared with a base scan, and what they add.
+    pub compared: bool,
+    pub new_findings: Option<i64>,
+    pub fixed_findings: Option<i64>,
+}
+
+impl LineSummary {
+    /// How the line is named on the page.
+    pub fn label(&self) -> String {
+        match (&self.pull_request, &self.name) {
+            (Some(pr), _) => format!("#{}", pr.number),
+            (None, Some(name)) => name.clone(),
+            (None, None) => "default branch".to_owned(),
+        }
+    }
+
+    pub fn choice(&self) -> LineChoice {
+        match (&self.pull_request, &self.name, self.is_default) {
+            (Some(pr), _, _) => LineChoice::PullRequest(pr.number),
+            (None, _, true) => LineChoice::Default,
+            (None, Some(name), false) => LineChoice::Branch(name.clone()),
+            (None, None, false) => LineChoice::Default,
+        }
+    }
 }
 
 /// Settings' badge list: every active project, with its badge when it has one.
@@ -376,6 +470,30 @@ pub struct ScanSummary {
     pub scanned_at: String,
     pub finding_count: i64,
     pub gate: GateResult,
+    /// The branch it was pushed from (a pull request's source branch), when known.
+    pub branch: Option<String>,
+    pub pull_request: Option<i64>,
+    /// The commit scanned, and a link to it when the repository's address is known.
+    pub commit: Option<String>,
+    pub commit_url: Option<String>,
+    /// For a pull request's scan: the base branch, the base scan compared with (`None`: the
+    /// base had no scan), and what the pull request added and fixed.
+    pub base: Option<BaseSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaseSummary {
+    pub branch: String,
+    pub scan_id: Option<String>,
+    pub new_findings: Option<i64>,
+    pub fixed_findings: Option<i64>,
+}
+
+impl ScanSummary {
+    /// The first 7 characters of the commit, as people read them.
+    pub fn short_commit(&self) -> Option<&str> {
+        self.commit.as_deref().map(|c| c.get(..7).unwrap_or(c))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -424,6 +542,9 @@ pub struct FindingsPage {
 pub struct DiffView {
     /// There is a scan to compare with (the previous one, or the chosen base).
     pub has_previous: bool,
+    /// For a pull request's scan: its base branch, and the base scan it was judged against
+    /// (what the diff shows unless another scan is chosen).
+    pub pr_base: Option<(String, String)>,
     /// The scan compared with, when one was chosen (`None`: the previous scan).
     pub base_scan_id: Option<String>,
     /// The project's other recent scans (newest first, at most 50), to choose a base from.

@@ -478,10 +478,20 @@ pub fn slack_message(event: &EventBody) -> serde_json::Value {
             ":red_circle: Quality gate failed for *{project}*: score {} ({:+})",
             scan.score, scan.score_delta
         ),
-        ("pull_request.gate_failed", Some(scan)) => format!(
-            ":red_circle: Quality gate failed for a pull request of *{project}*: score {} ({:+})",
-            scan.score, scan.score_delta
-        ),
+        ("pull_request.gate_failed", Some(scan)) => {
+            let pr = scan.pull_request.as_ref();
+            let number = pr.map(|p| format!(" #{}", p.number)).unwrap_or_default();
+            let title = pr
+                .and_then(|p| p.title.as_deref())
+                .map(|t| format!(" ({})", esc(t)))
+                .unwrap_or_default();
+            let base = pr
+                .map(|p| format!(": {}", esc(&p.base.message)))
+                .unwrap_or_default();
+            format!(
+                ":red_circle: Pull request{number}{title} of *{project}* failed the quality gate{base}"
+            )
+        }
         ("score.regressed", Some(scan)) => format!(
             ":chart_with_downwards_trend: *{project}* regressed: score {} ({:+})",
             scan.score, scan.score_delta
@@ -715,6 +725,9 @@ mod tests {
                     status: GateStatus::Failed,
                     reasons: vec!["score 71.5 is below the gate's minimum of 80".into()],
                 },
+                branch: Some("main".into()),
+                commit: None,
+                pull_request: None,
             }),
             dashboard_url: "https://t.example/projects/prj_x/scans/s".into(),
         };
@@ -725,5 +738,24 @@ mod tests {
         );
         assert!(text.contains("• score 71.5 is below the gate's minimum of 80"));
         assert!(text.ends_with("<https://t.example/projects/prj_x/scans/s|Open in Tidemark>"));
+
+        let mut pr_event = event.clone();
+        pr_event.event_type = "pull_request.gate_failed".into();
+        if let Some(scan) = pr_event.scan.as_mut() {
+            scan.pull_request = Some(tidemark_wire::WebhookPullRequest {
+                number: 42,
+                title: Some("Open <the> bucket".into()),
+                url: None,
+                base: crate::append::base_comparison("main", Some(("b".into(), 80.0)), 71.5, Some((2, 0))),
+            });
+        }
+        let text = slack_message(&pr_event)["text"].as_str().unwrap().to_owned();
+        assert!(
+            text.starts_with(
+                ":red_circle: Pull request #42 (Open &lt;the&gt; bucket) of *pay&lt;ments&gt;* \
+                 failed the quality gate: 2 new findings and 0 fixed compared with main"
+            ),
+            "{text}"
+        );
     }
 }

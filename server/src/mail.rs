@@ -319,6 +319,9 @@ mod tests {
             },
             scanned_at: 1_763_632_800_000,
             gate,
+            branch: Some("main".into()),
+            commit: None,
+            pull_request: None,
         }
     }
 

@@ -117,6 +117,9 @@ fn event_body(d: &DueDelivery, dashboard_url: &str) -> WebhookEvent {
             severity_counts: s.severity_counts,
             scanned_at: to_rfc3339(s.scanned_at),
             gate: s.gate.clone(),
+            branch: s.branch.clone(),
+            commit: s.commit.clone(),
+            pull_request: s.pull_request.clone(),
         }),
         dashboard_url: match scan {
             Some(s) => format!(

@@ -78,20 +78,25 @@ async fn projects_of(
     only: Option<&str>,
 ) -> Result<Vec<ProjectRow>, StoreError> {
     let (projects, points): (Vec<ProjectHeadRow>, Vec<SparkPoint>) = on_db!(db, pool => {
+        // The project's line is its default branch: its count, head and sparkline.
         let projects = sqlx::query_as(
-            "SELECT id, label, created_at, archived_at, scan_count, last_score, last_delta, \
-             last_scan_id FROM projects WHERE account_id = $1 AND ($2 IS NULL OR id = $2) \
-             ORDER BY archived_at IS NOT NULL, label",
+            "SELECT p.id, p.label, p.created_at, p.archived_at, \
+             COALESCE(d.scan_count, p.scan_count) AS scan_count, p.last_score, p.last_delta, \
+             p.last_scan_id FROM projects p LEFT JOIN branches d ON d.id = p.default_branch_id \
+             WHERE p.account_id = $1 AND ($2 IS NULL OR p.id = $2) \
+             ORDER BY p.archived_at IS NOT NULL, p.label",
         )
         .bind(account_id)
         .bind(only)
         .fetch_all(pool)
         .await?;
-        // The newest scans of every project in one range scan per project (primary key).
+        // The newest scans of every project's default line, one index range per project.
         let points = sqlx::query_as(
             "SELECT s.project_id, s.score, s.scanned_at FROM projects p \
-             JOIN scans s ON s.project_id = p.id AND s.seq > p.scan_count - $2 \
-             WHERE p.account_id = $1 AND ($3 IS NULL OR p.id = $3) ORDER BY s.project_id, s.seq",
+             JOIN branches d ON d.id = p.default_branch_id \
+             JOIN scans s ON s.branch_id = d.id AND s.line_seq > d.scan_count - $2 \
+             WHERE p.account_id = $1 AND ($3 IS NULL OR p.id = $3) \
+             ORDER BY s.project_id, s.line_seq",
         )
         .bind(account_id)
         .bind(SPARKLINE_POINTS)
@@ -170,43 +175,67 @@ impl From<HistoryRow> for HistoryPoint {
 ///
 /// Scores are packed with the sequence number (`score × 1000 × 10⁹ + seq`) so that plain
 /// `MIN`/`MAX` find *which* scan is extreme, portably on SQLite and PostgreSQL.
+///
+/// `line` is one line of the project (a branch's or a pull request's id, see
+/// [`crate::branches`]); `None` is every scan of the project.
 pub async fn project_history(
     db: &Db,
     account_id: &str,
     project_id: &str,
+    line: Option<&str>,
+    since: Option<Millis>,
+    buckets: i64,
+) -> Result<(Vec<HistoryPoint>, i64), StoreError> {
+    match line {
+        Some(line) => history_of(db, account_id, project_id, "branch_id", line, since, buckets).await,
+        None => history_of(db, account_id, project_id, "project_id", project_id, since, buckets).await,
+    }
+}
+
+/// [`project_history`] over the scans whose `column` (`project_id` or `branch_id`, each the
+/// head of an index on `scanned_at`) is `key`.
+async fn history_of(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    column: &'static str,
+    key: &str,
     since: Option<Millis>,
     buckets: i64,
 ) -> Result<(Vec<HistoryPoint>, i64), StoreError> {
     const PACK: i64 = 1_000_000_000;
     let buckets = buckets.max(1);
+    let bounds_sql = format!(
+        "SELECT \
+         (SELECT scanned_at FROM scans WHERE {column} = $1 AND scanned_at >= $3 \
+          ORDER BY scanned_at LIMIT 1), \
+         (SELECT scanned_at FROM scans WHERE {column} = $1 AND scanned_at >= $3 \
+          ORDER BY scanned_at DESC LIMIT 1) \
+         FROM projects WHERE id = $4 AND account_id = $2"
+    );
+    let buckets_sql = format!(
+        "SELECT COUNT(*), MIN(seq), MAX(seq), \
+         MIN(CAST(ROUND(score * 1000) AS BIGINT) * $4 + seq), \
+         MAX(CAST(ROUND(score * 1000) AS BIGINT) * $4 + seq) \
+         FROM scans WHERE {column} = $1 AND scanned_at >= $2 \
+         GROUP BY (scanned_at - $2) / $3"
+    );
     let rows: Vec<(i64, i64, i64, i64, i64)> = on_db!(db, pool => {
         // Each end is one step down the history index. (`MIN`/`MAX` over a join would read
         // the whole range on PostgreSQL: 33 ms of the 100,000-scan page.)
-        let bounds: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(
-            "SELECT \
-             (SELECT scanned_at FROM scans WHERE project_id = $1 AND scanned_at >= $3 \
-              ORDER BY scanned_at LIMIT 1), \
-             (SELECT scanned_at FROM scans WHERE project_id = $1 AND scanned_at >= $3 \
-              ORDER BY scanned_at DESC LIMIT 1) \
-             FROM projects WHERE id = $1 AND account_id = $2",
-        )
-        .bind(project_id)
+        let bounds: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(&bounds_sql)
+        .bind(key)
         .bind(account_id)
         .bind(since.unwrap_or(i64::MIN))
+        .bind(project_id)
         .fetch_optional(pool)
         .await?;
         let Some((Some(first), Some(last))) = bounds else {
             return Ok((Vec::new(), 0));
         };
         let width = ((last - first) / buckets).max(1);
-        let rows = sqlx::query_as(
-            "SELECT COUNT(*), MIN(seq), MAX(seq), \
-             MIN(CAST(ROUND(score * 1000) AS BIGINT) * $4 + seq), \
-             MAX(CAST(ROUND(score * 1000) AS BIGINT) * $4 + seq) \
-             FROM scans WHERE project_id = $1 AND scanned_at >= $2 \
-             GROUP BY (scanned_at - $2) / $3",
-        )
-        .bind(project_id)
+        let rows = sqlx::query_as(&buckets_sql)
+        .bind(key)
         .bind(first)
         .bind(width)
         .bind(PACK)
@@ -259,11 +288,31 @@ pub struct ScanRow {
     pub received_at: Millis,
     pub finding_count: i64,
     pub gate: GateResult,
+    /// The line it is on (`None` only for a scan written by an older release during a
+    /// rolling upgrade), its branch name, and its position on the line.
+    pub line_id: Option<String>,
+    pub branch: Option<String>,
+    pub line_seq: Option<i64>,
+    pub pull_request: Option<i64>,
+    pub commit: Option<String>,
+    /// Where the line's repository lives, to link the commit.
+    pub repository_url: Option<String>,
+    /// For a pull request's scan: the base it was compared with when pushed.
+    pub base_branch: Option<String>,
+    pub base_scan_id: Option<String>,
+    pub base_seq: Option<i64>,
+    pub base_new: Option<i64>,
+    pub base_fixed: Option<i64>,
 }
 
-const SCAN_COLUMNS: &str = "seq, scan_id, score, score_delta, passed, failed, sev_critical, \
-     sev_high, sev_medium, sev_low, cloud, cloud_account_id, frameworks, state_source, \
-     scanned_at, received_at, finding_count, gate_status, gate_reasons";
+/// A scan `s` and its line `b` (`FROM scans s LEFT JOIN branches b ON b.id = s.branch_id`).
+const SCAN_COLUMNS: &str = "s.seq, s.scan_id, s.score, s.score_delta, s.passed, s.failed, \
+     s.sev_critical, s.sev_high, s.sev_medium, s.sev_low, s.cloud, s.cloud_account_id, \
+     s.frameworks, s.state_source, s.scanned_at, s.received_at, s.finding_count, \
+     s.gate_status, s.gate_reasons, s.branch_id, b.name AS branch_name, s.line_seq, \
+     b.pr_number, s.commit_sha, b.repository_url, s.base_branch, s.base_scan_id, s.base_seq, \
+     s.base_new, s.base_fixed";
+const SCAN_FROM: &str = "FROM scans s LEFT JOIN branches b ON b.id = s.branch_id";
 
 #[derive(sqlx::FromRow)]
 struct ScanTuple {
@@ -286,6 +335,17 @@ struct ScanTuple {
     finding_count: i64,
     gate_status: Option<String>,
     gate_reasons: Option<String>,
+    branch_id: Option<String>,
+    branch_name: Option<String>,
+    line_seq: Option<i64>,
+    pr_number: Option<i64>,
+    commit_sha: Option<String>,
+    repository_url: Option<String>,
+    base_branch: Option<String>,
+    base_scan_id: Option<String>,
+    base_seq: Option<i64>,
+    base_new: Option<i64>,
+    base_fixed: Option<i64>,
 }
 
 impl From<ScanTuple> for ScanRow {
@@ -311,24 +371,44 @@ impl From<ScanTuple> for ScanRow {
             received_at: t.received_at,
             finding_count: t.finding_count,
             gate: verdict_from_columns(t.gate_status.as_deref(), t.gate_reasons.as_deref()),
+            line_id: t.branch_id,
+            branch: t.branch_name,
+            line_seq: t.line_seq,
+            pull_request: t.pr_number,
+            commit: t.commit_sha,
+            repository_url: t.repository_url,
+            base_branch: t.base_branch,
+            base_scan_id: t.base_scan_id,
+            base_seq: t.base_seq,
+            base_new: t.base_new,
+            base_fixed: t.base_fixed,
         }
     }
 }
 
-/// A page of the project's scans, newest first.
+/// A page of the project's scans, newest first: of one line (a branch's or a pull
+/// request's id), or with `None` of every line.
 pub async fn list_scans(
     db: &Db,
     account_id: &str,
     project_id: &str,
+    line: Option<&str>,
     offset: i64,
     limit: i64,
 ) -> Result<Vec<ScanRow>, StoreError> {
-    let sql = format!(
-        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 \
-         ORDER BY seq DESC LIMIT $3 OFFSET $4"
-    );
+    let sql = match line {
+        Some(_) => format!(
+            "SELECT {SCAN_COLUMNS} {SCAN_FROM} WHERE s.branch_id = $1 AND s.project_id = $2 \
+             AND s.account_id = $3 ORDER BY s.line_seq DESC LIMIT $4 OFFSET $5"
+        ),
+        None => format!(
+            "SELECT {SCAN_COLUMNS} {SCAN_FROM} WHERE s.project_id = $1 AND s.project_id = $2 \
+             AND s.account_id = $3 ORDER BY s.seq DESC LIMIT $4 OFFSET $5"
+        ),
+    };
     let rows: Vec<ScanTuple> = on_db!(db, pool => {
         sqlx::query_as(&sql)
+            .bind(line.unwrap_or(project_id))
             .bind(project_id)
             .bind(account_id)
             .bind(limit)
@@ -349,8 +429,8 @@ pub async fn scans_after(
     limit: i64,
 ) -> Result<Vec<ScanRow>, StoreError> {
     let sql = format!(
-        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 \
-         AND seq > $3 ORDER BY seq LIMIT $4"
+        "SELECT {SCAN_COLUMNS} {SCAN_FROM} WHERE s.project_id = $1 AND s.account_id = $2 \
+         AND s.seq > $3 ORDER BY s.seq LIMIT $4"
     );
     let rows: Vec<ScanTuple> = on_db!(db, pool => {
         sqlx::query_as(&sql)
@@ -364,7 +444,7 @@ pub async fn scans_after(
     Ok(rows.into_iter().map(ScanRow::from).collect())
 }
 
-/// The scan, and the one before it in the project (for the diff).
+/// The scan, and the one before it on its line (for the diff).
 pub async fn find_scan(
     db: &Db,
     account_id: &str,
@@ -372,10 +452,16 @@ pub async fn find_scan(
     scan_id: &str,
 ) -> Result<Option<(ScanRow, Option<ScanRow>)>, StoreError> {
     let sql = format!(
-        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 AND scan_id = $3"
+        "SELECT {SCAN_COLUMNS} {SCAN_FROM} \
+         WHERE s.project_id = $1 AND s.account_id = $2 AND s.scan_id = $3"
     );
-    let prev_sql = format!(
-        "SELECT {SCAN_COLUMNS} FROM scans WHERE project_id = $1 AND account_id = $2 AND seq = $3"
+    let prev_on_line = format!(
+        "SELECT {SCAN_COLUMNS} {SCAN_FROM} \
+         WHERE s.project_id = $1 AND s.account_id = $2 AND s.branch_id = $3 AND s.line_seq = $4"
+    );
+    let prev_in_project = format!(
+        "SELECT {SCAN_COLUMNS} {SCAN_FROM} \
+         WHERE s.project_id = $1 AND s.account_id = $2 AND s.seq = $3"
     );
     let found = on_db!(db, pool => {
         let scan: Option<ScanTuple> = sqlx::query_as(&sql)
@@ -387,12 +473,22 @@ pub async fn find_scan(
         match scan {
             None => Ok::<_, sqlx::Error>(None),
             Some(scan) => {
-                let prev: Option<ScanTuple> = sqlx::query_as(&prev_sql)
-                    .bind(project_id)
-                    .bind(account_id)
-                    .bind(scan.seq - 1)
-                    .fetch_optional(pool)
-                    .await?;
+                let prev: Option<ScanTuple> = match (&scan.branch_id, scan.line_seq) {
+                    (Some(line), Some(line_seq)) => sqlx::query_as(&prev_on_line)
+                        .bind(project_id)
+                        .bind(account_id)
+                        .bind(line)
+                        .bind(line_seq - 1)
+                        .fetch_optional(pool)
+                        .await?,
+                    // A scan an older release wrote during a rolling upgrade has no line.
+                    _ => sqlx::query_as(&prev_in_project)
+                        .bind(project_id)
+                        .bind(account_id)
+                        .bind(scan.seq - 1)
+                        .fetch_optional(pool)
+                        .await?,
+                };
                 Ok(Some((ScanRow::from(scan), prev.map(ScanRow::from))))
             }
         }

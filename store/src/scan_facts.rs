@@ -11,11 +11,13 @@ use crate::gates::verdict_from_columns;
 /// see [`SCAN_FACTS_JOIN`]).
 pub(crate) const SCAN_FACTS_COLUMNS: &str = "p.label, s.scan_id, s.score, s.score_delta, \
      s.passed, s.failed, s.sev_critical, s.sev_high, s.sev_medium, s.sev_low, s.scanned_at, \
-     s.gate_status, s.gate_reasons";
+     s.gate_status, s.gate_reasons, b.name AS branch_name, b.pr_number, b.pr_title, b.pr_url, \
+     s.commit_sha, s.base_branch, s.base_scan_id, s.base_score, s.base_new, s.base_fixed";
 
 /// Joins for a row alias `o` with `project_id` and `scan_seq` columns.
 pub(crate) const SCAN_FACTS_JOIN: &str = "LEFT JOIN projects p ON p.id = o.project_id \
-     LEFT JOIN scans s ON s.project_id = o.project_id AND s.seq = o.scan_seq";
+     LEFT JOIN scans s ON s.project_id = o.project_id AND s.seq = o.scan_seq \
+     LEFT JOIN branches b ON b.id = s.branch_id";
 
 /// A pushed scan as events and alerts describe it.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +32,11 @@ pub struct ScanFacts {
     pub severity_counts: SeverityCounts,
     pub scanned_at: Millis,
     pub gate: tidemark_wire::GateResult,
+    /// The branch it was pushed from (a pull request's source branch), when known.
+    pub branch: Option<String>,
+    pub commit: Option<String>,
+    /// For a pull request's scan: the request and its comparison with the base.
+    pub pull_request: Option<tidemark_wire::WebhookPullRequest>,
 }
 
 /// [`SCAN_FACTS_COLUMNS`] as read (all null when the row is about no scan).
@@ -48,6 +55,16 @@ pub(crate) struct ScanFactsRow {
     scanned_at: Option<i64>,
     gate_status: Option<String>,
     gate_reasons: Option<String>,
+    branch_name: Option<String>,
+    pr_number: Option<i64>,
+    pr_title: Option<String>,
+    pr_url: Option<String>,
+    commit_sha: Option<String>,
+    base_branch: Option<String>,
+    base_scan_id: Option<String>,
+    base_score: Option<f64>,
+    base_new: Option<i64>,
+    base_fixed: Option<i64>,
 }
 
 impl ScanFactsRow {
@@ -55,6 +72,24 @@ impl ScanFactsRow {
         let r = self;
         match (project_id, r.label, r.scan_id, r.score, r.scanned_at) {
             (Some(project_id), Some(label), Some(scan_id), Some(score), Some(scanned_at)) => {
+                let base = r.base_branch.map(|branch| {
+                    tidemark_domain::append::base_comparison(
+                        &branch,
+                        r.base_scan_id.zip(r.base_score),
+                        score,
+                        r.base_new.zip(r.base_fixed).map(|(n, f)| {
+                            (u64::try_from(n).unwrap_or(0), u64::try_from(f).unwrap_or(0))
+                        }),
+                    )
+                });
+                let pull_request = r.pr_number.and_then(|number| {
+                    Some(tidemark_wire::WebhookPullRequest {
+                        number: u64::try_from(number).ok()?,
+                        title: r.pr_title,
+                        url: r.pr_url,
+                        base: base?,
+                    })
+                });
                 Some(ScanFacts {
                     project_id,
                     project_label: label,
@@ -71,6 +106,9 @@ impl ScanFactsRow {
                     ),
                     scanned_at,
                     gate: verdict_from_columns(r.gate_status.as_deref(), r.gate_reasons.as_deref()),
+                    branch: r.branch_name,
+                    commit: r.commit_sha,
+                    pull_request,
                 })
             }
             _ => None,

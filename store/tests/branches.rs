@@ -374,3 +374,42 @@ tidemark_store::test_each_backend! {
         );
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// The dashboard reads one line at a time: its chart, its scans, a scan's predecessor on
+    /// its line; the projects list (count, sparkline, head) shows the default branch only.
+    async fn the_dashboard_reads_each_line_on_its_own(backend) {
+        use tidemark_store::dashboard::{find_project, find_scan, list_scans, project_history};
+        let t = fresh(backend).await;
+        insert_pushing_account(&t.db, "acct_a").await;
+        let m1 = stored(&t.db, push(0, 80.0, &[], branch("main"))).await;
+        let f1 = stored(&t.db, push(1, 20.0, &[], branch("feature"))).await;
+        let m2 = stored(&t.db, push(2, 82.0, &[], branch("main"))).await;
+        let f2 = stored(&t.db, push(3, 25.0, &[], branch("feature"))).await;
+        let project = m1.project_id.clone();
+        let lines = list_lines(&t.db, "acct_a", &project).await.unwrap();
+        let (main, feature) = (&lines[0].id, &lines[1].id);
+
+        let card = find_project(&t.db, "acct_a", &project).await.unwrap().unwrap();
+        assert_eq!((card.scan_count, card.recent_scores.clone()), (2, vec![80.0, 82.0]));
+        assert_eq!((card.last_score, card.last_scan_id.as_deref()), (Some(82.0), Some(m2.scan_id.as_str())));
+
+        let (points, total) = project_history(&t.db, "acct_a", &project, Some(feature), None, 500).await.unwrap();
+        assert_eq!(total, 2);
+        assert_eq!(points.iter().map(|p| p.score).collect::<Vec<_>>(), [20.0, 25.0]);
+        let (_, all) = project_history(&t.db, "acct_a", &project, None, None, 500).await.unwrap();
+        assert_eq!(all, 4);
+        let (none, _) = project_history(&t.db, "acct_b", &project, Some(main), None, 500).await.unwrap();
+        assert!(none.is_empty(), "another account reads nothing");
+
+        let page = list_scans(&t.db, "acct_a", &project, Some(main), 0, 10).await.unwrap();
+        assert_eq!(page.iter().map(|s| s.scan_id.as_str()).collect::<Vec<_>>(), [m2.scan_id.as_str(), m1.scan_id.as_str()]);
+        assert_eq!((page[0].branch.as_deref(), page[0].line_seq), (Some("main"), Some(2)));
+        assert_eq!(page[0].commit.as_deref(), Some("0123456789abcdef0123456789abcdef01234567"));
+        assert!(list_scans(&t.db, "acct_b", &project, Some(main), 0, 10).await.unwrap().is_empty());
+
+        let (scan, previous) = find_scan(&t.db, "acct_a", &project, &f2.scan_id).await.unwrap().unwrap();
+        assert_eq!(scan.branch.as_deref(), Some("feature"));
+        assert_eq!(previous.unwrap().scan_id, f1.scan_id, "the previous scan on its own line");
+    }
+}

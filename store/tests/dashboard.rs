@@ -86,7 +86,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(web.recent_scores.last(), Some(&74.0));
         assert_eq!(web.recent_scores[0], 55.0);
 
-        let (all, total) = dashboard::project_history(db, &mine, &web.id, None, 500)
+        let (all, total) = dashboard::project_history(db, &mine, &web.id, None, None, 500)
             .await
             .unwrap();
         assert_eq!(
@@ -97,12 +97,12 @@ tidemark_store::test_each_backend! {
         assert!(all.windows(2).all(|w| w[0].scanned_at < w[1].scanned_at));
         assert_eq!(all[24].score, 74.0);
         let since = Some(all[20].scanned_at);
-        let (recent, total) = dashboard::project_history(db, &mine, &web.id, since, 500)
+        let (recent, total) = dashboard::project_history(db, &mine, &web.id, None, since, 500)
             .await
             .unwrap();
         assert_eq!((recent.len(), total), (5, 5));
         // Reduced to 3 buckets: at most 4 scans each, and the extremes are among them.
-        let (reduced, total) = dashboard::project_history(db, &mine, &web.id, None, 3)
+        let (reduced, total) = dashboard::project_history(db, &mine, &web.id, None, None, 3)
             .await
             .unwrap();
         assert_eq!(total, 25);
@@ -111,7 +111,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(reduced.last().unwrap().score, 74.0);
         assert!(!reduced[0].scan_id.is_empty());
 
-        let page = dashboard::list_scans(db, &mine, &web.id, 0, 10)
+        let page = dashboard::list_scans(db, &mine, &web.id, None, 0, 10)
             .await
             .unwrap();
         assert_eq!(page.len(), 10);
@@ -127,11 +127,11 @@ tidemark_store::test_each_backend! {
             .await
             .unwrap()
             .is_none());
-        let (none, total) = dashboard::project_history(db, &mine, &their_web.id, None, 500)
+        let (none, total) = dashboard::project_history(db, &mine, &their_web.id, None, None, 500)
             .await
             .unwrap();
         assert!(none.is_empty() && total == 0);
-        assert!(dashboard::list_scans(db, &mine, &their_web.id, 0, 10)
+        assert!(dashboard::list_scans(db, &mine, &their_web.id, None, 0, 10)
             .await
             .unwrap()
             .is_empty());
@@ -345,7 +345,7 @@ tidemark_store::test_each_backend! {
         );
         // Its history stayed readable throughout.
         assert_eq!(
-            dashboard::project_history(db, &acct, &one, None, 500)
+            dashboard::project_history(db, &acct, &one, None, None, 500)
                 .await
                 .unwrap()
                 .1,

@@ -74,7 +74,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(next.gate, GateResult::none());
 
         // The history keeps each verdict.
-        let scans = list_scans(&t.db, "acct_a", &project, 0, 10).await.unwrap();
+        let scans = list_scans(&t.db, "acct_a", &project, None, 0, 10).await.unwrap();
         let verdicts: Vec<GateStatus> = scans.iter().map(|s| s.gate.status).collect();
         assert_eq!(verdicts, [GateStatus::None, GateStatus::Failed, GateStatus::Passed, GateStatus::None]);
         let (scan, _) = find_scan(&t.db, "acct_a", &project, &failed.scan_id).await.unwrap().unwrap();

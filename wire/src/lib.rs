@@ -593,7 +593,8 @@ pub struct WebhookEvent {
     /// the event: receivers use it to drop duplicates.
     #[cfg_attr(feature = "openapi", schema(example = "evt_3k5v7x2m4q6s8u0w1y3a"))]
     pub id: String,
-    /// `scan.pushed`, `gate.failed`, `score.regressed`, `keys.rotated` or `webhook.test`.
+    /// `scan.pushed`, `gate.failed`, `score.regressed`, `pull_request.gate_failed`,
+    /// `keys.rotated` or `webhook.test`.
     #[serde(rename = "type")]
     #[cfg_attr(feature = "openapi", schema(example = "gate.failed"))]
     pub event_type: String,
@@ -632,6 +633,31 @@ pub struct WebhookScan {
     #[cfg_attr(feature = "openapi", schema(format = DateTime))]
     pub scanned_at: String,
     pub gate: GateResult,
+    /// The branch the scan was pushed from (a pull request's source branch), when known.
+    /// For `scan.pushed` this may be any branch; `gate.failed` and `score.regressed` are
+    /// raised on the project's default branch only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The commit scanned, when the push named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// For a pull request's scan (and `pull_request.gate_failed`): the request and its
+    /// comparison with its base.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<WebhookPullRequest>,
+}
+
+/// A pull request as a scan event describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WebhookPullRequest {
+    pub number: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Its comparison with the base branch's latest scan when it was pushed.
+    pub base: BaseComparison,
 }
 
 /// Every documented error: `{"error": "<code>", "message": "<human text>"}`.

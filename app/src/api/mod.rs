@@ -19,7 +19,10 @@ mod ssr {
     use tidemark_store::dashboard as store;
 
     use crate::error::DashboardError;
-    use crate::model::{FindingView, GateSettings, ProjectCard, ScanSummary};
+    use crate::model::{
+        BaseSummary, FindingView, GateSettings, LineHeadSummary, LineSummary, ProjectCard,
+        PullSummary, ScanSummary,
+    };
 
     pub fn card(p: store::ProjectRow) -> ProjectCard {
         ProjectCard {
@@ -37,7 +40,22 @@ mod ssr {
     }
 
     pub fn scan(s: store::ScanRow) -> ScanSummary {
+        let commit_url = s
+            .repository_url
+            .as_deref()
+            .zip(s.commit.as_deref())
+            .map(|(repo, sha)| tidemark_domain::git::commit_url(repo, sha));
         ScanSummary {
+            branch: s.branch,
+            pull_request: s.pull_request,
+            commit: s.commit,
+            commit_url,
+            base: s.base_branch.map(|branch| BaseSummary {
+                branch,
+                scan_id: s.base_scan_id,
+                new_findings: s.base_new,
+                fixed_findings: s.base_fixed,
+            }),
             scanned_at: crate::time::format_time(s.scanned_at),
             scan_id: s.scan_id,
             score: s.score,
@@ -51,6 +69,30 @@ mod ssr {
             state_source: s.state_source,
             finding_count: s.finding_count,
             gate: s.gate,
+        }
+    }
+
+    pub fn line_summary(l: tidemark_store::branches::Line) -> LineSummary {
+        LineSummary {
+            name: l.name,
+            is_default: l.is_default,
+            pull_request: l.pull_request.map(|p| PullSummary {
+                number: p.number,
+                title: p.title,
+                url: p.url,
+                base_branch: p.base_branch,
+            }),
+            scan_count: l.scan_count,
+            last_push: l.last_push_at.map(crate::time::format_time),
+            head: l.head.map(|h| LineHeadSummary {
+                compared: h.base_scan_id.is_some(),
+                scan_id: h.scan_id,
+                score: h.score,
+                score_delta: h.score_delta,
+                gate: h.gate.status,
+                new_findings: h.base_new,
+                fixed_findings: h.base_fixed,
+            }),
         }
     }
 

@@ -5,12 +5,38 @@ use leptos::prelude::*;
 use crate::error::DashboardError;
 #[cfg(feature = "ssr")]
 use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, PAGE_SIZE};
-use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
+use crate::model::{GateSettings, LineChoice, ProjectChart, Range, ScansPage};
+
+/// The project's lines, and the one `branch` or `pr` names (neither: the default branch);
+/// "not found" when the project has no such line.
+#[cfg(feature = "ssr")]
+async fn chosen_line(
+    store: &tidemark_store::Db,
+    account: &str,
+    project_id: &str,
+    choice: &LineChoice,
+) -> Result<(tidemark_store::branches::Line, Vec<tidemark_store::branches::Line>), DashboardError>
+{
+    use super::ssr::*;
+    let lines =
+        or_unavailable(tidemark_store::branches::list_lines(store, account, project_id).await)?;
+    let found = lines.iter().find(|l| match choice {
+        LineChoice::Default => l.is_default,
+        LineChoice::Branch(name) => l.pull_request.is_none() && l.name.as_deref() == Some(name),
+        LineChoice::PullRequest(n) => l.pull_request.as_ref().is_some_and(|p| p.number == *n),
+    });
+    match found {
+        Some(line) => Ok((line.clone(), lines)),
+        None => not_found(),
+    }
+}
 
 #[server(endpoint = "project_chart")]
 pub async fn load_project_chart(
     project_id: String,
     range: Range,
+    #[server(default)] branch: Option<String>,
+    #[server(default)] pr: Option<i64>,
 ) -> Result<ProjectChart, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
@@ -22,6 +48,8 @@ pub async fn load_project_chart(
     else {
         return not_found();
     };
+    let choice = LineChoice::from_query(branch, pr.map(|n| n.to_string()));
+    let (line, lines) = chosen_line(&db, account, &project_id, &choice).await?;
     let since = range
         .days()
         .map(|d| tidemark_domain::now_millis() - d * 86_400_000);
@@ -31,6 +59,7 @@ pub async fn load_project_chart(
             &db,
             account,
             &project_id,
+            Some(&line.id),
             since,
             HISTORY_BUCKETS,
         )
@@ -62,7 +91,49 @@ pub async fn load_project_chart(
         points,
         gate: gate.map(gate_settings),
         is_admin: viewer.is_admin,
+        line: line_summary(line),
+        branches: lines
+            .iter()
+            .filter(|l| l.pull_request.is_none())
+            .cloned()
+            .map(line_summary)
+            .collect(),
+        pulls: lines
+            .into_iter()
+            .filter(|l| l.pull_request.is_some())
+            .map(line_summary)
+            .collect(),
     })
+}
+
+/// Makes a branch the project's default (admins only): the projects list, badges and alerts
+/// follow it from now on, and pushes without a branch go to it.
+#[server(endpoint = "set_default_branch")]
+pub async fn set_default_branch(project_id: String, branch: String) -> Result<String, DashboardError> {
+    use super::ssr::*;
+    use tidemark_store::branches::DefaultBranchChange;
+    let viewer = crate::auth::require_admin()?;
+    well_formed(&project_id, None)?;
+    let name = tidemark_domain::git::BranchName::parse("branch", &branch)
+        .map_err(|e| DashboardError::Invalid(e.message))?;
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
+    let chosen = name.clone();
+    let changed = db()
+        .detached(|db| async move {
+            tidemark_store::branches::set_default_branch(&db, &account, &project_id, &chosen, &audit)
+                .await
+        })
+        .await;
+    match or_unavailable(changed)? {
+        DefaultBranchChange::Changed | DefaultBranchChange::Unchanged => {
+            Ok(name.as_str().to_owned())
+        }
+        DefaultBranchChange::NoProject => not_found(),
+        DefaultBranchChange::NoBranch => Err(DashboardError::Invalid(format!(
+            "This project has no branch called {}: a branch exists once a scan of it is pushed.",
+            name.as_str()
+        ))),
+    }
 }
 
 /// Sets the project's quality gate (admins only). Each field blank is no such condition; all
@@ -106,17 +177,25 @@ pub async fn set_project_gate(
 }
 
 #[server(endpoint = "project_scans")]
-pub async fn project_scans(project_id: String, page: i64) -> Result<ScansPage, DashboardError> {
+pub async fn project_scans(
+    project_id: String,
+    page: i64,
+    #[server(default)] branch: Option<String>,
+    #[server(default)] pr: Option<i64>,
+) -> Result<ScansPage, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
     well_formed(&project_id, None)?;
     let page = page.max(0);
     let db = db();
+    let choice = LineChoice::from_query(branch, pr.map(|n| n.to_string()));
+    let (line, _) = chosen_line(&db, &viewer.account_id, &project_id, &choice).await?;
     let rows = or_unavailable(
         tidemark_store::dashboard::list_scans(
             &db,
             &viewer.account_id,
             &project_id,
+            Some(&line.id),
             tidemark_domain::input::page_offset(page, PAGE_SIZE),
             PAGE_SIZE + 1,
         )

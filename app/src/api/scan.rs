@@ -81,7 +81,8 @@ pub async fn scan_findings(
     })
 }
 
-/// The scan's findings compared with another scan of the project: the previous one, or
+/// The scan's findings compared with another scan of the project: for a pull request's scan
+/// the base branch's scan it was judged against, otherwise the previous scan on its line; or
 /// `base` (any scan of the project, older or newer) when given.
 #[server(endpoint = "scan_diff")]
 pub async fn scan_diff(
@@ -104,22 +105,28 @@ pub async fn scan_diff(
     else {
         return not_found();
     };
-    let recent = or_unavailable(list_scans(&db, account, &project_id, 0, 51).await)?;
+    let recent = or_unavailable(list_scans(&db, account, &project_id, None, 0, 51).await)?;
     let choices: Vec<String> = recent
         .into_iter()
         .map(|s| s.scan_id)
         .filter(|id| *id != scan_id)
         .take(50)
         .collect();
+    let pr_base = match (&found.base_branch, &found.base_scan_id, found.base_seq) {
+        (Some(branch), Some(scan), Some(_)) => Some((branch.clone(), scan.clone())),
+        _ => None,
+    };
     let base_seq = match &base {
         Some(b) => match or_unavailable(find_scan(&db, account, &project_id, b).await)? {
             Some((chosen, _)) => chosen.seq,
             None => return not_found(),
         },
+        None if pr_base.is_some() => found.base_seq.unwrap_or_default(),
         None => match previous {
             Some(p) => p.seq,
             None => {
                 return Ok(DiffView {
+                    pr_base,
                     choices,
                     ..DiffView::default()
                 })
@@ -129,6 +136,7 @@ pub async fn scan_diff(
     let diff = or_unavailable(diff_scans(&db, &project_id, found.seq, base_seq, 100).await)?;
     Ok(DiffView {
         has_previous: true,
+        pr_base,
         base_scan_id: base,
         choices,
         new: diff.new.into_iter().map(finding).collect(),

@@ -102,6 +102,7 @@ pub async fn create_webhook(
     #[server(default)] scan_pushed: bool,
     #[server(default)] gate_failed: bool,
     #[server(default)] score_regressed: bool,
+    #[server(default)] pr_gate_failed: bool,
     #[server(default)] keys_rotated: bool,
 ) -> Result<WebhookSecretShown, DashboardError> {
     use super::ssr::*;
@@ -117,6 +118,7 @@ pub async fn create_webhook(
         (scan_pushed, "scan.pushed"),
         (gate_failed, "gate.failed"),
         (score_regressed, "score.regressed"),
+        (pr_gate_failed, "pull_request.gate_failed"),
         (keys_rotated, "keys.rotated"),
     ];
     let events = EventSet::parse(chosen.iter().filter(|(on, _)| *on).map(|(_, name)| *name))

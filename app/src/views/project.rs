@@ -5,10 +5,10 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use super::{
     action_error, delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips,
 };
-use crate::api::project::{load_project_chart, project_scans, SetProjectGate};
+use crate::api::project::{load_project_chart, project_scans, SetDefaultBranch, SetProjectGate};
 use crate::model::{
-    severity_colour, ChartPoint, GateSettings, GateStatus, ProjectChart, Range, ScansPage,
-    Severity, DATE_BASELINE, HEIGHT, WIDTH,
+    severity_colour, ChartPoint, GateSettings, GateStatus, LineChoice, LineSummary,
+    ProjectChart, Range, ScanSummary, ScansPage, Severity, DATE_BASELINE, HEIGHT, WIDTH,
 };
 
 #[component]
@@ -17,6 +17,11 @@ pub fn ProjectPage() -> impl IntoView {
     let query = use_query_map();
     let project_id = move || params.read().get("project_id").unwrap_or_default();
     let range = move || Range::parse(&query.read().get("range").unwrap_or_default());
+    let line = move || {
+        let q = query.read();
+        LineChoice::from_query(q.get("branch"), q.get("pr"))
+    };
+    let pulls_tab = move || query.read().get("tab").as_deref() == Some("pulls");
     let page = move || {
         query
             .read()
@@ -25,18 +30,24 @@ pub fn ProjectPage() -> impl IntoView {
             .unwrap_or(0)
     };
     let chart = Resource::new(
-        move || (project_id(), range()),
-        |(id, range)| load_project_chart(id, range),
+        move || (project_id(), range(), line()),
+        |(id, range, line)| {
+            let (branch, pr) = line_args(&line);
+            load_project_chart(id, range, branch, pr)
+        },
     );
     let scans = Resource::new(
-        move || (project_id(), page()),
-        |(id, page)| project_scans(id, page),
+        move || (project_id(), page(), line()),
+        |(id, page, line)| {
+            let (branch, pr) = line_args(&line);
+            project_scans(id, page, branch, pr)
+        },
     );
     view! {
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
                 match chart.await {
-                    Ok(chart) => chart_section(chart).into_any(),
+                    Ok(chart) => chart_section(chart, pulls_tab()).into_any(),
                     Err(err) => error_view(err),
                 }
             })}
@@ -44,32 +55,237 @@ pub fn ProjectPage() -> impl IntoView {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 match scans.await {
-                    Ok(page) => scans_table(project_id(), range(), page).into_any(),
-                    Err(_) => ().into_any(),
+                    Ok(page) if !pulls_tab() => scans_table(project_id(), range(), line(), page).into_any(),
+                    _ => ().into_any(),
                 }
             })}
         </Suspense>
     }
 }
 
-fn chart_section(chart: ProjectChart) -> impl IntoView {
+/// A line as the server functions take it.
+fn line_args(line: &LineChoice) -> (Option<String>, Option<i64>) {
+    match line {
+        LineChoice::Default => (None, None),
+        LineChoice::Branch(b) => (Some(b.clone()), None),
+        LineChoice::PullRequest(n) => (None, Some(*n)),
+    }
+}
+
+fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
     let project = chart.project.clone();
     let id = project.id.clone();
     let (gate, is_admin) = (chart.gate, chart.is_admin);
+    let line = chart.line.clone();
+    let branches = chart.branches.clone();
+    let pulls = chart.pulls.clone();
+    let title = if line.is_default && !pulls_tab {
+        format!("{} · Tidemark", project.label)
+    } else {
+        format!("{} · {} · Tidemark", line.label(), project.label)
+    };
+    // The default line's head is the project's; another line shows its own.
+    let (score, delta, count) = if line.is_default {
+        (project.last_score, project.last_delta, project.scan_count)
+    } else {
+        (
+            line.head.as_ref().map(|h| h.score),
+            line.head.as_ref().map(|h| h.score_delta),
+            line.scan_count,
+        )
+    };
+    let default_names: Vec<String> = branches.iter().filter_map(|b| b.name.clone()).collect();
+    let current_default = branches
+        .iter()
+        .find(|b| b.is_default)
+        .and_then(|b| b.name.clone());
     view! {
-        <Title text=format!("{} · Tidemark", project.label)/>
+        <Title text=title/>
         <nav class="crumbs" aria-label="Breadcrumb"><a href="/projects">"Projects"</a> " / "</nav>
         <section class="page-head">
             <h1>{project.label.clone()}</h1>
             <p class="headline">
-                <span class="big-score">{project.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</span>
-                {delta_badge(project.last_delta)}
-                <span class="muted">{format!(" · {} scans", project.scan_count)}</span>
+                <span class="big-score">{score.map(fmt_score).unwrap_or_else(|| "–".into())}</span>
+                {delta_badge(delta)}
+                <span class="muted">{format!(" · {count} {}", if count == 1 { "scan" } else { "scans" })}</span>
+                {(!pulls_tab).then(|| view! { <span class="muted">" on "</span><span class="branch-name" data-testid="line-label">{line.label()}</span> })}
                 {project.archived.then(|| view! { <span class="tag">"archived"</span> })}
             </p>
         </section>
-        <HistoryCard project_id=id.clone() initial=chart/>
+        {line_nav(&id, &line, &branches, pulls.len(), pulls_tab)}
+        {if pulls_tab {
+            pulls_table(&id, pulls).into_any()
+        } else {
+            view! {
+                {line.pull_request.is_some().then(|| pull_request_card(&line))}
+                <HistoryCard project_id=id.clone() line=line.choice() initial=chart/>
+            }
+            .into_any()
+        }}
         <GatePanel project_id=id.clone() gate is_admin/>
+        {(is_admin && default_names.len() > 1).then(|| view! {
+            <DefaultBranchPanel project_id=id.clone() branches=default_names current=current_default/>
+        })}
+    }
+}
+
+/// The two tabs (the branches' history, the pull requests) and the branch selector: a plain
+/// form, so it works before (or without) the WASM, and its choice is in the address.
+fn line_nav(
+    project_id: &str,
+    line: &LineSummary,
+    branches: &[LineSummary],
+    pulls: usize,
+    pulls_tab: bool,
+) -> impl IntoView {
+    let selected = line.choice();
+    view! {
+        <nav class="line-nav" aria-label="Branches and pull requests" data-testid="line-nav">
+            <div class="segmented" role="list">
+                <a role="listitem" href=format!("/projects/{project_id}") class:active=!pulls_tab
+                    aria-current=(!pulls_tab).then_some("page")>"Branches"</a>
+                <a role="listitem" href=format!("/projects/{project_id}?tab=pulls") class:active=pulls_tab
+                    aria-current=pulls_tab.then_some("page") data-testid="pulls-tab">
+                    {format!("Pull requests ({pulls})")}
+                </a>
+            </div>
+            {(!pulls_tab).then(|| view! {
+                <form method="get" action=format!("/projects/{project_id}") class="branch-select" data-testid="branch-select">
+                    <label>"Branch "
+                        <select name="branch">
+                            {branches.iter().map(|b| {
+                                let value = if b.is_default { String::new() } else { b.name.clone().unwrap_or_default() };
+                                let label = if b.is_default { format!("{} (default)", b.label()) } else { b.label() };
+                                let chosen = b.choice() == selected;
+                                view! { <option value=value selected=chosen>{label}</option> }
+                            }).collect_view()}
+                        </select>
+                    </label>
+                    <button type="submit" class="secondary">"Show"</button>
+                </form>
+            })}
+        </nav>
+    }
+}
+
+fn pull_request_card(line: &LineSummary) -> impl IntoView {
+    let pr = line.pull_request.clone().unwrap_or(crate::model::PullSummary {
+        number: 0,
+        title: None,
+        url: None,
+        base_branch: None,
+    });
+    let base = pr.base_branch.clone().unwrap_or_else(|| "its base".into());
+    let verdict = line.head.as_ref().map(|h| (h.gate, h.compared, h.new_findings, h.fixed_findings));
+    view! {
+        <section class="card" aria-labelledby="pr-heading" data-testid="pull-request-card">
+            <h2 id="pr-heading">
+                {match pr.url.clone() {
+                    Some(url) => view! { <a href=url rel="noopener noreferrer">{format!("#{}", pr.number)}</a> }.into_any(),
+                    None => view! { <span>{format!("#{}", pr.number)}</span> }.into_any(),
+                }}
+                " " {pr.title.clone().unwrap_or_default()}
+            </h2>
+            <p>
+                {line.name.clone().map(|n| view! { <span class="branch-name">{n}</span> " → " })}
+                <span class="branch-name">{base.clone()}</span>
+            </p>
+            {verdict.map(|(gate, compared, new, fixed)| view! {
+                <p data-testid="pull-request-verdict">"Against " {base.clone()} ": " {gate_badge(gate)} " · "
+                    {if compared {
+                        format!("{} new, {} fixed", new.unwrap_or(0), fixed.unwrap_or(0))
+                    } else {
+                        format!("{base} had no scan yet: judged on its own")
+                    }}
+                </p>
+            })}
+        </section>
+    }
+}
+
+fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
+    if pulls.is_empty() {
+        return view! {
+            <section class="card" data-testid="pulls-table">
+                <p class="muted">"No pull request has been scanned yet. Push with "
+                    <code>"git.pull_request"</code> " (the CLI does this in CI) to see them here."</p>
+            </section>
+        }
+        .into_any();
+    }
+    view! {
+        <section class="card" aria-labelledby="pulls-heading">
+            <h2 id="pulls-heading">"Pull requests"</h2>
+            <div class="table-wrap">
+                <table class="scans" data-testid="pulls-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Pull request"</th>
+                            <th scope="col">"Branch"</th>
+                            <th scope="col">"Head scan"</th>
+                            <th scope="col">"Score"</th>
+                            <th scope="col">"Verdict against base"</th>
+                            <th scope="col">"New findings"</th>
+                            <th scope="col">"Last push"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {pulls.into_iter().map(|l| {
+                            let pr = l.pull_request.clone();
+                            let number = pr.as_ref().map_or(0, |p| p.number);
+                            let title = pr.as_ref().and_then(|p| p.title.clone()).unwrap_or_default();
+                            let base = pr.as_ref().and_then(|p| p.base_branch.clone()).unwrap_or_default();
+                            let head = l.head.clone();
+                            view! {
+                                <tr>
+                                    <th scope="row"><a href=format!("/projects/{project_id}?pr={number}")>{format!("#{number}")}</a> " " {title}</th>
+                                    <td><span class="branch-name">{l.name.clone().unwrap_or_default()}</span> " → " <span class="branch-name">{base}</span></td>
+                                    <td>{head.as_ref().map(|h| view! { <a href=format!("/projects/{project_id}/scans/{}", h.scan_id)>{h.scan_id.clone()}</a> })}</td>
+                                    <td class="score">{head.as_ref().map(|h| fmt_score(h.score))}</td>
+                                    <td>{head.as_ref().map(|h| gate_badge(h.gate))}</td>
+                                    <td>{head.as_ref().map(|h| match (h.compared, h.new_findings) {
+                                        (true, Some(n)) => n.to_string(),
+                                        _ => "base not scanned".to_owned(),
+                                    })}</td>
+                                    <td>{l.last_push.clone()}</td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+    }
+    .into_any()
+}
+
+/// Which branch is the project's line (admins): an island so the saved choice shows at once.
+#[island]
+fn DefaultBranchPanel(project_id: String, branches: Vec<String>, current: Option<String>) -> impl IntoView {
+    let save = ServerAction::<SetDefaultBranch>::new();
+    view! {
+        <section class="card" aria-labelledby="default-branch-heading" data-testid="default-branch-panel">
+            <h2 id="default-branch-heading">"Default branch"</h2>
+            <p class="muted small">"The projects list, badges, alerts and " <code>"score.regressed"</code>
+                " follow the default branch; pushes without a branch go to it."</p>
+            <ActionForm action=save>
+                <input type="hidden" name="project_id" value=project_id/>
+                <label>"Default branch "
+                    <select name="branch">
+                        {branches.into_iter().map(|b| {
+                            let chosen = current.as_deref() == Some(b.as_str());
+                            view! { <option value=b.clone() selected=chosen>{b.clone()}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <button type="submit" class="secondary">"Save default branch"</button>
+            </ActionForm>
+            {move || match save.value().get() {
+                Some(Ok(name)) => Some(view! { <p class="notice" role="status">{format!("{name} is the default branch now.")}</p> }),
+                _ => None,
+            }}
+            {action_error(save)}
+        </section>
     }
 }
 
@@ -140,7 +356,11 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
 /// (the address bar follows); without it, or with a modifier key held, the links are plain
 /// links to the same page at that range.
 #[island]
-fn HistoryCard(project_id: String, initial: ProjectChart) -> impl IntoView {
+fn HistoryCard(project_id: String, line: LineChoice, initial: ProjectChart) -> impl IntoView {
+    // Kept in the reactive arena so the click handler stays `Copy` for every range link.
+    let line_query = StoredValue::new(line.query());
+    let (branch, pr) = line_args(&line);
+    let branch = StoredValue::new(branch);
     let (chart, set_chart) = signal(initial);
     let (pending, set_pending) = signal(None::<Range>);
     // Effects run only in the browser: the mark says the links now fetch in place.
@@ -153,14 +373,16 @@ fn HistoryCard(project_id: String, initial: ProjectChart) -> impl IntoView {
         ev.prevent_default();
         let id = chart.with_untracked(|c| c.project.id.clone());
         set_pending.set(Some(r));
+        let (branch, line_query) = (branch.get_value(), line_query.get_value());
         leptos::task::spawn_local(async move {
-            match load_project_chart(id.clone(), r).await {
+            let path = format!("/projects/{id}?{line_query}range={}", r.as_str());
+            match load_project_chart(id.clone(), r, branch, pr).await {
                 Ok(fresh) => {
                     set_chart.set(fresh);
-                    show_url(&format!("/projects/{id}?range={}", r.as_str()));
+                    show_url(&path);
                 }
                 // A failed fetch: the ordinary link shows the error page.
-                Err(_) => follow(&format!("/projects/{id}?range={}", r.as_str())),
+                Err(_) => follow(&path),
             }
             set_pending.set(None);
         });
@@ -182,7 +404,7 @@ fn HistoryCard(project_id: String, initial: ProjectChart) -> impl IntoView {
                             let current = move || chart.with(|c| c.range == r);
                             view! {
                                 <a
-                                    href=format!("/projects/{project_id}?range={}", r.as_str())
+                                    href=format!("/projects/{project_id}?{}range={}", line.query(), r.as_str())
                                     class:active=current
                                     aria-current=move || current().then_some("true")
                                     on:click=move |ev| choose(r, ev)
@@ -346,17 +568,18 @@ fn ChartPoints(
     }
 }
 
-fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoView {
+fn scans_table(project_id: String, range: Range, line: LineChoice, page: ScansPage) -> impl IntoView {
+    let q = line.query();
     let prev = (page.page > 0).then(|| {
         format!(
-            "/projects/{project_id}?range={}&page={}",
+            "/projects/{project_id}?{q}range={}&page={}",
             range.as_str(),
             page.page - 1
         )
     });
     let next = page.has_more.then(|| {
         format!(
-            "/projects/{project_id}?range={}&page={}",
+            "/projects/{project_id}?{q}range={}&page={}",
             range.as_str(),
             page.page + 1
         )
@@ -374,6 +597,8 @@ fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoVi
                         <tr>
                             <th scope="col">"Scan"</th>
                             <th scope="col">"Scanned"</th>
+                            <th scope="col">"Branch"</th>
+                            <th scope="col">"Commit"</th>
                             <th scope="col">"Score"</th>
                             <th scope="col">"Change"</th>
                             <th scope="col">"Gate"</th>
@@ -388,7 +613,9 @@ fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoVi
                             .map(|s| view! {
                                 <tr>
                                     <th scope="row"><a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.clone()}</a></th>
-                                    <td>{s.scanned_at}</td>
+                                    <td>{s.scanned_at.clone()}</td>
+                                    <td>{branch_cell(&s)}</td>
+                                    <td>{commit_link(&s)}</td>
                                     <td class="score">{fmt_score(s.score)}</td>
                                     <td>{delta_badge(Some(s.score_delta))}</td>
                                     <td title=s.gate.reasons.join("\n")>{gate_badge(s.gate.status)}</td>
@@ -406,5 +633,26 @@ fn scans_table(project_id: String, range: Range, page: ScansPage) -> impl IntoVi
                 {next.map(|href| view! { <a href=href rel="next">"Older →"</a> })}
             </nav>
         </section>
+    }
+}
+
+/// The scan's branch, and its pull request when it was one.
+fn branch_cell(s: &ScanSummary) -> impl IntoView {
+    view! {
+        {s.branch.clone().map(|b| view! { <span class="branch-name">{b}</span> })}
+        {s.pull_request.map(|n| view! { " " <span class="tag">{format!("#{n}")}</span> })}
+    }
+}
+
+/// The short commit, linked to the repository when its address is known.
+pub fn commit_link(s: &ScanSummary) -> impl IntoView {
+    let short = s.short_commit().map(str::to_owned);
+    match (short, s.commit_url.clone()) {
+        (Some(short), Some(url)) => view! {
+            <a class="commit" href=url rel="noopener noreferrer" title=s.commit.clone()>{short}</a>
+        }
+        .into_any(),
+        (Some(short), None) => view! { <code class="commit" title=s.commit.clone()>{short}</code> }.into_any(),
+        _ => ().into_any(),
     }
 }

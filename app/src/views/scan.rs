@@ -91,6 +91,24 @@ fn scan_head(v: ScanView) -> impl IntoView {
                 <dt>"Account"</dt><dd>{s.cloud_account_id.clone()}</dd>
                 <dt>"Frameworks"</dt><dd>{s.frameworks.join(", ")}</dd>
                 <dt>"State source"</dt><dd>{s.state_source.clone()}</dd>
+                {s.branch.clone().map(|b| view! {
+                    <dt>"Branch"</dt>
+                    <dd data-testid="scan-branch">
+                        <a class="branch-name" href=format!("/projects/{}?branch={}", v.project_id, crate::links::query_value(&b))>{b.clone()}</a>
+                    </dd>
+                })}
+                {s.pull_request.map(|n| view! {
+                    <dt>"Pull request"</dt>
+                    <dd data-testid="scan-pull-request"><a href=format!("/projects/{}?pr={n}", v.project_id)>{format!("#{n}")}</a>
+                        {s.base.clone().map(|b| match (b.scan_id, b.new_findings, b.fixed_findings) {
+                            (Some(_), Some(new), Some(fixed)) => format!(" · against {}: {new} new, {fixed} fixed", b.branch),
+                            _ => format!(" · {} had no scan yet: judged on its own", b.branch),
+                        })}
+                    </dd>
+                })}
+                {s.commit.is_some().then(|| view! {
+                    <dt>"Commit"</dt><dd>{super::project::commit_link(&s)}</dd>
+                })}
                 <dt>"Scanned at"</dt><dd>{s.scanned_at.clone()}</dd>
                 <dt>"Checks"</dt>
                 <dd data-testid="pass-fail">{format!("{} passed · {} failed", s.passed, s.failed)}</dd>
@@ -231,9 +249,14 @@ fn finding_table(rows: Vec<FindingView>, testid: &'static str) -> impl IntoView 
 }
 
 fn diff_section(d: DiffView) -> impl IntoView {
-    let heading = match &d.base_scan_id {
-        Some(base) => format!("Compared with {base}"),
-        None => "Compared with the previous scan".to_owned(),
+    let heading = match (&d.base_scan_id, &d.pr_base) {
+        (Some(base), _) => format!("Compared with {base}"),
+        (None, Some((branch, scan))) => format!("Compared with {branch} ({scan}), the pull request's base"),
+        (None, None) => "Compared with the previous scan".to_owned(),
+    };
+    let default_option = match &d.pr_base {
+        Some((branch, _)) => format!("The base branch's scan ({branch})"),
+        None => "The previous scan".to_owned(),
     };
     let chooser = (!d.choices.is_empty()).then(|| {
         let current = d.base_scan_id.clone();
@@ -242,7 +265,7 @@ fn diff_section(d: DiffView) -> impl IntoView {
                 <label for="diff-base">
                     "Compare with"
                     <select name="base" id="diff-base">
-                        <option value="">"The previous scan"</option>
+                        <option value="">{default_option}</option>
                         {d.choices.iter().map(|id| {
                             let selected = current.as_deref() == Some(id.as_str());
                             view! { <option value=id.clone() selected=selected>{id.clone()}</option> }

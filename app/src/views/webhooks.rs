@@ -163,6 +163,7 @@ fn add_form(projects: Vec<(String, String)>, create: ServerAction<CreateWebhook>
                     <label><input type="checkbox" name="scan_pushed" value="true" checked/>" scan.pushed"</label>
                     <label><input type="checkbox" name="gate_failed" value="true"/>" gate.failed"</label>
                     <label><input type="checkbox" name="score_regressed" value="true"/>" score.regressed"</label>
+                    <label><input type="checkbox" name="pr_gate_failed" value="true"/>" pull_request.gate_failed"</label>
                     <label><input type="checkbox" name="keys_rotated" value="true"/>" keys.rotated"</label>
                 </fieldset>
                 <button type="submit" class="primary">"Add endpoint"</button>
