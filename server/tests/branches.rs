@@ -89,3 +89,84 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.count("projects").await, 0);
     }
 }
+
+/// A server function called as the dashboard's forms call it.
+async fn call(
+    browser: &mut common::browser::Browser,
+    path: &str,
+    form: Vec<(&str, String)>,
+) -> reqwest::Response {
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    browser.post_form(path, &pairs).await
+}
+
+tidemark_store::test_each_backend! {
+    /// The project page's server functions by line: the default branch unless `branch` or
+    /// `pr` names another, each with its own chart and scans; admins choose the default;
+    /// another account's project and an unknown line are "not found".
+    async fn the_dashboard_shows_one_line_at_a_time(backend) {
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Team).await;
+        let (stranger, _) = app.with_key(Tier::Team).await;
+        let main = app.push_json(&key, &with_git(sample_push("web", 80.0, "2026-11-20T10:00:00Z"), json!({"branch": "main", "commit": "abcdef0123", "repository_url": "https://github.com/acme/web"}))).await;
+        app.push_json(&key, &with_git(sample_push("web", 40.0, "2026-11-20T11:00:00Z"), json!({"branch": "wip"}))).await;
+        app.push_json(&key, &with_git(sample_push("web", 79.0, "2026-11-20T12:00:00Z"),
+            json!({"branch": "wip", "pull_request": {"number": 9, "base_branch": "main", "title": "WIP"}}))).await;
+        let project = main["project_id"].as_str().unwrap();
+
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let chart = |branch: Option<&str>, pr: Option<&str>| {
+            let mut form: Vec<(&str, String)> = vec![("project_id", project.to_owned()), ("range", "All".to_owned())];
+            if let Some(b) = branch { form.push(("branch", b.to_owned())); }
+            if let Some(p) = pr { form.push(("pr", p.to_owned())); }
+            form
+        };
+        let res = call(&mut admin, "/api/project_chart", (chart(None, None))).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let default: Value = res.json().await.unwrap();
+        assert_eq!(default["line"]["name"], "main");
+        assert_eq!(default["line"]["is_default"], true);
+        assert_eq!(default["scans_in_range"], 1);
+        assert_eq!(default["branches"].as_array().unwrap().len(), 2);
+        assert_eq!(default["pulls"][0]["pull_request"]["number"], 9);
+        assert_eq!(default["pulls"][0]["head"]["new_findings"], 0);
+        assert_eq!(default["project"]["last_score"], 80.0, "the project's line is main");
+
+        let wip: Value = call(&mut admin, "/api/project_chart", (chart(Some("wip"), None))).await.json().await.unwrap();
+        assert_eq!((wip["line"]["name"].as_str(), wip["scans_in_range"].as_i64()), (Some("wip"), Some(1)));
+        assert_eq!(wip["points"][0]["score"], 40.0);
+        let pr: Value = call(&mut admin, "/api/project_chart", (chart(None, Some("9")))).await.json().await.unwrap();
+        assert_eq!(pr["points"][0]["score"], 79.0);
+        for missing in [chart(Some("nope"), None), chart(None, Some("10"))] {
+            assert_eq!(call(&mut admin, "/api/project_chart", missing).await.status(), StatusCode::NOT_FOUND);
+        }
+
+        let scans: Value = call(&mut admin, "/api/project_scans",
+            vec![("project_id", project.to_owned()), ("page", "0".to_owned())]).await.json().await.unwrap();
+        let only = &scans["scans"][0];
+        assert_eq!(scans["scans"].as_array().unwrap().len(), 1, "main's scans only");
+        assert_eq!((only["branch"].as_str(), only["commit"].as_str()), (Some("main"), Some("abcdef0123")));
+        assert_eq!(only["commit_url"], "https://github.com/acme/web/commit/abcdef0123");
+
+        // The scan page of the pull request's scan compares with main's scan by default.
+        let pr_scan = pr["points"][0]["scan_id"].as_str().unwrap().to_owned();
+        let diff: Value = call(&mut admin, "/api/scan_diff",
+            vec![("project_id", project.to_owned()), ("scan_id", pr_scan)]).await.json().await.unwrap();
+        assert_eq!(diff["pr_base"], json!(["main", main["scan_id"]]));
+        assert_eq!((diff["new_count"].as_i64(), diff["fixed_count"].as_i64()), (Some(0), Some(0)));
+
+        let res = call(&mut admin, "/api/set_default_branch",
+            vec![("project_id", project.to_owned()), ("branch", "wip".to_owned())]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let moved: Value = call(&mut admin, "/api/project_chart", (chart(None, None))).await.json().await.unwrap();
+        assert_eq!((moved["line"]["name"].as_str(), moved["project"]["last_score"].as_f64()), (Some("wip"), Some(40.0)));
+        let res = call(&mut admin, "/api/set_default_branch",
+            vec![("project_id", project.to_owned()), ("branch", "gone".to_owned())]).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+        let mut other = app.signed_in(&provider, &stranger.email).await;
+        assert_eq!(call(&mut other, "/api/project_chart", (chart(Some("wip"), None))).await.status(), StatusCode::NOT_FOUND);
+        assert_eq!(call(&mut other, "/api/set_default_branch",
+            vec![("project_id", project.to_owned()), ("branch", "main".to_owned())]).await.status(), StatusCode::NOT_FOUND);
+    }
+}

@@ -150,6 +150,10 @@ async fn members_read_but_only_admins_change() {
         ),
         ("/api/issue_badge", vec![("project_id", project)]),
         (
+            "/api/set_default_branch",
+            vec![("project_id", project), ("branch", "main")],
+        ),
+        (
             "/api/set_project_gate",
             vec![
                 ("project_id", project),
