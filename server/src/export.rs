@@ -232,7 +232,7 @@ pub fn findings_csv(findings: &[FindingRow]) -> Vec<u8> {
     )
 }
 
-pub const HISTORY_CSV_HEADER: [&str; 13] = [
+pub const HISTORY_CSV_HEADER: [&str; 16] = [
     "scanned_at",
     "scan_id",
     "score",
@@ -246,6 +246,10 @@ pub const HISTORY_CSV_HEADER: [&str; 13] = [
     "gate_status",
     "gate_reasons",
     "received_at",
+    // Added with branches: after the first columns, so readers by position keep working.
+    "branch",
+    "pull_request",
+    "commit",
 ];
 
 /// Rows of a project's history, oldest first (the header once, at the start).
@@ -265,6 +269,9 @@ pub fn history_csv(scans: &[ScanRow], with_header: bool) -> Vec<u8> {
             s.gate.status.as_str().to_owned(),
             cell(&s.gate.reasons.join("; ")).into_owned(),
             to_rfc3339(s.received_at),
+            cell(s.branch.as_deref().unwrap_or("")).into_owned(),
+            s.pull_request.map(|n| n.to_string()).unwrap_or_default(),
+            s.commit.clone().unwrap_or_default(),
         ]
     });
     csv_bytes(with_header.then_some(&HISTORY_CSV_HEADER[..]), rows)

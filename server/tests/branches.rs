@@ -170,3 +170,30 @@ tidemark_store::test_each_backend! {
             vec![("project_id", project.to_owned()), ("branch", "main".to_owned())]).await.status(), StatusCode::NOT_FOUND);
     }
 }
+
+#[tokio::test]
+async fn the_history_csv_names_each_scans_branch_pull_request_and_commit() {
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+    let (_, key) = app.with_key(Tier::Team).await;
+    let first = app.push_json(&key, &sample_push("api", 80.0, "2026-11-22T10:00:00Z")).await;
+    app.push_json(&key, &with_git(sample_push("api", 81.0, "2026-11-22T11:00:00Z"),
+        json!({"branch": "=cmd", "commit": "ABCDEF0"}))).await;
+    app.push_json(&key, &with_git(sample_push("api", 82.0, "2026-11-22T12:00:00Z"),
+        json!({"branch": "feature", "pull_request": {"number": 5, "base_branch": "main"}}))).await;
+    let project = first["project_id"].as_str().unwrap();
+    let res = app.client.get(app.url(&format!("/v1/projects/{project}/history.csv")))
+        .header("X-API-Key", &key).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let text = res.text().await.unwrap();
+    let rows: Vec<Vec<String>> = csv::Reader::from_reader(text.as_bytes())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    let tail = |r: &Vec<String>| r[13..].to_vec();
+    assert!(text.starts_with("scanned_at,scan_id,score,score_delta,passed,failed,critical,high,medium,low,gate_status,gate_reasons,received_at,branch,pull_request,commit\n"));
+    // The first branch named ("=cmd") names the history pushed without one; a cell that a
+    // spreadsheet would run as a formula is quoted.
+    assert_eq!(tail(&rows[0]), ["'=cmd", "", ""]);
+    assert_eq!(tail(&rows[1]), ["'=cmd", "", "abcdef0"]);
+    assert_eq!(tail(&rows[2]), ["feature", "5", ""]);
+}

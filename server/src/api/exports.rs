@@ -129,7 +129,7 @@ pub async fn get_findings_csv(
 /// A project's history as CSV
 ///
 /// Every scan, oldest first, with a header row:
-/// `scanned_at,scan_id,score,score_delta,passed,failed,critical,high,medium,low,gate_status,gate_reasons,received_at`
+/// `scanned_at,scan_id,score,score_delta,passed,failed,critical,high,medium,low,gate_status,gate_reasons,received_at,branch,pull_request,commit`
 /// (times in RFC 3339 UTC; `gate_reasons` joined with `; `). Streamed: a long history starts
 /// arriving at once.
 #[utoipa::path(
