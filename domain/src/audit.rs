@@ -49,6 +49,7 @@ actions! {
     GateSet => "gate.set", "Quality gate set";
     GateRemoved => "gate.removed", "Quality gate removed";
     DefaultBranchChanged => "project.default_branch_changed", "Default branch changed";
+    BranchPruned => "branch.pruned", "Branch or pull request pruned";
     WebhookCreated => "webhook.created", "Webhook added";
     WebhookSecretRotated => "webhook.secret_rotated", "Webhook secret replaced";
     WebhookDeleted => "webhook.deleted", "Webhook deleted";

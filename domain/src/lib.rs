@@ -13,6 +13,7 @@ pub mod ids;
 pub mod input;
 pub mod license;
 pub mod push;
+pub mod retention;
 pub mod rate;
 pub mod saml;
 pub mod secrets;

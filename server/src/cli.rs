@@ -66,6 +66,16 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         to: std::path::PathBuf,
     },
+    /// Remove branches and pull requests that have seen no push for a while (merged or
+    /// closed ones), with their scans and findings. Default branches always stay.
+    Prune {
+        /// Remove lines whose last push is older than this: a whole number and h, d or w.
+        #[arg(long, value_name = "AGE", default_value = tidemark_domain::retention::DEFAULT_BRANCH_AGE)]
+        branches_older_than: String,
+        /// Only list what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Replace the SQLite database with a backup, after checking it; refused while a server
     /// serves the database. The replaced files are kept beside it.
     Restore {

@@ -121,7 +121,7 @@ tidemark_store::test_each_backend! {
             if let Some(p) = pr { form.push(("pr", p.to_owned())); }
             form
         };
-        let res = call(&mut admin, "/api/project_chart", (chart(None, None))).await;
+        let res = call(&mut admin, "/api/project_chart", chart(None, None)).await;
         assert_eq!(res.status(), StatusCode::OK);
         let default: Value = res.json().await.unwrap();
         assert_eq!(default["line"]["name"], "main");
@@ -132,10 +132,10 @@ tidemark_store::test_each_backend! {
         assert_eq!(default["pulls"][0]["head"]["new_findings"], 0);
         assert_eq!(default["project"]["last_score"], 80.0, "the project's line is main");
 
-        let wip: Value = call(&mut admin, "/api/project_chart", (chart(Some("wip"), None))).await.json().await.unwrap();
+        let wip: Value = call(&mut admin, "/api/project_chart", chart(Some("wip"), None)).await.json().await.unwrap();
         assert_eq!((wip["line"]["name"].as_str(), wip["scans_in_range"].as_i64()), (Some("wip"), Some(1)));
         assert_eq!(wip["points"][0]["score"], 40.0);
-        let pr: Value = call(&mut admin, "/api/project_chart", (chart(None, Some("9")))).await.json().await.unwrap();
+        let pr: Value = call(&mut admin, "/api/project_chart", chart(None, Some("9"))).await.json().await.unwrap();
         assert_eq!(pr["points"][0]["score"], 79.0);
         for missing in [chart(Some("nope"), None), chart(None, Some("10"))] {
             assert_eq!(call(&mut admin, "/api/project_chart", missing).await.status(), StatusCode::NOT_FOUND);
@@ -158,14 +158,14 @@ tidemark_store::test_each_backend! {
         let res = call(&mut admin, "/api/set_default_branch",
             vec![("project_id", project.to_owned()), ("branch", "wip".to_owned())]).await;
         assert_eq!(res.status(), StatusCode::OK);
-        let moved: Value = call(&mut admin, "/api/project_chart", (chart(None, None))).await.json().await.unwrap();
+        let moved: Value = call(&mut admin, "/api/project_chart", chart(None, None)).await.json().await.unwrap();
         assert_eq!((moved["line"]["name"].as_str(), moved["project"]["last_score"].as_f64()), (Some("wip"), Some(40.0)));
         let res = call(&mut admin, "/api/set_default_branch",
             vec![("project_id", project.to_owned()), ("branch", "gone".to_owned())]).await;
         assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
 
         let mut other = app.signed_in(&provider, &stranger.email).await;
-        assert_eq!(call(&mut other, "/api/project_chart", (chart(Some("wip"), None))).await.status(), StatusCode::NOT_FOUND);
+        assert_eq!(call(&mut other, "/api/project_chart", chart(Some("wip"), None)).await.status(), StatusCode::NOT_FOUND);
         assert_eq!(call(&mut other, "/api/set_default_branch",
             vec![("project_id", project.to_owned()), ("branch", "main".to_owned())]).await.status(), StatusCode::NOT_FOUND);
     }

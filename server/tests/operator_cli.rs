@@ -507,3 +507,25 @@ fn read_only_commands_never_migrate() {
         "{err}"
     );
 }
+
+#[test]
+fn prune_takes_an_age_says_what_it_removed_and_refuses_a_bad_age() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, err) = cli(dir.path(), &["prune", "--dry-run", "--json"]);
+    assert!(ok, "{err}");
+    let report = only_json(&out);
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(report["pruned"], serde_json::json!([]));
+    // The documented default: 90 days before now.
+    let cutoff = chrono::DateTime::parse_from_rfc3339(report["cutoff"].as_str().unwrap()).unwrap();
+    let days = (chrono::Utc::now() - cutoff.with_timezone(&chrono::Utc)).num_hours() as f64 / 24.0;
+    assert!((days - 90.0).abs() < 0.1, "{days}");
+
+    let (ok, out, _) = cli(dir.path(), &["prune", "--branches-older-than", "2w"]);
+    assert!(ok);
+    assert!(out.starts_with("removed 0 lines with no push since "), "{out}");
+
+    let (ok, _, err) = cli(dir.path(), &["prune", "--branches-older-than", "90"]);
+    assert!(!ok);
+    assert!(err.contains("\"90\" is not an age"), "{err}");
+}

@@ -232,3 +232,140 @@ pub async fn set_default_branch(
     })?;
     Ok(change)
 }
+
+/// A line [`prune_lines`] removed (or, dry, would remove).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PrunedLine {
+    pub account_id: String,
+    pub project_id: String,
+    pub project_label: String,
+    /// The branch, or for a pull request its source branch.
+    pub branch: Option<String>,
+    pub pull_request: Option<i64>,
+    pub scans: i64,
+    pub last_push_at: Option<Millis>,
+}
+
+#[derive(sqlx::FromRow)]
+struct PruneCandidate {
+    id: String,
+    account_id: String,
+    project_id: String,
+    label: String,
+    name: Option<String>,
+    pr_number: Option<i64>,
+    scan_count: i64,
+    last_push_at: Option<i64>,
+    created_at: i64,
+    is_default: bool,
+}
+
+/// Removes every branch and pull request, other than projects' default branches, that has
+/// seen no push since `cutoff`: the line, its scans and their findings, each line in its
+/// account's write transaction with an audit event. Pull-request scans that were compared with
+/// a removed scan keep their recorded comparison; their diff falls back to the previous scan.
+/// With `dry_run`, only says what it would remove.
+pub async fn prune_lines(
+    db: &Writer,
+    cutoff: Millis,
+    dry_run: bool,
+    audit: &AuditContext,
+) -> Result<Vec<PrunedLine>, StoreError> {
+    let candidates: Vec<PruneCandidate> = on_db!(db.db(), pool => {
+        sqlx::query_as(
+            "SELECT b.id, b.account_id, b.project_id, p.label, b.name, b.pr_number, b.scan_count, \
+             b.last_push_at, b.created_at, (b.id = p.default_branch_id) AS is_default \
+             FROM branches b JOIN projects p ON p.id = b.project_id \
+             WHERE COALESCE(b.last_push_at, b.created_at) < $1 \
+             ORDER BY b.account_id, p.label, b.last_push_at",
+        )
+        .bind(cutoff)
+        .fetch_all(pool)
+        .await
+    })?;
+    let mut pruned = Vec::new();
+    for c in candidates {
+        if !tidemark_domain::retention::prunable(c.is_default, c.last_push_at, c.created_at, cutoff) {
+            continue;
+        }
+        let line = PrunedLine {
+            account_id: c.account_id.clone(),
+            project_id: c.project_id.clone(),
+            project_label: c.label.clone(),
+            branch: c.name.clone(),
+            pull_request: c.pr_number,
+            scans: c.scan_count,
+            last_push_at: c.last_push_at,
+        };
+        if !dry_run && !prune_line(db, &c, cutoff, audit).await? {
+            continue;
+        }
+        pruned.push(line);
+    }
+    Ok(pruned)
+}
+
+/// Removes one line, unless a push or a default-branch change reached it since it was chosen.
+async fn prune_line(
+    db: &Writer,
+    c: &PruneCandidate,
+    cutoff: Millis,
+    audit: &AuditContext,
+) -> Result<bool, StoreError> {
+    let target = match (c.pr_number, &c.name) {
+        (Some(n), _) => format!("{}: pull request #{n}", c.label),
+        (None, Some(name)) => format!("{}: {name}", c.label),
+        (None, None) => format!("{}: (unnamed branch)", c.label),
+    };
+    let removed = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(&c.account_id).await?;
+        // Checked again under the account's lock: still quiet, still not the default.
+        let still: Option<(i64,)> = sqlx::query_as(
+            "SELECT b.scan_count FROM branches b JOIN projects p ON p.id = b.project_id \
+             WHERE b.id = $1 AND COALESCE(b.last_push_at, b.created_at) < $2 \
+             AND (p.default_branch_id IS NULL OR p.default_branch_id <> b.id)",
+        )
+        .bind(&c.id)
+        .bind(cutoff)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((scans,)) = still else {
+            return Ok(false);
+        };
+        sqlx::query(
+            "UPDATE scans SET base_seq = NULL WHERE project_id = $1 AND base_seq IN \
+             (SELECT seq FROM scans WHERE branch_id = $2)",
+        )
+        .bind(&c.project_id)
+        .bind(&c.id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "DELETE FROM findings WHERE project_id = $1 AND scan_seq IN \
+             (SELECT seq FROM scans WHERE branch_id = $2)",
+        )
+        .bind(&c.project_id)
+        .bind(&c.id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM scans WHERE branch_id = $1")
+            .bind(&c.id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM branches WHERE id = $1")
+            .bind(&c.id)
+            .execute(&mut *tx)
+            .await?;
+        let change = Change {
+            account_id: Some(&c.account_id),
+            action: Action::BranchPruned,
+            target,
+            before: Some(format!("{scans} scans")),
+            after: None,
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(true)
+    })?;
+    Ok(removed)
+}

@@ -413,3 +413,55 @@ tidemark_store::test_each_backend! {
         assert_eq!(previous.unwrap().scan_id, f1.scan_id, "the previous scan on its own line");
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// Quiet branches and pull requests go with their scans and findings; the default
+    /// branch stays however old; a dry run removes nothing.
+    async fn pruning_removes_quiet_lines_but_never_the_default(backend) {
+        use tidemark_store::branches::prune_lines;
+        let t = fresh(backend).await;
+        insert_pushing_account(&t.db, "acct_a").await;
+        let day = 86_400_000;
+        let now = tidemark_domain::now_millis();
+        let at = |days_ago: i64| tidemark_store::pushes::PushContext { now: now - days_ago * day, ..ctx("acct_a") };
+        let push_at = |days_ago: i64, p: ValidPush| {
+            let db = &t.db;
+            async move { appended(record_push(db, at(days_ago), p).await.unwrap()) }
+        };
+        let main = push_at(200, push(0, 80.0, &[("r", "a")], branch("main"))).await;
+        push_at(100, push(1, 70.0, &[("r", "a"), ("r", "b")], branch("old-feature"))).await;
+        push_at(95, push(2, 75.0, &[("r", "a")], pull_request(3, "old-feature", "main"))).await;
+        push_at(1, push(3, 78.0, &[("r", "a")], branch("fresh"))).await;
+        let cutoff = now - 90 * day;
+
+        let dry = prune_lines(&t.db, cutoff, true, &audit()).await.unwrap();
+        let names = |lines: &[tidemark_store::branches::PrunedLine]| {
+            let mut v: Vec<String> = lines.iter().map(|l| match l.pull_request {
+                Some(n) => format!("#{n}"),
+                None => l.branch.clone().unwrap_or_default(),
+            }).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&dry), ["#3", "old-feature"]);
+        assert_eq!(list_lines(&t.db, "acct_a", &main.project_id).await.unwrap().len(), 4, "a dry run removes nothing");
+
+        let pruned = prune_lines(&t.db, cutoff, false, &audit()).await.unwrap();
+        assert_eq!(names(&pruned), ["#3", "old-feature"]);
+        let left: Vec<Option<String>> = list_lines(&t.db, "acct_a", &main.project_id).await.unwrap()
+            .into_iter().map(|l| l.name).collect();
+        assert_eq!(left, [Some("main".to_owned()), Some("fresh".to_owned())]);
+        let counts: (i64, i64, i64) = on_db!(&t.db, pool => {
+            sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM scans), (SELECT COUNT(*) FROM findings), \
+                 (SELECT COUNT(*) FROM audit_events WHERE action = 'branch.pruned')",
+            )
+            .fetch_one(pool).await.unwrap()
+        });
+        assert_eq!(counts, (2, 2, 2), "{backend:?}: main's and fresh's scans and findings stay");
+        assert!(prune_lines(&t.db, cutoff, false, &audit()).await.unwrap().is_empty(), "nothing twice");
+        // Pushing to a pruned branch starts it again.
+        let again = stored(&t.db, push(9, 60.0, &[], branch("old-feature"))).await;
+        assert_eq!(again.score_delta, 0.0);
+    }
+}

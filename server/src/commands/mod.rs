@@ -63,6 +63,37 @@ fn lines<T>(items: &[T], line: impl Fn(&T) -> String) -> String {
     items.iter().map(|i| line(i) + "\n").collect()
 }
 
+/// `prune`: the lines removed (or, dry, that would be).
+async fn prune(
+    age: &str,
+    dry_run: bool,
+    db: &Writer,
+    audit: &AuditContext,
+) -> anyhow::Result<Report> {
+    let age = tidemark_domain::retention::Age::parse(age).map_err(anyhow::Error::msg)?;
+    let cutoff = age.before(tidemark_domain::now_millis());
+    let pruned = tidemark_store::branches::prune_lines(db, cutoff, dry_run, audit).await?;
+    let verb = if dry_run { "would remove" } else { "removed" };
+    let mut human = format!(
+        "{verb} {} {} with no push since {}\n",
+        pruned.len(),
+        if pruned.len() == 1 { "line" } else { "lines" },
+        tidemark_domain::to_rfc3339(cutoff)
+    );
+    human.push_str(&lines(&pruned, |p| {
+        let line = match (p.pull_request, &p.branch) {
+            (Some(n), _) => format!("pull request #{n}"),
+            (None, Some(b)) => format!("branch {b}"),
+            (None, None) => "an unnamed branch".to_owned(),
+        };
+        format!("{}  {}  {line}  ({} scans)", p.account_id, p.project_label, p.scans)
+    }));
+    Report::new(
+        &json!({ "dry_run": dry_run, "cutoff": tidemark_domain::to_rfc3339(cutoff), "pruned": pruned }),
+        human,
+    )
+}
+
 /// Runs a command that needs the database (all but `serve`, `restore` and `config check`).
 pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Result<Report> {
     // Every change a command makes is in the audit log under the OS user who ran it.
@@ -91,6 +122,10 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
             Report::new(&report, human)
         }
         Command::RotateMasterKey => rotate::rotate(state, db).await,
+        Command::Prune {
+            branches_older_than,
+            dry_run,
+        } => prune(&branches_older_than, dry_run, db, &audit).await,
         Command::License(command) => license::run(command, state, db, &audit).await,
         Command::Account(_) | Command::Project(_) | Command::Scan(_) | Command::Key(_) => {
             inventory::run(command, db, &audit).await
