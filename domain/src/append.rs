@@ -256,7 +256,9 @@ pub fn decide_push(head: &PushHead, push: &PushFacts<'_>) -> PushDecision {
             .map_or(0.0, |last| push.score - last),
         // Ids of one second are handed out as base, base-2, … without gaps, so the count of
         // that second's scans names the next free one.
-        scan_id_n: project.map_or(0, |p| p.scans_in_same_second).saturating_add(1),
+        scan_id_n: project
+            .map_or(0, |p| p.scans_in_same_second)
+            .saturating_add(1),
         writes_remaining,
         gate: if project.is_some() {
             evaluate(gate, push.score, push.findings, previous)
@@ -293,11 +295,7 @@ fn plan_lines(project: Option<&ProjectHead>, git: &GitTarget) -> LinePlan {
             target,
         };
     };
-    let name_default = if default.name.is_none() {
-        naming
-    } else {
-        None
-    };
+    let name_default = if default.name.is_none() { naming } else { None };
     match line {
         Some(l) => LinePlan {
             create_default: None,
@@ -675,7 +673,11 @@ mod tests {
         assert!(!a.lines.on_default);
         let base = a.base.unwrap();
         assert_eq!(base.scan_id, None);
-        assert!(base.message.contains("judged on its own"), "{}", base.message);
+        assert!(
+            base.message.contains("judged on its own"),
+            "{}",
+            base.message
+        );
     }
 
     fn pr_project(gate: Option<QualityGate>) -> ProjectHead {
@@ -714,7 +716,10 @@ mod tests {
         assert_eq!(base.new_findings, Some(0));
         assert_eq!(base.fixed_findings, Some(0));
         assert_eq!(base.score_delta, Some(-10.0));
-        assert_eq!(base.message, "0 new findings and 0 fixed compared with main");
+        assert_eq!(
+            base.message,
+            "0 new findings and 0 fixed compared with main"
+        );
 
         let added = [
             finding("r1", "a", FindingStatus::Fail),
@@ -735,7 +740,10 @@ mod tests {
             ..f
         };
         let a = appended(decide_push(&head(Some(pr_project(gate))), &f));
-        assert_eq!(a.base.unwrap().message, "0 new findings and 1 fixed compared with main");
+        assert_eq!(
+            a.base.unwrap().message,
+            "0 new findings and 1 fixed compared with main"
+        );
     }
 
     #[test]

@@ -172,7 +172,11 @@ impl GitTarget {
                 .as_deref()
                 .map(|u| WebUrl::parse("git.repository_url", u))
                 .transpose()?,
-            pull_request: raw.pull_request.as_ref().map(PullRequest::parse).transpose()?,
+            pull_request: raw
+                .pull_request
+                .as_ref()
+                .map(PullRequest::parse)
+                .transpose()?,
         })
     }
 
@@ -285,7 +289,10 @@ mod tests {
     #[test]
     fn commits_are_hex_of_a_sane_length() {
         assert_eq!(CommitSha::parse("ABCDEF1").unwrap().as_str(), "abcdef1");
-        assert_eq!(CommitSha::parse(&"a".repeat(64)).unwrap().short(), "aaaaaaa");
+        assert_eq!(
+            CommitSha::parse(&"a".repeat(64)).unwrap().short(),
+            "aaaaaaa"
+        );
         for bad in ["abc", "ghijklm", &"a".repeat(65), "abcdef1 "] {
             assert_eq!(CommitSha::parse(bad).unwrap_err().field, "git.commit");
         }
@@ -294,11 +301,18 @@ mod tests {
     #[test]
     fn only_plain_web_links_are_kept() {
         assert_eq!(
-            WebUrl::parse("u", "https://github.com/acme/api/").unwrap().as_str(),
+            WebUrl::parse("u", "https://github.com/acme/api/")
+                .unwrap()
+                .as_str(),
             "https://github.com/acme/api"
         );
         // Whatever the OpenAPI pattern admits is accepted.
-        for ok in ["http://a", "https://a-b.c9:8080/!~", "http://x.y/%zz\\q#f", "http://a.1b"] {
+        for ok in [
+            "http://a",
+            "https://a-b.c9:8080/!~",
+            "http://x.y/%zz\\q#f",
+            "http://a.1b",
+        ] {
             assert!(WebUrl::parse("u", ok).is_ok(), "{ok}");
         }
         for bad in [

@@ -43,7 +43,12 @@ impl Age {
 
 /// Whether a line may be pruned at `cutoff`: never the project's default branch, and only
 /// when its last push (or, with none, its creation) is older than the cutoff.
-pub fn prunable(is_default: bool, last_push_at: Option<Millis>, created_at: Millis, cutoff: Millis) -> bool {
+pub fn prunable(
+    is_default: bool,
+    last_push_at: Option<Millis>,
+    created_at: Millis,
+    cutoff: Millis,
+) -> bool {
     !is_default && last_push_at.unwrap_or(created_at) < cutoff
 }
 
@@ -56,8 +61,23 @@ mod tests {
         assert_eq!(Age::parse("90d").unwrap().millis(), 90 * 86_400_000);
         assert_eq!(Age::parse(" 2w ").unwrap().millis(), 14 * 86_400_000);
         assert_eq!(Age::parse("36h").unwrap().millis(), 36 * 3_600_000);
-        assert_eq!(Age::parse(DEFAULT_BRANCH_AGE).unwrap().before(100 * 86_400_000), 10 * 86_400_000);
-        for bad in ["", "d", "90", "90m", "-1d", "0d", "1.5d", "99999999999999999d", "9e9d"] {
+        assert_eq!(
+            Age::parse(DEFAULT_BRANCH_AGE)
+                .unwrap()
+                .before(100 * 86_400_000),
+            10 * 86_400_000
+        );
+        for bad in [
+            "",
+            "d",
+            "90",
+            "90m",
+            "-1d",
+            "0d",
+            "1.5d",
+            "99999999999999999d",
+            "9e9d",
+        ] {
             assert!(Age::parse(bad).is_err(), "{bad:?}");
         }
     }
@@ -65,8 +85,17 @@ mod tests {
     #[test]
     fn only_quiet_lines_other_than_the_default_are_pruned() {
         assert!(prunable(false, Some(5), 1, 10));
-        assert!(!prunable(false, Some(10), 1, 10), "pushed at the cutoff: kept");
-        assert!(!prunable(true, Some(5), 1, 10), "the default branch always stays");
-        assert!(prunable(false, None, 5, 10), "never pushed: by its creation");
+        assert!(
+            !prunable(false, Some(10), 1, 10),
+            "pushed at the cutoff: kept"
+        );
+        assert!(
+            !prunable(true, Some(5), 1, 10),
+            "the default branch always stays"
+        );
+        assert!(
+            prunable(false, None, 5, 10),
+            "never pushed: by its creation"
+        );
     }
 }

@@ -543,8 +543,14 @@ mod tests {
     #[test]
     fn a_push_raises_scan_pushed_and_failure_or_regression_when_they_happen() {
         use LineKind::*;
-        assert_eq!(push_events(Default, GateStatus::None, 0.0), [Event::ScanPushed]);
-        assert_eq!(push_events(Default, GateStatus::Passed, 2.0), [Event::ScanPushed]);
+        assert_eq!(
+            push_events(Default, GateStatus::None, 0.0),
+            [Event::ScanPushed]
+        );
+        assert_eq!(
+            push_events(Default, GateStatus::Passed, 2.0),
+            [Event::ScanPushed]
+        );
         assert_eq!(
             push_events(Default, GateStatus::Failed, -0.5),
             [Event::ScanPushed, Event::GateFailed, Event::ScoreRegressed]
@@ -746,10 +752,18 @@ mod tests {
                 number: 42,
                 title: Some("Open <the> bucket".into()),
                 url: None,
-                base: crate::append::base_comparison("main", Some(("b".into(), 80.0)), 71.5, Some((2, 0))),
+                base: crate::append::base_comparison(
+                    "main",
+                    Some(("b".into(), 80.0)),
+                    71.5,
+                    Some((2, 0)),
+                ),
             });
         }
-        let text = slack_message(&pr_event)["text"].as_str().unwrap().to_owned();
+        let text = slack_message(&pr_event)["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         assert!(
             text.starts_with(
                 ":red_circle: Pull request #42 (Open &lt;the&gt; bucket) of *pay&lt;ments&gt;* \

@@ -175,14 +175,33 @@ tidemark_store::test_each_backend! {
 async fn the_history_csv_names_each_scans_branch_pull_request_and_commit() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let (_, key) = app.with_key(Tier::Team).await;
-    let first = app.push_json(&key, &sample_push("api", 80.0, "2026-11-22T10:00:00Z")).await;
-    app.push_json(&key, &with_git(sample_push("api", 81.0, "2026-11-22T11:00:00Z"),
-        json!({"branch": "=cmd", "commit": "ABCDEF0"}))).await;
-    app.push_json(&key, &with_git(sample_push("api", 82.0, "2026-11-22T12:00:00Z"),
-        json!({"branch": "feature", "pull_request": {"number": 5, "base_branch": "main"}}))).await;
+    let first = app
+        .push_json(&key, &sample_push("api", 80.0, "2026-11-22T10:00:00Z"))
+        .await;
+    app.push_json(
+        &key,
+        &with_git(
+            sample_push("api", 81.0, "2026-11-22T11:00:00Z"),
+            json!({"branch": "=cmd", "commit": "ABCDEF0"}),
+        ),
+    )
+    .await;
+    app.push_json(
+        &key,
+        &with_git(
+            sample_push("api", 82.0, "2026-11-22T12:00:00Z"),
+            json!({"branch": "feature", "pull_request": {"number": 5, "base_branch": "main"}}),
+        ),
+    )
+    .await;
     let project = first["project_id"].as_str().unwrap();
-    let res = app.client.get(app.url(&format!("/v1/projects/{project}/history.csv")))
-        .header("X-API-Key", &key).send().await.unwrap();
+    let res = app
+        .client
+        .get(app.url(&format!("/v1/projects/{project}/history.csv")))
+        .header("X-API-Key", &key)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let text = res.text().await.unwrap();
     let rows: Vec<Vec<String>> = csv::Reader::from_reader(text.as_bytes())

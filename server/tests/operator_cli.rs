@@ -523,7 +523,10 @@ fn prune_takes_an_age_says_what_it_removed_and_refuses_a_bad_age() {
 
     let (ok, out, _) = cli(dir.path(), &["prune", "--branches-older-than", "2w"]);
     assert!(ok);
-    assert!(out.starts_with("removed 0 lines with no push since "), "{out}");
+    assert!(
+        out.starts_with("removed 0 lines with no push since "),
+        "{out}"
+    );
 
     let (ok, _, err) = cli(dir.path(), &["prune", "--branches-older-than", "90"]);
     assert!(!ok);

@@ -285,7 +285,8 @@ pub async fn prune_lines(
     })?;
     let mut pruned = Vec::new();
     for c in candidates {
-        if !tidemark_domain::retention::prunable(c.is_default, c.last_push_at, c.created_at, cutoff) {
+        if !tidemark_domain::retention::prunable(c.is_default, c.last_push_at, c.created_at, cutoff)
+        {
             continue;
         }
         let line = PrunedLine {

@@ -187,8 +187,30 @@ pub async fn project_history(
     buckets: i64,
 ) -> Result<(Vec<HistoryPoint>, i64), StoreError> {
     match line {
-        Some(line) => history_of(db, account_id, project_id, "branch_id", line, since, buckets).await,
-        None => history_of(db, account_id, project_id, "project_id", project_id, since, buckets).await,
+        Some(line) => {
+            history_of(
+                db,
+                account_id,
+                project_id,
+                "branch_id",
+                line,
+                since,
+                buckets,
+            )
+            .await
+        }
+        None => {
+            history_of(
+                db,
+                account_id,
+                project_id,
+                "project_id",
+                project_id,
+                since,
+                buckets,
+            )
+            .await
+        }
     }
 }
 

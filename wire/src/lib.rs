@@ -411,7 +411,12 @@ pub struct GitContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 255, pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+        schema(
+            min_length = 1,
+            max_length = 255,
+            pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+            example = "main"
+        )
     )]
     pub branch: Option<String>,
     /// The repository's default branch, as the CI knows it (GitHub's
@@ -421,7 +426,12 @@ pub struct GitContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 255, pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+        schema(
+            min_length = 1,
+            max_length = 255,
+            pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+            example = "main"
+        )
     )]
     pub default_branch: Option<String>,
     /// The commit scanned: 7–64 hexadecimal characters (an abbreviated or full SHA-1 or
@@ -429,7 +439,10 @@ pub struct GitContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(pattern = "^[0-9a-fA-F]{7,64}$", example = "9fceb02d0ae598e95dc970b74767f19372d61af8")
+        schema(
+            pattern = "^[0-9a-fA-F]{7,64}$",
+            example = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+        )
     )]
     pub commit: Option<String>,
     /// The repository's web address (`http://` or `https://`, at most 2,000 characters, no
@@ -437,7 +450,11 @@ pub struct GitContext {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(max_length = 2000, pattern = "^https?://([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?(/[!-~]*)?$", example = "https://github.com/acme/payments")
+        schema(
+            max_length = 2000,
+            pattern = "^https?://([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?(/[!-~]*)?$",
+            example = "https://github.com/acme/payments"
+        )
     )]
     pub repository_url: Option<String>,
     /// Present when the scan is of a pull (merge) request: the scan is judged against the
@@ -451,13 +468,21 @@ pub struct GitContext {
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct PullRequestRef {
     /// The request's number in its repository (GitHub's `number`, GitLab's `iid`), from 1.
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000_000_000u64))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, maximum = 1_000_000_000_000u64)
+    )]
     pub number: u64,
     /// The branch it would merge into: 1–255 characters, no control characters; a leading
     /// `refs/heads/` is removed.
     #[cfg_attr(
         feature = "openapi",
-        schema(min_length = 1, max_length = 255, pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$", example = "main")
+        schema(
+            min_length = 1,
+            max_length = 255,
+            pattern = "^(?!refs/heads/$)[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+            example = "main"
+        )
     )]
     pub base_branch: String,
     /// Its title: at most 512 characters, no control characters.
@@ -471,7 +496,11 @@ pub struct PullRequestRef {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(max_length = 2000, pattern = "^https?://([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?(/[!-~]*)?$", example = "https://github.com/acme/payments/pull/42")
+        schema(
+            max_length = 2000,
+            pattern = "^https?://([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(:[1-9][0-9]{0,3})?(/[!-~]*)?$",
+            example = "https://github.com/acme/payments/pull/42"
+        )
     )]
     pub url: Option<String>,
 }

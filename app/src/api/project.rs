@@ -15,8 +15,13 @@ async fn chosen_line(
     account: &str,
     project_id: &str,
     choice: &LineChoice,
-) -> Result<(tidemark_store::branches::Line, Vec<tidemark_store::branches::Line>), DashboardError>
-{
+) -> Result<
+    (
+        tidemark_store::branches::Line,
+        Vec<tidemark_store::branches::Line>,
+    ),
+    DashboardError,
+> {
     use super::ssr::*;
     let lines =
         or_unavailable(tidemark_store::branches::list_lines(store, account, project_id).await)?;
@@ -109,7 +114,10 @@ pub async fn load_project_chart(
 /// Makes a branch the project's default (admins only): the projects list, badges and alerts
 /// follow it from now on, and pushes without a branch go to it.
 #[server(endpoint = "set_default_branch")]
-pub async fn set_default_branch(project_id: String, branch: String) -> Result<String, DashboardError> {
+pub async fn set_default_branch(
+    project_id: String,
+    branch: String,
+) -> Result<String, DashboardError> {
     use super::ssr::*;
     use tidemark_store::branches::DefaultBranchChange;
     let viewer = crate::auth::require_admin()?;
@@ -120,8 +128,14 @@ pub async fn set_default_branch(project_id: String, branch: String) -> Result<St
     let chosen = name.clone();
     let changed = db()
         .detached(|db| async move {
-            tidemark_store::branches::set_default_branch(&db, &account, &project_id, &chosen, &audit)
-                .await
+            tidemark_store::branches::set_default_branch(
+                &db,
+                &account,
+                &project_id,
+                &chosen,
+                &audit,
+            )
+            .await
         })
         .await;
     match or_unavailable(changed)? {

@@ -7,8 +7,8 @@ use super::{
 };
 use crate::api::project::{load_project_chart, project_scans, SetDefaultBranch, SetProjectGate};
 use crate::model::{
-    severity_colour, ChartPoint, GateSettings, GateStatus, LineChoice, LineSummary,
-    ProjectChart, Range, ScanSummary, ScansPage, Severity, DATE_BASELINE, HEIGHT, WIDTH,
+    severity_colour, ChartPoint, GateSettings, GateStatus, LineChoice, LineSummary, ProjectChart,
+    Range, ScanSummary, ScansPage, Severity, DATE_BASELINE, HEIGHT, WIDTH,
 };
 
 #[component]
@@ -169,14 +169,20 @@ fn line_nav(
 }
 
 fn pull_request_card(line: &LineSummary) -> impl IntoView {
-    let pr = line.pull_request.clone().unwrap_or(crate::model::PullSummary {
-        number: 0,
-        title: None,
-        url: None,
-        base_branch: None,
-    });
+    let pr = line
+        .pull_request
+        .clone()
+        .unwrap_or(crate::model::PullSummary {
+            number: 0,
+            title: None,
+            url: None,
+            base_branch: None,
+        });
     let base = pr.base_branch.clone().unwrap_or_else(|| "its base".into());
-    let verdict = line.head.as_ref().map(|h| (h.gate, h.compared, h.new_findings, h.fixed_findings));
+    let verdict = line
+        .head
+        .as_ref()
+        .map(|h| (h.gate, h.compared, h.new_findings, h.fixed_findings));
     view! {
         <section class="card" aria-labelledby="pr-heading" data-testid="pull-request-card">
             <h2 id="pr-heading">
@@ -261,7 +267,11 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
 
 /// Which branch is the project's line (admins): an island so the saved choice shows at once.
 #[island]
-fn DefaultBranchPanel(project_id: String, branches: Vec<String>, current: Option<String>) -> impl IntoView {
+fn DefaultBranchPanel(
+    project_id: String,
+    branches: Vec<String>,
+    current: Option<String>,
+) -> impl IntoView {
     let save = ServerAction::<SetDefaultBranch>::new();
     view! {
         <section class="card" aria-labelledby="default-branch-heading" data-testid="default-branch-panel">
@@ -568,7 +578,12 @@ fn ChartPoints(
     }
 }
 
-fn scans_table(project_id: String, range: Range, line: LineChoice, page: ScansPage) -> impl IntoView {
+fn scans_table(
+    project_id: String,
+    range: Range,
+    line: LineChoice,
+    page: ScansPage,
+) -> impl IntoView {
     let q = line.query();
     let prev = (page.page > 0).then(|| {
         format!(
@@ -652,7 +667,9 @@ pub fn commit_link(s: &ScanSummary) -> impl IntoView {
             <a class="commit" href=url rel="noopener noreferrer" title=s.commit.clone()>{short}</a>
         }
         .into_any(),
-        (Some(short), None) => view! { <code class="commit" title=s.commit.clone()>{short}</code> }.into_any(),
+        (Some(short), None) => {
+            view! { <code class="commit" title=s.commit.clone()>{short}</code> }.into_any()
+        }
         _ => ().into_any(),
     }
 }

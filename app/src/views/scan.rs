@@ -251,7 +251,9 @@ fn finding_table(rows: Vec<FindingView>, testid: &'static str) -> impl IntoView 
 fn diff_section(d: DiffView) -> impl IntoView {
     let heading = match (&d.base_scan_id, &d.pr_base) {
         (Some(base), _) => format!("Compared with {base}"),
-        (None, Some((branch, scan))) => format!("Compared with {branch} ({scan}), the pull request's base"),
+        (None, Some((branch, scan))) => {
+            format!("Compared with {branch} ({scan}), the pull request's base")
+        }
         (None, None) => "Compared with the previous scan".to_owned(),
     };
     let default_option = match &d.pr_base {

@@ -86,7 +86,10 @@ async fn prune(
             (None, Some(b)) => format!("branch {b}"),
             (None, None) => "an unnamed branch".to_owned(),
         };
-        format!("{}  {}  {line}  ({} scans)", p.account_id, p.project_label, p.scans)
+        format!(
+            "{}  {}  {line}  ({} scans)",
+            p.account_id, p.project_label, p.scans
+        )
     }));
     Report::new(
         &json!({ "dry_run": dry_run, "cutoff": tidemark_domain::to_rfc3339(cutoff), "pruned": pruned }),

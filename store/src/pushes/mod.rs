@@ -321,10 +321,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
                     row.last_base_scan_id.zip(row.last_base_score),
                     row.last_score.unwrap_or_default(),
                     row.last_base_new.zip(row.last_base_fixed).map(|(n, f)| {
-                        (
-                            u64::try_from(n).unwrap_or(0),
-                            u64::try_from(f).unwrap_or(0),
-                        )
+                        (u64::try_from(n).unwrap_or(0), u64::try_from(f).unwrap_or(0))
                     }),
                 )
             }),
@@ -646,9 +643,11 @@ fn write_statements(
         .bind(repository_url.clone())
         .bind(ctx.now)
     };
-    if let (true, Some(default), Some(name)) =
-        (lines.new_default, &lines.default, &append.lines.create_default)
-    {
+    if let (true, Some(default), Some(name)) = (
+        lines.new_default,
+        &lines.default,
+        &append.lines.create_default,
+    ) {
         writes.push(new_line(default, name.as_ref(), None));
     }
     if let (Some(default), Some(name)) = (&lines.default, &append.lines.name_default) {
