@@ -5,7 +5,9 @@ use leptos::prelude::*;
 use crate::error::DashboardError;
 #[cfg(feature = "ssr")]
 use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, PAGE_SIZE};
-use crate::model::{GateSettings, LineChoice, ProjectChart, Range, ScansPage};
+#[cfg(feature = "ssr")]
+use crate::model::LineChoice;
+use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
 
 /// The project's lines, and the one `branch` or `pr` names (neither: the default branch);
 /// "not found" when the project has no such line.

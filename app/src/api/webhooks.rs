@@ -1,5 +1,8 @@
 //! Webhooks in Settings (admins only): endpoints, their signing secrets (shown once), the
 //! delivery log, Redeliver and "Send a test event".
+// `create_webhook` takes one argument per field of its form (each event is a checkbox), so
+// the form posts as it is, with or without the WASM; the server macro's client half, too.
+#![allow(clippy::too_many_arguments)]
 
 use leptos::prelude::*;
 
@@ -94,9 +97,6 @@ pub async fn load_webhooks() -> Result<WebhooksView, DashboardError> {
 }
 
 /// Adds an endpoint (admins only) and shows its signing secret once.
-// One argument per field of the form (each event is a checkbox), so the form posts as it
-// is, with or without the WASM.
-#[allow(clippy::too_many_arguments)]
 #[server(endpoint = "create_webhook")]
 pub async fn create_webhook(
     url: String,
