@@ -133,6 +133,8 @@ pub enum Command {
         /// people go to standard error).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        git: GitArgs,
     },
     /// Compliance-profile bundles.
     #[command(subcommand)]
@@ -148,6 +150,37 @@ pub enum Command {
     },
     /// Print the man page (roff): `tidemark man > tidemark.1`.
     Man,
+}
+
+/// Where the scan was taken. Detected from GitHub Actions or GitLab CI variables, else from
+/// `git` in the working directory; a push body's own `git` object wins over that, and these
+/// flags over both.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct GitArgs {
+    /// The branch scanned (for a pull request, its source branch).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// The commit scanned.
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+    /// The pull (merge) request's number: the scan is judged against its base branch.
+    #[arg(long = "pr", value_name = "NUMBER")]
+    pub pull_request: Option<u64>,
+    /// The branch the pull request targets (default: the repository's default branch).
+    #[arg(long, value_name = "NAME")]
+    pub base_branch: Option<String>,
+    /// The repository's default branch (names the project's default branch the first time).
+    #[arg(long, value_name = "NAME")]
+    pub default_branch: Option<String>,
+    /// Send no git context at all: the scan goes to the project's default branch.
+    #[arg(long, conflicts_with_all = ["branch", "commit", "pull_request", "base_branch", "default_branch"])]
+    pub no_git: bool,
+    /// Comment on the pull request (one comment per project, updated on later pushes) and
+    /// set a commit status with the verdict. Needs GITHUB_TOKEN (GitHub Actions), or
+    /// TIDEMARK_GITLAB_TOKEN / GITLAB_TOKEN (a token with the api scope) or CI_JOB_TOKEN
+    /// (GitLab CI); TIDEMARK_FORGE_TOKEN overrides either.
+    #[arg(long)]
+    pub comment: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -172,6 +205,9 @@ pub struct Env {
     pub max_jitter: Duration,
     /// The first back-off when the service does not answer; it doubles on each retry.
     pub backoff_base: Duration,
+    /// Runs `git` with these arguments in the working directory: its trimmed standard output
+    /// when it succeeded (tests answer for it).
+    pub run_git: Box<dyn Fn(&[&str]) -> Option<String> + Send + Sync>,
 }
 
 impl Env {
@@ -232,6 +268,7 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
             fail_on_gate,
             max_retries,
             json,
+            git,
         } => {
             let fail_on = FailOn {
                 regression: fail_on_regression,
@@ -242,6 +279,7 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
                 fail_on,
                 max_retries,
                 json,
+                git,
             };
             push(&client, env, out, &file, options).await
         }
@@ -451,6 +489,7 @@ struct PushOptions {
     fail_on: FailOn,
     max_retries: u32,
     json: bool,
+    git: GitArgs,
 }
 
 /// Which verdicts make `push` exit with [`exit::VERDICT`].
@@ -472,6 +511,7 @@ async fn push(
         fail_on,
         max_retries,
         json,
+        git: git_args,
     } = options;
     // With --json, standard output carries the JSON answer only.
     let mut stderr = std::io::stderr();
@@ -494,6 +534,14 @@ async fn push(
             .as_object_mut()
             .context("the push body must be a JSON object")?;
         obj.insert("project_label".into(), serde_json::Value::String(label));
+    }
+    let git = (!git_args.no_git).then(|| git_context(env, &body, &git_args));
+    if let Some(git) = git.as_ref().filter(|g| !g.is_empty()) {
+        let obj = body
+            .as_object_mut()
+            .context("the push body must be a JSON object")?;
+        obj.insert("git".into(), git.to_json());
+        writeln!(human, "{}", describe_git(git))?;
     }
     // In CI the key comes from the platform's secret store and nothing is written to disk.
     let api_key = match env.var("TIDEMARK_API_KEY") {
@@ -537,12 +585,22 @@ async fn push(
     let answer = result.map_err(explain)?;
     writeln!(human, "Pushed: {}", answer.dashboard_url)?;
     writeln!(human, "Score delta: {:+.2}", answer.score_delta)?;
+    if let Some(base) = &answer.base {
+        writeln!(human, "Against {}: {}", base.branch, base.message)?;
+    }
     writeln!(human, "Quality gate: {}", answer.gate.status.as_str())?;
     for reason in &answer.gate.reasons {
         writeln!(human, "  - {reason}")?;
     }
     let score = body.get("score").and_then(serde_json::Value::as_f64);
     github_outputs(env, &answer, score)?;
+    if git_args.comment {
+        let label = body["project_label"]
+            .as_str()
+            .unwrap_or("project")
+            .to_owned();
+        decorate_forge(env, human, git.as_ref(), &label, score, &answer).await?;
+    }
     let mut status = 0;
     if fail_on.regression && answer.score_delta < 0.0 {
         writeln!(human, "The score regressed since the previous scan.")?;
@@ -556,6 +614,89 @@ async fn push(
         writeln!(out, "{}", serde_json::to_string(&answer)?)?;
     }
     Ok(status)
+}
+
+/// The push's git context: detected (CI variables, else `git`), then the body's own `git`
+/// object, then the flags.
+fn git_context(env: &Env, body: &serde_json::Value, flags: &GitArgs) -> crate::git::GitInfo {
+    use crate::git::{GitInfo, Overrides};
+    let var = |k: &str| env.var(k);
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let mut info = GitInfo::from_ci(&var, &read)
+        .or_else(|| GitInfo::from_git(&*env.run_git))
+        .unwrap_or_default();
+    if body["git"].is_object() {
+        info.overlay_json(&body["git"]);
+    }
+    info.apply(&Overrides {
+        branch: flags.branch.clone(),
+        commit: flags.commit.clone(),
+        pull_request: flags.pull_request,
+        base_branch: flags.base_branch.clone(),
+        default_branch: flags.default_branch.clone(),
+    });
+    info
+}
+
+fn describe_git(git: &crate::git::GitInfo) -> String {
+    let from = if git.source.is_empty() {
+        String::new()
+    } else {
+        format!(" (from {})", git.source)
+    };
+    match (&git.pull_request, &git.branch) {
+        (Some(pr), _) if !pr.base_branch.is_empty() => {
+            format!("Pull request #{} into {}{from}", pr.number, pr.base_branch)
+        }
+        (_, Some(branch)) => format!("Branch {branch}{from}"),
+        _ => format!("The project's default branch{from}"),
+    }
+}
+
+/// `--comment`: the pull-request comment and the commit status. A forge that refuses (a
+/// token without the right scope, say) is reported but does not fail the push, which was
+/// stored.
+async fn decorate_forge(
+    env: &Env,
+    human: &mut (dyn Write + Send),
+    git: Option<&crate::git::GitInfo>,
+    label: &str,
+    score: Option<f64>,
+    answer: &tidemark_wire::PushResponse,
+) -> anyhow::Result<()> {
+    use crate::decorate::{decorate, Token};
+    use crate::git::Forge;
+    let var = |k: &str| env.var(k);
+    let (Some(forge), Some(git)) = (Forge::from_ci(&var), git) else {
+        writeln!(
+            human,
+            "--comment: not in GitHub Actions or GitLab CI; nothing to comment on."
+        )?;
+        return Ok(());
+    };
+    let Some(token) = Token::from_vars(&forge, &var) else {
+        writeln!(
+            human,
+            "--comment: no token; set GITHUB_TOKEN (GitHub) or TIDEMARK_GITLAB_TOKEN (GitLab)."
+        )?;
+        return Ok(());
+    };
+    match decorate(&forge, &token, git, label, score, answer).await {
+        Ok(done) => {
+            if let Some((how, link)) = done.comment {
+                writeln!(
+                    human,
+                    "Pull request comment {how}{}",
+                    link.map(|l| format!(": {l}")).unwrap_or_default()
+                )?;
+            }
+            if let Some(status) = done.status {
+                writeln!(human, "Commit status: {status}")?;
+            }
+        }
+        Err(e) => writeln!(human, "warning: could not decorate the pull request: {e:#}")?,
+    }
+    Ok(())
 }
 
 /// In GitHub Actions (`GITHUB_OUTPUT`, `GITHUB_STEP_SUMMARY` set): the step outputs
@@ -581,11 +722,18 @@ fn github_outputs(
         append(
             path,
             format!(
-                "scan_id={}\nscore={score_text}\ndelta={}\ngate={}\ndashboard_url={}\n",
+                "scan_id={}\nscore={score_text}\ndelta={}\ngate={}\ndashboard_url={}\nbranch={}\nnew_findings={}\n",
                 answer.scan_id,
                 answer.score_delta,
                 answer.gate.status.as_str(),
-                answer.dashboard_url
+                answer.dashboard_url,
+                answer.branch.as_deref().unwrap_or(""),
+                answer
+                    .base
+                    .as_ref()
+                    .and_then(|b| b.new_findings)
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
             ),
         )?;
     }
@@ -597,6 +745,12 @@ fn github_outputs(
             answer.score_delta,
             answer.gate.status.as_str()
         );
+        if let Some(base) = &answer.base {
+            md.push_str(&format!(
+                "\n**Against `{}`:** {}\n",
+                base.branch, base.message
+            ));
+        }
         for reason in &answer.gate.reasons {
             md.push_str(&format!("\n- {reason}"));
         }

@@ -128,7 +128,10 @@ pub fn status_description(answer: &PushResponse) -> String {
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#') {
+        if matches!(
+            c,
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#'
+        ) {
             out.push('\\');
         }
         out.push(c);
@@ -154,13 +157,22 @@ pub async fn decorate(
     let mut done = Decorated::default();
     if let Some(pr) = &git.pull_request {
         let body = comment_body(label, score, answer);
-        done.comment = Some(api.upsert_comment(pr.number, &answer.project_id, &body).await?);
+        done.comment = Some(
+            api.upsert_comment(pr.number, &answer.project_id, &body)
+                .await?,
+        );
     }
     if let Some(sha) = git.status_sha() {
         let failed = answer.gate.status == GateStatus::Failed;
         let context: String = format!("tidemark/{label}").chars().take(100).collect();
-        api.set_status(sha, failed, &context, &status_description(answer), &answer.dashboard_url)
-            .await?;
+        api.set_status(
+            sha,
+            failed,
+            &context,
+            &status_description(answer),
+            &answer.dashboard_url,
+        )
+        .await?;
         done.status = Some(format!(
             "{} on {}",
             if failed { "failure" } else { "success" },
@@ -212,10 +224,19 @@ impl Api<'_> {
     /// Paths of the pull request's comments (notes), and of one of them.
     fn comments_url(&self, number: u64) -> String {
         match self.forge {
-            Forge::GitHub { api_url, repository } => {
-                format!("{}/repos/{repository}/issues/{number}/comments", trim(api_url))
+            Forge::GitHub {
+                api_url,
+                repository,
+            } => {
+                format!(
+                    "{}/repos/{repository}/issues/{number}/comments",
+                    trim(api_url)
+                )
             }
-            Forge::GitLab { api_url, project_id } => format!(
+            Forge::GitLab {
+                api_url,
+                project_id,
+            } => format!(
                 "{}/projects/{}/merge_requests/{number}/notes",
                 trim(api_url),
                 encode(project_id)
@@ -225,7 +246,10 @@ impl Api<'_> {
 
     fn comment_url(&self, number: u64, id: &str) -> String {
         match self.forge {
-            Forge::GitHub { api_url, repository } => {
+            Forge::GitHub {
+                api_url,
+                repository,
+            } => {
                 format!("{}/repos/{repository}/issues/comments/{id}", trim(api_url))
             }
             Forge::GitLab { .. } => format!("{}/{id}", self.comments_url(number)),
@@ -240,7 +264,10 @@ impl Api<'_> {
         for page in 1..=20 {
             let url = format!("{base}?per_page=100&page={page}");
             let list = self
-                .send(self.request(reqwest::Method::GET, &url), "list the pull request's comments")
+                .send(
+                    self.request(reqwest::Method::GET, &url),
+                    "list the pull request's comments",
+                )
                 .await?;
             let items = list.as_array().cloned().unwrap_or_default();
             for c in &items {
@@ -273,14 +300,22 @@ impl Api<'_> {
                     Forge::GitHub { .. } => reqwest::Method::PATCH,
                     Forge::GitLab { .. } => reqwest::Method::PUT,
                 };
-                let req = self.request(method, &self.comment_url(number, &id)).json(&payload);
-                ("updated", self.send(req, "update the pull request comment").await?)
+                let req = self
+                    .request(method, &self.comment_url(number, &id))
+                    .json(&payload);
+                (
+                    "updated",
+                    self.send(req, "update the pull request comment").await?,
+                )
             }
             None => {
                 let req = self
                     .request(reqwest::Method::POST, &self.comments_url(number))
                     .json(&payload);
-                ("created", self.send(req, "comment on the pull request").await?)
+                (
+                    "created",
+                    self.send(req, "comment on the pull request").await?,
+                )
             }
         };
         let link = answer["html_url"].as_str().map(str::to_owned);
@@ -296,7 +331,10 @@ impl Api<'_> {
         target_url: &str,
     ) -> anyhow::Result<()> {
         let (url, body) = match self.forge {
-            Forge::GitHub { api_url, repository } => (
+            Forge::GitHub {
+                api_url,
+                repository,
+            } => (
                 format!("{}/repos/{repository}/statuses/{sha}", trim(api_url)),
                 json!({
                     "state": if failed { "failure" } else { "success" },
@@ -305,8 +343,15 @@ impl Api<'_> {
                     "context": context,
                 }),
             ),
-            Forge::GitLab { api_url, project_id } => (
-                format!("{}/projects/{}/statuses/{sha}", trim(api_url), encode(project_id)),
+            Forge::GitLab {
+                api_url,
+                project_id,
+            } => (
+                format!(
+                    "{}/projects/{}/statuses/{sha}",
+                    trim(api_url),
+                    encode(project_id)
+                ),
                 json!({
                     "state": if failed { "failed" } else { "success" },
                     "target_url": target_url,
@@ -344,7 +389,9 @@ mod tests {
             gate: GateResult {
                 status: gate,
                 reasons: if gate == GateStatus::Failed {
-                    vec!["1 new open finding at high severity or above; the gate allows none".into()]
+                    vec![
+                        "1 new open finding at high severity or above; the gate allows none".into(),
+                    ]
                 } else {
                     vec![]
                 },
@@ -366,9 +413,16 @@ mod tests {
             fixed_findings: Some(0),
             message: String::new(),
         };
-        let body = comment_body("pay|ments", Some(78.0), &answer(Some(base), GateStatus::Failed));
+        let body = comment_body(
+            "pay|ments",
+            Some(78.0),
+            &answer(Some(base), GateStatus::Failed),
+        );
         assert!(body.starts_with("<!-- tidemark:report project=prj_a -->\n"));
-        assert!(body.contains("### Tidemark: pay\\|ments — ❌ quality gate failed"), "{body}");
+        assert!(
+            body.contains("### Tidemark: pay\\|ments — ❌ quality gate failed"),
+            "{body}"
+        );
         assert!(body.contains("| 78 | -2.00 | 1 | 0 |"), "{body}");
         assert!(body.contains("- 1 new open finding at high severity"));
         assert!(body.contains("(https://t.example/projects/prj_a/scans/20261122-100000-api)"));
@@ -388,13 +442,20 @@ mod tests {
                 message: String::new(),
             }
         };
-        let body = comment_body("api", Some(78.0), &answer(Some(no_base.clone()), GateStatus::Passed));
+        let body = comment_body(
+            "api",
+            Some(78.0),
+            &answer(Some(no_base.clone()), GateStatus::Passed),
+        );
         assert!(body.contains("`main` has no scan yet"), "{body}");
         assert_eq!(
             status_description(&answer(Some(no_base), GateStatus::Passed)),
             "Gate passed · main not scanned yet"
         );
-        assert_eq!(status_description(&answer(None, GateStatus::None)), "No gate · score -1.50");
+        assert_eq!(
+            status_description(&answer(None, GateStatus::None)),
+            "No gate · score -1.50"
+        );
     }
 
     #[test]
@@ -404,14 +465,22 @@ mod tests {
             project_id: "1".into(),
         };
         let only_job = |k: &str| (k == "CI_JOB_TOKEN").then(|| "job".to_owned());
-        assert!(matches!(Token::from_vars(&gitlab, &only_job), Some(Token::GitLabJob(_))));
+        assert!(matches!(
+            Token::from_vars(&gitlab, &only_job),
+            Some(Token::GitLabJob(_))
+        ));
         let both = |k: &str| match k {
             "CI_JOB_TOKEN" => Some("job".to_owned()),
             "GITLAB_TOKEN" => Some("glpat".to_owned()),
             _ => None,
         };
-        assert!(matches!(Token::from_vars(&gitlab, &both), Some(Token::GitLabPrivate(t)) if t == "glpat"));
-        assert_eq!(format!("{:?}", Token::Bearer("ghs_secret".into())), "Token(redacted)");
+        assert!(
+            matches!(Token::from_vars(&gitlab, &both), Some(Token::GitLabPrivate(t)) if t == "glpat")
+        );
+        assert_eq!(
+            format!("{:?}", Token::Bearer("ghs_secret".into())),
+            "Token(redacted)"
+        );
         assert_eq!(encode("group/sub/project"), "group%2Fsub%2Fproject");
     }
 }

@@ -117,6 +117,40 @@ impl GitInfo {
         }
     }
 
+    /// Takes the fields a push body's own `git` object sets (they win over what was
+    /// detected).
+    pub fn overlay_json(&mut self, git: &Value) {
+        let text = |k: &str| git[k].as_str().map(str::to_owned);
+        if let Some(b) = text("branch") {
+            self.branch = Some(b);
+        }
+        if let Some(d) = text("default_branch") {
+            self.default_branch = Some(d);
+        }
+        if let Some(c) = text("commit") {
+            self.commit = Some(c);
+        }
+        if let Some(u) = text("repository_url") {
+            self.repository_url = Some(u);
+        }
+        let pr = &git["pull_request"];
+        if let Some(number) = pr["number"].as_u64() {
+            let head_sha = self.pull_request.as_ref().and_then(|p| p.head_sha.clone());
+            self.pull_request = Some(PullRequest {
+                number,
+                base_branch: pr["base_branch"].as_str().unwrap_or_default().to_owned(),
+                title: pr["title"].as_str().map(str::to_owned),
+                url: pr["url"].as_str().map(str::to_owned),
+                head_sha,
+            });
+        }
+    }
+
+    /// Nothing is known.
+    pub fn is_empty(&self) -> bool {
+        self.to_json().as_object().is_none_or(Map::is_empty)
+    }
+
     /// The commit a status belongs on: a pull request's head, else the commit scanned.
     pub fn status_sha(&self) -> Option<&str> {
         self.pull_request
@@ -137,7 +171,11 @@ impl GitInfo {
         put("default_branch", &self.default_branch);
         put("commit", &self.commit);
         put("repository_url", &self.repository_url);
-        if let Some(pr) = self.pull_request.as_ref().filter(|p| !p.base_branch.is_empty()) {
+        if let Some(pr) = self
+            .pull_request
+            .as_ref()
+            .filter(|p| !p.base_branch.is_empty())
+        {
             let mut obj = json!({"number": pr.number, "base_branch": pr.base_branch});
             if let Some(t) = &pr.title {
                 obj["title"] = json!(t.chars().take(512).collect::<String>());
@@ -289,9 +327,16 @@ mod tests {
         ]);
         let read = |p: &str| (p == "/event.json").then(|| EVENT.to_owned());
         let info = GitInfo::from_ci(&var, &read).unwrap();
-        assert_eq!(info.branch.as_deref(), Some("feature/tls"), "the head, not 42/merge");
+        assert_eq!(
+            info.branch.as_deref(),
+            Some("feature/tls"),
+            "the head, not 42/merge"
+        );
         assert_eq!(info.default_branch.as_deref(), Some("main"));
-        assert_eq!(info.status_sha(), Some("1111111111111111111111111111111111111111"));
+        assert_eq!(
+            info.status_sha(),
+            Some("1111111111111111111111111111111111111111")
+        );
         assert_eq!(
             info.to_json(),
             json!({"branch": "feature/tls", "default_branch": "main",

@@ -5,6 +5,8 @@
 //! - [`credentials`]: the credentials file, created with mode 0600 and refused when looser;
 //! - [`client`]: the `/v1` calls; pushes retried with bounded back-off (`429`, `503`, no answer);
 //! - [`bundle`]: download, checksum verification and atomic replacement of the bundle;
+//! - [`git`]: the push's git context from GitHub Actions, GitLab CI or `git` itself;
+//! - [`decorate`]: one pull-request comment, updated on every push, and a commit status;
 //! - [`cli`]: the `tidemark` command, callable in-process (the binary is a thin wrapper).
 //!
 //! Request and response types come from `tidemark-wire`, the crate the server uses too, so the
@@ -14,6 +16,8 @@ pub mod bundle;
 pub mod cli;
 pub mod client;
 pub mod credentials;
+pub mod decorate;
+pub mod git;
 pub mod license;
 
 use sha2::{Digest as _, Sha256};

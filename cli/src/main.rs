@@ -32,6 +32,15 @@ async fn main() -> ExitCode {
             }
         }),
         read_stdin: Box::new(|| std::io::read_to_string(std::io::stdin())),
+        run_git: Box::new(|args| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            let text = String::from_utf8(out.stdout).ok()?;
+            (out.status.success() && !text.trim().is_empty()).then(|| text.trim().to_owned())
+        }),
         max_jitter: Duration::from_secs(5),
         backoff_base: Duration::from_secs(1),
     };

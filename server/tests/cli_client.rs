@@ -43,6 +43,8 @@ fn env(
         now,
         read_license_key: Box::new(move || Ok(format!("{key}\n"))),
         read_stdin: Box::new(|| Ok(String::new())),
+        // Not a repository: a test says what git knows through the flags or the CI variables.
+        run_git: Box::new(|_| None),
         max_jitter: Duration::from_millis(100),
         backoff_base: Duration::from_millis(100),
     }
@@ -514,7 +516,7 @@ async fn push_from_stdin_writes_github_outputs_and_logout_forgets_the_machine() 
     let scan_id = url.rsplit('/').next().unwrap().to_owned();
     assert_eq!(
         std::fs::read_to_string(&outputs).unwrap(),
-        format!("earlier=kept\nscan_id={scan_id}\nscore=71.5\ndelta=0\ngate=none\ndashboard_url={url}\n"),
+        format!("earlier=kept\nscan_id={scan_id}\nscore=71.5\ndelta=0\ngate=none\ndashboard_url={url}\nbranch=\nnew_findings=\n"),
         "appended, one name=value per line"
     );
     let md = std::fs::read_to_string(&summary).unwrap();
@@ -721,4 +723,288 @@ async fn a_push_is_retried_with_back_off_until_the_service_answers() {
         r.out
     );
     assert!(r.code.unwrap_err().contains("could not be reached"));
+}
+
+/// A push body with FAIL findings on `resources` (rule `r-1` each).
+fn findings_push(score: f64, at: &str, resources: &[&str]) -> serde_json::Value {
+    let mut body = sample_push("api", score, at);
+    body["findings"] = resources
+        .iter()
+        .map(|r| {
+            serde_json::json!({"rule_id": "r-1", "resource": r, "status": "FAIL", "severity": "high",
+                               "message": "m", "remediation": "r"})
+        })
+        .collect();
+    body
+}
+
+/// GitHub Actions: the CLI fills `git` from the runner's variables and event payload; with
+/// `--comment` it makes one pull-request comment, updates it on the next push, and sets a
+/// commit status on the head commit each time. Every request is checked against GitHub's
+/// published OpenAPI description (the forge peer answers 422 to anything else).
+#[tokio::test]
+async fn github_pull_requests_get_one_comment_updated_and_a_status() {
+    let forge = common::forge::Forge::start().await;
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (_, config) = activated(&app, Tier::Team).await;
+    let dir = config.path();
+    let head_sha = "1111111111111111111111111111111111111111";
+    let event = dir.join("event.json");
+    std::fs::write(
+        &event,
+        serde_json::json!({"number": 12, "pull_request": {"number": 12, "title": "Open the bucket",
+            "html_url": "https://github.com/acme/api/pull/12", "head": {"sha": head_sha}},
+            "repository": {"default_branch": "main"}})
+        .to_string(),
+    )
+    .unwrap();
+    let api = format!("{}/github", forge.base);
+    let summary = dir.join("summary.md");
+    let common_vars = [
+        ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+        ("GITHUB_ACTIONS", "true"),
+        ("GITHUB_REPOSITORY", "acme/api"),
+        ("GITHUB_SERVER_URL", "https://github.com"),
+        ("GITHUB_API_URL", api.as_str()),
+        ("GITHUB_TOKEN", forge.token.as_str()),
+        ("GITHUB_EVENT_PATH", event.to_str().unwrap()),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut vars: Vec<(&str, &str)> = common_vars.to_vec();
+        vars.extend_from_slice(extra);
+        env(&app.base_url, dir, "", &vars, Utc::now())
+    };
+    let file = dir.join("scan.json");
+    let push_file = |body: serde_json::Value| {
+        std::fs::write(&file, serde_json::to_vec(&body).unwrap()).unwrap();
+        file.to_str().unwrap().to_owned()
+    };
+
+    // main's push: a status on its commit, no comment (there is no pull request).
+    let on_main = with(&[
+        ("GITHUB_REF_NAME", "main"),
+        ("GITHUB_REF_TYPE", "branch"),
+        ("GITHUB_SHA", "2222222222222222222222222222222222222222"),
+    ]);
+    let path = push_file(findings_push(90.0, "2026-11-22T10:00:00Z", &["bucket.a"]));
+    let r = tidemark(&on_main, &["push", &path, "--comment"]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert!(
+        r.out.contains("Branch main (from GitHub Actions)"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains("Commit status: success on 2222222"),
+        "{}",
+        r.out
+    );
+    let (project, account): (String, String) = on_db!(&app.db, pool => {
+        sqlx::query_as("SELECT id, account_id FROM projects").fetch_one(pool).await
+    })
+    .unwrap();
+    let gate =
+        tidemark_domain::gate::QualityGate::new(None, None, Some(tidemark_wire::Severity::Low))
+            .unwrap()
+            .unwrap();
+    tidemark_store::gates::set_project_gate(
+        &app.db,
+        &account,
+        &project,
+        Some(&gate),
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap();
+
+    let in_pr = with(&[
+        ("GITHUB_EVENT_NAME", "pull_request"),
+        ("GITHUB_REF", "refs/pull/12/merge"),
+        ("GITHUB_REF_NAME", "12/merge"),
+        ("GITHUB_HEAD_REF", "open-bucket"),
+        ("GITHUB_BASE_REF", "main"),
+        ("GITHUB_SHA", "3333333333333333333333333333333333333333"),
+    ]);
+    // Only main's finding: passes, one comment.
+    let path = push_file(findings_push(89.0, "2026-11-22T11:00:00Z", &["bucket.a"]));
+    let r = tidemark(&in_pr, &["push", &path, "--comment", "--fail-on-gate"]).await;
+    assert_eq!(r.code, Ok(0), "{}", r.out);
+    assert!(
+        r.out
+            .contains("Pull request #12 into main (from GitHub Actions)"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out
+            .contains("Against main: 0 new findings and 0 fixed compared with main"),
+        "{}",
+        r.out
+    );
+    assert!(
+        r.out.contains(
+            "Pull request comment created: https://github.com/acme/api/pull/12#issuecomment-"
+        ),
+        "{}",
+        r.out
+    );
+    // A new finding: the same comment, updated; a failing status; exit status 3.
+    let path = push_file(findings_push(
+        88.0,
+        "2026-11-22T12:00:00Z",
+        &["bucket.a", "bucket.open"],
+    ));
+    let r = tidemark(&in_pr, &["push", &path, "--comment", "--fail-on-gate"]).await;
+    assert_eq!(r.status, exit::VERDICT, "{}", r.out);
+    assert!(r.out.contains("Pull request comment updated"), "{}", r.out);
+
+    let state = forge.state().await;
+    assert_eq!(
+        state["failures"],
+        serde_json::json!([]),
+        "every request matched GitHub's description"
+    );
+    let comments = state["comments"].as_array().unwrap();
+    assert_eq!(comments.len(), 1, "one comment, however many pushes");
+    assert_eq!(
+        (
+            comments[0]["issue"].as_u64(),
+            comments[0]["updates"].as_u64()
+        ),
+        (Some(12), Some(1))
+    );
+    let body = comments[0]["body"].as_str().unwrap();
+    assert!(
+        body.starts_with(&format!("<!-- tidemark:report project={project} -->")),
+        "{body}"
+    );
+    assert!(
+        body.contains("❌ quality gate failed") && body.contains("| 88 | -2.00 | 1 | 0 |"),
+        "{body}"
+    );
+    let statuses: Vec<(String, String, String)> = state["statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["sha"].as_str().unwrap().to_owned(),
+                s["state"].as_str().unwrap().to_owned(),
+                s["context"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (
+                "2222222222222222222222222222222222222222".to_owned(),
+                "success".to_owned(),
+                "tidemark/api".to_owned()
+            ),
+            (
+                head_sha.to_owned(),
+                "success".to_owned(),
+                "tidemark/api".to_owned()
+            ),
+            (
+                head_sha.to_owned(),
+                "failure".to_owned(),
+                "tidemark/api".to_owned()
+            ),
+        ],
+        "statuses on main's commit, then on the pull request's head (not the merge commit)"
+    );
+    assert_eq!(
+        state["statuses"][2]["description"],
+        "Gate failed · 1 new finding vs main"
+    );
+    // The job summary states the verdict against the base.
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains("**Against `main`:** 1 new finding and 0 fixed compared with main"),
+        "{md}"
+    );
+}
+
+/// GitLab CI: a merge request's pipeline, a project access token; one note, updated, and a
+/// commit status, checked against GitLab's notes and statuses API.
+#[tokio::test]
+async fn gitlab_merge_requests_get_one_note_updated_and_a_status() {
+    let forge = common::forge::Forge::start().await;
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let (_, config) = activated(&app, Tier::Team).await;
+    let dir = config.path();
+    let api = format!("{}/gitlab/api/v4", forge.base);
+    let vars = [
+        ("GITLAB_CI", "true"),
+        ("CI_API_V4_URL", api.as_str()),
+        ("CI_PROJECT_ID", "acme/api"),
+        ("CI_PROJECT_URL", "https://gitlab.example.com/acme/api"),
+        ("CI_DEFAULT_BRANCH", "main"),
+        ("CI_MERGE_REQUEST_IID", "7"),
+        ("CI_MERGE_REQUEST_TARGET_BRANCH_NAME", "main"),
+        ("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "narrow-iam"),
+        ("CI_MERGE_REQUEST_TITLE", "Narrow IAM"),
+        ("CI_COMMIT_SHA", "4444444444444444444444444444444444444444"),
+        ("CI_JOB_TOKEN", "not-this-one"),
+        ("TIDEMARK_GITLAB_TOKEN", forge.token.as_str()),
+    ];
+    let e = env(&app.base_url, dir, "", &vars, Utc::now());
+    let file = dir.join("scan.json");
+    for (i, resources) in [&["a"][..], &["a", "b"][..]].iter().enumerate() {
+        let at = format!("2026-11-22T1{i}:00:00Z");
+        std::fs::write(
+            &file,
+            serde_json::to_vec(&findings_push(80.0, &at, resources)).unwrap(),
+        )
+        .unwrap();
+        let r = tidemark(&e, &["push", file.to_str().unwrap(), "--comment"]).await;
+        assert_eq!(r.code, Ok(0), "{}", r.out);
+        assert!(
+            r.out.contains("Pull request #7 into main (from GitLab CI)"),
+            "{}",
+            r.out
+        );
+        assert!(
+            r.out.contains("main had no scan yet") || r.out.contains("main has no scan yet"),
+            "{}",
+            r.out
+        );
+    }
+    let state = forge.state().await;
+    assert_eq!(
+        state["failures"],
+        serde_json::json!([]),
+        "every request matched the GitLab API"
+    );
+    let notes = state["comments"].as_array().unwrap();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(
+        (
+            notes[0]["repo"].as_str(),
+            notes[0]["issue"].as_u64(),
+            notes[0]["updates"].as_u64()
+        ),
+        (Some("acme/api"), Some(7), Some(1))
+    );
+    assert!(notes[0]["body"]
+        .as_str()
+        .unwrap()
+        .contains("`main` has no scan yet"));
+    let states: Vec<&str> = state["statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["success", "success"]);
+    assert_eq!(state["statuses"][0]["name"], "tidemark/api");
+    let requests = state["requests"].as_array().unwrap();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r["path"] == "/gitlab/api/v4/projects/acme%2Fapi/merge_requests/7/notes"),
+        "the project path is URL-encoded"
+    );
 }

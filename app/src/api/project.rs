@@ -4,9 +4,9 @@ use leptos::prelude::*;
 
 use crate::error::DashboardError;
 #[cfg(feature = "ssr")]
-use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, PAGE_SIZE};
-#[cfg(feature = "ssr")]
 use crate::model::LineChoice;
+#[cfg(feature = "ssr")]
+use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, PAGE_SIZE};
 use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
 
 /// The project's lines, and the one `branch` or `pr` names (neither: the default branch);

@@ -21,6 +21,7 @@ pub use tidemark_store::testing::backends;
 
 pub mod browser;
 pub mod dns;
+pub mod forge;
 pub mod nginx;
 pub mod oidc;
 pub mod receiver;
