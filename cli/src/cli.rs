@@ -207,8 +207,11 @@ pub struct Env {
     pub backoff_base: Duration,
     /// Runs `git` with these arguments in the working directory: its trimmed standard output
     /// when it succeeded (tests answer for it).
-    pub run_git: Box<dyn Fn(&[&str]) -> Option<String> + Send + Sync>,
+    pub run_git: Box<GitRunner>,
 }
+
+/// Runs `git` with the given arguments (see [`Env::run_git`]).
+pub type GitRunner = dyn Fn(&[&str]) -> Option<String> + Send + Sync;
 
 impl Env {
     pub fn var(&self, name: &str) -> Option<String> {
