@@ -234,6 +234,78 @@ test("an admin's quality gate judges the next push, and the chart and scan page 
   await page.screenshot({ path: "test-results/scan-gate.png", fullPage: true });
 });
 
+test("branches and pull requests: the selector, the pull-requests tab and a scan judged against its base", async ({ page, request }) => {
+  const repo = "https://github.com/acme/web";
+  // A feature branch far below the gate's minimum: its own line, the project's untouched.
+  let res = await push(request, apiKey, {
+    ...scan("e2e/web", 0.4, 20, latest),
+    git: { branch: "feature/tls", default_branch: "main", commit: "abcdef0123456789", repository_url: repo },
+  });
+  expect(res.status(), await res.text()).toBe(201);
+  expect((await res.json()).branch).toBe("feature/tls");
+  // Its pull request into main adds one critical finding.
+  res = await push(request, apiKey, {
+    ...scan("e2e/web", 0.3, 61, [...latest, finding("cis-aws-2.0-9.9", "bucket.public", "critical")]),
+    git: {
+      branch: "feature/tls", commit: "1234567abcdef", repository_url: repo,
+      pull_request: { number: 7, base_branch: "main", title: "Serve over TLS", url: `${repo}/pull/7` },
+    },
+  });
+  expect(res.status(), await res.text()).toBe(201);
+  const pr = await res.json();
+  expect(pr.base.new_findings).toBe(1);
+  expect(pr.gate.reasons).toEqual(["1 new open finding at critical severity or above; the gate allows none"]);
+
+  await signIn(page, ADMIN);
+  await page.goto("/projects");
+  // The projects list still shows main's latest score (the gate test's 58).
+  await expect(page.getByTestId("project-row").filter({ hasText: "e2e/web" })).toContainText("58");
+  await page.goto(projectUrl);
+  await expect(page.getByTestId("line-label")).toHaveText("main");
+  const select = page.getByRole("combobox", { name: "Branch" });
+  await expect(select.locator("option")).toHaveText(["main (default)", "feature/tls"]);
+  await select.selectOption("feature/tls");
+  await page.getByRole("button", { name: "Show", exact: true }).click();
+  await expect(page).toHaveURL(/\?branch=feature%2Ftls/);
+  await expect(page.getByTestId("line-label")).toHaveText("feature/tls");
+  await expect(page.getByTestId("history-chart")).toHaveAttribute("data-points", "1");
+  const row = page.getByRole("table").getByRole("row").nth(1);
+  await expect(row).toContainText("feature/tls");
+  await expect(row.getByRole("link", { name: "abcdef0" })).toHaveAttribute("href", `${repo}/commit/abcdef0123456789`);
+  // A range keeps the branch in the address.
+  await page.getByRole("link", { name: "all", exact: true }).click();
+  await expect(page).toHaveURL(/branch=feature%2Ftls&range=all/);
+  await page.screenshot({ path: "test-results/project-branch.png", fullPage: true });
+
+  await page.getByTestId("pulls-tab").click();
+  await expect(page).toHaveURL(/tab=pulls/);
+  const pulls = page.getByTestId("pulls-table");
+  await expect(pulls.getByRole("row")).toHaveCount(2);
+  await expect(pulls.getByRole("row").nth(1)).toContainText("#7 Serve over TLS");
+  await expect(pulls.getByRole("row").nth(1)).toContainText("feature/tls → main");
+  await expect(pulls.getByRole("row").nth(1)).toContainText("failed");
+  await expect(pulls.getByRole("row").nth(1).getByRole("cell").nth(4)).toHaveText("1");
+  await page.screenshot({ path: "test-results/project-pulls.png", fullPage: true });
+  await pulls.getByRole("link", { name: "#7" }).click();
+  await expect(page).toHaveURL(/\?pr=7$/);
+  await expect(page.getByTestId("pull-request-card")).toContainText("Serve over TLS");
+  await expect(page.getByTestId("pull-request-verdict")).toContainText("1 new, 0 fixed");
+
+  // The pull request's scan compares with main's scan it was judged against, by default.
+  await page.getByRole("table").getByRole("link", { name: pr.scan_id }).click();
+  await expect(page).toHaveURL(new RegExp(`/scans/${pr.scan_id}$`));
+  await expect(page.getByTestId("scan-pull-request")).toContainText("#7 · against main: 1 new, 0 fixed");
+  await expect(page.getByTestId("diff").getByRole("heading", { level: 2 })).toHaveText(
+    `Compared with main (${pr.base.scan_id}), the pull request's base`,
+  );
+  await expect(page.getByTestId("diff-new")).toHaveText("1 new");
+  await expect(page.getByTestId("diff-new-table")).toContainText("bucket.public");
+  await expect(page.getByRole("combobox", { name: "Compare with" }).locator("option").first()).toHaveText(
+    "The base branch's scan (main)",
+  );
+  await page.screenshot({ path: "test-results/scan-pull-request.png", fullPage: true });
+});
+
 test("Rotate Key revokes the old key at once and the new one pushes", async ({ page, request }) => {
   await signIn(page, ADMIN);
   await page.goto("/settings");
