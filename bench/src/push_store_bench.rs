@@ -2,7 +2,7 @@
 //! runtime, against a SQLite file with the server's settings. Separates the store's cost from
 //! HTTP, JSON and hashing when the end-to-end figure (`scripts/bench.sh`) moves.
 //!
-//! Usage: push-store-bench [seconds] [concurrency] [findings-per-scan] [spread] [compare]
+//! Usage: push-store-bench [seconds] [concurrency] [findings-per-scan] [spread] [compare|branches]
 //! With a spread, scans carry findings-per-scan + 0..spread findings, so push groups rarely
 //! repeat a shape (the writer's statement cache stops helping).
 //!
@@ -12,6 +12,10 @@
 //! the previous scan's open findings) and a webhook endpoint subscribed to every scan event
 //! (so each push queues one to three deliveries), A B A B, and prints each phase and the
 //! ratio of the totals.
+//!
+//! `branches` (issue 26): the same A B A B, between pushes without git context (the default
+//! branch) and pull-request pushes, each compared with its base branch's latest scan (50 open
+//! findings) inside the transaction.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,18 +28,31 @@ use tidemark_store::{Db, Writer};
 
 const ACCOUNTS: usize = 200;
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    /// Plain against gate + webhook.
+    Gates,
+    /// The default branch against pull requests judged with their base.
+    Branches,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let secs: u64 = args.get(1).map_or(Ok(10), |s| s.parse())?;
     let concurrency: usize = args.get(2).map_or(Ok(16), |s| s.parse())?;
     let findings: usize = args.get(3).map_or(Ok(50), |s| s.parse())?;
     let spread: usize = args.get(4).map_or(Ok(1), |s| s.parse())?;
-    let compare = args.get(5).is_some_and(|m| m == "compare");
+    let mode = match args.get(5).map(String::as_str) {
+        Some("compare") => Mode::Gates,
+        Some("branches") => Mode::Branches,
+        _ => Mode::Plain,
+    };
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?
-        .block_on(run(secs, concurrency, findings, spread.max(1), compare))
+        .block_on(run(secs, concurrency, findings, spread.max(1), mode))
 }
 
 async fn run(
@@ -43,7 +60,7 @@ async fn run(
     concurrency: usize,
     findings: usize,
     spread: usize,
-    compare: bool,
+    mode: Mode,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let url = format!("sqlite://{}", dir.path().join("tidemark.db").display());
@@ -54,32 +71,53 @@ async fn run(
     for a in 0..ACCOUNTS {
         tidemark_store::testing::insert_pushing_account(&db, &format!("acct{a}")).await;
     }
-    if !compare {
+    if mode == Mode::Plain {
         let phase = phase(&db, "acct", 0, secs, concurrency, findings, spread).await?;
         println!("{}", phase.json());
         db.close().await;
         return Ok(());
     }
+    let other = match mode {
+        Mode::Branches => "pr",
+        _ => "gated",
+    };
     for a in 0..ACCOUNTS {
-        equip(&db, &format!("gated{a}"), findings).await;
+        match mode {
+            Mode::Branches => with_main(&db, &format!("pr{a}"), findings).await,
+            _ => equip(&db, &format!("gated{a}"), findings).await,
+        }
     }
     let mut totals = [(0u64, 0.0f64); 2];
     for round in 0..4 {
         let (prefix, slot) = if round % 2 == 0 {
             ("acct", 0)
         } else {
-            ("gated", 1)
+            (other, 1)
         };
         let p = phase(&db, prefix, round, secs, concurrency, findings, spread).await?;
+        let names = match mode {
+            Mode::Branches => ["default branch", "pull request vs base"],
+            _ => ["plain", "gate+webhook"],
+        };
         println!(
             "{{\"phase\": \"{}\", \"result\": {}}}",
-            if slot == 0 { "plain" } else { "gate+webhook" },
+            names[slot],
             p.json()
         );
         totals[slot].0 += p.scans;
         totals[slot].1 += p.elapsed;
     }
     let rate = |(n, s): (u64, f64)| n as f64 / s;
+    if mode == Mode::Branches {
+        println!(
+            "{{\"default_branch_scans_per_second\": {:.1}, \"pull_request_scans_per_second\": {:.1}, \"ratio\": {:.3}}}",
+            rate(totals[0]),
+            rate(totals[1]),
+            rate(totals[1]) / rate(totals[0])
+        );
+        db.close().await;
+        return Ok(());
+    }
     let deliveries = tidemark_store::webhooks::pending_count(db.db()).await?;
     println!(
         "{{\"plain_scans_per_second\": {:.1}, \"gated_scans_per_second\": {:.1}, \"ratio\": {:.3}, \"deliveries_queued\": {deliveries}}}",
@@ -144,6 +182,16 @@ async fn equip(db: &Writer, account: &str, findings: usize) {
     }
 }
 
+/// An account whose project "bench" has a scan of `main` with `findings` open findings: the
+/// base its pull requests are compared with.
+async fn with_main(db: &Writer, account: &str, findings: usize) {
+    tidemark_store::testing::insert_pushing_account(db, account).await;
+    let git = serde_json::json!({"branch": "main"});
+    record_push(db, context(account), body_on(0, findings, Some(git)))
+        .await
+        .expect("main's scan");
+}
+
 fn context(account: &str) -> PushContext {
     PushContext {
         key_id: tidemark_store::testing::push_key_id(account),
@@ -203,10 +251,16 @@ async fn phase(
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 n += 1;
-                let push = body(
-                    worker as u64 * 10_000_000 + round * 1_000_000 + n,
-                    findings + n as usize * 7 % spread,
-                );
+                let at = worker as u64 * 10_000_000 + round * 1_000_000 + n;
+                let size = findings + n as usize * 7 % spread;
+                // Pull requests of 20 numbers per account, each judged against main.
+                let push = if prefix == "pr" {
+                    let git = serde_json::json!({"branch": format!("feature-{}", n % 20),
+                        "pull_request": {"number": 1 + n % 20, "base_branch": "main"}});
+                    body_on(at, size, Some(git))
+                } else {
+                    body(at, size)
+                };
                 let account = format!("{prefix}{}", (worker + n as usize) % ACCOUNTS);
                 let ctx = context(&account);
                 let started = Instant::now();
@@ -240,6 +294,11 @@ async fn phase(
 }
 
 fn body(n: u64, findings: usize) -> ValidPush {
+    body_on(n, findings, None)
+}
+
+/// A scan of `findings` open findings; with `git`, on the line it names.
+fn body_on(n: u64, findings: usize, git: Option<serde_json::Value>) -> ValidPush {
     let finding = |i: usize| {
         serde_json::json!({"rule_id": format!("cis-gcp-2.0-{i}"),
             "resource": format!("google_compute_instance.web_{i}"), "status": "FAIL",
@@ -249,11 +308,14 @@ fn body(n: u64, findings: usize) -> ValidPush {
     let scanned_at = chrono::DateTime::from_timestamp(1_700_000_000 + n as i64, 0)
         .expect("in range")
         .to_rfc3339();
-    let json = serde_json::json!({"project_label": "bench", "cloud": "gcp",
+    let mut json = serde_json::json!({"project_label": "bench", "cloud": "gcp",
         "cloud_account_id": "acme-prod", "frameworks": ["cis-gcp-2.0"], "score": (n * 7 % 100) as f64,
         "passed": 100, "failed": findings, "severity_counts": {"critical": 1, "high": 2, "medium": 3, "low": 4},
         "findings": (0..findings).map(finding).collect::<Vec<_>>(), "state_source": "ci",
         "scanned_at": scanned_at});
+    if let Some(git) = git {
+        json["git"] = git;
+    }
     ValidPush::parse(json.to_string().as_bytes()).expect("a valid push")
 }
 
