@@ -262,7 +262,7 @@ test("branches and pull requests: the selector, the pull-requests tab and a scan
   await expect(page.getByTestId("project-row").filter({ hasText: "e2e/web" })).toContainText("58");
   await page.goto(projectUrl);
   await expect(page.getByTestId("line-label")).toHaveText("main");
-  const select = page.getByRole("combobox", { name: "Branch" });
+  const select = page.getByRole("combobox", { name: "Branch", exact: true });
   await expect(select.locator("option")).toHaveText(["main (default)", "feature/tls"]);
   await select.selectOption("feature/tls");
   await page.getByRole("button", { name: "Show", exact: true }).click();
@@ -274,7 +274,7 @@ test("branches and pull requests: the selector, the pull-requests tab and a scan
   await expect(row.getByRole("link", { name: "abcdef0" })).toHaveAttribute("href", `${repo}/commit/abcdef0123456789`);
   // A range keeps the branch in the address.
   await page.getByRole("link", { name: "all", exact: true }).click();
-  await expect(page).toHaveURL(/branch=feature%2Ftls&range=all/);
+  await expect(page).toHaveURL(/branch=feature\/tls&range=all/);
   await page.screenshot({ path: "test-results/project-branch.png", fullPage: true });
 
   await page.getByTestId("pulls-tab").click();

@@ -2,8 +2,9 @@
 //! key: the unguessable token is the only credential, and it reveals only the latest score
 //! and gate verdict. Answers carry an `ETag`, and `Cache-Control: no-cache` so that image
 //! proxies (GitHub's camo) revalidate cheaply instead of showing yesterday's score.
+//! `?branch=<name>` shows that branch's latest scan instead of the default branch's.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -11,14 +12,25 @@ use tidemark_domain::badge::{render, BadgeState, BadgeToken};
 use tidemark_domain::secrets::sha256_hex;
 use tidemark_store::Db;
 
+#[derive(serde::Deserialize)]
+pub struct BadgeQuery {
+    branch: Option<String>,
+}
+
 pub async fn get_badge(
     State(db): State<Db>,
     Path(file): Path<String>,
+    Query(query): Query<BadgeQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let state = match BadgeToken::from_file_name(&file) {
-        None => None,
-        Some(token) => match tidemark_store::badges::badge_state(&db, &token).await {
+    // A branch name that cannot exist reads as an unknown badge, like a wrong token.
+    let branch = match query.branch.as_deref().filter(|b| !b.is_empty()) {
+        None => Ok(None),
+        Some(b) => tidemark_domain::git::BranchName::parse("branch", b).map(Some),
+    };
+    let state = match (BadgeToken::from_file_name(&file), branch) {
+        (None, _) | (_, Err(_)) => None,
+        (Some(token), Ok(branch)) => match tidemark_store::badges::badge_state(&db, &token, branch.as_ref()).await {
             Ok(state) => state,
             Err(err) => {
                 tracing::warn!(error = %err, "badge lookup failed");

@@ -294,9 +294,22 @@ pub struct SarifLog {
 struct SarifRun {
     tool: SarifTool,
     automation_details: AutomationDetails,
+    /// Where the scanned code came from, when the push said (repository, commit, branch).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    version_control_provenance: Vec<VersionControl>,
     invocations: [Invocation; 1],
     results: Vec<SarifResult>,
     properties: RunProperties,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VersionControl {
+    repository_uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revision_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    branch: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -514,6 +527,18 @@ pub fn findings_sarif(
             automation_details: AutomationDetails {
                 id: format!("{}/{}", project.label, scan.scan_id),
             },
+            // SARIF requires the repository's address; without it the commit stays in the
+            // dashboard only.
+            version_control_provenance: scan
+                .repository_url
+                .clone()
+                .map(|repository_uri| VersionControl {
+                    repository_uri,
+                    revision_id: scan.commit.clone(),
+                    branch: scan.branch.clone(),
+                })
+                .into_iter()
+                .collect(),
             invocations: [Invocation {
                 execution_successful: true,
                 end_time_utc: to_rfc3339(scan.scanned_at),

@@ -14,7 +14,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tidemark_wire::Tier;
 
-fn sarif_validator() -> jsonschema::Validator {
+pub(crate) fn sarif_validator() -> jsonschema::Validator {
     let mut schema: Value =
         serde_json::from_str(include_str!("fixtures/sarif-schema-2.1.0.json")).unwrap();
     // The one known defect of the published schema: the `language` pattern (of `run` and of

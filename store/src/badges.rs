@@ -127,17 +127,37 @@ pub async fn revoke_badge(
     Ok(gone)
 }
 
-/// What the badge behind `token` shows, or `None` when no badge has that token.
-pub async fn badge_state(db: &Db, token: &BadgeToken) -> Result<Option<BadgeState>, StoreError> {
-    let row: Option<(Option<f64>, Option<String>)> = on_db!(db, pool => {
-        sqlx::query_as(
-            "SELECT p.last_score, p.last_gate_status FROM badges b \
-             JOIN projects p ON p.id = b.project_id WHERE b.token = $1",
-        )
-        .bind(token.as_str())
-        .fetch_optional(pool)
-        .await
-    })?;
+/// What the badge behind `token` shows, or `None` when no badge has that token: the project's
+/// default branch, or with `branch` that branch's latest scan (no scans when the project has
+/// no such branch).
+pub async fn badge_state(
+    db: &Db,
+    token: &BadgeToken,
+    branch: Option<&tidemark_domain::git::BranchName>,
+) -> Result<Option<BadgeState>, StoreError> {
+    let row: Option<(Option<f64>, Option<String>)> = match branch {
+        None => on_db!(db, pool => {
+            sqlx::query_as(
+                "SELECT p.last_score, p.last_gate_status FROM badges b \
+                 JOIN projects p ON p.id = b.project_id WHERE b.token = $1",
+            )
+            .bind(token.as_str())
+            .fetch_optional(pool)
+            .await
+        })?,
+        Some(branch) => on_db!(db, pool => {
+            sqlx::query_as(
+                "SELECT s.score, s.gate_status FROM badges b \
+                 LEFT JOIN branches l ON l.project_id = b.project_id AND l.ref_key = $1 \
+                 LEFT JOIN scans s ON s.project_id = l.project_id AND s.seq = l.head_seq \
+                 WHERE b.token = $2",
+            )
+            .bind(tidemark_domain::git::branch_ref_key(branch))
+            .bind(token.as_str())
+            .fetch_optional(pool)
+            .await
+        })?,
+    };
     Ok(row.map(|(score, gate)| match score {
         None => BadgeState::NoScans,
         Some(score) => BadgeState::Scored {
