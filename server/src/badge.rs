@@ -30,13 +30,15 @@ pub async fn get_badge(
     };
     let state = match (BadgeToken::from_file_name(&file), branch) {
         (None, _) | (_, Err(_)) => None,
-        (Some(token), Ok(branch)) => match tidemark_store::badges::badge_state(&db, &token, branch.as_ref()).await {
-            Ok(state) => state,
-            Err(err) => {
-                tracing::warn!(error = %err, "badge lookup failed");
-                return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        (Some(token), Ok(branch)) => {
+            match tidemark_store::badges::badge_state(&db, &token, branch.as_ref()).await {
+                Ok(state) => state,
+                Err(err) => {
+                    tracing::warn!(error = %err, "badge lookup failed");
+                    return StatusCode::SERVICE_UNAVAILABLE.into_response();
+                }
             }
-        },
+        }
     };
     // An unknown or revoked token still draws a badge, so a README shows why, not a broken image.
     let (status, state) = match state {

@@ -221,11 +221,34 @@ async fn the_history_csv_names_each_scans_branch_pull_request_and_commit() {
 async fn a_badge_shows_the_default_branch_or_the_branch_it_names() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let (license, key) = app.with_key(Tier::Team).await;
-    let main = app.push_json(&key, &with_git(sample_push("api", 91.5, "2026-11-22T10:00:00Z"), json!({"branch": "main"}))).await;
-    app.push_json(&key, &with_git(sample_push("api", 42.0, "2026-11-22T11:00:00Z"), json!({"branch": "feature/x"}))).await;
+    let main = app
+        .push_json(
+            &key,
+            &with_git(
+                sample_push("api", 91.5, "2026-11-22T10:00:00Z"),
+                json!({"branch": "main"}),
+            ),
+        )
+        .await;
+    app.push_json(
+        &key,
+        &with_git(
+            sample_push("api", 42.0, "2026-11-22T11:00:00Z"),
+            json!({"branch": "feature/x"}),
+        ),
+    )
+    .await;
     let token = tidemark_domain::badge::BadgeToken::generate();
     let project = main["project_id"].as_str().unwrap();
-    assert!(tidemark_store::badges::issue_badge(&app.db, &license.account_id, project, &token, &tidemark_store::testing::audit()).await.unwrap());
+    assert!(tidemark_store::badges::issue_badge(
+        &app.db,
+        &license.account_id,
+        project,
+        &token,
+        &tidemark_store::testing::audit()
+    )
+    .await
+    .unwrap());
     let badge = |query: &str| {
         let url = app.url(&format!("/badge/{}.svg{query}", token.as_str()));
         let client = app.client.clone();
@@ -236,7 +259,10 @@ async fn a_badge_shows_the_default_branch_or_the_branch_it_names() {
     };
     let (status, svg) = badge("").await;
     assert_eq!(status, StatusCode::OK);
-    assert!(svg.contains("91.5") && !svg.contains("42"), "the default branch: {svg}");
+    assert!(
+        svg.contains("91.5") && !svg.contains("42"),
+        "the default branch: {svg}"
+    );
     let (_, svg) = badge("?branch=feature%2Fx").await;
     assert!(svg.contains("42"), "the named branch: {svg}");
     let (status, svg) = badge("?branch=nope").await;
@@ -252,14 +278,33 @@ async fn a_sarif_export_names_the_repository_commit_and_branch() {
     let (_, key) = app.with_key(Tier::Team).await;
     let pushed = app.push_json(&key, &with_git(sample_push("api", 80.0, "2026-11-22T10:00:00Z"),
         json!({"branch": "main", "commit": "9fceb02d0ae598e95dc970b74767f19372d61af8", "repository_url": "https://github.com/acme/api"}))).await;
-    let plain = app.push_json(&key, &sample_push("api", 81.0, "2026-11-22T11:00:00Z")).await;
+    let plain = app
+        .push_json(&key, &sample_push("api", 81.0, "2026-11-22T11:00:00Z"))
+        .await;
     let sarif = |p: &Value| {
-        let url = app.url(&format!("/v1/projects/{}/scans/{}/findings.sarif", p["project_id"].as_str().unwrap(), p["scan_id"].as_str().unwrap()));
+        let url = app.url(&format!(
+            "/v1/projects/{}/scans/{}/findings.sarif",
+            p["project_id"].as_str().unwrap(),
+            p["scan_id"].as_str().unwrap()
+        ));
         let (client, key) = (app.client.clone(), key.clone());
-        async move { client.get(url).header("X-API-Key", key).send().await.unwrap().json::<Value>().await.unwrap() }
+        async move {
+            client
+                .get(url)
+                .header("X-API-Key", key)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
     };
     let log = sarif(&pushed).await;
-    assert!(crate::exports::sarif_validator().is_valid(&log), "valid SARIF 2.1.0");
+    assert!(
+        crate::exports::sarif_validator().is_valid(&log),
+        "valid SARIF 2.1.0"
+    );
     assert_eq!(
         log["runs"][0]["versionControlProvenance"],
         json!([{"repositoryUri": "https://github.com/acme/api", "revisionId": "9fceb02d0ae598e95dc970b74767f19372d61af8", "branch": "main"}])
@@ -267,5 +312,8 @@ async fn a_sarif_export_names_the_repository_commit_and_branch() {
     // A push that said nothing of its commit: the branch's repository is known, the commit not.
     let log = sarif(&plain).await;
     assert!(crate::exports::sarif_validator().is_valid(&log));
-    assert_eq!(log["runs"][0]["versionControlProvenance"], json!([{"repositoryUri": "https://github.com/acme/api", "branch": "main"}]));
+    assert_eq!(
+        log["runs"][0]["versionControlProvenance"],
+        json!([{"repositoryUri": "https://github.com/acme/api", "branch": "main"}])
+    );
 }
