@@ -200,6 +200,7 @@ fn context(account: &str) -> PushContext {
         write_limit: RollingLimit::per_minute(100_000_000),
         now: tidemark_domain::now_millis(),
         touch_key: false,
+        raw_body_hash: None,
     }
 }
 

@@ -207,6 +207,38 @@ pub fn scan_id_candidate(base: &str, n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_context_must_be_an_object() {
+        let body = |git: &str| {
+            format!(
+                r#"{{"project_label":"a","cloud":"aws","cloud_account_id":"1","frameworks":["f"],
+                "score":1,"passed":0,"failed":0,"severity_counts":{{"critical":0,"high":0,"medium":0,"low":0}},
+                "findings":[],"state_source":"ci","scanned_at":"2026-11-22T10:00:00Z","git":{git}}}"#
+            )
+        };
+        for bad in [
+            "[null, null]",
+            "\"main\"",
+            r#"{"pull_request": [1, "main"]}"#,
+        ] {
+            match ValidPush::parse(body(bad).as_bytes()) {
+                Err(PushError::Json(JsonError::Shape(e))) => {
+                    assert!(e.field.starts_with("git"), "{bad}: {e:?}")
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        for good in ["null", "{}", r#"{"pull_request": null}"#] {
+            let push = ValidPush::parse(body(good).as_bytes()).unwrap();
+            assert_eq!(push.git().line(), crate::git::LineKey::Default, "{good}");
+        }
+        let pr = ValidPush::parse(
+            body(r#"{"branch":"b","pull_request":{"number":3,"base_branch":"main"}}"#).as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(pr.git().line(), crate::git::LineKey::PullRequest(3));
+    }
     use serde_json::{json, Value};
 
     fn sample() -> Value {

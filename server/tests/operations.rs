@@ -301,15 +301,15 @@ tidemark_store::test_each_backend! {
         let mut admin = app.signed_in(&provider, &license.email).await;
         let res = admin.post_form("/api/create_webhook", &[("url", &closed), ("scan_pushed", "true")]).await;
         assert_eq!(res.status(), StatusCode::OK);
-        // Pushes by outcome: one stored, its replay, one more stored, one over the writes
-        // limit, one malformed.
+        // Pushes by outcome: one stored, its replay, one malformed, one more stored, one over
+        // the writes limit (once it is spent, even a malformed push is only that).
         let first = crate::common::sample_push("api", 80.0, "2026-11-20T10:00:00Z");
         for (body, status) in [
             (&first, StatusCode::CREATED),
             (&first, StatusCode::CREATED),
+            (&json!({"project_label": "api"}), StatusCode::UNPROCESSABLE_ENTITY),
             (&crate::common::sample_push("api", 81.0, "2026-11-20T11:00:00Z"), StatusCode::CREATED),
             (&crate::common::sample_push("api", 82.0, "2026-11-20T12:00:00Z"), StatusCode::TOO_MANY_REQUESTS),
-            (&json!({"project_label": "api"}), StatusCode::UNPROCESSABLE_ENTITY),
         ] {
             assert_eq!(app.push(&key, body).await.status(), status);
         }
@@ -360,10 +360,11 @@ tidemark_store::test_each_backend! {
         match backend {
             tidemark_store::Backend::Sqlite => {
                 assert_eq!(sample(&text, "tidemark_push_queue_depth"), Some(0.0), "{text}");
-                // Four pushes reached the committer (the malformed one never did), each alone.
-                assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="1.0"}"#), Some(4.0), "{text}");
-                assert_eq!(sample(&text, "tidemark_push_group_size_sum"), Some(4.0), "{text}");
-                assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="+Inf"}"#), Some(4.0), "{text}");
+                // Three pushes reached the committer, each alone: not the malformed one, nor the
+                // one refused before its body was read because the budget was spent.
+                assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="1.0"}"#), Some(3.0), "{text}");
+                assert_eq!(sample(&text, "tidemark_push_group_size_sum"), Some(3.0), "{text}");
+                assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="+Inf"}"#), Some(3.0), "{text}");
             }
             tidemark_store::Backend::Postgres => {
                 assert!(!text.contains("tidemark_push_group_size"), "no committer on PostgreSQL");

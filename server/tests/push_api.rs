@@ -99,38 +99,74 @@ tidemark_store::test_each_backend! {
 }
 
 tidemark_store::test_each_backend! {
+    /// Retries are replays; while the write budget is spent only a byte-identical retry is
+    /// (decisions.md, 2026-11-24), and anything else is refused before it is parsed.
     async fn a_retried_push_is_answered_again_without_a_second_entry(backend) {
-        let app = TestApp::spawn_with(backend, &[("TIDEMARK_WRITES_PER_MINUTE", "2")]).await;
+        let app = TestApp::spawn_with(backend, &[("TIDEMARK_WRITES_PER_MINUTE", "4")]).await;
         let (_, key) = app.with_key(Tier::Team).await;
-        let body = sample_push("api", 91.0, "2026-11-22T10:00:00Z");
-        app.push(&key, &sample_push("api", 90.0, "2026-11-21T10:00:00Z"))
-            .await;
-        let first = app.push(&key, &body).await;
-        assert_eq!(first.status(), StatusCode::CREATED);
-        let first: Value = first.json().await.unwrap();
-        // Same JSON value, written differently (key order, whitespace, an unknown field).
-        let mut retried = body.clone();
-        retried["client_version"] = json!("1.2.3");
-        let text = serde_json::to_string_pretty(&retried).unwrap();
-        for _ in 0..3 {
-            let res = app
+        let send_text = |text: String| {
+            let req = app
                 .client
                 .post(app.url("/v1/dashboard/push"))
                 .header("X-API-Key", &key)
                 .header("Content-Type", "application/json")
-                .body(text.clone())
-                .send()
-                .await
-                .unwrap();
-            // The budget of 2 is used up, yet replays still succeed: they are not writes.
+                .body(text);
+            async move { req.send().await.unwrap() }
+        };
+        let on_feature = json!({"branch": "feature", "default_branch": "main"});
+        let mut feature = sample_push("api", 70.0, "2026-11-20T10:00:00Z");
+        feature["git"] = on_feature;
+        let feature_text = serde_json::to_string(&feature).unwrap();
+        let feature_first: Value = send_text(feature_text.clone()).await.json().await.unwrap();
+        app.push(&key, &sample_push("api", 90.0, "2026-11-21T10:00:00Z")).await;
+        let body = sample_push("api", 91.0, "2026-11-22T10:00:00Z");
+        let first = app.push(&key, &body).await;
+        assert_eq!(first.status(), StatusCode::CREATED);
+        let first: Value = first.json().await.unwrap();
+
+        // With budget left (3 of 4 used): the same JSON value, written differently (key
+        // order, whitespace, an unknown field), is a replay.
+        let mut respelled = body.clone();
+        respelled["client_version"] = json!("1.2.3");
+        let res = send_text(serde_json::to_string_pretty(&respelled).unwrap()).await;
+        assert_eq!(res.status(), StatusCode::CREATED, "{backend:?}");
+        assert_eq!(res.json::<Value>().await.unwrap(), first);
+        assert_eq!(app.count("scans").await, 3);
+
+        // The last write of the minute.
+        let last_body = sample_push("api", 92.0, "2026-11-23T10:00:00Z");
+        let last_text = serde_json::to_string(&last_body).unwrap();
+        let last = send_text(last_text.clone()).await;
+        assert_eq!(last.status(), StatusCode::CREATED);
+        let last: Value = last.json().await.unwrap();
+
+        // The budget is spent: byte-identical retries of a line's latest scan are answered
+        // as before, without using budget...
+        for _ in 0..3 {
+            let res = send_text(last_text.clone()).await;
             assert_eq!(res.status(), StatusCode::CREATED, "{backend:?}");
-            assert_eq!(res.json::<Value>().await.unwrap(), first);
+            assert_eq!(res.json::<Value>().await.unwrap(), last);
         }
-        assert_eq!(app.count("scans").await, 2, "{backend:?}");
-        // A different body is a write again, and is now over the limit.
-        let res = app
-            .push(&key, &sample_push("api", 92.0, "2026-11-22T10:00:00Z"))
-            .await;
+        let res = send_text(feature_text).await;
+        assert_eq!(res.status(), StatusCode::CREATED, "the feature branch's latest scan too");
+        assert_eq!(res.json::<Value>().await.unwrap(), feature_first);
+        // ... but a re-spelled retry, a body that is not even JSON, and a new scan are refused
+        // before their bodies are parsed.
+        let mut respelled = last_body.clone();
+        respelled["client_version"] = json!("1.2.3");
+        for text in [
+            serde_json::to_string_pretty(&respelled).unwrap(),
+            "this is not JSON".to_owned(),
+            serde_json::to_string(&sample_push("api", 93.0, "2026-11-24T10:00:00Z")).unwrap(),
+        ] {
+            let res = send_text(text).await;
+            assert!(res.headers().contains_key("retry-after"));
+            assert_error(res, StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded").await;
+        }
+        // The replayed scan is no longer the latest once another is stored: an older scan's
+        // bytes are not a replay.
+        assert_eq!(app.count("scans").await, 4, "{backend:?}");
+        let res = app.push(&key, &body).await;
         assert_error(res, StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded").await;
     }
 }

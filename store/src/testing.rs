@@ -191,6 +191,7 @@ pub fn push_context(account_id: &str) -> crate::pushes::PushContext {
         write_limit: tidemark_domain::rate::RollingLimit::per_minute(1_000),
         now: tidemark_domain::now_millis(),
         touch_key: false,
+        raw_body_hash: None,
     }
 }
 

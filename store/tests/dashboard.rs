@@ -47,6 +47,7 @@ async fn push(
         },
         now: at,
         touch_key: false,
+        raw_body_hash: None,
     };
     match record_push(db, ctx, push).await.unwrap() {
         PushOutcome::Appended(scan, _) => scan.scan_id,

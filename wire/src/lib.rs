@@ -396,7 +396,11 @@ pub struct PushRequest {
     pub scanned_at: String,
     /// Where in the repository the scan was taken. Optional: without it the scan goes to the
     /// project's default branch, as every push did before branches existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "object_or_null"
+    )]
     pub git: Option<GitContext>,
 }
 
@@ -459,7 +463,11 @@ pub struct GitContext {
     pub repository_url: Option<String>,
     /// Present when the scan is of a pull (merge) request: the scan is judged against the
     /// latest scan of `base_branch`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "object_or_null"
+    )]
     pub pull_request: Option<PullRequestRef>,
 }
 
@@ -697,6 +705,38 @@ pub struct ErrorBody {
     pub error: String,
     /// Human-readable explanation, saying what to do next.
     pub message: String,
+}
+
+/// An optional object that must be written as one: serde would otherwise also read a struct
+/// from an array of its fields in order (`"git": [null, null]`), which the schema refuses.
+fn object_or_null<'de, D, T>(de: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Object<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object or null")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(
+            self,
+            de: D2,
+        ) -> Result<Self::Value, D2::Error> {
+            de.deserialize_any(self)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+    }
+    de.deserialize_option(Object(std::marker::PhantomData))
 }
 
 /// A count: any JSON number with no fractional part, so `2.0` and `1e3` are read as 2 and

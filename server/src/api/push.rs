@@ -10,7 +10,7 @@ use tidemark_domain::push::{PushError, ValidPush, MAX_BODY_BYTES, MAX_FINDINGS};
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::licenses::KeyOwner;
 use tidemark_store::pushes::{
-    record_push, write_rate_status, PushContext, PushOutcome, RateStatus, StoredScan,
+    record_push, write_rate_status, PushContext, PushOutcome, RateStatus, RawReplay, StoredScan,
 };
 use tidemark_wire::{ErrorBody, PushRequest, PushResponse};
 
@@ -31,8 +31,10 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 /// Appends a scan to the history of the project named by `project_label` in the key's
 /// account, creating the project if the tier's cap allows. `score_delta` is this score minus
 /// the previous scan's (0 for the first), read and written atomically so concurrent CI jobs
-/// chain exactly. Re-sending the project's latest push (same JSON value) is a replay: `201`
-/// with the original answer, nothing appended, no write budget used.
+/// chain exactly. Re-sending a line's latest push (same JSON value) is a replay: `201`
+/// with the original answer, nothing appended, no write budget used. While the account's
+/// write budget is spent, only a byte-identical retry is recognised (the body is hashed as it
+/// arrives, never parsed); anything else is `429` before its body is parsed.
 ///
 /// Every response carries `RateLimit-Policy` (`"writes";q=<limit>;w=60`); once the account is
 /// known, also `RateLimit` (`"writes";r=<remaining>;t=<seconds to reset>`), as in the IETF
@@ -137,10 +139,14 @@ async fn push(
             Err(e) => (ApiError::from(e), None),
         }
     };
-    let (push, reservation) = match check_and_parse(state, &owner, headers, body).await {
-        Ok(parsed) => parsed,
-        Err(err) => return Err(refuse(err).await),
-    };
+    let (push, reservation, raw_body_hash) =
+        match check_and_parse(state, &owner, headers, body, limit, now).await {
+            Ok(Admitted::Push(push, reservation, raw)) => (push, reservation, raw),
+            Ok(Admitted::Replayed(scan, rate)) => {
+                return Ok(accepted(state, scan, Stored::Replayed, rate))
+            }
+            Err(err) => return Err(refuse(err).await),
+        };
 
     let label = push.label().to_owned();
     let (key_id, write_limit) = (owner.key_id.clone(), *limit);
@@ -160,6 +166,7 @@ async fn push(
                 write_limit,
                 now,
                 touch_key,
+                raw_body_hash: Some(raw_body_hash),
             };
             record_push(&db, ctx, push).await
         })
@@ -191,18 +198,7 @@ async fn push(
         PushOutcome::RateLimited {
             retry_after_secs,
             rate,
-        } => Err((
-            ApiError::RateLimited {
-                limit: "writes",
-                message: format!(
-                    "Dashboard writes are limited to {} per minute per account. Retry after {} \
-                     seconds, and space out parallel CI jobs that push.",
-                    limit.limit, retry_after_secs
-                ),
-                retry_after_secs,
-            },
-            Some(rate),
-        )),
+        } => Err((rate_limited(limit, retry_after_secs), Some(rate))),
     }
 }
 
@@ -236,14 +232,37 @@ fn accepted(
     (answer, stored, rate)
 }
 
-/// The license may push, the replica has room for the body, and the body is a valid push.
+/// What a push's body came to before the write transaction.
+enum Admitted {
+    /// A valid push, the room its body takes, and the SHA-256 of its bytes.
+    Push(ValidPush, Reservation, String),
+    /// While the write budget is spent: a byte-identical retry of one of the account's lines'
+    /// latest scans, answered without parsing.
+    Replayed(StoredScan, RateStatus),
+}
+
+/// The license may push, and then either the write budget is spent (only a byte-identical
+/// retry is answered, everything else is `429` before the body is parsed or kept), or the
+/// replica has room for the body and the body is a valid push.
 async fn check_and_parse(
     state: &AppState,
     owner: &KeyOwner,
     headers: &HeaderMap,
     body: Body,
-) -> Result<(ValidPush, Reservation), ApiError> {
-    let reservation = match admit(state, owner, headers) {
+    limit: &RollingLimit,
+    now: tidemark_domain::Millis,
+) -> Result<Admitted, ApiError> {
+    if let Err(err) = ensure_dashboard_license(&owner.license).and_then(|()| require_json(headers))
+    {
+        discard_body(headers, body, MAX_BODY_BYTES).await;
+        return Err(err);
+    }
+    let account_id = &owner.license.account_id;
+    let rate = write_rate_status(&state.db, account_id, limit, now).await?;
+    if rate.remaining == 0 {
+        return spent_budget(state, account_id, limit, rate, body).await;
+    }
+    let reservation = match reserve_body(state, account_id, headers) {
         Ok(reservation) => reservation,
         Err(err) => {
             discard_body(headers, body, MAX_BODY_BYTES).await;
@@ -251,6 +270,7 @@ async fn check_and_parse(
         }
     };
     let bytes = read_body(body, MAX_BODY_BYTES).await?;
+    let raw_body_hash = tidemark_domain::secrets::sha256_hex(&bytes);
     let push = ValidPush::parse(&bytes).map_err(|e| match e {
         PushError::Json(e) => json_error(e),
         PushError::TooManyFindings(n) => ApiError::PayloadTooLarge(format!(
@@ -258,14 +278,75 @@ async fn check_and_parse(
              push the failing findings only."
         )),
     })?;
-    Ok((push, reservation))
+    Ok(Admitted::Push(push, reservation, raw_body_hash))
 }
 
-/// Whether this push may send its body at all: license, tier, media type, room.
-fn admit(state: &AppState, owner: &KeyOwner, headers: &HeaderMap) -> Result<Reservation, ApiError> {
-    ensure_dashboard_license(&owner.license)?;
-    require_json(headers)?;
-    reserve_body(state, &owner.license.account_id, headers)
+/// The write budget is spent: the body is hashed as it streams, never kept or parsed, and
+/// only a byte-identical retry of one of the account's lines' latest scans is answered (as
+/// the replay it is); anything else is `429`.
+async fn spent_budget(
+    state: &AppState,
+    account_id: &str,
+    limit: &RollingLimit,
+    rate: RateStatus,
+    body: Body,
+) -> Result<Admitted, ApiError> {
+    let refused = || rate_limited(limit, rate.reset_secs);
+    let Some(raw) = hash_body(body, MAX_BODY_BYTES).await? else {
+        // Longer than any push that was stored, so no retry of one.
+        return Err(refused());
+    };
+    match tidemark_store::pushes::replay_by_raw_hash(&state.db, account_id, &raw).await? {
+        Some(RawReplay::Replay(scan)) => Ok(Admitted::Replayed(scan, rate)),
+        Some(RawReplay::Archived { project_id }) => Err(ApiError::ProjectArchived(project_id)),
+        None => Err(refused()),
+    }
+}
+
+/// `429 rate_limit_exceeded`: the account's write budget is spent for `retry_after_secs`.
+fn rate_limited(limit: &RollingLimit, retry_after_secs: u64) -> ApiError {
+    ApiError::RateLimited {
+        limit: "writes",
+        message: format!(
+            "Dashboard writes are limited to {} per minute per account. Retry after \
+             {retry_after_secs} seconds, and space out parallel CI jobs that push.",
+            limit.limit
+        ),
+        retry_after_secs,
+    }
+}
+
+/// SHA-256 (hex) of a body read chunk by chunk, keeping none of it; `None` past `limit`
+/// bytes (the rest is not read).
+async fn hash_body(body: Body, limit: usize) -> Result<Option<String>, ApiError> {
+    use http_body_util::BodyExt as _;
+    use sha2::Digest as _;
+    let mut body = body;
+    let mut hasher = sha2::Sha256::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| {
+            let stalled = std::iter::successors(std::error::Error::source(&err), |e| e.source())
+                .any(|s| s.is::<tower_http::timeout::TimeoutError>());
+            if stalled {
+                ApiError::RequestTimeout(
+                    "The request body stopped arriving; send it again (a repeated push is \
+                     answered like the first and costs nothing)."
+                        .into(),
+                )
+            } else {
+                ApiError::InvalidJson("The request body could not be read.".into())
+            }
+        })?;
+        if let Some(data) = frame.data_ref() {
+            seen += data.len();
+            if seen > limit {
+                return Ok(None);
+            }
+            hasher.update(data);
+        }
+    }
+    Ok(Some(hex::encode(hasher.finalize())))
 }
 
 /// Seconds a push refused for lack of room is told to wait: about how long a large push

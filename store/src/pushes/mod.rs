@@ -55,6 +55,10 @@ pub struct PushContext {
     pub now: Millis,
     /// Record the key's use (callers skip it when the stored time is recent enough).
     pub touch_key: bool,
+    /// SHA-256 (hex) of the bytes the push arrived as: kept with the line's head, so that a
+    /// byte-identical retry is recognised without parsing while the write budget is spent
+    /// ([`replay_by_raw_hash`]). `None` when the push did not come as bytes.
+    pub raw_body_hash: Option<String>,
 }
 
 /// The scan a push created (or, for a replay, had created).
@@ -670,14 +674,15 @@ fn write_statements(
     let pr = git.pull_request.as_ref();
     writes.push(
         Stmt::new(
-            "UPDATE branches SET scan_count = $1, head_seq = $2, last_push_at = $3, \
-             repository_url = COALESCE($4, repository_url), \
-             name = CASE WHEN pr_number IS NULL THEN name ELSE COALESCE($5, name) END, \
-             pr_base = COALESCE($6, pr_base), pr_title = COALESCE($7, pr_title), \
-             pr_url = COALESCE($8, pr_url) WHERE id = $9",
+            "UPDATE branches SET scan_count = $1, head_seq = $2, head_raw_hash = $3, \
+             last_push_at = $4, repository_url = COALESCE($5, repository_url), \
+             name = CASE WHEN pr_number IS NULL THEN name ELSE COALESCE($6, name) END, \
+             pr_base = COALESCE($7, pr_base), pr_title = COALESCE($8, pr_title), \
+             pr_url = COALESCE($9, pr_url) WHERE id = $10",
         )
         .bind(append.line_seq)
         .bind(append.seq)
+        .bind(ctx.raw_body_hash.clone())
         .bind(ctx.now)
         .bind(repository_url)
         .bind(git.branch.as_ref().map(|b| b.as_str().to_owned()))
@@ -800,6 +805,85 @@ fn write_statements(
         );
     }
     writes
+}
+
+/// What a byte-identical retry found ([`replay_by_raw_hash`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawReplay {
+    /// The latest scan of one of the account's lines was pushed as exactly these bytes.
+    Replay(StoredScan),
+    /// It was, but its project is archived now (`409 project_archived`, as for any push).
+    Archived { project_id: String },
+}
+
+#[derive(sqlx::FromRow)]
+struct RawReplayRow {
+    project_id: String,
+    archived_at: Option<i64>,
+    scan_id: String,
+    score: f64,
+    score_delta: f64,
+    gate_status: Option<String>,
+    gate_reasons: Option<String>,
+    name: Option<String>,
+    pr_number: Option<i64>,
+    base_branch: Option<String>,
+    base_scan_id: Option<String>,
+    base_score: Option<f64>,
+    base_new: Option<i64>,
+    base_fixed: Option<i64>,
+}
+
+/// The scan whose push was byte for byte `raw_body_hash`, among the latest scans of the
+/// account's lines: how a retry is answered while the account's write budget is spent,
+/// before its body is parsed (decisions.md). A read: it appends nothing and uses no budget.
+pub async fn replay_by_raw_hash(
+    db: &Db,
+    account_id: &str,
+    raw_body_hash: &str,
+) -> Result<Option<RawReplay>, StoreError> {
+    let row: Option<RawReplayRow> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT s.project_id, p.archived_at, s.scan_id, s.score, s.score_delta, \
+             s.gate_status, s.gate_reasons, b.name, b.pr_number, s.base_branch, s.base_scan_id, \
+             s.base_score, s.base_new, s.base_fixed \
+             FROM branches b JOIN scans s ON s.project_id = b.project_id AND s.seq = b.head_seq \
+             JOIN projects p ON p.id = b.project_id \
+             WHERE b.account_id = $1 AND b.head_raw_hash = $2 LIMIT 1",
+        )
+        .bind(account_id)
+        .bind(raw_body_hash)
+        .fetch_optional(pool)
+        .await
+    })?;
+    Ok(row.map(|r| {
+        if r.archived_at.is_some() {
+            return RawReplay::Archived {
+                project_id: r.project_id,
+            };
+        }
+        let base = r.base_branch.map(|branch| {
+            base_comparison(
+                &branch,
+                r.base_scan_id.zip(r.base_score),
+                r.score,
+                r.base_new
+                    .zip(r.base_fixed)
+                    .map(|(n, f)| (u64::try_from(n).unwrap_or(0), u64::try_from(f).unwrap_or(0))),
+            )
+        });
+        RawReplay::Replay(StoredScan {
+            project_id: r.project_id,
+            scan_id: r.scan_id,
+            score_delta: r.score_delta,
+            gate: verdict_from_columns(r.gate_status.as_deref(), r.gate_reasons.as_deref()),
+            branch: r.name,
+            pull_request: r.pr_number.and_then(|n| u64::try_from(n).ok()),
+            base,
+            webhooks_queued: false,
+            alerts_queued: false,
+        })
+    }))
 }
 
 /// The account's write budget without writing anything (for refused pushes).
