@@ -141,9 +141,9 @@ async fn push(
     };
     let (push, reservation, raw_body_hash) =
         match check_and_parse(state, &owner, headers, body, limit, now).await {
-            Ok(Admitted::Push(push, reservation, raw)) => (push, reservation, raw),
+            Ok(Admitted::Push(push, reservation, raw)) => (*push, reservation, raw),
             Ok(Admitted::Replayed(scan, rate)) => {
-                return Ok(accepted(state, scan, Stored::Replayed, rate))
+                return Ok(accepted(state, *scan, Stored::Replayed, rate))
             }
             Err(err) => return Err(refuse(err).await),
         };
@@ -235,10 +235,10 @@ fn accepted(
 /// What a push's body came to before the write transaction.
 enum Admitted {
     /// A valid push, the room its body takes, and the SHA-256 of its bytes.
-    Push(ValidPush, Reservation, String),
+    Push(Box<ValidPush>, Reservation, String),
     /// While the write budget is spent: a byte-identical retry of one of the account's lines'
     /// latest scans, answered without parsing.
-    Replayed(StoredScan, RateStatus),
+    Replayed(Box<StoredScan>, RateStatus),
 }
 
 /// The license may push, and then either the write budget is spent (only a byte-identical
@@ -278,7 +278,7 @@ async fn check_and_parse(
              push the failing findings only."
         )),
     })?;
-    Ok(Admitted::Push(push, reservation, raw_body_hash))
+    Ok(Admitted::Push(Box::new(push), reservation, raw_body_hash))
 }
 
 /// The write budget is spent: the body is hashed as it streams, never kept or parsed, and

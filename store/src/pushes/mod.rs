@@ -811,7 +811,7 @@ fn write_statements(
 #[derive(Debug, Clone, PartialEq)]
 pub enum RawReplay {
     /// The latest scan of one of the account's lines was pushed as exactly these bytes.
-    Replay(StoredScan),
+    Replay(Box<StoredScan>),
     /// It was, but its project is archived now (`409 project_archived`, as for any push).
     Archived { project_id: String },
 }
@@ -872,7 +872,7 @@ pub async fn replay_by_raw_hash(
                     .map(|(n, f)| (u64::try_from(n).unwrap_or(0), u64::try_from(f).unwrap_or(0))),
             )
         });
-        RawReplay::Replay(StoredScan {
+        RawReplay::Replay(Box::new(StoredScan {
             project_id: r.project_id,
             scan_id: r.scan_id,
             score_delta: r.score_delta,
@@ -882,7 +882,7 @@ pub async fn replay_by_raw_hash(
             base,
             webhooks_queued: false,
             alerts_queued: false,
-        })
+        }))
     }))
 }
 
