@@ -122,6 +122,10 @@ pub struct Config {
     /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
     /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
     pub push_budget_mib: u32,
+    /// `serve` starts even though stored secrets are sealed under a master key it was not
+    /// given (`TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS=1`): for a deliberate partial recovery,
+    /// where what the lost key sealed is given up.
+    pub allow_unknown_master_keys: bool,
     /// Webhooks may go to loopback, private and link-local addresses
     /// (`TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1`): for a receiver on the operator's own network,
     /// and for tests. Off by default, so a webhook URL cannot reach into that network.
@@ -273,6 +277,11 @@ pub const VARIABLES: &[Variable] = &[
         "TIDEMARK_MASTER_KEY_PREVIOUS",
         "",
         "the key being rotated away from (decrypt only)",
+    ),
+    setting(
+        "TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS",
+        "",
+        "1: serve although stored secrets are sealed under a key not given",
     ),
     setting(
         "TIDEMARK_MIGRATE",
@@ -665,6 +674,7 @@ impl Config {
             });
         }
         let webhook_allow_private = parse_flag(&var, "TIDEMARK_WEBHOOK_ALLOW_PRIVATE")?;
+        let allow_unknown_master_keys = parse_flag(&var, "TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS")?;
         let webhook_retry_base_ms = parse_number(&var, "TIDEMARK_WEBHOOK_RETRY_BASE_MS", 10_000)?;
         let webhook_timeout_seconds = parse_number(&var, "TIDEMARK_WEBHOOK_TIMEOUT_SECONDS", 10)?;
         if webhook_timeout_seconds > 30 {
@@ -674,6 +684,7 @@ impl Config {
             });
         }
         Ok(Config {
+            allow_unknown_master_keys,
             webhook_allow_private,
             webhook_retry_base_ms,
             webhook_timeout_seconds,

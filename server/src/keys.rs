@@ -100,3 +100,63 @@ async fn reseal_column(
     }
     Ok(done)
 }
+
+/// Stored secrets sealed under master keys this server was not given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKeys {
+    /// (column, key id, rows).
+    pub found: Vec<(&'static str, String, i64)>,
+    pub current: String,
+    pub previous: Option<String>,
+}
+
+impl std::fmt::Display for UnknownKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list: Vec<String> = self
+            .found
+            .iter()
+            .map(|(column, id, rows)| format!("key id {id} ({rows} rows of {column})"))
+            .collect();
+        write!(
+            f,
+            "stored secrets are sealed under {}, but TIDEMARK_MASTER_KEY is key id {}{}; start \
+             with the key that sealed them as TIDEMARK_MASTER_KEY (or as \
+             TIDEMARK_MASTER_KEY_PREVIOUS while rotating away from it), or set \
+             TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS=1 to serve anyway and give up what only that \
+             key opens (see docs/operations.md)",
+            list.join(", "),
+            self.current,
+            self.previous
+                .as_ref()
+                .map(|p| format!(" and TIDEMARK_MASTER_KEY_PREVIOUS is key id {p}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+impl std::error::Error for UnknownKeys {}
+
+/// Which stored secrets neither `keys.current` nor `keys.previous` opens, by the key ids in
+/// their ciphertexts (no secret is opened). Values sealed before ciphertexts carried an id
+/// cannot be told apart this way and are not counted.
+pub async fn unknown_keys(
+    db: &tidemark_store::Db,
+    keys: &Keyring,
+) -> anyhow::Result<Option<UnknownKeys>> {
+    let current = crypto::key_id(&keys.current);
+    let previous = keys.previous.as_ref().map(crypto::key_id);
+    let mut found = Vec::new();
+    for column in SealedColumn::ALL {
+        for (id, rows) in sealed::key_ids(db, column).await? {
+            let Some(id) = id else { continue };
+            if id != current && Some(&id) != previous.as_ref() {
+                found.push((column.name(), id, rows));
+            }
+        }
+    }
+    Ok((!found.is_empty()).then_some(UnknownKeys {
+        found,
+        current,
+        previous,
+    }))
+}

@@ -145,7 +145,7 @@ async fn deliver_due(
         match send_one(state, transport, from, &mail).await {
             Ok(finished) => outbox::mark_sent(db, &mail.id, now_millis(), finished).await?,
             Err(err) => {
-                tracing::warn!(mail_id = %mail.id, attempt = mail.attempts, error = %err, "mail not delivered; will retry");
+                tracing::warn!(mail_id = %mail.id, attempt = mail.attempts, error = format!("{err:#}"), "mail not delivered; will retry");
                 let retry_at = now_millis() + retry_delay_ms(mail.attempts);
                 outbox::mark_failed(db, &mail, &err.to_string(), retry_at).await?;
             }

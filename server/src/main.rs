@@ -68,6 +68,7 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
         let _serving = server::backup::ServeLock::acquire(&config)?;
         let addr = config.site_addr;
         let state = server::build_state(config).await?;
+        check_master_keys(&state).await?;
         let shutdown = server::shutdown_signal();
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -91,4 +92,27 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
         .await;
     db.close().await;
     outcome?.map(Some)
+}
+
+/// A server given another master key than its data was sealed under would serve, say ready,
+/// and fail every license mail: refuse to start instead, unless the operator says otherwise.
+async fn check_master_keys(state: &server::state::AppState) -> anyhow::Result<()> {
+    let keys = server::crypto::Keyring::from_config(&state.config);
+    match server::keys::unknown_keys(&state.db, &keys).await {
+        Ok(None) => Ok(()),
+        Ok(Some(unknown)) if state.config.allow_unknown_master_keys => {
+            tracing::warn!(%unknown, "serving with TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS=1");
+            Ok(())
+        }
+        Ok(Some(unknown)) => Err(unknown.into()),
+        // A schema not migrated yet (TIDEMARK_MIGRATE=never) has nothing sealed to check;
+        // readiness says what is missing.
+        Err(err) => {
+            tracing::warn!(
+                error = format!("{err:#}"),
+                "could not check the master keys"
+            );
+            Ok(())
+        }
+    }
 }

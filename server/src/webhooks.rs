@@ -261,12 +261,11 @@ async fn send_one(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -
 /// which may hold a credential).
 async fn post(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Result<u16, String> {
     let open = |sealed: &str| {
-        state
-            .webhook_secrets
-            .open(sealed)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| "the endpoint's stored URL or secret could not be decrypted".to_owned())
+        let opened = state.webhook_secrets.open(sealed).map_err(|e| {
+            format!("the endpoint's stored URL or secret could not be decrypted: {e}")
+        })?;
+        String::from_utf8(opened)
+            .map_err(|_| "the endpoint's stored URL or secret is not text".to_owned())
     };
     let url = WebhookUrl::parse(&open(&d.url_sealed)?, state.config.webhook_allow_private)
         .map_err(|e| e.to_string())?;

@@ -256,6 +256,103 @@ mod binary {
         assert!(!dir.path().join("tidemark.db").exists());
     }
 
+    /// `serve` with another master key than the data was sealed under refuses to start,
+    /// naming the key id, the column and the variables; with the previous key given, or
+    /// with the documented override, it serves.
+    #[test]
+    fn a_wrong_master_key_is_refused_at_start() {
+        use base64::Engine as _;
+        let key = |byte: u8| base64::engine::general_purpose::STANDARD.encode([byte; 32]);
+        let (sealed_under, other) = (key(1), key(2));
+        let dir = tempfile::tempdir().unwrap();
+        let out = server_command(dir.path())
+            .env("TIDEMARK_MASTER_KEY", &sealed_under)
+            .args([
+                "license",
+                "create",
+                "--email",
+                "ops@example.com",
+                "--tier",
+                "team",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let serve = |env: &[(&str, &str)]| {
+            let port = crate::common::free_port();
+            let mut cmd = server_command(dir.path());
+            cmd.env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"));
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    let mut err = String::new();
+                    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err)
+                        .unwrap();
+                    return (Some(status), err);
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return (None, String::new());
+                }
+                assert!(Instant::now() < deadline, "neither served nor exited");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        };
+        let (exited, stderr) = serve(&[("TIDEMARK_MASTER_KEY", &other)]);
+        assert!(exited.is_some_and(|s| !s.success()), "refused: {stderr}");
+        let named = names_the_sealing_key(&stderr);
+        assert!(named, "names the key id and the column: {stderr}");
+        for variable in [
+            "TIDEMARK_MASTER_KEY_PREVIOUS",
+            "TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS",
+        ] {
+            assert!(stderr.contains(variable), "{variable}: {stderr}");
+        }
+        assert!(
+            !stderr.contains(&other) && !stderr.contains(&sealed_under),
+            "no key in the log"
+        );
+        assert_eq!(
+            serve(&[("TIDEMARK_MASTER_KEY", &sealed_under)]).0,
+            None,
+            "its own key serves"
+        );
+        let rotating = [
+            ("TIDEMARK_MASTER_KEY", other.as_str()),
+            ("TIDEMARK_MASTER_KEY_PREVIOUS", sealed_under.as_str()),
+        ];
+        assert_eq!(
+            serve(&rotating).0,
+            None,
+            "the sealing key as the previous one serves"
+        );
+        let recovery = [
+            ("TIDEMARK_MASTER_KEY", other.as_str()),
+            ("TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS", "1"),
+        ];
+        assert_eq!(serve(&recovery).0, None, "the documented override serves");
+    }
+
+    /// "key id <8 hex> (1 rows of licenses.key_ciphertext)" somewhere in `text`.
+    fn names_the_sealing_key(text: &str) -> bool {
+        text.match_indices("key id ").any(|(i, _)| {
+            let rest = &text[i + 7..];
+            rest.len() > 8
+                && rest[..8].bytes().all(|b| b.is_ascii_hexdigit())
+                && rest[8..].starts_with(" (1 rows of licenses.key_ciphertext)")
+        })
+    }
+
     #[test]
     fn sigterm_shuts_the_server_down_cleanly() {
         let dir = tempfile::tempdir().unwrap();

@@ -46,6 +46,22 @@ impl SealedColumn {
     }
 }
 
+/// The master-key ids `column`'s values are sealed under (the `v2:<id>:` prefix), with how
+/// many rows each; values sealed before ciphertexts carried an id count under `None`.
+pub async fn key_ids(
+    db: &Db,
+    column: SealedColumn,
+) -> Result<Vec<(Option<String>, i64)>, StoreError> {
+    let (table, _, sealed) = column.parts();
+    let sql = format!(
+        "SELECT CASE WHEN {sealed} LIKE 'v2:%' THEN substr({sealed}, 4, 8) END AS kid, COUNT(*) \
+         FROM {table} GROUP BY kid"
+    );
+    Ok(on_db!(db, pool => {
+        sqlx::query_as(&sql).fetch_all(pool).await
+    })?)
+}
+
 /// Up to `limit` rows of `column` whose key sorts after `after`, in key order: `(key, sealed)`.
 pub async fn sealed_after(
     db: &Db,
