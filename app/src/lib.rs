@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    ParamSegment, StaticSegment,
+    ParamSegment, SsrMode, StaticSegment,
 };
 
 pub mod api;
@@ -75,10 +75,13 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=pages::NotFound>
                     <Route path=StaticSegment("") view=pages::Landing/>
                     <Route path=StaticSegment("signin") view=signin::SignIn/>
-                    <Route path=StaticSegment("projects") view=views::projects::ProjectsPage/>
+                    // Pages that can refuse (not found, admins only) render whole before they
+                    // answer, so the status they set reaches the response.
+                    <Route path=StaticSegment("projects") view=views::projects::ProjectsPage ssr=SsrMode::Async/>
                     <Route
                         path=(StaticSegment("projects"), ParamSegment("project_id"))
                         view=views::project::ProjectPage
+                        ssr=SsrMode::Async
                     />
                     <Route
                         path=(
@@ -88,11 +91,13 @@ pub fn App() -> impl IntoView {
                             ParamSegment("scan_id"),
                         )
                         view=views::scan::ScanPage
+                        ssr=SsrMode::Async
                     />
-                    <Route path=StaticSegment("settings") view=views::settings::SettingsPage/>
+                    <Route path=StaticSegment("settings") view=views::settings::SettingsPage ssr=SsrMode::Async/>
                     <Route
                         path=(StaticSegment("settings"), StaticSegment("audit"))
                         view=views::audit::AuditLogPage
+                        ssr=SsrMode::Async
                     />
                 </Routes>
             </main>

@@ -368,3 +368,60 @@ tidemark_store::test_each_backend! {
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
     }
 }
+
+/// Pages that refuse answer with the status they mean, around the same friendly page: a
+/// member on the admins' audit log `403`, another account's project and an unknown scan `404`.
+#[tokio::test]
+async fn refused_pages_answer_with_their_status() {
+    let (app, provider) = TestApp::spawn_with_oidc(tidemark_store::Backend::Sqlite).await;
+    let (license, key) = app.with_key(Tier::Team).await;
+    let (_, their_key) = app.with_key(Tier::Team).await;
+    let mine = app
+        .push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+        .await;
+    let theirs = app
+        .push_json(
+            &their_key,
+            &sample_push("web", 60.0, "2026-11-20T10:00:00Z"),
+        )
+        .await;
+    tidemark_store::access::add_member(
+        &app.db,
+        &license.account_id,
+        &tidemark_domain::text::Email::parse("reader@example.com").unwrap(),
+        tidemark_domain::access::Role::Member,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let mut member = app.signed_in(&provider, "reader@example.com").await;
+    let project =
+        |p: &serde_json::Value| format!("/projects/{}", p["project_id"].as_str().unwrap());
+    for (path, status, says) in [
+        (
+            "/settings/audit".to_owned(),
+            StatusCode::FORBIDDEN,
+            "Only an admin",
+        ),
+        (project(&theirs), StatusCode::NOT_FOUND, "Not found"),
+        (
+            format!("{}/scans/20990101-000000-web", project(&mine)),
+            StatusCode::NOT_FOUND,
+            "Not found",
+        ),
+        (
+            format!("{}?branch=no-such-branch", project(&mine)),
+            StatusCode::NOT_FOUND,
+            "Not found",
+        ),
+        (project(&mine), StatusCode::OK, "web"),
+        ("/settings".to_owned(), StatusCode::OK, "API keys"),
+    ] {
+        let res = member.get(&app.url(&path)).await;
+        assert_eq!(res.status(), status, "{path}");
+        let page = res.text().await.unwrap();
+        assert!(page.contains(says), "{path}: {page}");
+        assert!(page.contains("<html"), "{path}: the whole friendly page");
+    }
+}

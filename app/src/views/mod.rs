@@ -88,6 +88,15 @@ pub fn loading() -> impl IntoView {
 }
 
 pub fn error_view(err: DashboardError) -> AnyView {
+    // The page answers with the status it means (403, 404, …), not 200 around an error; the
+    // routes that can refuse render whole before they answer (`SsrMode::Async`).
+    #[cfg(feature = "ssr")]
+    if let (Some(resp), Ok(status)) = (
+        use_context::<leptos_axum::ResponseOptions>(),
+        http::StatusCode::from_u16(err.status()),
+    ) {
+        resp.set_status(status);
+    }
     match err {
         DashboardError::SignedOut => view! {
             <p class="notice error" role="alert">
