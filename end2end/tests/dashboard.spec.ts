@@ -269,6 +269,8 @@ test("branches and pull requests: the selector, the pull-requests tab and a scan
   await expect(page).toHaveURL(/\?branch=feature%2Ftls/);
   await expect(page.getByTestId("line-label")).toHaveText("feature/tls");
   await expect(page.getByTestId("history-chart")).toHaveAttribute("data-points", "1");
+  await expect(page.getByTestId("history-chart").locator("figcaption")).toContainText("1 scan.");
+  await expect(page.getByTestId("line-label").locator("..")).toContainText("· 1 scan on");
   const row = page.getByRole("table").getByRole("row").nth(1);
   await expect(row).toContainText("feature/tls");
   await expect(row.getByRole("link", { name: "abcdef0" })).toHaveAttribute("href", `${repo}/commit/abcdef0123456789`);

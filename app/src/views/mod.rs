@@ -14,6 +14,12 @@ use leptos::prelude::*;
 use crate::error::DashboardError;
 use crate::model::{GateStatus, Severity, SeverityCounts};
 
+/// `n` and its noun, singular for one: "1 scan", "3 scans".
+pub fn count_of(n: impl Into<i64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// A scan's quality-gate verdict as a tag (nothing to show when the project had no gate).
 pub fn gate_badge(status: GateStatus) -> impl IntoView {
     match status {

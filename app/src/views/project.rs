@@ -107,7 +107,7 @@ fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
             <p class="headline">
                 <span class="big-score">{score.map(fmt_score).unwrap_or_else(|| "–".into())}</span>
                 {delta_badge(delta)}
-                <span class="muted">{format!(" · {count} {}", if count == 1 { "scan" } else { "scans" })}</span>
+                <span class="muted">{format!(" · {}", super::count_of(count, "scan", "scans"))}</span>
                 {(!pulls_tab).then(|| view! { <span class="muted">" on "</span><span class="branch-name" data-testid="line-label">{line.label()}</span> })}
                 {project.archived.then(|| view! { <span class="tag">"archived"</span> })}
             </p>
@@ -469,7 +469,10 @@ fn history_chart(chart: ProjectChart) -> AnyView {
             chart.scans_in_range, shown
         )
     } else {
-        format!("{} scans.", chart.scans_in_range)
+        format!(
+            "{}.",
+            super::count_of(chart.scans_in_range as i64, "scan", "scans")
+        )
     };
     let ProjectChart {
         project,

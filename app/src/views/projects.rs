@@ -63,7 +63,10 @@ fn arrange_form(a: &Arrangement) -> impl IntoView {
 fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
     let usage = match v.cap {
         Some(cap) => format!("{} of {} projects", v.active, cap),
-        None => format!("{} projects (no limit)", v.active),
+        None => format!(
+            "{} (no limit)",
+            super::count_of(v.active as i64, "project", "projects")
+        ),
     };
     let any_project = !v.projects.is_empty();
     let (archived, active): (Vec<ProjectCard>, Vec<ProjectCard>) =
