@@ -29,26 +29,52 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
 
 /// Reads at most `limit` bytes of body.
 pub async fn read_body(body: Body, limit: usize) -> Result<axum::body::Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|err| {
-        // `to_bytes` fails on the length limit or on a broken connection.
-        let causes = || std::iter::successors(std::error::Error::source(&err), |e| e.source());
-        let too_large = causes().any(|s| s.is::<http_body_util::LengthLimitError>());
-        let stalled = causes().any(|s| s.is::<tower_http::timeout::TimeoutError>());
-        if stalled {
-            ApiError::RequestTimeout(
-                "The request body stopped arriving; send it again (a repeated push is answered \
-                 like the first and costs nothing)."
-                    .into(),
-            )
-        } else if too_large {
-            ApiError::PayloadTooLarge(format!(
-                "The request body is larger than the limit of {} MiB.",
-                limit / (1024 * 1024)
-            ))
-        } else {
-            ApiError::InvalidJson("The request body could not be read.".into())
+    axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|err| unread_body(&err, limit))
+}
+
+/// SHA-256 (hex) of a body read chunk by chunk, keeping none of it; `None` past `limit`
+/// bytes (the rest is not read).
+pub async fn hash_body(body: Body, limit: usize) -> Result<Option<String>, ApiError> {
+    use http_body_util::BodyExt as _;
+    use sha2::Digest as _;
+    let mut body = body;
+    let mut hasher = sha2::Sha256::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| unread_body(&err, limit))?;
+        if let Some(data) = frame.data_ref() {
+            seen += data.len();
+            if seen > limit {
+                return Ok(None);
+            }
+            hasher.update(data);
         }
-    })
+    }
+    Ok(Some(hex::encode(hasher.finalize())))
+}
+
+/// Why a body could not be read: it stopped arriving (408), it passed the length limit
+/// (413), or the connection broke.
+fn unread_body(err: &axum::Error, limit: usize) -> ApiError {
+    let causes = || std::iter::successors(std::error::Error::source(err), |e| e.source());
+    let too_large = causes().any(|s| s.is::<http_body_util::LengthLimitError>());
+    let stalled = causes().any(|s| s.is::<tower_http::timeout::TimeoutError>());
+    if stalled {
+        ApiError::RequestTimeout(
+            "The request body stopped arriving; send it again (a repeated push is answered \
+             like the first and costs nothing)."
+                .into(),
+        )
+    } else if too_large {
+        ApiError::PayloadTooLarge(format!(
+            "The request body is larger than the limit of {} MiB.",
+            limit / (1024 * 1024)
+        ))
+    } else {
+        ApiError::InvalidJson("The request body could not be read.".into())
+    }
 }
 
 /// Reads and drops a request body that is refused before it is read (at most `limit`

@@ -15,8 +15,8 @@ use tidemark_store::pushes::{
 use tidemark_wire::{ErrorBody, PushRequest, PushResponse};
 
 use super::extract::{
-    authenticate, discard_body, ensure_active, ensure_dashboard_license, json_error, read_body,
-    require_json,
+    authenticate, discard_body, ensure_active, ensure_dashboard_license, hash_body, json_error,
+    read_body, require_json,
 };
 use super::push_budget::{Busy, Reservation};
 use super::ApiError;
@@ -314,39 +314,6 @@ fn rate_limited(limit: &RollingLimit, retry_after_secs: u64) -> ApiError {
         ),
         retry_after_secs,
     }
-}
-
-/// SHA-256 (hex) of a body read chunk by chunk, keeping none of it; `None` past `limit`
-/// bytes (the rest is not read).
-async fn hash_body(body: Body, limit: usize) -> Result<Option<String>, ApiError> {
-    use http_body_util::BodyExt as _;
-    use sha2::Digest as _;
-    let mut body = body;
-    let mut hasher = sha2::Sha256::new();
-    let mut seen = 0usize;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|err| {
-            let stalled = std::iter::successors(std::error::Error::source(&err), |e| e.source())
-                .any(|s| s.is::<tower_http::timeout::TimeoutError>());
-            if stalled {
-                ApiError::RequestTimeout(
-                    "The request body stopped arriving; send it again (a repeated push is \
-                     answered like the first and costs nothing)."
-                        .into(),
-                )
-            } else {
-                ApiError::InvalidJson("The request body could not be read.".into())
-            }
-        })?;
-        if let Some(data) = frame.data_ref() {
-            seen += data.len();
-            if seen > limit {
-                return Ok(None);
-            }
-            hasher.update(data);
-        }
-    }
-    Ok(Some(hex::encode(hasher.finalize())))
 }
 
 /// Seconds a push refused for lack of room is told to wait: about how long a large push
