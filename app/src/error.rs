@@ -18,7 +18,7 @@ pub enum DashboardError {
     Invalid(String),
     #[error("{0}")]
     Conflict(String),
-    #[error("The service is unavailable right now. Try again shortly.")]
+    #[error("The database is unavailable right now (restarting or failing over). This page will retry by itself.")]
     Unavailable,
     #[error("Request failed: {0}")]
     ServerFn(ServerFnErrorErr),
@@ -57,10 +57,18 @@ impl FromServerFnError for DashboardError {
     }
 }
 
-/// On the server: a storage failure, logged in full and shown as "unavailable".
+/// On the server: a storage failure, logged and shown as "unavailable". The database being
+/// away (restart, failover, full disk) is logged as the outage it is, summarised across
+/// requests; anything else in full, once per request.
 #[cfg(feature = "ssr")]
-pub fn unavailable<T>(err: impl std::fmt::Display) -> Result<T, DashboardError> {
-    tracing::error!(%err, "dashboard storage call failed");
+pub fn unavailable<T, E: std::fmt::Display + 'static>(err: E) -> Result<T, DashboardError> {
+    let fault = (&err as &dyn std::any::Any)
+        .downcast_ref::<tidemark_store::StoreError>()
+        .and_then(tidemark_store::StoreError::fault);
+    match fault {
+        Some(fault) => tidemark_store::fault::log_fault(fault, &err),
+        None => tracing::error!(%err, "dashboard storage call failed"),
+    }
     Err(DashboardError::Unavailable)
 }
 

@@ -11,7 +11,7 @@ use anyhow::{bail, Context as _};
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
 
-use crate::client::{Client, ClientError, RetryPolicy, Wait};
+use crate::client::{Client, ClientError, RetryPolicy, DEFAULT_MAX_WAIT};
 use crate::credentials::{self, Credentials};
 use crate::license::{self, Mode};
 
@@ -31,7 +31,9 @@ pub mod exit {
     /// The service could not be reached, after the retries (connection failure, timeout,
     /// 5xx), or its TLS certificate is not trusted (not retried).
     pub const NETWORK: u8 = 4;
-    /// Still rate limited (`429`) or busy (`503 server_busy`) after the retries.
+    /// Still rate limited (`429`), busy (`503 server_busy`), or the service's database
+    /// unavailable or its storage full (`503 database_unavailable`, `507 storage_full`) after
+    /// the retries: the service is there and will be back; run the job again later.
     pub const THROTTLED: u8 = 5;
     /// The command line itself is wrong (sysexits' EX_USAGE).
     pub const USAGE: u8 = 64;
@@ -52,7 +54,15 @@ pub fn exit_status(err: &anyhow::Error) -> u8 {
             return match client {
                 ClientError::Unreachable { .. } | ClientError::Untrusted { .. } => exit::NETWORK,
                 ClientError::Api { status: 429, .. } => exit::THROTTLED,
-                ClientError::Api { code, .. } if code == "server_busy" => exit::THROTTLED,
+                ClientError::Api { code, .. }
+                    if matches!(
+                        code.as_str(),
+                        "server_busy" | "database_unavailable" | "storage_full"
+                    ) =>
+                {
+                    exit::THROTTLED
+                }
+                ClientError::ServerFault { .. } => exit::FAILURE,
                 ClientError::Api {
                     status: 401 | 403, ..
                 } => exit::AUTH,
@@ -126,9 +136,14 @@ pub enum Command {
         #[arg(long)]
         fail_on_gate: bool,
         /// How many times to wait and retry when the write rate is exceeded, the server is
-        /// busy, or it does not answer (connection failure, timeout, 502, 503, 504).
-        #[arg(long, default_value_t = 5)]
+        /// busy, its database is unavailable or its storage full (503, 507), or it does not
+        /// answer (connection failure, timeout, 502, 503, 504).
+        #[arg(long, default_value_t = 40)]
         max_retries: u32,
+        /// The most seconds to spend waiting between retries in all: the default rides out
+        /// a managed database's failover (typically 60 to 120 s).
+        #[arg(long, default_value_t = DEFAULT_MAX_WAIT.as_secs())]
+        retry_for: u64,
         /// Print the service's answer as one JSON object on standard output (messages for
         /// people go to standard error).
         #[arg(long)]
@@ -214,6 +229,15 @@ pub struct Env {
 pub type GitRunner = dyn Fn(&[&str]) -> Option<String> + Send + Sync;
 
 impl Env {
+    /// The default retries, with this environment's jitter and back-off.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_jitter: self.max_jitter,
+            backoff_base: self.backoff_base,
+            ..RetryPolicy::default()
+        }
+    }
+
     pub fn var(&self, name: &str) -> Option<String> {
         self.vars.get(name).filter(|v| !v.is_empty()).cloned()
     }
@@ -253,10 +277,12 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         ),
         None => None,
     };
-    let client = Client::new(&url, ca_pem.as_deref()).with_context(|| match &ca_cert {
-        Some(path) => format!("could not use the CA certificate {}", path.display()),
-        None => "could not set up the HTTP client".to_owned(),
-    })?;
+    let client = Client::new(&url, ca_pem.as_deref())
+        .with_context(|| match &ca_cert {
+            Some(path) => format!("could not use the CA certificate {}", path.display()),
+            None => "could not set up the HTTP client".to_owned(),
+        })?
+        .with_retry(env.retry_policy());
     match cli.command {
         Command::Activate {
             license_key_file,
@@ -270,6 +296,7 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
             fail_on_regression,
             fail_on_gate,
             max_retries,
+            retry_for,
             json,
             git,
         } => {
@@ -281,6 +308,7 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
                 label,
                 fail_on,
                 max_retries,
+                retry_for,
                 json,
                 git,
             };
@@ -491,6 +519,7 @@ struct PushOptions {
     label: Option<String>,
     fail_on: FailOn,
     max_retries: u32,
+    retry_for: u64,
     json: bool,
     git: GitArgs,
 }
@@ -513,6 +542,7 @@ async fn push(
         label,
         fail_on,
         max_retries,
+        retry_for,
         json,
         git: git_args,
     } = options;
@@ -565,26 +595,20 @@ async fn push(
     let bytes = serde_json::to_vec(&body)?;
     let policy = RetryPolicy {
         max_retries,
-        max_jitter: env.max_jitter,
-        backoff_base: env.backoff_base,
+        max_wait: Duration::from_secs(retry_for),
+        ..env.retry_policy()
     };
-    let mut notes = Vec::new();
+    // Each wait is said as it begins: a CI log shows what the job is waiting for.
     let result = client
         .push(&api_key, &bytes, policy, |why, attempt, delay| {
-            let reason = match why {
-                Wait::RateLimited => "Write rate exceeded".to_owned(),
-                Wait::ServerBusy => "The server is busy".to_owned(),
-                Wait::Unreachable(why) => format!("The service did not answer ({why})"),
-            };
-            notes.push(format!(
-                "{reason}; waiting {:.1} s before retry {attempt} of {max_retries}.",
+            let _ = writeln!(
+                human,
+                "{why}; waiting {:.1} s before retry {attempt} of at most {max_retries}.",
                 delay.as_secs_f64()
-            ));
+            );
+            let _ = human.flush();
         })
         .await;
-    for note in notes {
-        writeln!(human, "{note}")?;
-    }
     let answer = result.map_err(explain)?;
     writeln!(human, "Pushed: {}", answer.dashboard_url)?;
     writeln!(human, "Score delta: {:+.2}", answer.score_delta)?;

@@ -11,14 +11,18 @@ use crate::license::Outcome;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// No answer: connection refused, DNS failure, timeout, or a 5xx. `transient` when
-    /// trying again may help (connection failures, timeouts, 502, 503 and 504), not for a 500.
+    /// No answer: connection refused, DNS failure, timeout, or a proxy's 502/503/504.
+    /// `transient` when trying again may help.
     #[error("the Tidemark service at {url} could not be reached ({reason}); check the address (--url or TIDEMARK_URL) and your network, then try again")]
     Unreachable {
         url: String,
         reason: String,
         transient: bool,
     },
+    /// The service (or something in front of it) failed on its side without a documented
+    /// answer: not a network problem, and not worth an immediate retry.
+    #[error("the Tidemark service at {url} failed on its side (HTTP {status}); this is not a network problem: try again later, and tell its operator if it persists")]
+    ServerFault { url: String, status: u16 },
     /// The TLS handshake failed on the server's certificate: never retried, since the same
     /// certificate comes back.
     #[error("the TLS certificate of {url} is not trusted ({reason}); if the server uses an internal certificate authority, pass its certificate with --ca-cert FILE or TIDEMARK_CA_CERT")]
@@ -35,6 +39,14 @@ pub enum ClientError {
     Protocol(String),
 }
 
+/// The server errors the contract documents: each comes with a JSON body worth reading.
+const DOCUMENTED_SERVER_ERRORS: [&str; 4] = [
+    "internal_error",
+    "server_busy",
+    "database_unavailable",
+    "storage_full",
+];
+
 impl ClientError {
     pub fn code(&self) -> Option<&str> {
         match self {
@@ -42,38 +54,98 @@ impl ClientError {
             _ => None,
         }
     }
+
+    /// Why and how long to wait before trying again, when waiting can help.
+    fn wait(&self, policy: &RetryPolicy, attempt: u32) -> Option<(Wait, Duration)> {
+        match self {
+            ClientError::Api {
+                status,
+                code,
+                retry_after,
+                ..
+            } => {
+                let why = match (status, code.as_str()) {
+                    (429, _) => Wait::RateLimited,
+                    (_, "server_busy") => Wait::ServerBusy,
+                    (_, "database_unavailable") => Wait::DatabaseUnavailable,
+                    (_, "storage_full") => Wait::StorageFull,
+                    _ => return None,
+                };
+                Some((why, Duration::from_secs(retry_after.unwrap_or(1))))
+            }
+            ClientError::Unreachable {
+                reason,
+                transient: true,
+                ..
+            } if policy.retry_unanswered => {
+                Some((Wait::Unreachable(reason.clone()), policy.backoff(attempt)))
+            }
+            _ => None,
+        }
+    }
 }
 
-/// Why a push waits before its next try.
+/// Why a request waits before its next try.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wait {
     /// `429 rate_limit_exceeded`: the account's writes per minute are used up.
     RateLimited,
     /// `503 server_busy`: the server holds as many pushes as its memory allows.
     ServerBusy,
+    /// `503 database_unavailable`: the service's database is restarting or failing over.
+    DatabaseUnavailable,
+    /// `507 storage_full`: the service's storage is full until its operator frees some.
+    StorageFull,
     /// No answer (the reason: connection failed, timed out, HTTP 502…).
     Unreachable(String),
 }
 
-/// How a push backs off: `Retry-After` on `429` and `503 server_busy`, exponentially from
-/// `backoff_base` (doubling, at most [`MAX_BACKOFF`]) when the service does not answer.
+impl std::fmt::Display for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Wait::RateLimited => f.write_str("Write rate exceeded"),
+            Wait::ServerBusy => f.write_str("The server is busy"),
+            Wait::DatabaseUnavailable => {
+                f.write_str("The service's database is unavailable (restarting or failing over)")
+            }
+            Wait::StorageFull => f.write_str("The service's storage is full"),
+            Wait::Unreachable(why) => write!(f, "The service did not answer ({why})"),
+        }
+    }
+}
+
+/// How requests back off: `Retry-After` on `429` and on the documented `503`/`507`,
+/// exponentially from `backoff_base` (doubling, at most [`MAX_BACKOFF`]) when the service does
+/// not answer; at most `max_retries` times and `max_wait` of waiting in all.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
     pub max_retries: u32,
+    /// The waiting a request may do in all: long enough by default to ride out a managed
+    /// database's failover (typically 60-120 s).
+    pub max_wait: Duration,
     /// Added at random to every wait, so parallel CI jobs do not retry in lockstep.
     pub max_jitter: Duration,
     pub backoff_base: Duration,
+    /// Whether no answer at all is waited out too. A push is; a validation is not (the
+    /// scanner has its offline grace for that, and should not hang on a network that is
+    /// down), nor an activation (a person is waiting).
+    pub retry_unanswered: bool,
 }
 
 /// The longest wait between two tries when the service does not answer.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
+/// The default waiting budget: a failover of up to two minutes plus the answer's own time.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(180);
+
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            max_retries: 5,
+            max_retries: 40,
+            max_wait: DEFAULT_MAX_WAIT,
             max_jitter: Duration::from_secs(5),
             backoff_base: Duration::from_secs(1),
+            retry_unanswered: true,
         }
     }
 }
@@ -90,12 +162,44 @@ impl RetryPolicy {
     fn jitter(&self) -> Duration {
         Duration::from_millis(rand::thread_rng().gen_range(0..=self.max_jitter.as_millis() as u64))
     }
+
+    /// Runs `call` until it succeeds, fails in a way waiting cannot help, or the retries or
+    /// the waiting budget run out. `on_wait(why, attempt, delay)` is told before each wait.
+    pub async fn run<T, Fut>(
+        &self,
+        mut call: impl FnMut() -> Fut,
+        mut on_wait: impl FnMut(&Wait, u32, Duration),
+    ) -> Result<T, ClientError>
+    where
+        Fut: std::future::Future<Output = Result<T, ClientError>>,
+    {
+        let mut attempt = 0;
+        let mut waited = Duration::ZERO;
+        loop {
+            let result = call().await;
+            let Err(err) = &result else { return result };
+            let Some((why, delay)) = err.wait(self, attempt + 1) else {
+                return result;
+            };
+            let delay = delay + self.jitter();
+            if attempt >= self.max_retries || waited + delay > self.max_wait {
+                return result;
+            }
+            attempt += 1;
+            waited += delay;
+            on_wait(&why, attempt, delay);
+            tokio::time::sleep(delay).await;
+        }
+    }
 }
 
 #[derive(Clone)]
 pub struct Client {
     base_url: String,
     http: reqwest::Client,
+    /// How validation and activation ride out an unavailable service (pushes take theirs
+    /// from the command line).
+    retry: RetryPolicy,
 }
 
 impl Client {
@@ -124,7 +228,21 @@ impl Client {
         Ok(Self {
             base_url: base_url.trim_end_matches('/').to_owned(),
             http,
+            retry: RetryPolicy {
+                retry_unanswered: false,
+                ..RetryPolicy::default()
+            },
         })
+    }
+
+    /// This client with `policy` for validation and activation (which never wait out a
+    /// service that does not answer at all, whatever the policy says).
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = RetryPolicy {
+            retry_unanswered: false,
+            ..policy
+        };
+        self
     }
 
     pub fn base_url(&self) -> &str {
@@ -151,9 +269,17 @@ impl Client {
         self.unreachable(describe(e), true)
     }
 
+    /// A server error without a documented body: a proxy that could not reach the service
+    /// (502, 503, 504) is an outage worth waiting out; anything else failed on its side.
     fn server_error(&self, status: StatusCode) -> ClientError {
-        let transient = matches!(status.as_u16(), 502..=504);
-        self.unreachable(format!("HTTP {status}"), transient)
+        if matches!(status.as_u16(), 502..=504) {
+            self.unreachable(format!("HTTP {status}"), true)
+        } else {
+            ClientError::ServerFault {
+                url: self.base_url.clone(),
+                status: status.as_u16(),
+            }
+        }
     }
 
     async fn answer<T: DeserializeOwned>(
@@ -162,11 +288,6 @@ impl Client {
     ) -> Result<T, ClientError> {
         let res = res.map_err(|e| self.failed(&e))?;
         let status = res.status();
-        // `503 server_busy` is the one documented server error (with Retry-After): the
-        // service is there and says when to come back.
-        if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
-            return Err(self.server_error(status));
-        }
         let retry_after = res
             .headers()
             .get("retry-after")
@@ -178,8 +299,12 @@ impl Client {
                 .map_err(|e| ClientError::Protocol(e.to_string()));
         }
         match serde_json::from_slice::<ErrorBody>(&bytes) {
-            // Any other 5xx, whatever its body (a proxy's, say), is an outage, not an answer.
-            Ok(body) if status.is_server_error() && body.error != "server_busy" => {
+            // The documented server errors say what happened (and when to come back); any
+            // other 5xx body (a proxy's, say) is not an answer from the service.
+            Ok(body)
+                if status.is_server_error()
+                    && !DOCUMENTED_SERVER_ERRORS.contains(&body.error.as_str()) =>
+            {
                 Err(self.server_error(status))
             }
             Ok(body) => Err(ClientError::Api {
@@ -195,14 +320,23 @@ impl Client {
         }
     }
 
+    /// Validates, riding out an unavailable service as [`Client::with_retry`] says (each
+    /// wait is said on standard error).
     pub async fn validate(&self, license_key_hash: &str) -> Result<ValidateResponse, ClientError> {
-        let res = self
-            .http
-            .post(format!("{}/v1/license/validate", self.base_url))
-            .header("X-License-Key-Hash", license_key_hash)
-            .send()
-            .await;
-        self.answer(res).await
+        self.retry
+            .run(
+                || async {
+                    let res = self
+                        .http
+                        .post(format!("{}/v1/license/validate", self.base_url))
+                        .header("X-License-Key-Hash", license_key_hash)
+                        .send()
+                        .await;
+                    self.answer(res).await
+                },
+                say_wait,
+            )
+            .await
     }
 
     /// Validation reduced to the license state machine's outcome.
@@ -213,6 +347,9 @@ impl Client {
             Err(
                 ClientError::Unreachable { reason, .. } | ClientError::Untrusted { reason, .. },
             ) => Outcome::Unreachable(reason),
+            // Still unavailable after the retries: no verdict on the license either.
+            Err(err @ ClientError::Api { status: 500.., .. })
+            | Err(err @ ClientError::ServerFault { .. }) => Outcome::Unreachable(err.to_string()),
             Err(ClientError::Api { code, message, .. }) => {
                 Outcome::Refused(format!("{message} ({code})"))
             }
@@ -225,16 +362,24 @@ impl Client {
         license_key_hash: &str,
         machine: &str,
     ) -> Result<ActivateResponse, ClientError> {
-        let res = self
-            .http
-            .post(format!("{}/v1/license/activate", self.base_url))
-            .header("X-License-Key-Hash", license_key_hash)
-            .json(&ActivateRequest {
-                machine: machine.to_owned(),
-            })
-            .send()
-            .await;
-        self.answer(res).await
+        // Safe to repeat: an activation that was answered too late only leaves an unused key.
+        self.retry
+            .run(
+                || async {
+                    let res = self
+                        .http
+                        .post(format!("{}/v1/license/activate", self.base_url))
+                        .header("X-License-Key-Hash", license_key_hash)
+                        .json(&ActivateRequest {
+                            machine: machine.to_owned(),
+                        })
+                        .send()
+                        .await;
+                    self.answer(res).await
+                },
+                say_wait,
+            )
+            .await
     }
 
     pub async fn push_once(&self, api_key: &str, body: &[u8]) -> Result<PushResponse, ClientError> {
@@ -249,52 +394,19 @@ impl Client {
         self.answer(res).await
     }
 
-    /// Pushes, retrying at most `policy.max_retries` times: after `Retry-After` plus jitter on
-    /// `429` and `503 server_busy`, and with exponential back-off when the service did not
-    /// answer (connection failure, timeout, 502, 503, 504). A push sent again is answered like
-    /// the first and costs nothing, so retrying is always safe. `on_wait(why, attempt, delay)`
-    /// is told before each wait.
+    /// Pushes, retrying as `policy` says: after `Retry-After` (plus jitter) on `429`,
+    /// `503 server_busy`, `503 database_unavailable` and `507 storage_full`, and with
+    /// exponential back-off when the service did not answer. A push sent again is answered
+    /// like the first and costs nothing, so retrying is always safe. `on_wait(why, attempt,
+    /// delay)` is told before each wait.
     pub async fn push(
         &self,
         api_key: &str,
         body: &[u8],
         policy: RetryPolicy,
-        mut on_wait: impl FnMut(&Wait, u32, Duration),
+        on_wait: impl FnMut(&Wait, u32, Duration),
     ) -> Result<PushResponse, ClientError> {
-        let mut attempt = 0;
-        loop {
-            let result = self.push_once(api_key, body).await;
-            if attempt >= policy.max_retries {
-                return result;
-            }
-            let (why, delay) = match &result {
-                Err(ClientError::Api {
-                    status: status @ (429 | 503),
-                    retry_after,
-                    ..
-                }) => {
-                    let why = if *status == 429 {
-                        Wait::RateLimited
-                    } else {
-                        Wait::ServerBusy
-                    };
-                    (why, Duration::from_secs(retry_after.unwrap_or(1)))
-                }
-                Err(ClientError::Unreachable {
-                    reason,
-                    transient: true,
-                    ..
-                }) => (
-                    Wait::Unreachable(reason.clone()),
-                    policy.backoff(attempt + 1),
-                ),
-                _ => return result,
-            };
-            attempt += 1;
-            let delay = delay + policy.jitter();
-            on_wait(&why, attempt, delay);
-            tokio::time::sleep(delay).await;
-        }
+        policy.run(|| self.push_once(api_key, body), on_wait).await
     }
 
     /// Downloads a bundle (needs the license-key hash of a valid license).
@@ -321,6 +433,17 @@ impl Client {
         self.answer::<serde_json::Value>(Ok(res)).await?;
         Err(ClientError::Protocol(format!("HTTP {status}")))
     }
+}
+
+/// Says on standard error what a validation or activation waits for (never failing: the
+/// wait matters more than the line).
+fn say_wait(why: &Wait, attempt: u32, delay: Duration) {
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{why}; waiting {:.1} s before retry {attempt}.",
+        delay.as_secs_f64()
+    );
 }
 
 /// The certificate error somewhere in a failed request's causes, if that is why it failed.

@@ -119,6 +119,13 @@ pub struct Config {
     /// Connections this replica's database pool opens at most (`TIDEMARK_DB_MAX_CONNECTIONS`,
     /// default 16; on SQLite, readers beside the one writer).
     pub db_max_connections: u32,
+    /// How long a request waits for a database connection before it is answered `503
+    /// database_unavailable` (`TIDEMARK_DB_ACQUIRE_TIMEOUT_SECONDS`, default 3).
+    pub db_acquire_timeout_seconds: u32,
+    /// How long a request waits on one database call of a connection it holds
+    /// (`TIDEMARK_DB_STATEMENT_TIMEOUT_SECONDS`, default 8); a write goes on behind the
+    /// answer, and its retry is answered as a replay.
+    pub db_statement_timeout_seconds: u32,
     /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
     /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
     pub push_budget_mib: u32,
@@ -381,6 +388,16 @@ pub const VARIABLES: &[Variable] = &[
         "database connections one replica opens at most",
     ),
     setting(
+        "TIDEMARK_DB_ACQUIRE_TIMEOUT_SECONDS",
+        "3",
+        "wait for a database connection before 503",
+    ),
+    setting(
+        "TIDEMARK_DB_STATEMENT_TIMEOUT_SECONDS",
+        "8",
+        "wait on one database call before 503",
+    ),
+    setting(
         "TIDEMARK_PUSH_BUDGET_MIB",
         "64",
         "push body bytes one replica holds at once",
@@ -468,6 +485,19 @@ fn secrets_from_files(
 }
 
 impl Config {
+    /// How this replica's pools wait for the database.
+    pub fn pool_settings(&self) -> tidemark_store::PoolSettings {
+        tidemark_store::PoolSettings {
+            max_connections: self.db_max_connections,
+            acquire_timeout: std::time::Duration::from_secs(self.db_acquire_timeout_seconds.into()),
+        }
+    }
+
+    /// How long a request waits on one database call (see `tidemark_store::fault`).
+    pub fn db_statement_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.db_statement_timeout_seconds.into())
+    }
+
     /// Reads the configuration from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -666,6 +696,28 @@ impl Config {
                 reason: format!("between 1 and 1000, got {db_max_connections}"),
             });
         }
+        let db_acquire_timeout_seconds =
+            parse_number(&var, "TIDEMARK_DB_ACQUIRE_TIMEOUT_SECONDS", 3)?;
+        let db_statement_timeout_seconds =
+            parse_number(&var, "TIDEMARK_DB_STATEMENT_TIMEOUT_SECONDS", 8)?;
+        for (name, value) in [
+            (
+                "TIDEMARK_DB_ACQUIRE_TIMEOUT_SECONDS",
+                db_acquire_timeout_seconds,
+            ),
+            (
+                "TIDEMARK_DB_STATEMENT_TIMEOUT_SECONDS",
+                db_statement_timeout_seconds,
+            ),
+        ] {
+            // Past a minute a CI job or a load balancer has given up long before the answer.
+            if value > 60 {
+                return Err(ConfigError::Invalid {
+                    name,
+                    reason: format!("at most 60 seconds, got {value}"),
+                });
+            }
+        }
         let push_budget_mib = parse_number(&var, "TIDEMARK_PUSH_BUDGET_MIB", 64)?;
         if push_budget_mib < 16 {
             return Err(ConfigError::Invalid {
@@ -690,6 +742,8 @@ impl Config {
             webhook_timeout_seconds,
             push_budget_mib,
             db_max_connections,
+            db_acquire_timeout_seconds,
+            db_statement_timeout_seconds,
             resend_per_recipient_per_hour,
             metrics_addr,
             signin_per_minute,

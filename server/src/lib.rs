@@ -70,7 +70,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
              set TIDEMARK_MASTER_KEY in production"
         );
     }
-    let db = Db::connect(config.database_url.expose(), config.db_max_connections)
+    let db = Db::connect_with(config.database_url.expose(), config.pool_settings())
         .await
         .context("could not open the database named by DATABASE_URL")?;
     match schema {
@@ -152,6 +152,13 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
 
 /// The whole HTTP surface of one server.
 pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// [`router`] with `extra` routes behind the same layers (tests use it for routes no real
+/// server has, such as a handler that panics).
+#[doc(hidden)]
+pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let routes = generate_route_list(App);
     let leptos_state = state.clone();
     let db = state.db.clone();
@@ -243,6 +250,7 @@ pub fn router(state: AppState) -> Router {
         app = app.route("/metrics", get(http::metrics::get_metrics));
     }
     let app = app
+        .merge(extra)
         .merge(security_headers::no_store(api::router(
             Duration::from_secs(state.config.api_timeout_seconds.into()),
         )))
@@ -255,9 +263,15 @@ pub fn router(state: AppState) -> Router {
         Duration::from_secs(state.config.body_timeout_seconds.into()),
     ));
 
-    // Outermost last: the request id exists before the access-log span opens, and the
-    // metrics layer sees the final status.
+    // Outermost last: the request id exists before the access-log span opens, the metrics
+    // layer sees the final status, a panic anywhere inside is answered, and every database
+    // call inside is bounded.
     app.layer(axum::middleware::from_fn_with_state(
+        state.config.db_statement_timeout(),
+        http::deadline::bound_database_calls,
+    ))
+    .layer(axum::middleware::from_fn(http::panics::answer_panics))
+    .layer(axum::middleware::from_fn_with_state(
         state.metrics.clone(),
         http::metrics::track_requests,
     ))

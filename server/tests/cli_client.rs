@@ -16,14 +16,14 @@ use tidemark_cli::cli::{exit, exit_status, run, Cli, Env};
 use tidemark_store::{on_db, Backend};
 use tidemark_wire::Tier;
 
-struct Run {
-    code: Result<u8, String>,
+pub(crate) struct Run {
+    pub code: Result<u8, String>,
     /// The process's exit status: `code`, or the class of its error.
-    status: u8,
-    out: String,
+    pub status: u8,
+    pub out: String,
 }
 
-fn env(
+pub(crate) fn env(
     app_url: &str,
     config: &Path,
     license_key: &str,
@@ -50,7 +50,7 @@ fn env(
     }
 }
 
-async fn tidemark(env: &Env, args: &[&str]) -> Run {
+pub(crate) async fn tidemark(env: &Env, args: &[&str]) -> Run {
     let cli = Cli::try_parse_from(std::iter::once("tidemark").chain(args.iter().copied())).unwrap();
     let mut out = Vec::new();
     let result = run(cli, env, &mut out).await;
@@ -148,7 +148,9 @@ async fn activate_status_and_push_with_regression_exit_code() {
 /// A CI job's set-up: a key activated with `--print-key` (for the CI secret store: printed
 /// once, never written to disk), the environment that passes it as `TIDEMARK_API_KEY`, and a
 /// scan file to push.
-async fn with_ci_secret_key(app: &TestApp) -> (Env, tempfile::TempDir, String, std::path::PathBuf) {
+pub(crate) async fn with_ci_secret_key(
+    app: &TestApp,
+) -> (Env, tempfile::TempDir, String, std::path::PathBuf) {
     let license = app.create_license(Tier::Team).await;
     let config = tempfile::tempdir().unwrap();
     let e = env(&app.base_url, config.path(), &license.key, &[], Utc::now());
@@ -194,7 +196,7 @@ async fn a_rate_limited_push_waits_and_retries_with_a_ci_secret_key() {
     let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
     assert_eq!(r.code, Ok(0), "{:?} {}", r.code, r.out);
     assert!(
-        r.out.contains("Write rate exceeded; waiting") && r.out.contains("retry 1 of 5"),
+        r.out.contains("Write rate exceeded; waiting") && r.out.contains("retry 1 of at most 40"),
         "{}",
         r.out
     );
@@ -290,7 +292,7 @@ async fn a_busy_server_is_waited_out_like_a_rate_limit() {
     let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
     assert_eq!(r.code, Ok(0), "{:?} {}", r.code, r.out);
     assert!(
-        r.out.contains("The server is busy; waiting") && r.out.contains("retry 1 of 5"),
+        r.out.contains("The server is busy; waiting") && r.out.contains("retry 1 of at most 40"),
         "{}",
         r.out
     );
@@ -703,7 +705,7 @@ async fn a_push_is_retried_with_back_off_until_the_service_answers() {
     assert!(
         r.out
             .contains("The service did not answer (HTTP 502 Bad Gateway); waiting")
-            && r.out.contains("retry 1 of 5"),
+            && r.out.contains("retry 1 of at most 40"),
         "{}",
         r.out
     );
@@ -717,7 +719,7 @@ async fn a_push_is_retried_with_back_off_until_the_service_answers() {
     assert!(
         r.out
             .contains("The service did not answer (connection failed)")
-            && r.out.contains("retry 2 of 2")
+            && r.out.contains("retry 2 of at most 2")
             && !r.out.contains("retry 3"),
         "{}",
         r.out

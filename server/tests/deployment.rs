@@ -47,6 +47,7 @@ async fn push_load(
                     max_retries: 8,
                     max_jitter: Duration::from_millis(50),
                     backoff_base: Duration::from_millis(100),
+                    ..RetryPolicy::default()
                 };
                 let mut n = 0u32;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {

@@ -12,6 +12,7 @@ mod cli_client;
 mod dashboard_api;
 mod deployment;
 mod exports;
+mod faults;
 mod gates;
 mod key_rotation;
 mod license_api;

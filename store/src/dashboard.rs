@@ -242,7 +242,7 @@ async fn history_of(
          FROM scans WHERE {column} = $1 AND scanned_at >= $2 \
          GROUP BY (scanned_at - $2) / $3"
     );
-    let rows: Vec<(i64, i64, i64, i64, i64)> = on_db!(db, pool => {
+    let rows: Option<Vec<(i64, i64, i64, i64, i64)>> = on_db!(db, pool => {
         // Each end is one step down the history index. (`MIN`/`MAX` over a join would read
         // the whole range on PostgreSQL: 33 ms of the 100,000-scan page.)
         let bounds: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(&bounds_sql)
@@ -252,19 +252,24 @@ async fn history_of(
         .bind(project_id)
         .fetch_optional(pool)
         .await?;
-        let Some((Some(first), Some(last))) = bounds else {
-            return Ok((Vec::new(), 0));
-        };
-        let width = ((last - first) / buckets).max(1);
-        let rows = sqlx::query_as(&buckets_sql)
-        .bind(key)
-        .bind(first)
-        .bind(width)
-        .bind(PACK)
-        .fetch_all(pool)
-        .await?;
-        Ok::<_, sqlx::Error>(rows)
+        match bounds {
+            Some((Some(first), Some(last))) => {
+                let width = ((last - first) / buckets).max(1);
+                sqlx::query_as(&buckets_sql)
+                    .bind(key)
+                    .bind(first)
+                    .bind(width)
+                    .bind(PACK)
+                    .fetch_all(pool)
+                    .await
+                    .map(Some)
+            }
+            _ => Ok::<_, sqlx::Error>(None),
+        }
     })?;
+    let Some(rows) = rows else {
+        return Ok((Vec::new(), 0));
+    };
     let total = rows.iter().map(|r| r.0).sum();
     let mut seqs: Vec<i64> = rows
         .iter()

@@ -25,6 +25,7 @@ pub mod badges;
 pub mod branches;
 pub mod bundles;
 pub mod dashboard;
+pub mod fault;
 pub mod gates;
 pub mod gauges;
 pub mod inventory;
@@ -57,6 +58,26 @@ const WRITER_STATEMENT_CACHE: usize = 24;
 
 /// How long a SQLite connection waits for the write lock before giving up.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub use fault::Fault;
+
+/// How a process's pools wait for the database.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSettings {
+    pub max_connections: u32,
+    /// How long a caller waits for a connection before failing as [`Fault::Unavailable`]:
+    /// while PostgreSQL restarts, callers get an answer in this time, not after minutes.
+    pub acquire_timeout: Duration,
+}
+
+impl PoolSettings {
+    pub fn new(max_connections: u32) -> Self {
+        Self {
+            max_connections,
+            acquire_timeout: Duration::from_secs(3),
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -113,13 +134,15 @@ pub enum Db {
 }
 
 /// Runs the same generic body against whichever pool `$db` holds, for reads. The body is
-/// compiled once per backend, so each arm gets the concrete, zero-cost sqlx types.
+/// compiled once per backend, so each arm gets the concrete, zero-cost sqlx types. On
+/// PostgreSQL a read made for a request is bounded by the request's deadline
+/// ([`fault::within_deadline`]): a server that stops answering keeps its connections open.
 #[macro_export]
 macro_rules! on_db {
     ($db:expr, $pool:ident => $body:expr) => {
         match ::core::convert::AsRef::<$crate::Db>::as_ref($db) {
             $crate::Db::Sqlite { pool: $pool, .. } => $body,
-            $crate::Db::Postgres($pool) => $body,
+            $crate::Db::Postgres($pool) => $crate::fault::bounded(async { $body }).await,
         }
     };
 }
@@ -190,6 +213,15 @@ impl Db {
     /// A SQLite file and its directory are created if missing. A PostgreSQL URL may choose a
     /// schema with `?options=-c%20search_path%3D<schema>` (the tests use a fresh one each).
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+        Self::connect_with(url, PoolSettings::new(max_connections)).await
+    }
+
+    /// [`Db::connect`] with every pool setting chosen.
+    pub async fn connect_with(url: &str, settings: PoolSettings) -> Result<Self, StoreError> {
+        let PoolSettings {
+            max_connections,
+            acquire_timeout,
+        } = settings;
         if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)?
                 .create_if_missing(true)
@@ -215,6 +247,7 @@ impl Db {
                 .await?;
             let pool = SqlitePoolOptions::new()
                 .max_connections(max_connections)
+                .acquire_timeout(acquire_timeout)
                 .test_before_acquire(false)
                 .connect_with(options)
                 .await?;
@@ -228,7 +261,7 @@ impl Db {
             let options = PgConnectOptions::from_str(url)?;
             let pool = PgPoolOptions::new()
                 .max_connections(max_connections)
-                .acquire_timeout(Duration::from_secs(10))
+                .acquire_timeout(acquire_timeout)
                 .connect_with(options)
                 .await?;
             Ok(Db::Postgres(pool))
@@ -295,15 +328,25 @@ impl Db {
     /// A cancelled future stops at its next `.await`; a write transaction stopped there leaves
     /// sqlx's connection inside a transaction nobody owns, and on SQLite, whose single writer
     /// connection every write shares, every later write would then fail.
+    ///
+    /// Under a request's deadline ([`fault::within_deadline`]) the caller stops waiting when
+    /// it passes and gets [`Fault::Unavailable`]; the write goes on to its end behind the
+    /// answer, so the caller's retry finds it (a push's replay returns the same scan).
     pub async fn detached<T, F, Fut>(&self, write: F) -> Result<T, StoreError>
     where
         F: FnOnce(Writer) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>> + Send + 'static,
         T: Send + 'static,
     {
-        tokio::spawn(write(Writer(self.clone())))
-            .await
-            .map_err(|e| StoreError::Interrupted(e.to_string()))?
+        let task = tokio::spawn(write(Writer(self.clone())));
+        let finished = match fault::deadline() {
+            None => task.await,
+            Some(limit) => match tokio::time::timeout(limit, task).await {
+                Ok(finished) => finished,
+                Err(_) => return Err(fault::timed_out(limit).into()),
+            },
+        };
+        finished.map_err(|e| StoreError::Interrupted(e.to_string()))?
     }
 
     pub async fn close(&self) {

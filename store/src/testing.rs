@@ -105,6 +105,16 @@ pub async fn fresh_unmigrated(backend: Backend) -> TestDb {
     }
 }
 
+/// The database at `url` (a server or file the test set up itself), unmigrated.
+pub async fn at_url(url: &str) -> TestDb {
+    let db = Db::connect(url, 4).await.expect("open the test's database");
+    TestDb {
+        db: Writer::for_tests(db),
+        url: url.to_owned(),
+        _dir: None,
+    }
+}
+
 /// A bare account row (no license), for tests of what hangs off an account.
 pub async fn insert_account(db: &Writer, id: &str) {
     crate::on_db_write!(db, pool => {

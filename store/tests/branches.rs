@@ -65,8 +65,9 @@ async fn history(db: &Writer, project: &str) -> Vec<(Option<String>, i64, f64, f
         .bind(project)
         .fetch_all(pool)
         .await
-        .unwrap()
+
     })
+    .unwrap()
 }
 
 /// The project row's head, which the projects list, badges and alerts read.
@@ -76,8 +77,9 @@ async fn project_head(db: &Writer, project: &str) -> (f64, f64) {
             .bind(project)
             .fetch_one(pool)
             .await
-            .unwrap()
+
     })
+    .unwrap()
 }
 
 tidemark_store::test_each_backend! {
@@ -247,8 +249,8 @@ tidemark_store::test_each_backend! {
         assert!(lines[0].is_default && !lines[1].is_default);
         let (audited,): (i64,) = on_db!(&t.db, pool => {
             sqlx::query_as("SELECT COUNT(*) FROM audit_events WHERE action = 'project.default_branch_changed' AND before_summary = 'trunk' AND after_summary = 'feature'")
-                .fetch_one(pool).await.unwrap()
-        });
+                .fetch_one(pool).await
+        }).unwrap();
         assert_eq!(audited, 1);
     }
 }
@@ -274,8 +276,9 @@ async fn queued(db: &Writer) -> Vec<String> {
         sqlx::query_as("SELECT event FROM webhook_deliveries")
             .fetch_all(pool)
             .await
-            .unwrap()
-    });
+
+    })
+    .unwrap();
     let mut names: Vec<String> = rows.into_iter().map(|r| r.0).collect();
     names.sort();
     names
@@ -456,8 +459,8 @@ tidemark_store::test_each_backend! {
                 "SELECT (SELECT COUNT(*) FROM scans), (SELECT COUNT(*) FROM findings), \
                  (SELECT COUNT(*) FROM audit_events WHERE action = 'branch.pruned')",
             )
-            .fetch_one(pool).await.unwrap()
-        });
+            .fetch_one(pool).await
+        }).unwrap();
         assert_eq!(counts, (2, 2, 2), "{backend:?}: main's and fresh's scans and findings stay");
         assert!(prune_lines(&t.db, cutoff, false, &audit()).await.unwrap().is_empty(), "nothing twice");
         // Pushing to a pruned branch starts it again.

@@ -80,8 +80,8 @@ tidemark_store::test_each_backend! {
             }
         }
         let (scans,): (i64,) = tidemark_store::on_db!(&t.db, pool => {
-            sqlx::query_as("SELECT COUNT(*) FROM scans").fetch_one(pool).await.unwrap()
-        });
+            sqlx::query_as("SELECT COUNT(*) FROM scans").fetch_one(pool).await
+        }).unwrap();
         assert_eq!(
             scans, 6,
             "{backend:?}: every good push stored once, the bad one not at all"
@@ -120,8 +120,8 @@ tidemark_store::test_each_backend! {
                 .bind(&mine[0].project_id)
                 .fetch_all(pool)
                 .await
-                .unwrap()
-            });
+
+            }).unwrap();
             let ids: Vec<&str> = history.iter().map(|h| h.0.as_str()).collect();
             let expected = [
                 base.to_owned(),
@@ -252,8 +252,9 @@ async fn one_accounts_flood_delays_another_account_by_about_one_group() {
         )
         .fetch_one(pool)
         .await
-        .unwrap()
-    });
+
+    })
+    .unwrap();
     assert!(
         before <= 2,
         "{before} of the flood's pushes were written first"

@@ -93,6 +93,9 @@ pub fn loading() -> impl IntoView {
     view! { <p class="loading" role="status" aria-live="polite">"Loading…"</p> }
 }
 
+/// How often a page that found the database unavailable asks again (`Retry-After` too).
+const UNAVAILABLE_RETRY_SECS: &str = "10";
+
 pub fn error_view(err: DashboardError) -> AnyView {
     // The page answers with the status it means (403, 404, …), not 200 around an error; the
     // routes that can refuse render whole before they answer (`SsrMode::Async`).
@@ -102,8 +105,29 @@ pub fn error_view(err: DashboardError) -> AnyView {
         http::StatusCode::from_u16(err.status()),
     ) {
         resp.set_status(status);
+        if err == DashboardError::Unavailable {
+            resp.insert_header(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static(UNAVAILABLE_RETRY_SECS),
+            );
+        }
     }
     match err {
+        // The page asks again by itself (without JavaScript too), so whoever is looking sees
+        // it come back when the database does.
+        DashboardError::Unavailable => view! {
+            <leptos_meta::Meta http_equiv="refresh" content=UNAVAILABLE_RETRY_SECS/>
+            <section class="card" role="alert">
+                <h1>"The database is unavailable"</h1>
+                <p>
+                    "Tidemark cannot reach its database right now (a restart or a failover "
+                    "usually takes under two minutes). This page will retry every "
+                    {UNAVAILABLE_RETRY_SECS} " seconds by itself; scans pushed meanwhile are "
+                    "retried by the scanner."
+                </p>
+            </section>
+        }
+        .into_any(),
         DashboardError::SignedOut => view! {
             <p class="notice error" role="alert">
                 "Your session has ended. " <a href="/signin">"Sign in again"</a>

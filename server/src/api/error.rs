@@ -1,6 +1,7 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use tidemark_store::Fault;
 use tidemark_wire::{ErrorBody, Tier};
 
 /// The one error type of the `/v1` API. Each variant is one row of the contract's error
@@ -55,6 +56,14 @@ pub enum ApiError {
     },
     #[error("This endpoint does not accept that HTTP method.")]
     MethodNotAllowed,
+    /// The database cannot be reached or does not answer (a restart, a failover, a stall).
+    /// Nothing was changed, or a write that had begun finishes behind this answer and its
+    /// retry is answered as a replay.
+    #[error("The database is unavailable right now (restarting or failing over). Retry after {} seconds; a repeated push is answered like the first and costs nothing.", DATABASE_RETRY_SECS)]
+    DatabaseUnavailable,
+    /// The database has no room left to write. Reads still work.
+    #[error("The server's storage is full, so nothing can be written right now (reads still work). Retry after {} seconds; the operator has been alerted.", STORAGE_RETRY_SECS)]
+    StorageFull,
     /// Details go to the server log (with the request id), never to the caller.
     #[error(
         "Something went wrong on our side. Quote the X-Request-Id header if you contact support."
@@ -77,7 +86,8 @@ impl ApiError {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             InvalidRequest(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ServerBusy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ServerBusy { .. } | DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -103,20 +113,58 @@ impl ApiError {
             MethodNotAllowed => "method_not_allowed",
             RequestTimeout(_) => "request_timeout",
             ServerBusy { .. } => "server_busy",
+            DatabaseUnavailable => "database_unavailable",
+            StorageFull => "storage_full",
             Internal(_) => "internal_error",
         }
     }
 
+    /// An unexpected failure, unless its cause is the database's state ([`Fault`]): then the
+    /// honest `503`/`507` the caller can retry.
     pub fn internal(err: impl Into<anyhow::Error>) -> Self {
-        ApiError::Internal(err.into())
+        let err = err.into();
+        match crate::telemetry::fault_in(&err) {
+            Some(fault) => Self::from_fault(fault, &err),
+            None => ApiError::Internal(err),
+        }
+    }
+
+    fn from_fault(fault: Fault, cause: &dyn std::fmt::Display) -> Self {
+        tidemark_store::fault::log_fault(fault, cause);
+        match fault {
+            Fault::Unavailable => ApiError::DatabaseUnavailable,
+            Fault::StorageFull => ApiError::StorageFull,
+        }
+    }
+
+    /// Seconds a refusal asks the caller to wait, sent as `Retry-After`.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited {
+                retry_after_secs, ..
+            }
+            | ApiError::ServerBusy {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            ApiError::DatabaseUnavailable => Some(DATABASE_RETRY_SECS),
+            ApiError::StorageFull => Some(STORAGE_RETRY_SECS),
+            _ => None,
+        }
     }
 }
+
+/// A restart or a failover takes seconds to a minute or two: ask again soon, often.
+pub const DATABASE_RETRY_SECS: u64 = 5;
+/// Space comes back when someone frees it: ask again less often.
+pub const STORAGE_RETRY_SECS: u64 = 30;
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(err) = &self {
-            // Runs inside the request's span, so the log line carries the request id.
-            tracing::error!(error = ?err, "internal error");
+            // Runs inside the request's span, so the log line carries the request id. One
+            // line with the cause chain (`{:#}`), never a backtrace (`{:?}` would print one
+            // under RUST_BACKTRACE=1, which containers often set).
+            tracing::error!(error = format!("{err:#}"), "internal error");
         }
         let body = ErrorBody {
             error: self.code().to_owned(),
@@ -127,15 +175,20 @@ impl IntoResponse for ApiError {
             res.extensions_mut()
                 .insert(crate::http::metrics::LimitReached(limit));
         }
-        if let ApiError::RateLimited {
-            retry_after_secs, ..
-        }
-        | ApiError::ServerBusy {
-            retry_after_secs, ..
-        } = &self
-        {
+        if let Some(secs) = self.retry_after_secs() {
             res.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        match self {
+            ApiError::DatabaseUnavailable => {
+                res.extensions_mut()
+                    .insert(crate::http::metrics::DatabaseFault(Fault::Unavailable));
+            }
+            ApiError::StorageFull => {
+                res.extensions_mut()
+                    .insert(crate::http::metrics::DatabaseFault(Fault::StorageFull));
+            }
+            _ => {}
         }
         res
     }
@@ -143,6 +196,9 @@ impl IntoResponse for ApiError {
 
 impl From<tidemark_store::StoreError> for ApiError {
     fn from(err: tidemark_store::StoreError) -> Self {
-        ApiError::Internal(err.into())
+        match err.fault() {
+            Some(fault) => Self::from_fault(fault, &err),
+            None => ApiError::Internal(err.into()),
+        }
     }
 }

@@ -132,8 +132,12 @@ async fn push(
     };
     let now = now_millis();
     let account_id = owner.license.account_id.clone();
-    // Past authentication every answer reports the account's budget.
+    // Past authentication every answer reports the account's budget (unless the database
+    // is what failed: asking it again would only double the caller's wait).
     let refuse = |err: ApiError| async {
+        if matches!(err, ApiError::DatabaseUnavailable) {
+            return (err, None);
+        }
         match write_rate_status(&state.db, &account_id, limit, now).await {
             Ok(rate) => (err, Some(rate)),
             Err(e) => (ApiError::from(e), None),

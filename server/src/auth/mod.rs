@@ -67,8 +67,18 @@ pub async fn resolve_viewer(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let user = session.get::<String>(USER_ID).await.ok().flatten();
-    let account = session.get::<String>(ACCOUNT_ID).await.ok().flatten();
+    // A session that cannot be read because the database is away is no sign-out: say what
+    // is wrong instead of sending a signed-in person to the sign-in page.
+    let (user, account) = match (
+        session.get::<String>(USER_ID).await,
+        session.get::<String>(ACCOUNT_ID).await,
+    ) {
+        (Ok(user), Ok(account)) => (user, account),
+        (Err(err), _) | (_, Err(err)) => {
+            tidemark_store::fault::log_fault(tidemark_store::Fault::Unavailable, &err);
+            return database_unavailable(req.method());
+        }
+    };
     let client_ip = req
         .extensions()
         .get::<ConnectInfo<std::net::SocketAddr>>()
@@ -96,10 +106,44 @@ pub async fn resolve_viewer(
             Ok(None) => {
                 let _ = session.flush().await;
             }
-            Err(err) => tracing::error!(%err, "could not look up the session's member"),
+            Err(err) => match err.fault() {
+                Some(fault) => {
+                    tidemark_store::fault::log_fault(fault, &err);
+                    return database_unavailable(req.method());
+                }
+                None => tracing::error!(%err, "could not look up the session's member"),
+            },
         }
     }
     next.run(req).await
+}
+
+/// `503` while the database cannot be reached: for a page, one that retries by itself; for
+/// a server function, its error as the dashboard reads it.
+fn database_unavailable(method: &Method) -> Response {
+    let retry = [(header::RETRY_AFTER, "10")];
+    if method == Method::GET {
+        let page = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+            <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+            <meta http-equiv=\"refresh\" content=\"10\"><title>Database unavailable - Tidemark\
+            </title><link rel=\"stylesheet\" href=\"/pkg/tidemark.css\"></head><body><main>\
+            <section class=\"card\" role=\"alert\"><h1>The database is unavailable</h1><p>\
+            Tidemark cannot reach its database right now (a restart or a failover usually \
+            takes under two minutes). This page will retry every 10 seconds by itself; scans \
+            pushed meanwhile are retried by the scanner.</p></section></main></body></html>";
+        return (StatusCode::SERVICE_UNAVAILABLE, retry, Html(page)).into_response();
+    }
+    let body = serde_json::to_string(&app::error::DashboardError::Unavailable).unwrap_or_default();
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        retry,
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::HeaderName::from_static("serverfnerror"), "1"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// Pages that need a signed-in member send everyone else to the sign-in page, keeping the

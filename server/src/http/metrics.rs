@@ -44,6 +44,13 @@ pub struct PushCounted {
 #[derive(Clone, Copy, Debug)]
 pub struct LimitReached(pub &'static str);
 
+/// On a `503 database_unavailable` or `507 storage_full`: the database's fault.
+#[derive(Clone, Copy, Debug)]
+pub struct DatabaseFault(pub tidemark_store::Fault);
+
+/// How long the database may take to answer the scrape's ping before it counts as down.
+const DB_PING_LIMIT: Duration = Duration::from_secs(1);
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     method: String,
@@ -65,6 +72,11 @@ struct PushLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimitLabels {
     limit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FaultLabels {
+    fault: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -103,6 +115,10 @@ struct Sampled {
     cpu_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     open_fds: Gauge,
     start_time: FloatGauge,
+    database_up: Gauge,
+    disk_free: Gauge,
+    disk_size: Gauge,
+    log_lines_dropped: Counter,
 }
 
 type HistogramFamily = Family<RequestLabels, Histogram, fn() -> Histogram>;
@@ -117,6 +133,15 @@ pub struct Metrics {
     webhook_deliveries: Family<OutcomeLabels, Counter>,
     pushes: Family<PushLabels, Counter>,
     limited: Family<LimitLabels, Counter>,
+    database_faults: Family<FaultLabels, Counter>,
+    panics: Counter,
+}
+
+fn fault_label(fault: tidemark_store::Fault) -> &'static str {
+    match fault {
+        tidemark_store::Fault::Unavailable => "unavailable",
+        tidemark_store::Fault::StorageFull => "storage_full",
+    }
 }
 
 /// The SQLite committer's group sizes as a histogram, read from its own counters at each
@@ -247,6 +272,41 @@ impl Metrics {
             sampled.push_body_bytes.clone(),
         );
         registry.register_collector(Box::new(sampled.push_groups.clone()));
+        let database_faults = Family::<FaultLabels, Counter>::default();
+        registry.register(
+            "database_faults",
+            "Requests answered 503 database_unavailable or 507 storage_full, by fault \
+             (unavailable, storage_full)",
+            database_faults.clone(),
+        );
+        registry.register(
+            "database_up",
+            "1 when this replica's last sample reached the database within 1 s, 0 when it did \
+             not; sampled at most every 5 s",
+            sampled.database_up.clone(),
+        );
+        registry.register(
+            "data_disk_free_bytes",
+            "Bytes free (to this process) on the file system of TIDEMARK_DATA_DIR (the SQLite \
+             file's, by default)",
+            sampled.disk_free.clone(),
+        );
+        registry.register(
+            "data_disk_size_bytes",
+            "Size in bytes of the file system of TIDEMARK_DATA_DIR",
+            sampled.disk_size.clone(),
+        );
+        let panics = Counter::default();
+        registry.register(
+            "panics",
+            "Requests whose handler panicked (each answered 500 internal_error)",
+            panics.clone(),
+        );
+        registry.register(
+            "log_lines_dropped",
+            "Log lines that could not be written (the log reader went away, or its disk is full)",
+            sampled.log_lines_dropped.clone(),
+        );
         let mut process = Registry::default();
         process.register(
             "process_resident_memory_bytes",
@@ -279,6 +339,9 @@ impl Metrics {
         for limit in ["writes", "resend", "signin"] {
             let _ = limited.get_or_create(&LimitLabels { limit });
         }
+        for fault in ["unavailable", "storage_full"] {
+            let _ = database_faults.get_or_create(&FaultLabels { fault });
+        }
         Arc::new(Self {
             registry,
             process,
@@ -288,6 +351,8 @@ impl Metrics {
             webhook_deliveries,
             pushes,
             limited,
+            database_faults,
+            panics,
         })
     }
 
@@ -301,6 +366,19 @@ impl Metrics {
         }
         if let Some(&LimitReached(limit)) = res.extensions().get() {
             self.limited.get_or_create(&LimitLabels { limit }).inc();
+        }
+        if let Some(&DatabaseFault(fault)) = res.extensions().get() {
+            let fault = fault_label(fault);
+            self.database_faults
+                .get_or_create(&FaultLabels { fault })
+                .inc();
+        }
+        if res
+            .extensions()
+            .get::<crate::http::panics::Panicked>()
+            .is_some()
+        {
+            self.panics.inc();
         }
     }
 
@@ -351,6 +429,15 @@ impl Metrics {
                 s.cpu_seconds.inc_by(p.cpu_seconds - counted);
             }
         }
+        let dropped = crate::telemetry::log_lines_dropped();
+        let counted = s.log_lines_dropped.get();
+        if dropped > counted {
+            s.log_lines_dropped.inc_by(dropped - counted);
+        }
+        if let Some((free, size)) = disk_space(&state.config.data_dir) {
+            s.disk_free.set(free);
+            s.disk_size.set(size);
+        }
         // One scrape at a time reads the database; the others keep the last figures.
         let now = tidemark_domain::now_millis();
         let due = s.next_db_sample.load(Ordering::Relaxed);
@@ -364,6 +451,16 @@ impl Metrics {
                 )
                 .is_err()
         {
+            return;
+        }
+        // A database that does not answer keeps the last figures of everything else: the
+        // scrape answers at once instead of waiting on each read in turn.
+        let up = matches!(
+            tokio::time::timeout(DB_PING_LIMIT, db.is_ready()).await,
+            Ok(Ok(_))
+        );
+        s.database_up.set(i64::from(up));
+        if !up {
             return;
         }
         for (pool, waited) in db.acquire_waits(ACQUIRE_PROBE_LIMIT).await {
@@ -451,6 +548,18 @@ mod tests {
         assert_eq!(counts, [5, 0, 2, 0, 0, 1, 0]);
         assert_eq!((count, sum), (8, 5.0 + 6.0 + 32.0));
     }
+}
+
+/// Bytes available to this process and the size of the file system holding `dir`.
+fn disk_space(dir: &std::path::Path) -> Option<(i64, i64)> {
+    let stat = rustix::fs::statvfs(dir).ok()?;
+    let block = stat.f_frsize;
+    let free = stat.f_bavail.saturating_mul(block);
+    let size = stat.f_blocks.saturating_mul(block);
+    Some((
+        i64::try_from(free).unwrap_or(i64::MAX),
+        i64::try_from(size).unwrap_or(i64::MAX),
+    ))
 }
 
 /// This process's figures from `/proc` (Linux); `None` elsewhere.

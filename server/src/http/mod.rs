@@ -1,10 +1,12 @@
 //! Cross-cutting HTTP plumbing: request ids, access logs, metrics, health probes, security
-//! headers.
+//! headers, database deadlines, panics answered.
 
 pub mod client_ip;
+pub mod deadline;
 pub mod health;
 pub mod listener;
 pub mod metrics;
+pub mod panics;
 pub mod request_id;
 pub mod security_headers;
 pub mod server_fn_status;

@@ -24,6 +24,7 @@ pub mod dns;
 pub mod forge;
 pub mod nginx;
 pub mod oidc;
+pub mod postgres;
 pub mod receiver;
 pub mod saml;
 pub mod smtp;
@@ -104,7 +105,15 @@ impl TestApp {
     }
 
     pub async fn spawn_with(backend: Backend, extra: &[(&str, &str)]) -> Self {
-        let test_db = Arc::new(fresh_unmigrated(backend).await);
+        let test_db = fresh_unmigrated(backend).await;
+        Self::spawn_on(test_db, extra).await
+    }
+
+    /// A server on a database the test chose (a private PostgreSQL it stops and freezes, a
+    /// SQLite file on a small disk), with its data directory beside a SQLite file.
+    pub async fn spawn_on(test_db: TestDb, extra: &[(&str, &str)]) -> Self {
+        let backend = test_db.db.backend();
+        let test_db = Arc::new(test_db);
         let data_dir = Arc::new(tempfile::tempdir().expect("data dir"));
         let master_key =
             base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 32]>());
