@@ -216,6 +216,10 @@ pub async fn project_history(
 
 /// [`project_history`] over the scans whose `column` (`project_id` or `branch_id`, each the
 /// head of an index on `scanned_at`) is `key`.
+/// One bucket of the chart as the query returns it: scans, first and last `seq`, and the
+/// packed lowest and highest score (see `PACK`).
+type ChartBucket = (i64, i64, i64, i64, i64);
+
 async fn history_of(
     db: &Db,
     account_id: &str,
@@ -242,7 +246,7 @@ async fn history_of(
          FROM scans WHERE {column} = $1 AND scanned_at >= $2 \
          GROUP BY (scanned_at - $2) / $3"
     );
-    let rows: Option<Vec<(i64, i64, i64, i64, i64)>> = on_db!(db, pool => {
+    let rows: Option<Vec<ChartBucket>> = on_db!(db, pool => {
         // Each end is one step down the history index. (`MIN`/`MAX` over a join would read
         // the whole range on PostgreSQL: 33 ms of the 100,000-scan page.)
         let bounds: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(&bounds_sql)

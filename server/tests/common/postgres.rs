@@ -95,7 +95,11 @@ impl PrivatePostgres {
     pub fn freeze(&mut self) {
         let pid_file =
             std::fs::read_to_string(self.data().join("postmaster.pid")).expect("postmaster.pid");
-        let postmaster: u32 = pid_file.lines().next().unwrap().trim().parse().unwrap();
+        let postmaster: u32 = pid_file
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .expect("the postmaster's pid on postmaster.pid's first line");
         let mut pids = vec![postmaster];
         pids.extend(children_of(postmaster));
         for pid in &pids {
