@@ -133,8 +133,15 @@ async fn a_postgres_restart_is_answered_503_fast_and_loses_nothing() {
     let pg = tokio::task::spawn_blocking(PrivatePostgres::start)
         .await
         .unwrap();
-    let app = Arc::new(TestApp::spawn_on(at_url(&pg.url).await, &[]).await);
-    let (_license, key) = app.with_key(Tier::Enterprise).await;
+    let provider = crate::common::oidc::ScriptedProvider::start().await;
+    let settings = provider.env();
+    let mut settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // Four unthrottled pushers on a fast disk outrun any per-minute budget, which is not
+    // this test's subject.
+    settings.push(("TIDEMARK_WRITES_PER_MINUTE", "1000000"));
+    let app = Arc::new(TestApp::spawn_on(at_url(&pg.url).await, &settings).await);
+    let (license, key) = app.with_key(Tier::Enterprise).await;
+    let mut browser = app.signed_in(&provider, &license.email).await;
     let stop = Arc::new(AtomicBool::new(false));
     let (e, _config, file) = ci_job(&app).await;
     let (seen, tasks) = pushers(&app, &key, &stop, Duration::from_secs(5));
@@ -160,6 +167,16 @@ async fn a_postgres_restart_is_answered_503_fast_and_loses_nothing() {
         "liveness never depends on the database"
     );
     assert!(took < Duration::from_millis(500));
+    // A signed-in person is told what is wrong (and the page retries by itself), not sent
+    // to sign in again.
+    let page = browser.get(&app.url("/projects")).await;
+    assert_eq!(page.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(page.headers().contains_key("retry-after"));
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("The database is unavailable") && html.contains("http-equiv=\"refresh\""),
+        "{html}"
+    );
     let (status, took, body, retry_after) =
         timed_push(&app, &key, &sample_push("api", 1.0, "2026-11-25T23:00:00Z")).await;
     assert_eq!(
@@ -184,6 +201,12 @@ async fn a_postgres_restart_is_answered_503_fast_and_loses_nothing() {
     })
     .await;
     assert!(ready.is_some(), "/readyz never came back");
+    let page = browser.get(&app.url("/projects")).await;
+    assert_eq!(
+        page.status(),
+        StatusCode::OK,
+        "still signed in once it is back"
+    );
     tokio::time::sleep(Duration::from_secs(1)).await;
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
