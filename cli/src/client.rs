@@ -12,13 +12,9 @@ use crate::license::Outcome;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// No answer: connection refused, DNS failure, timeout, or a proxy's 502/503/504.
-    /// `transient` when trying again may help.
+    /// Worth waiting out.
     #[error("the Tidemark service at {url} could not be reached ({reason}); check the address (--url or TIDEMARK_URL) and your network, then try again")]
-    Unreachable {
-        url: String,
-        reason: String,
-        transient: bool,
-    },
+    Unreachable { url: String, reason: String },
     /// The service (or something in front of it) failed on its side without a documented
     /// answer: not a network problem, and not worth an immediate retry.
     #[error("the Tidemark service at {url} failed on its side (HTTP {status}); this is not a network problem: try again later, and tell its operator if it persists")]
@@ -73,11 +69,7 @@ impl ClientError {
                 };
                 Some((why, Duration::from_secs(retry_after.unwrap_or(1))))
             }
-            ClientError::Unreachable {
-                reason,
-                transient: true,
-                ..
-            } if policy.retry_unanswered => {
+            ClientError::Unreachable { reason, .. } if policy.retry_unanswered => {
                 Some((Wait::Unreachable(reason.clone()), policy.backoff(attempt)))
             }
             _ => None,
@@ -249,11 +241,10 @@ impl Client {
         &self.base_url
     }
 
-    fn unreachable(&self, reason: impl Into<String>, transient: bool) -> ClientError {
+    fn unreachable(&self, reason: impl Into<String>) -> ClientError {
         ClientError::Unreachable {
             url: self.base_url.clone(),
             reason: reason.into(),
-            transient,
         }
     }
 
@@ -266,14 +257,14 @@ impl Client {
                 reason,
             };
         }
-        self.unreachable(describe(e), true)
+        self.unreachable(describe(e))
     }
 
     /// A server error without a documented body: a proxy that could not reach the service
     /// (502, 503, 504) is an outage worth waiting out; anything else failed on its side.
     fn server_error(&self, status: StatusCode) -> ClientError {
         if matches!(status.as_u16(), 502..=504) {
-            self.unreachable(format!("HTTP {status}"), true)
+            self.unreachable(format!("HTTP {status}"))
         } else {
             ClientError::ServerFault {
                 url: self.base_url.clone(),
