@@ -57,6 +57,15 @@ impl FromServerFnError for DashboardError {
     }
 }
 
+/// How often a page that found the database unavailable asks again (also its
+/// `Retry-After`), and what it tells the person looking: shared by the dashboard's own error
+/// view and the server's page for a session it cannot read.
+pub const UNAVAILABLE_RETRY_SECS: &str = "10";
+pub const UNAVAILABLE_TITLE: &str = "The database is unavailable";
+pub const UNAVAILABLE_EXPLANATION: &str = "Tidemark cannot reach its database right now (a \
+    restart or a failover usually takes under two minutes). This page will retry every 10 \
+    seconds by itself; scans pushed meanwhile are retried by the scanner.";
+
 /// On the server: a storage failure, logged and shown as "unavailable". The database being
 /// away (restart, failover, full disk) is logged as the outage it is, summarised across
 /// requests; anything else in full, once per request.

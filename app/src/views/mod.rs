@@ -11,7 +11,9 @@ pub mod webhooks;
 
 use leptos::prelude::*;
 
-use crate::error::DashboardError;
+use crate::error::{
+    DashboardError, UNAVAILABLE_EXPLANATION, UNAVAILABLE_RETRY_SECS, UNAVAILABLE_TITLE,
+};
 use crate::model::{GateStatus, Severity, SeverityCounts};
 
 /// `n` and its noun, singular for one: "1 scan", "3 scans".
@@ -93,9 +95,6 @@ pub fn loading() -> impl IntoView {
     view! { <p class="loading" role="status" aria-live="polite">"Loading…"</p> }
 }
 
-/// How often a page that found the database unavailable asks again (`Retry-After` too).
-const UNAVAILABLE_RETRY_SECS: &str = "10";
-
 pub fn error_view(err: DashboardError) -> AnyView {
     // The page answers with the status it means (403, 404, …), not 200 around an error; the
     // routes that can refuse render whole before they answer (`SsrMode::Async`).
@@ -118,13 +117,8 @@ pub fn error_view(err: DashboardError) -> AnyView {
         DashboardError::Unavailable => view! {
             <leptos_meta::Meta http_equiv="refresh" content=UNAVAILABLE_RETRY_SECS/>
             <section class="card" role="alert">
-                <h1>"The database is unavailable"</h1>
-                <p>
-                    "Tidemark cannot reach its database right now (a restart or a failover "
-                    "usually takes under two minutes). This page will retry every "
-                    {UNAVAILABLE_RETRY_SECS} " seconds by itself; scans pushed meanwhile are "
-                    "retried by the scanner."
-                </p>
+                <h1>{UNAVAILABLE_TITLE}</h1>
+                <p>{UNAVAILABLE_EXPLANATION}</p>
             </section>
         }
         .into_any(),

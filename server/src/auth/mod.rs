@@ -121,16 +121,19 @@ pub async fn resolve_viewer(
 /// `503` while the database cannot be reached: for a page, one that retries by itself; for
 /// a server function, its error as the dashboard reads it.
 fn database_unavailable(method: &Method) -> Response {
-    let retry = [(header::RETRY_AFTER, "10")];
+    use app::error::{UNAVAILABLE_EXPLANATION, UNAVAILABLE_RETRY_SECS, UNAVAILABLE_TITLE};
+    let retry = [(header::RETRY_AFTER, UNAVAILABLE_RETRY_SECS)];
     if method == Method::GET {
-        let page = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-            <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-            <meta http-equiv=\"refresh\" content=\"10\"><title>Database unavailable - Tidemark\
-            </title><link rel=\"stylesheet\" href=\"/pkg/tidemark.css\"></head><body><main>\
-            <section class=\"card\" role=\"alert\"><h1>The database is unavailable</h1><p>\
-            Tidemark cannot reach its database right now (a restart or a failover usually \
-            takes under two minutes). This page will retry every 10 seconds by itself; scans \
-            pushed meanwhile are retried by the scanner.</p></section></main></body></html>";
+        // Without a viewer the app cannot render its shell; the same words, on a plain page.
+        let page = format!(
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <meta http-equiv=\"refresh\" content=\"{UNAVAILABLE_RETRY_SECS}\">\
+             <title>{UNAVAILABLE_TITLE} - Tidemark</title>\
+             <link rel=\"stylesheet\" href=\"/pkg/tidemark.css\"></head><body><main>\
+             <section class=\"card\" role=\"alert\"><h1>{UNAVAILABLE_TITLE}</h1>\
+             <p>{UNAVAILABLE_EXPLANATION}</p></section></main></body></html>"
+        );
         return (StatusCode::SERVICE_UNAVAILABLE, retry, Html(page)).into_response();
     }
     let body = serde_json::to_string(&app::error::DashboardError::Unavailable).unwrap_or_default();

@@ -38,9 +38,9 @@ pub async fn get_readyz(State(db): State<Db>) -> Response {
             ),
         ),
         Ok(Err(err)) => {
-            let fault = err.fault().unwrap_or(Fault::Unavailable);
-            tidemark_store::fault::log_fault(fault, &err);
-            let reason = match err.fault() {
+            let fault = err.fault();
+            tidemark_store::fault::log_fault(fault.unwrap_or(Fault::Unavailable), &err);
+            let reason = match fault {
                 Some(Fault::Unavailable) => "the database cannot be reached",
                 Some(Fault::StorageFull) => "the database's storage is full",
                 None => "the database answered with an error (see the server log)",
@@ -50,7 +50,12 @@ pub async fn get_readyz(State(db): State<Db>) -> Response {
     };
     (
         StatusCode::SERVICE_UNAVAILABLE,
-        [(header::RETRY_AFTER, "5")],
+        [(
+            header::RETRY_AFTER,
+            crate::api::ApiError::DatabaseUnavailable
+                .retry_after_secs()
+                .unwrap_or_default(),
+        )],
         Json(json!({ "status": status, "database": backend, "reason": reason })),
     )
         .into_response()

@@ -339,7 +339,11 @@ impl Metrics {
         for limit in ["writes", "resend", "signin"] {
             let _ = limited.get_or_create(&LimitLabels { limit });
         }
-        for fault in ["unavailable", "storage_full"] {
+        for fault in [
+            tidemark_store::Fault::Unavailable,
+            tidemark_store::Fault::StorageFull,
+        ] {
+            let fault = fault_label(fault);
             let _ = database_faults.get_or_create(&FaultLabels { fault });
         }
         Arc::new(Self {
