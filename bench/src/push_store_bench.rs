@@ -201,6 +201,7 @@ fn context(account: &str) -> PushContext {
         now: tidemark_domain::now_millis(),
         touch_key: false,
         raw_body_hash: None,
+        pushed_by: None,
     }
 }
 

@@ -42,7 +42,7 @@ pub mod exit {
 /// A refusal on authentication or license grounds found before asking the service.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct NotAuthorized(String);
+pub struct NotAuthorized(pub(crate) String);
 
 /// The exit status for an error from [`run`]: its class, from the first cause that has one.
 pub fn exit_status(err: &anyhow::Error) -> u8 {
@@ -154,6 +154,10 @@ pub enum Command {
     /// Compliance-profile bundles.
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// Say who pushes from here: the API key in use, or (keyless CI, with no API key in a
+    /// GitHub Actions or GitLab CI job) the CI identity the service matched and what it may
+    /// push to.
+    Whoami,
     /// Forget this machine's activation: removes the credentials file (the API key in it
     /// stays valid on the service until an admin revokes or rotates it).
     Logout,
@@ -316,9 +320,74 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         }
         Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
         Command::Logout => logout(env, out),
+        Command::Whoami => whoami(&client, env, out).await,
         // Answered above, before a client exists.
         Command::Completions { .. } | Command::Man => Ok(0),
     }
+}
+
+/// What a push authenticates with.
+enum Credential {
+    /// `TIDEMARK_API_KEY` (a CI secret).
+    ApiKey { key: String },
+    /// A push token from this CI job's OpenID Connect token.
+    Keyless(Box<tidemark_wire::OidcExchangeResponse>),
+    /// The credentials file `tidemark activate` wrote.
+    Activation,
+}
+
+/// `TIDEMARK_API_KEY` first; else, in a CI job that offers an OpenID Connect token, keyless;
+/// else the activation on this machine. A CI job offering no token is told how to get one,
+/// unless this machine was activated (a self-hosted runner).
+async fn credential(client: &Client, env: &Env) -> anyhow::Result<Credential> {
+    if let Some(key) = env.var("TIDEMARK_API_KEY") {
+        return Ok(Credential::ApiKey { key });
+    }
+    match crate::keyless::detect(env) {
+        Ok(Some(source)) => {
+            let answer = crate::keyless::push_token(client, env, &source).await?;
+            Ok(Credential::Keyless(Box::new(answer)))
+        }
+        Ok(None) => Ok(Credential::Activation),
+        Err(no_token) => {
+            let activated = env.credentials_path().is_ok_and(|p| p.exists());
+            if activated {
+                Ok(Credential::Activation)
+            } else {
+                Err(no_token.into())
+            }
+        }
+    }
+}
+
+async fn whoami(client: &Client, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
+    let shown = |key: &str| key.chars().take(12).collect::<String>();
+    match credential(client, env).await? {
+        Credential::ApiKey { key } => {
+            writeln!(out, "API key {}… from TIDEMARK_API_KEY", shown(&key))?
+        }
+        Credential::Keyless(answer) => {
+            writeln!(out, "Keyless CI: {}", crate::keyless::describe(&answer))?
+        }
+        Credential::Activation => {
+            let path = env.credentials_path()?;
+            let creds = credentials::load(&path)?.ok_or_else(|| {
+                NotAuthorized(
+                    "not activated: run `tidemark activate`, set TIDEMARK_API_KEY, or push \
+                     keyless from CI (docs/ci.md)"
+                        .into(),
+                )
+            })?;
+            writeln!(
+                out,
+                "API key {}… from {} (activated for {})",
+                shown(&creds.api_key),
+                path.display(),
+                creds.url
+            )?
+        }
+    }
+    Ok(0)
 }
 
 fn logout(env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
@@ -576,10 +645,13 @@ async fn push(
         obj.insert("git".into(), git.to_json());
         writeln!(human, "{}", describe_git(git))?;
     }
-    // In CI the key comes from the platform's secret store and nothing is written to disk.
-    let api_key = match env.var("TIDEMARK_API_KEY") {
-        Some(key) => key,
-        None => {
+    let api_key = match credential(client, env).await? {
+        Credential::Keyless(answer) => {
+            writeln!(human, "Keyless CI: {}", crate::keyless::describe(&answer))?;
+            answer.token
+        }
+        Credential::ApiKey { key, .. } => key,
+        Credential::Activation => {
             let (creds, mode) = checked_license(client, env, false).await?;
             if let Mode::Unlicensed { reason } = mode {
                 return Err(
@@ -589,7 +661,7 @@ async fn push(
             creds.api_key
         }
     };
-    if !api_key.starts_with("svc_api_") {
+    if !(api_key.starts_with("svc_api_") || api_key.starts_with("tmk_ci_")) {
         return Err(NotAuthorized("the API key is malformed (every key starts with svc_api_); run `tidemark activate` again, or fix TIDEMARK_API_KEY".into()).into());
     }
     let bytes = serde_json::to_vec(&body)?;

@@ -373,6 +373,70 @@ impl Client {
             .await
     }
 
+    /// Exchanges a CI job's OpenID Connect token for a push token (keyless CI). A token is
+    /// single-use, so only refusals that did not use it (`429`, `503`) are retried.
+    pub async fn exchange_oidc(
+        &self,
+        job_token: &str,
+        account: Option<&str>,
+    ) -> Result<tidemark_wire::OidcExchangeResponse, ClientError> {
+        let request = tidemark_wire::OidcExchangeRequest {
+            token: job_token.to_owned(),
+            account: account.map(str::to_owned),
+        };
+        self.retry
+            .run(
+                || async {
+                    let res = self
+                        .http
+                        .post(format!("{}/v1/auth/oidc/exchange", self.base_url))
+                        .json(&request)
+                        .send()
+                        .await;
+                    self.answer(res).await
+                },
+                say_wait,
+            )
+            .await
+    }
+
+    /// Asks GitHub Actions for the job's OpenID Connect token with `audience`
+    /// (`ACTIONS_ID_TOKEN_REQUEST_URL` and `_TOKEN`, as `@actions/core`'s `getIDToken` does).
+    pub async fn github_job_token(
+        &self,
+        request_url: &str,
+        request_token: &str,
+        audience: &str,
+    ) -> Result<String, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            value: String,
+        }
+        let mut url = reqwest::Url::parse(request_url)
+            .map_err(|e| ClientError::Protocol(format!("ACTIONS_ID_TOKEN_REQUEST_URL: {e}")))?;
+        url.query_pairs_mut().append_pair("audience", audience);
+        let res = self
+            .http
+            .get(url)
+            .bearer_auth(request_token)
+            .header("Accept", "application/json; api-version=2.0")
+            .send()
+            .await
+            .map_err(|e| self.failed(&e))?;
+        let status = res.status();
+        if !status.is_success() {
+            return Err(ClientError::Protocol(format!(
+                "GitHub's job token endpoint answered {status}: is `permissions: id-token: \
+                 write` set for the job?"
+            )));
+        }
+        let answer: Answer = res
+            .json()
+            .await
+            .map_err(|e| ClientError::Protocol(format!("GitHub's job token endpoint: {e}")))?;
+        Ok(answer.value)
+    }
+
     pub async fn push_once(&self, api_key: &str, body: &[u8]) -> Result<PushResponse, ClientError> {
         let res = self
             .http

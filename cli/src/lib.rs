@@ -7,6 +7,7 @@
 //! - [`bundle`]: download, checksum verification and atomic replacement of the bundle;
 //! - [`git`]: the push's git context from GitHub Actions, GitLab CI or `git` itself;
 //! - [`decorate`]: one pull-request comment, updated on every push, and a commit status;
+//! - [`keyless`]: keyless CI, the job's OpenID Connect token exchanged for a push token;
 //! - [`cli`]: the `tidemark` command, callable in-process (the binary is a thin wrapper).
 //!
 //! Request and response types come from `tidemark-wire`, the crate the server uses too, so the
@@ -18,6 +19,7 @@ pub mod client;
 pub mod credentials;
 pub mod decorate;
 pub mod git;
+pub mod keyless;
 pub mod license;
 
 use sha2::{Digest as _, Sha256};

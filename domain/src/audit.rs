@@ -60,6 +60,9 @@ actions! {
     LicenseResumed => "license.resumed", "License resumed";
     LicenseExtended => "license.extended", "License extended";
     BundlePublished => "bundle.published", "Bundle published";
+    PublisherAdded => "publisher.added", "Trusted publisher added";
+    PublisherPinned => "publisher.pinned", "Trusted publisher pinned to repository ids";
+    PublisherRemoved => "publisher.removed", "Trusted publisher removed";
 }
 
 /// Who made a change.

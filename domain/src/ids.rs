@@ -71,6 +71,15 @@ pub fn new_branch_id() -> String {
     format!("br_{}", random_base32(20))
 }
 
+pub fn new_publisher_id() -> String {
+    format!("pub_{}", random_base32(20))
+}
+
+/// A keyless CI push token's row (the token itself is random and stored as a hash).
+pub fn new_ci_token_id() -> String {
+    format!("cit_{}", random_base32(20))
+}
+
 pub fn new_webhook_id() -> String {
     format!("whk_{}", random_base32(20))
 }

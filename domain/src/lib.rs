@@ -6,6 +6,7 @@ pub mod append;
 pub mod audit;
 pub mod badge;
 pub mod chart;
+pub mod ci_identity;
 pub mod forwarded;
 pub mod gate;
 pub mod git;

@@ -14,7 +14,7 @@ use crate::input::{
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// Most findings in one push.
 pub const MAX_FINDINGS: usize = 50_000;
-const MAX_LABEL_CHARS: usize = 128;
+pub const MAX_LABEL_CHARS: usize = 128;
 const MAX_SLUG_CHARS: usize = 64;
 /// Largest count (`passed`, `failed`, each severity): far above any real scan, and small
 /// enough that no sum of counts overflows in a store, a chart or a client.
@@ -123,6 +123,11 @@ impl ValidPush {
 
     pub fn request(&self) -> &PushRequest {
         &self.request
+    }
+
+    /// The request back, to be changed and parsed again (keyless CI fills in its git context).
+    pub fn into_request(self) -> PushRequest {
+        self.request
     }
 
     pub fn label(&self) -> &str {

@@ -149,6 +149,56 @@ impl ApiKey {
     }
 }
 
+pub const CI_TOKEN_PREFIX: &str = "tmk_ci_";
+
+/// A push token from a keyless CI exchange: `tmk_ci_` + 32 random bytes in base62, valid for
+/// minutes. Shown once, in the exchange's answer; stored as a hash.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CiPushToken(String);
+redacted_debug!(CiPushToken);
+
+impl CiPushToken {
+    pub fn generate() -> Self {
+        Self(format!("{CI_TOKEN_PREFIX}{}", random_base62_32_bytes()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Stored and looked up like an API key's hash.
+    pub fn hash(&self) -> HashedApiKey {
+        HashedApiKey(sha256_hex(self.0.as_bytes()))
+    }
+}
+
+/// What authenticates a `/v1` call that needs an account: an API key, or a keyless CI push
+/// token, from `X-API-Key` or `Authorization: Bearer`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    ApiKey(ApiKey),
+    CiToken(CiPushToken),
+}
+
+impl Credential {
+    pub fn parse(header: Option<&str>) -> Result<Self, ApiKeyError> {
+        match header {
+            Some(raw) if raw.starts_with(CI_TOKEN_PREFIX) => {
+                let rest = &raw[CI_TOKEN_PREFIX.len()..];
+                if !rest.is_empty()
+                    && rest.len() <= 64
+                    && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+                {
+                    Ok(Credential::CiToken(CiPushToken(raw.to_owned())))
+                } else {
+                    Err(ApiKeyError::Malformed)
+                }
+            }
+            other => ApiKey::parse(other).map(Credential::ApiKey),
+        }
+    }
+}
+
 /// `sha256(api key)`, hex: what the database stores and looks keys up by.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HashedApiKey(String);
@@ -208,6 +258,29 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn credentials_are_keys_or_ci_tokens() {
+        let token = CiPushToken::generate();
+        assert!(token.expose().starts_with(CI_TOKEN_PREFIX));
+        assert_eq!(
+            Credential::parse(Some(token.expose())),
+            Ok(Credential::CiToken(token.clone()))
+        );
+        assert!(matches!(
+            Credential::parse(Some(ApiKey::generate().expose())),
+            Ok(Credential::ApiKey(_))
+        ));
+        for bad in ["tmk_ci_", "tmk_ci_a-b", "tmk_cix"] {
+            assert_eq!(
+                Credential::parse(Some(bad)),
+                Err(ApiKeyError::Malformed),
+                "{bad}"
+            );
+        }
+        assert_eq!(Credential::parse(None), Err(ApiKeyError::Missing));
+        assert!(!format!("{token:?}").contains(token.expose()));
     }
 
     #[test]

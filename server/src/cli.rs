@@ -52,6 +52,10 @@ pub enum Command {
     /// List and revoke scanner API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Trusted publishers: the CI identities (GitHub Actions, GitLab CI, other OpenID Connect
+    /// issuers) that may push to an account with no stored key.
+    #[command(subcommand)]
+    Publisher(PublisherCommand),
     /// Check the configuration this command sees.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -303,6 +307,64 @@ pub enum KeyCommand {
     },
 }
 
+#[derive(Debug, clap::Args)]
+pub struct PublisherAdd {
+    #[arg(long)]
+    pub account: String,
+    /// github, gitlab or custom.
+    #[arg(long)]
+    pub provider: String,
+    /// The token issuer; default https://token.actions.githubusercontent.com (github) or
+    /// https://gitlab.com (gitlab). GitHub Enterprise Server: https://HOST/_services/token.
+    #[arg(long)]
+    pub issuer: Option<String>,
+    /// owner/name (GitHub) or the project path (GitLab).
+    #[arg(long)]
+    pub repository: Option<String>,
+    /// The repository owner's numeric id (GitLab: the namespace id); pinned from the
+    /// first token when not given.
+    #[arg(long)]
+    pub owner_id: Option<String>,
+    /// The repository's numeric id (GitLab: the project id); pinned from the first token
+    /// when not given.
+    #[arg(long)]
+    pub repository_id: Option<String>,
+    /// GitHub: the workflow file under .github/workflows (ci.yml); GitLab: the CI
+    /// configuration path (default .gitlab-ci.yml).
+    #[arg(long)]
+    pub workflow: Option<String>,
+    /// Only jobs that run in this deployment environment.
+    #[arg(long)]
+    pub environment: Option<String>,
+    /// Only jobs for refs matching this pattern (refs/heads/main, refs/tags/v*).
+    #[arg(long)]
+    pub ref_pattern: Option<String>,
+    /// A custom issuer's exact subject (sub).
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// The one project label it may push; every project when not given.
+    #[arg(long)]
+    pub project: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PublisherCommand {
+    /// Trust a CI identity to push to the account's projects (keyless CI, docs/ci.md).
+    Add(Box<PublisherAdd>),
+    /// The account's trusted publishers.
+    List {
+        #[arg(long)]
+        account: String,
+    },
+    /// Stop trusting one; its push tokens stop working at once.
+    Remove {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        id: String,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print the effective configuration (secrets redacted) and check the database, the
@@ -329,6 +391,7 @@ impl Command {
                 | Command::Project(_)
                 | Command::Scan(_)
                 | Command::Key(KeyCommand::List { .. })
+                | Command::Publisher(PublisherCommand::List { .. })
                 | Command::License(LicenseCommand::List { .. } | LicenseCommand::Show { .. })
                 | Command::Member(MemberCommand::List { .. })
                 | Command::Sso(SsoCommand::List { .. })

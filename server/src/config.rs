@@ -144,6 +144,13 @@ pub struct Config {
     /// How long a webhook receiver has to answer (`TIDEMARK_WEBHOOK_TIMEOUT_SECONDS`,
     /// default 10, at most 30).
     pub webhook_timeout_seconds: u32,
+    /// The one audience a CI job's token must carry to be exchanged
+    /// (`TIDEMARK_OIDC_AUDIENCE`, default the base URL).
+    pub oidc_audience: String,
+    /// Trusted publishers may name `http://` issuers on loopback or private addresses
+    /// (`TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS=1`): for a lab issuer and for tests. Off by
+    /// default, so an issuer URL cannot reach into the operator's network.
+    pub oidc_allow_private_issuers: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -417,6 +424,16 @@ pub const VARIABLES: &[Variable] = &[
         "TIDEMARK_WEBHOOK_TIMEOUT_SECONDS",
         "10",
         "how long a webhook receiver has to answer",
+    ),
+    setting(
+        "TIDEMARK_OIDC_AUDIENCE",
+        "the base URL",
+        "the one audience a CI job's token must carry (keyless CI)",
+    ),
+    setting(
+        "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS",
+        "",
+        "1: CI token issuers may be http:// and on private addresses (a lab)",
     ),
 ];
 
@@ -735,7 +752,20 @@ impl Config {
                 reason: format!("at most 30 seconds, got {webhook_timeout_seconds}"),
             });
         }
+        let oidc_audience = var("TIDEMARK_OIDC_AUDIENCE")
+            .map(|a| a.trim().to_owned())
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| base_url.clone());
+        if oidc_audience.len() > 255 || oidc_audience.chars().any(char::is_control) {
+            return Err(ConfigError::Invalid {
+                name: "TIDEMARK_OIDC_AUDIENCE",
+                reason: "at most 255 characters, no control characters".into(),
+            });
+        }
+        let oidc_allow_private_issuers = parse_flag(&var, "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS")?;
         Ok(Config {
+            oidc_audience,
+            oidc_allow_private_issuers,
             allow_unknown_master_keys,
             webhook_allow_private,
             webhook_retry_base_ms,

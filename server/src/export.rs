@@ -232,7 +232,7 @@ pub fn findings_csv(findings: &[FindingRow]) -> Vec<u8> {
     )
 }
 
-pub const HISTORY_CSV_HEADER: [&str; 16] = [
+pub const HISTORY_CSV_HEADER: [&str; 18] = [
     "scanned_at",
     "scan_id",
     "score",
@@ -250,6 +250,9 @@ pub const HISTORY_CSV_HEADER: [&str; 16] = [
     "branch",
     "pull_request",
     "commit",
+    // Added with keyless CI: how the scan was pushed, and the CI run's page.
+    "pushed_by",
+    "ci_run_url",
 ];
 
 /// Rows of a project's history, oldest first (the header once, at the start).
@@ -272,6 +275,17 @@ pub fn history_csv(scans: &[ScanRow], with_header: bool) -> Vec<u8> {
             cell(s.branch.as_deref().unwrap_or("")).into_owned(),
             s.pull_request.map(|n| n.to_string()).unwrap_or_default(),
             s.commit.clone().unwrap_or_default(),
+            cell(
+                &s.pushed_by
+                    .as_ref()
+                    .map(tidemark_domain::ci_identity::describe_pushed_by)
+                    .unwrap_or_default(),
+            )
+            .into_owned(),
+            match &s.pushed_by {
+                Some(tidemark_wire::PushedBy::Ci(id)) => id.run_url.clone().unwrap_or_default(),
+                _ => String::new(),
+            },
         ]
     });
     csv_bytes(with_header.then_some(&HISTORY_CSV_HEADER[..]), rows)

@@ -12,6 +12,7 @@ pub mod crypto;
 pub mod demo;
 pub mod export;
 pub mod http;
+pub mod keyless;
 pub mod keys;
 pub mod mail;
 pub mod ops;
@@ -120,7 +121,12 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
     let dns = auth::domain_verification::DnsVerifier::new(config.dns_resolver)
         .context("could not set up the DNS resolver for SSO domain verification")?;
     let keys = crypto::Keyring::from_config(&config);
+    let ci_keys = Arc::new(keyless::KeySets::new(
+        dns.clone(),
+        config.oidc_allow_private_issuers,
+    )?);
     let state = AppState {
+        ci_keys,
         dns,
         leptos_options,
         db,

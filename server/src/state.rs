@@ -37,4 +37,7 @@ pub struct AppState {
     /// Wakes this replica's webhook sender when deliveries are queued (others poll).
     #[from_ref(skip)]
     pub webhook_wakeup: Arc<Notify>,
+    /// The signing keys of CI token issuers (keyless CI), cached by `kid`.
+    #[from_ref(skip)]
+    pub ci_keys: Arc<crate::keyless::KeySets>,
 }

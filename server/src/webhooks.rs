@@ -40,16 +40,20 @@ fn lease_ms(timeout: Duration) -> Millis {
     i64::try_from(timeout.as_millis()).unwrap_or(30_000) * 2 + 30_000
 }
 
-/// Resolves webhook hosts, refusing any name with an address a webhook must not reach.
-struct GuardedResolver {
-    dns: DnsVerifier,
-    allow_private: bool,
+/// Resolves webhook (and CI token issuer) hosts, refusing any name with an address the server
+/// must not reach on a tenant's say-so.
+pub(crate) struct GuardedResolver {
+    pub(crate) dns: DnsVerifier,
+    pub(crate) allow_private: bool,
+    /// The setting that lifts the rule, named in the refusal.
+    pub(crate) lifted_by: &'static str,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let dns = self.dns.clone();
         let allow_private = self.allow_private;
+        let lifted_by = self.lifted_by;
         Box::pin(async move {
             let host = name.as_str().to_owned();
             let addrs = dns.lookup_ip(&host).await?;
@@ -58,8 +62,8 @@ impl reqwest::dns::Resolve for GuardedResolver {
             }
             if !allow_private && addrs.iter().any(|ip| is_forbidden_ip(*ip)) {
                 return Err(format!(
-                    "{host} resolves to a loopback, private or link-local address; webhooks go \
-                     to public addresses only (TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1 allows others)"
+                    "{host} resolves to a loopback, private or link-local address; only public \
+                     addresses are reached ({lifted_by}=1 allows others)"
                 )
                 .into());
             }
@@ -82,6 +86,7 @@ pub fn http_client(state: &AppState) -> anyhow::Result<reqwest::Client> {
         .dns_resolver(Arc::new(GuardedResolver {
             dns: state.dns.clone(),
             allow_private: state.config.webhook_allow_private,
+            lifted_by: "TIDEMARK_WEBHOOK_ALLOW_PRIVATE",
         }))
         .build()
         .context("could not build the webhook HTTP client")

@@ -15,6 +15,7 @@ mod exports;
 mod faults;
 mod gates;
 mod key_rotation;
+mod keyless_ci;
 mod license_api;
 mod openapi;
 mod operations;

@@ -334,6 +334,8 @@ pub struct ScanRow {
     pub base_seq: Option<i64>,
     pub base_new: Option<i64>,
     pub base_fixed: Option<i64>,
+    /// How it was pushed (`None` for scans from before this was recorded).
+    pub pushed_by: Option<tidemark_wire::PushedBy>,
 }
 
 /// A scan `s` and its line `b` (`FROM scans s LEFT JOIN branches b ON b.id = s.branch_id`).
@@ -342,7 +344,7 @@ const SCAN_COLUMNS: &str = "s.seq, s.scan_id, s.score, s.score_delta, s.passed, 
      s.frameworks, s.state_source, s.scanned_at, s.received_at, s.finding_count, \
      s.gate_status, s.gate_reasons, s.branch_id, b.name AS branch_name, s.line_seq, \
      b.pr_number, s.commit_sha, b.repository_url, s.base_branch, s.base_scan_id, s.base_seq, \
-     s.base_new, s.base_fixed";
+     s.base_new, s.base_fixed, s.pushed_by";
 const SCAN_FROM: &str = "FROM scans s LEFT JOIN branches b ON b.id = s.branch_id";
 
 #[derive(sqlx::FromRow)]
@@ -377,6 +379,7 @@ struct ScanTuple {
     base_seq: Option<i64>,
     base_new: Option<i64>,
     base_fixed: Option<i64>,
+    pushed_by: Option<String>,
 }
 
 impl From<ScanTuple> for ScanRow {
@@ -413,6 +416,12 @@ impl From<ScanTuple> for ScanRow {
             base_seq: t.base_seq,
             base_new: t.base_new,
             base_fixed: t.base_fixed,
+            // Written by this server from a typed value: unreadable only if hand-edited, and
+            // then shown as unknown rather than failing the page.
+            pushed_by: t
+                .pushed_by
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok()),
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod gauges;
 pub mod inventory;
 pub mod licenses;
 pub mod outbox;
+pub mod publishers;
 pub mod pushes;
 pub mod rate;
 pub mod scan_facts;

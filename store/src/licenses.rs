@@ -44,7 +44,7 @@ impl License {
 
 /// A `licenses` row as selected with [`LICENSE_COLUMNS`].
 #[derive(sqlx::FromRow)]
-struct LicenseRow {
+pub(crate) struct LicenseRow {
     id: String,
     account_id: String,
     email: String,
@@ -57,7 +57,8 @@ struct LicenseRow {
     created_at: i64,
 }
 
-const LICENSE_COLUMNS: &str = "l.id, l.account_id, l.email, l.tier, l.expires_at, l.suspended_at, \
+pub(crate) const LICENSE_COLUMNS: &str =
+    "l.id, l.account_id, l.email, l.tier, l.expires_at, l.suspended_at, \
      l.max_projects, l.features_added, l.features_removed, l.created_at";
 
 impl TryFrom<LicenseRow> for License {
@@ -369,21 +370,64 @@ async fn issue_api_key(
 /// The account and license behind an active API key.
 #[derive(Debug, Clone)]
 pub struct KeyOwner {
+    /// The API key's id, or the CI push token's.
     pub key_id: String,
     pub last_used_at: Option<Millis>,
     pub license: License,
+    pub via: Via,
+}
+
+/// What authenticated a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Via {
+    ApiKey {
+        prefix: String,
+        machine: String,
+    },
+    /// A keyless CI push token: the projects it may push (`None`: all), the identity it was
+    /// issued to, and the git context that identity's token vouched for.
+    Ci {
+        projects: Option<Vec<String>>,
+        identity: Box<tidemark_wire::CiIdentity>,
+        trusted_git: Box<tidemark_domain::ci_identity::TrustedGit>,
+    },
+}
+
+impl KeyOwner {
+    /// Whether this credential may push to or read the project labelled `label`.
+    pub fn may_use_project(&self, label: &str) -> bool {
+        match &self.via {
+            Via::ApiKey { .. } => true,
+            Via::Ci { projects, .. } => projects
+                .as_ref()
+                .is_none_or(|p| p.iter().any(|l| l == label)),
+        }
+    }
+
+    /// How a scan pushed with this credential records it.
+    pub fn pushed_by(&self) -> tidemark_wire::PushedBy {
+        match &self.via {
+            Via::ApiKey { prefix, machine } => tidemark_wire::PushedBy::ApiKey {
+                key_prefix: prefix.clone(),
+                machine: machine.clone(),
+            },
+            Via::Ci { identity, .. } => tidemark_wire::PushedBy::Ci((**identity).clone()),
+        }
+    }
 }
 
 pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOwner>, StoreError> {
     let sql = format!(
-        "SELECT k.id AS key_id, k.last_used_at, {LICENSE_COLUMNS} FROM api_keys k \
-         JOIN licenses l ON l.account_id = k.account_id \
+        "SELECT k.id AS key_id, k.last_used_at, k.prefix, k.machine, {LICENSE_COLUMNS} \
+         FROM api_keys k JOIN licenses l ON l.account_id = k.account_id \
          WHERE k.key_hash = $1 AND k.revoked_at IS NULL"
     );
     #[derive(sqlx::FromRow)]
     struct Row {
         key_id: String,
         last_used_at: Option<i64>,
+        prefix: String,
+        machine: String,
         #[sqlx(flatten)]
         license: LicenseRow,
     }
@@ -395,6 +439,10 @@ pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOw
             key_id: r.key_id,
             last_used_at: r.last_used_at,
             license: License::try_from(r.license)?,
+            via: Via::ApiKey {
+                prefix: r.prefix,
+                machine: r.machine,
+            },
         })
     })
     .transpose()

@@ -124,7 +124,8 @@ pub async fn count_user_sessions(db: &Db, user_id: &str) -> Result<i64, StoreErr
     Ok(n)
 }
 
-/// Removes expired sessions, used or expired sign-in attempts and forgotten SAML assertion ids.
+/// Removes expired sessions, used or expired sign-in attempts, forgotten SAML assertion ids,
+/// and keyless CI's expired push tokens and job token ids.
 pub async fn prune_expired(db: &Writer, now: Millis) -> Result<u64, StoreError> {
     let deleted = on_db_write!(db, pool => {
         let mut deleted = 0;
@@ -132,6 +133,8 @@ pub async fn prune_expired(db: &Writer, now: Millis) -> Result<u64, StoreError> 
             "DELETE FROM sessions WHERE expires_at <= $1 OR absolute_expires_at <= $1",
             "DELETE FROM login_attempts WHERE expires_at <= $1",
             "DELETE FROM saml_seen_assertions WHERE expires_at <= $1",
+            "DELETE FROM oidc_used_tokens WHERE expires_at <= $1",
+            "DELETE FROM ci_tokens WHERE expires_at <= $1",
         ] {
             deleted += sqlx::query(sql).bind(now).execute(pool).await?.rows_affected();
         }

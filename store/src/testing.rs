@@ -202,6 +202,7 @@ pub fn push_context(account_id: &str) -> crate::pushes::PushContext {
         now: tidemark_domain::now_millis(),
         touch_key: false,
         raw_body_hash: None,
+        pushed_by: None,
     }
 }
 

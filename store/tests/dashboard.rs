@@ -48,6 +48,7 @@ async fn push(
         now: at,
         touch_key: false,
         raw_body_hash: None,
+        pushed_by: None,
     };
     match record_push(db, ctx, push).await.unwrap() {
         PushOutcome::Appended(scan, _) => scan.scan_id,

@@ -20,7 +20,7 @@ pub enum ApiError {
     MissingApiKey,
     #[error("The API key is malformed: every key starts with svc_api_. Run `tidemark activate` again to get a valid key.")]
     MalformedApiKey,
-    #[error("The API key is not valid: it is unknown or has been revoked (keys are revoked when they are rotated in Settings). Run `tidemark activate` again.")]
+    #[error("The API key is not valid: it is unknown or has been revoked (keys are revoked when they are rotated in Settings). Run `tidemark activate` again. (A keyless CI push token stops working 15 minutes after its exchange, or when its trusted publisher is removed: exchange the job's token again.)")]
     InvalidApiKey,
     #[error("The hosted dashboard requires the Team tier or above; this license is on the {} tier. Upgrade to push scans.", .0.as_str())]
     InsufficientTier(Tier),
@@ -56,6 +56,19 @@ pub enum ApiError {
     },
     #[error("This endpoint does not accept that HTTP method.")]
     MethodNotAllowed,
+    /// A CI job token that is not a valid token for Tidemark: malformed, wrongly signed,
+    /// expired, for another audience, or already used. The message names the claim.
+    #[error("The CI job's OpenID Connect token was refused: {0}.")]
+    InvalidOidcToken(String),
+    /// A valid CI job token that no trusted publisher accepts. The message names the claim.
+    #[error("{0}")]
+    NoTrustedPublisher(String),
+    /// A keyless CI push token used for a project outside its publisher's scope.
+    #[error("{0}")]
+    ProjectNotAllowed(String),
+    /// The CI token issuer's keys could not be fetched.
+    #[error("The CI token issuer's signing keys could not be fetched ({0}). Retry after {secs} seconds.", secs = ISSUER_RETRY_SECS)]
+    IssuerUnavailable(String),
     /// The database cannot be reached or does not answer (a restart, a failover, a stall).
     /// Nothing was changed, or a write that had begun finishes behind this answer and its
     /// retry is answered as a replay.
@@ -77,7 +90,11 @@ impl ApiError {
         match self {
             InvalidLicenseHash | InvalidJson(_) => StatusCode::BAD_REQUEST,
             MissingApiKey | MalformedApiKey | InvalidApiKey => StatusCode::UNAUTHORIZED,
-            LicenseInactive(_) | InsufficientTier(_) => StatusCode::FORBIDDEN,
+            InvalidOidcToken(_) => StatusCode::UNAUTHORIZED,
+            LicenseInactive(_)
+            | InsufficientTier(_)
+            | NoTrustedPublisher(_)
+            | ProjectNotAllowed(_) => StatusCode::FORBIDDEN,
             LicenseNotFound | NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
@@ -86,7 +103,9 @@ impl ApiError {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             InvalidRequest(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ServerBusy { .. } | DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ServerBusy { .. } | DatabaseUnavailable | IssuerUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -115,6 +134,10 @@ impl ApiError {
             ServerBusy { .. } => "server_busy",
             DatabaseUnavailable => "database_unavailable",
             StorageFull => "storage_full",
+            InvalidOidcToken(_) => "invalid_oidc_token",
+            NoTrustedPublisher(_) => "no_trusted_publisher",
+            ProjectNotAllowed(_) => "project_not_allowed",
+            IssuerUnavailable(_) => "issuer_unavailable",
             Internal(_) => "internal_error",
         }
     }
@@ -148,6 +171,7 @@ impl ApiError {
             } => Some(*retry_after_secs),
             ApiError::DatabaseUnavailable => Some(DATABASE_RETRY_SECS),
             ApiError::StorageFull => Some(STORAGE_RETRY_SECS),
+            ApiError::IssuerUnavailable(_) => Some(ISSUER_RETRY_SECS),
             _ => None,
         }
     }
@@ -155,6 +179,8 @@ impl ApiError {
 
 /// A restart or a failover takes seconds to a minute or two: ask again soon, often.
 pub const DATABASE_RETRY_SECS: u64 = 5;
+/// An issuer's key endpoint that failed once is asked again after this long.
+pub const ISSUER_RETRY_SECS: u64 = 10;
 /// Space comes back when someone frees it: ask again less often.
 pub const STORAGE_RETRY_SECS: u64 = 30;
 

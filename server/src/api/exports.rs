@@ -5,7 +5,7 @@
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use tidemark_store::licenses::KeyOwner;
+use tidemark_store::licenses::{KeyOwner, Via};
 use tidemark_wire::ErrorBody;
 
 use super::extract::{authenticate, ensure_dashboard_license};
@@ -31,10 +31,33 @@ struct CsvFile(String);
 )]
 struct SarifLog(serde_json::Value);
 
-/// The same gate as pushing: a live license with the hosted dashboard.
-async fn reader(state: &AppState, headers: &HeaderMap) -> Result<KeyOwner, ApiError> {
+/// The same gate as pushing: a live license with the hosted dashboard; a keyless CI push
+/// token reads only the projects its publisher may push (`404` for the others, as for
+/// another account's).
+async fn reader(
+    state: &AppState,
+    headers: &HeaderMap,
+    project_id: &str,
+) -> Result<KeyOwner, ApiError> {
     let owner = authenticate(&state.db, headers).await?;
     ensure_dashboard_license(&owner.license)?;
+    if matches!(
+        owner.via,
+        Via::Ci {
+            projects: Some(_),
+            ..
+        }
+    ) {
+        let project = tidemark_store::dashboard::find_project(
+            &state.db,
+            &owner.license.account_id,
+            project_id,
+        )
+        .await?;
+        if !project.is_some_and(|p| owner.may_use_project(&p.label)) {
+            return Err(ApiError::NotFound);
+        }
+    }
     Ok(owner)
 }
 
@@ -45,7 +68,7 @@ async fn findings(
     scan_id: &str,
     format: FindingsFormat,
 ) -> Result<Response, ApiError> {
-    let owner = reader(state, headers).await?;
+    let owner = reader(state, headers, project_id).await?;
     export::scan_findings(
         &state.db,
         &owner.license.account_id,
@@ -70,7 +93,7 @@ async fn findings(
     get,
     path = "/v1/projects/{project_id}/scans/{scan_id}/findings.sarif",
     tag = "exports",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("ci_push_token" = [])),
     params(
         ("project_id" = String, Path, description = "From a push response"),
         ("scan_id" = String, Path, description = "From a push response"),
@@ -106,7 +129,7 @@ pub async fn get_findings_sarif(
     get,
     path = "/v1/projects/{project_id}/scans/{scan_id}/findings.csv",
     tag = "exports",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("ci_push_token" = [])),
     params(
         ("project_id" = String, Path, description = "From a push response"),
         ("scan_id" = String, Path, description = "From a push response"),
@@ -136,7 +159,7 @@ pub async fn get_findings_csv(
     get,
     path = "/v1/projects/{project_id}/history.csv",
     tag = "exports",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("ci_push_token" = [])),
     params(("project_id" = String, Path, description = "From a push response")),
     responses(
         (status = 200, description = "The history (a download)", content_type = "text/csv", body = CsvFile),
@@ -150,7 +173,7 @@ pub async fn get_history_csv(
     Path(project_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let owner = reader(&state, &headers).await?;
+    let owner = reader(&state, &headers, &project_id).await?;
     export::project_history(&state.db, &owner.license.account_id, &project_id)
         .await?
         .map(IntoResponse::into_response)

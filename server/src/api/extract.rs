@@ -4,8 +4,9 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap};
 use serde::de::DeserializeOwned;
 use tidemark_domain::input::{parse_json, JsonError};
-use tidemark_domain::secrets::{ApiKey, ApiKeyError, LicenseKeyHash};
+use tidemark_domain::secrets::{ApiKeyError, Credential, LicenseKeyHash};
 use tidemark_store::licenses::{find_key_owner, find_license_by_lookup, KeyOwner, License};
+use tidemark_store::publishers::find_ci_token_owner;
 use tidemark_store::Db;
 
 use super::ApiError;
@@ -159,18 +160,32 @@ pub fn ensure_dashboard_license(license: &License) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The account behind `X-API-Key`: 401 `missing_api_key`, `malformed_api_key` or
-/// `invalid_api_key`.
+/// The account behind `X-API-Key` (or `Authorization: Bearer`): an API key, or a keyless CI
+/// push token. 401 `missing_api_key`, `malformed_api_key` or `invalid_api_key`.
 pub async fn authenticate(db: &Db, headers: &HeaderMap) -> Result<KeyOwner, ApiError> {
     let header = match headers.get(API_KEY_HEADER) {
-        None => None,
         Some(v) => Some(v.to_str().map_err(|_| ApiError::MalformedApiKey)?),
+        None => match headers.get(header::AUTHORIZATION) {
+            None => None,
+            Some(v) => {
+                let v = v.to_str().map_err(|_| ApiError::MalformedApiKey)?;
+                let (scheme, token) = v.trim().split_once(' ').unwrap_or((v, ""));
+                if !scheme.eq_ignore_ascii_case("bearer") {
+                    return Err(ApiError::MalformedApiKey);
+                }
+                Some(token)
+            }
+        },
     };
-    let key = ApiKey::parse(header.map(str::trim)).map_err(|e| match e {
+    let credential = Credential::parse(header.map(str::trim)).map_err(|e| match e {
         ApiKeyError::Missing => ApiError::MissingApiKey,
         ApiKeyError::Malformed => ApiError::MalformedApiKey,
     })?;
-    find_key_owner(db, &key.hash())
-        .await?
-        .ok_or(ApiError::InvalidApiKey)
+    match credential {
+        Credential::ApiKey(key) => find_key_owner(db, &key.hash()).await?,
+        Credential::CiToken(token) => {
+            find_ci_token_owner(db, &token.hash(), tidemark_domain::now_millis()).await?
+        }
+    }
+    .ok_or(ApiError::InvalidApiKey)
 }

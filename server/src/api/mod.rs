@@ -7,6 +7,7 @@ mod error;
 mod exports;
 mod extract;
 pub mod license;
+mod oidc_exchange;
 mod push;
 pub mod push_budget;
 
@@ -38,6 +39,7 @@ use crate::state::AppState;
             under the endpoint's secret>; the same event id on every retry and redelivery."
     ),
     components(schemas(
+        tidemark_wire::PushedBy,
         tidemark_wire::WebhookEvent,
         tidemark_wire::WebhookProject,
         tidemark_wire::WebhookScan
@@ -46,6 +48,7 @@ use crate::state::AppState;
     tags(
         (name = "license", description = "Licenses and activation"),
         (name = "dashboard", description = "Pushing scan results"),
+        (name = "keyless", description = "Keyless CI: a CI job's OpenID Connect token exchanged for a short-lived push token"),
         (name = "exports", description = "A scan's findings (SARIF 2.1.0, CSV) and a project's history (CSV)"),
     )
 )]
@@ -62,6 +65,18 @@ impl utoipa::Modify for SecuritySchemes {
                 "X-API-Key",
                 "An API key from activation: svc_api_ followed by base62 characters",
             ))),
+        );
+        components.add_security_scheme(
+            "ci_push_token",
+            SecurityScheme::Http(
+                utoipa::openapi::security::HttpBuilder::new()
+                    .scheme(utoipa::openapi::security::HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "A keyless CI push token (tmk_ci_…) from /v1/auth/oidc/exchange; \
+                         also accepted as X-API-Key. An API key may be sent this way too.",
+                    ))
+                    .build(),
+            ),
         );
         components.add_security_scheme(
             "license_key_hash",
@@ -137,6 +152,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(license::activate_license))
         .routes(routes!(license::resend_license))
         .routes(routes!(push::push_scan))
+        .routes(routes!(oidc_exchange::exchange_oidc_token))
         .routes(routes!(bundles::download_bundle))
         .routes(routes!(exports::get_findings_sarif))
         .routes(routes!(exports::get_findings_csv))

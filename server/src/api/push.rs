@@ -5,10 +5,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use tidemark_domain::ci_identity::apply_trusted_git;
 use tidemark_domain::now_millis;
 use tidemark_domain::push::{PushError, ValidPush, MAX_BODY_BYTES, MAX_FINDINGS};
 use tidemark_domain::rate::RollingLimit;
-use tidemark_store::licenses::KeyOwner;
+use tidemark_store::licenses::{KeyOwner, Via};
 use tidemark_store::pushes::{
     record_push, write_rate_status, PushContext, PushOutcome, RateStatus, RawReplay, StoredScan,
 };
@@ -43,18 +44,18 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
     post,
     path = "/v1/dashboard/push",
     tag = "dashboard",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("ci_push_token" = [])),
     request_body(content = PushRequest, content_type = "application/json",
         description = "At most 16 MiB and 50,000 findings"),
     responses(
         (status = 201, description = "Appended (or replayed)", body = PushResponse),
         (status = 400, description = "`invalid_json`", body = ErrorBody),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` (activate again) or `invalid_api_key` (unknown or revoked)", body = ErrorBody),
-        (status = 403, description = "`insufficient_tier` (no hosted_dashboard feature) or `license_inactive`", body = ErrorBody),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` (activate again) or `invalid_api_key` (unknown or revoked; a keyless CI push token expired or its publisher removed)", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier` (no hosted_dashboard feature), `license_inactive`, or `project_not_allowed` (a keyless CI push token for a project its publisher does not name)", body = ErrorBody),
         (status = 409, description = "`project_limit_reached` (new label, cap reached) or `project_archived`", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: over 16 MiB or 50,000 findings", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
-        (status = 422, description = "`invalid_request`: the message names the field", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: the message names the field (for a keyless CI push, also a `git` field that contradicts the job's token)", body = ErrorBody),
         (status = 429, description = "`rate_limit_exceeded`: over the account's writes per minute", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 408, description = "`request_timeout`: the body stopped arriving, or the request outlasted the API's time limit (`TIDEMARK_API_TIMEOUT_SECONDS`)", body = ErrorBody),
@@ -153,6 +154,7 @@ async fn push(
         };
 
     let label = push.label().to_owned();
+    let pushed_by = serde_json::to_string(&owner.pushed_by()).ok();
     let (key_id, write_limit) = (owner.key_id.clone(), *limit);
     let (project_cap, account) = (owner.license.project_cap(), account_id.clone());
     // Settings shows "last used" to the minute: no need to write it on every push.
@@ -171,6 +173,7 @@ async fn push(
                 now,
                 touch_key,
                 raw_body_hash: Some(raw_body_hash),
+                pushed_by,
             };
             record_push(&db, ctx, push).await
         })
@@ -275,14 +278,46 @@ async fn check_and_parse(
     };
     let bytes = read_body(body, MAX_BODY_BYTES).await?;
     let raw_body_hash = tidemark_domain::secrets::sha256_hex(&bytes);
-    let push = ValidPush::parse(&bytes).map_err(|e| match e {
+    let push = ValidPush::parse(&bytes).map_err(push_error)?;
+    let push = keyless_checks(owner, push)?;
+    Ok(Admitted::Push(Box::new(push), reservation, raw_body_hash))
+}
+
+fn push_error(e: PushError) -> ApiError {
+    match e {
         PushError::Json(e) => json_error(e),
         PushError::TooManyFindings(n) => ApiError::PayloadTooLarge(format!(
             "A push may carry at most {MAX_FINDINGS} findings; this one has {n}. Split the scan or \
              push the failing findings only."
         )),
-    })?;
-    Ok(Admitted::Push(Box::new(push), reservation, raw_body_hash))
+    }
+}
+
+/// A keyless CI push: only to the projects its publisher names, and its git context is what
+/// the job's token vouched for (filled in where the body is silent; `422` naming the field
+/// where the body says otherwise).
+fn keyless_checks(owner: &KeyOwner, push: ValidPush) -> Result<ValidPush, ApiError> {
+    let Via::Ci {
+        projects,
+        identity,
+        trusted_git,
+    } = &owner.via
+    else {
+        return Ok(push);
+    };
+    if !owner.may_use_project(push.label()) {
+        return Err(ApiError::ProjectNotAllowed(format!(
+            "The trusted publisher for {} may push to {}, not to project {:?}. Add the project \
+             to the publisher in Settings, or push to one it names.",
+            identity.repository,
+            projects.as_deref().unwrap_or_default().join(", "),
+            push.label()
+        )));
+    }
+    let mut request = push.into_request();
+    request.git = apply_trusted_git(trusted_git, request.git.take())
+        .map_err(|e| ApiError::InvalidRequest(e.message))?;
+    ValidPush::from_request(request).map_err(push_error)
 }
 
 /// The write budget is spent: the body is hashed as it streams, never kept or parsed, and

@@ -24,13 +24,40 @@ pub const BAN_MS: i64 = 60_000;
 pub async fn admit(state: &AppState, peer: IpAddr, headers: &HeaderMap) -> Result<(), Response> {
     let ip = client_ip(peer, headers, &state.config.trusted_proxies);
     let bucket = format!("signin:{}", rate_subject(ip));
+    match count(state, bucket).await {
+        Ok(()) => Ok(()),
+        Err(Refused::Limited { retry_after_secs }) => {
+            tracing::warn!(client = %ip, "sign-in limit reached; address refused for a while");
+            Err(too_many(retry_after_secs))
+        }
+        Err(Refused::Unavailable) => Err(StatusCode::SERVICE_UNAVAILABLE.into_response()),
+    }
+}
+
+/// Why [`count`] refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    Limited {
+        retry_after_secs: u64,
+    },
+    /// The count could not be read or written.
+    Unavailable,
+}
+
+/// Counts one step in `bucket` against the sign-in limit (`TIDEMARK_SIGNIN_PER_MINUTE`), with
+/// a minute's ban past it. Shared by every unauthenticated path that writes.
+pub async fn count(state: &AppState, bucket: String) -> Result<(), Refused> {
     let now = now_millis();
     match rate::ban_remaining(&state.db, &bucket, now).await {
-        Ok(Some(secs)) => return Err(too_many(secs)),
+        Ok(Some(secs)) => {
+            return Err(Refused::Limited {
+                retry_after_secs: secs,
+            })
+        }
         Ok(None) => {}
         Err(err) => {
-            tracing::error!(%err, "could not read the sign-in limit");
-            return Err(StatusCode::SERVICE_UNAVAILABLE.into_response());
+            tracing::error!(%err, "could not read a flood limit");
+            return Err(Refused::Unavailable);
         }
     }
     let limit = RollingLimit::per_minute(state.config.signin_per_minute);
@@ -42,13 +69,10 @@ pub async fn admit(state: &AppState, peer: IpAddr, headers: &HeaderMap) -> Resul
         .await;
     match decision {
         Ok(BanDecision::Allow) => Ok(()),
-        Ok(BanDecision::Refuse { retry_after_secs }) => {
-            tracing::warn!(client = %ip, "sign-in limit reached; address refused for a while");
-            Err(too_many(retry_after_secs))
-        }
+        Ok(BanDecision::Refuse { retry_after_secs }) => Err(Refused::Limited { retry_after_secs }),
         Err(err) => {
-            tracing::error!(%err, "could not count a sign-in step");
-            Err(StatusCode::SERVICE_UNAVAILABLE.into_response())
+            tracing::error!(%err, "could not count against a flood limit");
+            Err(Refused::Unavailable)
         }
     }
 }

@@ -4,6 +4,7 @@
 mod config_check;
 mod inventory;
 mod license;
+mod publisher;
 mod rotate;
 
 use anyhow::Context as _;
@@ -130,6 +131,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
             dry_run,
         } => prune(&branches_older_than, dry_run, db, &audit).await,
         Command::License(command) => license::run(command, state, db, &audit).await,
+        Command::Publisher(command) => publisher::run(command, state, db, &audit).await,
         Command::Account(_) | Command::Project(_) | Command::Scan(_) | Command::Key(_) => {
             inventory::run(command, db, &audit).await
         }

@@ -40,7 +40,15 @@ pub struct PushCounted {
     pub code: &'static str,
 }
 
-/// On a `429`: which limit refused it (`writes`, `resend`, `signin`).
+/// On a keyless CI exchange's response: `issued`, or `refused` with the claim that failed
+/// (`unavailable` when the issuer's keys could not be had), for `tidemark_oidc_exchanges_total`.
+#[derive(Clone, Copy, Debug)]
+pub struct ExchangeCounted {
+    pub outcome: &'static str,
+    pub claim: &'static str,
+}
+
+/// On a `429`: which limit refused it (`writes`, `resend`, `signin`, `oidc`).
 #[derive(Clone, Copy, Debug)]
 pub struct LimitReached(pub &'static str);
 
@@ -67,6 +75,12 @@ struct OutcomeLabels {
 struct PushLabels {
     outcome: &'static str,
     code: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExchangeLabels {
+    outcome: &'static str,
+    claim: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -134,6 +148,7 @@ pub struct Metrics {
     pushes: Family<PushLabels, Counter>,
     limited: Family<LimitLabels, Counter>,
     database_faults: Family<FaultLabels, Counter>,
+    oidc_exchanges: Family<ExchangeLabels, Counter>,
     panics: Counter,
 }
 
@@ -296,6 +311,13 @@ impl Metrics {
             "Size in bytes of the file system of TIDEMARK_DATA_DIR",
             sampled.disk_size.clone(),
         );
+        let oidc_exchanges = Family::<ExchangeLabels, Counter>::default();
+        registry.register(
+            "oidc_exchanges",
+            "Keyless CI token exchanges, by outcome (issued, refused, unavailable) and, for a \
+             refusal, the claim that failed",
+            oidc_exchanges.clone(),
+        );
         let panics = Counter::default();
         registry.register(
             "panics",
@@ -336,7 +358,11 @@ impl Metrics {
         for outcome in ["created", "replayed"] {
             let _ = pushes.get_or_create(&PushLabels { outcome, code: "" });
         }
-        for limit in ["writes", "resend", "signin"] {
+        let _ = oidc_exchanges.get_or_create(&ExchangeLabels {
+            outcome: "issued",
+            claim: "",
+        });
+        for limit in ["writes", "resend", "signin", "oidc"] {
             let _ = limited.get_or_create(&LimitLabels { limit });
         }
         for fault in [
@@ -356,6 +382,7 @@ impl Metrics {
             pushes,
             limited,
             database_faults,
+            oidc_exchanges,
             panics,
         })
     }
@@ -363,6 +390,11 @@ impl Metrics {
     fn observe(&self, labels: RequestLabels, seconds: f64, res: &Response) {
         self.latency.get_or_create(&labels).observe(seconds);
         self.requests.get_or_create(&labels).inc();
+        if let Some(&ExchangeCounted { outcome, claim }) = res.extensions().get() {
+            self.oidc_exchanges
+                .get_or_create(&ExchangeLabels { outcome, claim })
+                .inc();
+        }
         if let Some(&PushCounted { outcome, code }) = res.extensions().get() {
             self.pushes
                 .get_or_create(&PushLabels { outcome, code })

@@ -20,6 +20,7 @@ use tidemark_wire::Tier;
 pub use tidemark_store::testing::backends;
 
 pub mod browser;
+pub mod ci_issuer;
 pub mod dns;
 pub mod forge;
 pub mod nginx;

@@ -59,6 +59,8 @@ pub struct PushContext {
     /// byte-identical retry is recognised without parsing while the write budget is spent
     /// ([`replay_by_raw_hash`]). `None` when the push did not come as bytes.
     pub raw_body_hash: Option<String>,
+    /// How the scan was pushed (`wire::PushedBy` as JSON), kept with it.
+    pub pushed_by: Option<String>,
 }
 
 /// The scan a push created (or, for a replay, had created).
@@ -246,8 +248,10 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
              (SELECT b2.id FROM branches b2 WHERE b2.project_id = p.id AND b2.ref_key = $12), \
              CASE WHEN d.name IS NULL AND $13 = 1 THEN d.id END) END \
          LEFT JOIN scans bsc ON bsc.project_id = p.id AND bsc.seq = bs.head_seq \
-         CROSS JOIN (SELECT COUNT(*) AS key_live FROM api_keys \
-                     WHERE id = $14 AND account_id = $15 AND revoked_at IS NULL) k \
+         CROSS JOIN (SELECT COUNT(*) AS key_live FROM \
+                     (SELECT id, account_id FROM api_keys WHERE revoked_at IS NULL \
+                      UNION ALL SELECT id, account_id FROM ci_tokens) kk \
+                     WHERE kk.id = $14 AND kk.account_id = $15) k \
          CROSS JOIN (SELECT COUNT(*) AS license_live FROM licenses \
                      WHERE account_id = $16 AND suspended_at IS NULL AND expires_at > $17) l \
          CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $18) wh \
@@ -725,9 +729,9 @@ fn write_statements(
              failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
              frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
              gate_status, gate_reasons, branch_id, line_seq, commit_sha, base_branch, \
-             base_scan_id, base_seq, base_score, base_new, base_fixed) \
+             base_scan_id, base_seq, base_score, base_new, base_fixed, pushed_by) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)",
         )
         .bind(project_id)
         .bind(append.seq)
@@ -759,7 +763,8 @@ fn write_statements(
         .bind(base.and(placed.base_seq))
         .bind(base.and_then(|b| b.score))
         .bind(count(base.and_then(|b| b.new_findings)))
-        .bind(count(base.and_then(|b| b.fixed_findings))),
+        .bind(count(base.and_then(|b| b.fixed_findings)))
+        .bind(ctx.pushed_by.clone()),
     );
     for (chunk_no, chunk) in req.findings.chunks(FINDINGS_PER_STATEMENT).enumerate() {
         let first = (chunk_no * FINDINGS_PER_STATEMENT) as i64;
