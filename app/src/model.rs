@@ -479,6 +479,8 @@ pub struct ScanSummary {
     /// For a pull request's scan: the base branch, the base scan compared with (`None`: the
     /// base had no scan), and what the pull request added and fixed.
     pub base: Option<BaseSummary>,
+    /// How it was pushed: an API key, or a keyless CI identity (`None` for older scans).
+    pub pushed_by: Option<tidemark_wire::PushedBy>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -734,6 +734,7 @@ mod tests {
                 branch: Some("main".into()),
                 commit: None,
                 pull_request: None,
+                pushed_by: None,
             }),
             dashboard_url: "https://t.example/projects/prj_x/scans/s".into(),
         };

@@ -322,6 +322,7 @@ mod tests {
             branch: Some("main".into()),
             commit: None,
             pull_request: None,
+            pushed_by: None,
         }
     }
 

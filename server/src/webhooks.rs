@@ -125,6 +125,7 @@ fn event_body(d: &DueDelivery, dashboard_url: &str) -> WebhookEvent {
             branch: s.branch.clone(),
             commit: s.commit.clone(),
             pull_request: s.pull_request.clone(),
+            pushed_by: s.pushed_by.clone(),
         }),
         dashboard_url: match scan {
             Some(s) => format!(

@@ -208,8 +208,11 @@ async fn the_history_csv_names_each_scans_branch_pull_request_and_commit() {
         .records()
         .map(|r| r.unwrap().iter().map(str::to_owned).collect())
         .collect();
-    let tail = |r: &Vec<String>| r[13..].to_vec();
-    assert!(text.starts_with("scanned_at,scan_id,score,score_delta,passed,failed,critical,high,medium,low,gate_status,gate_reasons,received_at,branch,pull_request,commit\n"));
+    let tail = |r: &Vec<String>| r[13..16].to_vec();
+    assert!(text.starts_with("scanned_at,scan_id,score,score_delta,passed,failed,critical,high,medium,low,gate_status,gate_reasons,received_at,branch,pull_request,commit,pushed_by,ci_run_url\n"));
+    // Pushed with an API key: its prefix and machine, and no CI run.
+    assert!(rows[0][16].starts_with("api key svc_api_"), "{:?}", rows[0]);
+    assert_eq!(rows[0][17], "");
     // The first branch named ("=cmd") names the history pushed without one; a cell that a
     // spreadsheet would run as a formula is quoted.
     assert_eq!(tail(&rows[0]), ["'=cmd", "", ""]);

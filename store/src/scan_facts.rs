@@ -12,7 +12,8 @@ use crate::gates::verdict_from_columns;
 pub(crate) const SCAN_FACTS_COLUMNS: &str = "p.label, s.scan_id, s.score, s.score_delta, \
      s.passed, s.failed, s.sev_critical, s.sev_high, s.sev_medium, s.sev_low, s.scanned_at, \
      s.gate_status, s.gate_reasons, b.name AS branch_name, b.pr_number, b.pr_title, b.pr_url, \
-     s.commit_sha, s.base_branch, s.base_scan_id, s.base_score, s.base_new, s.base_fixed";
+     s.commit_sha, s.base_branch, s.base_scan_id, s.base_score, s.base_new, s.base_fixed, \
+     s.pushed_by";
 
 /// Joins for a row alias `o` with `project_id` and `scan_seq` columns.
 pub(crate) const SCAN_FACTS_JOIN: &str = "LEFT JOIN projects p ON p.id = o.project_id \
@@ -37,6 +38,8 @@ pub struct ScanFacts {
     pub commit: Option<String>,
     /// For a pull request's scan: the request and its comparison with the base.
     pub pull_request: Option<tidemark_wire::WebhookPullRequest>,
+    /// How it was pushed (an API key, or a keyless CI identity).
+    pub pushed_by: Option<tidemark_wire::PushedBy>,
 }
 
 /// [`SCAN_FACTS_COLUMNS`] as read (all null when the row is about no scan).
@@ -65,6 +68,7 @@ pub(crate) struct ScanFactsRow {
     base_score: Option<f64>,
     base_new: Option<i64>,
     base_fixed: Option<i64>,
+    pushed_by: Option<String>,
 }
 
 impl ScanFactsRow {
@@ -109,6 +113,10 @@ impl ScanFactsRow {
                     branch: r.branch_name,
                     commit: r.commit_sha,
                     pull_request,
+                    pushed_by: r
+                        .pushed_by
+                        .as_deref()
+                        .and_then(|j| serde_json::from_str(j).ok()),
                 })
             }
             _ => None,

@@ -682,6 +682,9 @@ pub struct WebhookScan {
     /// comparison with its base.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_request: Option<WebhookPullRequest>,
+    /// How the scan was pushed: an API key (prefix and machine) or a keyless CI identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed_by: Option<PushedBy>,
 }
 
 /// A pull request as a scan event describes it.

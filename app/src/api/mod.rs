@@ -46,6 +46,7 @@ mod ssr {
             .zip(s.commit.as_deref())
             .map(|(repo, sha)| tidemark_domain::git::commit_url(repo, sha));
         ScanSummary {
+            pushed_by: s.pushed_by,
             branch: s.branch,
             pull_request: s.pull_request,
             commit: s.commit,

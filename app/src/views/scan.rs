@@ -109,6 +109,9 @@ fn scan_head(v: ScanView) -> impl IntoView {
                 {s.commit.is_some().then(|| view! {
                     <dt>"Commit"</dt><dd>{super::project::commit_link(&s)}</dd>
                 })}
+                {s.pushed_by.clone().map(|p| view! {
+                    <dt>"Pushed by"</dt><dd data-testid="scan-pushed-by">{pushed_by(p)}</dd>
+                })}
                 <dt>"Scanned at"</dt><dd>{s.scanned_at.clone()}</dd>
                 <dt>"Checks"</dt>
                 <dd data-testid="pass-fail">{format!("{} passed · {} failed", s.passed, s.failed)}</dd>
@@ -302,5 +305,44 @@ fn diff_section(d: DiffView) -> impl IntoView {
                 view! { <p class="muted">"This is the project's first scan."</p> }.into_any()
             }}
         </section>
+    }
+}
+
+/// An API key by its prefix and machine; a keyless CI push by its identity, linked to the run.
+fn pushed_by(p: tidemark_wire::PushedBy) -> impl IntoView {
+    match p {
+        tidemark_wire::PushedBy::ApiKey {
+            key_prefix,
+            machine,
+        } => view! { <span>{format!("API key {key_prefix}… ({machine})")}</span> }.into_any(),
+        tidemark_wire::PushedBy::Ci(id) => {
+            let provider = match id.provider.as_str() {
+                "github" => "GitHub Actions",
+                "gitlab" => "GitLab CI",
+                _ => "CI",
+            };
+            let mut detail = Vec::new();
+            detail.extend(id.workflow.clone());
+            detail.extend(id.git_ref.clone());
+            detail.extend(id.environment.clone().map(|e| format!("environment {e}")));
+            detail.extend(
+                id.sha
+                    .as_ref()
+                    .map(|s| format!("commit {}", s.chars().take(7).collect::<String>())),
+            );
+            let run = id.run_id.clone().map(|run| match id.run_url.clone() {
+                Some(url) => {
+                    view! { " · " <a href=url rel="noopener noreferrer">{format!("run {run}")}</a> }
+                        .into_any()
+                }
+                None => view! { {format!(" · run {run}")} }.into_any(),
+            });
+            view! {
+                <span class="keyless">{format!("Keyless CI · {provider} {}", id.repository)}</span>
+                {(!detail.is_empty()).then(|| format!(" · {}", detail.join(" · ")))}
+                {run}
+            }
+            .into_any()
+        }
     }
 }
