@@ -90,7 +90,9 @@ prepare() {
     # The dashboard tests push more than 5 scans a minute; the limit has its own Rust tests.
     TIDEMARK_WRITES_PER_MINUTE=1000
     # The webhook test's receiver listens on loopback, and its retry comes after half a second.
-    TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1 TIDEMARK_WEBHOOK_RETRY_BASE_MS=500 "$@")
+    TIDEMARK_WEBHOOK_ALLOW_PRIVATE=1 TIDEMARK_WEBHOOK_RETRY_BASE_MS=500
+    # The keyless CI test's token issuer listens on loopback, over http.
+    TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS=1 "$@")
 
   # The account the tests sign in to: its license e-mail is its first admin.
   local tag admin_email attacker_email saml_member account_id license_key

@@ -32,6 +32,11 @@ pub struct DashboardConfig {
     pub dashboard_url: String,
     /// Webhooks may go to private addresses (`$TIDEMARK_WEBHOOK_ALLOW_PRIVATE`).
     pub webhook_allow_private: bool,
+    /// The audience CI jobs request for keyless pushes (`$TIDEMARK_OIDC_AUDIENCE`).
+    pub oidc_audience: String,
+    /// Trusted publishers may name http:// and private issuers
+    /// (`$TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS`).
+    pub oidc_allow_private_issuers: bool,
 }
 
 /// The HTML document around the app; only rendered on the server.

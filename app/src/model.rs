@@ -338,6 +338,33 @@ pub struct BadgeRow {
     pub markdown: Option<String>,
 }
 
+/// Settings' trusted publishers (admins only): the CI identities that push keyless.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishersView {
+    pub publishers: Vec<PublisherRow>,
+    /// The audience jobs must request (`aud`).
+    pub audience: String,
+    /// The account's id, for `TIDEMARK_ACCOUNT` when two accounts trust one repository.
+    pub account_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublisherRow {
+    pub id: String,
+    /// "GitHub Actions", "GitLab CI" or "Custom issuer".
+    pub provider: String,
+    pub issuer: String,
+    pub repository: String,
+    /// "1001 / 2002", or `None` until the first token pins them.
+    pub ids: Option<String>,
+    pub workflow: Option<String>,
+    pub environment: Option<String>,
+    pub ref_pattern: Option<String>,
+    /// `None`: every project.
+    pub project: Option<String>,
+    pub last_used_at: Option<String>,
+}
+
 /// Settings' webhooks (admins only): the endpoints, the latest deliveries, and what a new
 /// endpoint can be scoped to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -122,6 +122,11 @@ pub fn is_webhook_id(s: &str) -> bool {
         .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
 }
 
+pub fn is_publisher_id(s: &str) -> bool {
+    s.strip_prefix("pub_")
+        .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
+}
+
 pub fn is_event_id(s: &str) -> bool {
     s.strip_prefix("evt_")
         .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))

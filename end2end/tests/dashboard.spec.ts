@@ -1,4 +1,4 @@
-import { createHash, createHmac } from "node:crypto";
+import { createHash, createHmac, generateKeyPairSync, sign as cryptoSign } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -528,4 +528,93 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   await expect(log.getByTestId("audit-row")).toHaveCount(2);
   await expect(log.getByTestId("audit-row").first()).toContainText("admin");
   await page.screenshot({ path: "test-results/settings-audit.png", fullPage: true });
+});
+
+test("an admin adds a trusted publisher in Settings; a keyless CI push shows its provenance", async ({ page, request }) => {
+  // A GitHub-shaped token issuer (Enterprise Server form) on loopback, signing RS256 with its
+  // own key through node:crypto; the server runs with TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS=1.
+  const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const jwk = { ...publicKey.export({ format: "jwk" }), kid: "e2e-1", alg: "RS256", use: "sig" };
+  const b64url = (data: Buffer | string) => Buffer.from(data).toString("base64url");
+  const signJwt = (claims: object) => {
+    const input = `${b64url(JSON.stringify({ alg: "RS256", kid: "e2e-1", typ: "JWT" }))}.${b64url(JSON.stringify(claims))}`;
+    return `${input}.${b64url(cryptoSign("sha256", Buffer.from(input), privateKey))}`;
+  };
+  let issuer = "";
+  const server = http.createServer((req, res) => {
+    res.setHeader("Content-Type", "application/json");
+    if (req.url === "/_services/token/.well-known/openid-configuration") {
+      res.end(JSON.stringify({ issuer, jwks_uri: `${issuer}/.well-known/jwks` }));
+    } else if (req.url === "/_services/token/.well-known/jwks") {
+      res.end(JSON.stringify({ keys: [jwk] }));
+    } else {
+      res.statusCode = 404;
+      res.end("{}");
+    }
+  });
+  await new Promise<void>((ready) => server.listen(0, "127.0.0.1", () => ready()));
+  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}/_services/token`;
+  try {
+    await signIn(page, ADMIN);
+    await page.goto("/settings");
+    const panel = page.getByTestId("publishers");
+    await expect(panel).toContainText("No trusted publishers yet");
+    await panel.getByText("Add a trusted publisher").click();
+    await panel.locator('select[name="provider"]').selectOption("github");
+    await panel.locator('input[name="issuer"]').fill(issuer);
+    await panel.locator('input[name="repository"]').fill("acme/api");
+    await panel.locator('input[name="workflow"]').fill("ci.yml");
+    await panel.locator('input[name="project"]').fill("e2e/api");
+    await panel.getByRole("button", { name: "Add publisher" }).click();
+    const row = panel.getByTestId("publisher");
+    await expect(row).toHaveCount(1);
+    await expect(row).toContainText("acme/api");
+    await expect(row).toContainText("ids pinned by the first job");
+    const audience = (await panel.getByTestId("oidc-audience").textContent()) ?? "";
+
+    // The job's token, as GitHub documents its claims, exchanged for a push token.
+    const now = Math.floor(Date.now() / 1000);
+    const token = signJwt({
+      iss: issuer, aud: audience, sub: "repo:acme/api:ref:refs/heads/main",
+      jti: `e2e-${now}-${Math.random()}`, iat: now, nbf: now, exp: now + 300,
+      ref: "refs/heads/main", sha: "a3f1c9e0b7d24c8e9f1a2b3c4d5e6f708192a3b4",
+      repository: "acme/api", repository_owner: "acme", repository_owner_id: "1001",
+      repository_id: "2002", run_id: "9000000001", run_attempt: "1", event_name: "push",
+      workflow_ref: "acme/api/.github/workflows/ci.yml@refs/heads/main", ref_type: "branch",
+    });
+    const exchanged = await request.post("/v1/auth/oidc/exchange", { data: { token } });
+    expect(exchanged.status(), await exchanged.text()).toBe(201);
+    const pushToken = (await exchanged.json()).token;
+    const pushed = await request.post("/v1/dashboard/push", {
+      headers: { Authorization: `Bearer ${pushToken}` },
+      data: scan("e2e/api", 0, 88, []),
+    });
+    expect(pushed.status(), await pushed.text()).toBe(201);
+    const answer = await pushed.json();
+    expect(answer.branch).toBe("main");
+
+    await page.goto(new URL(answer.dashboard_url).pathname);
+    const provenance = page.getByTestId("scan-pushed-by");
+    await expect(provenance).toContainText("Keyless CI · GitHub Actions acme/api");
+    await expect(provenance).toContainText(".github/workflows/ci.yml");
+    await expect(provenance.getByRole("link", { name: "run 9000000001" })).toHaveAttribute(
+      "href", `${issuer.replace("/_services/token", "")}/acme/api/actions/runs/9000000001`);
+    await page.screenshot({ path: "test-results/scan-keyless.png", fullPage: true });
+
+    // The first token pinned the repository's ids; removing the publisher ends its tokens.
+    await page.goto("/settings");
+    const pinned = page.getByTestId("publishers").getByTestId("publisher");
+    await expect(pinned).toContainText("ids 1001 / 2002");
+    await page.getByTestId("publishers").screenshot({ path: "test-results/settings-publishers.png" });
+    page.once("dialog", (dialog) => void dialog.accept());
+    await pinned.getByRole("button", { name: "Remove" }).click();
+    await expect(page.getByTestId("publishers").getByTestId("publisher")).toHaveCount(0);
+    const after = await request.post("/v1/dashboard/push", {
+      headers: { Authorization: `Bearer ${pushToken}` },
+      data: scan("e2e/api", 0, 89, []),
+    });
+    expect(after.status()).toBe(401);
+  } finally {
+    server.close();
+  }
 });

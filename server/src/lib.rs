@@ -172,6 +172,8 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         base_url: state.config.base_url.clone(),
         dashboard_url: state.config.dashboard_url.clone(),
         webhook_allow_private: state.config.webhook_allow_private,
+        oidc_audience: state.config.oidc_audience.clone(),
+        oidc_allow_private_issuers: state.config.oidc_allow_private_issuers,
     };
     let webhook_outbox =
         app::api::webhooks::WebhookOutboxHandle(Arc::new(ops::DashboardWebhooks {

@@ -18,6 +18,7 @@ pub fn SettingsPage() -> impl IntoView {
         <SettingsPanel/>
         <super::alerts::AlertsPanel/>
         <BadgesPanel/>
+        <super::publishers::PublishersPanel/>
         <super::webhooks::WebhooksPanel/>
     }
 }
