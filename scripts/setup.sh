@@ -16,9 +16,10 @@ step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # Debian packages: Chromium for the browser tests, PostgreSQL for the second backend, nginx and
-# openssl for the tests behind a TLS proxy (a throwaway CA made by scripts/test-cert.sh), and
-# what samael (SAML) builds against: xmlsec1 and libxml2, through clang's bindgen.
-apt_packages=(chromium postgresql nginx openssl pkg-config clang libclang-dev libxmlsec1-dev libxml2-dev libssl-dev)
+# openssl for the tests behind a TLS proxy (a throwaway CA made by scripts/test-cert.sh), what
+# samael (SAML) builds against: xmlsec1 and libxml2, through clang's bindgen, and libfaketime
+# for the CLI's clock tests.
+apt_packages=(chromium postgresql nginx openssl pkg-config clang libclang-dev libxmlsec1-dev libxml2-dev libssl-dev faketime)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

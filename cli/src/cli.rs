@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 use crate::client::{Client, ClientError, RetryPolicy, DEFAULT_MAX_WAIT};
 use crate::credentials::{self, Credentials};
 use crate::license::{self, Mode};
+use crate::verdict::TrustedKeys;
 
 pub const DEFAULT_URL: &str = "http://127.0.0.1:3000";
 
@@ -110,7 +111,13 @@ pub enum Command {
         /// Print the new API key (once) instead of storing it: for a CI secret store.
         #[arg(long)]
         print_key: bool,
+        /// Install an offline licence file (an air-gapped machine: no service is called).
+        /// The license key is still asked for: the file must be for that licence.
+        #[arg(long, value_name = "FILE", conflicts_with = "print_key")]
+        offline: Option<PathBuf>,
     },
+    /// Print this machine's fingerprint (for an offline licence file bound to it).
+    Fingerprint,
     /// Show the license mode: tier, features, expiry, cache age, offline grace left.
     Status {
         /// Print one JSON object on standard output instead of lines.
@@ -290,9 +297,19 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
     match cli.command {
         Command::Activate {
             license_key_file,
+            offline: Some(file),
+            ..
+        } => activate_offline(env, out, license_key_file, &file),
+        Command::Activate {
+            license_key_file,
             machine,
             print_key,
+            offline: None,
         } => activate(&client, env, out, license_key_file, machine, print_key).await,
+        Command::Fingerprint => {
+            writeln!(out, "{}", crate::machine::fingerprint(env))?;
+            Ok(0)
+        }
         Command::Status { json } => status(&client, env, out, json).await,
         Command::Push {
             file,
@@ -406,6 +423,19 @@ fn logout(env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+fn read_license_key(env: &Env, key_file: Option<PathBuf>) -> anyhow::Result<String> {
+    let key = match key_file {
+        Some(f) => std::fs::read_to_string(&f)
+            .with_context(|| format!("could not read {}", f.display()))?,
+        None => (env.read_license_key)().context("could not read the license key")?,
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        bail!("no license key given; it is in your license e-mail (ask for it again with the form on the website)");
+    }
+    Ok(crate::license_key_hash(key))
+}
+
 async fn activate(
     client: &Client,
     env: &Env,
@@ -419,34 +449,35 @@ async fn activate(
         // Refuse to go on over a file with loose permissions rather than silently replace it.
         credentials::load(&path)?;
     }
-    let key = match key_file {
-        Some(f) => std::fs::read_to_string(&f)
-            .with_context(|| format!("could not read {}", f.display()))?,
-        None => (env.read_license_key)().context("could not read the license key")?,
-    };
-    let key = key.trim();
-    if key.is_empty() {
-        bail!("no license key given; it is in your license e-mail (ask for it again with the form on the website)");
-    }
-    let hash = crate::license_key_hash(key);
+    let hash = read_license_key(env, key_file)?;
     let machine = machine
         .or_else(|| env.var("HOSTNAME"))
         .unwrap_or_else(|| "scanner".to_owned());
-    let activated = client.activate(&hash, &machine).await.map_err(explain)?;
+    let fingerprint = crate::machine::fingerprint(env);
+    let activated = client
+        .activate(&hash, &machine, &fingerprint)
+        .await
+        .map_err(explain)?;
     if print_key {
         writeln!(out, "{}", activated.api_key)?;
         return Ok(0);
     }
-    // Explicit activation always validates.
-    let (validation, mode) =
-        license::after_validation(env.now, None, client.validation_outcome(&hash).await);
+    // The signing keys are pinned here, from the service itself (over TLS in production).
+    let set = client.keys().await.map_err(explain)?;
+    let mut trusted = TrustedKeys::pin(&set)
+        .context("the service's key set could not be trusted; activation stopped")?;
+    let outcome = client
+        .verified(activated.verdict, &hash, &fingerprint, &mut trusted)
+        .await;
+    let (verdict, mode) = license::after_validation(env.now, Ok(None), env.now, outcome);
     credentials::save(
         &path,
         &Credentials {
             url: client.base_url().to_owned(),
             api_key: activated.api_key,
             license_key_hash: hash,
-            validation,
+            validation: verdict.map(|v| v.to_cache(v.issued_at())),
+            trusted_keys: Some(trusted),
         },
     )?;
     writeln!(
@@ -460,7 +491,116 @@ async fn activate(
     Ok(0)
 }
 
-/// The stored credentials, revalidated if the cache is stale; saves what changed.
+/// `activate --offline FILE`: an air-gapped machine installs a signed licence file.
+fn activate_offline(
+    env: &Env,
+    out: &mut (dyn Write + Send),
+    key_file: Option<PathBuf>,
+    file: &std::path::Path,
+) -> anyhow::Result<u8> {
+    use crate::license::{Kind, Verdict};
+    let path = env.credentials_path()?;
+    let existing = credentials::load(&path)?;
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("could not read {}", file.display()))?;
+    let licence: tidemark_wire::verdict::OfflineLicenceFile = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not an offline licence file", file.display()))?;
+    if licence.format != tidemark_wire::verdict::OFFLINE_FILE_FORMAT {
+        bail!("{} is not an offline licence file", file.display());
+    }
+    let hash = read_license_key(env, key_file)?;
+    let fingerprint = crate::machine::fingerprint(env);
+    // Keys this machine already trusts (it was online once, or the build's anchor) decide
+    // which of the file's keys count; a first activation pins the file's own.
+    let first = existing
+        .as_ref()
+        .and_then(|c| c.trusted_keys.clone())
+        .or_else(TrustedKeys::anchor);
+    let mut trusted = match first {
+        Some(mut t) => {
+            t.learn(&licence.keys).context(
+                "the licence file's keys are not vouched for by the keys this machine trusts",
+            )?;
+            t
+        }
+        None => {
+            let pinned = TrustedKeys::pin(&licence.keys)
+                .context("the licence file's key set does not verify")?;
+            let kids: Vec<&str> = pinned.keys.iter().map(|k| k.kid.as_str()).collect();
+            writeln!(
+                out,
+                "Trusting signing key(s) {} from the file (compare with Settings → Licence or \
+                 `tidemark-server signing-key list`).",
+                kids.join(", ")
+            )?;
+            pinned
+        }
+    };
+    let claims = trusted
+        .verify(&licence.verdict, Kind::OfflineFile.typ())
+        .map_err(|e| NotAuthorized(format!("the offline licence file: {e}")))?;
+    crate::verdict::Expect::for_licence(&hash, &fingerprint)
+        .check(&claims)
+        .map_err(NotAuthorized)?;
+    let verdict = Verdict {
+        claims,
+        jws: licence.verdict,
+        kind: Kind::OfflineFile,
+    };
+    license::judge(env.now, &verdict, env.now).map_err(NotAuthorized)?;
+    let (url, api_key) = existing
+        .map(|c| (c.url, c.api_key))
+        .unwrap_or_else(|| (verdict.claims.iss.clone(), String::new()));
+    credentials::save(
+        &path,
+        &Credentials {
+            url,
+            api_key,
+            license_key_hash: hash,
+            validation: Some(verdict.to_cache(env.now)),
+            trusted_keys: Some(std::mem::take(&mut trusted)),
+        },
+    )?;
+    writeln!(
+        out,
+        "Installed the offline licence from {}; credentials saved to {} (mode 0600).",
+        file.display(),
+        path.display()
+    )?;
+    print_mode(
+        out,
+        env.now,
+        &Mode::Licensed {
+            verdict: Box::new(verdict),
+            offline: true,
+        },
+    )?;
+    Ok(0)
+}
+
+/// The cached verdict, verified: `Ok(None)` when there is none, `Err` saying why it cannot
+/// be trusted.
+fn open_cache(creds: &Credentials, fingerprint: &str) -> Result<Option<license::Verdict>, String> {
+    let Some(cache) = &creds.validation else {
+        return Ok(None);
+    };
+    let trusted = creds
+        .trusted_keys
+        .as_ref()
+        .ok_or("the cached licence verdict cannot be checked: no signing key is pinned")?;
+    let claims = trusted
+        .verify(&cache.verdict, cache.kind.typ())
+        .map_err(|e| format!("the cached licence verdict is not trustworthy: {e}"))?;
+    crate::verdict::Expect::for_licence(&creds.license_key_hash, fingerprint).check(&claims)?;
+    Ok(Some(license::Verdict {
+        claims,
+        jws: cache.verdict.clone(),
+        kind: cache.kind,
+    }))
+}
+
+/// The stored credentials, revalidated if the cache is stale or untrustworthy; saves what
+/// changed.
 async fn checked_license(
     client: &Client,
     env: &Env,
@@ -473,18 +613,80 @@ async fn checked_license(
             path.display()
         ))
     })?;
-    let mode = if license::needs_validation(env.now, creds.validation.as_ref(), explicit) {
-        let outcome = client.validation_outcome(&creds.license_key_hash).await;
-        let (validation, mode) =
-            license::after_validation(env.now, creds.validation.as_ref(), outcome);
-        if validation != creds.validation {
-            creds.validation = validation;
-            credentials::save(&path, &creds)?;
-        }
-        mode
-    } else {
-        license::from_cache(env.now, creds.validation.as_ref())
+    let fingerprint = crate::machine::fingerprint(env);
+    let opened = open_cache(&creds, &fingerprint);
+    let offline_file = creds
+        .validation
+        .as_ref()
+        .is_some_and(|c| c.kind == license::Kind::OfflineFile);
+    let newest_seen = creds
+        .validation
+        .as_ref()
+        .map_or(DateTime::<Utc>::MIN_UTC, |c| c.newest_seen);
+    let needs = match &opened {
+        Ok(v) => license::needs_validation(env.now, v.as_ref(), explicit),
+        Err(_) => !offline_file,
     };
+    let cache_view = opened.as_ref().map(Option::as_ref).map_err(String::as_str);
+    let (verdict, mode, newest) = if needs {
+        let mut trusted = creds.trusted_keys.clone();
+        let outcome = match &mut trusted {
+            Some(t) => {
+                client
+                    .validation_outcome(&creds.license_key_hash, &fingerprint, t)
+                    .await
+            }
+            // Activated before signed verdicts: pin from the service now.
+            None => match client.keys().await {
+                Ok(set) => match TrustedKeys::pin(&set) {
+                    Ok(mut t) => {
+                        let outcome = client
+                            .validation_outcome(&creds.license_key_hash, &fingerprint, &mut t)
+                            .await;
+                        trusted = Some(t);
+                        outcome
+                    }
+                    Err(e) => license::Outcome::Unreachable(format!("the service's key set: {e}")),
+                },
+                Err(e) => license::Outcome::Unreachable(e.to_string()),
+            },
+        };
+        // A fresh verdict carries the service's time: the clock guard starts again from it.
+        let fresh = matches!(outcome, license::Outcome::Answered(_));
+        let (verdict, mode) = license::after_validation(env.now, cache_view, newest_seen, outcome);
+        if trusted != creds.trusted_keys {
+            creds.trusted_keys = trusted;
+        }
+        let newest = match &verdict {
+            Some(v) if fresh => v.issued_at(),
+            _ => newest_seen,
+        };
+        (verdict, mode, newest)
+    } else {
+        let mode = license::from_cache(env.now, cache_view, newest_seen);
+        (opened.clone().ok().flatten(), mode, newest_seen)
+    };
+    // The clock guard moves forward with this machine's clock, never past what the verdict
+    // allows (a clock set far ahead by mistake must not lock the licence out once fixed).
+    let newest = match (&verdict, mode.is_licensed()) {
+        (Some(v), true) => newest.max(env.now.min(v.good_until())),
+        _ => newest,
+    };
+    let cache = verdict.map(|v| v.to_cache(newest));
+    let before = creds.clone();
+    let stale_guard = match (&cache, &creds.validation) {
+        (Some(new), Some(old)) => {
+            new.verdict != old.verdict
+                || new.newest_seen - old.newest_seen >= chrono::Duration::hours(1)
+        }
+        (new, old) => new.is_some() != old.is_some(),
+    };
+    if stale_guard {
+        creds.validation = cache;
+    }
+    if creds != before {
+        credentials::save(&path, &creds)?;
+    }
     Ok((creds, mode))
 }
 
@@ -514,17 +716,16 @@ async fn status(
 /// `status --json`: the license mode as data.
 fn mode_json(now: DateTime<Utc>, mode: &Mode) -> serde_json::Value {
     match mode {
-        Mode::Licensed {
-            validation,
-            offline,
-        } => serde_json::json!({
+        Mode::Licensed { verdict, offline } => serde_json::json!({
             "licensed": true,
-            "tier": validation.result.tier,
-            "features": validation.result.features,
-            "expiry": validation.result.expiry,
-            "validated_at": validation.validated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "tier": verdict.claims.tier,
+            "features": verdict.claims.features,
+            "expiry": verdict.claims.expiry,
+            "validated_at": verdict.issued_at().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             "offline": offline,
-            "offline_grace_left_seconds": license::grace_left(now, validation).num_seconds().max(0),
+            "offline_file": verdict.kind == license::Kind::OfflineFile,
+            "offline_grace_left_seconds": license::grace_left(now, verdict).num_seconds().max(0),
+            "signed_by": crate::verdict::jws_kid(&verdict.jws),
         }),
         Mode::Unlicensed { reason } => serde_json::json!({
             "licensed": false,
@@ -535,11 +736,8 @@ fn mode_json(now: DateTime<Utc>, mode: &Mode) -> serde_json::Value {
 
 fn print_mode(out: &mut (dyn Write + Send), now: DateTime<Utc>, mode: &Mode) -> anyhow::Result<()> {
     match mode {
-        Mode::Licensed {
-            validation,
-            offline,
-        } => {
-            let r = &validation.result;
+        Mode::Licensed { verdict, offline } => {
+            let r = &verdict.claims;
             writeln!(out, "License:    licensed ({} tier)", r.tier.as_str())?;
             let features: Vec<&str> = r.features.iter().map(|f| f.as_str()).collect();
             writeln!(
@@ -552,10 +750,21 @@ fn print_mode(out: &mut (dyn Write + Send), now: DateTime<Utc>, mode: &Mode) -> 
                 }
             )?;
             writeln!(out, "Expires:    {}", r.expiry)?;
+            if verdict.kind == license::Kind::OfflineFile {
+                writeln!(
+                    out,
+                    "Offline licence file: valid until {} ({} left)",
+                    verdict
+                        .good_until()
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    human(license::grace_left(now, verdict))
+                )?;
+                return Ok(());
+            }
             writeln!(
                 out,
                 "Validated:  {} ago{}",
-                human(now - validation.validated_at),
+                human(now - verdict.issued_at()),
                 if *offline {
                     " (service unreachable: using the cached validation)"
                 } else {
@@ -565,7 +774,7 @@ fn print_mode(out: &mut (dyn Write + Send), now: DateTime<Utc>, mode: &Mode) -> 
             writeln!(
                 out,
                 "Offline grace left: {}",
-                human(license::grace_left(now, validation))
+                human(license::grace_left(now, verdict))
             )?;
         }
         Mode::Unlicensed { reason } => {
@@ -867,17 +1076,17 @@ async fn pull_bundle(
 ) -> anyhow::Result<u8> {
     // A pull is explicit: always ask for the latest bundle.
     let (creds, mode) = checked_license(client, env, true).await?;
-    let validation = match mode {
-        Mode::Licensed { validation, offline: false } => validation,
+    let verdict = match mode {
+        Mode::Licensed { verdict, offline: false } if verdict.kind == license::Kind::Validation => verdict,
+        Mode::Licensed { offline: false, .. } => bail!("this machine runs from an offline licence file; bundles come with it from your admin"),
         Mode::Licensed { offline: true, .. } => bail!("the license service is unreachable, so the latest bundle is unknown; try again when online"),
         Mode::Unlicensed { reason } => {
             return Err(NotAuthorized(format!("cannot pull bundles while unlicensed: {reason}")).into())
         }
     };
-    let (Some(url), Some(checksum)) = (
-        validation.result.bundle_url,
-        validation.result.bundle_checksum,
-    ) else {
+    // The checksum comes from the signed verdict: the bundle is authentic, not just intact.
+    let (Some(url), Some(checksum)) = (verdict.claims.bundle_url, verdict.claims.bundle_sha256)
+    else {
         writeln!(out, "No bundle has been published yet.")?;
         return Ok(0);
     };

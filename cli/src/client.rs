@@ -313,7 +313,11 @@ impl Client {
 
     /// Validates, riding out an unavailable service as [`Client::with_retry`] says (each
     /// wait is said on standard error).
-    pub async fn validate(&self, license_key_hash: &str) -> Result<ValidateResponse, ClientError> {
+    pub async fn validate(
+        &self,
+        license_key_hash: &str,
+        machine: &str,
+    ) -> Result<ValidateResponse, ClientError> {
         self.retry
             .run(
                 || async {
@@ -321,6 +325,7 @@ impl Client {
                         .http
                         .post(format!("{}/v1/license/validate", self.base_url))
                         .header("X-License-Key-Hash", license_key_hash)
+                        .header("X-Machine-Fingerprint", machine)
                         .send()
                         .await;
                     self.answer(res).await
@@ -330,10 +335,37 @@ impl Client {
             .await
     }
 
-    /// Validation reduced to the license state machine's outcome.
-    pub async fn validation_outcome(&self, license_key_hash: &str) -> Outcome {
-        match self.validate(license_key_hash).await {
-            Ok(result) => Outcome::Answered(result),
+    /// The published verdict-signing keys.
+    pub async fn keys(&self) -> Result<tidemark_wire::verdict::KeySet, ClientError> {
+        self.retry
+            .run(
+                || async {
+                    let res = self
+                        .http
+                        .get(format!("{}/v1/keys", self.base_url))
+                        .send()
+                        .await;
+                    self.answer(res).await
+                },
+                say_wait,
+            )
+            .await
+    }
+
+    /// Validation reduced to the license state machine's outcome: the answer's verdict
+    /// verified with `trusted` (which learns keys the service now signs with, as far as
+    /// trusted keys vouch for them) and checked against this licence and machine.
+    pub async fn validation_outcome(
+        &self,
+        license_key_hash: &str,
+        machine: &str,
+        trusted: &mut crate::verdict::TrustedKeys,
+    ) -> Outcome {
+        match self.validate(license_key_hash, machine).await {
+            Ok(result) => {
+                self.verified(result.verdict, license_key_hash, machine, trusted)
+                    .await
+            }
             // A certificate that stopped being trusted is no verdict on the license either.
             Err(
                 ClientError::Unreachable { reason, .. } | ClientError::Untrusted { reason, .. },
@@ -348,10 +380,50 @@ impl Client {
         }
     }
 
+    /// A verdict from an answer, checked; the key set is read again first, so windows and
+    /// successors are current.
+    pub async fn verified(
+        &self,
+        jws: Option<String>,
+        license_key_hash: &str,
+        machine: &str,
+        trusted: &mut crate::verdict::TrustedKeys,
+    ) -> Outcome {
+        use crate::license::{Kind, Verdict};
+        let Some(jws) = jws else {
+            return Outcome::Unreachable(
+                "the service answered without a signed verdict (a server older than signed \
+                 verdicts, or something in between removed it)"
+                    .into(),
+            );
+        };
+        match self.keys().await {
+            Ok(set) => {
+                if let Err(e) = trusted.learn(&set) {
+                    return Outcome::Unreachable(format!("the service's key set: {e}"));
+                }
+            }
+            Err(e) => return Outcome::Unreachable(format!("the service's key set: {e}")),
+        }
+        let expect = crate::verdict::Expect::for_licence(license_key_hash, machine);
+        match trusted.verify(&jws, Kind::Validation.typ()) {
+            Ok(claims) => match expect.check(&claims) {
+                Ok(()) => Outcome::Answered(Box::new(Verdict {
+                    claims,
+                    jws,
+                    kind: Kind::Validation,
+                })),
+                Err(e) => Outcome::Unreachable(e),
+            },
+            Err(e) => Outcome::Unreachable(format!("the service's answer: {e}")),
+        }
+    }
+
     pub async fn activate(
         &self,
         license_key_hash: &str,
         machine: &str,
+        fingerprint: &str,
     ) -> Result<ActivateResponse, ClientError> {
         // Safe to repeat: an activation that was answered too late only leaves an unused key.
         self.retry
@@ -361,6 +433,7 @@ impl Client {
                         .http
                         .post(format!("{}/v1/license/activate", self.base_url))
                         .header("X-License-Key-Hash", license_key_hash)
+                        .header("X-Machine-Fingerprint", fingerprint)
                         .json(&ActivateRequest {
                             machine: machine.to_owned(),
                         })

@@ -17,8 +17,14 @@ pub struct Credentials {
     pub api_key: String,
     /// SHA-256 of the license key; the key itself is never stored.
     pub license_key_hash: String,
-    /// The last successful validation, if any.
+    /// The last successful validation: the signed verdict, as the service signed it.
+    #[serde(default, deserialize_with = "crate::license::lenient")]
     pub validation: Option<CachedValidation>,
+    /// The verdict-signing keys this machine trusts (pinned at activation, extended only by
+    /// keys a trusted key vouches for). None for a machine activated before signed verdicts:
+    /// its next online validation pins them.
+    #[serde(default)]
+    pub trusted_keys: Option<crate::verdict::TrustedKeys>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +123,7 @@ mod tests {
             api_key: "svc_api_abc".into(),
             license_key_hash: "0".repeat(64),
             validation: None,
+            trusted_keys: None,
         }
     }
 

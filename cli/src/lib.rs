@@ -1,7 +1,9 @@
 //! The Tidemark scanner client.
 //!
 //! - [`license`]: the local license mode (24-hour validation cache, 7-day offline grace) as a
-//!   pure state machine with an injected clock;
+//!   pure state machine with an injected clock, decided from signed verdicts only;
+//! - [`verdict`]: the signing keys this machine trusts, and verdicts verified with them;
+//! - [`machine`]: this machine's fingerprint, bound into verdicts;
 //! - [`credentials`]: the credentials file, created with mode 0600 and refused when looser;
 //! - [`client`]: the `/v1` calls; pushes retried with bounded back-off (`429`, `503`, no answer);
 //! - [`bundle`]: download, checksum verification and atomic replacement of the bundle;
@@ -21,6 +23,8 @@ pub mod decorate;
 pub mod git;
 pub mod keyless;
 pub mod license;
+pub mod machine;
+pub mod verdict;
 
 use sha2::{Digest as _, Sha256};
 

@@ -8,48 +8,111 @@
 //! | licensed | endpoint unreachable | 7 days without success | unlicensed |
 //!
 //! A definitive answer (`404 license_not_found`, or `valid: false`) downgrades at once.
+//!
+//! Every decision is taken from a **signed verdict** whose signature the caller has verified
+//! (`verdict.rs`), never from fields of a file the user can edit: the cache holds the verdict
+//! as the service signed it, the offline grace ends at the verdict's own `exp`, and the
+//! newest time this machine has seen is kept so that a clock moved back is noticed.
 
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
-use tidemark_wire::ValidateResponse;
+use serde::{Deserialize, Deserializer, Serialize};
+use tidemark_wire::verdict::VerdictClaims;
 
 pub const CACHE_TTL: Duration = Duration::hours(24);
 pub const OFFLINE_GRACE: Duration = Duration::days(7);
+/// Clock skew tolerated before a clock is taken to have moved back.
+pub const CLOCK_LEEWAY: Duration = Duration::minutes(5);
 
-/// A successful validation and when it happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CachedValidation {
-    pub result: ValidateResponse,
-    pub validated_at: DateTime<Utc>,
+/// Where a verdict came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// `validate` or `activate`: trusted for the offline grace, refreshed daily.
+    Validation,
+    /// An offline licence file (`tidemark activate --offline`): trusted until its `exp`.
+    OfflineFile,
 }
 
-/// Whether to call the validation endpoint now.
-pub fn needs_validation(
-    now: DateTime<Utc>,
-    cache: Option<&CachedValidation>,
-    explicit: bool,
-) -> bool {
+impl Kind {
+    pub fn typ(self) -> &'static str {
+        match self {
+            Kind::Validation => tidemark_wire::verdict::VERDICT_TYP,
+            Kind::OfflineFile => tidemark_wire::verdict::OFFLINE_VERDICT_TYP,
+        }
+    }
+}
+
+/// The cache as stored: the signed verdict itself, and the clock guard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CachedValidation {
+    /// The compact JWS the service signed.
+    pub verdict: String,
+    pub kind: Kind,
+    /// The newest time this machine has seen (the clock-rollback guard).
+    pub newest_seen: DateTime<Utc>,
+}
+
+/// A cache written by a client older than signed verdicts reads as no cache (it is
+/// validated again online), not as a damaged file.
+pub fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Option<CachedValidation>, D::Error> {
+    let value = Option::<serde_json::Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
+}
+
+/// A verdict whose signature, key, licence and machine have been checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub claims: VerdictClaims,
+    pub jws: String,
+    pub kind: Kind,
+}
+
+impl Verdict {
+    pub fn issued_at(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp(self.claims.iat, 0).unwrap_or_default()
+    }
+
+    /// The end of the offline grace (a file's expiry).
+    pub fn good_until(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp(self.claims.exp, 0).unwrap_or_default()
+    }
+
+    pub fn to_cache(&self, newest_seen: DateTime<Utc>) -> CachedValidation {
+        CachedValidation {
+            verdict: self.jws.clone(),
+            kind: self.kind,
+            newest_seen: newest_seen.max(self.issued_at()),
+        }
+    }
+}
+
+/// Whether to call the validation endpoint now. An offline licence file has no service to
+/// call.
+pub fn needs_validation(now: DateTime<Utc>, cache: Option<&Verdict>, explicit: bool) -> bool {
     match cache {
+        Some(v) if v.kind == Kind::OfflineFile => false,
         _ if explicit => true,
         None => true,
-        Some(c) => now - c.validated_at > CACHE_TTL,
+        Some(v) => now - v.issued_at() > CACHE_TTL,
     }
 }
 
 /// What the validation endpoint said, reduced to what the state machine needs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    Answered(ValidateResponse),
+    /// A verdict that verified.
+    Answered(Box<Verdict>),
     /// `404 license_not_found` (or another definitive refusal).
     Refused(String),
-    /// Connection refused, DNS failure, timeout or a 5xx: no answer.
+    /// Connection refused, DNS failure, timeout, a 5xx, or an answer whose verdict did not
+    /// verify: no answer to go by.
     Unreachable(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     Licensed {
-        validation: CachedValidation,
+        verdict: Box<Verdict>,
         /// True when the endpoint could not be reached and the cache is in use.
         offline: bool,
     },
@@ -64,18 +127,73 @@ impl Mode {
     }
 }
 
-/// The mode from the cache alone (no call made).
-pub fn from_cache(now: DateTime<Utc>, cache: Option<&CachedValidation>) -> Mode {
+/// Whether `verdict` licenses this machine at `now`, given the newest time seen before.
+pub fn judge(
+    now: DateTime<Utc>,
+    verdict: &Verdict,
+    newest_seen: DateTime<Utc>,
+) -> Result<(), String> {
+    let c = &verdict.claims;
+    let seen = newest_seen.max(verdict.issued_at());
+    if now + CLOCK_LEEWAY < seen {
+        return Err(format!(
+            "this machine's clock says {}, but it has already seen {}: the clock was moved \
+             back. Set the clock right, then run `tidemark status`",
+            now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            seen.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ));
+    }
+    if !c.valid {
+        return Err(format!(
+            "the license is not valid ({}; expiry {}). Renew it, then run `tidemark activate`",
+            c.status, c.expiry
+        ));
+    }
+    if verdict.kind == Kind::Validation
+        && verdict.good_until() - verdict.issued_at() > OFFLINE_GRACE
+    {
+        return Err(
+            "the cached verdict claims a longer life than the offline grace; run \
+                    `tidemark status` while online"
+                .into(),
+        );
+    }
+    if now >= verdict.good_until() {
+        return Err(match verdict.kind {
+            Kind::Validation => "the license service has been unreachable for 7 days or more; \
+                 connect to the network and run `tidemark status`"
+                .into(),
+            Kind::OfflineFile => format!(
+                "the offline licence file expired at {}; ask your admin for a new one",
+                verdict
+                    .good_until()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The mode from the cache alone (no call made). `cache` is the verified cache, or why it
+/// could not be verified.
+pub fn from_cache(
+    now: DateTime<Utc>,
+    cache: Result<Option<&Verdict>, &str>,
+    newest_seen: DateTime<Utc>,
+) -> Mode {
     match cache {
-        Some(c) if c.result.valid && now - c.validated_at < OFFLINE_GRACE => Mode::Licensed {
-            validation: c.clone(),
-            offline: false,
+        Ok(Some(v)) => match judge(now, v, newest_seen) {
+            Ok(()) => Mode::Licensed {
+                verdict: Box::new(v.clone()),
+                offline: false,
+            },
+            Err(reason) => Mode::Unlicensed { reason },
         },
-        Some(_) => Mode::Unlicensed {
-            reason: "the cached validation is too old; run `tidemark status` while online".into(),
-        },
-        None => Mode::Unlicensed {
+        Ok(None) => Mode::Unlicensed {
             reason: "this machine is not activated; run `tidemark activate`".into(),
+        },
+        Err(why) => Mode::Unlicensed {
+            reason: format!("{why}; run `tidemark status` while online, or `tidemark activate`"),
         },
     }
 }
@@ -83,32 +201,31 @@ pub fn from_cache(now: DateTime<Utc>, cache: Option<&CachedValidation>) -> Mode 
 /// The next cache and mode after a call to the endpoint.
 pub fn after_validation(
     now: DateTime<Utc>,
-    cache: Option<&CachedValidation>,
+    cache: Result<Option<&Verdict>, &str>,
+    newest_seen: DateTime<Utc>,
     outcome: Outcome,
-) -> (Option<CachedValidation>, Mode) {
+) -> (Option<Verdict>, Mode) {
     match outcome {
-        Outcome::Answered(result) if result.valid => {
-            let validation = CachedValidation {
-                result,
-                validated_at: now,
-            };
-            (
-                Some(validation.clone()),
+        Outcome::Answered(verdict) => match judge(now, &verdict, newest_seen) {
+            Ok(()) => (
+                Some((*verdict).clone()),
                 Mode::Licensed {
-                    validation,
+                    verdict,
                     offline: false,
                 },
-            )
-        }
-        Outcome::Answered(result) => (
-            None,
-            Mode::Unlicensed {
-                reason: format!(
-                    "the license is not valid (expired or suspended; expiry {}). Renew it, then run `tidemark activate`",
-                    result.expiry
-                ),
-            },
-        ),
+            ),
+            Err(reason) if verdict.claims.valid => (None, Mode::Unlicensed { reason }),
+            Err(_) => (
+                None,
+                Mode::Unlicensed {
+                    reason: format!(
+                        "the license is not valid (expired or suspended; expiry {}). Renew it, \
+                         then run `tidemark activate`",
+                        verdict.claims.expiry
+                    ),
+                },
+            ),
+        },
         Outcome::Refused(why) => (
             None,
             Mode::Unlicensed {
@@ -116,19 +233,37 @@ pub fn after_validation(
             },
         ),
         Outcome::Unreachable(why) => match cache {
-            Some(c) if c.result.valid && now - c.validated_at < OFFLINE_GRACE => (
-                Some(c.clone()),
-                Mode::Licensed {
-                    validation: c.clone(),
-                    offline: true,
-                },
-            ),
-            _ => (
-                cache.cloned(),
+            Ok(Some(v)) => match judge(now, v, newest_seen) {
+                Ok(()) => (
+                    Some(v.clone()),
+                    Mode::Licensed {
+                        verdict: Box::new(v.clone()),
+                        offline: true,
+                    },
+                ),
+                Err(reason) => (
+                    Some(v.clone()),
+                    Mode::Unlicensed {
+                        reason: format!("{reason} (the service: {why})"),
+                    },
+                ),
+            },
+            Ok(None) => (
+                None,
                 Mode::Unlicensed {
                     reason: format!(
-                        "the license service has been unreachable for 7 days or more ({why}); \
-                         connect to the network and run `tidemark status`"
+                        "the license service cannot be reached ({why}) and this machine has no \
+                         validation to fall back on; connect to the network and run `tidemark \
+                         status`"
+                    ),
+                },
+            ),
+            Err(bad) => (
+                None,
+                Mode::Unlicensed {
+                    reason: format!(
+                        "{bad}, and the license service cannot be reached ({why}); connect to \
+                         the network and run `tidemark status`"
                     ),
                 },
             ),
@@ -136,9 +271,9 @@ pub fn after_validation(
     }
 }
 
-/// Time left in the offline grace, from the last successful validation.
-pub fn grace_left(now: DateTime<Utc>, cache: &CachedValidation) -> Duration {
-    (cache.validated_at + OFFLINE_GRACE - now).max(Duration::zero())
+/// Time left in the offline grace (or of an offline file).
+pub fn grace_left(now: DateTime<Utc>, verdict: &Verdict) -> Duration {
+    (verdict.good_until() - now).max(Duration::zero())
 }
 
 #[cfg(test)]
@@ -150,85 +285,74 @@ mod tests {
         "2026-11-01T00:00:00Z".parse().unwrap()
     }
 
-    fn valid() -> ValidateResponse {
-        ValidateResponse {
-            valid: true,
-            tier: Tier::Team,
-            features: vec![Feature::HostedDashboard, Feature::DriftDetection],
-            expiry: "2027-11-01T00:00:00Z".into(),
-            bundle_url: None,
-            bundle_checksum: None,
-        }
-    }
-
-    fn cache_at(at: DateTime<Utc>) -> CachedValidation {
-        CachedValidation {
-            result: valid(),
-            validated_at: at,
+    fn verdict_at(at: DateTime<Utc>, valid: bool) -> Verdict {
+        Verdict {
+            claims: VerdictClaims {
+                iss: "https://tidemark.test".into(),
+                aud: "tidemark-scanner".into(),
+                sub: "sha256:00".into(),
+                iat: at.timestamp(),
+                exp: (at + OFFLINE_GRACE).timestamp(),
+                jti: "vrd_1".into(),
+                valid,
+                status: if valid { "active" } else { "expired" }.into(),
+                tier: Tier::Team,
+                features: if valid {
+                    vec![Feature::HostedDashboard]
+                } else {
+                    vec![]
+                },
+                expiry: "2027-11-01T00:00:00Z".into(),
+                bundle_url: None,
+                bundle_sha256: None,
+                machine: None,
+            },
+            jws: "signed".into(),
+            kind: Kind::Validation,
         }
     }
 
     #[test]
-    fn a_fresh_cache_is_used_and_a_stale_one_is_revalidated() {
-        let cache = cache_at(t0());
-        assert!(!needs_validation(t0(), Some(&cache), false));
+    fn a_fresh_verdict_is_used_and_a_stale_one_is_revalidated() {
+        let v = verdict_at(t0(), true);
+        assert!(!needs_validation(t0(), Some(&v), false));
         let almost = t0() + Duration::hours(23) + Duration::minutes(59);
-        assert!(
-            !needs_validation(almost, Some(&cache), false),
-            "23 h 59 m: cached"
-        );
+        assert!(!needs_validation(almost, Some(&v), false));
         let past = t0() + Duration::hours(24) + Duration::minutes(1);
-        assert!(
-            needs_validation(past, Some(&cache), false),
-            "24 h 01 m: validate"
-        );
-        assert!(
-            needs_validation(t0(), Some(&cache), true),
-            "explicit activation validates"
-        );
+        assert!(needs_validation(past, Some(&v), false));
+        assert!(needs_validation(t0(), Some(&v), true));
         assert!(needs_validation(t0(), None, false));
-        assert!(from_cache(almost, Some(&cache)).is_licensed());
-    }
-
-    #[test]
-    fn a_successful_validation_is_cached_with_its_time() {
-        let now = t0() + Duration::days(3);
-        let (cache, mode) = after_validation(now, None, Outcome::Answered(valid()));
-        assert_eq!(cache.as_ref().unwrap().validated_at, now);
-        assert_eq!(
-            mode,
-            Mode::Licensed {
-                validation: cache.unwrap(),
-                offline: false
-            }
+        assert!(from_cache(almost, Ok(Some(&v)), t0()).is_licensed());
+        let mut file = v.clone();
+        file.kind = Kind::OfflineFile;
+        assert!(
+            !needs_validation(past, Some(&file), true),
+            "no service to ask"
         );
     }
 
     #[test]
-    fn an_outage_keeps_the_license_for_under_seven_days() {
-        let cache = cache_at(t0());
+    fn an_outage_keeps_the_license_until_the_signed_grace_ends() {
+        let v = verdict_at(t0(), true);
         let still = t0() + Duration::days(6) + Duration::hours(23);
-        let (kept, mode) =
-            after_validation(still, Some(&cache), Outcome::Unreachable("timeout".into()));
+        let (kept, mode) = after_validation(
+            still,
+            Ok(Some(&v)),
+            t0(),
+            Outcome::Unreachable("timeout".into()),
+        );
         assert!(
             matches!(mode, Mode::Licensed { offline: true, .. }),
-            "6 d 23 h: {mode:?}"
+            "{mode:?}"
         );
-        assert_eq!(
-            kept.as_ref(),
-            Some(&cache),
-            "the last success time is not moved"
-        );
-        assert_eq!(grace_left(still, &cache), Duration::hours(1));
-
+        assert_eq!(kept.as_ref(), Some(&v));
+        assert_eq!(grace_left(still, &v), Duration::hours(1));
         let gone = t0() + Duration::days(7) + Duration::minutes(1);
-        let (_, mode) = after_validation(gone, Some(&cache), Outcome::Unreachable("dns".into()));
-        assert!(
-            matches!(mode, Mode::Unlicensed { .. }),
-            "7 d 01 m: {mode:?}"
-        );
-        assert!(!from_cache(gone, Some(&cache)).is_licensed());
-        let (_, mode) = after_validation(t0(), None, Outcome::Unreachable("refused".into()));
+        let (_, mode) =
+            after_validation(gone, Ok(Some(&v)), t0(), Outcome::Unreachable("dns".into()));
+        assert!(!mode.is_licensed(), "{mode:?}");
+        let (_, mode) =
+            after_validation(t0(), Ok(None), t0(), Outcome::Unreachable("refused".into()));
         assert!(
             !mode.is_licensed(),
             "never validated: nothing to fall back on"
@@ -236,24 +360,55 @@ mod tests {
     }
 
     #[test]
-    fn a_definitive_refusal_downgrades_at_once() {
-        let cache = cache_at(t0());
+    fn a_clock_moved_back_is_noticed() {
+        let v = verdict_at(t0(), true);
+        let seen = t0() + Duration::days(3);
+        // Moved back before a time already seen: refused, though the verdict would allow it.
+        let back = t0() + Duration::days(1);
+        match from_cache(back, Ok(Some(&v)), seen) {
+            Mode::Unlicensed { reason } => assert!(reason.contains("moved back"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        // Before the verdict's own issue time: refused too.
+        assert!(!from_cache(t0() - Duration::hours(1), Ok(Some(&v)), t0()).is_licensed());
+        // Within the leeway: fine.
+        assert!(from_cache(seen - Duration::minutes(4), Ok(Some(&v)), seen).is_licensed());
+    }
+
+    #[test]
+    fn a_definitive_refusal_or_an_invalid_verdict_downgrades_at_once() {
+        let v = verdict_at(t0(), true);
         let soon = t0() + Duration::hours(25);
         let (kept, mode) = after_validation(
             soon,
-            Some(&cache),
+            Ok(Some(&v)),
+            t0(),
             Outcome::Refused("license_not_found".into()),
         );
         assert!(kept.is_none());
         assert!(!mode.is_licensed());
-        let mut expired = valid();
-        expired.valid = false;
-        expired.features.clear();
-        let (kept, mode) = after_validation(soon, Some(&cache), Outcome::Answered(expired));
+        let (kept, mode) = after_validation(
+            soon,
+            Ok(Some(&v)),
+            t0(),
+            Outcome::Answered(Box::new(verdict_at(soon, false))),
+        );
         assert!(kept.is_none());
         match mode {
             Mode::Unlicensed { reason } => assert!(reason.contains("not valid"), "{reason}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_verdict_claiming_more_than_the_grace_is_refused() {
+        let mut v = verdict_at(t0(), true);
+        v.claims.exp += 86_400;
+        assert!(judge(t0(), &v, t0()).unwrap_err().contains("longer life"));
+        v.kind = Kind::OfflineFile;
+        assert!(
+            judge(t0(), &v, t0()).is_ok(),
+            "files run as long as they were signed for"
+        );
     }
 }

@@ -63,6 +63,9 @@ actions! {
     PublisherAdded => "publisher.added", "Trusted publisher added";
     PublisherPinned => "publisher.pinned", "Trusted publisher pinned to repository ids";
     PublisherRemoved => "publisher.removed", "Trusted publisher removed";
+    SigningKeyCreated => "signing_key.created", "Verdict-signing key created";
+    SigningKeyRetired => "signing_key.retired", "Verdict-signing key retired";
+    OfflineLicenceIssued => "license.offline_file_issued", "Offline licence file issued";
 }
 
 /// Who made a change.

@@ -80,6 +80,16 @@ pub fn new_ci_token_id() -> String {
     format!("cit_{}", random_base32(20))
 }
 
+/// A verdict-signing key's id: `tmk-` + the key's generation-independent random part.
+pub fn new_signing_kid() -> String {
+    format!("tmk-{}", random_base32(16))
+}
+
+/// A verdict's `jti`.
+pub fn new_verdict_id() -> String {
+    format!("vrd_{}", random_base32(20))
+}
+
 pub fn new_webhook_id() -> String {
     format!("whk_{}", random_base32(20))
 }

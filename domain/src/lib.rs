@@ -18,6 +18,7 @@ pub mod rate;
 pub mod retention;
 pub mod saml;
 pub mod secrets;
+pub mod signing;
 pub mod sso;
 pub mod text;
 pub mod tier;

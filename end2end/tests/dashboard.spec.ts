@@ -1,4 +1,4 @@
-import { createHash, createHmac, generateKeyPairSync, sign as cryptoSign } from "node:crypto";
+import { createHash, createHmac, createPublicKey, generateKeyPairSync, sign as cryptoSign, verify as cryptoVerify } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -496,10 +496,15 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   await expect(other.getByTestId("keys")).toBeVisible();
   await expect(other.getByRole("button", { name: "Rotate Key" })).toHaveCount(0);
   await expect(other.getByRole("button", { name: /^Archive / })).toHaveCount(0);
+  await expect(other.getByTestId("offline-file")).toHaveCount(0);
   await other.screenshot({ path: "test-results/settings-member.png", fullPage: true });
   // The server refuses it too, whatever the page shows.
   const status = await other.evaluate(async () => (await fetch("/api/rotate_keys", { method: "POST" })).status);
   expect(status).toBe(403);
+  const fileStatus = await other.evaluate(async () => (await fetch("/settings/licence/offline-file", {
+    method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: "days=30",
+  })).status);
+  expect(fileStatus).toBe(403);
   await context.close();
   expect(otherCsp).toEqual([]);
 
@@ -617,4 +622,37 @@ test("an admin adds a trusted publisher in Settings; a keyless CI push shows its
   } finally {
     server.close();
   }
+});
+
+test("an admin downloads a signed offline licence file in Settings", async ({ page, request }) => {
+  await signIn(page, ADMIN);
+  await page.goto("/settings");
+  const form = page.getByTestId("offline-file");
+  await form.getByLabel("Days").fill("14");
+  await form.getByLabel("Machine fingerprint (optional)").fill("sha256:e2e-air-gapped");
+  await form.screenshot({ path: "test-results/settings-offline-licence.png" });
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    form.getByRole("button", { name: "Download offline licence file" }).click(),
+  ]);
+  expect(download.suggestedFilename()).toBe("tidemark-offline-licence.json");
+  const file = JSON.parse(fs.readFileSync(await download.path(), "utf8"));
+  expect(file.format).toBe("tidemark-offline-licence");
+
+  // Its verdict verifies with the published key (node:crypto's Ed25519, not our code).
+  const [head, body, signature] = file.verdict.split(".");
+  const header = JSON.parse(Buffer.from(head, "base64url").toString());
+  expect(header).toMatchObject({ alg: "EdDSA", typ: "tidemark-offline-licence+jwt" });
+  const published = await (await request.get("/v1/keys")).json();
+  const jwk = published.keys.find((k: any) => k.kid === header.kid);
+  const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: jwk.x }, format: "jwk" });
+  expect(cryptoVerify(null, Buffer.from(`${head}.${body}`), key, Buffer.from(signature, "base64url"))).toBe(true);
+  const claims = JSON.parse(Buffer.from(body, "base64url").toString());
+  expect(claims.machine).toBe("sha256:e2e-air-gapped");
+  expect(claims.exp - claims.iat).toBe(14 * 86_400);
+  expect(claims.sub).toBe(`sha256:${createHash("sha256").update(createHash("sha256").update(LICENSE_KEY).digest("hex")).digest("hex")}`);
+
+  // Issuing it is in the audit log.
+  await page.goto("/settings/audit");
+  await expect(page.getByTestId("audit-log").getByTestId("audit-row").first()).toHaveAttribute("data-action", "license.offline_file_issued");
 });

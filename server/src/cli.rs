@@ -56,6 +56,9 @@ pub enum Command {
     /// issuers) that may push to an account with no stored key.
     #[command(subcommand)]
     Publisher(PublisherCommand),
+    /// The Ed25519 keys that sign licence verdicts (see the README, "Signed licence verdicts").
+    #[command(subcommand)]
+    SigningKey(SigningKeyCommand),
     /// Check the configuration this command sees.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -247,6 +250,22 @@ pub enum LicenseCommand {
         #[arg(long)]
         expires: String,
     },
+    /// Write a signed offline licence file for an air-gapped machine
+    /// (`tidemark activate --offline FILE`); it runs until it expires (no revocation).
+    File {
+        /// The license id.
+        #[arg(long)]
+        license: String,
+        /// Bind the file to one machine (its fingerprint, from `tidemark fingerprint`).
+        #[arg(long, value_name = "FINGERPRINT")]
+        machine: Option<String>,
+        /// How many days the file runs (1 to 400, and never past the license's expiry).
+        #[arg(long)]
+        days: u32,
+        /// The file to write (never overwritten).
+        #[arg(long, value_name = "FILE")]
+        out: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -363,6 +382,20 @@ pub enum PublisherCommand {
         #[arg(long)]
         id: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SigningKeyCommand {
+    /// Add a new key: published at once, signing only after the overlap; the current key
+    /// retires once nothing it signed can still be valid.
+    Rotate {
+        /// Overrides TIDEMARK_SIGNING_KEY_OVERLAP: an age (48h, 7d, 2w), or 0 to sign with
+        /// the new key at once (when the current key is compromised).
+        #[arg(long, value_name = "AGE")]
+        overlap: Option<String>,
+    },
+    /// Every published key with its schedule; retires the keys whose time has come.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

@@ -151,6 +151,9 @@ pub struct Config {
     /// (`TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS=1`): for a lab issuer and for tests. Off by
     /// default, so an issuer URL cannot reach into the operator's network.
     pub oidc_allow_private_issuers: bool,
+    /// How long a rotated-in verdict-signing key is published before it signs
+    /// (`TIDEMARK_SIGNING_KEY_OVERLAP`, default 7d), in milliseconds.
+    pub signing_key_overlap_ms: tidemark_domain::Millis,
 }
 
 #[derive(Debug, Clone)]
@@ -435,7 +438,21 @@ pub const VARIABLES: &[Variable] = &[
         "",
         "1: CI token issuers may be http:// and on private addresses (a lab)",
     ),
+    setting(
+        "TIDEMARK_SIGNING_KEY_OVERLAP",
+        "7d",
+        "how long a rotated-in verdict-signing key is published before it signs (h, d, w; 0: at once)",
+    ),
 ];
+
+/// A signing-key overlap: an age (`7d`, `48h`, `2w`), or `0` for a key that signs at once
+/// (when the current key is compromised).
+pub fn parse_overlap(text: &str) -> Result<tidemark_domain::Millis, String> {
+    if text.trim() == "0" {
+        return Ok(0);
+    }
+    tidemark_domain::retention::Age::parse(text).map(|a| a.millis())
+}
 
 /// The `--help` text that lists [`VARIABLES`].
 pub fn variables_help() -> String {
@@ -763,7 +780,17 @@ impl Config {
             });
         }
         let oidc_allow_private_issuers = parse_flag(&var, "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS")?;
+        let signing_key_overlap_ms = parse_overlap(
+            var("TIDEMARK_SIGNING_KEY_OVERLAP")
+                .as_deref()
+                .unwrap_or(tidemark_domain::signing::DEFAULT_OVERLAP),
+        )
+        .map_err(|reason| ConfigError::Invalid {
+            name: "TIDEMARK_SIGNING_KEY_OVERLAP",
+            reason,
+        })?;
         Ok(Config {
+            signing_key_overlap_ms,
             oidc_audience,
             oidc_allow_private_issuers,
             allow_unknown_master_keys,

@@ -17,6 +17,8 @@ pub const LICENSE_KEY_PURPOSE: &str = "license-key";
 pub const LOGIN_ATTEMPT_PURPOSE: &str = "login-attempt";
 /// HKDF purpose of the key that encrypts webhook URLs and signing secrets.
 pub const WEBHOOK_PURPOSE: &str = "webhook";
+/// HKDF purpose of the key that encrypts the private halves of verdict-signing keys.
+pub const SIGNING_KEY_PURPOSE: &str = "signing-key";
 /// HKDF purpose of the key that encrypts and authenticates the session cookie.
 pub const SESSION_COOKIE_PURPOSE: &str = "session-cookie";
 

@@ -41,6 +41,7 @@ fn purpose(column: SealedColumn) -> &'static str {
         SealedColumn::LicenseKey => crypto::LICENSE_KEY_PURPOSE,
         SealedColumn::WebhookUrl | SealedColumn::WebhookSecret => crypto::WEBHOOK_PURPOSE,
         SealedColumn::LoginAttempt => crypto::LOGIN_ATTEMPT_PURPOSE,
+        SealedColumn::SigningKey => crypto::SIGNING_KEY_PURPOSE,
     }
 }
 

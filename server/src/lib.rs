@@ -15,7 +15,9 @@ pub mod http;
 pub mod keyless;
 pub mod keys;
 pub mod mail;
+pub mod offline_licence;
 pub mod ops;
+pub mod signing;
 pub mod state;
 pub mod telemetry;
 pub mod validation_cache;
@@ -125,7 +127,9 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         dns.clone(),
         config.oidc_allow_private_issuers,
     )?);
+    let signer = Arc::new(signing::Signer::new(&keys, &config.base_url));
     let state = AppState {
+        signer,
         ci_keys,
         dns,
         leptos_options,
@@ -203,6 +207,10 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             "/projects/{project_id}/history.csv",
             get(export::dashboard::history_csv),
         )
+        .route(
+            "/settings/licence/offline-file",
+            post(offline_licence::download_offline_file),
+        )
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(
             "/saml/acs",
@@ -253,7 +261,12 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let mut app = Router::new()
         .route("/healthz", get(http::health::get_healthz))
         .route("/readyz", get(http::health::get_readyz))
-        .route("/badge/{file}", get(badge::get_badge));
+        .route("/badge/{file}", get(badge::get_badge))
+        // The verdict keys where key-set readers look first, as well as under /v1.
+        .route(
+            "/.well-known/tidemark-keys.json",
+            get(api::keys::get_signing_keys),
+        );
     if state.config.metrics_addr.is_none() {
         app = app.route("/metrics", get(http::metrics::get_metrics));
     }

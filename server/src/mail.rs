@@ -119,6 +119,27 @@ pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::Jo
                 if let Err(err) = pruned {
                     tracing::warn!(error = %err, "pruning expired sessions failed");
                 }
+                // Verdict-signing keys whose every signature has expired: destroyed.
+                let retired = state
+                    .db
+                    .detached(|db| async move {
+                        let audit = tidemark_domain::audit::AuditContext {
+                            actor: tidemark_domain::audit::Actor::System {
+                                name: "key-retirement".into(),
+                            },
+                            client_ip: None,
+                            at: now,
+                        };
+                        tidemark_store::signing_keys::delete_retired(&db, now, &audit).await
+                    })
+                    .await;
+                match retired {
+                    Ok(kids) if !kids.is_empty() => {
+                        tracing::info!(?kids, "retired verdict-signing keys");
+                    }
+                    Ok(_) => {}
+                    Err(err) => tracing::warn!(error = %err, "retiring signing keys failed"),
+                }
             }
             tokio::select! {
                 () = state.mail_wakeup.notified() => {}

@@ -69,6 +69,15 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
         let addr = config.site_addr;
         let state = server::build_state(config).await?;
         check_master_keys(&state).await?;
+        // The first start creates the first verdict-signing key, so the key set is published
+        // before the first validation. A schema not migrated yet (TIDEMARK_MIGRATE=never)
+        // leaves it to the first use.
+        if let Err(err) = state.signer.key_set(&state.db).await {
+            tracing::warn!(
+                error = format!("{err:#}"),
+                "could not load the verdict-signing keys"
+            );
+        }
         let shutdown = server::shutdown_signal();
         let listener = tokio::net::TcpListener::bind(addr)
             .await

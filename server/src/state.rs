@@ -37,6 +37,9 @@ pub struct AppState {
     /// Wakes this replica's webhook sender when deliveries are queued (others poll).
     #[from_ref(skip)]
     pub webhook_wakeup: Arc<Notify>,
+    /// Signs licence verdicts and the published key set.
+    #[from_ref(skip)]
+    pub signer: Arc<crate::signing::Signer>,
     /// The signing keys of CI token issuers (keyless CI), cached by `kid`.
     #[from_ref(skip)]
     pub ci_keys: Arc<crate::keyless::KeySets>,

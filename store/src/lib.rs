@@ -37,6 +37,7 @@ pub mod rate;
 pub mod scan_facts;
 pub mod sealed;
 pub mod sessions;
+pub mod signing_keys;
 pub mod sso;
 mod stmt;
 #[cfg(feature = "testing")]

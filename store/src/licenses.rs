@@ -176,6 +176,17 @@ pub async fn find_license(db: &Db, id: &str) -> Result<Option<License>, StoreErr
     row.map(License::try_from).transpose()
 }
 
+/// The lookup hash (`sha256(X-License-Key-Hash)`) of license `id`: what a verdict names it by.
+pub async fn license_lookup_hash(db: &Db, id: &str) -> Result<Option<String>, StoreError> {
+    let row: Option<(String,)> = on_db!(db, pool => {
+        sqlx::query_as("SELECT lookup_hash FROM licenses WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await
+    })?;
+    Ok(row.map(|(h,)| h))
+}
+
 pub async fn list_licenses(db: &Db) -> Result<Vec<License>, StoreError> {
     let sql = format!("SELECT {LICENSE_COLUMNS} FROM licenses l ORDER BY l.created_at, l.id");
     let rows: Vec<LicenseRow> = on_db!(db, pool => sqlx::query_as(&sql).fetch_all(pool).await)?;

@@ -15,14 +15,17 @@ pub enum SealedColumn {
     WebhookSecret,
     /// A sign-in attempt between redirect and callback (minutes long).
     LoginAttempt,
+    /// A verdict-signing key's private half.
+    SigningKey,
 }
 
 impl SealedColumn {
-    pub const ALL: [SealedColumn; 4] = [
+    pub const ALL: [SealedColumn; 5] = [
         SealedColumn::LicenseKey,
         SealedColumn::WebhookUrl,
         SealedColumn::WebhookSecret,
         SealedColumn::LoginAttempt,
+        SealedColumn::SigningKey,
     ];
 
     /// `table.column`, as reports name it.
@@ -32,6 +35,7 @@ impl SealedColumn {
             SealedColumn::WebhookUrl => "webhooks.url_sealed",
             SealedColumn::WebhookSecret => "webhooks.secret_sealed",
             SealedColumn::LoginAttempt => "login_attempts.payload",
+            SealedColumn::SigningKey => "signing_keys.private_sealed",
         }
     }
 
@@ -42,6 +46,7 @@ impl SealedColumn {
             SealedColumn::WebhookUrl => ("webhooks", "id", "url_sealed"),
             SealedColumn::WebhookSecret => ("webhooks", "id", "secret_sealed"),
             SealedColumn::LoginAttempt => ("login_attempts", "id_hash", "payload"),
+            SealedColumn::SigningKey => ("signing_keys", "kid", "private_sealed"),
         }
     }
 }

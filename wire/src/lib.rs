@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+pub mod verdict;
+
 /// License tiers, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -94,6 +96,11 @@ pub struct ValidateResponse {
         )
     )]
     pub bundle_checksum: Option<String>,
+    /// This answer signed: a compact JWS (`alg` `EdDSA`) over the fields above and the
+    /// offline grace's end, verifiable with the keys at `/v1/keys` (see `VerdictClaims`).
+    /// Absent only from servers older than signed verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
 }
 
 /// Body of `POST /v1/license/activate`.
@@ -121,6 +128,9 @@ pub struct ActivateResponse {
     pub api_key: String,
     pub account_id: String,
     pub tier: Tier,
+    /// The licence's state signed, as `verdict` in the validation answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
 }
 
 /// Body of `POST /v1/license/resend`.

@@ -229,6 +229,19 @@ fn settings_view(
                         None => format!("{} used (no limit)", l.projects_used),
                     }}</dd>
                 </dl>
+                {admin.then(|| view! {
+                    <h3 id="offline-heading">"Offline licence file"</h3>
+                    <p class="muted small">"For an air-gapped machine: a signed file it installs with "
+                        <code>"tidemark activate --offline FILE"</code>
+                        ". It works until it expires, even if the licence is suspended meanwhile, so keep it short. "
+                        "Bind it to one machine with the fingerprint "<code>"tidemark fingerprint"</code>" prints there."</p>
+                    // A plain form: the answer is a download, not a page.
+                    <form method="post" action="/settings/licence/offline-file" class="inline" aria-labelledby="offline-heading" data-testid="offline-file">
+                        <label>"Days "<input type="number" name="days" value="30" min="1" max="400" required/></label>
+                        <label>" Machine fingerprint (optional) "<input type="text" name="machine" maxlength="128" placeholder="sha256:…"/></label>
+                        <button type="submit" class="secondary">"Download offline licence file"</button>
+                    </form>
+                })}
             </section>
         })}
 

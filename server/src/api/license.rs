@@ -7,11 +7,14 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use tidemark_domain::rate::RollingLimit;
-use tidemark_domain::secrets::ApiKey;
+use tidemark_domain::secrets::{ApiKey, LicenseKeyHash};
+use tidemark_domain::signing::{MachineFingerprint, FINGERPRINT_RULE, VERDICT_LIFETIME};
 use tidemark_domain::text::{Email, MachineName};
-use tidemark_domain::{ids, now_millis, to_rfc3339};
-use tidemark_store::licenses::{insert_api_key, NewApiKey};
+use tidemark_domain::{ids, now_millis, to_rfc3339, Millis};
+use tidemark_store::bundles::latest_bundle;
+use tidemark_store::licenses::{insert_api_key, License, NewApiKey};
 use tidemark_store::{outbox, rate};
+use tidemark_wire::verdict::VERDICT_TYP;
 use tidemark_wire::{
     ActivateRequest, ActivateResponse, ErrorBody, ResendRequest, ResendResponse, ValidateResponse,
 };
@@ -20,6 +23,25 @@ use super::extract::{ensure_active, license_from_header, license_hash, read_json
 use super::ApiError;
 use crate::http::client_ip::client_ip;
 use crate::state::AppState;
+
+/// The optional header that binds a verdict to one machine.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)] // documents the header; the handlers read it from the header map
+struct MachineFingerprintHeader {
+    /// This machine's fingerprint (`tidemark fingerprint`), bound into `verdict` so that a
+    /// cache copied to another machine is refused there.
+    #[param(
+        rename = "X-Machine-Fingerprint",
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[A-Za-z0-9._:+/=-]{1,128}$"
+    )]
+    x_machine_fingerprint: Option<String>,
+}
+
+/// Names the machine a verdict is bound to (optional).
+pub const MACHINE_FINGERPRINT_HEADER: &str = "x-machine-fingerprint";
 
 /// Small JSON bodies (activate, resend) never need more.
 const SMALL_BODY_LIMIT: usize = 64 * 1024;
@@ -37,10 +59,12 @@ pub const RESEND_MAIL_KIND: &str = "license_resend";
     path = "/v1/license/validate",
     tag = "license",
     security(("license_key_hash" = [])),
+    params(MachineFingerprintHeader),
     responses(
-        (status = 200, description = "The license's current state", body = ValidateResponse),
+        (status = 200, description = "The license's current state, and `verdict`: the same signed (EdDSA) with the offline grace's end, verifiable with the keys at /v1/keys", body = ValidateResponse),
         (status = 400, description = "`invalid_license_hash`: header missing or not 64 hex characters", body = ErrorBody),
         (status = 404, description = "`license_not_found`: no license has this key", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: `X-Machine-Fingerprint` is not 1 to 128 characters of letters, digits and . _ : + / = -", body = ErrorBody),
     )
 )]
 pub async fn validate_license(
@@ -48,6 +72,7 @@ pub async fn validate_license(
     headers: HeaderMap,
 ) -> Result<Json<ValidateResponse>, ApiError> {
     let hash = license_hash(&headers)?;
+    let machine = machine_fingerprint(&headers)?;
     let license = state
         .validation_cache
         .license(&state.db, &hash.lookup())
@@ -67,14 +92,56 @@ pub async fn validate_license(
     } else {
         (Vec::new(), None, None)
     };
-    Ok(Json(ValidateResponse {
+    let mut answer = ValidateResponse {
         valid,
         tier: license.tier,
         features,
         expiry: to_rfc3339(license.expires_at),
         bundle_url,
         bundle_checksum,
-    }))
+        verdict: None,
+    };
+    answer.verdict = Some(sign_verdict(&state, &hash, &license, &answer, machine, now).await?);
+    Ok(Json(answer))
+}
+
+/// The optional `X-Machine-Fingerprint` header, bound into the verdict.
+fn machine_fingerprint(headers: &HeaderMap) -> Result<Option<MachineFingerprint>, ApiError> {
+    let Some(value) = headers.get(MACHINE_FINGERPRINT_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| {
+        ApiError::InvalidRequest(format!("X-Machine-Fingerprint {FINGERPRINT_RULE}"))
+    })?;
+    MachineFingerprint::parse(text)
+        .map(Some)
+        .map_err(ApiError::InvalidRequest)
+}
+
+/// What `answer` says about `license`, signed, trusted until the offline grace ends.
+async fn sign_verdict(
+    state: &AppState,
+    hash: &LicenseKeyHash,
+    license: &License,
+    answer: &ValidateResponse,
+    machine: Option<MachineFingerprint>,
+    now: Millis,
+) -> Result<String, ApiError> {
+    let claims = crate::signing::verdict_claims(
+        state.signer.issuer(),
+        hash.lookup().as_str(),
+        license.state(now).as_str(),
+        answer,
+        machine,
+        now,
+        now + VERDICT_LIFETIME,
+    );
+    let (jws, _kid) = state
+        .signer
+        .sign(&state.db, VERDICT_TYP, &claims)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(jws)
 }
 
 /// Activate a machine
@@ -86,6 +153,7 @@ pub async fn validate_license(
     path = "/v1/license/activate",
     tag = "license",
     security(("license_key_hash" = [])),
+    params(MachineFingerprintHeader),
     request_body(content = ActivateRequest, content_type = "application/json"),
     responses(
         (status = 201, description = "A new API key, shown once", body = ActivateResponse),
@@ -94,7 +162,7 @@ pub async fn validate_license(
         (status = 404, description = "`license_not_found`", body = ErrorBody),
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
-        (status = 422, description = "`invalid_request`: `machine` missing, empty, over 128 characters or with control characters", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: `machine` missing, empty, over 128 characters or with control characters, or a malformed `X-Machine-Fingerprint`", body = ErrorBody),
         (status = 408, description = "`request_timeout`: the body stopped arriving, or the request outlasted the API's time limit (`TIDEMARK_API_TIMEOUT_SECONDS`)", body = ErrorBody),
     )
 )]
@@ -103,6 +171,8 @@ pub async fn activate_license(
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<ActivateResponse>), ApiError> {
+    let hash = license_hash(&headers)?;
+    let machine_fp = machine_fingerprint(&headers)?;
     let license = license_from_header(&state.db, &headers).await?;
     let request: ActivateRequest = read_json(&headers, body, SMALL_BODY_LIMIT).await?;
     let machine =
@@ -123,12 +193,26 @@ pub async fn activate_license(
         .detached(|db| async move { insert_api_key(&db, &new_key).await })
         .await?;
     tracing::info!(account_id = %license.account_id, "API key issued");
+    let bundle = latest_bundle(&state.db).await?;
+    let state_now = ValidateResponse {
+        valid: true,
+        tier: license.tier,
+        features: license.features(),
+        expiry: to_rfc3339(license.expires_at),
+        bundle_url: bundle
+            .as_ref()
+            .map(|b| format!("{}/v1/bundles/{}", state.config.base_url, b.id)),
+        bundle_checksum: bundle.map(|b| format!("sha256:{}", b.sha256)),
+        verdict: None,
+    };
+    let verdict = sign_verdict(&state, &hash, &license, &state_now, machine_fp, now).await?;
     Ok((
         StatusCode::CREATED,
         Json(ActivateResponse {
             api_key: key.expose().to_owned(),
             account_id: license.account_id,
             tier: license.tier,
+            verdict: Some(verdict),
         }),
     ))
 }

@@ -6,6 +6,7 @@ mod bundles;
 mod error;
 mod exports;
 mod extract;
+pub mod keys;
 pub mod license;
 mod oidc_exchange;
 mod push;
@@ -151,6 +152,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(license::validate_license))
         .routes(routes!(license::activate_license))
         .routes(routes!(license::resend_license))
+        .routes(routes!(keys::get_signing_keys))
         .routes(routes!(push::push_scan))
         .routes(routes!(oidc_exchange::exchange_oidc_token))
         .routes(routes!(bundles::download_bundle))

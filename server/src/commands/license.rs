@@ -114,5 +114,52 @@ pub async fn run(
             let human = format!("{} now expires {} ({})\n", s.license_id, s.expires, s.state);
             Report::new(&s, human)
         }
+        LicenseCommand::File {
+            license,
+            machine,
+            days,
+            out,
+        } => {
+            let machine = machine
+                .as_deref()
+                .map(tidemark_domain::signing::MachineFingerprint::parse)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--machine: {e}"))?;
+            let file = crate::signing::offline_licence_file(
+                db,
+                &state.signer,
+                &state.config.base_url,
+                &license,
+                machine,
+                days,
+                audit,
+            )
+            .await?;
+            let mut text = serde_json::to_string_pretty(&file)?;
+            text.push('\n');
+            write_new_file(&out, text.as_bytes())?;
+            let human = format!(
+                "wrote {}: an offline licence for {license}, {days} days; install it with \
+                 `tidemark activate --offline {}`\n",
+                out.display(),
+                out.display()
+            );
+            Report::new(
+                &json!({ "license_id": license, "file": out.display().to_string(), "days": days }),
+                human,
+            )
+        }
     }
+}
+
+/// Writes `bytes` to `path`, which must not exist yet.
+fn write_new_file(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("could not create {}: {e}", path.display()))?;
+    f.write_all(bytes)
+        .map_err(|e| anyhow::anyhow!("could not write {}: {e}", path.display()))
 }
