@@ -487,4 +487,66 @@ async fn the_binary_reads_the_clock_libfaketime_moves() {
     let (code, out) = status("+8d").await.unwrap();
     assert_eq!(code, Some(i32::from(exit::AUTH)), "{out}");
     assert!(out.contains("7 days"), "{out}");
+
+    // An offline licence file, installed by the binary and used until it expires.
+    let license = app.create_license(Tier::Enterprise).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("licence.json");
+    let (ok, _, err) = app
+        .command(
+            &[
+                "license",
+                "file",
+                "--license",
+                &license.license_id,
+                "--machine",
+                MACHINE.1,
+                "--days",
+                "10",
+                "--out",
+                file.to_str().unwrap(),
+            ],
+            &[],
+        )
+        .await;
+    assert!(ok, "{err}");
+    let air_gapped = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("key");
+    std::fs::write(&key_file, &license.key).unwrap();
+    let run = |args: Vec<String>, faketime: &'static str| {
+        let (bin, config, closed) = (bin.clone(), air_gapped.path().to_owned(), closed.clone());
+        tokio::task::spawn_blocking(move || {
+            let out = std::process::Command::new(bin)
+                .args(args)
+                .env_clear()
+                .env("XDG_CONFIG_HOME", config)
+                .env("TIDEMARK_URL", closed)
+                .env(MACHINE.0, MACHINE.1)
+                .env("LD_PRELOAD", LIBFAKETIME)
+                .env("FAKETIME", faketime)
+                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned()
+                    + &String::from_utf8_lossy(&out.stderr),
+            )
+        })
+    };
+    let install = vec![
+        "activate".to_owned(),
+        "--offline".to_owned(),
+        file.display().to_string(),
+        "--license-key-file".to_owned(),
+        key_file.display().to_string(),
+    ];
+    let (code, out) = run(install, "+0d").await.unwrap();
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = run(vec!["status".into()], "+9d").await.unwrap();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Offline licence file: valid until"), "{out}");
+    let (code, out) = run(vec!["status".into()], "+11d").await.unwrap();
+    assert_eq!(code, Some(i32::from(exit::AUTH)), "{out}");
+    assert!(out.contains("offline licence file expired"), "{out}");
 }

@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use base64::Engine as _;
 use common::{sample_push, TestApp};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -77,6 +78,30 @@ tidemark_store::test_each_backend! {
             "{backend:?}: dump misses the account"
         );
         assert!(text.contains("google_compute_instance.web"));
+        // The verdict-signing key (made on first use) in every spelling it could be stored in.
+        let signing = tidemark_store::signing_keys::list_keys(&app.db).await.unwrap();
+        assert_eq!(signing.len(), 1, "activation signed with the first key");
+        let pkcs8 = app
+            .state
+            .signer
+            .secrets()
+            .open(&signing[0].private_sealed)
+            .unwrap();
+        let seed = &pkcs8[16..48];
+        let spellings = [
+            base64::engine::general_purpose::STANDARD.encode(&pkcs8),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&pkcs8),
+            hex::encode(&pkcs8),
+            base64::engine::general_purpose::STANDARD.encode(seed),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(seed),
+            hex::encode(seed),
+        ];
+        for spelling in &spellings {
+            assert!(
+                !text.contains(spelling.as_str()),
+                "{backend:?}: the dump contains the signing key's private half"
+            );
+        }
         for (what, secret) in [
             ("raw license key", license.key.as_str()),
             ("license-key hash as sent by clients", license.hash.as_str()),
