@@ -177,6 +177,9 @@ TIDEMARK_E2E_SPKI=$(openssl x509 -in "$work/nginx/certs/server.pem" -pubkey -noo
   openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
 export TIDEMARK_E2E_SPKI TIDEMARK_E2E_REPLICAS="http://127.0.0.1:$replica_a http://127.0.0.1:$replica_b"
 export TIDEMARK_E2E_HTTP_PORT="$http_port"
+# Pages are audited (axe, phone width) and photographed once, here: the last phase's
+# test-results/ are the ones kept.
+export TIDEMARK_E2E_DEPLOYED=1
 playwright tests/sign-in.spec.ts tests/dashboard.spec.ts tests/deployed.spec.ts
 stop_servers
 echo "e2e: passed; screenshots in end2end/test-results/"

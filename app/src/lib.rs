@@ -100,8 +100,8 @@ pub fn App() -> impl IntoView {
                     />
                     <Route path=StaticSegment("settings") view=views::settings::SettingsPage ssr=SsrMode::Async/>
                     <Route
-                        path=(StaticSegment("settings"), StaticSegment("audit"))
-                        view=views::audit::AuditLogPage
+                        path=(StaticSegment("settings"), ParamSegment("section"))
+                        view=views::settings::SettingsSectionPage
                         ssr=SsrMode::Async
                     />
                 </Routes>

@@ -542,6 +542,10 @@ pub struct ScanView {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindingQuery {
+    /// The column to sort by (`severity`, the default, `status`, `rule`, `resource`,
+    /// `scanner`), and `desc` to reverse it.
+    pub sort: Option<String>,
+    pub dir: Option<String>,
     pub severity: Option<String>,
     pub status: Option<String>,
     pub framework: Option<String>,

@@ -82,7 +82,7 @@ pub fn Landing() -> impl IntoView {
                     })
                     .collect_view()}
             </div>
-            <pre class="snippet" role="tabpanel" data-testid="push-snippet">
+            <pre class="snippet" role="tabpanel" tabindex="0" data-testid="push-snippet">
                 <code>{move || via.get().snippet()}</code>
             </pre>
         </section>

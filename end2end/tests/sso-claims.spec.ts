@@ -29,7 +29,7 @@ async function signOut(page: Page) {
 
 async function claimDomain(page: Page, domain: string, enforce: boolean) {
   const metadata = await (await page.request.get(`${SAML}/metadata`)).text();
-  await page.goto("/settings");
+  await page.goto("/settings/sso");
   await page.getByLabel("E-mail domain").fill(domain);
   await page.getByLabel("IdP metadata (SAML 2.0 XML; it must name a signing certificate)").fill(metadata);
   if (enforce) await page.getByLabel(/Enforce: once verified/).check();
@@ -96,7 +96,7 @@ test("the domain's owner proves it with a DNS record and the other claim ends", 
 
   // The attacker's Settings says their claim ended, and why.
   await signInWithOidc(page, ATTACKER);
-  await page.goto("/settings");
+  await page.goto("/settings/sso");
   const ended = page.locator(`[data-domain="${VICTIM_DOMAIN}"]`);
   await expect(ended).toHaveAttribute("data-state", "ended");
   await expect(ended.getByTestId("sso-ended")).toContainText("Another account proved that it owns this domain first.");
@@ -114,7 +114,7 @@ test("the domain's owner proves it with a DNS record and the other claim ends", 
   await page.getByLabel("Work e-mail").fill(ADMIN);
   await page.getByRole("button", { name: "Sign in with SSO" }).click();
   await expect(page.getByTestId("signed-in-as")).toContainText(ADMIN);
-  await page.goto("/settings");
+  await page.goto("/settings/sso");
   expect(problems, problems.join("\n")).toEqual([]);
   // Removing a verified domain ends its people's sessions, the admin's own included: the
   // panel's reload is refused (the one expected 401) and says so.

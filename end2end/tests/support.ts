@@ -48,3 +48,25 @@ export async function signInWithOidc(page: Page, email: string) {
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByTestId("signed-in-as")).toContainText(email);
 }
+
+/**
+ * Runs axe-core on the page as it is and fails on any serious or critical violation, naming
+ * each rule and the elements it found.
+ */
+export async function expectAccessible(page: Page, what: string) {
+  const { default: AxeBuilder } = await import("@axe-core/playwright");
+  const results = await new AxeBuilder({ page }).analyze();
+  const bad = results.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(" ")).slice(0, 5).join("; ")}`);
+  expect.soft(bad, `axe on ${what}`).toEqual([]);
+}
+
+/** Whether the page as a whole scrolls sideways (a table inside its own scroller may). */
+export async function expectNoSidewaysScroll(page: Page, what: string) {
+  const [scroll, client] = await page.evaluate(() => [
+    document.documentElement.scrollWidth,
+    document.documentElement.clientWidth,
+  ]);
+  expect.soft(scroll, `${what} is ${scroll}px wide in a ${client}px window`).toBeLessThanOrEqual(client);
+}

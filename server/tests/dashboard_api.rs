@@ -417,6 +417,27 @@ async fn refused_pages_answer_with_their_status() {
         ),
         (project(&mine), StatusCode::OK, "web"),
         ("/settings".to_owned(), StatusCode::OK, "API keys"),
+        // Settings has a page per section; the admins' ones refuse members.
+        (
+            "/settings/members".to_owned(),
+            StatusCode::OK,
+            "reader@example.com",
+        ),
+        (
+            "/settings/webhooks".to_owned(),
+            StatusCode::FORBIDDEN,
+            "Only an admin",
+        ),
+        (
+            "/settings/publishers".to_owned(),
+            StatusCode::FORBIDDEN,
+            "Only an admin",
+        ),
+        (
+            "/settings/no-such-section".to_owned(),
+            StatusCode::NOT_FOUND,
+            "Page not found",
+        ),
     ] {
         let res = member.get(&app.url(&path)).await;
         assert_eq!(res.status(), status, "{path}");

@@ -539,12 +539,87 @@ pub async fn find_scan(
 /// Which findings of a scan to show.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FindingFilter {
+    /// The order of the rows (default: the scanner's, which exports keep).
+    pub sort: FindingSort,
+    pub direction: SortDirection,
     pub severity: Option<String>,
     pub status: Option<String>,
     /// A framework id: rule ids are "<framework>-<rule number>".
     pub framework: Option<String>,
     /// Case-insensitive text in rule id, resource or message.
     pub text: Option<String>,
+}
+
+/// How a scan's findings are ordered. Every order ends with the scanner's, so pages are
+/// stable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FindingSort {
+    /// As the scanner listed them (exports).
+    #[default]
+    Scanner,
+    /// Most severe first, then by status (failing first), rule and resource: the dashboard's
+    /// default, so what needs fixing is on top.
+    Severity,
+    /// Failing first, then by severity, rule and resource.
+    Status,
+    Rule,
+    Resource,
+}
+
+/// Whether the chosen column's order is reversed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SortDirection {
+    #[default]
+    Ascending,
+    Descending,
+}
+
+const SEVERITY_RANK: &str = "CASE severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 \
+     WHEN 'medium' THEN 2 WHEN 'low' THEN 3 ELSE 4 END";
+const STATUS_RANK: &str = "CASE status WHEN 'FAIL' THEN 0 WHEN 'ERROR' THEN 1 WHEN 'WARN' THEN 2 \
+     WHEN 'SKIP' THEN 3 ELSE 4 END";
+
+impl FindingSort {
+    pub const ALL: [FindingSort; 5] = [
+        FindingSort::Severity,
+        FindingSort::Status,
+        FindingSort::Rule,
+        FindingSort::Resource,
+        FindingSort::Scanner,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingSort::Scanner => "scanner",
+            FindingSort::Severity => "severity",
+            FindingSort::Status => "status",
+            FindingSort::Rule => "rule",
+            FindingSort::Resource => "resource",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<FindingSort> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// The ORDER BY clause (fixed texts only: nothing from the request reaches the SQL).
+    fn order_by(self, direction: SortDirection) -> String {
+        let dir = match direction {
+            SortDirection::Ascending => "ASC",
+            SortDirection::Descending => "DESC",
+        };
+        match self {
+            FindingSort::Scanner => format!("ordinal {dir}"),
+            FindingSort::Severity => {
+                format!("{SEVERITY_RANK} {dir}, {STATUS_RANK}, rule_id, resource, ordinal")
+            }
+            FindingSort::Status => {
+                format!("{STATUS_RANK} {dir}, {SEVERITY_RANK}, rule_id, resource, ordinal")
+            }
+            FindingSort::Rule => format!("rule_id {dir}, resource, ordinal"),
+            FindingSort::Resource => format!("resource {dir}, rule_id, ordinal"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -574,7 +649,7 @@ const FINDING_FILTER: &str = "project_id = $1 AND scan_seq = $2 \
      AND ($6 IS NULL OR lower(rule_id) LIKE $6 ESCAPE '\\' OR lower(resource) LIKE $6 ESCAPE '\\' \
           OR lower(message) LIKE $6 ESCAPE '\\')";
 
-/// A page of a scan's findings (in the scanner's order) and how many match in all.
+/// A page of a scan's findings (in `filter.sort` order) and how many match in all.
 pub async fn list_findings(
     db: &Db,
     project_id: &str,
@@ -603,7 +678,8 @@ pub async fn list_findings(
     let page_sql = format!(
         "SELECT ordinal, rule_id, resource, status, severity, message, remediation, \
          {total_column} AS total FROM findings \
-         WHERE {FINDING_FILTER} ORDER BY ordinal LIMIT $7 OFFSET $8"
+         WHERE {FINDING_FILTER} ORDER BY {} LIMIT $7 OFFSET $8",
+        filter.sort.order_by(filter.direction)
     );
     let count_sql = format!("SELECT COUNT(*) FROM findings WHERE {FINDING_FILTER}");
     let rows: Vec<FindingPageRow> = on_db!(db, pool => {

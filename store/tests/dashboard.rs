@@ -231,6 +231,25 @@ tidemark_store::test_each_backend! {
             .unwrap();
         assert_eq!((rows.len(), total), (0, 4), "{backend:?}");
 
+        // Sorted by a column: most severe first by default in the dashboard, ties broken by
+        // status (failing first), rule and resource; every order is stable across pages.
+        use tidemark_store::dashboard::{FindingSort, SortDirection};
+        let sorted = [
+            (FindingSort::Severity, SortDirection::Ascending, ["cis-aws-2.0-3.4", "cis-aws-2.0-1.1", "soc2-cc7.2", "soc2-cc6.1"]),
+            (FindingSort::Severity, SortDirection::Descending, ["soc2-cc6.1", "cis-aws-2.0-1.1", "soc2-cc7.2", "cis-aws-2.0-3.4"]),
+            (FindingSort::Status, SortDirection::Ascending, ["cis-aws-2.0-3.4", "cis-aws-2.0-1.1", "soc2-cc7.2", "soc2-cc6.1"]),
+            (FindingSort::Rule, SortDirection::Descending, ["soc2-cc7.2", "soc2-cc6.1", "cis-aws-2.0-3.4", "cis-aws-2.0-1.1"]),
+            (FindingSort::Resource, SortDirection::Ascending, ["cis-aws-2.0-1.1", "soc2-cc6.1", "soc2-cc7.2", "cis-aws-2.0-3.4"]),
+            (FindingSort::Scanner, SortDirection::Ascending, ["cis-aws-2.0-1.1", "cis-aws-2.0-3.4", "soc2-cc6.1", "soc2-cc7.2"]),
+        ];
+        for (sort, direction, expected) in sorted {
+            let filter = FindingFilter { sort, direction, ..all.clone() };
+            let (first, _) = dashboard::list_findings(db, &project.id, 2, &filter, 0, 2).await.unwrap();
+            let (second, _) = dashboard::list_findings(db, &project.id, 2, &filter, 2, 2).await.unwrap();
+            let got: Vec<&str> = first.iter().chain(&second).map(|r| r.rule_id.as_str()).collect();
+            assert_eq!(got, expected, "{backend:?}: {sort:?} {direction:?}");
+        }
+
         let cases: [(FindingFilter, &[&str]); 6] = [
             (
                 FindingFilter {

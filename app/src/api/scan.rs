@@ -51,7 +51,17 @@ pub async fn scan_findings(
         return not_found();
     };
     use tidemark_domain::input::{page_offset, query_text};
+    use tidemark_store::dashboard::{FindingSort, SortDirection};
     let filter = tidemark_store::dashboard::FindingFilter {
+        sort: query
+            .sort
+            .as_deref()
+            .and_then(FindingSort::parse)
+            .unwrap_or(FindingSort::Severity),
+        direction: match query.dir.as_deref() {
+            Some("desc") => SortDirection::Descending,
+            _ => SortDirection::Ascending,
+        },
         severity: query_text(query.severity, 16),
         status: query_text(query.status, 16),
         framework: query_text(query.framework, 128),

@@ -48,7 +48,7 @@ fn alerts_form(v: AlertsView, save: ServerAction<SaveAlerts>) -> impl IntoView {
                     " lowers the project's score"
                 </label>
             </fieldset>
-            <button type="submit">"Save alert settings"</button>
+            <button type="submit" class="primary">"Save alert settings"</button>
         </ActionForm>
     }
 }

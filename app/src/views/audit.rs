@@ -2,7 +2,6 @@
 //! action through the URL, 50 a page. Ordinary links and a GET form: no JavaScript needed.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use super::{error_view, loading};
@@ -10,8 +9,9 @@ use crate::api::audit::load_audit;
 use crate::links::query_value;
 use crate::model::{AuditFilter, AuditPage};
 
+/// The log itself, as Settings → Audit log shows it (`/settings/audit`).
 #[component]
-pub fn AuditLogPage() -> impl IntoView {
+pub fn AuditLog() -> impl IntoView {
     let query = use_query_map();
     let filter = move || {
         let q = query.read();
@@ -27,9 +27,6 @@ pub fn AuditLogPage() -> impl IntoView {
     };
     let page = Resource::new(filter, |f| load_audit(f.actor, f.action, f.page));
     view! {
-        <Title text="Audit log · Settings · Tidemark"/>
-        <nav class="crumbs" aria-label="Breadcrumb"><a href="/settings">"Settings"</a> " / "</nav>
-        <section class="page-head"><h1>"Audit log"</h1></section>
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
                 let f = filter();
@@ -61,7 +58,7 @@ fn audit_section(p: AuditPage, f: AuditFilter) -> impl IntoView {
     let empty = p.rows.is_empty();
     view! {
         <section class="card" aria-labelledby="audit-heading" data-testid="audit-log">
-            <h2 id="audit-heading" class="visually-hidden">"Events"</h2>
+            <h2 id="audit-heading">"Audit log"</h2>
             <p class="muted small">
                 "Every change an admin makes here and every operator command that changes data, "
                 "with who, when, from which address, and what it was before and after. "
@@ -94,7 +91,7 @@ fn audit_section(p: AuditPage, f: AuditFilter) -> impl IntoView {
                 view! { <p class="muted" data-testid="audit-empty">"No changes match."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap">
+                    <div class="table-wrap" tabindex="0">
                         <table class="data" data-testid="audit-table">
                             <thead><tr>
                                 <th scope="col">"When (UTC)"</th><th scope="col">"Who"</th>

@@ -222,7 +222,7 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="pulls-heading">
             <h2 id="pulls-heading">"Pull requests"</h2>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex="0">
                 <table class="scans" data-testid="pulls-table">
                     <thead>
                         <tr>
@@ -349,7 +349,7 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
                                 .collect_view()}
                         </select>
                     </label>
-                    <button type="submit">"Save gate"</button>
+                    <button type="submit" class="primary">"Save gate"</button>
                     <span class="muted small">" Leave every field empty to remove the gate. Scans already pushed keep their verdicts."</span>
                 </ActionForm>
                 {move || matches!(save.value().get(), Some(Ok(_))).then(|| view! {
@@ -474,6 +474,32 @@ fn history_chart(chart: ProjectChart) -> AnyView {
             super::count_of(chart.scans_in_range as i64, "scan", "scans")
         )
     };
+    // The chart's text alternative: what a reader would take from the picture.
+    let summary = {
+        let scores = chart.points.iter().map(|p| p.score);
+        let (low, high) = scores.fold((f64::MAX, f64::MIN), |(lo, hi), s| (lo.min(s), hi.max(s)));
+        let (first, last) = (&chart.points[0], &chart.points[shown - 1]);
+        // Drawn on the server only; the browser build never renders this page part.
+        #[cfg(feature = "ssr")]
+        let (from_day, to_day) = (crate::time::date(first.at), crate::time::date(last.at));
+        #[cfg(not(feature = "ssr"))]
+        let (from_day, to_day) = (String::new(), String::new());
+        format!(
+            "Score history: {}; from {} on {} to {} on {}, lowest {}, highest {}{}.",
+            super::count_of(chart.scans_in_range as i64, "scan", "scans"),
+            super::fmt_score(first.score),
+            from_day,
+            super::fmt_score(last.score),
+            to_day,
+            super::fmt_score(low),
+            super::fmt_score(high),
+            if failed {
+                "; some scans failed the quality gate"
+            } else {
+                ""
+            }
+        )
+    };
     let ProjectChart {
         project,
         points,
@@ -481,7 +507,7 @@ fn history_chart(chart: ProjectChart) -> AnyView {
         ..
     } = chart;
     view! {
-        <figure class="chart" data-testid="history-chart" data-points=shown>
+        <figure class="chart" data-testid="history-chart" data-points=shown aria-label=summary>
             <div class="chart-layer" inner_html=drawing.svg></div>
             // The dates under the bars and the bars' finding counts: drawn once on the server,
             // outside the island (the scans table below carries the same facts as text).
@@ -609,7 +635,7 @@ fn scans_table(
                 <a class="small" href=format!("/projects/{project_id}/history.csv") download
                     data-testid="history-download">"Download the whole history (CSV)"</a>
             </div>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex="0">
                 <table class="scans">
                     <thead>
                         <tr>

@@ -102,7 +102,7 @@ fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
 
 fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl IntoView {
     view! {
-        <div class="table-wrap">
+        <div class="table-wrap" tabindex="0">
             <table class="projects">
                 <caption class="visually-hidden">{caption}</caption>
                 <thead>
@@ -166,9 +166,9 @@ pub fn first_scan_help(base_url: &str) -> impl IntoView {
                 <code>"tidemark activate"</code> " (or rotate one in " <a href="/settings">"Settings"</a>
                 "), then send the scanner's results:"
             </p>
-            <pre class="snippet"><code>{curl}</code></pre>
+            <pre class="snippet" tabindex="0"><code>{curl}</code></pre>
             <p>"where " <code>"scan-results.json"</code> " looks like:"</p>
-            <pre class="snippet"><code>{body}</code></pre>
+            <pre class="snippet" tabindex="0"><code>{body}</code></pre>
         </section>
     }
 }

@@ -5,7 +5,6 @@ use leptos::prelude::*;
 
 use super::{action_error, confirm_first, loading};
 use crate::api::publishers::{load_publishers, AddPublisher, RemovePublisher};
-use crate::error::DashboardError;
 use crate::model::PublisherRow;
 
 /// Its own island: adding or removing refreshes only this panel. Members do not see it.
@@ -36,7 +35,6 @@ pub fn PublishersPanel() -> impl IntoView {
                         </section>
                     }
                     .into_any(),
-                    Err(DashboardError::AdminOnly) => ().into_any(),
                     Err(err) => super::error_view(err),
                 }
             })}

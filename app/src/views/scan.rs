@@ -27,6 +27,8 @@ pub fn ScanPage() -> impl IntoView {
             framework: q.get("framework"),
             text: q.get("q"),
             page: q.get("page").and_then(|p| p.parse().ok()).unwrap_or(0),
+            sort: q.get("sort"),
+            dir: q.get("dir"),
         }
     };
     let base = move || query.read().get("base").filter(|b| !b.is_empty());
@@ -171,27 +173,38 @@ fn downloads(project_id: &str, scan_id: &str) -> impl IntoView {
     }
 }
 
+/// The query string for page `page` of `q` (filters and order kept across pages).
+fn findings_href(q: &FindingQuery, page: i64) -> String {
+    let mut parts = vec![format!("page={page}")];
+    for (k, v) in [
+        ("severity", &q.severity),
+        ("status", &q.status),
+        ("framework", &q.framework),
+        ("q", &q.text),
+        ("sort", &q.sort),
+        ("dir", &q.dir),
+    ] {
+        if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
+            parts.push(format!("{k}={}", crate::links::query_value(v)));
+        }
+    }
+    format!("?{}", parts.join("&"))
+}
+
+/// The findings' order as the page shows it: the column and whether it is reversed.
+fn current_sort(q: &FindingQuery) -> (&'static str, bool) {
+    // What the server sorts by: an unknown column is the default.
+    let column = ["status", "rule", "resource", "scanner"]
+        .into_iter()
+        .find(|c| q.sort.as_deref() == Some(*c))
+        .unwrap_or("severity");
+    (column, q.dir.as_deref() == Some("desc"))
+}
+
 fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>) -> impl IntoView {
     let pages = (page.total + page.page_size - 1) / page.page_size;
-    let link = {
-        let q = q.clone();
-        move |to: i64| {
-            let mut parts = vec![format!("page={to}")];
-            for (k, v) in [
-                ("severity", &q.severity),
-                ("status", &q.status),
-                ("framework", &q.framework),
-                ("q", &q.text),
-            ] {
-                if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
-                    parts.push(format!("{k}={}", crate::links::query_value(v)));
-                }
-            }
-            format!("?{}", parts.join("&"))
-        }
-    };
-    let prev = (page.page > 0).then(|| link(page.page - 1));
-    let next = (page.page + 1 < pages).then(|| link(page.page + 1));
+    let prev = (page.page > 0).then(|| findings_href(&q, page.page - 1));
+    let next = (page.page + 1 < pages).then(|| findings_href(&q, page.page + 1));
     view! {
         <section class="card" aria-labelledby="findings-heading">
             <h2 id="findings-heading">"Findings"</h2>
@@ -204,12 +217,14 @@ fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>
                     <input type="search" name="q" id="filter-q" value=q.text.clone().unwrap_or_default()
                         placeholder="rule, resource or message"/>
                 </label>
+                {q.sort.clone().map(|s| view! { <input type="hidden" name="sort" value=s/> })}
+                {q.dir.clone().map(|d| view! { <input type="hidden" name="dir" value=d/> })}
                 <button type="submit" class="primary">"Apply"</button>
             </form>
             <p class="muted" data-testid="finding-total">
                 {format!("{} finding{}", page.total, if page.total == 1 { "" } else { "s" })}
             </p>
-            {finding_table(page.findings, "findings-table")}
+            {finding_table(page.findings, "findings-table", Some(&q))}
             <nav class="pager" aria-label="Finding pages">
                 {prev.map(|href| view! { <a href=href rel="prev">"← Previous"</a> })}
                 <span class="muted">{format!("Page {} of {}", page.page + 1, pages.max(1))}</span>
@@ -219,16 +234,55 @@ fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>
     }
 }
 
-fn finding_table(rows: Vec<FindingView>, testid: &'static str) -> impl IntoView {
+/// A column heading; with `sorting`, a link that sorts by it (again: reversed).
+fn heading(
+    label: &'static str,
+    key: &'static str,
+    sorting: Option<&FindingQuery>,
+) -> impl IntoView {
+    let Some(q) = sorting else {
+        return view! { <th scope="col">{label}</th> }.into_any();
+    };
+    let (column, reversed) = current_sort(q);
+    let active = column == key;
+    let aria_sort = match (active, reversed) {
+        (false, _) => "none",
+        (true, false) => "ascending",
+        (true, true) => "descending",
+    };
+    let target = FindingQuery {
+        sort: Some(key.to_owned()),
+        dir: (active && !reversed).then(|| "desc".to_owned()),
+        page: 0,
+        ..q.clone()
+    };
+    let arrow = match (active, reversed) {
+        (false, _) => "",
+        (true, false) => " ↑",
+        (true, true) => " ↓",
+    };
     view! {
-        <div class="table-wrap">
+        <th scope="col" aria-sort=aria_sort>
+            <a class="sort" href=findings_href(&target, 0) data-testid=format!("sort-{key}")>{label}{arrow}</a>
+        </th>
+    }
+    .into_any()
+}
+
+fn finding_table(
+    rows: Vec<FindingView>,
+    testid: &'static str,
+    sorting: Option<&FindingQuery>,
+) -> impl IntoView {
+    view! {
+        <div class="table-wrap" tabindex="0">
             <table class="findings" data-testid=testid>
                 <thead>
                     <tr>
-                        <th scope="col">"Severity"</th>
-                        <th scope="col">"Status"</th>
-                        <th scope="col">"Rule"</th>
-                        <th scope="col">"Resource"</th>
+                        {heading("Severity", "severity", sorting)}
+                        {heading("Status", "status", sorting)}
+                        {heading("Rule", "rule", sorting)}
+                        {heading("Resource", "resource", sorting)}
                         <th scope="col">"Message"</th>
                     </tr>
                 </thead>
@@ -277,7 +331,7 @@ fn diff_section(d: DiffView) -> impl IntoView {
                         }).collect_view()}
                     </select>
                 </label>
-                <button type="submit">"Compare"</button>
+                <button type="submit" class="secondary">"Compare"</button>
             </form>
         }
     });
@@ -297,8 +351,8 @@ fn diff_section(d: DiffView) -> impl IntoView {
                     <p class="muted small">
                         "Open findings (FAIL, WARN, ERROR), matched by rule and resource."
                     </p>
-                    {(!d.new.is_empty()).then(|| view! { <h3>"New"</h3> {finding_table(d.new, "diff-new-table")} })}
-                    {(!d.fixed.is_empty()).then(|| view! { <h3>"Fixed"</h3> {finding_table(d.fixed, "diff-fixed-table")} })}
+                    {(!d.new.is_empty()).then(|| view! { <h3>"New"</h3> {finding_table(d.new, "diff-new-table", None)} })}
+                    {(!d.fixed.is_empty()).then(|| view! { <h3>"Fixed"</h3> {finding_table(d.fixed, "diff-fixed-table", None)} })}
                 }
                 .into_any()
             } else {

@@ -10,16 +10,88 @@ use crate::api::settings::{
 };
 use crate::model::{BadgesView, MemberAction, ProjectsView, SettingsView, SsoState, SsoSummary};
 
+/// Settings' sections, in the side navigation's order: the path segment under `/settings/`,
+/// the title, and whether only admins see it (members are refused those pages anyway).
+pub const SECTIONS: [(&str, &str, bool); 10] = [
+    ("keys", "API keys", false),
+    ("licence", "Licence", false),
+    ("members", "Members", false),
+    ("sso", "Single sign-on", false),
+    ("projects", "Projects", false),
+    ("alerts", "Alerts", false),
+    ("badges", "Badges", false),
+    ("webhooks", "Webhooks", true),
+    ("publishers", "Trusted publishers", true),
+    ("audit", "Audit log", true),
+];
+
+/// `/settings`: the first section.
 #[component]
 pub fn SettingsPage() -> impl IntoView {
+    settings_section("keys")
+}
+
+/// `/settings/<section>`; an unknown section is the not-found page.
+#[component]
+pub fn SettingsSectionPage() -> impl IntoView {
+    let params = leptos_router::hooks::use_params_map();
+    let section = params.read_untracked().get("section").unwrap_or_default();
+    match SECTIONS.iter().find(|(key, _, _)| *key == section) {
+        Some((key, _, _)) => settings_section(key),
+        None => view! { <crate::pages::NotFound/> }.into_any(),
+    }
+}
+
+fn settings_section(key: &'static str) -> AnyView {
+    let title = SECTIONS
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map_or("Settings", |(_, t, _)| *t);
+    let body = match key {
+        "alerts" => view! { <super::alerts::AlertsPanel/> }.into_any(),
+        "badges" => view! { <BadgesPanel/> }.into_any(),
+        "webhooks" => view! { <super::webhooks::WebhooksPanel/> }.into_any(),
+        "publishers" => view! { <super::publishers::PublishersPanel/> }.into_any(),
+        "audit" => view! { <super::audit::AuditLog/> }.into_any(),
+        other => view! { <SettingsPanel section=other.to_owned()/> }.into_any(),
+    };
     view! {
-        <Title text="Settings · Tidemark"/>
+        <Title text=format!("{title} · Settings · Tidemark")/>
         <section class="page-head"><h1>"Settings"</h1></section>
-        <SettingsPanel/>
-        <super::alerts::AlertsPanel/>
-        <BadgesPanel/>
-        <super::publishers::PublishersPanel/>
-        <super::webhooks::WebhooksPanel/>
+        <div class="settings-layout">
+            <SettingsNav current=key/>
+            <div class="settings-body">{body}</div>
+        </div>
+    }
+    .into_any()
+}
+
+/// The side navigation: one link per section, the admin-only ones for admins only.
+#[component]
+fn SettingsNav(current: &'static str) -> impl IntoView {
+    let viewer = Resource::new(|| (), |_| crate::auth::current_viewer());
+    view! {
+        <nav class="settings-nav" aria-label="Settings sections" data-testid="settings-nav">
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let admin = viewer.await.ok().flatten().is_some_and(|v| v.is_admin);
+                    view! {
+                        <ul>
+                            {SECTIONS.iter().filter(|(_, _, admins)| admin || !admins).map(|(key, title, _)| {
+                                let here = *key == current;
+                                view! {
+                                    <li>
+                                        <a href=format!("/settings/{key}")
+                                            class:active=here
+                                            aria-current=here.then_some("page")>{*title}</a>
+                                    </li>
+                                }
+                            }).collect_view()}
+                        </ul>
+                    }
+                })}
+            </Suspense>
+        </nav>
     }
 }
 
@@ -73,12 +145,12 @@ fn badge_rows(
                     <li data-testid="badge-row" data-project=row.project_id.clone()>
                         <strong>{row.label.clone()}</strong>
                         {row.image.map(|src| view! { <img src=src alt=format!("Badge of {label}")/> })}
-                        {row.markdown.map(|md| view! { <pre class="badge-markdown"><code>{md}</code></pre> })}
+                        {row.markdown.map(|md| view! { <pre class="badge-markdown" tabindex="0"><code>{md}</code></pre> })}
                         {admin.then(move || view! {
                             <div class="row-form">
                                 <ActionForm action=issue>
                                     <input type="hidden" name="project_id" value=issue_id/>
-                                    <button type="submit">
+                                    <button type="submit" class="secondary">
                                         {if has_badge { "New badge link" } else { "Create badge" }}
                                     </button>
                                 </ActionForm>
@@ -101,7 +173,7 @@ fn badge_rows(
 /// Settings change things in place (a rotated key is shown once, lists refresh after each
 /// action), so the whole panel is an island.
 #[island]
-fn SettingsPanel() -> impl IntoView {
+fn SettingsPanel(section: String) -> impl IntoView {
     let rotate = ServerAction::<RotateKeys>::new();
     let revoke = ServerAction::<RevokeKey>::new();
     let add = ServerAction::<AddMember>::new();
@@ -130,53 +202,120 @@ fn SettingsPanel() -> impl IntoView {
         },
         |_| load_settings(),
     );
-    let projects = Resource::new(
-        move || archive.version().get(),
-        |_| crate::api::projects::list_projects(),
-    );
+    if section == "projects" {
+        let projects = Resource::new(
+            move || archive.version().get(),
+            |_| crate::api::projects::list_projects(),
+        );
+        return view! {
+            <Suspense fallback=loading>
+                {move || Suspend::new(async move {
+                    match projects.await {
+                        Ok(view) => archive_section(view, archive).into_any(),
+                        Err(err) => error_view(err),
+                    }
+                })}
+            </Suspense>
+        }
+        .into_any();
+    }
+    let member_form = NodeRef::<leptos::html::Form>::new();
+    let sso_form = NodeRef::<leptos::html::Form>::new();
+    let forms = SettingsForms {
+        member: member_form,
+        sso: sso_form,
+    };
+    // A form that saved is emptied, ready for the next entry; one that failed keeps its
+    // contents to correct.
+    clear_after_success(add, member_form);
+    clear_after_success(configure, sso_form);
     view! {
         <Suspense fallback=loading>
-            {move || Suspend::new(async move {
-                match settings.await {
-                    Ok(view) => settings_view(view, rotate, revoke, add, change, actions).into_any(),
-                    Err(err) => error_view(err),
-                }
-            })}
-        </Suspense>
-        <Suspense fallback=|| ()>
-            {move || Suspend::new(async move {
-                match projects.await {
-                    Ok(view) => archive_section(view, archive).into_any(),
-                    Err(_) => ().into_any(),
-                }
-            })}
+            {move || {
+                let section = section.clone();
+                Suspend::new(async move {
+                    match settings.await {
+                        Ok(view) => settings_view(&section, view, rotate, revoke, add, change, actions, forms),
+                        Err(err) => error_view(err),
+                    }
+                })
+            }}
         </Suspense>
     }
+    .into_any()
 }
 
+/// The forms a section empties after a successful save.
+#[derive(Clone, Copy)]
+struct SettingsForms {
+    member: NodeRef<leptos::html::Form>,
+    sso: NodeRef<leptos::html::Form>,
+}
+
+/// Resets `form` each time `action` succeeds.
+pub(super) fn clear_after_success<A>(action: ServerAction<A>, form: NodeRef<leptos::html::Form>)
+where
+    A: leptos::server_fn::ServerFn + Clone + Send + Sync + 'static,
+    A::Output: Clone + Send + Sync + 'static,
+    A::Error: Clone + Send + Sync + 'static,
+{
+    Effect::new(move |_| {
+        if matches!(action.value().get(), Some(Ok(_))) {
+            if let Some(f) = form.get_untracked() {
+                f.reset();
+            }
+        }
+    });
+}
+
+#[allow(clippy::too_many_arguments)] // one per action the sections post to
 fn settings_view(
+    section: &str,
     v: SettingsView,
     rotate: ServerAction<RotateKeys>,
     revoke: ServerAction<RevokeKey>,
     add: ServerAction<AddMember>,
     change: ServerAction<ChangeMember>,
     sso_actions: SsoActions,
-) -> impl IntoView {
+    forms: SettingsForms,
+) -> AnyView {
     let admin = v.is_admin;
-    let enterprise = v.license.as_ref().is_some_and(|l| l.tier == "enterprise");
-    let me = v.viewer_email.clone();
+    let note = (!admin).then(|| view! {
+        <p class="notice" role="note">"You are a member: you can read everything here; an admin of the account makes changes."</p>
+    });
+    let body = match section {
+        "licence" => licence_section(v, admin),
+        "members" => members_section(v, admin, add, change, forms.member),
+        "sso" => {
+            let enterprise = v.license.as_ref().is_some_and(|l| l.tier == "enterprise");
+            if enterprise || !v.sso.is_empty() {
+                sso_section(v.sso, admin, sso_actions, forms.sso)
+            } else {
+                view! {
+                    <section class="card" aria-labelledby="sso-heading">
+                        <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
+                        <p class="muted">"Single sign-on is part of the enterprise tier."</p>
+                    </section>
+                }
+                .into_any()
+            }
+        }
+        _ => keys_section(v, admin, rotate, revoke),
+    };
+    view! { {note} {body} }.into_any()
+}
+
+fn keys_section(
+    v: SettingsView,
+    admin: bool,
+    rotate: ServerAction<RotateKeys>,
+    revoke: ServerAction<RevokeKey>,
+) -> AnyView {
     view! {
-        {(!admin).then(|| view! {
-            <p class="notice" role="note">"You are a member: you can read everything here; an admin of the account makes changes."</p>
-        })}
-        {admin.then(|| view! {
-            <p class="small"><a href="/settings/audit" data-testid="audit-link">"Audit log"</a>
-                " — every change made to this account, by whom and from where."</p>
-        })}
         <section class="card" aria-labelledby="keys-heading">
             <h2 id="keys-heading">"API keys"</h2>
             <p class="muted">"Scanners and CI jobs push with these. Only the first characters are ever shown."</p>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex="0">
                 <table data-testid="keys">
                     <thead><tr>
                         <th scope="col">"Key"</th><th scope="col">"Machine"</th><th scope="col">"Created"</th>
@@ -215,6 +354,12 @@ fn settings_view(
             {action_error(revoke)}
         </section>
 
+    }
+    .into_any()
+}
+
+fn licence_section(v: SettingsView, admin: bool) -> AnyView {
+    view! {
         {v.license.map(|l| view! {
             <section class="card" aria-labelledby="license-heading">
                 <h2 id="license-heading">"License"</h2>
@@ -245,9 +390,22 @@ fn settings_view(
             </section>
         })}
 
+    }
+    .into_any()
+}
+
+fn members_section(
+    v: SettingsView,
+    admin: bool,
+    add: ServerAction<AddMember>,
+    change: ServerAction<ChangeMember>,
+    form: NodeRef<leptos::html::Form>,
+) -> AnyView {
+    let me = v.viewer_email.clone();
+    view! {
         <section class="card" aria-labelledby="members-heading">
             <h2 id="members-heading">"Members"</h2>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex="0">
                 <table data-testid="members">
                     <thead><tr>
                         <th scope="col">"E-mail"</th><th scope="col">"Role"</th><th scope="col">"Last sign-in"</th>
@@ -287,7 +445,7 @@ fn settings_view(
                 </table>
             </div>
             {admin.then(|| view! {
-                <ActionForm action=add attr:class="row-form">
+                <ActionForm action=add node_ref=form attr:class="row-form">
                     <label>"E-mail" <input type="email" name="email" required placeholder="colleague@company.com"/></label>
                     <label class="check"><input type="checkbox" name="admin" value="true"/> " admin"</label>
                     <button type="submit" class="primary">"Add member"</button>
@@ -297,8 +455,8 @@ fn settings_view(
             {action_error(change)}
         </section>
 
-        {(enterprise || !v.sso.is_empty()).then(|| sso_section(v.sso, admin, sso_actions))}
     }
+    .into_any()
 }
 
 #[derive(Clone, Copy)]
@@ -310,7 +468,12 @@ struct SsoActions {
 
 /// Type-erased (`AnyView`): the Settings island's nested view type is otherwise too deep for
 /// the compiler's query limit.
-fn sso_section(domains: Vec<SsoSummary>, admin: bool, actions: SsoActions) -> AnyView {
+fn sso_section(
+    domains: Vec<SsoSummary>,
+    admin: bool,
+    actions: SsoActions,
+    form: NodeRef<leptos::html::Form>,
+) -> AnyView {
     view! {
         <section class="card" aria-labelledby="sso-heading">
             <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
@@ -324,7 +487,7 @@ fn sso_section(domains: Vec<SsoSummary>, admin: bool, actions: SsoActions) -> An
                 {domains.into_iter().map(|s| sso_claim(s, admin, actions)).collect_view()}
             </ul>
             {admin.then(|| view! {
-                <ActionForm action=actions.configure attr:class="stack">
+                <ActionForm action=actions.configure node_ref=form attr:class="stack">
                     <label for="sso-domain">"E-mail domain"</label>
                     <input id="sso-domain" type="text" name="domain" required placeholder="company.com"/>
                     <label for="sso-metadata">"IdP metadata (SAML 2.0 XML; it must name a signing certificate)"</label>

@@ -39,6 +39,8 @@ pub fn WebhooksPanel() -> impl IntoView {
         delete,
         test,
     };
+    let form = NodeRef::<leptos::html::Form>::new();
+    super::settings::clear_after_success(create, form);
     // The secret from the latest create or rotate, until another action runs.
     let shown = move || {
         let from = |v: Option<Result<WebhookSecretShown, DashboardError>>| v.and_then(Result::ok);
@@ -59,13 +61,12 @@ pub fn WebhooksPanel() -> impl IntoView {
                             </p>
                             {move || shown().map(secret_panel)}
                             {endpoint_table(v.endpoints.clone(), actions)}
-                            {add_form(v.projects.clone(), create)}
+                            {add_form(v.projects.clone(), create, form)}
                             {delivery_log(v.deliveries.clone(), redeliver, refresh)}
                         </section>
                     }
                     .into_any(),
                     // Members: nothing to show.
-                    Err(DashboardError::AdminOnly) => ().into_any(),
                     Err(err) => super::error_view(err),
                 }
             })}
@@ -99,7 +100,7 @@ fn endpoint_table(endpoints: Vec<WebhookRow>, a: Actions) -> AnyView {
         return view! { <p class="muted">"No endpoints yet."</p> }.into_any();
     }
     view! {
-        <table class="data" data-testid="webhook-endpoints">
+        <div class="table-wrap" tabindex="0"><table class="data" data-testid="webhook-endpoints">
             <thead><tr>
                 <th scope="col">"Endpoint"</th><th scope="col">"Projects"</th>
                 <th scope="col">"Events"</th><th scope="col">"Format"</th><th scope="col"></th>
@@ -116,11 +117,11 @@ fn endpoint_table(endpoints: Vec<WebhookRow>, a: Actions) -> AnyView {
                             <td class="row-form">
                                 <ActionForm action=a.test>
                                     <input type="hidden" name="webhook_id" value=id_test/>
-                                    <button type="submit">"Send a test event"</button>
+                                    <button type="submit" class="secondary">"Send a test event"</button>
                                 </ActionForm>
                                 <ActionForm action=a.rotate>
                                     <input type="hidden" name="webhook_id" value=id_rotate/>
-                                    <button type="submit" on:click=confirm_first(
+                                    <button type="submit" class="secondary" on:click=confirm_first(
                                         "Replace this endpoint's signing secret? Deliveries are signed with the new one at once."
                                     )>"New secret"</button>
                                 </ActionForm>
@@ -135,16 +136,20 @@ fn endpoint_table(endpoints: Vec<WebhookRow>, a: Actions) -> AnyView {
                     }
                 }).collect_view()}
             </tbody>
-        </table>
+        </table></div>
     }
     .into_any()
 }
 
-fn add_form(projects: Vec<(String, String)>, create: ServerAction<CreateWebhook>) -> impl IntoView {
+fn add_form(
+    projects: Vec<(String, String)>,
+    create: ServerAction<CreateWebhook>,
+    form: NodeRef<leptos::html::Form>,
+) -> impl IntoView {
     view! {
         <details class="add-webhook">
             <summary>"Add an endpoint"</summary>
-            <ActionForm action=create attr:class="stacked">
+            <ActionForm action=create node_ref=form attr:class="stacked">
                 <label>"URL"<input type="url" name="url" required placeholder="https://example.com/tidemark-events"/></label>
                 <label>"Projects"
                     <select name="project_id">
@@ -181,7 +186,7 @@ fn delivery_log(
         view! { <p class="muted">"No deliveries yet."</p> }.into_any()
     } else {
         view! {
-            <table class="data" data-testid="webhook-deliveries">
+            <div class="table-wrap" tabindex="0"><table class="data" data-testid="webhook-deliveries">
                 <thead><tr>
                     <th scope="col">"Time"</th><th scope="col">"Event"</th><th scope="col">"Endpoint"</th>
                     <th scope="col">"Status"</th><th scope="col">"Response"</th>
@@ -222,14 +227,14 @@ fn delivery_log(
                         }
                     }).collect_view()}
                 </tbody>
-            </table>
+            </table></div>
         }
         .into_any()
     };
     view! {
         <div class="log-head">
             <h3>"Recent deliveries"</h3>
-            <button type="button" on:click=move |_| refresh.update(|n| *n += 1)>"Refresh"</button>
+            <button type="button" class="secondary" on:click=move |_| refresh.update(|n| *n += 1)>"Refresh"</button>
         </div>
         {table}
     }
