@@ -129,6 +129,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
     )?);
     let signer = Arc::new(signing::Signer::new(&keys, &config.base_url));
     let state = AppState {
+        assets: http::assets::Assets::default(),
         signer,
         ci_keys,
         dns,
@@ -277,7 +278,11 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         )))
         .merge(security_headers::no_store(dashboard))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .with_state(state.clone());
+        .with_state(state.clone())
+        .layer(axum::middleware::from_fn_with_state(
+            state.assets.clone(),
+            http::assets::serve_assets,
+        ));
     let hsts = state.config.environment == Environment::Production
         && state.config.base_url.starts_with("https://");
     let app = security_headers::apply(app, hsts).layer(RequestBodyTimeoutLayer::new(
@@ -329,6 +334,7 @@ pub async fn serve_until(
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
+    state.assets.start_loading(&state.config.site_root);
     // Stopped when this future ends or is dropped (a test aborting its server), so no
     // replica's workers outlive it.
     let _background = AbortOnDrop(mail::spawn_background_work(&state)?);

@@ -37,6 +37,9 @@ pub struct AppState {
     /// Wakes this replica's webhook sender when deliveries are queued (others poll).
     #[from_ref(skip)]
     pub webhook_wakeup: Arc<Notify>,
+    /// The site's `/pkg` files, compressed once `serve` starts.
+    #[from_ref(skip)]
+    pub assets: crate::http::assets::Assets,
     /// Signs licence verdicts and the published key set.
     #[from_ref(skip)]
     pub signer: Arc<crate::signing::Signer>,

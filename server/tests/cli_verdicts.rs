@@ -360,25 +360,7 @@ async fn an_air_gapped_machine_runs_from_an_offline_licence_file_until_it_expire
     let app = TestApp::spawn(Backend::Sqlite).await;
     let license = app.create_license(Tier::Enterprise).await;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("licence.json");
-    let (ok, _, err) = app
-        .command(
-            &[
-                "license",
-                "file",
-                "--license",
-                &license.license_id,
-                "--machine",
-                MACHINE.1,
-                "--days",
-                "30",
-                "--out",
-                file.to_str().unwrap(),
-            ],
-            &[],
-        )
-        .await;
-    assert!(ok, "{err}");
+    let file = offline_file(&app, &license, dir.path(), "30").await;
 
     let config = tempfile::tempdir().unwrap();
     // Installed with no service anywhere.
@@ -435,10 +417,59 @@ async fn an_air_gapped_machine_runs_from_an_offline_licence_file_until_it_expire
     );
 }
 
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// Runs the real `tidemark` binary with `args` for the machine whose configuration is in
+/// `config`, against `url`, its clock moved by libfaketime (`FAKETIME`, e.g. `+3d`): the exit
+/// status and everything it printed.
+async fn run_binary(
+    bin: &Path,
+    config: &Path,
+    url: &str,
+    args: &[&str],
+    faketime: &str,
+) -> (Option<i32>, String) {
+    let mut command = std::process::Command::new(bin);
+    command
+        .args(args)
+        .env_clear()
+        .env("XDG_CONFIG_HOME", config)
+        .env("TIDEMARK_URL", url)
+        .env(MACHINE.0, MACHINE.1)
+        .env("LD_PRELOAD", LIBFAKETIME)
+        .env("FAKETIME", faketime)
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), text)
+}
+
+/// An offline licence file for `license`, bound to this machine, as the operator writes it.
+async fn offline_file(app: &TestApp, license: &TestLicense, dir: &Path, days: &str) -> PathBuf {
+    let file = dir.join("licence.json");
+    let args = [
+        "license",
+        "file",
+        "--license",
+        &license.license_id,
+        "--machine",
+        MACHINE.1,
+        "--days",
+        days,
+        "--out",
+        file.to_str().unwrap(),
+    ];
+    let (ok, _, err) = app.command(&args, &[]).await;
+    assert!(ok, "{err}");
+    file
+}
+
 /// The real binary, its clock moved by libfaketime.
 #[tokio::test]
 async fn the_binary_reads_the_clock_libfaketime_moves() {
-    const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
     assert!(
         Path::new(LIBFAKETIME).exists(),
         "libfaketime is missing: run scripts/setup.sh"
@@ -458,95 +489,40 @@ async fn the_binary_reads_the_clock_libfaketime_moves() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let (_, config) = activated(&app, Tier::Team).await;
     let closed = closed_url();
-    let status = |faketime: &'static str| {
-        let (bin, config, closed) = (bin.clone(), config.path().to_owned(), closed.clone());
-        tokio::task::spawn_blocking(move || {
-            let out = std::process::Command::new(bin)
-                .arg("status")
-                .env_clear()
-                .env("XDG_CONFIG_HOME", config)
-                .env("TIDEMARK_URL", closed)
-                .env(MACHINE.0, MACHINE.1)
-                .env("LD_PRELOAD", LIBFAKETIME)
-                .env("FAKETIME", faketime)
-                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-                .output()
-                .unwrap();
-            (
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout).into_owned()
-                    + &String::from_utf8_lossy(&out.stderr),
-            )
-        })
-    };
-    let (code, out) = status("+3d").await.unwrap();
+    let status =
+        |faketime: &'static str| run_binary(&bin, config.path(), &closed, &["status"], faketime);
+    let (code, out) = status("+3d").await;
     assert_eq!(code, Some(0), "{out}");
-    let (code, out) = status("+1d").await.unwrap();
+    let (code, out) = status("+1d").await;
     assert_eq!(code, Some(i32::from(exit::AUTH)), "{out}");
     assert!(out.contains("moved back"), "{out}");
-    let (code, out) = status("+8d").await.unwrap();
+    let (code, out) = status("+8d").await;
     assert_eq!(code, Some(i32::from(exit::AUTH)), "{out}");
     assert!(out.contains("7 days"), "{out}");
 
     // An offline licence file, installed by the binary and used until it expires.
     let license = app.create_license(Tier::Enterprise).await;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("licence.json");
-    let (ok, _, err) = app
-        .command(
-            &[
-                "license",
-                "file",
-                "--license",
-                &license.license_id,
-                "--machine",
-                MACHINE.1,
-                "--days",
-                "10",
-                "--out",
-                file.to_str().unwrap(),
-            ],
-            &[],
-        )
-        .await;
-    assert!(ok, "{err}");
+    let file = offline_file(&app, &license, dir.path(), "10").await;
     let air_gapped = tempfile::tempdir().unwrap();
     let key_file = dir.path().join("key");
     std::fs::write(&key_file, &license.key).unwrap();
-    let run = |args: Vec<String>, faketime: &'static str| {
-        let (bin, config, closed) = (bin.clone(), air_gapped.path().to_owned(), closed.clone());
-        tokio::task::spawn_blocking(move || {
-            let out = std::process::Command::new(bin)
-                .args(args)
-                .env_clear()
-                .env("XDG_CONFIG_HOME", config)
-                .env("TIDEMARK_URL", closed)
-                .env(MACHINE.0, MACHINE.1)
-                .env("LD_PRELOAD", LIBFAKETIME)
-                .env("FAKETIME", faketime)
-                .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-                .output()
-                .unwrap();
-            (
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout).into_owned()
-                    + &String::from_utf8_lossy(&out.stderr),
-            )
-        })
+    let run = |args: &'static [&'static str], faketime: &'static str| {
+        run_binary(&bin, air_gapped.path(), &closed, args, faketime)
     };
-    let install = vec![
-        "activate".to_owned(),
-        "--offline".to_owned(),
-        file.display().to_string(),
-        "--license-key-file".to_owned(),
-        key_file.display().to_string(),
+    let install = [
+        "activate",
+        "--offline",
+        file.to_str().unwrap(),
+        "--license-key-file",
+        key_file.to_str().unwrap(),
     ];
-    let (code, out) = run(install, "+0d").await.unwrap();
+    let (code, out) = run_binary(&bin, air_gapped.path(), &closed, &install, "+0d").await;
     assert_eq!(code, Some(0), "{out}");
-    let (code, out) = run(vec!["status".into()], "+9d").await.unwrap();
+    let (code, out) = run(&["status"], "+9d").await;
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("Offline licence file: valid until"), "{out}");
-    let (code, out) = run(vec!["status".into()], "+11d").await.unwrap();
+    let (code, out) = run(&["status"], "+11d").await;
     assert_eq!(code, Some(i32::from(exit::AUTH)), "{out}");
     assert!(out.contains("offline licence file expired"), "{out}");
 }

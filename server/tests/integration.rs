@@ -4,6 +4,7 @@
 mod common;
 
 mod alerts;
+mod assets;
 mod audit;
 mod backups;
 mod badges;

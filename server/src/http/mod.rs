@@ -1,6 +1,7 @@
 //! Cross-cutting HTTP plumbing: request ids, access logs, metrics, health probes, security
-//! headers, database deadlines, panics answered.
+//! headers, database deadlines, panics answered, the site's assets compressed.
 
+pub mod assets;
 pub mod client_ip;
 pub mod deadline;
 pub mod health;
