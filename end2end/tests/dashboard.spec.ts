@@ -689,12 +689,12 @@ test("an admin downloads a signed offline licence file in Settings", async ({ pa
   await expect(page.getByTestId("audit-log").getByTestId("audit-row").first()).toHaveAttribute("data-action", "license.offline_file_issued");
 });
 
-test("every page passes axe and fits a 390 px phone as well as a 1280 px screen", async ({ page, browser }) => {
+test("every page passes axe, light and dark, and fits a 390 px phone as well as a 1280 px screen", async ({ page, browser }) => {
   // Once, in the last phase (as deployed, behind the proxy): Playwright empties test-results/
   // at the start of each run, so the screenshots of the last one are the ones kept.
   test.skip(process.env.TIDEMARK_E2E_DEPLOYED !== "1", "pages are audited once, in the deployed phase");
-  // Some 30 pages, each loaded, audited and photographed at two widths.
-  test.setTimeout(120_000);
+  // Some 30 pages, each loaded, audited and photographed at two widths, and audited dark.
+  test.setTimeout(180_000);
   // Signed out first: the landing and sign-in pages.
   const guestContext = await browser.newContext();
   const guest = await guestContext.newPage();
@@ -707,6 +707,11 @@ test("every page passes axe and fits a 390 px phone as well as a 1280 px screen"
       await expectNoSidewaysScroll(guest, `${url} at ${width}px`);
       await guest.screenshot({ path: `test-results/pages/${name}-${width}.png`, fullPage: true });
     }
+  }
+  await guest.emulateMedia({ colorScheme: "dark" });
+  for (const [, url] of shots) {
+    await guest.goto(url);
+    await expectAccessible(guest, `${url} in the dark scheme`);
   }
   await guestContext.close();
 
@@ -732,6 +737,17 @@ test("every page passes axe and fits a 390 px phone as well as a 1280 px screen"
       await page.screenshot({ path: `test-results/pages/${name}-${width}.png`, fullPage: true });
     }
   }
+  // The dark colour scheme too (axe at the desktop width; the layout is the same).
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.emulateMedia({ colorScheme: "dark" });
+  for (const [name, url] of pages) {
+    await page.goto(url);
+    await expectAccessible(page, `${url} in the dark scheme`);
+    if (name === "project" || name === "scan" || name === "settings-keys") {
+      await page.screenshot({ path: `test-results/pages/${name}-dark.png`, fullPage: true });
+    }
+  }
+  await page.emulateMedia({ colorScheme: "light" });
   // Keyboard focus is visible: a focused link draws an outline.
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.goto("/projects");
