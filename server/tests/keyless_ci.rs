@@ -425,6 +425,78 @@ async fn rotated_keys_are_seen_and_unknown_kids_cost_one_fetch_a_minute() {
 }
 
 #[tokio::test]
+async fn an_issuer_that_does_not_answer_holds_up_only_its_own_exchanges() {
+    let github = CiIssuer::start(Shape::GitHub).await;
+    // An issuer that accepts connections and never answers (its fetch waits out the timeout).
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            open.push(conn);
+        }
+    });
+    let app = TestApp::spawn_with(Backend::Sqlite, &ENV).await;
+    let (license, _key) = app.with_key(Tier::Team).await;
+    let account = license.account_id.as_str();
+    add_publisher(
+        &app,
+        account,
+        &[
+            "--provider",
+            "github",
+            "--issuer",
+            &github.issuer,
+            "--repository",
+            "acme/api",
+            "--workflow",
+            "ci.yml",
+        ],
+    )
+    .await;
+    add_publisher(
+        &app,
+        account,
+        &[
+            "--provider",
+            "custom",
+            "--issuer",
+            &silent_url,
+            "--subject",
+            "job",
+        ],
+    )
+    .await;
+    let now = chrono::Utc::now().timestamp();
+    let stuck_token = ci_issuer::sign(
+        &json!({"iss": silent_url, "sub": "job", "aud": AUDIENCE, "iat": now, "nbf": now,
+                "exp": now + 300, "jti": "stuck-1"}),
+        RSA_1,
+    );
+    let stuck = {
+        let (client, url) = (app.client.clone(), app.url("/v1/auth/oidc/exchange"));
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .json(&json!({ "token": stuck_token }))
+                .send()
+                .await
+        })
+    };
+    // While that exchange waits on its issuer, another issuer's job is served.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let answer = push_token(&app, &ci_issuer::sign(&github.claims(AUDIENCE), RSA_1)).await;
+    assert!(answer["token"].as_str().unwrap().starts_with("tmk_ci_"));
+    assert!(
+        !stuck.is_finished(),
+        "the silent issuer's exchange was still waiting"
+    );
+    let res = stuck.await.unwrap().unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    held.abort();
+}
+
+#[tokio::test]
 async fn a_token_is_exchanged_once_across_two_replicas() {
     let Some(backend) = tidemark_store::testing::postgres_backend() else {
         return;

@@ -43,7 +43,9 @@ struct IssuerKeys {
 
 pub struct KeySets {
     client: reqwest::Client,
-    sets: tokio::sync::Mutex<HashMap<String, IssuerKeys>>,
+    /// One slot per issuer, each with a lock of its own: a slow or unreachable issuer holds
+    /// up only the exchanges that name it.
+    sets: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<IssuerKeys>>>>>,
 }
 
 impl KeySets {
@@ -72,7 +74,7 @@ impl KeySets {
             .context("could not build the OIDC key client")?;
         Ok(KeySets {
             client,
-            sets: tokio::sync::Mutex::new(HashMap::new()),
+            sets: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -85,8 +87,15 @@ impl KeySets {
     ) -> Result<DecodingKey, KeyError> {
         // One fetch per issuer at a time: concurrent exchanges after a rotation wait for the
         // same fetch rather than each starting one.
-        let mut sets = self.sets.lock().await;
-        let cached = sets.get(issuer.as_str());
+        let slot = {
+            let mut sets = self
+                .sets
+                .lock()
+                .map_err(|_| KeyError::Unreachable("the key cache is unusable".into()))?;
+            sets.entry(issuer.as_str().to_owned()).or_default().clone()
+        };
+        let mut slot = slot.lock().await;
+        let cached = slot.as_ref();
         let fresh = cached.is_some_and(|k| k.fetched_at.elapsed() < MAX_AGE);
         if let Some(jwk) = cached.filter(|_| fresh).and_then(|k| k.keys.get(kid)) {
             return decoding_key(jwk, alg, kid);
@@ -105,7 +114,7 @@ impl KeySets {
             refetched_at: if fresh { Some(now) } else { refetched_at },
         };
         let found = entry.keys.get(kid).map(|jwk| decoding_key(jwk, alg, kid));
-        sets.insert(issuer.as_str().to_owned(), entry);
+        *slot = Some(entry);
         found.unwrap_or_else(|| Err(KeyError::UnknownKid(kid.to_owned())))
     }
 
