@@ -8,6 +8,7 @@ use axum::{Extension, Form};
 use serde::Deserialize;
 use tidemark_domain::signing::MachineFingerprint;
 
+use crate::api::ApiError;
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -26,6 +27,24 @@ fn refuse(status: StatusCode, message: String) -> Response {
         message,
     )
         .into_response()
+}
+
+/// A refusal the database caused (503 `database_unavailable`, 507 `storage_full`, or a 500),
+/// in plain words with its `Retry-After`.
+fn unavailable(err: ApiError) -> Response {
+    let status = err.status();
+    if status == StatusCode::INTERNAL_SERVER_ERROR {
+        tracing::error!(error = %err, "offline licence file failed");
+    }
+    let mut res = refuse(
+        status,
+        "The service cannot issue the file right now. Try again shortly.".into(),
+    );
+    if let Some(secs) = err.retry_after_secs() {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    res
 }
 
 pub async fn download_offline_file(
@@ -82,19 +101,17 @@ pub async fn download_offline_file(
         .await;
     let file = match made {
         Ok(Ok(file)) => file,
-        Ok(Err(err)) => {
+        // The database away or full: said as the API says it, with Retry-After.
+        Ok(Err(err)) if crate::telemetry::fault_in(&err).is_some() => {
+            return unavailable(ApiError::internal(err))
+        }
+        Ok(Err(refusal)) => {
             return refuse(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                format!("{err}. Go back and try again."),
+                format!("{refusal}. Go back and try again."),
             )
         }
-        Err(err) => {
-            tracing::error!(error = %err, "offline licence file failed");
-            return refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The service is unavailable right now. Try again shortly.".into(),
-            );
-        }
+        Err(err) => return unavailable(ApiError::from(err)),
     };
     let Ok(body) = serde_json::to_vec_pretty(&file) else {
         return refuse(

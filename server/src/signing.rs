@@ -78,7 +78,6 @@ impl OpenKey {
 
 struct Loaded {
     schedule: Schedule,
-    public: Vec<StoredKey>,
     open: Vec<OpenKey>,
     /// The published key set, signed, as served.
     key_set: Arc<KeySet>,
@@ -281,7 +280,6 @@ impl Signer {
             .unwrap_or(Millis::MAX);
         Ok(Loaded {
             schedule,
-            public,
             open,
             key_set: Arc::new(KeySet {
                 keys: jwks,
@@ -318,12 +316,6 @@ impl Signer {
             .find(|k| k.kid == kid)
             .context("the signing key's private half was not loaded")?;
         Ok((key.sign(typ, claims)?, kid))
-    }
-
-    /// The public halves this replica holds, with their schedule (for `signing-key list`).
-    pub async fn keys(&self, db: &Db) -> anyhow::Result<(Schedule, Vec<StoredKey>)> {
-        let loaded = self.fresh(db).await?;
-        Ok((loaded.schedule.clone(), loaded.public.clone()))
     }
 }
 
@@ -383,17 +375,7 @@ pub async fn offline_licence_file(
     )
     .map_err(|refusal| anyhow::anyhow!("{refusal}"))?;
     let bundle = tidemark_store::bundles::latest_bundle(db).await?;
-    let answer = tidemark_wire::ValidateResponse {
-        valid: true,
-        tier: license.tier,
-        features: license.features(),
-        expiry: tidemark_domain::to_rfc3339(license.expires_at),
-        bundle_url: bundle
-            .as_ref()
-            .map(|b| format!("{base_url}/v1/bundles/{}", b.id)),
-        bundle_checksum: bundle.map(|b| format!("sha256:{}", b.sha256)),
-        verdict: None,
-    };
+    let answer = crate::api::license::licence_answer(&license, true, bundle.as_ref(), base_url);
     let claims = verdict_claims(
         signer.issuer(),
         &lookup,

@@ -11,7 +11,7 @@ use tidemark_domain::secrets::{ApiKey, LicenseKeyHash};
 use tidemark_domain::signing::{MachineFingerprint, FINGERPRINT_RULE, VERDICT_LIFETIME};
 use tidemark_domain::text::{Email, MachineName};
 use tidemark_domain::{ids, now_millis, to_rfc3339, Millis};
-use tidemark_store::bundles::latest_bundle;
+use tidemark_store::bundles::{latest_bundle, Bundle};
 use tidemark_store::licenses::{insert_api_key, License, NewApiKey};
 use tidemark_store::{outbox, rate};
 use tidemark_wire::verdict::VERDICT_TYP;
@@ -80,29 +80,37 @@ pub async fn validate_license(
         .ok_or(ApiError::LicenseNotFound)?;
     let now = now_millis();
     let valid = license.state(now).is_active();
-    let (features, bundle_url, bundle_checksum) = if valid {
-        let bundle = state.validation_cache.latest_bundle(&state.db).await?;
-        (
-            license.features(),
-            bundle
-                .as_ref()
-                .map(|b| format!("{}/v1/bundles/{}", state.config.base_url, b.id)),
-            bundle.map(|b| format!("sha256:{}", b.sha256)),
-        )
-    } else {
-        (Vec::new(), None, None)
+    let bundle = match valid {
+        true => state.validation_cache.latest_bundle(&state.db).await?,
+        false => None,
     };
-    let mut answer = ValidateResponse {
-        valid,
-        tier: license.tier,
-        features,
-        expiry: to_rfc3339(license.expires_at),
-        bundle_url,
-        bundle_checksum,
-        verdict: None,
-    };
+    let mut answer = licence_answer(&license, valid, bundle.as_deref(), &state.config.base_url);
     answer.verdict = Some(sign_verdict(&state, &hash, &license, &answer, machine, now).await?);
     Ok(Json(answer))
+}
+
+/// What validation says of `license`: a valid one carries its features and the latest
+/// bundle; an expired or suspended one neither. (`verdict` is added by the caller.)
+pub fn licence_answer(
+    license: &License,
+    valid: bool,
+    bundle: Option<&Bundle>,
+    base_url: &str,
+) -> ValidateResponse {
+    let bundle = bundle.filter(|_| valid);
+    ValidateResponse {
+        valid,
+        tier: license.tier,
+        features: if valid {
+            license.features()
+        } else {
+            Vec::new()
+        },
+        expiry: to_rfc3339(license.expires_at),
+        bundle_url: bundle.map(|b| format!("{base_url}/v1/bundles/{}", b.id)),
+        bundle_checksum: bundle.map(|b| format!("sha256:{}", b.sha256)),
+        verdict: None,
+    }
 }
 
 /// The optional `X-Machine-Fingerprint` header, bound into the verdict.
@@ -194,17 +202,7 @@ pub async fn activate_license(
         .await?;
     tracing::info!(account_id = %license.account_id, "API key issued");
     let bundle = latest_bundle(&state.db).await?;
-    let state_now = ValidateResponse {
-        valid: true,
-        tier: license.tier,
-        features: license.features(),
-        expiry: to_rfc3339(license.expires_at),
-        bundle_url: bundle
-            .as_ref()
-            .map(|b| format!("{}/v1/bundles/{}", state.config.base_url, b.id)),
-        bundle_checksum: bundle.map(|b| format!("sha256:{}", b.sha256)),
-        verdict: None,
-    };
+    let state_now = licence_answer(&license, true, bundle.as_ref(), &state.config.base_url);
     let verdict = sign_verdict(&state, &hash, &license, &state_now, machine_fp, now).await?;
     Ok((
         StatusCode::CREATED,

@@ -167,10 +167,6 @@ impl Assets {
             tracing::warn!(error = %err, "could not start compressing the site assets; serving them plain");
         }
     }
-
-    pub fn is_ready(&self) -> bool {
-        self.ready.get().is_some()
-    }
 }
 
 fn load(dir: &std::path::Path) -> HashMap<String, Asset> {
