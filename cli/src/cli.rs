@@ -613,6 +613,7 @@ async fn checked_license(
             path.display()
         ))
     })?;
+    let stored = creds.clone();
     let fingerprint = crate::machine::fingerprint(env);
     let opened = open_cache(&creds, &fingerprint);
     let offline_file = creds
@@ -654,9 +655,7 @@ async fn checked_license(
         // A fresh verdict carries the service's time: the clock guard starts again from it.
         let fresh = matches!(outcome, license::Outcome::Answered(_));
         let (verdict, mode) = license::after_validation(env.now, cache_view, newest_seen, outcome);
-        if trusted != creds.trusted_keys {
-            creds.trusted_keys = trusted;
-        }
+        creds.trusted_keys = trusted;
         let newest = match &verdict {
             Some(v) if fresh => v.issued_at(),
             _ => newest_seen,
@@ -672,19 +671,19 @@ async fn checked_license(
         (Some(v), true) => newest.max(env.now.min(v.good_until())),
         _ => newest,
     };
+    // Written when the verdict changed, or the guard moved an hour or more: not on every run.
     let cache = verdict.map(|v| v.to_cache(newest));
-    let before = creds.clone();
-    let stale_guard = match (&cache, &creds.validation) {
+    let worth_writing = match (&cache, &creds.validation) {
         (Some(new), Some(old)) => {
             new.verdict != old.verdict
                 || new.newest_seen - old.newest_seen >= chrono::Duration::hours(1)
         }
         (new, old) => new.is_some() != old.is_some(),
     };
-    if stale_guard {
+    if worth_writing {
         creds.validation = cache;
     }
-    if creds != before {
+    if creds != stored {
         credentials::save(&path, &creds)?;
     }
     Ok((creds, mode))
