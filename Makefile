@@ -2,11 +2,15 @@
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run test setup
+.PHONY: run dev test setup
 
 ## Run Tidemark on the embedded SQLite default at http://127.0.0.1:3000 (sign in as demo@tidemark.localhost)
 run: setup
 	scripts/run.sh
+
+## The edit loop: debug builds, rebuilt and restarted on every saved change
+dev: setup
+	scripts/run.sh --watch
 
 ## Run every check: fmt, clippy, tests on SQLite and PostgreSQL, browser tests
 test: setup

@@ -36,7 +36,7 @@ cleanup() {
 trap cleanup EXIT
 
 server_bin=${TIDEMARK_SERVER_BIN:-target/release/tidemark-server}
-build=(cargo leptos build --release)
+build=(cargo leptos build --release --precompress)
 [ -n "${TIDEMARK_SERVER_BIN:-}" ] && build+=(--frontend-only)
 set +e
 "${build[@]}" 2>&1 | tee "$log"

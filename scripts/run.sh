@@ -3,6 +3,9 @@
 # development OpenID provider on http://localhost:4455 and a demo account, so a newcomer can
 # sign in with nothing to configure. Development only: the server refuses TIDEMARK_DEV_DEMO
 # when TIDEMARK_ENV=production, and this script never sets production.
+#
+# `scripts/run.sh --watch` (`make dev`) is the edit loop instead: debug builds, rebuilt and
+# restarted on every saved change (`cargo leptos watch`), about 11 s from save to serving.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
@@ -33,4 +36,8 @@ if [ -z "${TIDEMARK_OIDC_ISSUER:-}" ]; then
 MSG
 fi
 
-cargo leptos serve --release
+if [ "${1:-}" = --watch ]; then
+  cargo leptos watch
+else
+  cargo leptos serve --release --precompress
+fi

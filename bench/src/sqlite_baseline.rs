@@ -1,9 +1,10 @@
 //! The floor Tidemark's push path is measured against: the same rows a push writes (project
 //! head update, one scan row, N findings) inserted straight into SQLite through its C API with
-//! prepared statements, one transaction per scan, on the same schema, WAL and
-//! `synchronous=FULL` as the server.
+//! prepared statements, on the same schema, WAL and `synchronous=FULL` as the server. By default
+//! one transaction per scan; with a group size of 8, eight scans share one transaction (one
+//! fsync), which is the ceiling the server's group commit can approach.
 //!
-//! Usage: sqlite-baseline <scans> <findings-per-scan> <migrations-dir>
+//! Usage: sqlite-baseline <scans> <findings-per-scan> <migrations-dir> [scans-per-transaction]
 
 use std::time::Instant;
 
@@ -15,6 +16,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut files: Vec<_> = std::fs::read_dir(args.get(3).map_or("migrations", String::as_str))?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<_, _>>()?;
+    let group: i64 = args.get(4).map_or(Ok(1), |s| s.parse())?;
+    if group < 1 {
+        return Err("scans-per-transaction must be at least 1".into());
+    }
     files.retain(|p| p.extension().is_some_and(|e| e == "sql"));
     files.sort();
     let schema = files
@@ -46,46 +51,52 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
 
     let started = Instant::now();
-    for seq in 1..=scans {
+    let mut seq = 0;
+    while seq < scans {
         let tx = conn.transaction()?;
-        tx.prepare_cached("UPDATE accounts SET write_guard = write_guard + 1 WHERE id = 'acct'")?
+        for _ in 0..group.min(scans - seq) {
+            seq += 1;
+            tx.prepare_cached(
+                "UPDATE accounts SET write_guard = write_guard + 1 WHERE id = 'acct'",
+            )?
             .execute([])?;
-        tx.prepare_cached(
+            tx.prepare_cached(
             "UPDATE projects SET scan_count = scan_count + 1, last_score = ?2, last_delta = ?2 - COALESCE(last_score, ?2), last_scan_id = ?3, last_body_hash = 'h' WHERE id = ?1 RETURNING scan_count, last_delta",
         )?
         .query_row(rusqlite::params!["prj", 80.0, format!("scan-{seq}")], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
         })?;
-        tx.prepare_cached(
+            tx.prepare_cached(
             "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, failed, \
              sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, frameworks, state_source, \
              scanned_at, received_at, finding_count, body_hash) \
              VALUES ('prj', ?1, ?2, 'acct', 80.0, 0.0, 100, 50, 1, 2, 3, 4, 'gcp', 'acme', '[\"cis\"]', 'ci', ?3, ?3, ?4, 'h')",
         )?
         .execute(rusqlite::params![seq, format!("scan-{seq}"), seq, findings])?;
-        {
-            let mut insert = tx.prepare_cached(
+            {
+                let mut insert = tx.prepare_cached(
                 "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, severity, message, remediation) \
                  VALUES ('prj', ?1, ?2, ?3, ?4, 'FAIL', 'high', ?5, ?6)",
             )?;
-            for i in 0..findings {
-                insert.execute(rusqlite::params![
-                    seq,
-                    i,
-                    format!("cis-gcp-2.0-{i}"),
-                    format!("google_compute_instance.web_{i}"),
-                    "Instance uses the default service account",
-                    "Attach a dedicated service account with least privilege",
-                ])?;
+                for i in 0..findings {
+                    insert.execute(rusqlite::params![
+                        seq,
+                        i,
+                        format!("cis-gcp-2.0-{i}"),
+                        format!("google_compute_instance.web_{i}"),
+                        "Instance uses the default service account",
+                        "Attach a dedicated service account with least privilege",
+                    ])?;
+                }
             }
+            tx.prepare_cached("UPDATE api_keys SET last_used_at = ?1 WHERE id = 'key'")?
+                .execute([seq])?;
         }
-        tx.prepare_cached("UPDATE api_keys SET last_used_at = ?1 WHERE id = 'key'")?
-            .execute([seq])?;
         tx.commit()?;
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{{\"scans\": {scans}, \"findings_per_scan\": {findings}, \"seconds\": {secs:.3}, \"scans_per_second\": {:.1}}}",
+        "{{\"scans\": {scans}, \"findings_per_scan\": {findings}, \"scans_per_transaction\": {group}, \"seconds\": {secs:.3}, \"scans_per_second\": {:.1}}}",
         scans as f64 / secs
     );
     std::fs::remove_dir_all(&dir)?;

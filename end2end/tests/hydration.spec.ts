@@ -69,7 +69,8 @@ unguarded("the page policy stops an injected inline script, and the guard sees i
 // What a first visit to the start page transfers (headers and bodies, every request), and the
 // most a repeat visit may. The first is a ratchet at today's figure: issue 30's goal is 250 KiB,
 // which needs a smaller WASM bundle; the budget goes down as the bundle does, never up.
-const FIRST_VISIT_BUDGET = 440 * 1024;
+// 392,598 bytes measured with the build-time Brotli 11 variants (441,118 with Brotli 9 at start-up).
+const FIRST_VISIT_BUDGET = 400 * 1024;
 const REPEAT_VISIT_BUDGET = 40 * 1024;
 
 test("a first visit downloads the bundle compressed, and a repeat visit only revalidates", async ({ browser }) => {

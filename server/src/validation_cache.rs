@@ -2,10 +2,15 @@
 //! memory for a short time (default 2 s, `TIDEMARK_VALIDATION_CACHE_MS`), so operator changes
 //! (suspend, extend, a new bundle) reach every scanner within that time. Nothing that
 //! authorises a write is cached: activation, pushes and API keys always read the database.
+//!
+//! Within that window a whole answer is kept too, signed verdict included, keyed by licence
+//! and machine: signing (Ed25519) and serialising cost several times what the rest of a
+//! validation does, and a scanner fleet asks the same question many times a second.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Bytes;
 use moka::sync::Cache;
 use tidemark_domain::secrets::LookupHash;
 use tidemark_store::bundles::{latest_bundle, Bundle};
@@ -15,9 +20,16 @@ use tidemark_store::{Db, StoreError};
 /// Bounds memory whatever hashes callers send (unknown ones are cached as "none").
 const MAX_ENTRIES: u64 = 100_000;
 
+/// Bounds the memory of kept answers (about 1 KiB each), whatever machines callers name.
+const MAX_ANSWER_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Which question an answer is for: a licence's lookup hash, and the machine named, if any.
+pub type AnswerKey = (String, Option<String>);
+
 pub struct ValidationCache {
     licenses: Option<Cache<String, Option<Arc<License>>>>,
     bundle: Option<Cache<(), Option<Arc<Bundle>>>>,
+    answers: Option<Cache<AnswerKey, Bytes>>,
 }
 
 impl ValidationCache {
@@ -26,6 +38,7 @@ impl ValidationCache {
             return Self {
                 licenses: None,
                 bundle: None,
+                answers: None,
             };
         }
         Self {
@@ -36,6 +49,30 @@ impl ValidationCache {
                     .build(),
             ),
             bundle: Some(Cache::builder().max_capacity(1).time_to_live(ttl).build()),
+            answers: Some(
+                Cache::builder()
+                    .max_capacity(MAX_ANSWER_BYTES)
+                    .weigher(|(lookup, machine): &AnswerKey, body: &Bytes| {
+                        let size = lookup.len() + machine.as_ref().map_or(0, String::len);
+                        u32::try_from(size + body.len()).unwrap_or(u32::MAX)
+                    })
+                    .time_to_live(ttl)
+                    .build(),
+            ),
+        }
+    }
+
+    /// The serialised answer given to the same question within the window, if any.
+    pub fn answer(&self, key: &AnswerKey) -> Option<Bytes> {
+        self.answers.as_ref().and_then(|c| c.get(key))
+    }
+
+    /// Keeps `body` as the answer to `key` for the rest of the window. Only answers built
+    /// from cached reads are kept, so none outlives the data it was made of by more than
+    /// the window.
+    pub fn remember_answer(&self, key: AnswerKey, body: Bytes) {
+        if let Some(cache) = &self.answers {
+            cache.insert(key, body);
         }
     }
 

@@ -408,3 +408,50 @@ async fn two_replicas_sign_with_the_same_key() {
     assert_eq!(kid(&a), rotated["added"].as_str().unwrap());
     assert_eq!(kid(&b), kid(&a));
 }
+
+fn payload_of(jws: &str) -> Value {
+    use base64::Engine as _;
+    let payload = jws.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// Within the validation cache's window a repeated question is answered with the kept
+/// answer, verdict and all (nothing is signed again); a question about another licence or
+/// from another machine never receives it.
+#[tokio::test]
+async fn kept_answers_are_given_only_to_the_same_question() {
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[("TIDEMARK_VALIDATION_CACHE_MS", "60000")],
+    )
+    .await;
+    let first = app.create_license(Tier::Team).await;
+    let second = app.create_license(Tier::Team).await;
+    let (body, once) = verdict_of(&app, &first.hash, Some("laptop-1")).await;
+    let (again_body, again) = verdict_of(&app, &first.hash, Some("laptop-1")).await;
+    assert_eq!(once, again, "the same question within the window");
+    assert_eq!(body, again_body);
+    let machine = |jws: &str| payload_of(jws)["machine"].clone();
+    let subject = |jws: &str| payload_of(jws)["sub"].clone();
+    let (_, other_machine) = verdict_of(&app, &first.hash, Some("laptop-2")).await;
+    let (_, no_machine) = verdict_of(&app, &first.hash, None).await;
+    let (_, other_licence) = verdict_of(&app, &second.hash, Some("laptop-1")).await;
+    assert_eq!(machine(&once), json!("laptop-1"));
+    assert_eq!(machine(&other_machine), json!("laptop-2"));
+    assert_eq!(machine(&no_machine), Value::Null);
+    assert_eq!(machine(&other_licence), json!("laptop-1"));
+    assert_eq!(subject(&once), subject(&other_machine));
+    assert_ne!(subject(&once), subject(&other_licence));
+    let verdicts = [&once, &other_machine, &no_machine, &other_licence];
+    for (i, a) in verdicts.iter().enumerate() {
+        for b in &verdicts[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+    // The kept answer is still a verdict the published keys verify.
+    let keys = key_set(&app).await;
+    assert_eq!(verified(&keys, &again)["machine"], json!("laptop-1"));
+}

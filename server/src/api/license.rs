@@ -2,9 +2,10 @@
 
 use std::net::SocketAddr;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_domain::secrets::{ApiKey, LicenseKeyHash};
@@ -70,9 +71,16 @@ pub const RESEND_MAIL_KIND: &str = "license_resend";
 pub async fn validate_license(
     State(state): State<AppState>,
     headers: HeaderMap,
-) -> Result<Json<ValidateResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let hash = license_hash(&headers)?;
     let machine = machine_fingerprint(&headers)?;
+    let key = (
+        hash.lookup().as_str().to_owned(),
+        machine.as_ref().map(|m| m.as_str().to_owned()),
+    );
+    if let Some(body) = state.validation_cache.answer(&key) {
+        return Ok(json_body(body));
+    }
     let license = state
         .validation_cache
         .license(&state.db, &hash.lookup())
@@ -86,7 +94,20 @@ pub async fn validate_license(
     };
     let mut answer = licence_answer(&license, valid, bundle.as_deref(), &state.config.base_url);
     answer.verdict = Some(sign_verdict(&state, &hash, &license, &answer, machine, now).await?);
-    Ok(Json(answer))
+    let body = Bytes::from(serde_json::to_vec(&answer).map_err(ApiError::internal)?);
+    state.validation_cache.remember_answer(key, body.clone());
+    Ok(json_body(body))
+}
+
+fn json_body(body: Bytes) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
 }
 
 /// What validation says of `license`: a valid one carries its features and the latest
