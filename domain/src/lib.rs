@@ -17,6 +17,7 @@ pub mod push;
 pub mod rate;
 pub mod retention;
 pub mod saml;
+pub mod scim;
 pub mod secrets;
 pub mod signing;
 pub mod sso;
