@@ -189,6 +189,33 @@ async fn seed(db: &Db, account: &str) -> (String, String) {
         q.build().execute(&mut *tx).await.unwrap();
     }
     let last = format!("scan-{SCANS:06}");
+    // The project's default line, as the branches migration makes one for older histories:
+    // the page shows a line, and a project without one is not found.
+    let line = format!("br_{project}");
+    sqlx::query(
+        "INSERT INTO branches (id, account_id, project_id, scan_count, head_seq, created_at, last_push_at) \
+         VALUES ($1, $2, $3, $4, $4, $5, $5)",
+    )
+    .bind(&line)
+    .bind(account)
+    .bind(&project)
+    .bind(SCANS)
+    .bind(now)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE scans SET branch_id = $1, line_seq = seq WHERE project_id = $2")
+        .bind(&line)
+        .bind(&project)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE projects SET default_branch_id = $1 WHERE id = $2")
+        .bind(&line)
+        .bind(&project)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
     sqlx::query(
         "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = 0, last_scan_id = $3 WHERE id = $4",
     )
