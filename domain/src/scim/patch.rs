@@ -246,29 +246,7 @@ fn selects_work_email(filter: &ValFilter) -> bool {
 
 /// The changes a PATCH of a user asks for.
 pub fn user_patch(body: &Value) -> Result<Patch<UserChange>, ScimError> {
-    let mut patch = Patch::default();
-    for (op, path, value) in operations(body)? {
-        match path {
-            Some(path) => user_path(&mut patch, op, &path, value)?,
-            None => {
-                if op == Op::Remove {
-                    return Err(ScimError::new(
-                        ScimType::NoTarget,
-                        "remove needs a \"path\"",
-                    ));
-                }
-                let Some(Value::Object(attrs)) = value else {
-                    return Err(invalid(
-                        "an operation without a path needs an object \"value\"".into(),
-                    ));
-                };
-                for (key, value) in attrs {
-                    user_path(&mut patch, op, key, Some(value))?;
-                }
-            }
-        }
-    }
-    Ok(patch)
+    patch_with(body, user_path)
 }
 
 fn user_path(
@@ -392,10 +370,19 @@ fn filtered_member_ids(filter: &ValFilter, out: &mut Vec<String>) -> Result<(), 
 
 /// The changes a PATCH of a group asks for.
 pub fn group_patch(body: &Value) -> Result<Patch<GroupChange>, ScimError> {
+    patch_with(body, group_path)
+}
+
+/// Applies one operation to one attribute path of a resource kind.
+type AtPath<C> = fn(&mut Patch<C>, Op, &str, Option<&Value>) -> Result<(), ScimError>;
+
+/// Applies each operation through `at` (one attribute path at a time): an operation without
+/// a path names its attributes as the keys of its value object.
+fn patch_with<C>(body: &Value, at: AtPath<C>) -> Result<Patch<C>, ScimError> {
     let mut patch = Patch::default();
     for (op, path, value) in operations(body)? {
         match path {
-            Some(path) => group_path(&mut patch, op, &path, value)?,
+            Some(path) => at(&mut patch, op, &path, value)?,
             None => {
                 if op == Op::Remove {
                     return Err(ScimError::new(
@@ -409,7 +396,7 @@ pub fn group_patch(body: &Value) -> Result<Patch<GroupChange>, ScimError> {
                     ));
                 };
                 for (key, value) in attrs {
-                    group_path(&mut patch, op, key, Some(value))?;
+                    at(&mut patch, op, key, Some(value))?;
                 }
             }
         }
