@@ -8,7 +8,7 @@
 //! validation does, and a scanner fleet asks the same question many times a second.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use moka::sync::Cache;
@@ -26,22 +26,34 @@ const MAX_ANSWER_BYTES: u64 = 8 * 1024 * 1024;
 /// Which question an answer is for: a licence's lookup hash, and the machine named, if any.
 pub type AnswerKey = (String, Option<String>);
 
+/// A value as read from the database, possibly from memory, and when it was read.
+#[derive(Debug, Clone)]
+pub struct Read<T> {
+    pub value: T,
+    pub at: Instant,
+}
+
 pub struct ValidationCache {
-    licenses: Option<Cache<String, Option<Arc<License>>>>,
-    bundle: Option<Cache<(), Option<Arc<Bundle>>>>,
-    answers: Option<Cache<AnswerKey, Bytes>>,
+    ttl: Duration,
+    licenses: Option<Cache<String, Read<Option<Arc<License>>>>>,
+    bundle: Option<Cache<(), Read<Option<Arc<Bundle>>>>>,
+    /// Each answer with the end of its life: the window after the oldest read it was built
+    /// from, not after it was built.
+    answers: Option<Cache<AnswerKey, (Instant, Bytes)>>,
 }
 
 impl ValidationCache {
     pub fn new(ttl: Duration) -> Self {
         if ttl.is_zero() {
             return Self {
+                ttl,
                 licenses: None,
                 bundle: None,
                 answers: None,
             };
         }
         Self {
+            ttl,
             licenses: Some(
                 Cache::builder()
                     .max_capacity(MAX_ENTRIES)
@@ -52,10 +64,12 @@ impl ValidationCache {
             answers: Some(
                 Cache::builder()
                     .max_capacity(MAX_ANSWER_BYTES)
-                    .weigher(|(lookup, machine): &AnswerKey, body: &Bytes| {
-                        let size = lookup.len() + machine.as_ref().map_or(0, String::len);
-                        u32::try_from(size + body.len()).unwrap_or(u32::MAX)
-                    })
+                    .weigher(
+                        |(lookup, machine): &AnswerKey, (_, body): &(Instant, Bytes)| {
+                            let size = lookup.len() + machine.as_ref().map_or(0, String::len);
+                            u32::try_from(size + body.len()).unwrap_or(u32::MAX)
+                        },
+                    )
                     .time_to_live(ttl)
                     .build(),
             ),
@@ -64,15 +78,16 @@ impl ValidationCache {
 
     /// The serialised answer given to the same question within the window, if any.
     pub fn answer(&self, key: &AnswerKey) -> Option<Bytes> {
-        self.answers.as_ref().and_then(|c| c.get(key))
+        let (until, body) = self.answers.as_ref()?.get(key)?;
+        (Instant::now() < until).then_some(body)
     }
 
-    /// Keeps `body` as the answer to `key` for the rest of the window. Only answers built
-    /// from cached reads are kept, so none outlives the data it was made of by more than
-    /// the window.
-    pub fn remember_answer(&self, key: AnswerKey, body: Bytes) {
+    /// Keeps `body` as the answer to `key` until the window after `oldest_read` (the oldest
+    /// read it was built from) ends, so an operator's change shows within the window whether
+    /// the answer was kept or not.
+    pub fn remember_answer(&self, key: AnswerKey, body: Bytes, oldest_read: Instant) {
         if let Some(cache) = &self.answers {
-            cache.insert(key, body);
+            cache.insert(key, (oldest_read + self.ttl, body));
         }
     }
 
@@ -80,22 +95,30 @@ impl ValidationCache {
         &self,
         db: &Db,
         lookup: &LookupHash,
-    ) -> Result<Option<Arc<License>>, StoreError> {
+    ) -> Result<Read<Option<Arc<License>>>, StoreError> {
         if let Some(hit) = self.licenses.as_ref().and_then(|c| c.get(lookup.as_str())) {
             return Ok(hit);
         }
-        let found = find_license_by_lookup(db, lookup).await?.map(Arc::new);
+        let at = Instant::now();
+        let found = Read {
+            value: find_license_by_lookup(db, lookup).await?.map(Arc::new),
+            at,
+        };
         if let Some(cache) = &self.licenses {
             cache.insert(lookup.as_str().to_owned(), found.clone());
         }
         Ok(found)
     }
 
-    pub async fn latest_bundle(&self, db: &Db) -> Result<Option<Arc<Bundle>>, StoreError> {
+    pub async fn latest_bundle(&self, db: &Db) -> Result<Read<Option<Arc<Bundle>>>, StoreError> {
         if let Some(hit) = self.bundle.as_ref().and_then(|c| c.get(&())) {
             return Ok(hit);
         }
-        let found = latest_bundle(db).await?.map(Arc::new);
+        let at = Instant::now();
+        let found = Read {
+            value: latest_bundle(db).await?.map(Arc::new),
+            at,
+        };
         if let Some(cache) = &self.bundle {
             cache.insert((), found.clone());
         }

@@ -618,6 +618,56 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
     );
 }
 
+/// A whole answer kept for one machine lives no longer than the licence read it was built
+/// from: a licence read early in the window and answered late for a new machine still shows
+/// a suspension once the window after that read has passed (not a window after the answer).
+#[tokio::test]
+async fn a_kept_answer_ends_with_the_read_it_was_built_from() {
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[("TIDEMARK_VALIDATION_CACHE_MS", "3000")],
+    )
+    .await;
+    let license = app.create_license(Tier::Team).await;
+    let valid = |machine: &'static str| {
+        let (client, url, hash) = (
+            app.client.clone(),
+            app.url("/v1/license/validate"),
+            license.hash.clone(),
+        );
+        async move {
+            let body: Value = client
+                .post(url)
+                .header("X-License-Key-Hash", hash)
+                .header("X-Machine-Fingerprint", machine)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            body["valid"].as_bool().unwrap()
+        }
+    };
+    let started = std::time::Instant::now();
+    assert!(valid("first").await, "reads the licence and keeps it");
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert!(valid("second").await, "built from the kept licence");
+    server::ops::set_suspended(
+        &app.db,
+        &license.license_id,
+        true,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(3200).saturating_sub(started.elapsed())).await;
+    assert!(
+        !valid("second").await,
+        "the suspension shows a window after the licence was read"
+    );
+}
+
 tidemark_store::test_each_backend! {
     /// Resend requests for one address beyond its hourly cap get the same answer, and the
     /// extra mails are dropped at delivery: the inbox gets the cap, no more.

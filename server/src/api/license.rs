@@ -81,21 +81,28 @@ pub async fn validate_license(
     if let Some(body) = state.validation_cache.answer(&key) {
         return Ok(json_body(body));
     }
-    let license = state
+    let read = state
         .validation_cache
         .license(&state.db, &hash.lookup())
-        .await?
-        .ok_or(ApiError::LicenseNotFound)?;
+        .await?;
+    let mut oldest_read = read.at;
+    let license = read.value.ok_or(ApiError::LicenseNotFound)?;
     let now = now_millis();
     let valid = license.state(now).is_active();
     let bundle = match valid {
-        true => state.validation_cache.latest_bundle(&state.db).await?,
+        true => {
+            let read = state.validation_cache.latest_bundle(&state.db).await?;
+            oldest_read = oldest_read.min(read.at);
+            read.value
+        }
         false => None,
     };
     let mut answer = licence_answer(&license, valid, bundle.as_deref(), &state.config.base_url);
     answer.verdict = Some(sign_verdict(&state, &hash, &license, &answer, machine, now).await?);
     let body = Bytes::from(serde_json::to_vec(&answer).map_err(ApiError::internal)?);
-    state.validation_cache.remember_answer(key, body.clone());
+    state
+        .validation_cache
+        .remember_answer(key, body.clone(), oldest_read);
     Ok(json_body(body))
 }
 
