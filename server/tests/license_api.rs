@@ -560,6 +560,19 @@ tidemark_store::test_each_backend! {
     }
 }
 
+/// `valid` as `POST /v1/license/validate` answers it for `hash` (and a machine, if named).
+async fn is_valid(app: &TestApp, hash: &str, machine: Option<&str>) -> bool {
+    let mut req = app
+        .client
+        .post(app.url("/v1/license/validate"))
+        .header("X-License-Key-Hash", hash);
+    if let Some(machine) = machine {
+        req = req.header("X-Machine-Fingerprint", machine);
+    }
+    let body: Value = req.send().await.unwrap().json().await.unwrap();
+    body["valid"].as_bool().unwrap()
+}
+
 /// Validation may be answered from memory for TIDEMARK_VALIDATION_CACHE_MS, never longer;
 /// pushes are never answered from it.
 #[tokio::test]
@@ -571,26 +584,8 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
     .await;
     let license = app.create_license(Tier::Team).await;
     let key = app.activate(&license, "ci").await;
-    let valid = |app: &TestApp| {
-        let (client, url, hash) = (
-            app.client.clone(),
-            app.url("/v1/license/validate"),
-            license.hash.clone(),
-        );
-        async move {
-            let body: Value = client
-                .post(url)
-                .header("X-License-Key-Hash", hash)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            body["valid"].as_bool().unwrap()
-        }
-    };
-    assert!(valid(&app).await);
+    let valid = || is_valid(&app, &license.hash, None);
+    assert!(valid().await);
     server::ops::set_suspended(
         &app.db,
         &license.license_id,
@@ -599,10 +594,7 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
     )
     .await
     .unwrap();
-    assert!(
-        valid(&app).await,
-        "answered from memory within the cache time"
-    );
+    assert!(valid().await, "answered from memory within the cache time");
     // The push path reads the database: the suspension applies at once.
     let res = app
         .push(
@@ -613,7 +605,7 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
     assert_error(res, StatusCode::FORBIDDEN, "license_inactive").await;
     tokio::time::sleep(Duration::from_millis(3100)).await;
     assert!(
-        !valid(&app).await,
+        !valid().await,
         "the suspension shows once the cache time has passed"
     );
 }
@@ -629,26 +621,7 @@ async fn a_kept_answer_ends_with_the_read_it_was_built_from() {
     )
     .await;
     let license = app.create_license(Tier::Team).await;
-    let valid = |machine: &'static str| {
-        let (client, url, hash) = (
-            app.client.clone(),
-            app.url("/v1/license/validate"),
-            license.hash.clone(),
-        );
-        async move {
-            let body: Value = client
-                .post(url)
-                .header("X-License-Key-Hash", hash)
-                .header("X-Machine-Fingerprint", machine)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            body["valid"].as_bool().unwrap()
-        }
-    };
+    let valid = |machine| is_valid(&app, &license.hash, Some(machine));
     let started = std::time::Instant::now();
     assert!(valid("first").await, "reads the licence and keeps it");
     tokio::time::sleep(Duration::from_millis(2000)).await;
