@@ -461,14 +461,7 @@ async fn an_unreachable_service_keeps_the_license_for_the_grace_period_only() {
 async fn a_definitive_refusal_downgrades_at_once() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let (license, config) = activated(&app, Tier::Team).await;
-    server::ops::set_suspended(
-        &app.db,
-        &license.license_id,
-        true,
-        &tidemark_store::testing::audit(),
-    )
-    .await
-    .unwrap();
+    app.set_suspended(&license, true).await;
     // The cache is 25 hours old, so the scanner asks, and the answer is final.
     let e = env(
         &app.base_url,

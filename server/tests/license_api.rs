@@ -116,9 +116,7 @@ tidemark_store::test_each_backend! {
             "not_found",
         )
         .await;
-        server::ops::set_suspended(&app.db, &license.license_id, true, &tidemark_store::testing::audit())
-            .await
-            .unwrap();
+        app.set_suspended(&license, true).await;
         assert_error(
             app.client
                 .get(url)
@@ -151,9 +149,7 @@ tidemark_store::test_each_backend! {
         );
 
         let suspended = app.create_license(Tier::Enterprise).await;
-        server::ops::set_suspended(&app.db, &suspended.license_id, true, &tidemark_store::testing::audit())
-            .await
-            .unwrap();
+        app.set_suspended(&suspended, true).await;
         let res = validate(&app, &suspended.hash).await;
         assert_eq!(res.status(), StatusCode::OK);
         let body: Value = res.json().await.unwrap();
@@ -161,9 +157,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(body["tier"], "enterprise");
         assert_eq!(body["features"], json!([]));
 
-        server::ops::set_suspended(&app.db, &suspended.license_id, false, &tidemark_store::testing::audit())
-            .await
-            .unwrap();
+        app.set_suspended(&suspended, false).await;
         let body = answer_without_verdict(validate(&app, &suspended.hash).await).await;
         assert_eq!(body["valid"], true);
         assert_eq!(body["features"].as_array().unwrap().len(), 4);
@@ -276,9 +270,7 @@ tidemark_store::test_each_backend! {
         )
         .await;
 
-        server::ops::set_suspended(&app.db, &license.license_id, true, &tidemark_store::testing::audit())
-            .await
-            .unwrap();
+        app.set_suspended(&license, true).await;
         let msg = assert_error(
             activate(license.hash.clone(), json!({"machine": "x"})).await,
             StatusCode::FORBIDDEN,
@@ -586,14 +578,7 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
     let key = app.activate(&license, "ci").await;
     let valid = || is_valid(&app, &license.hash, None);
     assert!(valid().await);
-    server::ops::set_suspended(
-        &app.db,
-        &license.license_id,
-        true,
-        &tidemark_store::testing::audit(),
-    )
-    .await
-    .unwrap();
+    app.set_suspended(&license, true).await;
     assert!(valid().await, "answered from memory within the cache time");
     // The push path reads the database: the suspension applies at once.
     let res = app
@@ -626,14 +611,7 @@ async fn a_kept_answer_ends_with_the_read_it_was_built_from() {
     assert!(valid("first").await, "reads the licence and keeps it");
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert!(valid("second").await, "built from the kept licence");
-    server::ops::set_suspended(
-        &app.db,
-        &license.license_id,
-        true,
-        &tidemark_store::testing::audit(),
-    )
-    .await
-    .unwrap();
+    app.set_suspended(&license, true).await;
     tokio::time::sleep(Duration::from_millis(3200).saturating_sub(started.elapsed())).await;
     assert!(
         !valid("second").await,

@@ -269,9 +269,7 @@ tidemark_store::test_each_backend! {
         );
 
         let (license, key) = app.with_key(Tier::Team).await;
-        server::ops::set_suspended(&app.db, &license.license_id, true, &tidemark_store::testing::audit())
-            .await
-            .unwrap();
+        app.set_suspended(&license, true).await;
         let msg = assert_error(
             app.push(&key, &body).await,
             StatusCode::FORBIDDEN,
@@ -279,9 +277,7 @@ tidemark_store::test_each_backend! {
         )
         .await;
         assert!(msg.contains("suspended since"), "{msg}");
-        server::ops::set_suspended(&app.db, &license.license_id, false, &tidemark_store::testing::audit())
-            .await
-            .unwrap();
+        app.set_suspended(&license, false).await;
         assert_eq!(app.push(&key, &body).await.status(), StatusCode::CREATED);
 
         server::ops::extend(&app.db, &license.license_id, 1_000, &tidemark_store::testing::audit())

@@ -343,6 +343,18 @@ impl TestApp {
     }
 
     /// `POST /v1/license/activate` for `license`; returns the API key.
+    /// Suspends (or reinstates) `license` as an operator would.
+    pub async fn set_suspended(&self, license: &TestLicense, suspended: bool) {
+        server::ops::set_suspended(
+            &self.db,
+            &license.license_id,
+            suspended,
+            &tidemark_store::testing::audit(),
+        )
+        .await
+        .expect("set the licence's suspension");
+    }
+
     pub async fn activate(&self, license: &TestLicense, machine: &str) -> String {
         let res = self
             .client
