@@ -124,11 +124,16 @@ prepare() {
     --domain saml-e2e.example --idp-metadata "$data/idp-metadata.xml" >/dev/null
   env "${server_env[@]}" "$server_bin" member add --account "$account_id" \
     --email "$saml_member" --role member >/dev/null
+  # The account's SCIM token, as its IdP would hold it (the SAML domain above is verified).
+  local scim_token
+  scim_token=$(env "${server_env[@]}" "$server_bin" scim token --account "$account_id" --json 2>/dev/null |
+    tail -n 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
 
   export TIDEMARK_E2E_URL="$url" TIDEMARK_E2E_ADMIN="$admin_email" TIDEMARK_E2E_OIDC="http://localhost:$idp_port"
   export TIDEMARK_E2E_SAML_MEMBER="$saml_member" TIDEMARK_E2E_SAML="http://localhost:$saml_port"
   export TIDEMARK_E2E_LICENSE_KEY="$license_key" TIDEMARK_E2E_OUTBOX="$data/outbox"
   export TIDEMARK_E2E_ATTACKER="$attacker_email" TIDEMARK_E2E_DNS_RECORDS="$data/dns.json"
+  export TIDEMARK_E2E_SCIM_TOKEN="$scim_token"
 }
 
 serve() { # PORT: one replica
@@ -190,6 +195,6 @@ export TIDEMARK_E2E_HTTP_PORT="$http_port"
 # Pages are audited (axe, phone width) and photographed once, here: the last phase's
 # test-results/ are the ones kept.
 export TIDEMARK_E2E_DEPLOYED=1
-playwright tests/sign-in.spec.ts tests/dashboard.spec.ts tests/deployed.spec.ts
+playwright tests/sign-in.spec.ts tests/dashboard.spec.ts tests/deployed.spec.ts tests/scim.spec.ts
 stop_servers
 echo "e2e: passed; screenshots in end2end/test-results/"

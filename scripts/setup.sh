@@ -9,6 +9,8 @@ CARGO_LEPTOS_VERSION=0.3.10
 CARGO_DENY_VERSION=0.20.2
 CARGO_FUZZ_VERSION=0.13.2
 SCHEMATHESIS_VERSION=4.32.5
+SCIM2_TESTER_VERSION=0.5.2
+SCIM2_CLI_VERSION=0.6.0
 # The CLI must be exactly the wasm-bindgen crate version in Cargo.lock.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 
@@ -93,6 +95,14 @@ if [ "$(.tools/schemathesis/bin/st --version 2>/dev/null || true)" != "st, versi
   step "Installing schemathesis $SCHEMATHESIS_VERSION from PyPI into .tools/schemathesis (once; about a minute)"
   python3 -m venv .tools/schemathesis
   .tools/schemathesis/bin/pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+# scim2-tester (PyPI, through scim2-cli) for the SCIM conformance run, in its own virtualenv.
+if [ "$(.tools/scim2/bin/pip show scim2-tester 2>/dev/null | sed -n 's/^Version: //p')" != "$SCIM2_TESTER_VERSION" ]; then
+  step "Installing scim2-tester $SCIM2_TESTER_VERSION from PyPI into .tools/scim2 (once; under a minute)"
+  python3 -m venv .tools/scim2
+  .tools/scim2/bin/pip install --quiet --disable-pip-version-check \
+    "scim2-tester==$SCIM2_TESTER_VERSION" "scim2-cli==$SCIM2_CLI_VERSION"
 fi
 
 # npm packages: wasm-opt (binaryen) for release builds, Playwright for the browser tests.

@@ -47,4 +47,7 @@ scripts/e2e.sh
 step "schema tests of /v1 (schemathesis: every phase and check, then the stateful scenario)"
 scripts/api-schema.sh
 
+step "SCIM conformance (scim2-tester: discovery, CRUD, filters, PATCH add/remove/replace) against the test step's server"
+scripts/scim-conformance.sh
+
 step "all checks passed"

@@ -338,6 +338,36 @@ pub struct BadgeRow {
     pub markdown: Option<String>,
 }
 
+/// Settings' provisioning section (admins only): the SCIM endpoint, its token and the groups
+/// the identity provider pushed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProvisioningView {
+    /// Why SCIM is not open to this account (not enterprise, no verified domain); `None` when
+    /// it is.
+    pub unavailable: Option<String>,
+    /// What to paste into the IdP as the SCIM base URL.
+    pub scim_url: String,
+    pub token: Option<ScimTokenView>,
+    pub people: u64,
+    pub active_people: u64,
+    pub groups: Vec<ScimGroupRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScimTokenView {
+    pub prefix: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScimGroupRow {
+    pub id: String,
+    pub name: String,
+    pub members: u64,
+    pub grants_admin: bool,
+}
+
 /// Settings' trusted publishers (admins only): the CI identities that push keyless.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PublishersView {
@@ -650,6 +680,9 @@ pub struct MemberSummary {
     /// RFC 3339.
     pub added_at: String,
     pub last_login_at: Option<String>,
+    /// Provisioned by the account's identity provider (SCIM): changed there, not here.
+    #[serde(default)]
+    pub managed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -66,6 +66,17 @@ actions! {
     SigningKeyCreated => "signing_key.created", "Verdict-signing key created";
     SigningKeyRetired => "signing_key.retired", "Verdict-signing key retired";
     OfflineLicenceIssued => "license.offline_file_issued", "Offline licence file issued";
+    ScimTokenCreated => "scim.token_created", "SCIM token created";
+    ScimTokenRevoked => "scim.token_revoked", "SCIM token revoked";
+    ScimUserProvisioned => "scim.user_provisioned", "Person provisioned by SCIM";
+    ScimUserChanged => "scim.user_changed", "Provisioned person changed";
+    ScimUserDeactivated => "scim.user_deactivated", "Provisioned person deactivated";
+    ScimUserReactivated => "scim.user_reactivated", "Provisioned person reactivated";
+    ScimUserDeleted => "scim.user_deleted", "Provisioned person deleted";
+    ScimGroupCreated => "scim.group_created", "Group provisioned by SCIM";
+    ScimGroupChanged => "scim.group_changed", "Provisioned group changed";
+    ScimGroupDeleted => "scim.group_deleted", "Provisioned group deleted";
+    ScimGroupAdminSet => "scim.group_admin_set", "Group's admin role changed";
 }
 
 /// Who made a change.
@@ -77,6 +88,9 @@ pub enum Actor {
     Operator { name: String },
     /// The server itself, on its own schedule (the DNS re-checks of SSO domain claims).
     System { name: String },
+    /// An identity provider provisioning through SCIM, by its token's prefix. Stored with
+    /// the kind `system` (the audit table's kinds predate it): the IdP acts on its own.
+    Scim { token_prefix: String },
 }
 
 impl Actor {
@@ -84,7 +98,7 @@ impl Actor {
         match self {
             Actor::User { .. } => "user",
             Actor::Operator { .. } => "operator",
-            Actor::System { .. } => "system",
+            Actor::System { .. } | Actor::Scim { .. } => "system",
         }
     }
 
@@ -94,13 +108,14 @@ impl Actor {
             Actor::User { email, .. } => email.clone(),
             Actor::Operator { name } => format!("operator:{name}"),
             Actor::System { name } => format!("system:{name}"),
+            Actor::Scim { token_prefix } => format!("scim:{token_prefix}"),
         }
     }
 
     pub fn user_id(&self) -> Option<&str> {
         match self {
             Actor::User { user_id, .. } => Some(user_id),
-            Actor::Operator { .. } | Actor::System { .. } => None,
+            Actor::Operator { .. } | Actor::System { .. } | Actor::Scim { .. } => None,
         }
     }
 }

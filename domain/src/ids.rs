@@ -142,6 +142,15 @@ pub fn is_event_id(s: &str) -> bool {
         .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
 }
 
+/// A provisioned person's SCIM id (not their user id: that one is never shown to an IdP).
+pub fn new_scim_user_id() -> String {
+    format!("scu_{}", random_base32(20))
+}
+
+pub fn new_scim_group_id() -> String {
+    format!("scg_{}", random_base32(20))
+}
+
 pub fn new_user_id() -> String {
     format!("usr_{}", random_base32(20))
 }

@@ -172,6 +172,48 @@ impl CiPushToken {
     }
 }
 
+pub const SCIM_TOKEN_PREFIX: &str = "tmk_scim_";
+
+/// An account's SCIM bearer token: `tmk_scim_` + 32 random bytes in base62. Shown once when
+/// made; stored as a hash, with its first characters kept to name it in Settings and the
+/// audit log.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScimToken(String);
+redacted_debug!(ScimToken);
+
+impl ScimToken {
+    pub fn generate() -> Self {
+        Self(format!("{SCIM_TOKEN_PREFIX}{}", random_base62_32_bytes()))
+    }
+
+    /// An `Authorization` header's value: `Bearer tmk_scim_…` (the scheme's case does not
+    /// matter).
+    pub fn parse(header: Option<&str>) -> Option<Self> {
+        let raw = header?.trim();
+        let (scheme, token) = raw.split_once(' ')?;
+        let token = token.trim();
+        let rest = token.strip_prefix(SCIM_TOKEN_PREFIX)?;
+        (scheme.eq_ignore_ascii_case("bearer")
+            && !rest.is_empty()
+            && rest.len() <= 64
+            && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| Self(token.to_owned()))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn hash(&self) -> HashedApiKey {
+        HashedApiKey(sha256_hex(self.0.as_bytes()))
+    }
+
+    /// `tmk_scim_` and six more characters: enough to tell tokens apart, useless to guess.
+    pub fn display_prefix(&self) -> String {
+        self.0.chars().take(SCIM_TOKEN_PREFIX.len() + 6).collect()
+    }
+}
+
 /// What authenticates a `/v1` call that needs an account: an API key, or a keyless CI push
 /// token, from `X-API-Key` or `Authorization: Bearer`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,6 +266,29 @@ mod tests {
         assert!(ApiKey::parse(Some(key.expose())).is_ok());
         assert_ne!(ApiKey::generate(), key);
         assert_eq!(key.display_prefix().len(), 12);
+    }
+
+    #[test]
+    fn scim_tokens_are_read_only_from_a_bearer_header() {
+        let token = ScimToken::generate();
+        let header = format!("Bearer {}", token.expose());
+        assert_eq!(ScimToken::parse(Some(&header)), Some(token.clone()));
+        assert_eq!(
+            ScimToken::parse(Some(&format!("bearer  {}", token.expose()))),
+            Some(token.clone())
+        );
+        for bad in [
+            token.expose().to_owned(),
+            format!("Basic {}", token.expose()),
+            "Bearer tmk_scim_".to_owned(),
+            "Bearer tmk_scim_a-b".to_owned(),
+            format!("Bearer tmk_scim_{}", "a".repeat(65)),
+            "Bearer svc_api_abc".to_owned(),
+        ] {
+            assert_eq!(ScimToken::parse(Some(&bad)), None, "{bad}");
+        }
+        assert_eq!(token.display_prefix().len(), 15);
+        assert!(!format!("{token:?}").contains(token.expose()));
     }
 
     #[test]

@@ -330,7 +330,7 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   await expect(page.getByRole("button", { name: "Save SSO" })).toBeVisible();
   const nav = page.getByTestId("settings-nav");
   await expect(nav.getByRole("link")).toHaveText(["API keys", "Licence", "Members", "Single sign-on", "Projects",
-    "Alerts", "Badges", "Webhooks", "Trusted publishers", "Audit log"]);
+    "Alerts", "Badges", "Webhooks", "Trusted publishers", "Provisioning", "Audit log"]);
   await expect(nav.getByRole("link", { name: "Single sign-on" })).toHaveAttribute("aria-current", "page");
   await nav.getByRole("link", { name: "API keys" }).click();
   await expect(page).toHaveURL(/\/settings\/keys$/);
@@ -724,7 +724,7 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
     ["projects", "/projects"],
     ["project", new URL(projectUrl, page.url()).pathname],
     ["scan", scanUrl],
-    ...["keys", "licence", "members", "sso", "projects", "alerts", "badges", "webhooks", "publishers", "audit"]
+    ...["keys", "licence", "members", "sso", "projects", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
       .map((s): [string, string] => [`settings-${s}`, `/settings/${s}`]),
     ["not-found", "/no-such-page"],
   ];

@@ -56,6 +56,10 @@ pub enum Command {
     /// issuers) that may push to an account with no stored key.
     #[command(subcommand)]
     Publisher(PublisherCommand),
+    /// SCIM provisioning: the bearer token an identity provider (Okta, Entra) uses for
+    /// /scim/v2 (docs/scim.md).
+    #[command(subcommand)]
+    Scim(ScimCommand),
     /// The Ed25519 keys that sign licence verdicts (see the README, "Signed licence verdicts").
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
@@ -381,6 +385,18 @@ pub enum PublisherCommand {
         account: String,
         #[arg(long)]
         id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScimCommand {
+    /// Make the account a new SCIM token and print it (once); the one it had stops working.
+    /// With --revoke, end the token and make none.
+    Token {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        revoke: bool,
     },
 }
 

@@ -110,6 +110,9 @@ pub struct Config {
     /// Sign-in steps (`POST /auth/signin`, the SAML ACS) per rolling minute per client address
     /// (`TIDEMARK_SIGNIN_PER_MINUTE`); over it, the address is refused for a minute.
     pub signin_per_minute: u32,
+    /// SCIM requests per rolling minute per account token (`TIDEMARK_SCIM_PER_MINUTE`),
+    /// shared by replicas; over it, `429` with `Retry-After`.
+    pub scim_per_minute: u32,
     /// Where `/metrics` is served instead of the main address (`TIDEMARK_METRICS_ADDR`), so it
     /// need not be public; unset: on the main address.
     pub metrics_addr: Option<SocketAddr>,
@@ -376,6 +379,11 @@ pub const VARIABLES: &[Variable] = &[
         "TIDEMARK_SIGNIN_PER_MINUTE",
         "60",
         "sign-in steps per minute per client address",
+    ),
+    setting(
+        "TIDEMARK_SCIM_PER_MINUTE",
+        "600",
+        "SCIM requests per minute per account token",
     ),
     setting(
         "TIDEMARK_METRICS_ADDR",
@@ -721,6 +729,7 @@ impl Config {
             });
         }
         let signin_per_minute = parse_number(&var, "TIDEMARK_SIGNIN_PER_MINUTE", 60)?;
+        let scim_per_minute = parse_number(&var, "TIDEMARK_SCIM_PER_MINUTE", 600)?;
         let resend_per_recipient_per_hour =
             parse_number(&var, "TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR", 3)?;
         let db_max_connections = parse_number(&var, "TIDEMARK_DB_MAX_CONNECTIONS", 16)?;
@@ -804,6 +813,7 @@ impl Config {
             resend_per_recipient_per_hour,
             metrics_addr,
             signin_per_minute,
+            scim_per_minute,
             header_timeout_seconds,
             body_timeout_seconds,
             api_timeout_seconds,

@@ -17,6 +17,7 @@ pub mod keys;
 pub mod mail;
 pub mod offline_licence;
 pub mod ops;
+pub mod scim;
 pub mod signing;
 pub mod state;
 pub mod telemetry;
@@ -276,6 +277,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(security_headers::no_store(api::router(
             Duration::from_secs(state.config.api_timeout_seconds.into()),
         )))
+        .merge(security_headers::no_store(scim::router()))
         .merge(security_headers::no_store(dashboard))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state.clone())

@@ -26,6 +26,7 @@ mod operator_inventory;
 mod push_api;
 mod push_budget;
 mod saml_login;
+mod scim;
 mod secrets_at_rest;
 mod security_headers;
 mod sign_in;

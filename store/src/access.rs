@@ -62,7 +62,12 @@ pub enum MembershipError {
     NotMember,
     #[error("an account must keep at least one admin")]
     LastAdmin,
+    #[error("{0} is provisioned by your identity provider (SCIM): change or remove them there")]
+    ManagedByScim(String),
 }
+
+/// `$1` account, `$2` e-mail: whether the account's IdP provisions that person (SCIM).
+const MANAGED_BY_EMAIL_SQL: &str = "SELECT COUNT(*) FROM scim_users s      JOIN users u ON u.id = s.user_id WHERE s.account_id = $1 AND u.email = $2";
 
 /// Adds `email` to the account with `role`, creating the user if needed.
 pub async fn add_member(
@@ -75,6 +80,14 @@ pub async fn add_member(
     let now = audit.at;
     let added = on_db_write!(db, pool => {
         let mut tx = pool.begin_write().await?;
+        let (managed,): (i64,) = sqlx::query_as(MANAGED_BY_EMAIL_SQL)
+            .bind(account_id)
+            .bind(email.as_str())
+            .fetch_one(&mut *tx)
+            .await?;
+        if managed > 0 {
+            return Ok(Err(MembershipError::ManagedByScim(email.as_str().to_owned())));
+        }
         sqlx::query(ENSURE_USER_SQL)
             .bind(tidemark_domain::ids::new_user_id())
             .bind(email.as_str())
@@ -229,6 +242,14 @@ pub async fn change_member(
         let Some((current, email)) = current else {
             return Ok(Err(MembershipError::NotMember));
         };
+        let (managed,): (i64,) = sqlx::query_as(MANAGED_BY_EMAIL_SQL)
+            .bind(account_id)
+            .bind(&email)
+            .fetch_one(&mut *tx)
+            .await?;
+        if managed > 0 {
+            return Ok(Err(MembershipError::ManagedByScim(email)));
+        }
         if current == "admin" && role != Some(Role::Admin) {
             let (admins,): (i64,) = sqlx::query_as(
                 "SELECT COUNT(*) FROM members WHERE account_id = $1 AND role = 'admin'",

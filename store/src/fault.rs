@@ -25,6 +25,11 @@ pub enum Fault {
 }
 
 impl StoreError {
+    /// Whether a unique constraint refused the write (a race that a check before it lost).
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, StoreError::Sqlx(sqlx::Error::Database(db)) if db.is_unique_violation())
+    }
+
     /// Whether this error is one of the database's [`Fault`]s.
     pub fn fault(&self) -> Option<Fault> {
         match self {

@@ -35,6 +35,7 @@ pub mod publishers;
 pub mod pushes;
 pub mod rate;
 pub mod scan_facts;
+pub mod scim;
 pub mod sealed;
 pub mod sessions;
 pub mod signing_keys;

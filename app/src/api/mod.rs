@@ -7,6 +7,7 @@ pub mod audit;
 pub mod badges;
 pub mod project;
 pub mod projects;
+pub mod provisioning;
 pub mod publishers;
 pub mod scan;
 pub mod settings;

@@ -26,6 +26,7 @@ impl From<tidemark_store::access::Member> for MemberSummary {
             role: m.role.into(),
             added_at: crate::time::format_time(m.added_at),
             last_login_at: m.last_login_at.map(crate::time::format_time),
+            managed: false,
         }
     }
 }
@@ -91,6 +92,10 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
         Ok(s) => s,
         Err(e) => return unavailable(e),
     };
+    let managed = match tidemark_store::scim::managed_user_ids(&db, account).await {
+        Ok(m) => m,
+        Err(e) => return unavailable(e),
+    };
     Ok(SettingsView {
         is_admin: viewer.is_admin,
         viewer_email: viewer.email,
@@ -105,7 +110,16 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
                 last_used_at: k.last_used_at.map(fmt),
             })
             .collect(),
-        members: members.into_iter().map(MemberSummary::from).collect(),
+        members: members
+            .into_iter()
+            .map(|m| {
+                let managed = managed.contains(&m.user_id);
+                MemberSummary {
+                    managed,
+                    ..MemberSummary::from(m)
+                }
+            })
+            .collect(),
         sso: sso.into_iter().map(SsoSummary::from).collect(),
     })
 }

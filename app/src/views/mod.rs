@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod audit;
 pub mod project;
 pub mod projects;
+pub mod provisioning;
 pub mod publishers;
 pub mod scan;
 pub mod settings;

@@ -12,7 +12,7 @@ use crate::model::{BadgesView, MemberAction, ProjectsView, SettingsView, SsoStat
 
 /// Settings' sections, in the side navigation's order: the path segment under `/settings/`,
 /// the title, and whether only admins see it (members are refused those pages anyway).
-pub const SECTIONS: [(&str, &str, bool); 10] = [
+pub const SECTIONS: [(&str, &str, bool); 11] = [
     ("keys", "API keys", false),
     ("licence", "Licence", false),
     ("members", "Members", false),
@@ -22,6 +22,7 @@ pub const SECTIONS: [(&str, &str, bool); 10] = [
     ("badges", "Badges", false),
     ("webhooks", "Webhooks", true),
     ("publishers", "Trusted publishers", true),
+    ("provisioning", "Provisioning", true),
     ("audit", "Audit log", true),
 ];
 
@@ -52,6 +53,7 @@ fn settings_section(key: &'static str) -> AnyView {
         "badges" => view! { <BadgesPanel/> }.into_any(),
         "webhooks" => view! { <super::webhooks::WebhooksPanel/> }.into_any(),
         "publishers" => view! { <super::publishers::PublishersPanel/> }.into_any(),
+        "provisioning" => view! { <super::provisioning::ProvisioningPanel/> }.into_any(),
         "audit" => view! { <super::audit::AuditLog/> }.into_any(),
         other => view! { <SettingsPanel section=other.to_owned()/> }.into_any(),
     };
@@ -416,13 +418,22 @@ fn members_section(
                             let role = m.role.as_str();
                             let other = m.role.other();
                             let is_me = m.email == me;
+                                let managed = m.managed;
                             let (email_role, email_remove) = (m.email.clone(), m.email.clone());
                             view! {
                                 <tr>
-                                    <td>{m.email}{is_me.then_some(" (you)")}</td>
+                                    <td>
+                                        {m.email}{is_me.then_some(" (you)")}
+                                        {managed.then(|| view! {
+                                            " " <span class="tag" title="Provisioned by your identity provider (SCIM)" data-testid="scim-managed">"SCIM"</span>
+                                        })}
+                                    </td>
                                     <td>{role}</td>
                                     <td>{m.last_login_at.unwrap_or_else(|| "never".into())}</td>
-                                    {admin.then(|| view! {
+                                    {(admin && managed).then(|| view! {
+                                        <td class="actions muted small">"Change in your identity provider"</td>
+                                    })}
+                                    {(admin && !managed).then(|| view! {
                                         <td class="actions">
                                             <ActionForm action=change>
                                                 <input type="hidden" name="email" value=email_role.clone()/>

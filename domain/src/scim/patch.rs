@@ -15,7 +15,7 @@ use scim_v2::filter::{AttrExp, AttrPath, CompValue, CompareOp, PatchPath, ValFil
 use serde_json::Value;
 
 use super::filter::field;
-use super::{ScimError, ScimType};
+use super::{invalid, ScimError, ScimType};
 
 pub const PATCH_OP_SCHEMA: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
 const CORE_USER: &str = "urn:ietf:params:scim:schemas:core:2.0:user:";
@@ -33,14 +33,17 @@ pub enum Op {
 pub enum UserChange {
     /// The request names the resource's id: the caller refuses it unless it is unchanged.
     Id(String),
-    Active(bool),
+    /// `None`: the attribute was removed (it then reads as active, SCIM's default).
+    Active(Option<bool>),
     UserName(String),
     ExternalId(Option<String>),
     DisplayName(Option<String>),
     GivenName(Option<String>),
     FamilyName(Option<String>),
-    /// The work (or primary) e-mail address.
+    /// The work (or primary) e-mail address's value alone.
     WorkEmail(Option<String>),
+    /// The whole work (or primary) e-mail entry.
+    Email(Option<EmailEntry>),
 }
 
 /// One change to a provisioned group.
@@ -146,10 +149,6 @@ fn core_name(attr: &AttrPath, core: &str) -> Option<(String, Option<String>)> {
     ))
 }
 
-fn invalid(detail: String) -> ScimError {
-    ScimError::new(ScimType::InvalidValue, detail)
-}
-
 fn required<'a>(value: Option<&'a Value>, path: &str) -> Result<&'a Value, ScimError> {
     value
         .filter(|v| !v.is_null())
@@ -157,7 +156,11 @@ fn required<'a>(value: Option<&'a Value>, path: &str) -> Result<&'a Value, ScimE
 }
 
 /// A string, or null (or a remove) for an optional attribute.
-fn optional_string(op: Op, value: Option<&Value>, path: &str) -> Result<Option<String>, ScimError> {
+pub(super) fn optional_string(
+    op: Op,
+    value: Option<&Value>,
+    path: &str,
+) -> Result<Option<String>, ScimError> {
     if op == Op::Remove {
         return Ok(None);
     }
@@ -169,7 +172,11 @@ fn optional_string(op: Op, value: Option<&Value>, path: &str) -> Result<Option<S
     }
 }
 
-fn required_string(op: Op, value: Option<&Value>, path: &str) -> Result<String, ScimError> {
+pub(super) fn required_string(
+    op: Op,
+    value: Option<&Value>,
+    path: &str,
+) -> Result<String, ScimError> {
     if op == Op::Remove {
         return Err(invalid(format!("{path} is required and cannot be removed")));
     }
@@ -180,7 +187,7 @@ fn required_string(op: Op, value: Option<&Value>, path: &str) -> Result<String, 
 }
 
 /// A boolean, or Entra's `"True"`/`"False"` strings.
-fn boolean(value: Option<&Value>, path: &str) -> Result<bool, ScimError> {
+pub(super) fn boolean(value: Option<&Value>, path: &str) -> Result<bool, ScimError> {
     match required(value, path)? {
         Value::Bool(b) => Ok(*b),
         Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(true),
@@ -197,9 +204,17 @@ fn id_change(op: Op, value: Option<&Value>) -> Result<String, ScimError> {
     }
 }
 
+/// The one e-mail entry Tidemark keeps, as the IdP sent it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmailEntry {
+    pub value: String,
+    pub kind: Option<String>,
+    pub primary: Option<bool>,
+}
+
 /// The work address in an `emails` array: the one typed `work`, else the primary one, else
 /// the first.
-fn work_email(value: &Value) -> Result<Option<String>, ScimError> {
+pub(super) fn work_email(value: &Value) -> Result<Option<EmailEntry>, ScimError> {
     let items: Vec<&Value> = match value {
         Value::Array(items) => items.iter().collect(),
         Value::Object(_) => vec![value],
@@ -222,12 +237,28 @@ fn work_email(value: &Value) -> Result<Option<String>, ScimError> {
             p == &Value::Bool(true) || p.as_str().is_some_and(|s| s.eq_ignore_ascii_case("true"))
         })
     });
-    let chosen = typed("work").or(primary).or(items.first().copied());
-    match chosen.map(|e| field(e, "value")) {
-        None | Some(None) | Some(Some(Value::Null)) => Ok(None),
-        Some(Some(Value::String(s))) => Ok(Some(s.trim().to_owned())),
-        Some(Some(_)) => Err(invalid("an e-mail's value must be a string".into())),
-    }
+    let Some(chosen) = typed("work").or(primary).or(items.first().copied()) else {
+        return Ok(None);
+    };
+    let value = match field(chosen, "value") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.trim().to_owned(),
+        Some(_) => return Err(invalid("an e-mail's value must be a string".into())),
+    };
+    let kind = match field(chosen, "type") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(t.trim().to_owned()),
+        Some(_) => return Err(invalid("an e-mail's type must be a string".into())),
+    };
+    let primary = match field(chosen, "primary") {
+        None | Some(Value::Null) => None,
+        p => Some(boolean(p, "emails.primary")?),
+    };
+    Ok(Some(EmailEntry {
+        value,
+        kind,
+        primary,
+    }))
 }
 
 /// Whether a value-path filter selects the work (or primary) e-mail.
@@ -261,10 +292,8 @@ fn user_path(
             None => None,
             Some((name, sub)) => match (name.as_str(), sub.as_deref()) {
                 ("id", None) => Some(UserChange::Id(id_change(op, value)?)),
-                ("active", None) if op == Op::Remove => {
-                    return Err(invalid("active cannot be removed; set it to false".into()))
-                }
-                ("active", None) => Some(UserChange::Active(boolean(value, raw)?)),
+                ("active", None) if op == Op::Remove => Some(UserChange::Active(None)),
+                ("active", None) => Some(UserChange::Active(Some(boolean(value, raw)?))),
                 ("username", None) => Some(UserChange::UserName(required_string(op, value, raw)?)),
                 ("externalid", None) => {
                     Some(UserChange::ExternalId(optional_string(op, value, raw)?))
@@ -292,7 +321,7 @@ fn user_path(
                         "name.familyName",
                     )?))
                 }
-                ("emails", None) => Some(UserChange::WorkEmail(match op {
+                ("emails", None) => Some(UserChange::Email(match op {
                     Op::Remove => None,
                     _ => work_email(required(value, raw)?)?,
                 })),
@@ -309,7 +338,7 @@ fn user_path(
                 {
                     Some("value") => Some(UserChange::WorkEmail(optional_string(op, value, raw)?)),
                     None if op == Op::Remove => Some(UserChange::WorkEmail(None)),
-                    None => Some(UserChange::WorkEmail(
+                    None => Some(UserChange::Email(
                         value.map(work_email).transpose()?.flatten(),
                     )),
                     Some(_) => None,
@@ -326,7 +355,7 @@ fn user_path(
 }
 
 /// The member ids in a `members` value: `[{"value": "…"}]` (or one such object).
-fn member_ids(value: Option<&Value>) -> Result<Vec<String>, ScimError> {
+pub(super) fn member_ids(value: Option<&Value>) -> Result<Vec<String>, ScimError> {
     let items: Vec<&Value> = match value {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items.iter().collect(),
@@ -474,7 +503,7 @@ mod tests {
         assert_eq!(
             patch.changes,
             vec![
-                UserChange::Active(false),
+                UserChange::Active(Some(false)),
                 // Within one value object, attributes apply in name order.
                 UserChange::GivenName(Some("Ada".into())),
                 UserChange::FamilyName(Some("King".into())),
@@ -500,7 +529,7 @@ mod tests {
         assert_eq!(
             patch.changes,
             vec![
-                UserChange::Active(false),
+                UserChange::Active(Some(false)),
                 UserChange::WorkEmail(Some("ada@example.com".into())),
                 UserChange::FamilyName(Some("Lovelace".into())),
                 UserChange::DisplayName(Some("Ada Lovelace".into())),
@@ -520,7 +549,7 @@ mod tests {
             json!([{"op": "replace", "path": "active", "value": true}]),
         ))
         .unwrap();
-        assert_eq!(patch.changes, vec![UserChange::Active(true)]);
+        assert_eq!(patch.changes, vec![UserChange::Active(Some(true))]);
     }
 
     #[test]

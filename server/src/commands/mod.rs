@@ -6,6 +6,7 @@ mod inventory;
 mod license;
 mod publisher;
 mod rotate;
+mod scim;
 mod signing_key;
 
 use anyhow::Context as _;
@@ -133,6 +134,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
         } => prune(&branches_older_than, dry_run, db, &audit).await,
         Command::License(command) => license::run(command, state, db, &audit).await,
         Command::Publisher(command) => publisher::run(command, state, db, &audit).await,
+        Command::Scim(command) => scim::run(command, db, &audit).await,
         Command::SigningKey(command) => signing_key::run(command, state, db, &audit).await,
         Command::Account(_) | Command::Project(_) | Command::Scan(_) | Command::Key(_) => {
             inventory::run(command, db, &audit).await

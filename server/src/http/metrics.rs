@@ -149,8 +149,33 @@ pub struct Metrics {
     limited: Family<LimitLabels, Counter>,
     database_faults: Family<FaultLabels, Counter>,
     oidc_exchanges: Family<ExchangeLabels, Counter>,
+    scim_requests: Family<ScimLabels, Counter>,
     panics: Counter,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScimLabels {
+    resource: &'static str,
+    outcome: &'static str,
+}
+
+/// Put on a `/scim/v2` answer: counted as `tidemark_scim_requests{resource, outcome}`.
+#[derive(Clone, Copy, Debug)]
+pub struct ScimCounted {
+    pub resource: &'static str,
+    pub outcome: &'static str,
+}
+
+/// Every outcome a SCIM answer is counted under.
+pub const SCIM_OUTCOMES: &[&str] = &[
+    "ok",
+    "invalid",
+    "unauthorized",
+    "not_found",
+    "conflict",
+    "limited",
+    "unavailable",
+];
 
 fn fault_label(fault: tidemark_store::Fault) -> &'static str {
     match fault {
@@ -318,6 +343,18 @@ impl Metrics {
              refusal, the claim that failed",
             oidc_exchanges.clone(),
         );
+        let scim_requests = Family::<ScimLabels, Counter>::default();
+        registry.register(
+            "scim_requests",
+            "SCIM provisioning requests, by resource (Users, Groups, discovery) and outcome \
+             (ok, invalid, unauthorized, not_found, conflict, limited, unavailable)",
+            scim_requests.clone(),
+        );
+        for resource in ["Users", "Groups"] {
+            for &outcome in SCIM_OUTCOMES {
+                let _ = scim_requests.get_or_create(&ScimLabels { resource, outcome });
+            }
+        }
         let panics = Counter::default();
         registry.register(
             "panics",
@@ -362,7 +399,7 @@ impl Metrics {
             outcome: "issued",
             claim: "",
         });
-        for limit in ["writes", "resend", "signin", "oidc"] {
+        for limit in ["writes", "resend", "signin", "oidc", "scim"] {
             let _ = limited.get_or_create(&LimitLabels { limit });
         }
         for fault in [
@@ -383,6 +420,7 @@ impl Metrics {
             limited,
             database_faults,
             oidc_exchanges,
+            scim_requests,
             panics,
         })
     }
@@ -393,6 +431,11 @@ impl Metrics {
         if let Some(&ExchangeCounted { outcome, claim }) = res.extensions().get() {
             self.oidc_exchanges
                 .get_or_create(&ExchangeLabels { outcome, claim })
+                .inc();
+        }
+        if let Some(&ScimCounted { resource, outcome }) = res.extensions().get() {
+            self.scim_requests
+                .get_or_create(&ScimLabels { resource, outcome })
                 .inc();
         }
         if let Some(&PushCounted { outcome, code }) = res.extensions().get() {
