@@ -340,7 +340,7 @@ pub struct BadgeRow {
 
 /// Settings' provisioning section (admins only): the SCIM endpoint, its token and the groups
 /// the identity provider pushed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProvisioningView {
     /// Why SCIM is not open to this account (not enterprise, no verified domain); `None` when
     /// it is.
@@ -353,14 +353,50 @@ pub struct ProvisioningView {
     pub groups: Vec<ScimGroupRow>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What an admin does in Settings → Provisioning (a plain form post to
+/// `/settings/provisioning/change`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProvisioningAction {
+    /// Make a token (replacing the one there is).
+    CreateToken,
+    RevokeToken,
+    /// Mark the group as giving the admin role.
+    GiveAdmin,
+    StopAdmin,
+}
+
+impl ProvisioningAction {
+    pub fn parse(raw: &str) -> Option<ProvisioningAction> {
+        [
+            ProvisioningAction::CreateToken,
+            ProvisioningAction::RevokeToken,
+            ProvisioningAction::GiveAdmin,
+            ProvisioningAction::StopAdmin,
+        ]
+        .into_iter()
+        .find(|a| a.as_str() == raw)
+    }
+
+    /// As the form posts it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProvisioningAction::CreateToken => "create_token",
+            ProvisioningAction::RevokeToken => "revoke_token",
+            ProvisioningAction::GiveAdmin => "give_admin",
+            ProvisioningAction::StopAdmin => "stop_admin",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScimTokenView {
     pub prefix: String,
     pub created_at: String,
     pub last_used_at: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScimGroupRow {
     pub id: String,
     pub name: String,

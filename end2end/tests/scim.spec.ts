@@ -40,8 +40,8 @@ test("a person the IdP deactivates is signed out at once, and back with their ro
   const admin = await adminContext.newPage();
   await signInWithOidc(admin, ADMIN);
   await admin.goto("/settings/members");
-  const row = admin.getByTestId("members").getByRole("row").filter({ hasText: email });
-  await expect(row.getByTestId("scim-managed")).toHaveText("SCIM");
+  const row = admin.getByTestId("members").locator('tr[data-managed="scim"]', { hasText: email });
+  await expect(row).toContainText(`${email} · SCIM`);
   await expect(row).toContainText("Change in your identity provider");
   await expect(row.getByRole("button")).toHaveCount(0);
   await admin.goto("/settings/provisioning");
@@ -97,5 +97,18 @@ test("a person the IdP deactivates is signed out at once, and back with their ro
   await backContext.close();
   await admin.goto("/settings/members");
   await expect(admin.getByTestId("members").getByRole("row").filter({ hasText: email })).toContainText("member");
+
+  // Rotating the token in Settings shows the new one once; the old one stops at once.
+  await admin.goto("/settings/provisioning");
+  await admin.getByRole("button", { name: "Rotate token" }).click();
+  const fresh = (await admin.getByTestId("new-scim-token").textContent()) ?? "";
+  expect(fresh).toMatch(/^tmk_scim_/);
+  await admin.screenshot({ path: "test-results/scim-new-token.png", fullPage: true });
+  const withOld = await request.get("/scim/v2/Users", { headers: scimHeaders });
+  expect(withOld.status()).toBe(401);
+  const withNew = await request.get("/scim/v2/Users", { headers: { authorization: `Bearer ${fresh}` } });
+  expect(withNew.status()).toBe(200);
+  await admin.getByRole("link", { name: "Back to Settings → Provisioning" }).click();
+  await expect(admin.getByTestId("scim-token")).toContainText(fresh.slice(0, 15));
   await adminContext.close();
 });

@@ -213,6 +213,10 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             "/settings/licence/offline-file",
             post(offline_licence::download_offline_file),
         )
+        .route(
+            "/settings/provisioning/change",
+            post(scim::settings::change_provisioning),
+        )
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(
             "/saml/acs",

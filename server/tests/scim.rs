@@ -684,3 +684,51 @@ fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+tidemark_store::test_each_backend! {
+    async fn settings_makes_a_token_for_admins_only_and_marks_admin_groups(backend) {
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let license = app.create_license(Tier::Enterprise).await;
+        let account = license.account_id.clone();
+        verify_domain(&app, &account, "corp.example").await;
+        app.add_member(&account, "mo@partner.example", Role::Member).await;
+        let path = "/settings/provisioning/change";
+
+        // A member is refused; nothing is made.
+        let mut member = app.signed_in(&provider, "mo@partner.example").await;
+        let res = member.post_form(path, &[("action", "create_token")]).await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+        assert_eq!(app.count("scim_tokens").await, 0);
+
+        // The admin gets the token once, on a page that keeps it out of caches.
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let res = admin.post_form(path, &[("action", "create_token")]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["cache-control"], "no-store");
+        assert!(res.headers()["content-security-policy"].to_str().unwrap().starts_with("default-src 'none'"));
+        let page = res.text().await.unwrap();
+        let start = page.find("tmk_scim_").unwrap();
+        let token: String = page[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        let idp = Idp { client: reqwest::Client::new(), base: app.url("/scim/v2"), token, license: license.clone() };
+        let dana = idp.provision("dana@partner.example").await;
+        let (_, group) = idp.post("/Groups", &json!({"displayName": "Admins", "members": [{"value": dana}]})).await;
+        let group_id = group["id"].as_str().unwrap();
+
+        // Marking the group comes back to the section with a notice code, and takes effect.
+        let res = admin.post_form(path, &[("action", "give_admin"), ("group_id", group_id)]).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert_eq!(location(&res), "/settings/provisioning?done=saved");
+        assert_eq!(role_of(&app, &account, "dana@partner.example").await, Some(Role::Admin));
+        // The licence holder is not in the group but was an admin before any group was
+        // marked, and is not provisioned: they keep their role.
+        assert_eq!(role_of(&app, &account, &license.email).await, Some(Role::Admin));
+        let res = admin.post_form(path, &[("action", "give_admin"), ("group_id", "scg_nope")]).await;
+        assert_eq!(location(&res), "/settings/provisioning?refused=not_found");
+        let res = admin.post_form(path, &[("action", "launch")]).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+        let res = admin.post_form(path, &[("action", "revoke_token")]).await;
+        assert_eq!(location(&res), "/settings/provisioning?done=revoked");
+        assert_eq!(idp.get("/Users").await.0, StatusCode::UNAUTHORIZED);
+    }
+}

@@ -1,5 +1,6 @@
-//! SCIM provisioning in Settings (admins only): the account's SCIM token (made, rotated,
-//! revoked), and which of the groups the identity provider pushed gives the admin role.
+//! SCIM provisioning in Settings (admins only): what the section shows. Its changes (a token
+//! made, rotated or revoked; a group marked as the admins' one) are plain form posts to the
+//! server's `/settings/provisioning/change`, so the section ships no WASM.
 
 use leptos::prelude::*;
 
@@ -58,64 +59,4 @@ pub async fn load_provisioning() -> Result<ProvisioningView, DashboardError> {
             })
             .collect(),
     })
-}
-
-/// Makes the account a new SCIM token and returns it (shown once); the previous one stops
-/// working at once.
-#[server(endpoint = "scim/token")]
-pub async fn create_scim_token() -> Result<String, DashboardError> {
-    use super::ssr::*;
-    let viewer = crate::auth::require_admin()?;
-    let token = tidemark_domain::secrets::ScimToken::generate();
-    let (hash, prefix) = (token.hash(), token.display_prefix());
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    or_unavailable(
-        db().detached(|db| async move {
-            tidemark_store::scim::set_token(&db, &account, &hash, &prefix, &audit).await
-        })
-        .await,
-    )?;
-    Ok(token.expose().to_owned())
-}
-
-#[server(endpoint = "scim/revoke")]
-pub async fn revoke_scim_token() -> Result<(), DashboardError> {
-    use super::ssr::*;
-    let viewer = crate::auth::require_admin()?;
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let revoked = or_unavailable(
-        db().detached(|db| async move {
-            tidemark_store::scim::revoke_token(&db, &account, &audit).await
-        })
-        .await,
-    )?;
-    if revoked {
-        Ok(())
-    } else {
-        not_found()
-    }
-}
-
-/// Marks a provisioned group as giving (or no longer giving) the admin role; refused when it
-/// would leave the account without an admin.
-#[server(endpoint = "scim/group_admin")]
-pub async fn set_admin_group(group_id: String, admin: bool) -> Result<(), DashboardError> {
-    use super::ssr::*;
-    use tidemark_store::scim::Refusal;
-    let viewer = crate::auth::require_admin()?;
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let outcome = or_unavailable(
-        db().detached(|db| async move {
-            tidemark_store::scim::set_group_admin(&db, &account, &group_id, admin, &audit).await
-        })
-        .await,
-    )?;
-    match outcome {
-        Ok(()) => Ok(()),
-        Err(Refusal::NotFound) => not_found(),
-        Err(Refusal::LastAdmin(reason)) => {
-            Err(DashboardError::Conflict(format!("Not changed: {reason}.")))
-        }
-        Err(Refusal::Scim(e)) => Err(DashboardError::Invalid(e.detail)),
-    }
 }

@@ -1,52 +1,65 @@
-//! Settings' provisioning panel (admins): the SCIM base URL and token for the identity
+//! Settings' provisioning section (admins): the SCIM base URL and token for the identity
 //! provider, and which pushed group gives the admin role.
+//!
+//! Rendered on the server only, with plain forms posting to `/settings/provisioning/change`:
+//! an admin page visited a few times a year ships nothing to every visitor's WASM bundle (an
+//! island here cost 28 KB gzipped). A new token is shown once on the page that answers the
+//! post; other changes come back here with a notice (`?done=…` or `?refused=…`, codes only).
 
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
-use super::{action_error, confirm_first, loading};
-use crate::api::provisioning::{
-    load_provisioning, CreateScimToken, RevokeScimToken, SetAdminGroup,
-};
-use crate::model::{ProvisioningView, ScimGroupRow};
+use super::loading;
+use crate::api::provisioning::load_provisioning;
+use crate::model::{ProvisioningAction as Act, ProvisioningView, ScimGroupRow};
 
-/// Its own island: a new token or a changed group refreshes only this panel.
-#[island]
+/// Where every change posts.
+pub const CHANGE_PATH: &str = "/settings/provisioning/change";
+
+#[component]
 pub fn ProvisioningPanel() -> impl IntoView {
-    let create = ServerAction::<CreateScimToken>::new();
-    let revoke = ServerAction::<RevokeScimToken>::new();
-    let mark = ServerAction::<SetAdminGroup>::new();
-    let view_data = Resource::new(
-        move || {
-            (
-                create.version().get(),
-                revoke.version().get(),
-                mark.version().get(),
-            )
-        },
-        |_| load_provisioning(),
-    );
+    let data = Resource::new(|| (), |_| load_provisioning());
+    let query = use_query_map();
+    let notice = move || {
+        let q = query.read();
+        let text = match (q.get("done").as_deref(), q.get("refused").as_deref()) {
+            (_, Some("last_admin")) => Some((
+                "alert",
+                "Not changed: the account would be left without an admin. Make someone else an admin first.",
+            )),
+            (_, Some(_)) => Some(("alert", "Not changed: that group or token no longer exists.")),
+            (Some("revoked"), _) => Some(("status", "The SCIM token is revoked: provisioning calls are refused until a new token is made.")),
+            (Some(_), _) => Some(("status", "Saved.")),
+            _ => None,
+        };
+        text.map(|(role, text)| view! { <p class="notice" role=role data-testid="provisioning-notice">{text}</p> })
+    };
     view! {
+        {notice}
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
-                match view_data.await {
-                    Ok(v) => panel(v, create, revoke, mark),
+                match data.await {
+                    Ok(v) => panel(v),
                     Err(err) => super::error_view(err),
                 }
             })}
         </Suspense>
-        {move || create.value().get().and_then(|r| r.ok()).map(new_token_panel)}
-        {action_error(create)}
-        {action_error(revoke)}
-        {action_error(mark)}
     }
 }
 
-fn panel(
-    v: ProvisioningView,
-    create: ServerAction<CreateScimToken>,
-    revoke: ServerAction<RevokeScimToken>,
-    mark: ServerAction<SetAdminGroup>,
-) -> AnyView {
+/// A form posting `action` (for `group_id`), with `inner` (its button and any check).
+fn change_form(action: Act, group_id: &str, inner: AnyView) -> AnyView {
+    view! {
+        <form method="post" action=CHANGE_PATH class="inline">
+            <input type="hidden" name="action" value=action.as_str()/>
+            <input type="hidden" name="group_id" value=group_id.to_owned()/>
+            {inner}
+        </form>
+    }
+    .into_any()
+}
+
+fn panel(v: ProvisioningView) -> AnyView {
     let unavailable = v.unavailable.clone().map(|why| {
         view! { <p class="notice" role="note" data-testid="scim-unavailable">{why}</p> }
     });
@@ -57,25 +70,25 @@ fn panel(
                 ", last used " {t.last_used_at.unwrap_or_else(|| "never".into())} "."
             </p>
             <div class="row-form">
-                <ActionForm action=create attr:class="inline">
-                    <button type="submit" class="danger" on:click=confirm_first(
-                        "Replace the SCIM token? The identity provider's current token stops working at once."
-                    )>"Rotate token"</button>
-                </ActionForm>
-                <ActionForm action=revoke attr:class="inline">
-                    <button type="submit" class="link danger-text" on:click=confirm_first(
-                        "Revoke the SCIM token? Provisioning stops until a new token is made."
-                    )>"Revoke"</button>
-                </ActionForm>
+                {change_form(Act::CreateToken, "", view! {
+                    <button type="submit" class="danger">"Rotate token"</button>
+                    <span class="muted small">" The current token stops working at once."</span>
+                }.into_any())}
+                {change_form(Act::RevokeToken, "", view! {
+                    <label class="check">
+                        <input type="checkbox" name="confirm" value="yes" required/>
+                        " stop provisioning"
+                    </label>
+                    <button type="submit" class="link danger-text">"Revoke"</button>
+                }.into_any())}
             </div>
         }
         .into_any(),
-        None => view! {
-            <ActionForm action=create attr:class="inline">
-                <button type="submit" class="primary">"Create token"</button>
-            </ActionForm>
-        }
-        .into_any(),
+        None => change_form(
+            Act::CreateToken,
+            "",
+            view! { <button type="submit" class="primary">"Create token"</button> }.into_any(),
+        ),
     };
     view! {
         <section class="card" aria-labelledby="provisioning-heading" data-testid="provisioning">
@@ -88,59 +101,54 @@ fn panel(
             {unavailable}
             {token}
             <p data-testid="scim-people">
-                {format!("{} people provisioned, {} active.", v.people, v.active_people)}
+                {match v.people {
+                    1 => format!("1 person provisioned, {} active.", v.active_people),
+                    n => format!("{n} people provisioned, {} active.", v.active_people),
+                }}
             </p>
-            {groups_table(v.groups, mark)}
+            {groups_table(v.groups)}
         </section>
     }
     .into_any()
 }
 
-fn groups_table(rows: Vec<ScimGroupRow>, mark: ServerAction<SetAdminGroup>) -> AnyView {
+fn groups_table(rows: Vec<ScimGroupRow>) -> AnyView {
     if rows.is_empty() {
         return view! { <p class="muted">"No groups pushed yet. Every provisioned person is a member until a group is marked as the admins' group."</p> }
             .into_any();
     }
     view! {
         <p class="muted small">"Once a group is marked, its members are the account's admins and every other provisioned person is a member."</p>
-        <table class="data" data-testid="scim-groups">
-            <thead><tr>
-                <th scope="col">"Group"</th><th scope="col">"People"</th><th scope="col">"Role it gives"</th>
-                <th scope="col"><span class="visually-hidden">"Actions"</span></th>
-            </tr></thead>
-            <tbody>
-                {rows.into_iter().map(|g| {
-                    let (label, flip, button) = if g.grants_admin {
-                        ("admin", "false", "Stop giving admin")
-                    } else {
-                        ("member", "true", "Give admin")
-                    };
-                    view! {
-                        <tr>
-                            <td>{g.name.clone()}</td>
-                            <td>{g.members}</td>
-                            <td>{label}</td>
-                            <td>
-                                <ActionForm action=mark>
-                                    <input type="hidden" name="group_id" value=g.id.clone()/>
-                                    <input type="hidden" name="admin" value=flip/>
-                                    <button type="submit" class="link" aria-label=format!("{button}: {}", g.name)>{button}</button>
-                                </ActionForm>
-                            </td>
-                        </tr>
-                    }
-                }).collect_view()}
-            </tbody>
-        </table>
-    }
-    .into_any()
-}
-
-fn new_token_panel(token: String) -> impl IntoView {
-    view! {
-        <div class="notice new-key" role="alert" data-testid="new-scim-token-panel">
-            <p><strong>"Your new SCIM token"</strong> " — shown once. Paste it into your identity provider's provisioning settings now; any previous token stopped working."</p>
-            <p><code data-testid="new-scim-token">{token}</code></p>
+        <div class="table-wrap" tabindex="0">
+            <table class="data" data-testid="scim-groups">
+                <thead><tr>
+                    <th scope="col">"Group"</th><th scope="col">"People"</th><th scope="col">"Role it gives"</th>
+                    <th scope="col"><span class="visually-hidden">"Actions"</span></th>
+                </tr></thead>
+                <tbody>
+                    {rows.into_iter().map(|g| {
+                        let (label, flip, button) = if g.grants_admin {
+                            ("admin", Act::StopAdmin, "Stop giving admin")
+                        } else {
+                            ("member", Act::GiveAdmin, "Give admin")
+                        };
+                        let aria = format!("{button}: {}", g.name);
+                        view! {
+                            <tr>
+                                <td>{g.name.clone()}</td>
+                                <td>{g.members}</td>
+                                <td>{label}</td>
+                                <td>
+                                    {change_form(flip, &g.id, view! {
+                                        <button type="submit" class="link" aria-label=aria>{button}</button>
+                                    }.into_any())}
+                                </td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
         </div>
     }
+    .into_any()
 }

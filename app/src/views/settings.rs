@@ -418,23 +418,21 @@ fn members_section(
                             let role = m.role.as_str();
                             let other = m.role.other();
                             let is_me = m.email == me;
-                                let managed = m.managed;
+                            let managed = m.managed;
                             let (email_role, email_remove) = (m.email.clone(), m.email.clone());
+                            // Provisioned people (SCIM) are marked, and changed in the IdP: the
+                            // stylesheet hides their forms (`tr[data-managed]`). Plain strings and
+                            // one attribute keep this from growing the WASM bundle.
                             view! {
-                                <tr>
+                                <tr data-managed=managed.then_some("scim")>
                                     <td>
-                                        {m.email}{is_me.then_some(" (you)")}
-                                        {managed.then(|| view! {
-                                            " " <span class="tag" title="Provisioned by your identity provider (SCIM)" data-testid="scim-managed">"SCIM"</span>
-                                        })}
+                                        {m.email}{is_me.then_some(" (you)")}{managed.then_some(" · SCIM")}
                                     </td>
                                     <td>{role}</td>
                                     <td>{m.last_login_at.unwrap_or_else(|| "never".into())}</td>
-                                    {(admin && managed).then(|| view! {
-                                        <td class="actions muted small">"Change in your identity provider"</td>
-                                    })}
-                                    {(admin && !managed).then(|| view! {
+                                    {admin.then(|| view! {
                                         <td class="actions">
+                                            {managed.then_some("Change in your identity provider")}
                                             <ActionForm action=change>
                                                 <input type="hidden" name="email" value=email_role.clone()/>
                                                 <input type="hidden" name="action" value=MemberAction::to_role(other).as_str()/>

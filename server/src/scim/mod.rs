@@ -8,6 +8,7 @@
 
 mod discovery;
 mod groups;
+pub mod settings;
 mod users;
 
 use std::net::SocketAddr;
