@@ -107,7 +107,8 @@ pub enum AuditCommand {
         /// Only events at or after this RFC 3339 time.
         #[arg(long)]
         since: Option<String>,
-        /// Only this actor: an e-mail address, `operator:<user>` or `system:<task>`.
+        /// Only this actor: an e-mail address, `operator:<user>`, `system:<task>` or
+        /// `scim:<token prefix>`.
         #[arg(long)]
         actor: Option<String>,
         /// Only this action, such as `keys.rotated` or `member.removed`.

@@ -539,6 +539,16 @@ macro_rules! has_admin {
     }};
 }
 
+/// Returns the last-admin refusal (the transaction, dropped, rolls back) when an admin was
+/// lost and the account has none left.
+macro_rules! refuse_if_adminless {
+    ($tx:expr, $account_id:expr, $lost_admin:expr) => {
+        if $lost_admin && !has_admin!($tx, $account_id) {
+            return Ok(Err(Refusal::LastAdmin(LAST_ADMIN.to_owned())));
+        }
+    };
+}
+
 const LAST_ADMIN: &str = "this change would leave the account without an admin; make someone \
      else an admin in Tidemark (or add them to the admins' group) first";
 
@@ -666,9 +676,8 @@ pub async fn create_user(
         };
         record_in!(&mut *tx, audit, change)?;
         // Taking over the last admin as a deactivated person would remove them.
-        if sync_membership!(tx, account_id, &id, audit)? && !has_admin!(tx, account_id) {
-            return Ok(Err(Refusal::LastAdmin(LAST_ADMIN.to_owned())));
-        }
+        let lost_admin = sync_membership!(tx, account_id, &id, audit)?;
+        refuse_if_adminless!(tx, account_id, lost_admin);
         tx.commit().await?;
         Ok::<_, sqlx::Error>(Ok(id))
     })?;
@@ -762,9 +771,7 @@ pub async fn update_user(
         };
         record_in!(&mut *tx, audit, change)?;
         lost_admin |= sync_membership!(tx, account_id, id, audit)?;
-        if lost_admin && !has_admin!(tx, account_id) {
-            return Ok(Err(Refusal::LastAdmin(LAST_ADMIN.to_owned())));
-        }
+        refuse_if_adminless!(tx, account_id, lost_admin);
         tx.commit().await?;
         Ok::<_, sqlx::Error>(Ok(()))
     })?;
@@ -797,9 +804,7 @@ pub async fn delete_user(
             .execute(&mut *tx)
             .await?;
         let lost_admin = sync_membership!(tx, account_id, id, audit)?;
-        if lost_admin && !has_admin!(tx, account_id) {
-            return Ok(Err(Refusal::LastAdmin(LAST_ADMIN.to_owned())));
-        }
+        refuse_if_adminless!(tx, account_id, lost_admin);
         sqlx::query("DELETE FROM scim_group_members WHERE scim_user_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -1009,9 +1014,7 @@ pub async fn update_group(
             Ok(lost) => lost,
             Err(refusal) => return Ok(Err(refusal)),
         };
-        if lost_admin && !has_admin!(tx, account_id) {
-            return Ok(Err(Refusal::LastAdmin(LAST_ADMIN.to_owned())));
-        }
+        refuse_if_adminless!(tx, account_id, lost_admin);
         let change = Change {
             account_id: Some(account_id),
             action: Action::ScimGroupChanged,
@@ -1055,9 +1058,7 @@ pub async fn delete_group(
             .await?;
         // The last admin group gone: roles are no longer the groups' to decide.
         let lost_admin = lost_admin | sync_everyone!(tx, account_id, audit);
-        if lost_admin && !has_admin!(tx, account_id) {
-            return Ok(Err(Refusal::LastAdmin(LAST_ADMIN.to_owned())));
-        }
+        refuse_if_adminless!(tx, account_id, lost_admin);
         let change = Change {
             account_id: Some(account_id),
             action: Action::ScimGroupDeleted,
@@ -1103,9 +1104,7 @@ pub async fn set_group_admin(
             .execute(&mut *tx)
             .await?;
         let lost_admin = sync_everyone!(tx, account_id, audit);
-        if lost_admin && !has_admin!(tx, account_id) {
-            return Ok(Err(Refusal::LastAdmin(LAST_ADMIN.to_owned())));
-        }
+        refuse_if_adminless!(tx, account_id, lost_admin);
         let label = |on: bool| if on { "gives admin" } else { "gives member" }.to_owned();
         let change = Change {
             account_id: Some(account_id),

@@ -14,7 +14,7 @@ use tidemark_domain::scim::Meta;
 use tidemark_store::scim::{self as store, ScimGroup};
 
 use super::{
-    body_json, list_answer, list_query, resource_response, search_query, settled, ListQuery,
+    body_json, list_answer, list_query, provision, resource_response, search_query, ListQuery,
     ScimClient, ScimFailure,
 };
 use crate::state::AppState;
@@ -98,15 +98,10 @@ pub(super) async fn create(
     let query = list_query(&uri)?;
     let (record, members) = GroupRecord::from_resource(&body_json(&body)?)?;
     let members: BTreeSet<String> = members.into_iter().collect();
-    let (account, audit) = (client.account_id.clone(), client.audit.clone());
-    let id = settled(
-        state
-            .db
-            .detached(move |db| async move {
-                store::create_group(&db, &account, &record, &members, &audit).await
-            })
-            .await,
-    )?;
+    let id = provision(&state, &client, move |db, account, audit| async move {
+        store::create_group(&db, &account, &record, &members, &audit).await
+    })
+    .await?;
     answer(&state, &client, &id, StatusCode::CREATED, &query).await
 }
 
@@ -120,16 +115,12 @@ pub(super) async fn replace(
     let query = list_query(&uri)?;
     let (record, members) = GroupRecord::from_resource(&body_json(&body)?)?;
     let members: BTreeSet<String> = members.into_iter().collect();
-    let (account, audit, target) = (client.account_id.clone(), client.audit.clone(), id.clone());
-    settled(
-        state
-            .db
-            .detached(move |db| async move {
-                let replace = |_, _| Ok((record.clone(), members.clone()));
-                store::update_group(&db, &account, &target, replace, &audit).await
-            })
-            .await,
-    )?;
+    let target = id.clone();
+    provision(&state, &client, move |db, account, audit| async move {
+        let replace = |_, _| Ok((record.clone(), members.clone()));
+        store::update_group(&db, &account, &target, replace, &audit).await
+    })
+    .await?;
     answer(&state, &client, &id, StatusCode::OK, &query).await
 }
 
@@ -142,19 +133,15 @@ pub(super) async fn patch(
 ) -> Result<Response, ScimFailure> {
     let query = list_query(&uri)?;
     let patch = group_patch(&body_json(&body)?)?;
-    let (account, audit, target) = (client.account_id.clone(), client.audit.clone(), id.clone());
-    settled(
-        state
-            .db
-            .detached(move |db| async move {
-                let apply = |mut record: GroupRecord, mut members: BTreeSet<String>| {
-                    record.apply(&target, &mut members, &patch.changes)?;
-                    Ok((record, members))
-                };
-                store::update_group(&db, &account, &target, apply, &audit).await
-            })
-            .await,
-    )?;
+    let target = id.clone();
+    provision(&state, &client, move |db, account, audit| async move {
+        let apply = |mut record: GroupRecord, mut members: BTreeSet<String>| {
+            record.apply(&target, &mut members, &patch.changes)?;
+            Ok((record, members))
+        };
+        store::update_group(&db, &account, &target, apply, &audit).await
+    })
+    .await?;
     answer(&state, &client, &id, StatusCode::OK, &query).await
 }
 
@@ -163,14 +150,9 @@ pub(super) async fn delete(
     client: ScimClient,
     Path(id): Path<String>,
 ) -> Result<Response, ScimFailure> {
-    let (account, audit) = (client.account_id.clone(), client.audit.clone());
-    settled(
-        state
-            .db
-            .detached(
-                move |db| async move { store::delete_group(&db, &account, &id, &audit).await },
-            )
-            .await,
-    )?;
+    provision(&state, &client, move |db, account, audit| async move {
+        store::delete_group(&db, &account, &id, &audit).await
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

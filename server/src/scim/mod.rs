@@ -526,10 +526,22 @@ pub(crate) fn list_answer(
     ))
 }
 
-/// A store write's outcome as an answer: a database error or a refusal becomes its SCIM
-/// failure.
-pub(crate) fn settled<T>(
-    outcome: Result<Result<T, Refusal>, StoreError>,
-) -> Result<T, ScimFailure> {
-    Ok(outcome??)
+/// Runs a provisioning write for the client's account in a task of its own (`write` gets the
+/// writer, the account id and the audit context); a database error or a refusal becomes its
+/// SCIM failure.
+pub(crate) async fn provision<T, F, Fut>(
+    state: &AppState,
+    client: &ScimClient,
+    write: F,
+) -> Result<T, ScimFailure>
+where
+    F: FnOnce(tidemark_store::Writer, String, AuditContext) -> Fut,
+    Fut: std::future::Future<Output = tidemark_store::scim::Outcome<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let (account, audit) = (client.account_id.clone(), client.audit.clone());
+    Ok(state
+        .db
+        .detached(move |db| write(db, account, audit))
+        .await??)
 }

@@ -12,7 +12,7 @@ use tidemark_domain::scim::Meta;
 use tidemark_store::scim::{self as store, ScimUser};
 
 use super::{
-    body_json, list_answer, list_query, resource_response, search_query, settled, ListQuery,
+    body_json, list_answer, list_query, provision, resource_response, search_query, ListQuery,
     ScimClient, ScimFailure,
 };
 use crate::state::AppState;
@@ -91,15 +91,10 @@ pub(super) async fn create(
 ) -> Result<Response, ScimFailure> {
     let query = list_query(&uri)?;
     let record = UserRecord::from_resource(&body_json(&body)?)?;
-    let (account, audit) = (client.account_id.clone(), client.audit.clone());
-    let id = settled(
-        state
-            .db
-            .detached(
-                move |db| async move { store::create_user(&db, &account, &record, &audit).await },
-            )
-            .await,
-    )?;
+    let id = provision(&state, &client, move |db, account, audit| async move {
+        store::create_user(&db, &account, &record, &audit).await
+    })
+    .await?;
     answer(&state, &client, &id, StatusCode::CREATED, &query).await
 }
 
@@ -112,15 +107,11 @@ pub(super) async fn replace(
 ) -> Result<Response, ScimFailure> {
     let query = list_query(&uri)?;
     let record = UserRecord::from_resource(&body_json(&body)?)?;
-    let (account, audit, target) = (client.account_id.clone(), client.audit.clone(), id.clone());
-    settled(
-        state
-            .db
-            .detached(move |db| async move {
-                store::update_user(&db, &account, &target, |_| Ok(record.clone()), &audit).await
-            })
-            .await,
-    )?;
+    let target = id.clone();
+    provision(&state, &client, move |db, account, audit| async move {
+        store::update_user(&db, &account, &target, |_| Ok(record.clone()), &audit).await
+    })
+    .await?;
     answer(&state, &client, &id, StatusCode::OK, &query).await
 }
 
@@ -136,19 +127,15 @@ pub(super) async fn patch(
     if !patch.ignored.is_empty() {
         tracing::debug!(ignored = ?patch.ignored, "SCIM PATCH named attributes Tidemark does not keep");
     }
-    let (account, audit, target) = (client.account_id.clone(), client.audit.clone(), id.clone());
-    settled(
-        state
-            .db
-            .detached(move |db| async move {
-                let apply = |mut record: UserRecord| {
-                    record.apply(&target, &patch.changes)?;
-                    Ok(record)
-                };
-                store::update_user(&db, &account, &target, apply, &audit).await
-            })
-            .await,
-    )?;
+    let target = id.clone();
+    provision(&state, &client, move |db, account, audit| async move {
+        let apply = |mut record: UserRecord| {
+            record.apply(&target, &patch.changes)?;
+            Ok(record)
+        };
+        store::update_user(&db, &account, &target, apply, &audit).await
+    })
+    .await?;
     answer(&state, &client, &id, StatusCode::OK, &query).await
 }
 
@@ -157,12 +144,9 @@ pub(super) async fn delete(
     client: ScimClient,
     Path(id): Path<String>,
 ) -> Result<Response, ScimFailure> {
-    let (account, audit) = (client.account_id.clone(), client.audit.clone());
-    settled(
-        state
-            .db
-            .detached(move |db| async move { store::delete_user(&db, &account, &id, &audit).await })
-            .await,
-    )?;
+    provision(&state, &client, move |db, account, audit| async move {
+        store::delete_user(&db, &account, &id, &audit).await
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
