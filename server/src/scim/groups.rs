@@ -14,8 +14,7 @@ use tidemark_domain::scim::Meta;
 use tidemark_store::scim::{self as store, ScimGroup};
 
 use super::{
-    body_json, list_answer, list_query, provision, resource_response, search_query, ListQuery,
-    ScimClient, ScimFailure,
+    body_json, list_query, provision, resource_response, ListQuery, ScimClient, ScimFailure,
 };
 use crate::state::AppState;
 
@@ -52,31 +51,6 @@ pub(super) async fn resources(
 ) -> Result<Vec<Value>, ScimFailure> {
     let groups = store::list_groups(&state.db, &client.account_id, true).await?;
     Ok(groups.iter().map(|g| render(client, g)).collect())
-}
-
-async fn list_with(
-    state: &AppState,
-    client: &ScimClient,
-    query: &ListQuery,
-) -> Result<Response, ScimFailure> {
-    list_answer(query, resources(state, client).await?)
-}
-
-pub(super) async fn list(
-    State(state): State<AppState>,
-    client: ScimClient,
-    uri: Uri,
-) -> Result<Response, ScimFailure> {
-    list_with(&state, &client, &list_query(&uri)?).await
-}
-
-/// `POST /Groups/.search`: a list with its parameters in the body.
-pub(super) async fn search(
-    State(state): State<AppState>,
-    client: ScimClient,
-    body: Bytes,
-) -> Result<Response, ScimFailure> {
-    list_with(&state, &client, &search_query(&body)?).await
 }
 
 pub(super) async fn show(

@@ -14,12 +14,12 @@ mod users;
 use std::net::SocketAddr;
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, FromRequestParts, Request};
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 use tidemark_domain::audit::{Actor, AuditContext};
@@ -54,13 +54,22 @@ pub fn router() -> Router<AppState> {
         .route("/scim/v2/ResourceTypes/{id}", get(discovery::resource_type))
         .route("/scim/v2/Schemas", get(discovery::schemas))
         .route("/scim/v2/Schemas/{id}", get(discovery::schema))
-        .route("/scim/v2/Users", get(users::list).post(users::create))
-        .route("/scim/v2/Users/.search", axum::routing::post(users::search))
+        .route(
+            "/scim/v2/Users",
+            get(|s, c, u| list(&[Kind::Users], s, c, u)).post(users::create),
+        )
+        .route(
+            "/scim/v2/Users/.search",
+            post(|s, c, b| search(&[Kind::Users], s, c, b)),
+        )
         .route(
             "/scim/v2/Groups/.search",
-            axum::routing::post(groups::search),
+            post(|s, c, b| search(&[Kind::Groups], s, c, b)),
         )
-        .route("/scim/v2/.search", axum::routing::post(search_all))
+        .route(
+            "/scim/v2/.search",
+            post(|s, c, b| search(&[Kind::Users, Kind::Groups], s, c, b)),
+        )
         .route(
             "/scim/v2/Users/{id}",
             get(users::show)
@@ -68,7 +77,10 @@ pub fn router() -> Router<AppState> {
                 .patch(users::patch)
                 .delete(users::delete),
         )
-        .route("/scim/v2/Groups", get(groups::list).post(groups::create))
+        .route(
+            "/scim/v2/Groups",
+            get(|s, c, u| list(&[Kind::Groups], s, c, u)).post(groups::create),
+        )
         .route(
             "/scim/v2/Groups/{id}",
             get(groups::show)
@@ -95,16 +107,50 @@ pub fn router() -> Router<AppState> {
         .layer(axum::middleware::from_fn(count_outcome))
 }
 
-/// `POST /.search`: Users and Groups together (RFC 7644 §3.4.3), people first.
-async fn search_all(
-    axum::extract::State(state): axum::extract::State<AppState>,
+/// A collection: `Users` or `Groups`.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Users,
+    Groups,
+}
+
+/// The resources of `kinds`, in that order, as SCIM JSON.
+async fn resources_of(
+    kinds: &[Kind],
+    state: &AppState,
+    client: &ScimClient,
+) -> Result<Vec<Value>, ScimFailure> {
+    let mut all = Vec::new();
+    for kind in kinds {
+        all.extend(match kind {
+            Kind::Users => users::resources(state, client).await?,
+            Kind::Groups => groups::resources(state, client).await?,
+        });
+    }
+    Ok(all)
+}
+
+/// `GET /Users`, `GET /Groups`.
+async fn list(
+    kinds: &'static [Kind],
+    State(state): State<AppState>,
+    client: ScimClient,
+    uri: axum::http::Uri,
+) -> Result<Response, ScimFailure> {
+    let query = list_query(&uri)?;
+    list_answer(&query, resources_of(kinds, &state, &client).await?)
+}
+
+/// `POST …/.search`: a list with its parameters in the body; at the root, Users and Groups
+/// together (RFC 7644 §3.4.3), people first.
+async fn search(
+    kinds: &'static [Kind],
+    State(state): State<AppState>,
     client: ScimClient,
     body: Bytes,
 ) -> Result<Response, ScimFailure> {
     let query = search_query(&body)?;
-    let mut all = users::resources(&state, &client).await?;
-    all.extend(groups::resources(&state, &client).await?);
-    list_answer(&query, all)
+    list_answer(&query, resources_of(kinds, &state, &client).await?)
 }
 
 /// Notes each answer's outcome for `/metrics` (`tidemark_scim_requests`).
@@ -494,15 +540,12 @@ pub(crate) fn list_query(uri: &axum::http::Uri) -> Result<ListQuery, ScimFailure
 }
 
 /// The parameters of a `POST …/.search`.
-pub(crate) fn search_query(body: &Bytes) -> Result<ListQuery, ScimFailure> {
+fn search_query(body: &Bytes) -> Result<ListQuery, ScimFailure> {
     ListQuery::from_search(&body_json(body)?)
 }
 
 /// A list answer: `resources` filtered, paged, then cut to the attributes asked for.
-pub(crate) fn list_answer(
-    query: &ListQuery,
-    resources: Vec<Value>,
-) -> Result<Response, ScimFailure> {
+fn list_answer(query: &ListQuery, resources: Vec<Value>) -> Result<Response, ScimFailure> {
     let page =
         tidemark_domain::scim::Page::parse(query.start_index.as_deref(), query.count.as_deref())?;
     let matching: Vec<Value> = match query.filter.as_deref() {
