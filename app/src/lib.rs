@@ -69,6 +69,8 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/tidemark.css"/>
         <Title text="Tidemark"/>
         <Router>
+            // The first Tab stop of every page: past the header, straight to the content.
+            <a class="skip-link" href="#main">"Skip to content"</a>
             <header class="topbar">
                 <a class="brand" href="/">
                     <span class="brand-mark" aria-hidden="true">"≋"</span>
@@ -76,9 +78,9 @@ pub fn App() -> impl IntoView {
                 </a>
                 <signin::AccountMenu/>
             </header>
-            <main>
+            <main id="main" tabindex="-1">
                 <Routes fallback=pages::NotFound>
-                    <Route path=StaticSegment("") view=pages::Landing/>
+                    <Route path=StaticSegment("") view=pages::LandingPage/>
                     <Route path=StaticSegment("signin") view=signin::SignIn/>
                     // Pages that can refuse (not found, admins only) render whole before they
                     // answer, so the status they set reaches the response.

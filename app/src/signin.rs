@@ -12,6 +12,7 @@ pub fn SignIn() -> impl IntoView {
     let next = move || query.read().get("next").unwrap_or_default();
     let signed_out = move || query.read().get("signed_out").is_some();
     view! {
+        <leptos_meta::Title text="Sign in · Tidemark"/>
         <section class="card narrow" aria-labelledby="signin-heading">
             <h1 id="signin-heading">"Sign in to Tidemark"</h1>
             {move || {

@@ -99,3 +99,22 @@ test("a member of a SAML domain signs in through the company IdP", async ({ page
   expect(cookies.find((c) => c.name === "__Host-tidemark_login")).toBeUndefined();
   expect(problems, problems.join("\n")).toEqual([]);
 });
+
+test("every page has a title of its own, and the first Tab stop skips to the content", async ({ page }) => {
+  for (const [url, title] of [
+    ["/", "Tidemark · compliance scores, tracked over time"],
+    ["/signin", "Sign in · Tidemark"],
+    ["/no-such-page", "Page not found · Tidemark"],
+  ]) {
+    await page.goto(url);
+    await expect(page).toHaveTitle(title);
+  }
+  await page.goto("/signin");
+  await page.keyboard.press("Tab");
+  const skip = page.getByRole("link", { name: "Skip to content" });
+  await expect(skip).toBeFocused();
+  await expect(skip).toBeInViewport();
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(/#main$/);
+  await expect(page.locator("main#main")).toBeFocused();
+});

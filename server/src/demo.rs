@@ -23,6 +23,112 @@ const PROJECTS: [(&str, f64); 3] = [
 ];
 
 /// Creates the demo account once; later starts find it and change nothing.
+/// Checks a CIS AWS scan really fails, with what it says and how to fix it: the demo reads
+/// like an account people would recognise.
+const CATALOGUE: [(&str, &str, &str, &str, &str); 12] = [
+    (
+        "cis-aws-2.0-2.1.4",
+        "aws_s3_bucket.{}",
+        "high",
+        "S3 bucket allows public read access through its ACL or policy",
+        "Turn on S3 Block Public Access for the bucket and remove public grants",
+    ),
+    (
+        "cis-aws-2.0-5.2",
+        "aws_security_group.{}",
+        "critical",
+        "Security group allows SSH (port 22) from 0.0.0.0/0",
+        "Restrict the ingress rule to known address ranges or use Session Manager",
+    ),
+    (
+        "cis-aws-2.0-1.4",
+        "aws_iam_root_access_key.{}",
+        "critical",
+        "The root user has an active access key",
+        "Delete the root user's access keys and use IAM roles",
+    ),
+    (
+        "cis-aws-2.0-1.10",
+        "aws_iam_user.{}",
+        "high",
+        "Console user has no MFA device",
+        "Enable a virtual or hardware MFA device for the user",
+    ),
+    (
+        "cis-aws-2.0-2.2.1",
+        "aws_ebs_volume.{}",
+        "medium",
+        "EBS volume is not encrypted at rest",
+        "Enable EBS encryption by default and re-create the volume from an encrypted snapshot",
+    ),
+    (
+        "cis-aws-2.0-2.3.1",
+        "aws_db_instance.{}",
+        "high",
+        "RDS instance storage is not encrypted",
+        "Restore the instance from an encrypted snapshot",
+    ),
+    (
+        "cis-aws-2.0-3.1",
+        "aws_cloudtrail.{}",
+        "medium",
+        "CloudTrail trail does not log all regions",
+        "Set is_multi_region_trail on the trail",
+    ),
+    (
+        "cis-aws-2.0-3.7",
+        "aws_kms_key.{}",
+        "low",
+        "KMS key rotation is disabled",
+        "Enable automatic yearly rotation for the key",
+    ),
+    (
+        "cis-aws-2.0-1.8",
+        "aws_iam_account_password_policy.{}",
+        "low",
+        "Password policy allows passwords shorter than 14 characters",
+        "Set minimum_password_length to 14 or more",
+    ),
+    (
+        "cis-aws-2.0-4.1",
+        "aws_cloudwatch_log_metric_filter.{}",
+        "medium",
+        "No alarm on unauthorized API calls",
+        "Add a metric filter and alarm for UnauthorizedOperation and AccessDenied",
+    ),
+    (
+        "cis-aws-2.0-2.1.1",
+        "aws_s3_bucket_policy.{}",
+        "medium",
+        "S3 bucket accepts requests over plain HTTP",
+        "Deny requests where aws:SecureTransport is false",
+    ),
+    (
+        "cis-aws-2.0-5.6",
+        "aws_instance.{}",
+        "medium",
+        "EC2 instance accepts IMDSv1 requests",
+        "Require IMDSv2 (http_tokens = required)",
+    ),
+];
+
+/// Names the demo's resources are given, in turn.
+const RESOURCE_NAMES: [&str; 6] = ["data", "logs", "web", "billing", "analytics", "backup"];
+
+/// The `n`th failing check of a demo scan.
+fn demo_finding(n: u64) -> serde_json::Value {
+    let (rule, resource, severity, message, remediation) = CATALOGUE[n as usize % CATALOGUE.len()];
+    let name = RESOURCE_NAMES[(n as usize / CATALOGUE.len()) % RESOURCE_NAMES.len()];
+    json!({
+        "rule_id": rule,
+        "resource": resource.replace("{}", name),
+        "status": "FAIL",
+        "severity": severity,
+        "message": message,
+        "remediation": remediation,
+    })
+}
+
 pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
     if !licenses::licenses_for_email(db, DEMO_EMAIL)
         .await?
@@ -71,19 +177,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
             score = (score + rng.gen_range(-4.0..4.5)).clamp(35.0, 99.0);
             let scanned_at = now - (90 - 2 * i) * day + rng.gen_range(0..3_600_000);
             let failed = ((100.0 - score) / 4.0).round() as u64;
-            let findings: Vec<_> = (0..failed)
-                .map(|n| {
-                    let severity = ["critical", "high", "medium", "low"][(n % 4) as usize];
-                    json!({
-                        "rule_id": format!("cis-aws-2.0-{}.{}", 1 + n % 5, 1 + n % 7),
-                        "resource": format!("aws_s3_bucket.data_{n}"),
-                        "status": "FAIL",
-                        "severity": severity,
-                        "message": "Bucket allows public read access",
-                        "remediation": "Block public access on the bucket",
-                    })
-                })
-                .collect();
+            let findings: Vec<_> = (0..failed).map(demo_finding).collect();
             let count = |s: &str| findings.iter().filter(|f| f["severity"] == s).count();
             let body = json!({
                 "project_label": label,
@@ -139,4 +233,30 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         "development demo account created: sign in as {DEMO_EMAIL} (TIDEMARK_DEV_DEMO)"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_findings_are_distinct_checks_with_their_own_words() {
+        let findings: Vec<_> = (0..72).map(demo_finding).collect();
+        let identities: std::collections::HashSet<_> = findings
+            .iter()
+            .map(|f| (f["rule_id"].to_string(), f["resource"].to_string()))
+            .collect();
+        assert_eq!(identities.len(), findings.len(), "one identity per finding");
+        let messages: std::collections::HashSet<_> =
+            findings.iter().map(|f| f["message"].to_string()).collect();
+        assert_eq!(messages.len(), CATALOGUE.len());
+        // Every severity appears, so the demo's charts and counts have something to show.
+        for severity in ["critical", "high", "medium", "low"] {
+            assert!(
+                findings[..12].iter().any(|f| f["severity"] == severity),
+                "{severity}"
+            );
+        }
+        assert_eq!(findings[13]["resource"], "aws_security_group.logs");
+    }
 }
