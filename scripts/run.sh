@@ -16,28 +16,58 @@ if [ "${TIDEMARK_ENV:-development}" = production ]; then
 fi
 
 idp_port=${TIDEMARK_DEV_OIDC_PORT:-4455}
-idp_pid=
+pids=()
+trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+message=
 if [ -z "${TIDEMARK_OIDC_ISSUER:-}" ]; then
   # The provider's client secret is as public as the provider: it signs in anyone.
   node end2end/idp/oidc.mjs --dev --port "$idp_port" --client-id tidemark-dev \
     --client-secret tidemark-dev-secret --default-email demo@tidemark.localhost \
     --redirect-uri "http://127.0.0.1:3000/auth/oidc/callback" &
-  idp_pid=$!
-  trap 'kill $idp_pid 2>/dev/null || true' EXIT
+  pids+=($!)
   export TIDEMARK_OIDC_ISSUER="http://localhost:$idp_port" TIDEMARK_OIDC_CLIENT_ID=tidemark-dev \
     TIDEMARK_OIDC_CLIENT_SECRET=tidemark-dev-secret
   export TIDEMARK_DEV_DEMO=${TIDEMARK_DEV_DEMO:-1}
-  cat <<MSG
-
-  Tidemark (development) at http://127.0.0.1:3000
-  Sign in at http://127.0.0.1:3000/signin as demo@tidemark.localhost (admin of a demo
-  account with sample scans) through the development OpenID provider on localhost:$idp_port.
-
-MSG
+  message="  Sign in at http://127.0.0.1:3000/signin as demo@tidemark.localhost (admin of a demo
+  account with sample scans) through the development OpenID provider on localhost:$idp_port."
 fi
 
 if [ "${1:-}" = --watch ]; then
+  [ -z "$message" ] || printf '\n%s\n\n' "$message"
   cargo leptos watch
-else
-  cargo leptos serve --release --precompress
+  exit
 fi
+
+# The release build, only when a source is newer than what was built: with nothing changed
+# the server starts in seconds (cargo-leptos would run wasm-bindgen, wasm-opt and the
+# precompression again, about 30 s).
+server_bin=target/release/tidemark-server
+wasm=target/site/pkg/tidemark.wasm
+stale() {
+  [ -x "$server_bin" ] && [ -s "$wasm" ] || return 0
+  local newer
+  newer=$(find app frontend server/src store/src domain/src wire/src migrations style public \
+    Cargo.toml Cargo.lock app/Cargo.toml frontend/Cargo.toml server/Cargo.toml store/Cargo.toml \
+    domain/Cargo.toml wire/Cargo.toml .cargo/config.toml -type f \( -newer "$server_bin" -o -newer "$wasm" \) \
+    -print -quit 2>/dev/null)
+  [ -n "$newer" ]
+}
+if stale; then
+  cargo leptos build --release --precompress
+else
+  echo "run: nothing changed since the last build; starting it"
+fi
+
+LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR=${LEPTOS_SITE_ADDR:-127.0.0.1:3000} "$server_bin" serve &
+server=$!
+pids+=("$server")
+# The address is printed once the server answers, not before.
+for _ in $(seq 600); do
+  curl -sf http://127.0.0.1:3000/readyz >/dev/null 2>&1 && break
+  kill -0 "$server" 2>/dev/null || { echo "run: the server stopped (see above)" >&2; exit 1; }
+  sleep 0.1
+done
+printf '\n  Tidemark (development) at http://127.0.0.1:3000\n'
+[ -z "$message" ] || printf '%s\n' "$message"
+echo
+wait "$server"

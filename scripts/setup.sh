@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs whatever the build and the tests need and is missing; a no-op when all is there.
+# `--run` (make run, make dev): only what building and running need, no test-only tool.
 # Every tool comes from a package registry (Debian, crates.io, npm): this machine reaches no
 # other download site, so nothing here may fetch a prebuilt binary from elsewhere.
 set -euo pipefail
@@ -14,6 +15,10 @@ SCIM2_CLI_VERSION=0.6.0
 # The CLI must be exactly the wasm-bindgen crate version in Cargo.lock.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 
+mode=all
+[ "${1:-}" = --run ] && mode=run
+testing() { [ "$mode" = all ]; }
+
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -21,7 +26,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # openssl for the tests behind a TLS proxy (a throwaway CA made by scripts/test-cert.sh), what
 # samael (SAML) builds against: xmlsec1 and libxml2, through clang's bindgen, and libfaketime
 # for the CLI's clock tests.
-apt_packages=(chromium postgresql nginx openssl pkg-config clang libclang-dev libxmlsec1-dev libxml2-dev libssl-dev faketime)
+apt_packages=(pkg-config clang libclang-dev libxmlsec1-dev libxml2-dev libssl-dev)
+testing && apt_packages+=(chromium postgresql nginx openssl faketime)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -33,7 +39,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # promtool (Debian's prometheus package) checks and unit-tests the example alerting rules. Its
 # recommended node exporter is a daemon the tests do not want.
-if ! dpkg -s prometheus >/dev/null 2>&1; then
+if testing && ! dpkg -s prometheus >/dev/null 2>&1; then
   step "Installing Debian's prometheus (for promtool)"
   [ ${#missing[@]} -gt 0 ] || as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
@@ -72,33 +78,33 @@ if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $WASM_BIND
   tool_install --force wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
 fi
 
-if [ "$(cargo deny --version 2>/dev/null || true)" != "cargo-deny $CARGO_DENY_VERSION" ]; then
+if testing && [ "$(cargo deny --version 2>/dev/null || true)" != "cargo-deny $CARGO_DENY_VERSION" ]; then
   step "Installing cargo-deny $CARGO_DENY_VERSION from crates.io (once; supply-chain checks)"
   tool_install --locked cargo-deny --version "$CARGO_DENY_VERSION"
 fi
 
-if [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
+if testing && [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
   step "Installing cargo-fuzz $CARGO_FUZZ_VERSION from crates.io (once; about 2 minutes)"
   tool_install --locked cargo-fuzz --version "$CARGO_FUZZ_VERSION"
 fi
 rm -rf "$tools_target"
 
 # A real SMTP server for the mail tests (Python's aiosmtpd, from PyPI).
-if ! python3 -c 'import aiosmtpd' 2>/dev/null; then
+if testing && ! python3 -c 'import aiosmtpd' 2>/dev/null; then
   step "Installing aiosmtpd (SMTP server for the mail tests)"
   python3 -m pip install --quiet --disable-pip-version-check aiosmtpd==1.4.6
 fi
 
 # Schemathesis (PyPI) for the /v1 schema tests, in a virtualenv of its own under .tools/ so
 # its dependencies never meet the system's Python packages.
-if [ "$(.tools/schemathesis/bin/st --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION" ]; then
+if testing && [ "$(.tools/schemathesis/bin/st --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION" ]; then
   step "Installing schemathesis $SCHEMATHESIS_VERSION from PyPI into .tools/schemathesis (once; about a minute)"
   python3 -m venv .tools/schemathesis
   .tools/schemathesis/bin/pip install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
 # scim2-tester (PyPI, through scim2-cli) for the SCIM conformance run, in its own virtualenv.
-if [ "$(.tools/scim2/bin/pip show scim2-tester 2>/dev/null | sed -n 's/^Version: //p')" != "$SCIM2_TESTER_VERSION" ]; then
+if testing && [ "$(.tools/scim2/bin/pip show scim2-tester 2>/dev/null | sed -n 's/^Version: //p')" != "$SCIM2_TESTER_VERSION" ]; then
   step "Installing scim2-tester $SCIM2_TESTER_VERSION from PyPI into .tools/scim2 (once; under a minute)"
   python3 -m venv .tools/scim2
   .tools/scim2/bin/pip install --quiet --disable-pip-version-check \
@@ -122,4 +128,8 @@ case "$wasm_opt" in
   "$PWD/node_modules/.bin/wasm-opt") ;;
   *) echo "error: wasm-opt resolves to $wasm_opt, not npm's binaryen" >&2; exit 1 ;;
 esac
-echo "setup: all tools present"
+if testing; then
+  echo "setup: all tools present"
+else
+  echo "setup: the tools to build and run are present (make test installs the test tools)"
+fi
