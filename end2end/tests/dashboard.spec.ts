@@ -659,6 +659,8 @@ test("an admin adds a trusted publisher in Settings; a keyless CI push shows its
 test("an admin downloads a signed offline licence file in Settings", async ({ page, request }) => {
   await signIn(page, ADMIN);
   await page.goto("/settings/licence");
+  // Features in words, not the API's snake_case names.
+  await expect(page.getByText("Hosted dashboard, Drift detection")).toBeVisible();
   const form = page.getByTestId("offline-file");
   await form.getByLabel("Days").fill("14");
   await form.getByLabel("Machine fingerprint (optional)").fill("sha256:e2e-air-gapped");
@@ -687,6 +689,12 @@ test("an admin downloads a signed offline licence file in Settings", async ({ pa
   // Issuing it is in the audit log.
   await page.goto("/settings/audit");
   await expect(page.getByTestId("audit-log").getByTestId("audit-row").first()).toHaveAttribute("data-action", "license.offline_file_issued");
+  // The licence's own events say what they were made to in words, not by the licence's id.
+  await page.goto("/settings/audit?action=license.created");
+  const created = page.getByTestId("audit-log").getByTestId("audit-row").first();
+  await expect(created).toHaveAttribute("data-action", "license.created");
+  await expect(created).toContainText("this account's licence");
+  await expect(created).not.toContainText("lcn_");
 });
 
 test("every page passes axe, light and dark, and fits a 390 px phone as well as a 1280 px screen", async ({ page, browser }) => {

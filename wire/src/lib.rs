@@ -68,6 +68,16 @@ impl Feature {
         }
     }
 
+    /// What people read in Settings.
+    pub fn label(self) -> &'static str {
+        match self {
+            Feature::HostedDashboard => "Hosted dashboard",
+            Feature::DriftDetection => "Drift detection",
+            Feature::CustomFrameworks => "Custom frameworks",
+            Feature::PrioritySupport => "Priority support",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Feature> {
         Feature::ALL.into_iter().find(|f| f.as_str() == s)
     }

@@ -51,7 +51,7 @@ pub async fn load_audit(
                 actor: e.actor,
                 client_ip: e.client_ip,
                 action: e.action,
-                target: e.target,
+                target: human_target(e.target),
                 before: e.before_summary,
                 after: e.after_summary,
             })
@@ -63,4 +63,15 @@ pub async fn load_audit(
             .map(|a| (a.as_str().to_owned(), a.label().to_owned()))
             .collect(),
     })
+}
+
+/// What a change was made to, in words: a licence id means nothing to the people reading the
+/// log (an account has one licence).
+#[cfg(feature = "ssr")]
+fn human_target(target: String) -> String {
+    if target.starts_with("lcn_") {
+        "this account's licence".to_owned()
+    } else {
+        target
+    }
 }

@@ -75,7 +75,7 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
     let license = license.map(|l| LicenseView {
         tier: l.tier.as_str().to_owned(),
         state: l.state(now).as_str().to_owned(),
-        features: l.features().iter().map(|f| f.as_str().to_owned()).collect(),
+        features: l.features().iter().map(|f| f.label().to_owned()).collect(),
         expires_at: fmt(l.expires_at),
         projects_used: projects.iter().filter(|p| p.archived_at.is_none()).count() as u64,
         project_cap: l.project_cap(),

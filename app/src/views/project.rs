@@ -316,7 +316,7 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
             {move || match current() {
                 None => view! {
                     <p class="muted" data-testid="gate-summary">
-                        "No gate: pushes answer " <code>"\"gate\": {\"status\": \"none\"}"</code> "."
+                        "No gate yet: every push passes, whatever its score."
                     </p>
                 }
                 .into_any(),
