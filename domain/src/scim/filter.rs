@@ -17,6 +17,15 @@ use super::{ScimError, ScimType};
 /// a value filter, which RFC 7644's grammar allows only in PATCH paths; it means
 /// `emails[type eq "work" and value eq "…"]` and is read so.
 pub fn parse_filter(raw: &str) -> Result<Filter, ScimError> {
+    if !within_limits(raw) {
+        return Err(ScimError::new(
+            ScimType::InvalidFilter,
+            format!(
+                "a filter may be at most {MAX_EXPRESSION} bytes long and nest ( and [ at most \
+                 {MAX_NESTING} deep"
+            ),
+        ));
+    }
     let mut text = raw.to_owned();
     // Each pass folds one `[…].sub op value`; a filter has few.
     for _ in 0..16 {
@@ -31,6 +40,31 @@ pub fn parse_filter(raw: &str) -> Result<Filter, ScimError> {
             format!("the filter {raw:?} is not a SCIM filter: {e}"),
         )
     })
+}
+
+/// Longest filter or PATCH path read, and deepest nesting of `(` and `[`: the parser
+/// recurses once per level, so an unbounded one could exhaust a thread's stack. IdPs send a
+/// few dozen bytes.
+pub const MAX_EXPRESSION: usize = 4096;
+pub const MAX_NESTING: usize = 32;
+
+/// Whether `raw` is short and shallow enough to parse (brackets inside strings count too).
+pub(super) fn within_limits(raw: &str) -> bool {
+    if raw.len() > MAX_EXPRESSION {
+        return false;
+    }
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for b in raw.bytes() {
+        match b {
+            b'(' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest <= MAX_NESTING
 }
 
 /// Rewrites the first `attr[filter].sub op value` in `raw` as `attr[filter and sub op value]`.
@@ -311,6 +345,30 @@ mod tests {
         assert!(check(
             r#"(emails[type eq "work"].value eq "ada@example.com") and active eq true"#
         ));
+    }
+
+    #[test]
+    fn filters_too_long_or_too_deep_are_refused_before_parsing() {
+        let deep = format!(
+            "{}userName eq \"a\"{}",
+            "(".repeat(100_000),
+            ")".repeat(100_000)
+        );
+        assert_eq!(
+            parse_filter(&deep).unwrap_err().scim_type,
+            Some(ScimType::InvalidFilter)
+        );
+        let long = format!("userName eq \"{}\"", "a".repeat(MAX_EXPRESSION));
+        assert!(parse_filter(&long).is_err());
+        let nested = format!(
+            "{}userName eq \"a\"{}",
+            "(".repeat(MAX_NESTING),
+            ")".repeat(MAX_NESTING)
+        );
+        assert!(
+            parse_filter(&nested).is_ok(),
+            "{MAX_NESTING} levels are fine"
+        );
     }
 
     #[test]

@@ -126,6 +126,12 @@ fn operations(body: &Value) -> Result<Vec<Operation<'_>>, ScimError> {
 }
 
 fn parse_path(raw: &str) -> Result<PatchPath, ScimError> {
+    if !super::filter::within_limits(raw) {
+        return Err(ScimError::new(
+            ScimType::InvalidPath,
+            "a path may be at most 4096 bytes long and nest [ and ( at most 32 deep",
+        ));
+    }
     raw.parse::<PatchPath>().map_err(|e| {
         ScimError::new(
             ScimType::InvalidPath,
@@ -600,6 +606,17 @@ mod tests {
             kind(ops(json!([{"op": "remove", "path": "id"}]))),
             Some(ScimType::Mutability)
         );
+    }
+
+    #[test]
+    fn a_path_too_deep_is_refused_before_parsing() {
+        let path = format!(
+            "members[{}value eq \"x\"{}]",
+            "(".repeat(50_000),
+            ")".repeat(50_000)
+        );
+        let err = group_patch(&ops(json!([{"op": "remove", "path": path}]))).unwrap_err();
+        assert_eq!(err.scim_type, Some(ScimType::InvalidPath));
     }
 
     #[test]
