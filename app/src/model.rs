@@ -26,6 +26,9 @@ pub struct ProjectCard {
     pub recent_scores: Vec<f64>,
     /// The recent scores drawn as a small SVG line.
     pub sparkline_svg: String,
+    /// Days since the last scan, once there are a week of them ("stale").
+    #[serde(default)]
+    pub stale_days: Option<i64>,
 }
 
 /// How the projects page orders its rows.
@@ -796,6 +799,7 @@ mod arrange_tests {
             last_scanned_at: at.map(str::to_owned),
             recent_scores: vec![],
             sparkline_svg: String::new(),
+            stale_days: None,
         }
     }
 

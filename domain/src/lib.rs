@@ -8,6 +8,7 @@ pub mod badge;
 pub mod chart;
 pub mod ci_identity;
 pub mod forwarded;
+pub mod freshness;
 pub mod gate;
 pub mod git;
 pub mod ids;

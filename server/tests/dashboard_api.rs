@@ -369,6 +369,27 @@ tidemark_store::test_each_backend! {
     }
 }
 
+tidemark_store::test_each_backend! {
+    async fn a_project_without_a_scan_for_a_week_is_tagged_stale(backend) {
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Enterprise).await;
+        let day = 86_400_000;
+        let at = |days_ago: i64| tidemark_domain::to_rfc3339(tidemark_domain::now_millis() - days_ago * day - 60_000);
+        app.push_json(&key, &sample_push("quiet", 80.0, &at(10))).await;
+        app.push_json(&key, &sample_push("busy", 80.0, &at(1))).await;
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let list: serde_json::Value = admin.post_form("/api/projects", &[]).await.json().await.unwrap();
+        let stale = |label: &str| {
+            list["projects"].as_array().unwrap().iter().find(|p| p["label"] == label).unwrap_or_else(|| panic!("{label} in {list}"))["stale_days"].clone()
+        };
+        assert_eq!(stale("quiet"), serde_json::json!(10), "{list}");
+        assert_eq!(stale("busy"), serde_json::Value::Null);
+        let page = admin.get(&app.url("/projects")).await.text().await.unwrap();
+        assert!(page.contains("stale: no scan for 10 days"), "the projects page tags it");
+        assert_eq!(page.matches("data-testid=\"stale\"").count(), 1);
+    }
+}
+
 /// Pages that refuse answer with the status they mean, around the same friendly page: a
 /// member on the admins' audit log `403`, another account's project and an unknown scan `404`.
 #[tokio::test]

@@ -30,6 +30,10 @@ mod ssr {
         ProjectCard {
             archived: p.archived_at.is_some(),
             last_scanned_at: p.last_scanned_at.map(crate::time::format_time),
+            stale_days: tidemark_domain::freshness::stale_days(
+                p.last_scanned_at,
+                tidemark_domain::now_millis(),
+            ),
             id: p.id,
             label: p.label,
             scan_count: p.scan_count,

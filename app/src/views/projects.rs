@@ -122,7 +122,12 @@ fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl Into
                             let spark = p.sparkline_svg.clone();
                             view! {
                                 <tr data-testid="project-row">
-                                    <th scope="row"><a href=format!("/projects/{}", p.id)>{p.label}</a></th>
+                                    <th scope="row">
+                                        <a href=format!("/projects/{}", p.id)>{p.label}</a>
+                                        {p.stale_days.map(|d| view! {
+                                            " " <span class="tag" data-testid="stale">{format!("stale: no scan for {d} days")}</span>
+                                        })}
+                                    </th>
                                     <td class="score">{p.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</td>
                                     <td>{delta_badge(p.last_delta)}</td>
                                     <td class="spark" aria-hidden="true" inner_html=spark></td>

@@ -292,7 +292,8 @@ impl Metrics {
         let limited = Family::<LimitLabels, Counter>::default();
         registry.register(
             "rate_limited",
-            "Requests refused with 429, by the limit that refused them (writes, resend, signin)",
+            "Requests refused with 429, by the limit that refused them (writes, resend, signin, \
+             oidc, scim)",
             limited.clone(),
         );
         registry.register(
