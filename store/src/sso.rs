@@ -408,6 +408,20 @@ pub async fn take_due_checks(
 }
 
 /// The verified connection for a domain: the only one that routes or enforces anything.
+/// Whether the account has proved it owns a domain (one indexed read, no IdP metadata): what
+/// SCIM asks on every request.
+pub async fn has_verified_domain(db: &Db, account_id: &str) -> Result<bool, StoreError> {
+    let (verified,): (i64,) = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT COUNT(*) FROM sso_connections WHERE account_id = $1 AND state = 'verified'",
+        )
+        .bind(account_id)
+        .fetch_one(pool)
+        .await
+    })?;
+    Ok(verified > 0)
+}
+
 pub async fn find_verified(db: &Db, domain: &str) -> Result<Option<SsoConnection>, StoreError> {
     find_where(db, "domain = $1 AND state = 'verified'", domain).await
 }

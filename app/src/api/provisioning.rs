@@ -11,16 +11,14 @@ use crate::model::ProvisioningView;
 pub async fn load_provisioning() -> Result<ProvisioningView, DashboardError> {
     use super::ssr::*;
     use crate::model::{ScimGroupRow, ScimTokenView};
-    use tidemark_domain::sso::ClaimState;
     let viewer = crate::auth::require_admin()?;
     let config = expect_context::<crate::DashboardConfig>();
     let account = viewer.account_id.as_str();
     let db = db();
     let license =
         or_unavailable(tidemark_store::licenses::find_license_for_account(&db, account).await)?;
-    let claims = or_unavailable(tidemark_store::sso::list_connections(&db, Some(account)).await)?;
+    let verified = or_unavailable(tidemark_store::sso::has_verified_domain(&db, account).await)?;
     let enterprise = license.is_some_and(|l| tidemark_domain::tier::allows_sso(l.tier));
-    let verified = claims.iter().any(|c| c.state == ClaimState::Verified);
     let unavailable = if !enterprise {
         Some("SCIM provisioning is part of the enterprise tier.".to_owned())
     } else if !verified {

@@ -129,7 +129,11 @@ fn parse_path(raw: &str) -> Result<PatchPath, ScimError> {
     if !super::filter::within_limits(raw) {
         return Err(ScimError::new(
             ScimType::InvalidPath,
-            "a path may be at most 4096 bytes long and nest [ and ( at most 32 deep",
+            format!(
+                "a path may be at most {} bytes long and nest [ and ( at most {} deep",
+                super::filter::MAX_EXPRESSION,
+                super::filter::MAX_NESTING
+            ),
         ));
     }
     raw.parse::<PatchPath>().map_err(|e| {

@@ -26,7 +26,6 @@ use tidemark_domain::audit::{Actor, AuditContext};
 use tidemark_domain::rate::RollingLimit;
 use tidemark_domain::scim::{ScimError, ScimType, ERROR_SCHEMA};
 use tidemark_domain::secrets::ScimToken;
-use tidemark_domain::sso::ClaimState;
 use tidemark_domain::tier::allows_sso;
 use tidemark_domain::{now_millis, Millis};
 use tidemark_store::rate::{self, BanDecision};
@@ -401,10 +400,7 @@ impl FromRequestParts<AppState> for ScimClient {
 /// in through that domain's IdP), within the token's request budget.
 async fn admit(state: &AppState, account_id: &str) -> Result<(), ScimFailure> {
     let license = tidemark_store::licenses::find_license_for_account(&state.db, account_id).await?;
-    let verified = tidemark_store::sso::list_connections(&state.db, Some(account_id))
-        .await?
-        .iter()
-        .any(|c| c.state == ClaimState::Verified);
+    let verified = tidemark_store::sso::has_verified_domain(&state.db, account_id).await?;
     if !license.is_some_and(|l| allows_sso(l.tier)) || !verified {
         return Err(ScimFailure::new(
             StatusCode::FORBIDDEN,
