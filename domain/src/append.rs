@@ -109,6 +109,9 @@ pub struct PushFacts<'a> {
     pub previous_open: Option<&'a HashSet<(String, String)>>,
     /// For a pull request whose base has a scan: that scan's open findings.
     pub base_open: Option<&'a HashSet<(String, String)>>,
+    /// The line's triaged findings (whose triage holds), read with `previous_open`: the
+    /// gate never counts them as new.
+    pub triaged: Option<&'a HashSet<(String, String)>>,
     /// Active-project cap; `None` is unlimited.
     pub project_cap: Option<u64>,
     pub write_limit: RollingLimit,
@@ -239,10 +242,12 @@ pub fn decide_push(head: &PushHead, push: &PushFacts<'_>) -> PushDecision {
             .map(|last| Previous {
                 score: last.score,
                 open: push.base_open.unwrap_or(&no_findings),
+                triaged: push.triaged.unwrap_or(&no_findings),
             }),
         (None, Some(_)) => line.and_then(|l| l.last_score).map(|score| Previous {
             score,
             open: push.previous_open.unwrap_or(&no_findings),
+            triaged: push.triaged.unwrap_or(&no_findings),
         }),
     };
     let gate = project.and_then(|p| p.gate.as_ref());
@@ -401,6 +406,7 @@ mod tests {
             git: no_git(),
             previous_open: None,
             base_open: None,
+            triaged: None,
             project_cap: Some(1),
             write_limit: RollingLimit::per_minute(5),
             now: NOW,
@@ -708,6 +714,7 @@ mod tests {
             findings: &pre_existing,
             base_open: Some(&base_open),
             previous_open: Some(&previous_open),
+            triaged: None,
             ..facts("new")
         };
         let a = appended(decide_push(&head(Some(pr_project(gate))), &f));

@@ -77,6 +77,8 @@ actions! {
     ScimGroupChanged => "scim.group_changed", "Provisioned group changed";
     ScimGroupDeleted => "scim.group_deleted", "Provisioned group deleted";
     ScimGroupAdminSet => "scim.group_admin_set", "Group's admin role changed";
+    FindingTriaged => "finding.triaged", "Finding triaged";
+    FindingTriageUndone => "finding.triage_undone", "Finding's triage undone";
 }
 
 /// Who made a change.
@@ -91,6 +93,9 @@ pub enum Actor {
     /// An identity provider provisioning through SCIM, by its token's prefix. Stored with
     /// the kind `system` (the audit table's kinds predate it): the IdP acts on its own.
     Scim { token_prefix: String },
+    /// A script or CI job with the account's API key, by the key's prefix (kind `system`,
+    /// like SCIM: nobody signed in).
+    ApiKey { key_prefix: String },
 }
 
 impl Actor {
@@ -98,7 +103,7 @@ impl Actor {
         match self {
             Actor::User { .. } => "user",
             Actor::Operator { .. } => "operator",
-            Actor::System { .. } | Actor::Scim { .. } => "system",
+            Actor::System { .. } | Actor::Scim { .. } | Actor::ApiKey { .. } => "system",
         }
     }
 
@@ -109,13 +114,17 @@ impl Actor {
             Actor::Operator { name } => format!("operator:{name}"),
             Actor::System { name } => format!("system:{name}"),
             Actor::Scim { token_prefix } => format!("scim:{token_prefix}"),
+            Actor::ApiKey { key_prefix } => format!("api-key:{key_prefix}"),
         }
     }
 
     pub fn user_id(&self) -> Option<&str> {
         match self {
             Actor::User { user_id, .. } => Some(user_id),
-            Actor::Operator { .. } | Actor::System { .. } | Actor::Scim { .. } => None,
+            Actor::Operator { .. }
+            | Actor::System { .. }
+            | Actor::Scim { .. }
+            | Actor::ApiKey { .. } => None,
         }
     }
 }

@@ -116,6 +116,8 @@ pub struct Previous<'a> {
     pub score: f64,
     /// Its open findings by (rule id, resource); read only when the gate needs them.
     pub open: &'a HashSet<(String, String)>,
+    /// The line's findings that someone triaged (and whose triage holds): never new.
+    pub triaged: &'a HashSet<(String, String)>,
 }
 
 /// Scores and drops compare with this tolerance, so that `80.3 - 75.3` (4.999…) is a drop of 5.
@@ -125,7 +127,7 @@ const EPSILON: f64 = 1e-9;
 ///
 /// A project's first scan has nothing to compare with: only the minimum score applies to it.
 /// New findings are the diff's: open (FAIL, WARN, ERROR) now, at or above the gate's severity,
-/// and not open for the same rule and resource in the previous scan.
+/// not open for the same rule and resource in the previous scan, and not triaged.
 pub fn evaluate(
     gate: Option<&QualityGate>,
     score: f64,
@@ -157,7 +159,7 @@ pub fn evaluate(
             }
         }
         if let Some(threshold) = gate.new_findings_at {
-            let new = count_new_open(findings, previous.open, threshold);
+            let new = count_new_open(findings, previous.open, previous.triaged, threshold);
             if new > 0 {
                 let noun = if new == 1 { "finding" } else { "findings" };
                 reasons.push(format!(
@@ -182,11 +184,12 @@ pub fn needs_previous_findings(gate: Option<&QualityGate>) -> bool {
     gate.is_some_and(|g| g.new_findings_at.is_some())
 }
 
-/// Open findings at or above `threshold` whose (rule id, resource) was not open before. A
-/// finding listed twice in one push counts once.
+/// Open findings at or above `threshold` whose (rule id, resource) was neither open before nor
+/// triaged. A finding listed twice in one push counts once.
 pub fn count_new_open(
     findings: &[Finding],
     previous_open: &HashSet<(String, String)>,
+    triaged: &HashSet<(String, String)>,
     threshold: Severity,
 ) -> u64 {
     let mut seen = HashSet::new();
@@ -194,7 +197,10 @@ pub fn count_new_open(
         .iter()
         .filter(|f| f.status.is_open() && f.severity.at_or_above(threshold))
         .filter(|f| seen.insert((f.rule_id.as_str(), f.resource.as_str())))
-        .filter(|f| !previous_open.contains(&(f.rule_id.clone(), f.resource.clone())))
+        .filter(|f| {
+            let key = (f.rule_id.clone(), f.resource.clone());
+            !previous_open.contains(&key) && !triaged.contains(&key)
+        })
         .count() as u64
 }
 
@@ -295,7 +301,13 @@ mod tests {
     fn a_drop_larger_than_allowed_fails_and_an_equal_drop_passes() {
         let g = gate(None, Some(5.0), None);
         let none = HashSet::new();
-        let prev = |score| Some(Previous { score, open: &none });
+        let prev = |score| {
+            Some(Previous {
+                score,
+                open: &none,
+                triaged: &none,
+            })
+        };
         // 80.3 - 75.3 is 4.999… in binary floating point: still a drop of exactly 5.
         assert_eq!(
             evaluate(Some(&g), 75.3, &[], prev(80.3)).status,
@@ -327,9 +339,11 @@ mod tests {
     fn new_open_findings_at_or_above_the_threshold_fail_the_gate() {
         let g = gate(None, None, Some(Severity::High));
         let before: HashSet<(String, String)> = [("r1".to_string(), "a".to_string())].into();
+        let nothing_triaged = HashSet::new();
         let prev = Some(Previous {
             score: 50.0,
             open: &before,
+            triaged: &nothing_triaged,
         });
         let findings = [
             // Open before: not new.
@@ -354,6 +368,22 @@ mod tests {
             verdict.reasons,
             ["2 new open findings at high severity or above; the gate allows none"]
         );
+        // Triaged (accepted, false positive, won't fix): not new, whatever the previous scan.
+        let triaged: HashSet<(String, String)> = [("r6".to_string(), "b".to_string())].into();
+        let verdict = evaluate(
+            Some(&g),
+            50.0,
+            &worse,
+            Some(Previous {
+                score: 50.0,
+                open: &before,
+                triaged: &triaged,
+            }),
+        );
+        assert_eq!(
+            verdict.reasons,
+            ["1 new open finding at high severity or above; the gate allows none"]
+        );
     }
 
     #[test]
@@ -368,6 +398,7 @@ mod tests {
             Some(Previous {
                 score: 60.0,
                 open: &before,
+                triaged: &before,
             }),
         );
         assert_eq!(verdict.status, GateStatus::Failed);

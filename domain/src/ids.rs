@@ -151,6 +151,11 @@ pub fn new_scim_group_id() -> String {
     format!("scg_{}", random_base32(20))
 }
 
+/// A tracked finding: the same id in every scan of its branch that has it.
+pub fn new_finding_id() -> String {
+    format!("fnd_{}", random_base32(20))
+}
+
 pub fn new_user_id() -> String {
     format!("usr_{}", random_base32(20))
 }

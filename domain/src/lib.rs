@@ -7,6 +7,7 @@ pub mod audit;
 pub mod badge;
 pub mod chart;
 pub mod ci_identity;
+pub mod findings;
 pub mod forwarded;
 pub mod freshness;
 pub mod gate;

@@ -349,6 +349,18 @@ async fn prune_line(
         .bind(&c.id)
         .execute(&mut *tx)
         .await?;
+        // A pruned line's findings go with it (their triage is in the audit log).
+        sqlx::query(
+            "DELETE FROM finding_triage_events WHERE finding_id IN \
+             (SELECT id FROM tracked_findings WHERE branch_id = $1)",
+        )
+        .bind(&c.id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM tracked_findings WHERE branch_id = $1")
+            .bind(&c.id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM scans WHERE branch_id = $1")
             .bind(&c.id)
             .execute(&mut *tx)

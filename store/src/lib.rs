@@ -26,6 +26,7 @@ pub mod branches;
 pub mod bundles;
 pub mod dashboard;
 pub mod fault;
+pub mod findings;
 pub mod gates;
 pub mod gauges;
 pub mod inventory;

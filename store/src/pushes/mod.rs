@@ -156,6 +156,7 @@ pub async fn record_push(
 /// the label is new).
 #[derive(sqlx::FromRow)]
 struct HeadRow {
+    triaged: Option<String>,
     key_live: i64,
     license_live: i64,
     writes: i64,
@@ -218,8 +219,16 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
     let adopts = line_key.is_some() && line_key == naming;
     let base_key = git.base().map(branch_ref_key);
     let base_adopts = base_key.is_some() && base_key == naming;
+    // The time is written into the text (an integer, never request data): a placeholder in
+    // the select list would come before $1, and SQLite numbers them by position.
+    let triaged = crate::findings::triaged_set_column(
+        backend,
+        "p.gate_new_severity IS NOT NULL AND t.id IS NOT NULL",
+        "t.id",
+        &ctx.now.to_string(),
+    );
     Stmt::new(format!(
-        "SELECT {} AS previous_open, {} AS base_open, \
+        "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
          k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
          p.id, p.archived_at, p.scan_count, \
          p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, al.alerts, \
@@ -293,6 +302,8 @@ pub(crate) struct Head {
     previous_open: Option<HashSet<(String, String)>>,
     /// A pull request's base scan's open findings.
     base_open: Option<HashSet<(String, String)>>,
+    /// The line's triaged findings, when the project's gate looks for new ones.
+    triaged: Option<HashSet<(String, String)>>,
     /// The push's line as stored: its name and pull-request number (what a replay answers).
     line_name: Option<String>,
     line_pr: Option<u64>,
@@ -310,6 +321,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         .map(parse_open_set)
         .transpose()?;
     let base_open = row.base_open.as_deref().map(parse_open_set).transpose()?;
+    let triaged = row.triaged.as_deref().map(parse_open_set).transpose()?;
     let listeners = Listeners {
         webhooks: row.webhooks > 0,
         alerts: row.alerts > 0,
@@ -379,6 +391,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         listeners,
         previous_open,
         base_open,
+        triaged,
         line_name: row.line_name,
         line_pr: row.line_pr.and_then(|n| u64::try_from(n).ok()),
         default_name: row.default_name,
@@ -393,6 +406,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         listeners,
         previous_open,
         base_open,
+        triaged,
         line_name,
         line_pr,
         default_name,
@@ -407,6 +421,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         git,
         previous_open: previous_open.as_ref(),
         base_open: base_open.as_ref(),
+        triaged: triaged.as_ref(),
         project_cap: ctx.project_cap,
         write_limit: ctx.write_limit,
         now: ctx.now,
@@ -802,6 +817,16 @@ fn write_statements(
         stmt.sql = sql;
         writes.push(stmt);
     }
+    writes.extend(crate::findings::tracking_statements(
+        &crate::findings::TrackedScan {
+            account_id: &ctx.account_id,
+            project_id,
+            line_id: placed.line_id,
+            seq: append.seq,
+            scanned_at: push.scanned_at().timestamp_millis(),
+        },
+        &req.findings,
+    ));
     if ctx.touch_key {
         writes.push(
             Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")

@@ -1,0 +1,237 @@
+//! Findings as things with a life: one identity per (branch, rule id, resource), followed
+//! across the branch's scans (first seen, last seen, fixed, reopened), and triage, which sets
+//! an identity aside with a reason until it expires or is undone.
+
+use std::collections::HashSet;
+
+use chrono::{NaiveDate, TimeZone as _, Utc};
+use tidemark_wire::findings::{FindingState, TriageState};
+use tidemark_wire::Finding;
+
+use crate::input::{non_empty, prose, FieldError};
+use crate::Millis;
+
+/// The longest triage reason kept.
+pub const MAX_REASON: usize = 1_000;
+
+/// The findings of a push that its branch tracks: each open (FAIL, WARN, ERROR) finding
+/// once, at its first occurrence (a scanner that lists one twice describes one problem).
+pub fn tracked_in_push(findings: &[Finding]) -> Vec<&Finding> {
+    let mut seen = HashSet::new();
+    findings
+        .iter()
+        .filter(|f| f.status.is_open())
+        .filter(|f| seen.insert((f.rule_id.as_str(), f.resource.as_str())))
+        .collect()
+}
+
+/// Whether a triage still holds at `now`: it has no expiry, or the expiry is still ahead.
+pub fn triage_holds(expires_at: Option<Millis>, now: Millis) -> bool {
+    expires_at.is_none_or(|at| at > now)
+}
+
+/// Where a tracked finding stands at `now`. A fixed finding is fixed whatever its triage
+/// says: the dashboard never shows it as failing.
+pub fn state_of(fixed: bool, triage: Option<Option<Millis>>, now: Millis) -> FindingState {
+    match triage {
+        _ if fixed => FindingState::Fixed,
+        Some(expires_at) if triage_holds(expires_at, now) => FindingState::Triaged,
+        _ => FindingState::Open,
+    }
+}
+
+/// A triage as asked for, checked: a known state, a reason, and an expiry in the future.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TriageChange {
+    pub state: TriageState,
+    pub reason: String,
+    pub expires_at: Option<Millis>,
+}
+
+impl TriageChange {
+    /// `expires` is an RFC 3339 time or a date (midnight UTC); blank means none, which is how
+    /// an empty date field of a form arrives.
+    pub fn parse(
+        state: TriageState,
+        reason: &str,
+        expires: Option<&str>,
+        now: Millis,
+    ) -> Result<TriageChange, FieldError> {
+        let reason = reason.trim();
+        non_empty("reason", reason)?;
+        prose("reason", reason, MAX_REASON)?;
+        let expires_at = match expires.map(str::trim).filter(|e| !e.is_empty()) {
+            None => None,
+            Some(text) => Some(parse_expiry(text, now)?),
+        };
+        Ok(TriageChange {
+            state,
+            reason: reason.to_owned(),
+            expires_at,
+        })
+    }
+}
+
+fn parse_expiry(text: &str, now: Millis) -> Result<Millis, FieldError> {
+    let invalid = |why: &str| FieldError::new("expires_at", format!("expires_at {why}"));
+    let at = if let Ok(time) = chrono::DateTime::parse_from_rfc3339(text) {
+        time.timestamp_millis()
+    } else if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        let midnight = date
+            .and_hms_opt(0, 0, 0)
+            .ok_or_else(|| invalid("must be a date or an RFC 3339 time"))?;
+        Utc.from_utc_datetime(&midnight).timestamp_millis()
+    } else {
+        return Err(invalid(
+            "must be a date (2027-03-01) or an RFC 3339 time (2027-03-01T09:00:00Z)",
+        ));
+    };
+    if at <= now {
+        return Err(invalid("must be in the future"));
+    }
+    Ok(at)
+}
+
+/// Whether someone with `role` may make this triage change: any member may set a finding
+/// aside that nobody has (or whose triage lapsed); replacing or undoing a triage that holds
+/// is an admin's call, so one member's judgement is not quietly overruled by another's.
+pub fn may_triage(role: crate::access::Role, holds: bool, undo: bool) -> bool {
+    match role {
+        crate::access::Role::Admin => true,
+        crate::access::Role::Member => !holds && !undo,
+    }
+}
+
+/// The parts of a finding id after `fnd_`: pushes make 20 base32 characters; findings that
+/// the migration found in older scans are numbered (`fnd_m` + digits).
+pub fn could_be_finding_id(s: &str) -> bool {
+    s.strip_prefix("fnd_").is_some_and(|r| {
+        (1..=24).contains(&r.len())
+            && r.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tidemark_wire::{FindingStatus, Severity};
+
+    const NOW: Millis = 1_800_000_000_000;
+    const DAY: Millis = 86_400_000;
+
+    fn finding(rule: &str, resource: &str, status: FindingStatus) -> Finding {
+        Finding {
+            rule_id: rule.into(),
+            resource: resource.into(),
+            status,
+            severity: Severity::High,
+            message: "m".into(),
+            remediation: "r".into(),
+        }
+    }
+
+    #[test]
+    fn a_push_tracks_each_open_finding_once() {
+        let findings = [
+            finding("r1", "a", FindingStatus::Fail),
+            finding("r1", "a", FindingStatus::Warn),
+            finding("r1", "b", FindingStatus::Pass),
+            finding("r2", "a", FindingStatus::Error),
+            finding("r3", "a", FindingStatus::Skip),
+        ];
+        let tracked: Vec<_> = tracked_in_push(&findings)
+            .into_iter()
+            .map(|f| (f.rule_id.as_str(), f.resource.as_str(), f.status))
+            .collect();
+        assert_eq!(
+            tracked,
+            [
+                ("r1", "a", FindingStatus::Fail),
+                ("r2", "a", FindingStatus::Error)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_triage_holds_until_its_expiry() {
+        assert!(triage_holds(None, NOW));
+        assert!(triage_holds(Some(NOW + 1), NOW));
+        assert!(!triage_holds(Some(NOW), NOW));
+        assert_eq!(state_of(false, None, NOW), FindingState::Open);
+        assert_eq!(state_of(false, Some(None), NOW), FindingState::Triaged);
+        assert_eq!(
+            state_of(false, Some(Some(NOW + DAY)), NOW),
+            FindingState::Triaged
+        );
+        assert_eq!(
+            state_of(false, Some(Some(NOW + DAY)), NOW + 2 * DAY),
+            FindingState::Open
+        );
+        assert_eq!(state_of(true, Some(None), NOW), FindingState::Fixed);
+        assert_eq!(state_of(true, None, NOW), FindingState::Fixed);
+    }
+
+    #[test]
+    fn a_triage_needs_a_reason_and_a_future_expiry() {
+        let ok = TriageChange::parse(TriageState::WontFix, "  legacy  ", Some(""), NOW).unwrap();
+        assert_eq!(ok.reason, "legacy");
+        assert_eq!(ok.expires_at, None);
+        let dated =
+            TriageChange::parse(TriageState::AcceptedRisk, "r", Some("2027-03-01"), NOW).unwrap();
+        assert_eq!(
+            dated.expires_at,
+            Some(
+                chrono::DateTime::parse_from_rfc3339("2027-03-01T00:00:00Z")
+                    .unwrap()
+                    .timestamp_millis()
+            )
+        );
+        let timed = TriageChange::parse(
+            TriageState::FalsePositive,
+            "r",
+            Some("2027-03-01T09:30:00+01:00"),
+            NOW,
+        )
+        .unwrap();
+        assert!(timed.expires_at.unwrap() > NOW);
+
+        let err = |reason: &str, expires: Option<&str>| {
+            TriageChange::parse(TriageState::WontFix, reason, expires, NOW).unwrap_err()
+        };
+        assert_eq!(err("   ", None).field, "reason");
+        assert_eq!(err(&"x".repeat(MAX_REASON + 1), None).field, "reason");
+        assert_eq!(err("nul \u{0} here", None).field, "reason");
+        assert_eq!(err("r", Some("2020-01-01")).field, "expires_at");
+        assert_eq!(err("r", Some("tomorrow")).field, "expires_at");
+        assert!(err("r", Some("2020-01-01")).message.contains("future"));
+        // Line breaks are allowed: reasons are prose.
+        assert!(TriageChange::parse(TriageState::WontFix, "a\nb", None, NOW).is_ok());
+    }
+
+    #[test]
+    fn members_triage_and_admins_overrule() {
+        use crate::access::Role;
+        assert!(may_triage(Role::Member, false, false));
+        assert!(!may_triage(Role::Member, true, false));
+        assert!(!may_triage(Role::Member, false, true));
+        assert!(may_triage(Role::Admin, true, false));
+        assert!(may_triage(Role::Admin, true, true));
+    }
+
+    #[test]
+    fn finding_ids_have_one_shape() {
+        assert!(could_be_finding_id("fnd_3k5v7x2m4q6s8u0w1y3a"));
+        assert!(could_be_finding_id("fnd_m42"));
+        for bad in [
+            "fnd_",
+            "fnd_ABC",
+            "prj_abc",
+            "fnd_a/b",
+            &format!("fnd_{}", "a".repeat(25)),
+        ] {
+            assert!(!could_be_finding_id(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,518 @@
+//! Tracked findings as stored (`tracked_findings`, `finding_triage_events`): the statements a
+//! push adds to its transaction to follow its branch's findings, the reads of the finding
+//! pages and `/v1`, and triage. The rules are `tidemark_domain::findings`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use tidemark_domain::audit::{Action, AuditContext};
+use tidemark_domain::findings::{state_of, tracked_in_push, TriageChange};
+use tidemark_domain::Millis;
+use tidemark_wire::findings::{FindingState, TriageState};
+use tidemark_wire::{Finding, Severity};
+
+use crate::audit::{record_in, Change};
+use crate::stmt::Stmt;
+use crate::{on_db, on_db_write, Backend, BeginWrite as _, Db, StoreError, Writer};
+
+/// Rows per upsert: 11 parameters each, below SQLite's 32,766 (and PostgreSQL's 65,535).
+const ROWS_PER_STATEMENT: usize = 2_000;
+
+/// Where a push's scan went: what its tracking statements need.
+pub(crate) struct TrackedScan<'a> {
+    pub account_id: &'a str,
+    pub project_id: &'a str,
+    pub line_id: &'a str,
+    pub seq: i64,
+    pub scanned_at: Millis,
+}
+
+/// The statements that follow a branch's findings through one appended scan: each open
+/// finding of the scan is inserted, or moved on (last seen; reopened if it had been fixed),
+/// then every other open row of the branch is marked fixed by this scan.
+pub(crate) fn tracking_statements(scan: &TrackedScan<'_>, findings: &[Finding]) -> Vec<Stmt> {
+    let tracked = tracked_in_push(findings);
+    let mut writes = Vec::with_capacity(1 + tracked.len() / ROWS_PER_STATEMENT);
+    for chunk in tracked.chunks(ROWS_PER_STATEMENT) {
+        let mut sql = String::with_capacity(600 + chunk.len() * 60);
+        sql.push_str(
+            "INSERT INTO tracked_findings (id, account_id, project_id, branch_id, rule_id, \
+             resource, severity, first_seq, first_seen_at, last_seq, last_seen_at) VALUES ",
+        );
+        let mut stmt = Stmt::new(String::new());
+        let mut n = 0;
+        for (i, f) in chunk.iter().enumerate() {
+            sql.push_str(if i == 0 { "(" } else { ",(" });
+            for col in 0..11 {
+                n += 1;
+                let _ = write!(sql, "{}${n}", if col == 0 { "" } else { "," });
+            }
+            sql.push(')');
+            stmt = stmt
+                .bind(tidemark_domain::ids::new_finding_id())
+                .bind(scan.account_id)
+                .bind(scan.project_id)
+                .bind(scan.line_id)
+                .bind(f.rule_id.as_str())
+                .bind(f.resource.as_str())
+                .bind(f.severity.as_str())
+                .bind(scan.seq)
+                .bind(scan.scanned_at)
+                .bind(scan.seq)
+                .bind(scan.scanned_at);
+        }
+        // Every right-hand side reads the row as it was, on both backends.
+        sql.push_str(
+            " ON CONFLICT (branch_id, rule_id, resource) DO UPDATE SET \
+             severity = excluded.severity, last_seq = excluded.last_seq, \
+             last_seen_at = excluded.last_seen_at, \
+             reopened_count = tracked_findings.reopened_count \
+                 + CASE WHEN tracked_findings.fixed_seq IS NULL THEN 0 ELSE 1 END, \
+             reopened_at = CASE WHEN tracked_findings.fixed_seq IS NULL \
+                 THEN tracked_findings.reopened_at ELSE excluded.last_seen_at END, \
+             fixed_seq = NULL, fixed_at = NULL",
+        );
+        stmt.sql = sql;
+        writes.push(stmt);
+    }
+    writes.push(
+        Stmt::new(
+            "UPDATE tracked_findings SET fixed_seq = $1, fixed_at = $2 \
+             WHERE branch_id = $3 AND fixed_seq IS NULL AND last_seq < $4",
+        )
+        .bind(scan.seq)
+        .bind(scan.scanned_at)
+        .bind(scan.line_id)
+        .bind(scan.seq),
+    );
+    writes
+}
+
+/// A column of the push head: the (rule id, resource) pairs of line `line` (an SQL
+/// expression) whose triage holds at `now` (a placeholder), as JSON pairs like
+/// `gates::open_set_column`'s, read only when `when` holds. The gate's "no new findings"
+/// rule does not count them.
+pub(crate) fn triaged_set_column(backend: Backend, when: &str, line: &str, now: &str) -> String {
+    let pairs = match backend {
+        Backend::Sqlite => "json_group_array(json_array(tf.rule_id, tf.resource))",
+        Backend::Postgres => {
+            "COALESCE(json_agg(json_build_array(tf.rule_id, tf.resource)), '[]'::json)::text"
+        }
+    };
+    format!(
+        "CASE WHEN {when} THEN (SELECT {pairs} FROM tracked_findings tf \
+         WHERE tf.branch_id = {line} AND tf.triage_state IS NOT NULL \
+         AND (tf.triage_expires_at IS NULL OR tf.triage_expires_at > {now})) END"
+    )
+}
+
+/// A tracked finding as stored, with its branch's name and the ids of the scans it names.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct TrackedRow {
+    pub id: String,
+    pub project_id: String,
+    pub branch_id: String,
+    pub branch: Option<String>,
+    pub rule_id: String,
+    pub resource: String,
+    pub severity: String,
+    pub first_seq: i64,
+    pub first_scan_id: String,
+    pub first_seen_at: i64,
+    pub last_seq: i64,
+    pub last_scan_id: String,
+    pub last_seen_at: i64,
+    pub fixed_seq: Option<i64>,
+    pub fixed_scan_id: Option<String>,
+    pub fixed_at: Option<i64>,
+    pub reopened_count: i64,
+    pub reopened_at: Option<i64>,
+    pub triage_state: Option<String>,
+    pub triage_reason: Option<String>,
+    pub triage_expires_at: Option<i64>,
+    pub triaged_by: Option<String>,
+    pub triaged_at: Option<i64>,
+}
+
+impl TrackedRow {
+    pub fn severity(&self) -> Severity {
+        Severity::parse(&self.severity).unwrap_or(Severity::Low)
+    }
+
+    pub fn triage_state(&self) -> Option<TriageState> {
+        self.triage_state.as_deref().and_then(TriageState::parse)
+    }
+
+    pub fn state(&self, now: Millis) -> FindingState {
+        let triage = self.triage_state().map(|_| self.triage_expires_at);
+        state_of(self.fixed_seq.is_some(), triage, now)
+    }
+}
+
+const TRACKED_COLUMNS: &str = "tf.id, tf.project_id, tf.branch_id, b.name AS branch, tf.rule_id, \
+     tf.resource, tf.severity, tf.first_seq, fs.scan_id AS first_scan_id, tf.first_seen_at, \
+     tf.last_seq, ls.scan_id AS last_scan_id, tf.last_seen_at, tf.fixed_seq, \
+     xs.scan_id AS fixed_scan_id, tf.fixed_at, tf.reopened_count, tf.reopened_at, \
+     tf.triage_state, tf.triage_reason, tf.triage_expires_at, tf.triaged_by, tf.triaged_at";
+
+const TRACKED_FROM: &str = "FROM tracked_findings tf JOIN branches b ON b.id = tf.branch_id \
+     JOIN scans fs ON fs.project_id = tf.project_id AND fs.seq = tf.first_seq \
+     JOIN scans ls ON ls.project_id = tf.project_id AND ls.seq = tf.last_seq \
+     LEFT JOIN scans xs ON xs.project_id = tf.project_id AND xs.seq = tf.fixed_seq";
+
+/// The state condition, on placeholders `$now` for the time (fixed texts only).
+fn state_condition(state: FindingState, now: &str) -> String {
+    let holds = format!(
+        "tf.triage_state IS NOT NULL AND (tf.triage_expires_at IS NULL \
+         OR tf.triage_expires_at > {now})"
+    );
+    match state {
+        FindingState::Fixed => "tf.fixed_seq IS NOT NULL".into(),
+        FindingState::Triaged => format!("tf.fixed_seq IS NULL AND {holds}"),
+        FindingState::Open => format!("tf.fixed_seq IS NULL AND NOT ({holds})"),
+    }
+}
+
+const SEVERITY_RANK: &str = "CASE tf.severity WHEN 'critical' THEN 0 WHEN 'high' THEN 1 \
+     WHEN 'medium' THEN 2 ELSE 3 END";
+
+/// One line (branch or pull request) of a project.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Line {
+    pub id: String,
+    pub name: Option<String>,
+    pub pr_number: Option<i64>,
+}
+
+/// The project's line called `branch` (a branch name, or `pr:<number>`); `None`: its default
+/// line. `Ok(None)` when the account has no such project or line.
+pub async fn find_line(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    branch: Option<&str>,
+) -> Result<Option<Line>, StoreError> {
+    let key = branch.map(|b| match b.strip_prefix("pr:") {
+        Some(_) => b.to_owned(),
+        None => format!("branch:{b}"),
+    });
+    let line: Option<Line> = on_db!(db, pool => {
+        match &key {
+            None => sqlx::query_as(
+                "SELECT b.id, b.name, b.pr_number FROM projects p \
+                 JOIN branches b ON b.id = p.default_branch_id \
+                 WHERE p.id = $1 AND p.account_id = $2",
+            )
+            .bind(project_id)
+            .bind(account_id)
+            .fetch_optional(pool)
+            .await,
+            Some(key) => sqlx::query_as(
+                "SELECT b.id, b.name, b.pr_number FROM branches b \
+                 WHERE b.project_id = $1 AND b.account_id = $2 AND b.ref_key = $3",
+            )
+            .bind(project_id)
+            .bind(account_id)
+            .bind(key)
+            .fetch_optional(pool)
+            .await,
+        }
+    })?;
+    Ok(line)
+}
+
+/// Which tracked findings of a line to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrackedQuery {
+    pub state: Option<FindingState>,
+    pub severity: Option<Severity>,
+    pub offset: i64,
+    pub limit: i64,
+}
+
+/// A page of the line's tracked findings, most severe first, then oldest first.
+pub async fn list_tracked(
+    db: &Db,
+    line_id: &str,
+    query: &TrackedQuery,
+    now: Millis,
+) -> Result<Vec<TrackedRow>, StoreError> {
+    let state = query
+        .state
+        .map(|s| format!(" AND {}", state_condition(s, "$3")))
+        .unwrap_or_else(|| " AND $3 = $3".into());
+    let sql = format!(
+        "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} \
+         WHERE tf.branch_id = $1 AND ($2 IS NULL OR tf.severity = $2){state} \
+         ORDER BY {SEVERITY_RANK}, tf.first_seen_at, tf.id LIMIT $4 OFFSET $5"
+    );
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(line_id)
+            .bind(query.severity.map(Severity::as_str))
+            .bind(now)
+            .bind(query.limit)
+            .bind(query.offset)
+            .fetch_all(pool)
+            .await
+    })?;
+    Ok(rows)
+}
+
+/// How many of the line's tracked findings are in each state at `now`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StateCounts {
+    pub open: i64,
+    pub triaged: i64,
+    pub fixed: i64,
+}
+
+pub async fn state_counts(db: &Db, line_id: &str, now: Millis) -> Result<StateCounts, StoreError> {
+    let sql = format!(
+        "SELECT COALESCE(SUM(CASE WHEN {} THEN 1 ELSE 0 END), 0), \
+         COALESCE(SUM(CASE WHEN {} THEN 1 ELSE 0 END), 0), \
+         COALESCE(SUM(CASE WHEN tf.fixed_seq IS NOT NULL THEN 1 ELSE 0 END), 0) \
+         FROM tracked_findings tf WHERE tf.branch_id = $3",
+        state_condition(FindingState::Open, "$1"),
+        state_condition(FindingState::Triaged, "$2"),
+    );
+    let (open, triaged, fixed): (i64, i64, i64) = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(now).bind(now).bind(line_id).fetch_one(pool).await
+    })?;
+    Ok(StateCounts {
+        open,
+        triaged,
+        fixed,
+    })
+}
+
+/// One tracked finding of the account's project.
+pub async fn find_tracked(
+    db: &Db,
+    account_id: &str,
+    project_id: &str,
+    finding_id: &str,
+) -> Result<Option<TrackedRow>, StoreError> {
+    let sql = format!(
+        "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} \
+         WHERE tf.id = $1 AND tf.project_id = $2 AND tf.account_id = $3"
+    );
+    let row = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(finding_id)
+            .bind(project_id)
+            .bind(account_id)
+            .fetch_optional(pool)
+            .await
+    })?;
+    Ok(row)
+}
+
+/// The tracked findings of `line_id` among `keys` (rule id, resource): how a scan's page
+/// tags its rows with their age and triage. At most 200 keys are looked up.
+pub async fn tracked_for_keys(
+    db: &Db,
+    line_id: &str,
+    keys: &[(&str, &str)],
+) -> Result<HashMap<(String, String), TrackedRow>, StoreError> {
+    let keys = &keys[..keys.len().min(200)];
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut sql = format!("SELECT {TRACKED_COLUMNS} {TRACKED_FROM} WHERE tf.branch_id = $1 AND (");
+    for i in 0..keys.len() {
+        let n = 2 + 2 * i;
+        let _ = write!(
+            sql,
+            "{}(tf.rule_id = ${n} AND tf.resource = ${})",
+            if i == 0 { "" } else { " OR " },
+            n + 1
+        );
+    }
+    sql.push(')');
+    let rows: Vec<TrackedRow> = on_db!(db, pool => {
+        let mut q = sqlx::query_as(&sql).bind(line_id);
+        for (rule, resource) in keys {
+            q = q.bind(*rule).bind(*resource);
+        }
+        q.fetch_all(pool).await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ((r.rule_id.clone(), r.resource.clone()), r))
+        .collect())
+}
+
+/// One scan of a finding's branch, and what the finding was in it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Sighting {
+    pub scan_id: String,
+    pub scanned_at: i64,
+    pub score: f64,
+    /// The finding's status in that scan (`FAIL`, `PASS`, …); `None`: not in it.
+    pub status: Option<String>,
+    pub severity: Option<String>,
+    pub message: Option<String>,
+    pub remediation: Option<String>,
+}
+
+/// The finding's branch's scans since it was first seen, newest first (at most `limit`).
+pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sighting>, StoreError> {
+    // The status of the finding's first row in each scan (a scanner may list it twice).
+    let pick = |col: &str| {
+        format!(
+            "(SELECT f.{col} FROM findings f WHERE f.project_id = s.project_id \
+             AND f.scan_seq = s.seq AND f.rule_id = $1 AND f.resource = $2 \
+             ORDER BY f.ordinal LIMIT 1) AS {col}"
+        )
+    };
+    let sql = format!(
+        "SELECT s.scan_id, s.scanned_at, s.score, {}, {}, {}, {} FROM scans s \
+         WHERE s.branch_id = $3 AND s.seq >= $4 ORDER BY s.line_seq DESC LIMIT $5",
+        pick("status"),
+        pick("severity"),
+        pick("message"),
+        pick("remediation")
+    );
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(&row.rule_id)
+            .bind(&row.resource)
+            .bind(&row.branch_id)
+            .bind(row.first_seq)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+    })?;
+    Ok(rows)
+}
+
+/// One triage change, as the finding's page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct TriageEvent {
+    pub at: i64,
+    pub actor: String,
+    /// `None`: undone.
+    pub state: Option<String>,
+    pub reason: Option<String>,
+    pub expires_at: Option<i64>,
+}
+
+/// The finding's triage changes, oldest first.
+pub async fn triage_history(db: &Db, finding_id: &str) -> Result<Vec<TriageEvent>, StoreError> {
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT at, actor, state, reason, expires_at FROM finding_triage_events \
+             WHERE finding_id = $1 ORDER BY at, state",
+        )
+        .bind(finding_id)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows)
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TriageOutcome {
+    Done(Box<TrackedRow>),
+    /// No such finding in the account's project.
+    NotFound,
+}
+
+/// Triages the finding (`Some`) or undoes its triage (`None`), with its history row and audit
+/// event, in one transaction. Who may do which is the caller's rule
+/// (`tidemark_domain::findings::may_triage`).
+pub async fn set_triage(
+    db: &Writer,
+    account_id: &str,
+    project_id: &str,
+    finding_id: &str,
+    change: Option<&TriageChange>,
+    audit: &AuditContext,
+) -> Result<TriageOutcome, StoreError> {
+    let actor = audit.actor.name();
+    let found_sql = format!(
+        "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} \
+         WHERE tf.id = $1 AND tf.project_id = $2 AND tf.account_id = $3"
+    );
+    let outcome = on_db_write!(db, pool => {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let row: Option<TrackedRow> = sqlx::query_as(&found_sql)
+            .bind(finding_id)
+            .bind(project_id)
+            .bind(account_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(mut row) = row else {
+            return Ok(TriageOutcome::NotFound);
+        };
+        let (label,): (String,) = sqlx::query_as("SELECT label FROM projects WHERE id = $1")
+            .bind(project_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let before = summary(row.triage_state(), row.triage_reason.as_deref(), row.triage_expires_at);
+        let state = change.map(|c| c.state.as_str());
+        let reason = change.map(|c| c.reason.clone());
+        let expires_at = change.and_then(|c| c.expires_at);
+        let by = change.map(|_| actor.clone());
+        let at = change.map(|_| audit.at);
+        sqlx::query(
+            "UPDATE tracked_findings SET triage_state = $1, triage_reason = $2, \
+             triage_expires_at = $3, triaged_by = $4, triaged_at = $5 WHERE id = $6",
+        )
+        .bind(state)
+        .bind(reason.clone())
+        .bind(expires_at)
+        .bind(by.clone())
+        .bind(at)
+        .bind(finding_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO finding_triage_events (finding_id, account_id, at, actor, state, \
+             reason, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(finding_id)
+        .bind(account_id)
+        .bind(audit.at)
+        .bind(&actor)
+        .bind(state)
+        .bind(reason.clone())
+        .bind(expires_at)
+        .execute(&mut *tx)
+        .await?;
+        let change_event = Change {
+            account_id: Some(account_id),
+            action: if change.is_some() { Action::FindingTriaged } else { Action::FindingTriageUndone },
+            target: format!("{label}: {} on {}", row.rule_id, row.resource),
+            before,
+            after: summary(change.map(|c| c.state), reason.as_deref(), expires_at),
+        };
+        record_in!(&mut *tx, audit, change_event)?;
+        tx.commit().await?;
+        row.triage_state = state.map(str::to_owned);
+        row.triage_reason = reason;
+        row.triage_expires_at = expires_at;
+        row.triaged_by = by;
+        row.triaged_at = at;
+        Ok::<_, sqlx::Error>(TriageOutcome::Done(Box::new(row)))
+    })?;
+    Ok(outcome)
+}
+
+/// A triage as the audit log shows it: "Won't fix until 2027-03-01: legacy bucket".
+fn summary(
+    state: Option<TriageState>,
+    reason: Option<&str>,
+    expires_at: Option<i64>,
+) -> Option<String> {
+    let state = state?;
+    let until = expires_at
+        .map(|at| format!(" until {}", &tidemark_domain::to_rfc3339(at)[..10]))
+        .unwrap_or_default();
+    Some(format!(
+        "{}{until}: {}",
+        state.label(),
+        reason.unwrap_or("")
+    ))
+}

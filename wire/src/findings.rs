@@ -1,0 +1,156 @@
+//! Tracked findings and their triage, as `/v1/projects/{project}/findings` shows them: a
+//! finding is one (branch, rule id, resource) followed across scans, not one row of one scan.
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::Severity;
+
+/// Why a finding is set aside. `accepted_risk`: known and tolerated; `false_positive`: the
+/// rule is wrong about this resource; `wont_fix`: real, and will stay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TriageState {
+    AcceptedRisk,
+    FalsePositive,
+    WontFix,
+}
+
+impl TriageState {
+    pub const ALL: [TriageState; 3] = [
+        TriageState::AcceptedRisk,
+        TriageState::FalsePositive,
+        TriageState::WontFix,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TriageState::AcceptedRisk => "accepted_risk",
+            TriageState::FalsePositive => "false_positive",
+            TriageState::WontFix => "wont_fix",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TriageState> {
+        TriageState::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// What the dashboard calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            TriageState::AcceptedRisk => "Accepted risk",
+            TriageState::FalsePositive => "False positive",
+            TriageState::WontFix => "Won't fix",
+        }
+    }
+}
+
+/// Where a finding stands now. `open`: failing in its branch's latest scan; `fixed`: absent
+/// or passing since a later scan; `triaged`: open, but set aside with a reason (until its
+/// triage expires or is undone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum FindingState {
+    Open,
+    Fixed,
+    Triaged,
+}
+
+impl FindingState {
+    pub const ALL: [FindingState; 3] = [
+        FindingState::Open,
+        FindingState::Triaged,
+        FindingState::Fixed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingState::Open => "open",
+            FindingState::Fixed => "fixed",
+            FindingState::Triaged => "triaged",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<FindingState> {
+        FindingState::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// A finding's triage: who set it aside, why, and until when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct Triage {
+    pub state: TriageState,
+    /// Why, in the words of whoever triaged it (1–1,000 characters).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(example = "Public by design: the bucket serves the marketing site.")
+    )]
+    pub reason: String,
+    /// When the triage lapses and the finding is open again; null: never.
+    #[cfg_attr(feature = "openapi", schema(format = DateTime, example = "2027-03-01T00:00:00Z"))]
+    pub expires_at: Option<String>,
+    /// A member's e-mail address, or `api-key:<prefix>` for a triage made with an API key.
+    pub by: String,
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub at: String,
+}
+
+/// One tracked finding of a project's branch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct TrackedFinding {
+    /// `fnd_` + 20 lowercase base32 characters; the same for the finding in every scan of
+    /// its branch.
+    #[cfg_attr(feature = "openapi", schema(example = "fnd_3k5v7x2m4q6s8u0w1y3a"))]
+    pub id: String,
+    /// The branch it was found on (null: the project's default line, not yet named).
+    pub branch: Option<String>,
+    pub rule_id: String,
+    pub resource: String,
+    /// As in the latest scan that had it.
+    pub severity: Severity,
+    pub state: FindingState,
+    /// The scan and time it was first seen on this branch.
+    pub first_seen_scan_id: String,
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub first_seen_at: String,
+    pub last_seen_scan_id: String,
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub last_seen_at: String,
+    /// The first scan without it (absent or passing); null while it is open.
+    pub fixed_scan_id: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
+    pub fixed_at: Option<String>,
+    /// How many times it came back after being fixed.
+    pub reopened_count: u64,
+    /// Null unless someone triaged it (an expired triage is shown until undone or replaced,
+    /// but no longer makes the state `triaged`).
+    pub triage: Option<Triage>,
+}
+
+/// A page of a project's tracked findings, most severe first, then oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FindingsPage {
+    pub findings: Vec<TrackedFinding>,
+    /// Pass it as `cursor` for the next page; null on the last.
+    pub next_cursor: Option<String>,
+}
+
+/// The body of `PUT /v1/projects/{project}/findings/{finding}/triage`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct TriageRequest {
+    pub state: TriageState,
+    /// Required: 1–1,000 characters, not blank, no control characters except line breaks.
+    pub reason: String,
+    /// Optional: a future time (RFC 3339) or date (`2027-03-01`, midnight UTC).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(example = "2027-03-01"))]
+    pub expires_at: Option<String>,
+}
