@@ -161,6 +161,12 @@ pub enum Command {
     /// Compliance-profile bundles.
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// A project's findings, followed across scans per branch, and their triage.
+    #[command(subcommand)]
+    Findings(crate::manage::FindingsCommand),
+    /// A project's quality gate: keep it beside the workflow that pushes (`gate set`).
+    #[command(subcommand)]
+    Gate(crate::manage::GateCommand),
     /// Say who pushes from here: the API key in use, or (keyless CI, with no API key in a
     /// GitHub Actions or GitLab CI job) the CI identity the service matched and what it may
     /// push to.
@@ -336,6 +342,8 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
             push(&client, env, out, &file, options).await
         }
         Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
+        Command::Findings(command) => crate::manage::findings(&client, env, out, command).await,
+        Command::Gate(command) => crate::manage::gate(&client, env, out, command).await,
         Command::Logout => logout(env, out),
         Command::Whoami => whoami(&client, env, out).await,
         // Answered above, before a client exists.
@@ -351,6 +359,25 @@ enum Credential {
     Keyless(Box<tidemark_wire::OidcExchangeResponse>),
     /// The credentials file `tidemark activate` wrote.
     Activation,
+}
+
+/// The key the management commands (`findings`, `gate`) send: `TIDEMARK_API_KEY`, a keyless
+/// CI push token (which reads but cannot change), or this machine's activation.
+pub(crate) async fn api_key(client: &Client, env: &Env) -> anyhow::Result<String> {
+    Ok(match credential(client, env).await? {
+        Credential::ApiKey { key } => key,
+        Credential::Keyless(answer) => answer.token,
+        Credential::Activation => {
+            let path = env.credentials_path()?;
+            credentials::load(&path)?
+                .ok_or_else(|| {
+                    NotAuthorized(
+                        "not activated: run `tidemark activate` or set TIDEMARK_API_KEY".into(),
+                    )
+                })?
+                .api_key
+        }
+    })
 }
 
 /// `TIDEMARK_API_KEY` first; else, in a CI job that offers an OpenID Connect token, keyless;
@@ -1111,7 +1138,7 @@ async fn pull_bundle(
 }
 
 /// Adds the next step to service errors where the service's own message does not say it.
-fn explain(err: ClientError) -> anyhow::Error {
+pub(crate) fn explain(err: ClientError) -> anyhow::Error {
     match err.code() {
         Some("invalid_api_key") | Some("malformed_api_key")
             if !err.to_string().contains("activate") =>

@@ -537,6 +537,33 @@ impl Client {
         policy.run(|| self.push_once(api_key, body), on_wait).await
     }
 
+    /// A `/v1` call with the API key (or a CI push token) and an optional JSON body, riding
+    /// out an unavailable service like validation does: reads and these idempotent changes
+    /// (a PUT or DELETE sent twice leaves the same state) are safe to repeat.
+    pub async fn call<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        api_key: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<T, ClientError> {
+        self.retry
+            .run(
+                || async {
+                    let mut req = self
+                        .http
+                        .request(method.clone(), format!("{}{path}", self.base_url))
+                        .header("X-API-Key", api_key);
+                    if let Some(body) = body {
+                        req = req.json(body);
+                    }
+                    self.answer(req.send().await).await
+                },
+                say_wait,
+            )
+            .await
+    }
+
     /// Downloads a bundle (needs the license-key hash of a valid license).
     pub async fn download(
         &self,

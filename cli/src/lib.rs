@@ -10,6 +10,7 @@
 //! - [`git`]: the push's git context from GitHub Actions, GitLab CI or `git` itself;
 //! - [`decorate`]: one pull-request comment, updated on every push, and a commit status;
 //! - [`keyless`]: keyless CI, the job's OpenID Connect token exchanged for a push token;
+//! - [`manage`]: `tidemark findings` and `tidemark gate`, a project's findings, triage and gate;
 //! - [`cli`]: the `tidemark` command, callable in-process (the binary is a thin wrapper).
 //!
 //! Request and response types come from `tidemark-wire`, the crate the server uses too, so the
@@ -24,6 +25,7 @@ pub mod git;
 pub mod keyless;
 pub mod license;
 pub mod machine;
+pub mod manage;
 pub mod verdict;
 
 use sha2::{Digest as _, Sha256};

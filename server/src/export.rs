@@ -104,7 +104,18 @@ pub async fn scan_findings(
                 id: &project.id,
                 label: &project.label,
             };
-            let log = findings_sarif(&target, &scan, &findings, dashboard_url);
+            let triaged = match &scan.line_id {
+                Some(line) => {
+                    tidemark_store::findings::triaged_on_line(
+                        db,
+                        line,
+                        tidemark_domain::now_millis(),
+                    )
+                    .await?
+                }
+                None => Default::default(),
+            };
+            let log = findings_sarif(&target, &scan, &findings, &triaged, dashboard_url);
             Download {
                 content_type: "application/sarif+json",
                 filename: format!("{stem}.sarif"),
@@ -384,7 +395,18 @@ struct SarifResult {
     message: Message,
     locations: [Location; 1],
     partial_fingerprints: Fingerprints,
+    /// A triaged finding: set aside in Tidemark, with the reason given there.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    suppressions: Vec<Suppression>,
     properties: ResultProperties,
+}
+
+#[derive(Serialize)]
+struct Suppression {
+    /// `external`: the decision was made outside the analysed files (in Tidemark).
+    kind: &'static str,
+    status: &'static str,
+    justification: String,
 }
 
 #[derive(Serialize)]
@@ -462,12 +484,40 @@ fn framework_of(rule_id: &str) -> Option<&str> {
         .filter(|f| !f.is_empty())
 }
 
+/// The triaged findings of a scan's line, by (rule id, resource).
+pub type Triaged =
+    std::collections::HashMap<(String, String), tidemark_store::findings::TrackedRow>;
+
+/// An open finding that someone triaged is an accepted external suppression: "Accepted risk:
+/// <reason>" (with the expiry, if any), so code-scanning tools show it dismissed.
+fn suppression(triaged: &Triaged, f: &FindingRow) -> Option<Suppression> {
+    if !matches!(f.status.as_str(), "FAIL" | "WARN" | "ERROR") {
+        return None;
+    }
+    let row = triaged.get(&(f.rule_id.clone(), f.resource.clone()))?;
+    let state = row.triage_state()?;
+    let until = row
+        .triage_expires_at
+        .map(|at| format!(" (until {})", &to_rfc3339(at)[..10]))
+        .unwrap_or_default();
+    Some(Suppression {
+        kind: "external",
+        status: "accepted",
+        justification: format!(
+            "{}{until}: {}",
+            state.label(),
+            row.triage_reason.as_deref().unwrap_or("")
+        ),
+    })
+}
+
 /// A scan's findings as one SARIF 2.1.0 run. Findings have no file and line: each is located
 /// at its resource (a logical location of kind `resource`).
 pub fn findings_sarif(
     project: &ExportProject<'_>,
     scan: &ScanRow,
     findings: &[FindingRow],
+    triaged: &Triaged,
     dashboard_url: &str,
 ) -> SarifLog {
     let mut rules: Vec<Rule> = Vec::new();
@@ -514,6 +564,7 @@ pub fn findings_sarif(
                         format!("{}\n{}", f.rule_id, f.resource).as_bytes(),
                     )),
                 },
+                suppressions: suppression(triaged, f).into_iter().collect(),
                 properties: ResultProperties {
                     status: f.status.clone(),
                     severity: f.severity.clone(),

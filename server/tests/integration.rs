@@ -15,6 +15,7 @@ mod dashboard_api;
 mod deployment;
 mod exports;
 mod faults;
+mod findings;
 mod gates;
 mod key_rotation;
 mod keyless_ci;

@@ -71,6 +71,22 @@ pub async fn find_project(
     Ok(projects_of(db, account_id, Some(project_id)).await?.pop())
 }
 
+/// The id of the account's project labelled `label`, if it has one.
+pub async fn project_id_by_label(
+    db: &Db,
+    account_id: &str,
+    label: &str,
+) -> Result<Option<String>, StoreError> {
+    let id: Option<(String,)> = on_db!(db, pool => {
+        sqlx::query_as("SELECT id FROM projects WHERE account_id = $1 AND label = $2")
+            .bind(account_id)
+            .bind(label)
+            .fetch_optional(pool)
+            .await
+    })?;
+    Ok(id.map(|(id,)| id))
+}
+
 /// The account's projects, or just `only` among them, with their sparkline points.
 async fn projects_of(
     db: &Db,

@@ -343,6 +343,27 @@ pub async fn tracked_for_keys(
         .collect())
 }
 
+/// The line's findings whose triage holds at `now`, by (rule id, resource): what an export
+/// marks as suppressed.
+pub async fn triaged_on_line(
+    db: &Db,
+    line_id: &str,
+    now: Millis,
+) -> Result<HashMap<(String, String), TrackedRow>, StoreError> {
+    let sql = format!(
+        "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} WHERE tf.branch_id = $1 \
+         AND tf.triage_state IS NOT NULL \
+         AND (tf.triage_expires_at IS NULL OR tf.triage_expires_at > $2)"
+    );
+    let rows: Vec<TrackedRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(line_id).bind(now).fetch_all(pool).await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ((r.rule_id.clone(), r.resource.clone()), r))
+        .collect())
+}
+
 /// One scan of a finding's branch, and what the finding was in it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Sighting {

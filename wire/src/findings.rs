@@ -145,6 +145,7 @@ pub struct FindingsPage {
 /// The body of `PUT /v1/projects/{project}/findings/{finding}/triage`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct TriageRequest {
     pub state: TriageState,
     /// Required: 1–1,000 characters, not blank, no control characters except line breaks.

@@ -642,6 +642,27 @@ impl GateStatus {
     }
 }
 
+/// A project's quality gate as `/v1/projects/{project_id}/gate` reads and sets it: each
+/// condition null when not set; all three null, no gate (every push passes).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+// A misspelt condition must not quietly become "no such condition".
+#[serde(deny_unknown_fields)]
+pub struct ProjectGate {
+    /// A scan below this score fails (0–100).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100, example = 80))]
+    pub min_score: Option<f64>,
+    /// A scan whose score dropped more than this since its line's previous scan fails (0–100).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 100, example = 5))]
+    pub max_drop: Option<f64>,
+    /// A scan with an open finding at this severity or above that its line's previous scan
+    /// did not have (and nobody triaged) fails.
+    #[serde(default)]
+    pub new_findings_at: Option<Severity>,
+}
+
 /// The body of a webhook delivery (`format: tidemark`), signed in the `Tidemark-Signature`
 /// header. Receivers should ignore fields they do not know: more may be added.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -66,6 +66,9 @@ pub enum ApiError {
     /// A keyless CI push token used for a project outside its publisher's scope.
     #[error("{0}")]
     ProjectNotAllowed(String),
+    /// A change (triage, a gate) asked with a keyless CI push token, which only pushes and reads.
+    #[error("This change needs the account's API key (X-API-Key): a CI push token only pushes scans and reads.")]
+    ApiKeyRequired,
     /// The CI token issuer's keys could not be fetched.
     #[error("The CI token issuer's signing keys could not be fetched ({0}). Retry after {secs} seconds.", secs = ISSUER_RETRY_SECS)]
     IssuerUnavailable(String),
@@ -94,7 +97,8 @@ impl ApiError {
             LicenseInactive(_)
             | InsufficientTier(_)
             | NoTrustedPublisher(_)
-            | ProjectNotAllowed(_) => StatusCode::FORBIDDEN,
+            | ProjectNotAllowed(_)
+            | ApiKeyRequired => StatusCode::FORBIDDEN,
             LicenseNotFound | NotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
@@ -137,6 +141,7 @@ impl ApiError {
             InvalidOidcToken(_) => "invalid_oidc_token",
             NoTrustedPublisher(_) => "no_trusted_publisher",
             ProjectNotAllowed(_) => "project_not_allowed",
+            ApiKeyRequired => "api_key_required",
             IssuerUnavailable(_) => "issuer_unavailable",
             Internal(_) => "internal_error",
         }

@@ -33,14 +33,32 @@ struct SarifLog(serde_json::Value);
 
 /// The same gate as pushing: a live license with the hosted dashboard; a keyless CI push
 /// token reads only the projects its publisher may push (`404` for the others, as for
-/// another account's).
-async fn reader(
+/// another account's). `project` is a project id or, for people and scripts that know the
+/// label, the label; the answer carries the id.
+pub(super) async fn reader(
     state: &AppState,
     headers: &HeaderMap,
-    project_id: &str,
-) -> Result<KeyOwner, ApiError> {
+    project: &str,
+) -> Result<(KeyOwner, String), ApiError> {
     let owner = authenticate(&state.db, headers).await?;
     ensure_dashboard_license(&owner.license)?;
+    let account_id = &owner.license.account_id;
+    let project_id = if tidemark_domain::ids::is_project_id(project) {
+        project.to_owned()
+    } else if tidemark_domain::input::bounded_text(
+        "project",
+        project,
+        tidemark_domain::push::MAX_LABEL_CHARS,
+    )
+    .is_err()
+    {
+        // Not a label a push could have made: nothing to look up.
+        return Err(ApiError::NotFound);
+    } else {
+        tidemark_store::dashboard::project_id_by_label(&state.db, account_id, project)
+            .await?
+            .ok_or(ApiError::NotFound)?
+    };
     if matches!(
         owner.via,
         Via::Ci {
@@ -48,17 +66,13 @@ async fn reader(
             ..
         }
     ) {
-        let project = tidemark_store::dashboard::find_project(
-            &state.db,
-            &owner.license.account_id,
-            project_id,
-        )
-        .await?;
-        if !project.is_some_and(|p| owner.may_use_project(&p.label)) {
+        let found =
+            tidemark_store::dashboard::find_project(&state.db, account_id, &project_id).await?;
+        if !found.is_some_and(|p| owner.may_use_project(&p.label)) {
             return Err(ApiError::NotFound);
         }
     }
-    Ok(owner)
+    Ok((owner, project_id))
 }
 
 async fn findings(
@@ -68,11 +82,11 @@ async fn findings(
     scan_id: &str,
     format: FindingsFormat,
 ) -> Result<Response, ApiError> {
-    let owner = reader(state, headers, project_id).await?;
+    let (owner, project_id) = reader(state, headers, project_id).await?;
     export::scan_findings(
         &state.db,
         &owner.license.account_id,
-        project_id,
+        &project_id,
         scan_id,
         format,
         &state.config.dashboard_url,
@@ -173,7 +187,7 @@ pub async fn get_history_csv(
     Path(project_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let owner = reader(&state, &headers, &project_id).await?;
+    let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     export::project_history(&state.db, &owner.license.account_id, &project_id)
         .await?
         .map(IntoResponse::into_response)

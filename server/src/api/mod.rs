@@ -6,6 +6,7 @@ mod bundles;
 mod error;
 mod exports;
 mod extract;
+mod findings;
 pub mod keys;
 pub mod license;
 mod oidc_exchange;
@@ -31,7 +32,7 @@ use crate::state::AppState;
     info(
         title = "Tidemark scanner API",
         version = "1",
-        description = "License validation, activation and resend, scan pushes, and exports \
+        description = "License validation, activation and resend, scan pushes, findings and their triage, quality gates, and exports \
             (findings as SARIF 2.1.0 or CSV, history as CSV) for the Tidemark compliance scanner. Every error body is {\"error\", \"message\"}; every \
             response carries X-Request-Id. /v1 only grows: new optional response fields and new \
             endpoints, never a removed or retyped field. Webhooks: Tidemark POSTs a \
@@ -51,6 +52,8 @@ use crate::state::AppState;
         (name = "dashboard", description = "Pushing scan results"),
         (name = "keyless", description = "Keyless CI: a CI job's OpenID Connect token exchanged for a short-lived push token"),
         (name = "exports", description = "A scan's findings (SARIF 2.1.0, CSV) and a project's history (CSV)"),
+        (name = "findings", description = "Findings followed across scans, per branch, and their triage"),
+        (name = "gates", description = "A project's quality gate, to keep beside the workflow that pushes"),
     )
 )]
 struct ApiDoc;
@@ -128,7 +131,13 @@ impl utoipa::Modify for OutageAnswers {
         let full = "`storage_full`: the database has no room left to write; reads still work. \
             Retry after Retry-After";
         for item in openapi.paths.paths.values_mut() {
-            for operation in [&mut item.get, &mut item.post].into_iter().flatten() {
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
                 let responses = &mut operation.responses.responses;
                 match responses.get_mut("503") {
                     // Another 503 (server_busy) is documented already: one entry for both.
@@ -159,6 +168,10 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(exports::get_findings_sarif))
         .routes(routes!(exports::get_findings_csv))
         .routes(routes!(exports::get_history_csv))
+        .routes(routes!(findings::list_findings))
+        .routes(routes!(findings::get_finding))
+        .routes(routes!(findings::put_triage, findings::delete_triage))
+        .routes(routes!(findings::get_gate, findings::put_gate))
 }
 
 /// The `/v1` routes, the OpenAPI document at `/v1/openapi.json`, and JSON answers for

@@ -1,0 +1,443 @@
+//! `/v1/projects/{project_id}/findings…` and `/v1/projects/{project_id}/gate`: a project's
+//! tracked findings and their triage, and its quality gate, for scripts and CI. Reads take
+//! the API key or a keyless CI push token (scoped like exports); changes take the API key
+//! only, so a branch's CI job cannot loosen its own gate or wave its findings through.
+
+use std::net::SocketAddr;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Path, State};
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde::Deserialize;
+use tidemark_domain::audit::{Actor, AuditContext};
+use tidemark_domain::findings::{could_be_finding_id, TriageChange};
+use tidemark_domain::gate::QualityGate;
+use tidemark_domain::now_millis;
+use tidemark_store::findings::{
+    find_line, find_tracked, list_tracked, set_triage, TrackedQuery, TrackedRow, TriageOutcome,
+};
+use tidemark_store::licenses::{KeyOwner, Via};
+use tidemark_wire::findings::{FindingState, FindingsPage, TrackedFinding, Triage, TriageRequest};
+use tidemark_wire::{ErrorBody, ProjectGate, Severity};
+
+use super::exports::reader;
+use super::extract::read_json;
+use super::ApiError;
+use crate::http::client_ip::client_ip;
+use crate::state::AppState;
+
+const BODY_LIMIT: usize = 64 * 1024;
+const DEFAULT_LIMIT: i64 = 100;
+const MAX_LIMIT: i64 = 500;
+/// Offsets past this are refused: a listing that deep wants a filter.
+const MAX_OFFSET: i64 = 100_000;
+
+/// A stored row as `/v1` shows it at `now`.
+pub(crate) fn tracked_finding(row: &TrackedRow, now: i64) -> TrackedFinding {
+    use tidemark_domain::to_rfc3339;
+    TrackedFinding {
+        id: row.id.clone(),
+        branch: row.branch.clone(),
+        rule_id: row.rule_id.clone(),
+        resource: row.resource.clone(),
+        severity: row.severity(),
+        state: row.state(now),
+        first_seen_scan_id: row.first_scan_id.clone(),
+        first_seen_at: to_rfc3339(row.first_seen_at),
+        last_seen_scan_id: row.last_scan_id.clone(),
+        last_seen_at: to_rfc3339(row.last_seen_at),
+        fixed_scan_id: row.fixed_scan_id.clone(),
+        fixed_at: row.fixed_at.map(to_rfc3339),
+        reopened_count: u64::try_from(row.reopened_count).unwrap_or(0),
+        triage: row.triage_state().map(|state| Triage {
+            state,
+            reason: row.triage_reason.clone().unwrap_or_default(),
+            expires_at: row.triage_expires_at.map(to_rfc3339),
+            by: row.triaged_by.clone().unwrap_or_default(),
+            at: row.triaged_at.map(to_rfc3339).unwrap_or_default(),
+        }),
+    }
+}
+
+/// The query of a findings listing, as sent.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FindingsQuery {
+    /// A branch name, or `pr:<number>` for a pull request; default: the project's default branch.
+    branch: Option<String>,
+    /// `open`, `triaged` or `fixed`; default: all three.
+    state: Option<String>,
+    /// `critical`, `high`, `medium` or `low`; default: all.
+    severity: Option<String>,
+    /// From the previous page's `next_cursor`.
+    cursor: Option<String>,
+    /// 1–500; default 100.
+    limit: Option<String>,
+}
+
+fn invalid(message: String) -> ApiError {
+    ApiError::InvalidRequest(message)
+}
+
+impl FindingsQuery {
+    fn parse(uri: &Uri) -> Result<FindingsQuery, ApiError> {
+        axum::extract::Query::<FindingsQuery>::try_from_uri(uri)
+            .map(|q| q.0)
+            .map_err(|e| invalid(format!("the query string is not readable: {e}")))
+    }
+
+    fn tracked_query(&self) -> Result<TrackedQuery, ApiError> {
+        let state = match self.state.as_deref() {
+            None | Some("") => None,
+            Some(s) => Some(
+                FindingState::parse(s)
+                    .ok_or_else(|| invalid("state must be open, triaged or fixed".into()))?,
+            ),
+        };
+        let severity =
+            match self.severity.as_deref() {
+                None | Some("") => None,
+                Some(s) => Some(Severity::parse(s).ok_or_else(|| {
+                    invalid("severity must be critical, high, medium or low".into())
+                })?),
+            };
+        let limit = match self.limit.as_deref() {
+            None | Some("") => DEFAULT_LIMIT,
+            Some(l) => l
+                .parse::<i64>()
+                .ok()
+                .filter(|l| (1..=MAX_LIMIT).contains(l))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "limit must be a whole number from 1 to {MAX_LIMIT}"
+                    ))
+                })?,
+        };
+        let offset = match self.cursor.as_deref() {
+            None | Some("") => 0,
+            Some(c) => c
+                .parse::<i64>()
+                .ok()
+                .filter(|o| (0..=MAX_OFFSET).contains(o))
+                .ok_or_else(|| invalid("cursor must be a next_cursor this API returned".into()))?,
+        };
+        Ok(TrackedQuery {
+            state,
+            severity,
+            offset,
+            limit,
+        })
+    }
+}
+
+/// Who changes something through `/v1`: the API key's owner, named by the key's prefix.
+fn writer_audit(
+    state: &AppState,
+    owner: &KeyOwner,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+) -> Result<AuditContext, ApiError> {
+    let Via::ApiKey { prefix, .. } = &owner.via else {
+        return Err(ApiError::ApiKeyRequired);
+    };
+    Ok(AuditContext {
+        actor: Actor::ApiKey {
+            key_prefix: prefix.clone(),
+        },
+        client_ip: Some(client_ip(peer.ip(), headers, &state.config.trusted_proxies).to_string()),
+        at: now_millis(),
+    })
+}
+
+/// A project's tracked findings
+///
+/// Each finding is one rule on one resource, followed across its branch's scans: when it was
+/// first seen, last seen and fixed (the first later scan without it failing), how often it came
+/// back, and its triage. Most severe first, then oldest first.
+#[utoipa::path(
+    get,
+    path = "/v1/projects/{project_id}/findings",
+    tag = "findings",
+    security(("api_key" = []), ("ci_push_token" = [])),
+    params(("project_id" = String, Path, description = "The project's id (from a push response) or its label"), FindingsQuery),
+    responses(
+        (status = 200, description = "A page of findings", body = FindingsPage),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project (or branch) in the key's account", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: an unknown state or severity, a limit outside 1–500, or a cursor this API did not give", body = ErrorBody),
+    )
+)]
+pub async fn list_findings(
+    State(state): State<AppState>,
+    Path(project_id): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<FindingsPage>, ApiError> {
+    let query = FindingsQuery::parse(&uri)?;
+    let tracked = query.tracked_query()?;
+    let (owner, project_id) = reader(&state, &headers, &project_id).await?;
+    let account_id = &owner.license.account_id;
+    let line = find_line(&state.db, account_id, &project_id, query.branch.as_deref())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let now = now_millis();
+    let rows = list_tracked(&state.db, &line.id, &tracked, now).await?;
+    let next_cursor =
+        (rows.len() as i64 == tracked.limit).then(|| (tracked.offset + tracked.limit).to_string());
+    Ok(Json(FindingsPage {
+        findings: rows.iter().map(|r| tracked_finding(r, now)).collect(),
+        next_cursor,
+    }))
+}
+
+/// One tracked finding
+#[utoipa::path(
+    get,
+    path = "/v1/projects/{project_id}/findings/{finding_id}",
+    tag = "findings",
+    security(("api_key" = []), ("ci_push_token" = [])),
+    params(
+        ("project_id" = String, Path, description = "The project's id (from a push response) or its label"),
+        ("finding_id" = String, Path, description = "`fnd_…`, from a findings listing"),
+    ),
+    responses(
+        (status = 200, description = "The finding", body = TrackedFinding),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project or finding in the key's account", body = ErrorBody),
+    )
+)]
+pub async fn get_finding(
+    State(state): State<AppState>,
+    Path((project_id, finding_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<TrackedFinding>, ApiError> {
+    let (owner, project_id) = reader(&state, &headers, &project_id).await?;
+    if !could_be_finding_id(&finding_id) {
+        return Err(ApiError::NotFound);
+    }
+    let row = find_tracked(
+        &state.db,
+        &owner.license.account_id,
+        &project_id,
+        &finding_id,
+    )
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    Ok(Json(tracked_finding(&row, now_millis())))
+}
+
+/// The API key's owner and how the audit log names them, or why they may not change things.
+async fn changer(
+    state: &AppState,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    project: &str,
+) -> Result<(KeyOwner, AuditContext, String), ApiError> {
+    let (owner, project_id) = reader(state, headers, project).await?;
+    let audit = writer_audit(state, &owner, peer, headers)?;
+    Ok((owner, audit, project_id))
+}
+
+async fn change_triage(
+    state: &AppState,
+    (owner, audit, project_id): (KeyOwner, AuditContext, String),
+    finding_id: String,
+    change: Option<TriageChange>,
+) -> Result<Json<TrackedFinding>, ApiError> {
+    if !could_be_finding_id(&finding_id) {
+        return Err(ApiError::NotFound);
+    }
+    let account_id = owner.license.account_id.clone();
+    let outcome = state
+        .db
+        .detached(move |db| async move {
+            set_triage(
+                &db,
+                &account_id,
+                &project_id,
+                &finding_id,
+                change.as_ref(),
+                &audit,
+            )
+            .await
+        })
+        .await?;
+    match outcome {
+        TriageOutcome::Done(row) => Ok(Json(tracked_finding(&row, now_millis()))),
+        TriageOutcome::NotFound => Err(ApiError::NotFound),
+    }
+}
+
+/// Triage a finding
+///
+/// Sets the finding aside as `accepted_risk`, `false_positive` or `wont_fix`, with a reason
+/// and an optional expiry (then it is open again). A triaged finding never counts as new to
+/// the gate, stays triaged in later scans that still have it, and is exported in SARIF as a
+/// suppression. Replaces any earlier triage; in the audit log as `api-key:<prefix>`.
+#[utoipa::path(
+    put,
+    path = "/v1/projects/{project_id}/findings/{finding_id}/triage",
+    tag = "findings",
+    security(("api_key" = [])),
+    params(
+        ("project_id" = String, Path, description = "The project's id (from a push response) or its label"),
+        ("finding_id" = String, Path, description = "`fnd_…`, from a findings listing"),
+    ),
+    request_body(content = TriageRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The finding, triaged", body = TrackedFinding),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`: a CI push token only pushes and reads", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project or finding in the key's account", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: an unknown state, a blank or over-long reason, or an expiry that is not a future date or time", body = ErrorBody),
+    )
+)]
+pub async fn put_triage(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path((project_id, finding_id)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<TrackedFinding>, ApiError> {
+    let who = changer(&state, peer, &headers, &project_id).await?;
+    let request: TriageRequest = read_json(&headers, body, BODY_LIMIT).await?;
+    let change = triage_change(&request)?;
+    change_triage(&state, who, finding_id, Some(change)).await
+}
+
+fn triage_change(request: &TriageRequest) -> Result<TriageChange, ApiError> {
+    TriageChange::parse(
+        request.state,
+        &request.reason,
+        request.expires_at.as_deref(),
+        now_millis(),
+    )
+    .map_err(|e| ApiError::InvalidRequest(e.message))
+}
+
+/// Undo a finding's triage
+///
+/// The finding is open again (or stays fixed); the change is in its history and the audit log.
+#[utoipa::path(
+    delete,
+    path = "/v1/projects/{project_id}/findings/{finding_id}/triage",
+    tag = "findings",
+    security(("api_key" = [])),
+    params(
+        ("project_id" = String, Path, description = "The project's id (from a push response) or its label"),
+        ("finding_id" = String, Path, description = "`fnd_…`, from a findings listing"),
+    ),
+    responses(
+        (status = 200, description = "The finding, untriaged", body = TrackedFinding),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project or finding in the key's account", body = ErrorBody),
+    )
+)]
+pub async fn delete_triage(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path((project_id, finding_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Json<TrackedFinding>, ApiError> {
+    let who = changer(&state, peer, &headers, &project_id).await?;
+    change_triage(&state, who, finding_id, None).await
+}
+
+fn project_gate(gate: Option<&QualityGate>) -> ProjectGate {
+    ProjectGate {
+        min_score: gate.and_then(QualityGate::min_score),
+        max_drop: gate.and_then(QualityGate::max_drop),
+        new_findings_at: gate.and_then(QualityGate::new_findings_at),
+    }
+}
+
+/// A project's quality gate
+///
+/// Its conditions; all null when the project has no gate (every push passes).
+#[utoipa::path(
+    get,
+    path = "/v1/projects/{project_id}/gate",
+    tag = "gates",
+    security(("api_key" = []), ("ci_push_token" = [])),
+    params(("project_id" = String, Path, description = "The project's id (from a push response) or its label")),
+    responses(
+        (status = 200, description = "The gate", body = ProjectGate),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project in the key's account", body = ErrorBody),
+    )
+)]
+pub async fn get_gate(
+    State(state): State<AppState>,
+    Path(project_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<ProjectGate>, ApiError> {
+    let (owner, project_id) = reader(&state, &headers, &project_id).await?;
+    let account_id = &owner.license.account_id;
+    tidemark_store::dashboard::find_project(&state.db, account_id, &project_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let gate = tidemark_store::gates::project_gate(&state.db, account_id, &project_id).await?;
+    Ok(Json(project_gate(gate.as_ref())))
+}
+
+/// Set a project's quality gate
+///
+/// Replaces every condition: a null or missing one is not checked; all null removes the gate.
+/// Scans already pushed keep their verdicts; the next push is judged by this. In the audit log
+/// as `api-key:<prefix>`.
+#[utoipa::path(
+    put,
+    path = "/v1/projects/{project_id}/gate",
+    tag = "gates",
+    security(("api_key" = [])),
+    params(("project_id" = String, Path, description = "The project's id (from a push response) or its label")),
+    request_body(content = ProjectGate, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The gate as now set", body = ProjectGate),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`: a CI push token cannot change a gate", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project in the key's account", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: a score outside 0–100, an unknown severity or field", body = ErrorBody),
+    )
+)]
+pub async fn put_gate(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(project_id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<ProjectGate>, ApiError> {
+    let (owner, audit, project_id) = changer(&state, peer, &headers, &project_id).await?;
+    let request: ProjectGate = read_json(&headers, body, BODY_LIMIT).await?;
+    let gate = QualityGate::new(request.min_score, request.max_drop, request.new_findings_at)
+        .map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
+    let account_id = owner.license.account_id.clone();
+    let found = state
+        .db
+        .detached(move |db| async move {
+            tidemark_store::gates::set_project_gate(
+                &db,
+                &account_id,
+                &project_id,
+                gate.as_ref(),
+                &audit,
+            )
+            .await
+        })
+        .await?;
+    if !found {
+        return Err(ApiError::NotFound);
+    }
+    Ok(Json(project_gate(gate.as_ref())))
+}

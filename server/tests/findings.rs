@@ -1,0 +1,205 @@
+//! Tracked findings, triage and gates through `/v1` and the `tidemark` command, on both
+//! databases: listing with states and filters, triage with a reason and expiry (and its
+//! refusals), the SARIF export's suppressions (validated against the OASIS schema), gates
+//! read and set as code, and another account getting nothing.
+#![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
+
+use crate::cli_client::{env, tidemark};
+use crate::common::{assert_error, sample_push, TestApp};
+use crate::exports::sarif_validator;
+
+use chrono::Utc;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tidemark_wire::Tier;
+
+async fn call(
+    app: &TestApp,
+    method: reqwest::Method,
+    key: &str,
+    path: &str,
+    body: Option<Value>,
+) -> reqwest::Response {
+    let mut req = app
+        .client
+        .request(method, app.url(path))
+        .header("X-API-Key", key);
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    req.send().await.unwrap()
+}
+
+async fn get_json(app: &TestApp, key: &str, path: &str) -> Value {
+    let res = call(app, reqwest::Method::GET, key, path, None).await;
+    assert_eq!(res.status(), StatusCode::OK, "GET {path}");
+    res.json().await.unwrap()
+}
+
+tidemark_store::test_each_backend! {
+    async fn findings_are_listed_triaged_and_exported_with_their_triage(backend) {
+        let app = TestApp::spawn(backend).await;
+        let (_license, key) = app.with_key(Tier::Team).await;
+        let (_other, other_key) = app.with_key(Tier::Team).await;
+        let pushed = app.push_json(&key, &sample_push("payments api", 70.0, "2026-11-20T10:00:00Z")).await;
+        let project = pushed["project_id"].as_str().unwrap().to_owned();
+        let scan = pushed["scan_id"].as_str().unwrap().to_owned();
+        let list = format!("/v1/projects/{project}/findings");
+
+        let page = get_json(&app, &key, &list).await;
+        let findings = page["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 2);
+        assert_eq!(page["next_cursor"], Value::Null);
+        // Most severe first.
+        assert_eq!((findings[0]["severity"].as_str(), findings[1]["severity"].as_str()), (Some("high"), Some("medium")));
+        assert_eq!(findings[0]["state"], "open");
+        assert_eq!(findings[0]["first_seen_scan_id"], scan.as_str());
+        assert_eq!(findings[0]["first_seen_at"], "2026-11-20T10:00:00Z");
+        assert_eq!(findings[0]["triage"], Value::Null);
+        let medium = findings[1]["id"].as_str().unwrap().to_owned();
+        // The label names the project too (percent-encoded).
+        let by_label = get_json(&app, &key, "/v1/projects/payments%20api/findings?limit=1").await;
+        assert_eq!(by_label["findings"].as_array().unwrap().len(), 1);
+        assert_eq!(by_label["next_cursor"], "1");
+
+        // Triage: reason and expiry; the answer is the finding, triaged by the key.
+        let triage = format!("{list}/{medium}/triage");
+        let res = call(&app, reqwest::Method::PUT, &key, &triage, Some(json!({
+            "state": "accepted_risk", "reason": "Logs bucket: versioning is not needed",
+            "expires_at": "2099-01-01"
+        }))).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let triaged: Value = res.json().await.unwrap();
+        assert_eq!(triaged["state"], "triaged");
+        assert_eq!(triaged["triage"]["state"], "accepted_risk");
+        assert_eq!(triaged["triage"]["expires_at"], "2099-01-01T00:00:00Z");
+        assert!(triaged["triage"]["by"].as_str().unwrap().starts_with("api-key:svc_api_"), "{triaged}");
+        let only_triaged = get_json(&app, &key, &format!("{list}?state=triaged")).await;
+        assert_eq!(only_triaged["findings"].as_array().unwrap().len(), 1);
+        assert_eq!(get_json(&app, &key, &format!("{list}?state=open&severity=high")).await["findings"].as_array().unwrap().len(), 1);
+        assert_eq!(app.count("finding_triage_events").await, 1);
+
+        // Refusals change nothing.
+        for (body, why) in [
+            (json!({"state": "accepted_risk", "reason": "  "}), "reason"),
+            (json!({"state": "accepted_risk", "reason": "r", "expires_at": "2001-01-01"}), "future"),
+            (json!({"state": "ignored", "reason": "r"}), "state"),
+            (json!({"state": "wont_fix", "reason": "r", "until": "2099-01-01"}), "until"),
+        ] {
+            let res = call(&app, reqwest::Method::PUT, &key, &triage, Some(body)).await;
+            let message = assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+            assert!(message.contains(why), "{message}");
+        }
+        let res = app.client.put(app.url(&triage)).header("X-API-Key", &key)
+            .header("Content-Type", "application/json").body("{").send().await.unwrap();
+        assert_error(res, StatusCode::BAD_REQUEST, "invalid_json").await;
+        let res = app.client.put(app.url(&triage)).header("X-API-Key", &key).body("state=x").send().await.unwrap();
+        assert_error(res, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+        for query in ["state=closed", "severity=urgent", "limit=0", "limit=501", "cursor=-1", "cursor=x"] {
+            let res = call(&app, reqwest::Method::GET, &key, &format!("{list}?{query}"), None).await;
+            assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+        }
+        assert_eq!(app.count("finding_triage_events").await, 1);
+
+        // The SARIF export carries the triage as an accepted external suppression.
+        let sarif: Value = get_json(&app, &key, &format!("/v1/projects/{project}/scans/{scan}/findings.sarif")).await;
+        let errors: Vec<String> = sarif_validator().iter_errors(&sarif).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "not SARIF 2.1.0: {errors:#?}");
+        let results = sarif["runs"][0]["results"].as_array().unwrap();
+        let suppressed: Vec<&Value> = results.iter().filter(|r| r.get("suppressions").is_some()).collect();
+        assert_eq!(suppressed.len(), 1);
+        assert_eq!(suppressed[0]["ruleId"], "soc2-cc6.1");
+        assert_eq!(suppressed[0]["suppressions"], json!([{
+            "kind": "external", "status": "accepted",
+            "justification": "Accepted risk (until 2099-01-01): Logs bucket: versioning is not needed"
+        }]));
+
+        // The next scan that still has it shows it triaged.
+        app.push_json(&key, &sample_push("payments api", 71.0, "2026-11-21T10:00:00Z")).await;
+        let one = get_json(&app, &key, &format!("{list}/{medium}")).await;
+        assert_eq!((one["state"].as_str(), one["last_seen_at"].as_str()), (Some("triaged"), Some("2026-11-21T10:00:00Z")));
+
+        // Another account, unknown and malformed ids: 404 alike; no key: 401.
+        for path in [list.clone(), format!("{list}/{medium}"), format!("{list}/fnd_nope"), format!("{list}/..%2F"),
+                     "/v1/projects/prj_aaaaaaaaaaaaaaaaaaaa/findings".into()] {
+            let res = call(&app, reqwest::Method::GET, &other_key, &path, None).await;
+            assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+        }
+        let res = call(&app, reqwest::Method::DELETE, &other_key, &triage, None).await;
+        assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+        let res = app.client.get(app.url(&list)).send().await.unwrap();
+        assert_error(res, StatusCode::UNAUTHORIZED, "missing_api_key").await;
+
+        // Undone: open again, and no suppression in the export.
+        let res = call(&app, reqwest::Method::DELETE, &key, &triage, None).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let undone: Value = res.json().await.unwrap();
+        assert_eq!((undone["state"].as_str(), &undone["triage"]), (Some("open"), &Value::Null));
+        let sarif: Value = get_json(&app, &key, &format!("/v1/projects/{project}/scans/{scan}/findings.sarif")).await;
+        assert!(sarif["runs"][0]["results"].as_array().unwrap().iter().all(|r| r.get("suppressions").is_none()));
+        assert_eq!(app.count("finding_triage_events").await, 2);
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn a_gate_is_read_and_set_as_code(backend) {
+        let app = TestApp::spawn(backend).await;
+        let (_license, key) = app.with_key(Tier::Team).await;
+        let (_other, other_key) = app.with_key(Tier::Team).await;
+        let pushed = app.push_json(&key, &sample_push("api", 90.0, "2026-11-20T10:00:00Z")).await;
+        let project = pushed["project_id"].as_str().unwrap().to_owned();
+        let gate = format!("/v1/projects/{project}/gate");
+        assert_eq!(get_json(&app, &key, &gate).await, json!({"min_score": null, "max_drop": null, "new_findings_at": null}));
+
+        let res = call(&app, reqwest::Method::PUT, &key, &gate, Some(json!({"min_score": 80, "new_findings_at": "high"}))).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.json::<Value>().await.unwrap(), json!({"min_score": 80.0, "max_drop": null, "new_findings_at": "high"}));
+        let verdict = app.push_json(&key, &sample_push("api", 70.0, "2026-11-21T10:00:00Z")).await;
+        assert_eq!(verdict["gate"]["status"], "failed");
+
+        for body in [json!({"min_score": 101}), json!({"min_scor": 1}), json!({"new_findings_at": "urgent"}), json!({"max_drop": -1})] {
+            let res = call(&app, reqwest::Method::PUT, &key, &gate, Some(body)).await;
+            assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+        }
+        assert_eq!(get_json(&app, &key, &gate).await["min_score"], 80.0);
+        let res = call(&app, reqwest::Method::PUT, &other_key, &gate, Some(json!({}))).await;
+        assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+        let res = call(&app, reqwest::Method::GET, &other_key, &gate, None).await;
+        assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+
+        // The command line: set by label, read back, then removed.
+        let config = tempfile::tempdir().unwrap();
+        let e = env(&app.base_url, config.path(), "unused", &[("TIDEMARK_API_KEY", key.as_str())], Utc::now());
+        let r = tidemark(&e, &["gate", "set", "api", "--min-score", "75", "--max-drop", "5"]).await;
+        assert_eq!(r.code, Ok(0), "{}", r.out);
+        assert_eq!(r.out.trim(), "Gate: score at least 75; a drop of at most 5 points.");
+        let r = tidemark(&e, &["gate", "get", &project, "--json"]).await;
+        assert_eq!(serde_json::from_str::<Value>(&r.out).unwrap(), json!({"min_score": 75.0, "max_drop": 5.0, "new_findings_at": null}));
+        let r = tidemark(&e, &["gate", "set", "api"]).await;
+        assert_eq!(r.out.trim(), "No gate: every push passes, whatever its score.");
+        assert_eq!(get_json(&app, &key, &gate).await["min_score"], Value::Null);
+        let r = tidemark(&e, &["gate", "get", "no-such-project"]).await;
+        assert_eq!(r.status, 1, "{:?}", r.code);
+
+        // Findings from the command line: listed, triaged, undone.
+        let r = tidemark(&e, &["findings", "list", "api"]).await;
+        assert_eq!(r.code, Ok(0));
+        let lines: Vec<&str> = r.out.lines().collect();
+        assert!(lines[0].starts_with("SEVERITY  STATE"), "{}", r.out);
+        assert_eq!(lines.len(), 3, "{}", r.out);
+        assert!(lines[1].starts_with("high      open"), "{}", r.out);
+        let id = lines[1].split_whitespace().nth(4).unwrap().to_owned();
+        let r = tidemark(&e, &["findings", "triage", "api", &id, "--state", "false_positive", "--reason", "Dev-only instance", "--expires", "2099-03-01"]).await;
+        assert_eq!(r.code, Ok(0), "{}", r.out);
+        assert!(r.out.contains("False positive until 2099-03-01"), "{}", r.out);
+        let r = tidemark(&e, &["findings", "list", "api", "--state", "triaged", "--json"]).await;
+        let rows: Value = serde_json::from_str(&r.out).unwrap();
+        assert_eq!(rows[0]["id"], id.as_str());
+        assert_eq!(rows[0]["triage"]["reason"], "Dev-only instance");
+        let r = tidemark(&e, &["findings", "triage", "api", &id, "--undo"]).await;
+        assert!(r.out.contains("open again"), "{}", r.out);
+        let r = tidemark(&e, &["findings", "triage", "api", &id, "--state", "wont_fix", "--reason", " "]).await;
+        assert_eq!(r.status, 1);
+        assert!(r.code.unwrap_err().contains("reason"));
+    }
+}
