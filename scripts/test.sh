@@ -10,8 +10,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-always}"
+# One build from scratch gains nothing from incremental caches, which would double the disk
+# the workspace's own crates take (CI ran out of disk with them, at 7 minutes). The edit loop
+# (`cargo test` by hand, `make dev`) keeps them.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+# Each step says how much disk the build has taken and how much is left: a CI machine's disk
+# is smaller than a workstation's, and this is where to see it going.
+step() {
+  local used free
+  used=$(du -sh target 2>/dev/null | cut -f1) || true
+  free=$(df -h --output=avail . 2>/dev/null | tail -1 | tr -d ' ') || true
+  printf '\n\033[1m==> %s\033[0m  (target/ %s, %s free)\n' "$*" "${used:-0}" "${free:-?}"
+}
 SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p tidemark-cli -p app -p server)
 # The benchmarks are linted (not run) so that they keep compiling as the code they measure changes.
 LINT_PKGS=("${SERVER_PKGS[@]}" -p tidemark-bench)
