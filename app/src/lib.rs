@@ -100,6 +100,16 @@ pub fn App() -> impl IntoView {
                         view=views::scan::ScanPage
                         ssr=SsrMode::Async
                     />
+                    <Route
+                        path=(
+                            StaticSegment("projects"),
+                            ParamSegment("project_id"),
+                            StaticSegment("findings"),
+                            ParamSegment("finding_id"),
+                        )
+                        view=views::finding::FindingPage
+                        ssr=SsrMode::Async
+                    />
                     <Route path=StaticSegment("settings") view=views::settings::SettingsPage ssr=SsrMode::Async/>
                     <Route
                         path=(StaticSegment("settings"), ParamSegment("section"))

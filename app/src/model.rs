@@ -630,6 +630,62 @@ pub struct FindingView {
     pub severity: String,
     pub message: String,
     pub remediation: String,
+    /// The finding as its branch tracks it (open findings only): its page, age and triage.
+    #[serde(default)]
+    pub tracked: Option<FindingTag>,
+}
+
+/// What a scan's row says of the tracked finding behind it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingTag {
+    pub id: String,
+    /// First seen in this very scan.
+    pub new_here: bool,
+    /// "first seen 12 days ago".
+    pub first_seen: String,
+    /// The UTC time, for the tooltip.
+    pub first_seen_utc: String,
+    /// "Accepted risk", "False positive" or "Won't fix" while a triage holds.
+    pub triage: Option<String>,
+}
+
+/// A tracked finding's own page: what it is, its life on its branch and its triage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindingPageView {
+    pub project_id: String,
+    pub project_label: String,
+    pub finding: tidemark_wire::findings::TrackedFinding,
+    /// From the latest scan that had it.
+    pub message: String,
+    pub remediation: String,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub fixed: Option<String>,
+    /// Its branch's scans since it was first seen, newest first (at most 50).
+    pub sightings: Vec<SightingView>,
+    /// Its triage changes, oldest first.
+    pub history: Vec<TriageEventView>,
+    /// The viewer may triage it now (a member: when no triage holds; an admin: always).
+    pub can_triage: bool,
+    /// The viewer may undo its triage (admins).
+    pub can_undo: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SightingView {
+    pub scan_id: String,
+    pub scanned_at: String,
+    /// Its status in that scan; `None`: not in it.
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriageEventView {
+    pub at: String,
+    pub actor: String,
+    /// "Accepted risk until 2027-03-01", or "Triage undone".
+    pub what: String,
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -133,7 +133,22 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await expect(page.getByTestId("pass-fail")).toHaveText("100 passed · 4 failed");
   await expect(page.getByTestId("severity-counts")).toContainText("1 critical");
   await expect(page.getByTestId("severity-counts")).toContainText("2 high");
+  // It opens on what is new since the previous scan, each tagged, with its age.
+  await expect(page.getByTestId("tab-new")).toHaveAttribute("aria-current", "page");
+  await expect(page.getByTestId("tab-new")).toContainText("(2)");
+  const fresh = page.getByTestId("new-findings-table");
+  await expect(fresh.locator("tbody tr")).toHaveCount(2);
+  await expect(fresh.locator('tbody tr[data-new="true"]')).toHaveCount(2);
+  await expect(fresh).toContainText("vpc.main");
+  // Its scan was taken yesterday: that is when these were first seen.
+  await expect(fresh.locator("tbody tr").first()).toContainText("yesterday");
+  await page.getByTestId("tab-all").click();
+  await expect(page.getByTestId("tab-all")).toHaveAttribute("aria-current", "page");
   await expect(page.getByTestId("finding-total")).toHaveText("4 findings");
+  // bucket.logs has failed since the first scan: not new, and older than this one.
+  const logs = page.getByTestId("findings-table").locator("tbody tr", { hasText: "bucket.logs" });
+  await expect(logs).not.toHaveAttribute("data-new", "true");
+  await expect(logs).toContainText("40 days ago");
 
   // Most severe first by default; a column heading sorts by it, a second click reverses it.
   const firstRule = () => page.getByTestId("findings-table").locator("tbody tr").first().locator("td").nth(2);
@@ -166,6 +181,9 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await expect(page.getByTestId("diff-fixed")).toHaveText("2 fixed");
   await expect(page.getByTestId("diff-unchanged")).toHaveText("1 unchanged");
   await expect(page.getByTestId("diff-new-table")).toContainText("trail.main");
+  // A fixed finding reads as fixed, never as the FAIL it was.
+  await expect(page.getByTestId("diff-fixed-table").locator("tbody tr").first()).toContainText("FIXED");
+  await expect(page.getByTestId("diff-fixed-table")).not.toContainText("FAIL");
   await page.screenshot({ path: "test-results/scan.png", fullPage: true });
 
   // Compared with the oldest scan instead (the same "older" findings: the same diff).
@@ -205,6 +223,47 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   const rows = fs.readFileSync((await history.path())!, "utf8").trim().split(/\r?\n/);
   expect(rows[0]).toMatch(/^scanned_at,scan_id,score,score_delta,/);
   expect(rows.length).toBeGreaterThan(2);
+});
+
+test("a finding's page: its life on the branch, triage with a reason and expiry, and undo", async ({ page }) => {
+  await signIn(page, ADMIN);
+  await page.goto(projectUrl);
+  await page.getByTestId("history-chart").locator("a").last().click();
+  await expect(page.getByTestId("tab-new")).toHaveAttribute("aria-current", "page");
+  const scanPage = page.url();
+  await page.getByTestId("new-findings-table").getByRole("link", { name: "cis-aws-2.0-3.4" }).click();
+  await expect(page).toHaveURL(/\/findings\/fnd_/);
+  await expect(page).toHaveTitle("cis-aws-2.0-3.4 on vpc.main · e2e/web · Tidemark");
+  await expect(page.getByTestId("finding-state")).toHaveText("Open");
+  await expect(page.getByTestId("finding-resource")).toHaveText("vpc.main");
+  await expect(page.getByTestId("finding-message")).toHaveText("cis-aws-2.0-3.4 on vpc.main");
+  await expect(page.getByTestId("finding-first-seen")).toContainText("yesterday");
+  await expect(page.getByTestId("finding-timeline").locator("li")).toHaveCount(1);
+  await expect(page.getByTestId("finding-timeline")).toContainText("FAIL");
+
+  // Triaged with a reason and an expiry: the page says so, and its history has it.
+  const form = page.getByTestId("triage-form");
+  await form.getByLabel("Accepted risk").check();
+  await form.getByLabel("Reason (required)").fill("The VPC is a sandbox; reviewed with security.");
+  const until = new Date(Date.now() + 30 * DAY).toISOString().slice(0, 10);
+  await form.getByLabel(/^Until/).fill(until);
+  await form.getByRole("button", { name: "Triage" }).click();
+  await expect(page.getByTestId("triage-notice")).toContainText("Triaged");
+  await expect(page.getByTestId("finding-state")).toHaveText("Triaged");
+  await expect(page.getByTestId("finding-triage")).toContainText(`Accepted risk until ${until}`);
+  await expect(page.getByTestId("triage-history")).toContainText(ADMIN);
+  await page.screenshot({ path: "test-results/finding.png", fullPage: true });
+
+  // The scan page tags the row with its triage.
+  await page.goto(scanPage);
+  await expect(page.getByTestId("new-findings-table").locator("tbody tr", { hasText: "vpc.main" })).toContainText("Accepted risk");
+
+  // A blank reason is refused and changes nothing; then the admin undoes the triage.
+  await page.getByTestId("new-findings-table").getByRole("link", { name: "cis-aws-2.0-3.4" }).click();
+  await page.getByTestId("triage-undo").click();
+  await expect(page.getByTestId("triage-notice")).toContainText("undone");
+  await expect(page.getByTestId("finding-state")).toHaveText("Open");
+  await expect(page.getByTestId("triage-history").locator("li")).toHaveCount(2);
 });
 
 test("an admin's quality gate judges the next push, and the chart and scan page show it", async ({ page, request }) => {
@@ -726,12 +785,18 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
   await signIn(page, ADMIN);
   await page.goto(projectUrl);
   const scanUrl = new URL((await page.getByTestId("history-chart").locator("a").last().getAttribute("href")) ?? "", page.url()).pathname;
+  await page.goto(`${scanUrl}?view=all`);
+  const findingUrl = (await page.getByTestId("findings-table").locator('a[href*="/findings/"]').first().getAttribute("href")) ?? "";
+  expect(findingUrl).toMatch(/\/findings\/fnd_/);
+  await page.goto(projectUrl);
   // The chart's text alternative says what the picture shows.
   await expect(page.getByTestId("history-chart")).toHaveAttribute("aria-label", /^Score history: \d+ scans?; from [\d.]+ on \d{4}-\d{2}-\d{2} to [\d.]+ on /);
   const pages: [string, string][] = [
     ["projects", "/projects"],
     ["project", new URL(projectUrl, page.url()).pathname],
     ["scan", scanUrl],
+    ["scan-all", `${scanUrl}?view=all`],
+    ["finding", findingUrl],
     ...["keys", "licence", "members", "sso", "projects", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
       .map((s): [string, string] => [`settings-${s}`, `/settings/${s}`]),
     ["not-found", "/no-such-page"],

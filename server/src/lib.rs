@@ -21,6 +21,7 @@ pub mod scim;
 pub mod signing;
 pub mod state;
 pub mod telemetry;
+pub mod triage_form;
 pub mod validation_cache;
 pub mod webhooks;
 
@@ -216,6 +217,10 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .route(
             "/settings/provisioning/change",
             post(scim::settings::change_provisioning),
+        )
+        .route(
+            "/projects/{project_id}/findings/{finding_id}/triage",
+            post(triage_form::triage_finding),
         )
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::findings::{state_of, tracked_in_push, TriageChange};
 use tidemark_domain::Millis;
-use tidemark_wire::findings::{FindingState, TriageState};
+use tidemark_wire::findings::{FindingState, TrackedFinding, Triage, TriageState};
 use tidemark_wire::{Finding, Severity};
 
 use crate::audit::{record_in, Change};
@@ -146,6 +146,39 @@ impl TrackedRow {
     pub fn state(&self, now: Millis) -> FindingState {
         let triage = self.triage_state().map(|_| self.triage_expires_at);
         state_of(self.fixed_seq.is_some(), triage, now)
+    }
+
+    /// Whether its triage holds at `now` (it has one, unexpired).
+    pub fn triage_holds(&self, now: Millis) -> bool {
+        self.triage_state.is_some()
+            && tidemark_domain::findings::triage_holds(self.triage_expires_at, now)
+    }
+
+    /// As `/v1` and the dashboard show it at `now`.
+    pub fn to_wire(&self, now: Millis) -> TrackedFinding {
+        use tidemark_domain::to_rfc3339;
+        TrackedFinding {
+            id: self.id.clone(),
+            branch: self.branch.clone(),
+            rule_id: self.rule_id.clone(),
+            resource: self.resource.clone(),
+            severity: self.severity(),
+            state: self.state(now),
+            first_seen_scan_id: self.first_scan_id.clone(),
+            first_seen_at: to_rfc3339(self.first_seen_at),
+            last_seen_scan_id: self.last_scan_id.clone(),
+            last_seen_at: to_rfc3339(self.last_seen_at),
+            fixed_scan_id: self.fixed_scan_id.clone(),
+            fixed_at: self.fixed_at.map(to_rfc3339),
+            reopened_count: u64::try_from(self.reopened_count).unwrap_or(0),
+            triage: self.triage_state().map(|state| Triage {
+                state,
+                reason: self.triage_reason.clone().unwrap_or_default(),
+                expires_at: self.triage_expires_at.map(to_rfc3339),
+                by: self.triaged_by.clone().unwrap_or_default(),
+                at: self.triaged_at.map(to_rfc3339).unwrap_or_default(),
+            }),
+        }
     }
 }
 

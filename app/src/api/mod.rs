@@ -5,6 +5,7 @@
 pub mod alerts;
 pub mod audit;
 pub mod badges;
+pub mod findings;
 pub mod project;
 pub mod projects;
 pub mod provisioning;
@@ -119,6 +120,7 @@ mod ssr {
             severity: f.severity,
             message: f.message,
             remediation: f.remediation,
+            tracked: None,
         }
     }
 

@@ -83,8 +83,10 @@ pub async fn scan_findings(
         // A page past the end does not exist.
         return not_found();
     }
+    let mut findings: Vec<_> = rows.into_iter().map(finding).collect();
+    tag_tracked(&db, &found, &mut findings).await?;
     Ok(FindingsPage {
-        findings: rows.into_iter().map(finding).collect(),
+        findings,
         total,
         page,
         page_size: PAGE_SIZE,
@@ -144,15 +146,64 @@ pub async fn scan_diff(
         },
     };
     let diff = or_unavailable(diff_scans(&db, &project_id, found.seq, base_seq, 100).await)?;
+    let mut new: Vec<_> = diff.new.into_iter().map(finding).collect();
+    tag_tracked(&db, &found, &mut new).await?;
     Ok(DiffView {
         has_previous: true,
         pr_base,
         base_scan_id: base,
         choices,
-        new: diff.new.into_iter().map(finding).collect(),
-        fixed: diff.fixed.into_iter().map(finding).collect(),
+        new,
+        // Shown as what they are now: a fixed finding never reads FAIL.
+        fixed: diff
+            .fixed
+            .into_iter()
+            .map(|f| crate::model::FindingView {
+                status: "FIXED".into(),
+                ..finding(f)
+            })
+            .collect(),
         new_count: diff.new_count,
         fixed_count: diff.fixed_count,
         unchanged_count: diff.unchanged_count,
     })
+}
+
+/// Tags each open row of `scan` with its tracked finding on the scan's branch: a link to its
+/// page, "new" when this scan first saw it, its age, and its triage (one query per page).
+#[cfg(feature = "ssr")]
+async fn tag_tracked(
+    db: &tidemark_store::Db,
+    scan: &tidemark_store::dashboard::ScanRow,
+    rows: &mut [crate::model::FindingView],
+) -> Result<(), DashboardError> {
+    use crate::model::FindingTag;
+    let Some(line) = &scan.line_id else {
+        return Ok(());
+    };
+    let open = |status: &str| matches!(status, "FAIL" | "WARN" | "ERROR");
+    let keys: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| open(&r.status))
+        .map(|r| (r.rule_id.as_str(), r.resource.as_str()))
+        .collect();
+    let tracked = super::ssr::or_unavailable(
+        tidemark_store::findings::tracked_for_keys(db, line, &keys).await,
+    )?;
+    let now = tidemark_domain::now_millis();
+    for row in rows.iter_mut().filter(|r| open(&r.status)) {
+        if let Some(t) = tracked.get(&(row.rule_id.clone(), row.resource.clone())) {
+            row.tracked = Some(FindingTag {
+                id: t.id.clone(),
+                new_here: t.first_seq == scan.seq,
+                first_seen: crate::time::ago(t.first_seen_at, now),
+                first_seen_utc: crate::time::format_time(t.first_seen_at),
+                triage: t
+                    .triage_holds(now)
+                    .then(|| t.triage_state().map(|s| s.label().to_owned()))
+                    .flatten(),
+            });
+        }
+    }
+    Ok(())
 }

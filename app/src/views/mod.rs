@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod audit;
+pub mod finding;
 pub mod project;
 pub mod projects;
 pub mod provisioning;

@@ -32,6 +32,7 @@ pub fn ScanPage() -> impl IntoView {
         }
     };
     let base = move || query.read().get("base").filter(|b| !b.is_empty());
+    let view_choice = move || query.read().get("view");
     let scan = Resource::new(ids, |(project, scan)| load_scan(project, scan));
     let findings = Resource::new(
         move || (ids(), finding_query()),
@@ -54,16 +55,19 @@ pub fn ScanPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let q = finding_query();
                 let frameworks = scan.await.map(|s| s.scan.frameworks).unwrap_or_default();
+                let new = diff.await.ok().filter(|d| d.has_previous);
+                let project = ids().0;
                 match findings.await {
-                    Ok(page) => findings_section(page, q, frameworks).into_any(),
+                    Ok(page) => findings_section(&project, page, q, frameworks, new, view_choice()).into_any(),
                     Err(_) => ().into_any(),
                 }
             })}
         </Suspense>
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
+                let project = ids().0;
                 match diff.await {
-                    Ok(d) => diff_section(d).into_any(),
+                    Ok(d) => diff_section(&project, d).into_any(),
                     Err(_) => ().into_any(),
                 }
             })}
@@ -175,7 +179,7 @@ fn downloads(project_id: &str, scan_id: &str) -> impl IntoView {
 
 /// The query string for page `page` of `q` (filters and order kept across pages).
 fn findings_href(q: &FindingQuery, page: i64) -> String {
-    let mut parts = vec![format!("page={page}")];
+    let mut parts = vec!["view=all".to_owned(), format!("page={page}")];
     for (k, v) in [
         ("severity", &q.severity),
         ("status", &q.status),
@@ -201,14 +205,66 @@ fn current_sort(q: &FindingQuery) -> (&'static str, bool) {
     (column, q.dir.as_deref() == Some("desc"))
 }
 
-fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>) -> impl IntoView {
+/// Whether the findings card opens on the scan's new findings: when asked (`?view=new`), or
+/// by default when the scan has some and no filter or page is asked for.
+fn shows_new(choice: Option<&str>, q: &FindingQuery, new: Option<&DiffView>) -> bool {
+    let filtered = q.severity.is_some()
+        || q.status.is_some()
+        || q.framework.is_some()
+        || q.text.is_some()
+        || q.sort.is_some()
+        || q.page > 0;
+    match choice {
+        Some("new") => new.is_some(),
+        Some(_) => false,
+        None => !filtered && new.is_some_and(|d| d.new_count > 0),
+    }
+}
+
+/// A tab's count: grey when nothing is in it.
+fn tab_count(n: i64) -> impl IntoView {
+    view! { <span class=if n == 0 { "count zero" } else { "count" }>{format!("({n})")}</span> }
+}
+
+fn findings_section(
+    project_id: &str,
+    page: FindingsPage,
+    q: FindingQuery,
+    frameworks: Vec<String>,
+    new: Option<DiffView>,
+    choice: Option<String>,
+) -> impl IntoView {
     let pages = (page.total + page.page_size - 1) / page.page_size;
     let prev = (page.page > 0).then(|| findings_href(&q, page.page - 1));
     let next = (page.page + 1 < pages).then(|| findings_href(&q, page.page + 1));
-    view! {
-        <section class="card" aria-labelledby="findings-heading">
-            <h2 id="findings-heading">"Findings"</h2>
+    let showing_new = shows_new(choice.as_deref(), &q, new.as_ref());
+    let tabs = new.as_ref().map(|d| {
+        let current = |on: bool| if on { "page" } else { "false" };
+        view! {
+            <nav class="tabs" aria-label="Which findings" data-testid="findings-tabs">
+                <a href="?view=new" aria-current=current(showing_new) data-testid="tab-new">
+                    "New since the previous scan " {tab_count(d.new_count)}
+                </a>
+                <a href="?view=all" aria-current=current(!showing_new) data-testid="tab-all">
+                    "All " {tab_count(page.total)}
+                </a>
+            </nav>
+        }
+    });
+    let body = if showing_new {
+        let d = new.unwrap_or_default();
+        let more = (d.new_count > d.new.len() as i64).then(|| view! {
+            <p class="muted small">{format!("The first {} of {} new findings.", d.new.len(), d.new_count)}</p>
+        });
+        view! {
+            {finding_table(project_id, d.new, "new-findings-table", None)}
+            {more}
+        }
+        .into_any()
+    } else {
+        view! {
             <form method="get" class="filters" role="search" aria-label="Filter findings">
+                <input type="hidden" name="view" value="all"/>
                 {select("severity", "Severity", Severity::ALL.iter().map(|s| s.as_str().to_owned()).collect(), q.severity.clone())}
                 {select("status", "Status", STATUSES.iter().map(|s| s.to_string()).collect(), q.status.clone())}
                 {select("framework", "Framework", frameworks, q.framework.clone())}
@@ -224,12 +280,20 @@ fn findings_section(page: FindingsPage, q: FindingQuery, frameworks: Vec<String>
             <p class="muted" data-testid="finding-total">
                 {format!("{} finding{}", page.total, if page.total == 1 { "" } else { "s" })}
             </p>
-            {finding_table(page.findings, "findings-table", Some(&q))}
+            {finding_table(project_id, page.findings, "findings-table", Some(&q))}
             <nav class="pager" aria-label="Finding pages">
                 {prev.map(|href| view! { <a href=href rel="prev">"← Previous"</a> })}
                 <span class="muted">{format!("Page {} of {}", page.page + 1, pages.max(1))}</span>
                 {next.map(|href| view! { <a href=href rel="next">"Next →"</a> })}
             </nav>
+        }
+        .into_any()
+    };
+    view! {
+        <section class="card" aria-labelledby="findings-heading">
+            <h2 id="findings-heading">"Findings"</h2>
+            {tabs}
+            {body}
         </section>
     }
 }
@@ -270,6 +334,7 @@ fn heading(
 }
 
 fn finding_table(
+    project_id: &str,
     rows: Vec<FindingView>,
     testid: &'static str,
     sorting: Option<&FindingQuery>,
@@ -283,20 +348,38 @@ fn finding_table(
                         {heading("Status", "status", sorting)}
                         {heading("Rule", "rule", sorting)}
                         {heading("Resource", "resource", sorting)}
+                        <th scope="col">"First seen"</th>
                         <th scope="col">"Message"</th>
                     </tr>
                 </thead>
                 <tbody>
                     {rows
                         .into_iter()
-                        .map(|f| view! {
-                            <tr>
-                                <td><span class=format!("sev {}", f.severity)>{f.severity.clone()}</span></td>
-                                <td>{f.status}</td>
-                                <td><code>{f.rule_id}</code></td>
-                                <td><code>{f.resource}</code></td>
-                                <td>{f.message}<div class="muted small">{f.remediation}</div></td>
-                            </tr>
+                        .map(|f| {
+                            let tag = f.tracked.clone();
+                            let rule = match &tag {
+                                Some(t) => view! {
+                                    <a href=super::finding::finding_href(project_id, &t.id)><code>{f.rule_id.clone()}</code></a>
+                                }.into_any(),
+                                None => view! { <code>{f.rule_id.clone()}</code> }.into_any(),
+                            };
+                            let is_new = tag.as_ref().is_some_and(|t| t.new_here);
+                            let triage = tag.as_ref().and_then(|t| t.triage.clone());
+                            let age = tag.map(|t| view! { <span title=t.first_seen_utc>{t.first_seen}</span> });
+                            view! {
+                                <tr data-new=is_new.then_some("true")>
+                                    <td><span class=format!("sev {}", f.severity)>{f.severity.clone()}</span></td>
+                                    <td>
+                                        {f.status}
+                                        {is_new.then(|| view! { " " <span class="chip new">"New"</span> })}
+                                        {triage.map(|label| view! { " " <span class="chip triaged">{label}</span> })}
+                                    </td>
+                                    <td>{rule}</td>
+                                    <td><code>{f.resource}</code></td>
+                                    <td class="small">{age}</td>
+                                    <td>{f.message}<div class="muted small">{f.remediation}</div></td>
+                                </tr>
+                            }
                         })
                         .collect_view()}
                 </tbody>
@@ -305,7 +388,7 @@ fn finding_table(
     }
 }
 
-fn diff_section(d: DiffView) -> impl IntoView {
+fn diff_section(project_id: &str, d: DiffView) -> impl IntoView {
     let heading = match (&d.base_scan_id, &d.pr_base) {
         (Some(base), _) => format!("Compared with {base}"),
         (None, Some((branch, scan))) => {
@@ -342,17 +425,17 @@ fn diff_section(d: DiffView) -> impl IntoView {
             {if d.has_previous {
                 view! {
                     <p class="diff-summary">
-                        <span class="delta down" data-testid="diff-new">{format!("{} new", d.new_count)}</span>
+                        <span class=if d.new_count == 0 { "delta zero" } else { "delta down" } data-testid="diff-new">{format!("{} new", d.new_count)}</span>
                         " · "
-                        <span class="delta up" data-testid="diff-fixed">{format!("{} fixed", d.fixed_count)}</span>
+                        <span class=if d.fixed_count == 0 { "delta zero" } else { "delta up" } data-testid="diff-fixed">{format!("{} fixed", d.fixed_count)}</span>
                         " · "
                         <span data-testid="diff-unchanged">{format!("{} unchanged", d.unchanged_count)}</span>
                     </p>
                     <p class="muted small">
                         "Open findings (FAIL, WARN, ERROR), matched by rule and resource."
                     </p>
-                    {(!d.new.is_empty()).then(|| view! { <h3>"New"</h3> {finding_table(d.new, "diff-new-table", None)} })}
-                    {(!d.fixed.is_empty()).then(|| view! { <h3>"Fixed"</h3> {finding_table(d.fixed, "diff-fixed-table", None)} })}
+                    {(!d.new.is_empty()).then(|| view! { <h3>"New"</h3> {finding_table(project_id, d.new, "diff-new-table", None)} })}
+                    {(!d.fixed.is_empty()).then(|| view! { <h3>"Fixed"</h3> {finding_table(project_id, d.fixed, "diff-fixed-table", None)} })}
                 }
                 .into_any()
             } else {

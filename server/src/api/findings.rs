@@ -18,7 +18,7 @@ use tidemark_store::findings::{
     find_line, find_tracked, list_tracked, set_triage, TrackedQuery, TrackedRow, TriageOutcome,
 };
 use tidemark_store::licenses::{KeyOwner, Via};
-use tidemark_wire::findings::{FindingState, FindingsPage, TrackedFinding, Triage, TriageRequest};
+use tidemark_wire::findings::{FindingState, FindingsPage, TrackedFinding, TriageRequest};
 use tidemark_wire::{ErrorBody, ProjectGate, Severity};
 
 use super::exports::reader;
@@ -34,30 +34,8 @@ const MAX_LIMIT: i64 = 500;
 const MAX_OFFSET: i64 = 100_000;
 
 /// A stored row as `/v1` shows it at `now`.
-pub(crate) fn tracked_finding(row: &TrackedRow, now: i64) -> TrackedFinding {
-    use tidemark_domain::to_rfc3339;
-    TrackedFinding {
-        id: row.id.clone(),
-        branch: row.branch.clone(),
-        rule_id: row.rule_id.clone(),
-        resource: row.resource.clone(),
-        severity: row.severity(),
-        state: row.state(now),
-        first_seen_scan_id: row.first_scan_id.clone(),
-        first_seen_at: to_rfc3339(row.first_seen_at),
-        last_seen_scan_id: row.last_scan_id.clone(),
-        last_seen_at: to_rfc3339(row.last_seen_at),
-        fixed_scan_id: row.fixed_scan_id.clone(),
-        fixed_at: row.fixed_at.map(to_rfc3339),
-        reopened_count: u64::try_from(row.reopened_count).unwrap_or(0),
-        triage: row.triage_state().map(|state| Triage {
-            state,
-            reason: row.triage_reason.clone().unwrap_or_default(),
-            expires_at: row.triage_expires_at.map(to_rfc3339),
-            by: row.triaged_by.clone().unwrap_or_default(),
-            at: row.triaged_at.map(to_rfc3339).unwrap_or_default(),
-        }),
-    }
+fn tracked_finding(row: &TrackedRow, now: i64) -> TrackedFinding {
+    row.to_wire(now)
 }
 
 /// The query of a findings listing, as sent.

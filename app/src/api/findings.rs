@@ -1,0 +1,89 @@
+//! A tracked finding's page: the finding, its life on its branch and its triage. Triage
+//! itself is a plain form post (`server::triage_form`): the page ships no WASM.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+use crate::model::FindingPageView;
+
+#[server(endpoint = "finding")]
+pub async fn load_finding(
+    project_id: String,
+    finding_id: String,
+) -> Result<FindingPageView, DashboardError> {
+    use super::ssr::*;
+    use crate::model::{SightingView, TriageEventView};
+    use crate::time::{ago, format_time};
+    use tidemark_domain::access::Role;
+    use tidemark_domain::findings::{could_be_finding_id, may_triage};
+    use tidemark_store::findings::{find_tracked, sightings, triage_history};
+    use tidemark_wire::findings::TriageState;
+
+    let viewer = crate::auth::require_viewer()?;
+    well_formed(&project_id, None)?;
+    if !could_be_finding_id(&finding_id) {
+        return not_found();
+    }
+    let db = db();
+    let account = viewer.account_id.as_str();
+    let Some(project) =
+        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
+    else {
+        return not_found();
+    };
+    let Some(row) = or_unavailable(find_tracked(&db, account, &project_id, &finding_id).await)?
+    else {
+        return not_found();
+    };
+    let seen = or_unavailable(sightings(&db, &row, 50).await)?;
+    let history = or_unavailable(triage_history(&db, &row.id).await)?;
+    let now = tidemark_domain::now_millis();
+    let latest = seen.iter().find(|s| s.status.is_some());
+    let role = if viewer.is_admin {
+        Role::Admin
+    } else {
+        Role::Member
+    };
+    let holds = row.triage_holds(now);
+    let when = |ms: i64| format!("{} ({})", ago(ms, now), format_time(ms));
+    Ok(FindingPageView {
+        project_id,
+        project_label: project.label,
+        message: latest.and_then(|s| s.message.clone()).unwrap_or_default(),
+        remediation: latest
+            .and_then(|s| s.remediation.clone())
+            .unwrap_or_default(),
+        first_seen: when(row.first_seen_at),
+        last_seen: when(row.last_seen_at),
+        fixed: row.fixed_at.map(when),
+        sightings: seen
+            .into_iter()
+            .map(|s| SightingView {
+                scan_id: s.scan_id,
+                scanned_at: format_time(s.scanned_at),
+                status: s.status,
+            })
+            .collect(),
+        history: history
+            .into_iter()
+            .map(|e| {
+                let state = e.state.as_deref().and_then(TriageState::parse);
+                TriageEventView {
+                    at: format_time(e.at),
+                    actor: e.actor,
+                    what: match (state, e.expires_at) {
+                        (Some(s), Some(until)) => {
+                            format!("{} until {}", s.label(), crate::time::date(until))
+                        }
+                        (Some(s), None) => s.label().to_owned(),
+                        (None, _) => "Triage undone".to_owned(),
+                    },
+                    reason: e.reason,
+                }
+            })
+            .collect(),
+        can_triage: may_triage(role, holds, false),
+        can_undo: row.triage_state.is_some() && may_triage(role, holds, true),
+        finding: row.to_wire(now),
+    })
+}

@@ -1,0 +1,119 @@
+//! The finding page's triage form, a plain post (the page ships no WASM): set a triage or
+//! undo it, then back to the finding with `?triage=<code>` saying what happened. Members
+//! triage what nobody has set aside; changing or undoing a triage that holds is an admin's
+//! (`tidemark_domain::findings::may_triage`).
+
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Extension, Form};
+use serde::Deserialize;
+use tidemark_domain::access::Role;
+use tidemark_domain::findings::{could_be_finding_id, may_triage, TriageChange};
+use tidemark_store::findings::{find_tracked, set_triage, TriageOutcome};
+use tidemark_wire::findings::TriageState;
+
+use crate::state::AppState;
+
+#[derive(Debug, Deserialize)]
+pub struct TriageForm {
+    #[serde(default)]
+    action: String,
+    #[serde(default)]
+    state: String,
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    expires: String,
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        message.to_owned(),
+    )
+        .into_response()
+}
+
+fn unavailable(err: tidemark_store::StoreError) -> Response {
+    let err = crate::api::ApiError::from(err);
+    let mut res = refuse(
+        err.status(),
+        "The triage could not be saved right now; nothing was changed. Try again shortly.",
+    );
+    if let Some(secs) = err.retry_after_secs() {
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    res
+}
+
+pub async fn triage_finding(
+    State(state): State<AppState>,
+    viewer: Option<Extension<app::auth::Viewer>>,
+    Path((project_id, finding_id)): Path<(String, String)>,
+    Form(form): Form<TriageForm>,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return refuse(StatusCode::UNAUTHORIZED, "Sign in first.");
+    };
+    let not_found = || refuse(StatusCode::NOT_FOUND, "No such finding in this account.");
+    if !tidemark_domain::ids::is_project_id(&project_id) || !could_be_finding_id(&finding_id) {
+        return not_found();
+    }
+    let page = format!("/projects/{project_id}/findings/{finding_id}");
+    let back = |code: &str| Redirect::to(&format!("{page}?triage={code}")).into_response();
+    let account = viewer.account_id.clone();
+    let row = match find_tracked(&state.db, &account, &project_id, &finding_id).await {
+        Ok(Some(row)) => row,
+        Ok(None) => return not_found(),
+        Err(err) => return unavailable(err),
+    };
+    let now = tidemark_domain::now_millis();
+    let undo = match form.action.as_str() {
+        "undo" => true,
+        "set" => false,
+        _ => return refuse(StatusCode::UNPROCESSABLE_ENTITY, "Unknown change."),
+    };
+    let role = if viewer.is_admin {
+        Role::Admin
+    } else {
+        Role::Member
+    };
+    if !may_triage(role, row.triage_holds(now), undo) {
+        return back("forbidden");
+    }
+    let change = if undo {
+        None
+    } else {
+        let Some(triage_state) = TriageState::parse(&form.state) else {
+            return back("state");
+        };
+        match TriageChange::parse(triage_state, &form.reason, Some(&form.expires), now) {
+            Ok(change) => Some(change),
+            Err(e) if e.field == "expires_at" => return back("expiry"),
+            Err(_) => return back("reason"),
+        }
+    };
+    let audit = viewer.audit();
+    let done = state
+        .db
+        .detached(move |db| async move {
+            set_triage(
+                &db,
+                &account,
+                &project_id,
+                &finding_id,
+                change.as_ref(),
+                &audit,
+            )
+            .await
+        })
+        .await;
+    match done {
+        Ok(TriageOutcome::Done(_)) => back(if undo { "undone" } else { "saved" }),
+        Ok(TriageOutcome::NotFound) => not_found(),
+        Err(err) => unavailable(err),
+    }
+}
