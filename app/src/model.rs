@@ -694,6 +694,22 @@ pub struct FindingsPage {
     pub total: i64,
     pub page: i64,
     pub page_size: i64,
+    /// How many of the scan's findings each filter choice holds, by (severity, status).
+    #[serde(default)]
+    pub counts: Vec<(String, String, i64)>,
+}
+
+impl FindingsPage {
+    /// The scan's findings with this severity (`Some`) and status (`Some`).
+    pub fn count(&self, severity: Option<&str>, status: Option<&str>) -> i64 {
+        self.counts
+            .iter()
+            .filter(|(sev, st, _)| {
+                severity.is_none_or(|s| s == sev) && status.is_none_or(|s| s == st)
+            })
+            .map(|(_, _, n)| n)
+            .sum()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 //! The floor Tidemark's push path is measured against: the same rows a push writes (project
-//! head update, one scan row, N findings) inserted straight into SQLite through its C API with
+//! head update, one scan row, N findings, and the N tracked findings each push upserts, with
+//! the statement that marks the branch's missing ones fixed) inserted straight into SQLite through its C API with
 //! prepared statements, on the same schema, WAL and `synchronous=FULL` as the server. By default
 //! one transaction per scan; with a group size of 8, eight scans share one transaction (one
 //! fsync), which is the ceiling the server's group commit can approach.
@@ -50,6 +51,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         [],
     )?;
 
+    conn.execute(
+        "INSERT INTO branches (id, account_id, project_id, created_at) VALUES ('br', 'acct', 'prj', 0)",
+        [],
+    )?;
+
     let started = Instant::now();
     let mut seq = 0;
     while seq < scans {
@@ -89,6 +95,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     ])?;
                 }
             }
+            {
+                // The same upsert as `store::findings::tracking_statements`, row by row.
+                let mut track = tx.prepare_cached(
+                    "INSERT INTO tracked_findings (id, account_id, project_id, branch_id, rule_id, \
+                     resource, severity, first_seq, first_seen_at, last_seq, last_seen_at) \
+                     VALUES (?1, 'acct', 'prj', 'br', ?2, ?3, 'high', ?4, ?4, ?4, ?4) \
+                     ON CONFLICT (branch_id, rule_id, resource) DO UPDATE SET \
+                     severity = excluded.severity, last_seq = excluded.last_seq, \
+                     last_seen_at = excluded.last_seen_at, \
+                     reopened_count = tracked_findings.reopened_count \
+                         + CASE WHEN tracked_findings.fixed_seq IS NULL THEN 0 ELSE 1 END, \
+                     reopened_at = CASE WHEN tracked_findings.fixed_seq IS NULL \
+                         THEN tracked_findings.reopened_at ELSE excluded.last_seen_at END, \
+                     fixed_seq = NULL, fixed_at = NULL",
+                )?;
+                for i in 0..findings {
+                    track.execute(rusqlite::params![
+                        format!("fnd_{seq}_{i}"),
+                        format!("cis-gcp-2.0-{i}"),
+                        format!("google_compute_instance.web_{i}"),
+                        seq,
+                    ])?;
+                }
+            }
+            tx.prepare_cached(
+                "UPDATE tracked_findings SET fixed_seq = ?1, fixed_at = ?1 \
+                 WHERE branch_id = 'br' AND fixed_seq IS NULL AND last_seq < ?1",
+            )?
+            .execute([seq])?;
             tx.prepare_cached("UPDATE api_keys SET last_used_at = ?1 WHERE id = 'key'")?
                 .execute([seq])?;
         }

@@ -734,6 +734,26 @@ pub async fn list_findings(
     Ok((rows, total))
 }
 
+/// How many of the scan's findings have each (severity, status): what the filters' choices
+/// say they hold. One index range of the scan.
+pub async fn finding_counts(
+    db: &Db,
+    project_id: &str,
+    scan_seq: i64,
+) -> Result<Vec<(String, String, i64)>, StoreError> {
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT severity, status, COUNT(*) FROM findings \
+             WHERE project_id = $1 AND scan_seq = $2 GROUP BY severity, status",
+        )
+        .bind(project_id)
+        .bind(scan_seq)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows)
+}
+
 /// Open findings (FAIL, WARN, ERROR) compared with the previous scan, by rule id + resource.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanDiff {

@@ -85,11 +85,15 @@ pub async fn scan_findings(
     }
     let mut findings: Vec<_> = rows.into_iter().map(finding).collect();
     tag_tracked(&db, &found, &mut findings).await?;
+    let counts = or_unavailable(
+        tidemark_store::dashboard::finding_counts(&db, &project_id, found.seq).await,
+    )?;
     Ok(FindingsPage {
         findings,
         total,
         page,
         page_size: PAGE_SIZE,
+        counts,
     })
 }
 

@@ -140,10 +140,11 @@ fn scan_head(v: ScanView) -> impl IntoView {
     }
 }
 
+/// A filter's drop-down: each option's value, and the text it shows (with its count).
 fn select(
     name: &'static str,
     label: &'static str,
-    options: Vec<String>,
+    options: Vec<(String, String)>,
     current: Option<String>,
 ) -> impl IntoView {
     view! {
@@ -153,9 +154,9 @@ fn select(
                 <option value="">"All"</option>
                 {options
                     .into_iter()
-                    .map(|o| {
-                        let selected = current.as_deref() == Some(o.as_str());
-                        view! { <option value=o.clone() selected=selected>{o.clone()}</option> }
+                    .map(|(value, text)| {
+                        let selected = current.as_deref() == Some(value.as_str());
+                        view! { <option value=value selected=selected>{text}</option> }
                     })
                     .collect_view()}
             </select>
@@ -238,6 +239,23 @@ fn findings_section(
     let prev = (page.page > 0).then(|| findings_href(&q, page.page - 1));
     let next = (page.page + 1 < pages).then(|| findings_href(&q, page.page + 1));
     let showing_new = shows_new(choice.as_deref(), &q, new.as_ref());
+    let filtered =
+        q.severity.is_some() || q.status.is_some() || q.framework.is_some() || q.text.is_some();
+    // Each choice says how many of the scan's findings it holds (within the other filter).
+    let severity_options: Vec<(String, String)> = Severity::ALL
+        .iter()
+        .map(|s| {
+            let n = page.count(Some(s.as_str()), q.status.as_deref());
+            (s.as_str().to_owned(), format!("{} ({n})", s.as_str()))
+        })
+        .collect();
+    let status_options: Vec<(String, String)> = STATUSES
+        .iter()
+        .map(|st| {
+            let n = page.count(q.severity.as_deref(), Some(st));
+            (st.to_string(), format!("{st} ({n})"))
+        })
+        .collect();
     let tabs = new.as_ref().map(|d| {
         let current = |on: bool| if on { "page" } else { "false" };
         view! {
@@ -263,11 +281,11 @@ fn findings_section(
         .into_any()
     } else {
         view! {
-            <form method="get" class="filters" role="search" aria-label="Filter findings">
+            <form method="get" class="filters" role="search" aria-label="Filter findings" data-auto-apply>
                 <input type="hidden" name="view" value="all"/>
-                {select("severity", "Severity", Severity::ALL.iter().map(|s| s.as_str().to_owned()).collect(), q.severity.clone())}
-                {select("status", "Status", STATUSES.iter().map(|s| s.to_string()).collect(), q.status.clone())}
-                {select("framework", "Framework", frameworks, q.framework.clone())}
+                {select("severity", "Severity", severity_options, q.severity.clone())}
+                {select("status", "Status", status_options, q.status.clone())}
+                {select("framework", "Framework", frameworks.into_iter().map(|f| (f.clone(), f)).collect(), q.framework.clone())}
                 <label for="filter-q">
                     "Search"
                     <input type="search" name="q" id="filter-q" value=q.text.clone().unwrap_or_default()
@@ -280,6 +298,12 @@ fn findings_section(
             <p class="muted" data-testid="finding-total">
                 {format!("{} finding{}", page.total, if page.total == 1 { "" } else { "s" })}
             </p>
+            {(page.total == 0 && filtered).then(|| view! {
+                <p class="notice" role="status" data-testid="findings-empty">
+                    "No finding matches these filters. "
+                    <a href="?view=all">"Clear the filters"</a>
+                </p>
+            })}
             {finding_table(project_id, page.findings, "findings-table", Some(&q))}
             <nav class="pager" aria-label="Finding pages">
                 {prev.map(|href| view! { <a href=href rel="prev">"← Previous"</a> })}
