@@ -213,7 +213,12 @@ tidemark_store::test_each_backend! {
         let s2 = push_at(&db, now, push(2, &[("r1", "a", "FAIL")], "main")).await;
         push_at(&db, now, push(3, &[("r2", "a", "FAIL")], "feature/x")).await;
         let project = s1.project_id.clone();
-        let live: Vec<_> = tracked(&db, &project, None, now).await;
+        // Rows of one severity and age list by id, which differs (random, then numbered).
+        let by_rule_id = |mut rows: Vec<TrackedRow>| {
+            rows.sort_by(|a, b| a.rule_id.cmp(&b.rule_id));
+            rows
+        };
+        let live = by_rule_id(tracked(&db, &project, None, now).await);
         // As before the upgrade: no tracked rows. Then the backfill.
         let sql = backfill_sql();
         on_db!(&db, pool => {
@@ -221,7 +226,7 @@ tidemark_store::test_each_backend! {
             sqlx::raw_sql(&sql).execute(pool).await.map(|_| ())
         })
         .unwrap();
-        let upgraded = tracked(&db, &project, None, now).await;
+        let upgraded = by_rule_id(tracked(&db, &project, None, now).await);
         assert_eq!(upgraded.len(), 2);
         for (a, b) in live.iter().zip(&upgraded) {
             assert!(b.id.starts_with("fnd_m"), "{}", b.id);
