@@ -172,6 +172,52 @@ pub fn draw_sparkline(scores: &[f64], width: u32, height: u32) -> String {
     svg
 }
 
+/// Open findings by severity per day, stacked (critical at the bottom), with its text
+/// alternative: the latest day's counts and the highest total.
+pub fn draw_severity_days(days: &[(i64, [i64; 4])]) -> (String, String) {
+    const W: u32 = 880;
+    const H: u32 = 160;
+    let mut svg = String::new();
+    let peak = days
+        .iter()
+        .map(|(_, c)| c.iter().sum::<i64>())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    {
+        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        let n = days.len().max(1) as i32;
+        if let Ok(mut chart) =
+            ChartBuilder::on(&root.margin(6, 6, 6, 6)).build_cartesian_2d(0..n, 0i64..peak)
+        {
+            for (i, (_, counts)) in days.iter().enumerate() {
+                let mut base = 0;
+                for (severity, n) in Severity::ALL.iter().zip(counts) {
+                    if *n == 0 {
+                        continue;
+                    }
+                    let colour = hex(severity_colour(*severity));
+                    let x = i as i32;
+                    let _ = chart.draw_series(std::iter::once(Rectangle::new(
+                        [(x, base), (x + 1, base + n)],
+                        colour.filled(),
+                    )));
+                    base += n;
+                }
+            }
+        }
+        let _ = root.present();
+    }
+    let summary = match days.last() {
+        Some((_, [c, h, m, l])) => format!(
+            "Open findings by severity, the last {} days across the default branches: today {c} critical, {h} high, {m} medium, {l} low; at most {peak} on one day.",
+            days.len()
+        ),
+        None => "No scans yet.".to_owned(),
+    };
+    (svg, summary)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,40 @@ pub struct ProjectCard {
     /// Days since the last scan, once there are a week of them ("stale").
     #[serde(default)]
     pub stale_days: Option<i64>,
+    /// The default branch's latest verdict.
+    #[serde(default = "no_gate")]
+    pub gate: tidemark_wire::GateResult,
+    /// Open findings of the default branch (not triaged): critical, high, medium, low.
+    #[serde(default)]
+    pub open: [i64; 4],
+}
+
+fn no_gate() -> tidemark_wire::GateResult {
+    tidemark_wire::GateResult::none()
+}
+
+/// The account at a glance, above its projects.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AccountOverview {
+    /// Active projects whose default branch's latest scan failed its gate: id, label, reasons.
+    pub failing: Vec<(String, String, Vec<String>)>,
+    /// The oldest open critical findings across the default branches.
+    pub oldest_criticals: Vec<OldFinding>,
+    /// Open findings by severity per day, stacked, drawn on the server.
+    pub severity_svg: String,
+    /// What the drawing shows, in words (its text alternative).
+    pub severity_summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OldFinding {
+    pub project_id: String,
+    pub label: String,
+    pub finding_id: String,
+    pub rule_id: String,
+    pub resource: String,
+    /// "first seen 40 days ago".
+    pub age: String,
 }
 
 /// How the projects page orders its rows.
@@ -136,6 +170,8 @@ pub struct ProjectsView {
     pub tier: String,
     pub is_admin: bool,
     pub base_url: String,
+    #[serde(default)]
+    pub overview: AccountOverview,
 }
 
 /// Which part of a history the chart shows.

@@ -15,6 +15,7 @@ pub mod git;
 pub mod ids;
 pub mod input;
 pub mod license;
+pub mod overview;
 pub mod push;
 pub mod rate;
 pub mod retention;

@@ -81,6 +81,14 @@ test("projects, the score chart and its ranges", async ({ page, request }) => {
   await expect(row).toContainText("64.5");
   await expect(row.locator(".delta.down")).toHaveText("▼ 17.5");
   await expect(page.getByTestId("usage")).toContainText("1 of 1 projects");
+  // The account at a glance: each project's open findings, the oldest open criticals, and
+  // open findings by severity over time (its text alternative says the latest day's).
+  await expect(row.getByTestId("project-open")).toContainText("1 C");
+  await expect(row.getByTestId("project-open")).toContainText("2 H");
+  await expect(page.getByTestId("oldest-criticals")).toContainText("vpc.main");
+  await expect(page.getByTestId("oldest-criticals")).toContainText("first seen yesterday");
+  await expect(page.getByTestId("severity-days")).toHaveAttribute("aria-label", /today 1 critical, 2 high, 1 medium, 0 low/);
+  await expect(page.getByTestId("failing-none")).toBeVisible();
   await page.screenshot({ path: "test-results/projects.png", fullPage: true });
   // The name filter and the order live in the URL (an ordinary form).
   await page.getByRole("searchbox", { name: "Name" }).fill("nothing-like-it");
@@ -305,6 +313,10 @@ test("an admin's quality gate judges the next push, and the chart and scan page 
   await expect(page.getByTestId("scan-gate")).toContainText("failed");
   await expect(page.getByTestId("scan-gate")).toContainText("score 58 is below the gate's minimum of 60");
   await page.screenshot({ path: "test-results/scan-gate.png", fullPage: true });
+  // The projects page puts it among the projects failing their gate, with the reasons.
+  await page.goto("/projects");
+  await expect(page.getByTestId("failing-projects")).toContainText("e2e/web");
+  await expect(page.getByTestId("failing-projects")).toContainText("score 58 is below the gate's minimum of 60");
 });
 
 test("branches and pull requests: the selector, the pull-requests tab and a scan judged against its base", async ({ page, request }) => {

@@ -27,6 +27,8 @@ pub struct ProjectRow {
     pub last_scanned_at: Option<Millis>,
     /// Oldest first.
     pub recent_scores: Vec<f64>,
+    /// The default line's latest verdict (`None`: no scan, or no gate when it was pushed).
+    pub gate: GateResult,
 }
 
 #[derive(sqlx::FromRow)]
@@ -39,6 +41,8 @@ struct ProjectHeadRow {
     last_score: Option<f64>,
     last_delta: Option<f64>,
     last_scan_id: Option<String>,
+    last_gate_status: Option<String>,
+    last_gate_reasons: Option<String>,
 }
 
 /// One of a project's latest scores, for its sparkline.
@@ -71,6 +75,36 @@ pub async fn find_project(
     Ok(projects_of(db, account_id, Some(project_id)).await?.pop())
 }
 
+/// The severity counts of every scan of the account's active projects' default branches since
+/// `since`: what the projects page's overview sums day by day.
+pub async fn default_line_counts(
+    db: &Db,
+    account_id: &str,
+    since: Millis,
+) -> Result<Vec<tidemark_domain::overview::ScanCounts>, StoreError> {
+    let rows: Vec<(String, i64, i64, i64, i64, i64)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT s.project_id, s.scanned_at, s.sev_critical, s.sev_high, s.sev_medium, \
+             s.sev_low FROM projects p JOIN scans s ON s.branch_id = p.default_branch_id \
+             WHERE p.account_id = $1 AND p.archived_at IS NULL AND s.scanned_at >= $2",
+        )
+        .bind(account_id)
+        .bind(since)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(project, at, c, h, m, l)| tidemark_domain::overview::ScanCounts {
+                project,
+                at,
+                counts: [c, h, m, l],
+            },
+        )
+        .collect())
+}
+
 /// The id of the account's project labelled `label`, if it has one.
 pub async fn project_id_by_label(
     db: &Db,
@@ -98,7 +132,8 @@ async fn projects_of(
         let projects = sqlx::query_as(
             "SELECT p.id, p.label, p.created_at, p.archived_at, \
              COALESCE(d.scan_count, p.scan_count) AS scan_count, p.last_score, p.last_delta, \
-             p.last_scan_id FROM projects p LEFT JOIN branches d ON d.id = p.default_branch_id \
+             p.last_scan_id, p.last_gate_status, p.last_gate_reasons \
+             FROM projects p LEFT JOIN branches d ON d.id = p.default_branch_id \
              WHERE p.account_id = $1 AND ($2 IS NULL OR p.id = $2) \
              ORDER BY p.archived_at IS NOT NULL, p.label",
         )
@@ -136,6 +171,10 @@ async fn projects_of(
                 last_score: p.last_score,
                 last_delta: p.last_delta,
                 last_scan_id: p.last_scan_id,
+                gate: verdict_from_columns(
+                    p.last_gate_status.as_deref(),
+                    p.last_gate_reasons.as_deref(),
+                ),
             }
         })
         .collect())

@@ -570,3 +570,70 @@ fn summary(
         reason.unwrap_or("")
     ))
 }
+
+/// The open findings (not fixed, no triage holding) of each project's default branch, by
+/// severity: `project id -> [critical, high, medium, low]`.
+pub async fn open_counts_by_project(
+    db: &Db,
+    account_id: &str,
+    now: Millis,
+) -> Result<HashMap<String, [i64; 4]>, StoreError> {
+    let sql = format!(
+        "SELECT tf.project_id, tf.severity, COUNT(*) FROM projects p \
+         JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id \
+         WHERE p.account_id = $1 AND {} GROUP BY tf.project_id, tf.severity",
+        state_condition(FindingState::Open, "$2")
+    );
+    let rows: Vec<(String, String, i64)> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(account_id).bind(now).fetch_all(pool).await
+    })?;
+    let mut counts: HashMap<String, [i64; 4]> = HashMap::new();
+    for (project, severity, n) in rows {
+        let i = Severity::ALL
+            .iter()
+            .position(|s| s.as_str() == severity)
+            .unwrap_or(3);
+        counts.entry(project).or_default()[i] += n;
+    }
+    Ok(counts)
+}
+
+/// An open finding of a project's default branch, with the project's label.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct AccountFinding {
+    pub label: String,
+    #[sqlx(flatten)]
+    pub row: TrackedRow,
+}
+
+/// The account's oldest open findings of `severity` on active projects' default branches,
+/// oldest first (at most `limit`).
+pub async fn oldest_open(
+    db: &Db,
+    account_id: &str,
+    severity: Severity,
+    now: Millis,
+    limit: i64,
+) -> Result<Vec<AccountFinding>, StoreError> {
+    let sql = format!(
+        "SELECT p.label, {TRACKED_COLUMNS} FROM projects p \
+         JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id \
+         JOIN branches b ON b.id = tf.branch_id \
+         JOIN scans fs ON fs.project_id = tf.project_id AND fs.seq = tf.first_seq \
+         JOIN scans ls ON ls.project_id = tf.project_id AND ls.seq = tf.last_seq \
+         LEFT JOIN scans xs ON xs.project_id = tf.project_id AND xs.seq = tf.fixed_seq \
+         WHERE p.account_id = $1 AND p.archived_at IS NULL AND tf.severity = $2 AND {} \
+         ORDER BY tf.first_seen_at, tf.id LIMIT $4",
+        state_condition(FindingState::Open, "$3")
+    );
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(account_id)
+            .bind(severity.as_str())
+            .bind(now)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+    })?;
+    Ok(rows)
+}

@@ -8,8 +8,8 @@ use tidemark_domain::findings::TriageChange;
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::push::ValidPush;
 use tidemark_store::findings::{
-    find_line, find_tracked, list_tracked, set_triage, sightings, state_counts, triage_history,
-    TrackedQuery, TrackedRow, TriageOutcome,
+    find_line, find_tracked, list_tracked, oldest_open, open_counts_by_project, set_triage,
+    sightings, state_counts, triage_history, TrackedQuery, TrackedRow, TriageOutcome,
 };
 use tidemark_store::gates::set_project_gate;
 use tidemark_store::pushes::{record_push, StoredScan};
@@ -111,6 +111,14 @@ tidemark_store::test_each_backend! {
         let seen = sightings(db.as_ref(), r2, 10).await.unwrap();
         let statuses: Vec<_> = seen.iter().map(|s| (s.scan_id.as_str(), s.status.as_deref())).collect();
         assert_eq!(statuses, [(s3.scan_id.as_str(), Some("FAIL")), (s2.scan_id.as_str(), None), (s1.scan_id.as_str(), Some("WARN"))]);
+
+        // The account overview: open findings of the default branch only, by severity.
+        let open = open_counts_by_project(db.as_ref(), "acct_a", now).await.unwrap();
+        assert_eq!(open.get(&project), Some(&[0, 1, 0, 0]));
+        let oldest = oldest_open(db.as_ref(), "acct_a", Severity::High, now, 5).await.unwrap();
+        assert_eq!(oldest.iter().map(|f| (f.label.as_str(), f.row.rule_id.as_str())).collect::<Vec<_>>(), [("api", "r2")]);
+        assert!(oldest_open(db.as_ref(), "acct_a", Severity::Critical, now, 5).await.unwrap().is_empty());
+        assert!(open_counts_by_project(db.as_ref(), "acct_b", now).await.unwrap().is_empty());
 
         // Another account sees nothing of it.
         assert!(find_tracked(db.as_ref(), "acct_b", &project, &r2.id).await.unwrap().is_none());

@@ -17,8 +17,21 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
     let license = or_unavailable(
         tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
     )?;
-    let projects: Vec<ProjectCard> = rows.into_iter().map(card).collect();
+    let now = tidemark_domain::now_millis();
+    let open = or_unavailable(
+        tidemark_store::findings::open_counts_by_project(&db, &viewer.account_id, now).await,
+    )?;
+    let projects: Vec<ProjectCard> = rows
+        .into_iter()
+        .map(|row| {
+            let mut c = card(row);
+            c.open = open.get(&c.id).copied().unwrap_or_default();
+            c
+        })
+        .collect();
+    let overview = overview(&db, &viewer.account_id, &projects, now).await?;
     Ok(ProjectsView {
+        overview,
         active: projects.iter().filter(|p| !p.archived).count() as u64,
         cap: license.as_ref().and_then(|l| l.project_cap()),
         tier: license
@@ -66,4 +79,60 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
         ))),
         Err(err) => crate::error::unavailable(err),
     }
+}
+
+/// Days the overview's chart covers.
+#[cfg(feature = "ssr")]
+const OVERVIEW_DAYS: usize = 90;
+
+/// The account at a glance: failing projects, the oldest open criticals, and open findings by
+/// severity per day across the default branches.
+#[cfg(feature = "ssr")]
+async fn overview(
+    db: &tidemark_store::Db,
+    account_id: &str,
+    projects: &[ProjectCard],
+    now: i64,
+) -> Result<crate::model::AccountOverview, DashboardError> {
+    use super::ssr::or_unavailable;
+    use crate::model::{AccountOverview, OldFinding};
+    use tidemark_domain::overview::{daily_severity, DAY};
+    let failing = projects
+        .iter()
+        .filter(|p| !p.archived && p.gate.status == tidemark_wire::GateStatus::Failed)
+        .map(|p| (p.id.clone(), p.label.clone(), p.gate.reasons.clone()))
+        .collect();
+    let oldest = or_unavailable(
+        tidemark_store::findings::oldest_open(
+            db,
+            account_id,
+            tidemark_wire::Severity::Critical,
+            now,
+            5,
+        )
+        .await,
+    )?;
+    // Two weeks before the window, so a project that scans weekly counts from its first day.
+    let since = now - (OVERVIEW_DAYS as i64 + 14) * DAY;
+    let scans = or_unavailable(
+        tidemark_store::dashboard::default_line_counts(db, account_id, since).await,
+    )?;
+    let days = daily_severity(&scans, OVERVIEW_DAYS, now);
+    let (severity_svg, severity_summary) = crate::chart::draw_severity_days(&days);
+    Ok(AccountOverview {
+        failing,
+        oldest_criticals: oldest
+            .into_iter()
+            .map(|f| OldFinding {
+                project_id: f.row.project_id.clone(),
+                label: f.label,
+                finding_id: f.row.id.clone(),
+                rule_id: f.row.rule_id.clone(),
+                resource: f.row.resource.clone(),
+                age: format!("first seen {}", crate::time::ago(f.row.first_seen_at, now)),
+            })
+            .collect(),
+        severity_svg,
+        severity_summary,
+    })
 }

@@ -80,6 +80,7 @@ fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
             <h1>"Projects"</h1>
             <p class="usage" data-testid="usage">{usage} " · " {v.tier} " plan"</p>
         </section>
+        {any_project.then(|| overview_section(&v.overview))}
         {any_project.then(|| arrange_form(&a))}
         {if !any_project {
             first_scan_help(&v.base_url).into_any()
@@ -100,6 +101,78 @@ fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
     }
 }
 
+/// Open findings by severity, most severe first; zero counts grey.
+fn open_counts(open: [i64; 4]) -> impl IntoView {
+    let names = ["critical", "high", "medium", "low"];
+    view! {
+        <span class="open-counts">
+            {names.iter().zip(open).map(|(name, n)| {
+                let class = if n == 0 { format!("sev-count zero {name}") } else { format!("sev-count {name}") };
+                view! { <span class=class title=format!("{n} open {name}")>{format!("{n} {}", &name[..1].to_uppercase())}</span> }
+            }).collect_view()}
+        </span>
+    }
+}
+
+/// Above the list: which projects fail their gate and why, the oldest open criticals, and
+/// open findings by severity over the last 90 days.
+fn overview_section(o: &crate::model::AccountOverview) -> impl IntoView {
+    let failing = if o.failing.is_empty() {
+        view! { <p class="muted" data-testid="failing-none">"Every project passes its gate (or has none)."</p> }.into_any()
+    } else {
+        view! {
+            <ul class="failing" data-testid="failing-projects">
+                {o.failing.iter().map(|(id, label, reasons)| view! {
+                    <li>
+                        <a href=format!("/projects/{id}")>{label.clone()}</a>
+                        <span class="muted small">{format!(": {}", reasons.join("; "))}</span>
+                    </li>
+                }).collect_view()}
+            </ul>
+        }
+        .into_any()
+    };
+    let criticals = if o.oldest_criticals.is_empty() {
+        view! { <p class="muted">"No open critical finding."</p> }.into_any()
+    } else {
+        view! {
+            <ol class="oldest" data-testid="oldest-criticals">
+                {o.oldest_criticals.iter().map(|f| view! {
+                    <li>
+                        <a href=super::finding::finding_href(&f.project_id, &f.finding_id)><code>{f.rule_id.clone()}</code></a>
+                        " on " <code>{f.resource.clone()}</code>
+                        <span class="muted small">{format!(" · {} · {}", f.label, f.age)}</span>
+                    </li>
+                }).collect_view()}
+            </ol>
+        }
+        .into_any()
+    };
+    view! {
+        <section class="overview" aria-label="The account at a glance" data-testid="overview">
+            <div class="card">
+                <h2>"Failing their gate"</h2>
+                {failing}
+            </div>
+            <div class="card">
+                <h2>"Oldest open criticals"</h2>
+                {criticals}
+            </div>
+            <figure class="card severity-days">
+                <figcaption><h2>"Open findings, last 90 days"</h2></figcaption>
+                <div class="chart" role="img" aria-label=o.severity_summary.clone()
+                    data-testid="severity-days" inner_html=o.severity_svg.clone()></div>
+                <p class="legend small">
+                    <span class="sev critical">"critical"</span> " "
+                    <span class="sev high">"high"</span> " "
+                    <span class="sev medium">"medium"</span> " "
+                    <span class="sev low">"low"</span>
+                </p>
+            </figure>
+        </section>
+    }
+}
+
 fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl IntoView {
     view! {
         <div class="table-wrap" tabindex="0">
@@ -110,6 +183,8 @@ fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl Into
                         <th scope="col">"Project"</th>
                         <th scope="col">"Score"</th>
                         <th scope="col">"Change"</th>
+                        <th scope="col">"Gate"</th>
+                        <th scope="col">"Open findings"</th>
                         <th scope="col">"Recent"</th>
                         <th scope="col">"Scans"</th>
                         <th scope="col">"Last scan"</th>
@@ -130,6 +205,8 @@ fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl Into
                                     </th>
                                     <td class="score">{p.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</td>
                                     <td>{delta_badge(p.last_delta)}</td>
+                                    <td data-testid="project-gate">{super::gate_badge(p.gate.status)}</td>
+                                    <td data-testid="project-open">{open_counts(p.open)}</td>
                                     <td class="spark" aria-hidden="true" inner_html=spark></td>
                                     <td>{p.scan_count}</td>
                                     <td>{p.last_scanned_at.unwrap_or_else(|| "never".into())}</td>
