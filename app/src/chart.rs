@@ -17,6 +17,8 @@ const GAP: u32 = 16;
 
 const ACCENT: RGBColor = RGBColor(11, 107, 203);
 const GRID: RGBColor = RGBColor(200, 208, 218);
+/// The gate's minimum score: the "bad" red, dashed.
+const GATE: RGBColor = RGBColor(198, 40, 40);
 
 fn hex(colour: &str) -> RGBColor {
     let v = u32::from_str_radix(colour.trim_start_matches('#'), 16).unwrap_or(0);
@@ -24,7 +26,30 @@ fn hex(colour: &str) -> RGBColor {
 }
 
 /// Score over time, with the severity counts of each scan stacked beneath.
-pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
+/// The score axis: fitted to the scores and the gate's minimum with a margin of 5, on whole
+/// tens, spanning a multiple of 20 (so its five grid lines fall on whole numbers), within
+/// 0-100. A flat line at 90 shows 80-100, not a sliver at the top of 0-100.
+pub fn score_axis(scores: &[f64], gate_min: Option<f64>) -> (f64, f64) {
+    let values = scores.iter().copied().chain(gate_min);
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !lo.is_finite() {
+        return (0.0, 100.0);
+    }
+    let lo = (((lo - 5.0) / 10.0).floor() * 10.0).clamp(0.0, 80.0);
+    let hi = (((hi + 5.0) / 10.0).ceil() * 10.0).clamp(lo + 20.0, 100.0);
+    let span = ((hi - lo) / 20.0).ceil() * 20.0;
+    if lo + span <= 100.0 {
+        (lo, lo + span)
+    } else {
+        (100.0 - span, 100.0)
+    }
+}
+
+/// Score over time (on [`score_axis`], with the gate's minimum as a dashed line), with the
+/// severity counts of each scan stacked beneath.
+pub fn draw_history(points: &[ChartPoint], gate_min: Option<f64>) -> HistoryDrawing {
     let mut svg = String::new();
     let mut dots = Vec::with_capacity(points.len());
     let mut grid = Vec::new();
@@ -40,11 +65,22 @@ pub fn draw_history(points: &[ChartPoint]) -> HistoryDrawing {
         let plot = root.margin(TOP, BOTTOM, LEFT, RIGHT);
         let (upper, lower) = plot.split_vertically(SCORE_HEIGHT);
         let lower = lower.margin(GAP, 0, 0, 0);
-        if let Ok(mut chart) = ChartBuilder::on(&upper).build_cartesian_2d(t0..t1, 0f64..100f64) {
-            for y in [0.0, 25.0, 50.0, 75.0, 100.0] {
+        let scores: Vec<f64> = points.iter().map(|p| p.score).collect();
+        let (lo, hi) = score_axis(&scores, gate_min);
+        if let Ok(mut chart) = ChartBuilder::on(&upper).build_cartesian_2d(t0..t1, lo..hi) {
+            for i in 0..5 {
+                let y = lo + (hi - lo) * f64::from(i) / 4.0;
                 let _ =
                     chart.draw_series(LineSeries::new([(t0, y), (t1, y)], GRID.stroke_width(1)));
-                grid.push((chart.backend_coord(&(t0, y)).1, y as u32));
+                grid.push((chart.backend_coord(&(t0, y)).1, y.round() as u32));
+            }
+            if let Some(min) = gate_min {
+                let _ = chart.draw_series(DashedLineSeries::new(
+                    [(t0, min), (t1, min)],
+                    6,
+                    4,
+                    GATE.stroke_width(2),
+                ));
             }
             let _ = chart.draw_series(LineSeries::new(
                 points.iter().map(|p| (p.at, p.score)),
@@ -238,9 +274,42 @@ mod tests {
     }
 
     #[test]
+    fn the_score_axis_fits_the_scores_and_the_gate() {
+        assert_eq!(score_axis(&[], None), (0.0, 100.0));
+        assert_eq!(score_axis(&[90.0, 91.0], None), (80.0, 100.0));
+        assert_eq!(score_axis(&[64.5, 79.0], None), (50.0, 90.0));
+        // The gate's line stays on the chart.
+        assert_eq!(score_axis(&[90.0], Some(60.0)), (40.0, 100.0));
+        assert_eq!(score_axis(&[0.0, 100.0], None), (0.0, 100.0));
+        assert_eq!(score_axis(&[2.0], None), (0.0, 20.0));
+        for (lo, hi) in [
+            score_axis(&[33.3, 47.1], Some(40.0)),
+            score_axis(&[99.0], None),
+        ] {
+            assert!((0.0..=100.0).contains(&lo) && hi <= 100.0 && hi - lo >= 20.0);
+            assert_eq!((hi - lo) % 20.0, 0.0, "{lo}-{hi}");
+        }
+    }
+
+    #[test]
+    fn the_gates_minimum_is_drawn_dashed() {
+        let points: Vec<ChartPoint> = (0..3).map(|i| point(i * 1000, 70.0)).collect();
+        let with = draw_history(&points, Some(60.0)).svg;
+        let without = draw_history(&points, None).svg;
+        // Dashes are short segments across the whole width: dozens of them.
+        let lines = |svg: &str| svg.matches("<polyline").count();
+        assert!(
+            lines(&with) > lines(&without) + 20,
+            "{} vs {}",
+            lines(&with),
+            lines(&without)
+        );
+    }
+
+    #[test]
     fn every_point_gets_a_dot_inside_the_plot() {
         let points: Vec<ChartPoint> = (0..10).map(|i| point(i * 1000, 10.0 * i as f64)).collect();
-        let drawing = draw_history(&points);
+        let drawing = draw_history(&points, None);
         assert_eq!(drawing.dots.len(), 10);
         assert!(drawing.svg.starts_with("<svg"), "{}", &drawing.svg[..40]);
         assert!(drawing.svg.contains("<polyline"), "the score line is drawn");
@@ -287,7 +356,7 @@ mod tests {
         let points: Vec<ChartPoint> = (0..8)
             .map(|i| point(1_795_000_000_000 + i * day, 50.0))
             .collect();
-        let drawing = draw_history(&points);
+        let drawing = draw_history(&points, None);
         assert!(!drawing.x_ticks.is_empty());
         let (first, last) = (drawing.dots[0].0, drawing.dots[7].0);
         assert!(drawing
@@ -298,8 +367,8 @@ mod tests {
 
     #[test]
     fn a_single_scan_and_an_empty_history_draw_without_panicking() {
-        assert_eq!(draw_history(&[point(5, 50.0)]).dots.len(), 1);
-        assert!(draw_history(&[]).dots.is_empty());
+        assert_eq!(draw_history(&[point(5, 50.0)], None).dots.len(), 1);
+        assert!(draw_history(&[], None).dots.is_empty());
         assert!(draw_sparkline(&[], 100, 24).starts_with("<svg"));
     }
 }

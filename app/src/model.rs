@@ -908,6 +908,8 @@ mod arrange_tests {
             recent_scores: vec![],
             sparkline_svg: String::new(),
             stale_days: None,
+            gate: tidemark_wire::GateResult::none(),
+            open: [0; 4],
         }
     }
 

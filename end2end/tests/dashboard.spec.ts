@@ -111,6 +111,26 @@ test("projects, the score chart and its ranges", async ({ page, request }) => {
   expect(await axes.locator("text.date").count()).toBeGreaterThanOrEqual(2);
   await expect(axes.locator("text.date").first()).toHaveText(/^[A-Z][a-z]{2} \d{1,2}$/);
   await expect(axes.locator("text.count")).toHaveText(["0", "2", "4"]);
+  // The score axis is fitted to the scores (64.5 to 79: 50 to 90), not 0-100.
+  await expect(chart.locator('svg[role="group"] text.axis').first()).toHaveText("50");
+  await expect(chart.locator('svg[role="group"] text.axis').last()).toHaveText("90");
+  // The chart is one Tab stop: the newest point; arrows move between points, and each point
+  // focused shows its scan under the chart, with a visible focus ring.
+  const points = chart.locator('svg[role="group"] a');
+  await expect(points).toHaveCount(6);
+  await expect(chart.locator('svg[role="group"] a[tabindex="0"]')).toHaveCount(1);
+  await points.last().focus();
+  await page.keyboard.press("ArrowLeft");
+  await expect(points.nth(4)).toBeFocused();
+  await expect(points.nth(4)).toHaveAttribute("tabindex", "0");
+  await expect(points.last()).toHaveAttribute("tabindex", "-1");
+  await expect(page.getByTestId("chart-tip")).toContainText("score 82");
+  const ring = await points.nth(4).locator("circle.dot").evaluate((c) => getComputedStyle(c).strokeWidth);
+  expect(ring).toBe("3px");
+  await page.keyboard.press("Home");
+  await expect(points.first()).toBeFocused();
+  await page.keyboard.press("End");
+  await expect(points.last()).toBeFocused();
   // With the WASM loaded, a range is fetched and drawn in place: the page is not reloaded
   // (a mark left on the window survives) and the address bar follows.
   await expect(page.getByTestId("history-card")).toHaveAttribute("data-live", "true");

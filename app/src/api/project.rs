@@ -94,7 +94,11 @@ pub async fn load_project_chart(
         project: card(project),
         range,
         scans_in_range: usize::try_from(total).unwrap_or(0),
-        drawing: crate::chart::draw_history(&points),
+        drawing: crate::chart::draw_history(
+            &points,
+            gate.as_ref()
+                .and_then(tidemark_domain::gate::QualityGate::min_score),
+        ),
         points,
         gate: gate.map(gate_settings),
         is_admin: viewer.is_admin,

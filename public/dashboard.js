@@ -1,0 +1,54 @@
+// What the server-rendered pages do in the browser, without WASM. Filter forms (`form[data-auto-apply]`) apply as soon as a choice changes, and put only the
+// filters that are set in the address (no `&status=&q=`). Without JavaScript the Apply button
+// does the same job. A plain file, not WASM: the pages that filter are server-rendered.
+document.addEventListener("change", (event) => {
+  const field = event.target;
+  const form = field.closest && field.closest("form[data-auto-apply]");
+  if (form && field.matches("select")) form.requestSubmit();
+});
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (!form.matches("form[data-auto-apply]")) return;
+  for (const field of form.elements) {
+    if (field.name && field.value === "") field.disabled = true;
+  }
+});
+// Back from the next page (bfcache): the fields work again.
+window.addEventListener("pageshow", () => {
+  for (const field of document.querySelectorAll("form[data-auto-apply] [disabled]")) field.disabled = false;
+});
+
+// The score chart is one Tab stop (roving tabindex): the newest point takes the focus, and the
+// arrow keys, Home and End move it between points; each point focused shows its scan below
+// the chart (the island's focus handler). Points drawn again (another range) are set up again.
+function rove(group) {
+  const points = Array.from(group.querySelectorAll("a"));
+  if (points.length === 0 || points.some((p) => p.hasAttribute("tabindex"))) return;
+  points.forEach((p, i) => p.setAttribute("tabindex", i === points.length - 1 ? "0" : "-1"));
+}
+function roveAll() {
+  for (const group of document.querySelectorAll('svg.chart-overlay[role="group"]')) rove(group);
+}
+document.addEventListener("keydown", (event) => {
+  const point = event.target.closest && event.target.closest('svg.chart-overlay[role="group"] a');
+  if (!point) return;
+  const points = Array.from(point.closest("svg").querySelectorAll("a"));
+  let i = points.indexOf(point);
+  switch (event.key) {
+    case "ArrowRight": case "ArrowUp": i += 1; break;
+    case "ArrowLeft": case "ArrowDown": i -= 1; break;
+    case "Home": i = 0; break;
+    case "End": i = points.length - 1; break;
+    default: return;
+  }
+  event.preventDefault();
+  i = Math.max(0, Math.min(points.length - 1, i));
+  points.forEach((p, j) => p.setAttribute("tabindex", j === i ? "0" : "-1"));
+  points[i].focus();
+});
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", roveAll);
+} else {
+  roveAll();
+}
+new MutationObserver(roveAll).observe(document.documentElement, { childList: true, subtree: true });
