@@ -29,16 +29,16 @@ pub struct ProjectCard {
     /// Days since the last scan, once there are a week of them ("stale").
     #[serde(default)]
     pub stale_days: Option<i64>,
-    /// The default branch's latest verdict.
-    #[serde(default = "no_gate")]
-    pub gate: tidemark_wire::GateResult,
-    /// Open findings of the default branch (not triaged): critical, high, medium, low.
-    #[serde(default)]
-    pub open: [i64; 4],
 }
 
-fn no_gate() -> tidemark_wire::GateResult {
-    tidemark_wire::GateResult::none()
+/// What the projects page adds to each project and above the list (its own server function:
+/// Settings lists projects too, in an island, and needs none of it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProjectsGlance {
+    pub overview: AccountOverview,
+    /// Per project id: its default branch's latest verdict and its open findings (not
+    /// triaged) by severity, critical first.
+    pub projects: Vec<(String, tidemark_wire::GateResult, [i64; 4])>,
 }
 
 /// The account at a glance, above its projects.
@@ -170,8 +170,6 @@ pub struct ProjectsView {
     pub tier: String,
     pub is_admin: bool,
     pub base_url: String,
-    #[serde(default)]
-    pub overview: AccountOverview,
 }
 
 /// Which part of a history the chart shows.
@@ -908,8 +906,6 @@ mod arrange_tests {
             recent_scores: vec![],
             sparkline_svg: String::new(),
             stale_days: None,
-            gate: tidemark_wire::GateResult::none(),
-            open: [0; 4],
         }
     }
 

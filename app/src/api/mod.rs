@@ -43,8 +43,6 @@ mod ssr {
             last_scan_id: p.last_scan_id,
             sparkline_svg: crate::chart::draw_sparkline(&p.recent_scores, 120, 28),
             recent_scores: p.recent_scores,
-            gate: p.gate,
-            open: [0; 4],
         }
     }
 

@@ -17,21 +17,8 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
     let license = or_unavailable(
         tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
     )?;
-    let now = tidemark_domain::now_millis();
-    let open = or_unavailable(
-        tidemark_store::findings::open_counts_by_project(&db, &viewer.account_id, now).await,
-    )?;
-    let projects: Vec<ProjectCard> = rows
-        .into_iter()
-        .map(|row| {
-            let mut c = card(row);
-            c.open = open.get(&c.id).copied().unwrap_or_default();
-            c
-        })
-        .collect();
-    let overview = overview(&db, &viewer.account_id, &projects, now).await?;
+    let projects: Vec<ProjectCard> = rows.into_iter().map(card).collect();
     Ok(ProjectsView {
-        overview,
         active: projects.iter().filter(|p| !p.archived).count() as u64,
         cap: license.as_ref().and_then(|l| l.project_cap()),
         tier: license
@@ -81,6 +68,30 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
     }
 }
 
+/// The projects page's glance: each project's verdict and open findings, and the overview.
+#[server(endpoint = "projects_glance")]
+pub async fn load_glance() -> Result<crate::model::ProjectsGlance, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let account = viewer.account_id.as_str();
+    let now = tidemark_domain::now_millis();
+    let rows = or_unavailable(tidemark_store::dashboard::list_projects(&db, account).await)?;
+    let open =
+        or_unavailable(tidemark_store::findings::open_counts_by_project(&db, account, now).await)?;
+    let overview = overview(&db, account, &rows, now).await?;
+    Ok(crate::model::ProjectsGlance {
+        overview,
+        projects: rows
+            .into_iter()
+            .map(|r| {
+                let counts = open.get(&r.id).copied().unwrap_or_default();
+                (r.id, r.gate, counts)
+            })
+            .collect(),
+    })
+}
+
 /// Days the overview's chart covers.
 #[cfg(feature = "ssr")]
 const OVERVIEW_DAYS: usize = 90;
@@ -91,7 +102,7 @@ const OVERVIEW_DAYS: usize = 90;
 async fn overview(
     db: &tidemark_store::Db,
     account_id: &str,
-    projects: &[ProjectCard],
+    projects: &[tidemark_store::dashboard::ProjectRow],
     now: i64,
 ) -> Result<crate::model::AccountOverview, DashboardError> {
     use super::ssr::or_unavailable;
@@ -99,7 +110,7 @@ async fn overview(
     use tidemark_domain::overview::{daily_severity, DAY};
     let failing = projects
         .iter()
-        .filter(|p| !p.archived && p.gate.status == tidemark_wire::GateStatus::Failed)
+        .filter(|p| p.archived_at.is_none() && p.gate.status == tidemark_wire::GateStatus::Failed)
         .map(|p| (p.id.clone(), p.label.clone(), p.gate.reasons.clone()))
         .collect();
     let oldest = or_unavailable(

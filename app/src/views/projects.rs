@@ -3,8 +3,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use super::{delta_badge, error_view, fmt_score, loading};
-use crate::api::projects::list_projects;
-use crate::model::{arrange_projects, ProjectCard, ProjectSort, ProjectsView};
+use crate::api::projects::{list_projects, load_glance};
+use crate::model::{arrange_projects, ProjectCard, ProjectSort, ProjectsGlance, ProjectsView};
 
 /// The page's order and name filter, from its URL (`?sort=score&q=api`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,13 +24,16 @@ pub fn ProjectsPage() -> impl IntoView {
         }
     };
     let data = Resource::new(|| (), |_| list_projects());
+    let glance = Resource::new(|| (), |_| load_glance());
     view! {
         <Title text="Projects · Tidemark"/>
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
                 let a = arrangement();
+                // The glance is extra: the list shows without it if it fails.
+                let glance = glance.await.unwrap_or_default();
                 match data.await {
-                    Ok(view) => projects(view, a).into_any(),
+                    Ok(view) => projects(view, glance, a).into_any(),
                     Err(err) => error_view(err),
                 }
             })}
@@ -60,7 +63,7 @@ fn arrange_form(a: &Arrangement) -> impl IntoView {
     }
 }
 
-fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
+fn projects(v: ProjectsView, g: ProjectsGlance, a: Arrangement) -> impl IntoView {
     let usage = match v.cap {
         Some(cap) => format!("{} of {} projects", v.active, cap),
         None => format!(
@@ -80,7 +83,7 @@ fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
             <h1>"Projects"</h1>
             <p class="usage" data-testid="usage">{usage} " · " {v.tier} " plan"</p>
         </section>
-        {any_project.then(|| overview_section(&v.overview))}
+        {any_project.then(|| overview_section(&g.overview))}
         {any_project.then(|| arrange_form(&a))}
         {if !any_project {
             first_scan_help(&v.base_url).into_any()
@@ -89,13 +92,13 @@ fn projects(v: ProjectsView, a: Arrangement) -> impl IntoView {
         } else if empty {
             view! { <p class="muted">"No active projects."</p> }.into_any()
         } else {
-            project_table(active, "Active projects").into_any()
+            project_table(active, &g, "Active projects").into_any()
         }}
         {(!archived.is_empty()).then(|| view! {
             <section class="archived" aria-labelledby="archived-heading">
                 <h2 id="archived-heading">"Archived"</h2>
                 <p class="muted">"History stays readable. Admins can unarchive in Settings when a slot is free."</p>
-                {project_table(archived, "Archived projects")}
+                {project_table(archived, &g, "Archived projects")}
             </section>
         })}
     }
@@ -173,7 +176,18 @@ fn overview_section(o: &crate::model::AccountOverview) -> impl IntoView {
     }
 }
 
-fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl IntoView {
+fn project_table(
+    projects: Vec<ProjectCard>,
+    g: &ProjectsGlance,
+    caption: &'static str,
+) -> impl IntoView {
+    let glance = |id: &str| {
+        g.projects
+            .iter()
+            .find(|(p, _, _)| p == id)
+            .map(|(_, gate, open)| (gate.status, *open))
+            .unwrap_or((tidemark_wire::GateStatus::None, [0; 4]))
+    };
     view! {
         <div class="table-wrap" tabindex="0">
             <table class="projects">
@@ -195,6 +209,7 @@ fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl Into
                         .into_iter()
                         .map(|p| {
                             let spark = p.sparkline_svg.clone();
+                            let (gate, open) = glance(&p.id);
                             view! {
                                 <tr data-testid="project-row">
                                     <th scope="row">
@@ -205,8 +220,8 @@ fn project_table(projects: Vec<ProjectCard>, caption: &'static str) -> impl Into
                                     </th>
                                     <td class="score">{p.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</td>
                                     <td>{delta_badge(p.last_delta)}</td>
-                                    <td data-testid="project-gate">{super::gate_badge(p.gate.status)}</td>
-                                    <td data-testid="project-open">{open_counts(p.open)}</td>
+                                    <td data-testid="project-gate">{super::gate_badge(gate)}</td>
+                                    <td data-testid="project-open">{open_counts(open)}</td>
                                     <td class="spark" aria-hidden="true" inner_html=spark></td>
                                     <td>{p.scan_count}</td>
                                     <td>{p.last_scanned_at.unwrap_or_else(|| "never".into())}</td>
