@@ -52,3 +52,30 @@ if (document.readyState === "loading") {
   roveAll();
 }
 new MutationObserver(roveAll).observe(document.documentElement, { childList: true, subtree: true });
+
+// Times the server wrote in UTC (`<time class="utc">`) read in the viewer's own time zone,
+// with how long ago; the UTC text stays as the tooltip.
+const since = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+function ago(at) {
+  const seconds = (at.getTime() - Date.now()) / 1000;
+  const units = [["year", 31536000], ["month", 2592000], ["day", 86400], ["hour", 3600], ["minute", 60]];
+  for (const [unit, size] of units) {
+    if (Math.abs(seconds) >= size) return since.format(Math.round(seconds / size), unit);
+  }
+  return since.format(0, "second");
+}
+function localTimes() {
+  for (const time of document.querySelectorAll("time.utc:not([data-local])")) {
+    const at = new Date(time.getAttribute("datetime") ?? "");
+    if (Number.isNaN(at.getTime())) continue;
+    time.title = time.textContent;
+    time.textContent = `${at.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })} (${ago(at)})`;
+    time.dataset.local = "true";
+  }
+}
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", localTimes);
+} else {
+  localTimes();
+}
+new MutationObserver(localTimes).observe(document.documentElement, { childList: true, subtree: true });

@@ -161,6 +161,11 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await expect(page.getByTestId("pass-fail")).toHaveText("100 passed · 4 failed");
   await expect(page.getByTestId("severity-counts")).toContainText("1 critical");
   await expect(page.getByTestId("severity-counts")).toContainText("2 high");
+  // Its time reads in the viewer's zone with how long ago; the UTC text is the tooltip.
+  const when = page.getByTestId("scan-time").locator("time");
+  await expect(when).toHaveAttribute("data-local", "true");
+  await expect(when).toHaveAttribute("title", /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
+  await expect(when).toContainText(/yesterday|hours? ago/);
   // It opens on what is new since the previous scan, each tagged, with its age.
   await expect(page.getByTestId("tab-new")).toHaveAttribute("aria-current", "page");
   await expect(page.getByTestId("tab-new")).toContainText("(2)");

@@ -222,7 +222,7 @@ fn timeline(project_id: &str, sightings: &[SightingView]) -> impl IntoView {
                     view! {
                         <li class=class>
                             <a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.clone()}</a>
-                            <span class="muted small">{format!(" · {} · ", s.scanned_at)}</span>
+                            <span class="muted small">" · " {super::utc_time(s.scanned_at.clone())} " · "</span>
                             <span class="tl-status">{text}</span>
                         </li>
                     }

@@ -156,3 +156,14 @@ pub fn severity_chips(counts: SeverityCounts) -> impl IntoView {
         </ul>
     }
 }
+
+/// A time the server writes in UTC ("2026-11-22 06:43 UTC", `crate::time::format_time`),
+/// marked so that `public/dashboard.js` shows it in the viewer's local time with how long ago
+/// it was, the UTC text kept as its tooltip. Without the script it stays as written.
+pub fn utc_time(text: String) -> impl IntoView {
+    // "2026-11-22 06:43 UTC" -> "2026-11-22T06:43Z", what `<time datetime>` and JS read.
+    let iso = text
+        .strip_suffix(" UTC")
+        .map(|t| format!("{}Z", t.replacen(' ', "T", 1)));
+    view! { <time class="utc" datetime=iso>{text}</time> }
+}

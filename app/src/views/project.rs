@@ -657,7 +657,7 @@ fn scans_table(
                             .map(|s| view! {
                                 <tr>
                                     <th scope="row"><a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.clone()}</a></th>
-                                    <td>{s.scanned_at.clone()}</td>
+                                    <td>{super::utc_time(s.scanned_at.clone())}</td>
                                     <td>{branch_cell(&s)}</td>
                                     <td>{commit_link(&s)}</td>
                                     <td class="score">{fmt_score(s.score)}</td>

@@ -224,7 +224,10 @@ fn project_table(
                                     <td data-testid="project-open">{open_counts(open)}</td>
                                     <td class="spark" aria-hidden="true" inner_html=spark></td>
                                     <td>{p.scan_count}</td>
-                                    <td>{p.last_scanned_at.unwrap_or_else(|| "never".into())}</td>
+                                    <td>{match p.last_scanned_at {
+                                        Some(at) => super::utc_time(at).into_any(),
+                                        None => "never".into_any(),
+                                    }}</td>
                                 </tr>
                             }
                         })

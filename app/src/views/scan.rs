@@ -118,7 +118,7 @@ fn scan_head(v: ScanView) -> impl IntoView {
                 {s.pushed_by.clone().map(|p| view! {
                     <dt>"Pushed by"</dt><dd data-testid="scan-pushed-by">{pushed_by(p)}</dd>
                 })}
-                <dt>"Scanned at"</dt><dd>{s.scanned_at.clone()}</dd>
+                <dt>"Scanned at"</dt><dd data-testid="scan-time">{super::utc_time(s.scanned_at.clone())}</dd>
                 <dt>"Checks"</dt>
                 <dd data-testid="pass-fail">{format!("{} passed · {} failed", s.passed, s.failed)}</dd>
                 <dt>"Severity"</dt><dd data-testid="severity-counts">{severity_chips(s.severities)}</dd>
