@@ -218,8 +218,17 @@ pub fn draw_severity_days(days: &[(i64, [i64; 4])]) -> (String, String) {
         .iter()
         .map(|(_, c)| c.iter().sum::<i64>())
         .max()
-        .unwrap_or(0)
-        .max(1);
+        .unwrap_or(0);
+    if peak == 0 {
+        // Nothing to stack: the page says so instead of an empty frame.
+        return (
+            String::new(),
+            format!(
+                "No open findings on the default branches in the last {} days.",
+                days.len()
+            ),
+        );
+    }
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
         let n = days.len().max(1) as i32;
@@ -289,6 +298,23 @@ mod tests {
             assert!((0.0..=100.0).contains(&lo) && hi <= 100.0 && hi - lo >= 20.0);
             assert_eq!((hi - lo) % 20.0, 0.0, "{lo}-{hi}");
         }
+    }
+
+    #[test]
+    fn open_findings_stack_by_day_or_say_there_are_none() {
+        let (svg, summary) = draw_severity_days(&[(0, [0; 4]), (1, [0; 4])]);
+        assert!(svg.is_empty());
+        assert_eq!(
+            summary,
+            "No open findings on the default branches in the last 2 days."
+        );
+        let (svg, summary) = draw_severity_days(&[(0, [1, 0, 0, 0]), (1, [1, 2, 0, 3])]);
+        // One rectangle per non-zero count: 1 on the first day, 3 on the second.
+        assert_eq!(svg.matches("<rect").count(), 4, "{svg}");
+        assert!(
+            summary.contains("today 1 critical, 2 high, 0 medium, 3 low; at most 6 on one day"),
+            "{summary}"
+        );
     }
 
     #[test]

@@ -163,14 +163,21 @@ fn overview_section(o: &crate::model::AccountOverview) -> impl IntoView {
             </div>
             <figure class="card severity-days">
                 <figcaption><h2>"Open findings, last 90 days"</h2></figcaption>
-                <div class="chart" role="img" aria-label=o.severity_summary.clone()
-                    data-testid="severity-days" inner_html=o.severity_svg.clone()></div>
-                <p class="legend small">
-                    <span class="sev critical">"critical"</span> " "
-                    <span class="sev high">"high"</span> " "
-                    <span class="sev medium">"medium"</span> " "
-                    <span class="sev low">"low"</span>
-                </p>
+                {if o.severity_svg.is_empty() {
+                    view! { <p class="muted" data-testid="severity-days">{o.severity_summary.clone()}</p> }.into_any()
+                } else {
+                    view! {
+                        <div class="chart" role="img" aria-label=o.severity_summary.clone()
+                            data-testid="severity-days" inner_html=o.severity_svg.clone()></div>
+                        <p class="legend small">
+                            <span class="sev critical">"critical"</span> " "
+                            <span class="sev high">"high"</span> " "
+                            <span class="sev medium">"medium"</span> " "
+                            <span class="sev low">"low"</span>
+                        </p>
+                    }
+                    .into_any()
+                }}
             </figure>
         </section>
     }
