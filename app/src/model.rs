@@ -669,6 +669,27 @@ pub struct FindingView {
     pub tracked: Option<FindingTag>,
 }
 
+/// The findings of a scan's branch set aside by a triage that holds (the scan page's
+/// Triaged tab).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriagedView {
+    pub total: i64,
+    /// Most severe first, then oldest (at most 100).
+    pub rows: Vec<TriagedRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriagedRow {
+    pub finding_id: String,
+    pub rule_id: String,
+    pub resource: String,
+    pub severity: String,
+    /// "Accepted risk until 2027-03-01".
+    pub triage: String,
+    pub reason: String,
+    pub by: String,
+}
+
 /// What a scan's row says of the tracked finding behind it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindingTag {

@@ -290,6 +290,12 @@ test("a finding's page: its life on the branch, triage with a reason and expiry,
   // The scan page tags the row with its triage.
   await page.goto(scanPage);
   await expect(page.getByTestId("new-findings-table").locator("tbody tr", { hasText: "vpc.main" })).toContainText("Accepted risk");
+  // And lists it apart, with why and by whom.
+  await page.getByTestId("tab-triaged").click();
+  await expect(page.getByTestId("tab-triaged")).toContainText("(1)");
+  await expect(page.getByTestId("triaged-table").locator("tbody tr")).toHaveCount(1);
+  await expect(page.getByTestId("triaged-table")).toContainText("The VPC is a sandbox; reviewed with security.");
+  await page.goto(scanPage);
 
   // A blank reason is refused and changes nothing; then the admin undoes the triage.
   await page.getByTestId("new-findings-table").getByRole("link", { name: "cis-aws-2.0-3.4" }).click();
@@ -833,6 +839,7 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
     ["project", new URL(projectUrl, page.url()).pathname],
     ["scan", scanUrl],
     ["scan-all", `${scanUrl}?view=all`],
+    ["scan-triaged", `${scanUrl}?view=triaged`],
     ["finding", findingUrl],
     ...["keys", "licence", "members", "sso", "projects", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
       .map((s): [string, string] => [`settings-${s}`, `/settings/${s}`]),

@@ -173,6 +173,60 @@ pub async fn scan_diff(
     })
 }
 
+/// The scan's branch's findings whose triage holds now (the Triaged tab).
+#[server(endpoint = "scan_triaged")]
+pub async fn scan_triaged(
+    project_id: String,
+    scan_id: String,
+) -> Result<crate::model::TriagedView, DashboardError> {
+    use super::ssr::*;
+    use crate::model::{TriagedRow, TriagedView};
+    use tidemark_store::findings::{list_tracked, state_counts, TrackedQuery};
+    use tidemark_wire::findings::FindingState;
+    let viewer = crate::auth::require_viewer()?;
+    well_formed(&project_id, Some(&scan_id))?;
+    let db = db();
+    let Some((found, _)) = or_unavailable(
+        tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
+    )?
+    else {
+        return not_found();
+    };
+    let Some(line) = found.line_id else {
+        return Ok(TriagedView::default());
+    };
+    let now = tidemark_domain::now_millis();
+    let query = TrackedQuery {
+        state: Some(FindingState::Triaged),
+        limit: 100,
+        ..TrackedQuery::default()
+    };
+    let rows = or_unavailable(list_tracked(&db, &line, &query, now).await)?;
+    let counts = or_unavailable(state_counts(&db, &line, now).await)?;
+    Ok(TriagedView {
+        total: counts.triaged,
+        rows: rows
+            .into_iter()
+            .map(|r| {
+                let state = r.triage_state().map(|s| s.label()).unwrap_or_default();
+                let until = r
+                    .triage_expires_at
+                    .map(|at| format!(" until {}", crate::time::date(at)))
+                    .unwrap_or_default();
+                TriagedRow {
+                    triage: format!("{state}{until}"),
+                    reason: r.triage_reason.clone().unwrap_or_default(),
+                    by: r.triaged_by.clone().unwrap_or_default(),
+                    finding_id: r.id,
+                    rule_id: r.rule_id,
+                    resource: r.resource,
+                    severity: r.severity,
+                }
+            })
+            .collect(),
+    })
+}
+
 /// Tags each open row of `scan` with its tracked finding on the scan's branch: a link to its
 /// page, "new" when this scan first saw it, its age, and its triage (one query per page).
 #[cfg(feature = "ssr")]

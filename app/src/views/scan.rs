@@ -3,8 +3,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::{delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips};
-use crate::api::scan::{load_scan, scan_diff, scan_findings};
-use crate::model::{DiffView, FindingQuery, FindingView, FindingsPage, ScanView, Severity};
+use crate::api::scan::{load_scan, scan_diff, scan_findings, scan_triaged};
+use crate::model::{
+    DiffView, FindingQuery, FindingView, FindingsPage, ScanView, Severity, TriagedView,
+};
 
 const STATUSES: [&str; 5] = ["FAIL", "WARN", "ERROR", "PASS", "SKIP"];
 
@@ -42,6 +44,7 @@ pub fn ScanPage() -> impl IntoView {
         move || (ids(), base()),
         |((project, scan), base)| scan_diff(project, scan, base),
     );
+    let triaged = Resource::new(ids, |(project, scan)| scan_triaged(project, scan));
     view! {
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
@@ -56,9 +59,10 @@ pub fn ScanPage() -> impl IntoView {
                 let q = finding_query();
                 let frameworks = scan.await.map(|s| s.scan.frameworks).unwrap_or_default();
                 let new = diff.await.ok().filter(|d| d.has_previous);
+                let set_aside = triaged.await.unwrap_or_default();
                 let project = ids().0;
                 match findings.await {
-                    Ok(page) => findings_section(&project, page, q, frameworks, new, view_choice()).into_any(),
+                    Ok(page) => findings_section(&project, page, q, frameworks, new, set_aside, view_choice()).into_any(),
                     Err(_) => ().into_any(),
                 }
             })}
@@ -233,12 +237,14 @@ fn findings_section(
     q: FindingQuery,
     frameworks: Vec<String>,
     new: Option<DiffView>,
+    set_aside: TriagedView,
     choice: Option<String>,
 ) -> impl IntoView {
     let pages = (page.total + page.page_size - 1) / page.page_size;
     let prev = (page.page > 0).then(|| findings_href(&q, page.page - 1));
     let next = (page.page + 1 < pages).then(|| findings_href(&q, page.page + 1));
-    let showing_new = shows_new(choice.as_deref(), &q, new.as_ref());
+    let showing_triaged = choice.as_deref() == Some("triaged");
+    let showing_new = !showing_triaged && shows_new(choice.as_deref(), &q, new.as_ref());
     let filtered =
         q.severity.is_some() || q.status.is_some() || q.framework.is_some() || q.text.is_some();
     // Each choice says how many of the scan's findings it holds (within the other filter).
@@ -256,20 +262,25 @@ fn findings_section(
             (st.to_string(), format!("{st} ({n})"))
         })
         .collect();
-    let tabs = new.as_ref().map(|d| {
-        let current = |on: bool| if on { "page" } else { "false" };
-        view! {
-            <nav class="tabs" aria-label="Which findings" data-testid="findings-tabs">
+    let current = |on: bool| if on { "page" } else { "false" };
+    let tabs = view! {
+        <nav class="tabs" aria-label="Which findings" data-testid="findings-tabs">
+            {new.as_ref().map(|d| view! {
                 <a href="?view=new" aria-current=current(showing_new) data-testid="tab-new">
                     "New since the previous scan " {tab_count(d.new_count)}
                 </a>
-                <a href="?view=all" aria-current=current(!showing_new) data-testid="tab-all">
-                    "All " {tab_count(page.total)}
-                </a>
-            </nav>
-        }
-    });
-    let body = if showing_new {
+            })}
+            <a href="?view=all" aria-current=current(!showing_new && !showing_triaged) data-testid="tab-all">
+                "All " {tab_count(page.total)}
+            </a>
+            <a href="?view=triaged" aria-current=current(showing_triaged) data-testid="tab-triaged">
+                "Triaged " {tab_count(set_aside.total)}
+            </a>
+        </nav>
+    };
+    let body = if showing_triaged {
+        triaged_table(project_id, set_aside).into_any()
+    } else if showing_new {
         let d = new.unwrap_or_default();
         let more = (d.new_count > d.new.len() as i64).then(|| view! {
             <p class="muted small">{format!("The first {} of {} new findings.", d.new.len(), d.new_count)}</p>
@@ -320,6 +331,45 @@ fn findings_section(
             {body}
         </section>
     }
+}
+
+/// The branch's findings set aside, with why and by whom.
+fn triaged_table(project_id: &str, v: TriagedView) -> impl IntoView {
+    if v.rows.is_empty() {
+        return view! {
+            <p class="muted" data-testid="triaged-none">
+                "Nothing is triaged on this branch: open a finding to accept it, mark it a false positive or won't fix."
+            </p>
+        }
+        .into_any();
+    }
+    view! {
+        <div class="table-wrap" tabindex="0">
+            <table class="findings" data-testid="triaged-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"Severity"</th>
+                        <th scope="col">"Rule"</th>
+                        <th scope="col">"Resource"</th>
+                        <th scope="col">"Triage"</th>
+                        <th scope="col">"Reason"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {v.rows.into_iter().map(|r| view! {
+                        <tr>
+                            <td><span class=format!("sev {}", r.severity)>{r.severity.clone()}</span></td>
+                            <td><a href=super::finding::finding_href(project_id, &r.finding_id)><code>{r.rule_id}</code></a></td>
+                            <td><code>{r.resource}</code></td>
+                            <td>{r.triage}<div class="muted small">{r.by}</div></td>
+                            <td>{r.reason}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
 }
 
 /// A column heading; with `sorting`, a link that sorts by it (again: reversed).
