@@ -97,19 +97,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             {
                 // The same upsert as `store::findings::tracking_statements`, row by row.
-                let mut track = tx.prepare_cached(
+                let mut track = tx.prepare_cached(&format!(
                     "INSERT INTO tracked_findings (id, account_id, project_id, branch_id, rule_id, \
                      resource, severity, first_seq, first_seen_at, last_seq, last_seen_at) \
-                     VALUES (?1, 'acct', 'prj', 'br', ?2, ?3, 'high', ?4, ?4, ?4, ?4) \
-                     ON CONFLICT (branch_id, rule_id, resource) DO UPDATE SET \
-                     severity = excluded.severity, last_seq = excluded.last_seq, \
-                     last_seen_at = excluded.last_seen_at, \
-                     reopened_count = tracked_findings.reopened_count \
-                         + CASE WHEN tracked_findings.fixed_seq IS NULL THEN 0 ELSE 1 END, \
-                     reopened_at = CASE WHEN tracked_findings.fixed_seq IS NULL \
-                         THEN tracked_findings.reopened_at ELSE excluded.last_seen_at END, \
-                     fixed_seq = NULL, fixed_at = NULL",
-                )?;
+                     VALUES (?1, 'acct', 'prj', 'br', ?2, ?3, 'high', ?4, ?4, ?4, ?4){}",
+                    tidemark_store::findings::TRACK_CONFLICT
+                ))?;
                 for i in 0..findings {
                     track.execute(rusqlite::params![
                         format!("fnd_{seq}_{i}"),
