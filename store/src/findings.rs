@@ -38,17 +38,61 @@ pub(crate) struct TrackedScan<'a> {
     pub line_id: &'a str,
     pub seq: i64,
     pub scanned_at: Millis,
+    /// The line's latest scan before this one (storage position and time): where the
+    /// findings this scan no longer has were last seen.
+    pub previous: Option<(i64, Millis)>,
 }
 
-/// The statements that follow a branch's findings through one appended scan: each open
-/// finding of the scan is inserted, or moved on (last seen; reopened if it had been fixed),
-/// then every other open row of the branch is marked fixed by this scan.
-pub(crate) fn tracking_statements(scan: &TrackedScan<'_>, findings: &[Finding]) -> Vec<Stmt> {
-    let tracked = tracked_in_push(findings);
-    let mut writes = Vec::with_capacity(1 + tracked.len() / ROWS_PER_STATEMENT);
-    for chunk in tracked.chunks(ROWS_PER_STATEMENT) {
-        // The scan's values once, joined to each finding's four: a push's binds stay close to
-        // what its findings already cost (every placeholder once, in order, as `Stmt` needs).
+/// The line's open tracked findings as the push head read them: (rule id, resource) to
+/// (id, severity).
+pub(crate) type OpenTracked = HashMap<(String, String), (String, String)>;
+
+/// A column of the push head: the open tracked findings of line `line` (an SQL expression),
+/// `[[id, rule id, resource, severity], …]`, read only when `when` holds.
+pub(crate) fn open_tracked_column(backend: Backend, when: &str, line: &str) -> String {
+    let rows = match backend {
+        Backend::Sqlite => "json_group_array(json_array(o.id, o.rule_id, o.resource, o.severity))",
+        Backend::Postgres => {
+            "COALESCE(json_agg(json_build_array(o.id, o.rule_id, o.resource, o.severity)), \
+             '[]'::json)::text"
+        }
+    };
+    format!(
+        "CASE WHEN {when} THEN (SELECT {rows} FROM tracked_findings o \
+         WHERE o.branch_id = {line} AND o.fixed_seq IS NULL) END"
+    )
+}
+
+/// [`open_tracked_column`]'s value.
+pub(crate) fn parse_open_tracked(json: &str) -> Result<OpenTracked, StoreError> {
+    let rows: Vec<(String, String, String, String)> =
+        serde_json::from_str(json).map_err(|_| StoreError::Corrupt("open tracked findings"))?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, rule, resource, severity)| ((rule, resource), (id, severity)))
+        .collect())
+}
+
+/// The statements that follow a branch's findings through one appended scan, compared with
+/// the branch's open tracked findings (`open`, read by the push head): a finding that is not
+/// open yet is inserted, or reopened if it had been fixed; one still open is left alone
+/// (unless its severity changed), so a scan like the last one writes nothing here; an open
+/// one the scan no longer has is marked fixed by it, last seen in the line's previous scan.
+/// An open finding's "last seen" is its line's latest scan.
+pub(crate) fn tracking_statements(
+    scan: &TrackedScan<'_>,
+    findings: &[Finding],
+    open: &OpenTracked,
+) -> Vec<Stmt> {
+    let present = tracked_in_push(findings);
+    let mut writes = Vec::new();
+    let arriving: Vec<&&Finding> = present
+        .iter()
+        .filter(|f| !open.contains_key(&(f.rule_id.clone(), f.resource.clone())))
+        .collect();
+    for chunk in arriving.chunks(ROWS_PER_STATEMENT) {
+        // The scan's values once, joined to each finding's four (every placeholder once, in
+        // order, as `Stmt` needs).
         let mut sql = String::with_capacity(900 + chunk.len() * 24);
         sql.push_str(
             "INSERT INTO tracked_findings (id, account_id, project_id, branch_id, rule_id, \
@@ -84,16 +128,45 @@ pub(crate) fn tracking_statements(scan: &TrackedScan<'_>, findings: &[Finding]) 
         stmt.sql = sql;
         writes.push(stmt);
     }
-    writes.push(
-        Stmt::new(
-            "UPDATE tracked_findings SET fixed_seq = $1, fixed_at = $2 \
-             WHERE branch_id = $3 AND fixed_seq IS NULL AND last_seq < $4",
-        )
-        .bind(scan.seq)
-        .bind(scan.scanned_at)
-        .bind(scan.line_id)
-        .bind(scan.seq),
-    );
+    for f in &present {
+        if let Some((id, severity)) = open.get(&(f.rule_id.clone(), f.resource.clone())) {
+            if severity != f.severity.as_str() {
+                writes.push(
+                    Stmt::new("UPDATE tracked_findings SET severity = $1 WHERE id = $2")
+                        .bind(f.severity.as_str())
+                        .bind(id.as_str()),
+                );
+            }
+        }
+    }
+    let seen: std::collections::HashSet<(&str, &str)> = present
+        .iter()
+        .map(|f| (f.rule_id.as_str(), f.resource.as_str()))
+        .collect();
+    let gone: Vec<&str> = open
+        .iter()
+        .filter(|((rule, resource), _)| !seen.contains(&(rule.as_str(), resource.as_str())))
+        .map(|(_, (id, _))| id.as_str())
+        .collect();
+    for chunk in gone.chunks(ROWS_PER_STATEMENT) {
+        let (last_seq, last_at) = scan.previous.unwrap_or((scan.seq, scan.scanned_at));
+        let mut sql = String::from(
+            "UPDATE tracked_findings SET fixed_seq = $1, fixed_at = $2, last_seq = $3, \
+             last_seen_at = $4 WHERE id IN (",
+        );
+        let mut stmt = Stmt::new(String::new())
+            .bind(scan.seq)
+            .bind(scan.scanned_at)
+            .bind(last_seq)
+            .bind(last_at);
+        for (i, id) in chunk.iter().enumerate() {
+            let _ = write!(sql, "{}${}", if i == 0 { "" } else { "," }, 5 + i);
+            stmt = stmt.bind(*id);
+        }
+        sql.push(')');
+        stmt.sql = sql;
+        writes.push(stmt);
+    }
     writes
 }
 
@@ -193,14 +266,24 @@ impl TrackedRow {
 
 const TRACKED_COLUMNS: &str = "tf.id, tf.project_id, tf.branch_id, b.name AS branch, tf.rule_id, \
      tf.resource, tf.severity, tf.first_seq, fs.scan_id AS first_scan_id, tf.first_seen_at, \
-     tf.last_seq, ls.scan_id AS last_scan_id, tf.last_seen_at, tf.fixed_seq, \
+     ls.seq AS last_seq, ls.scan_id AS last_scan_id, ls.scanned_at AS last_seen_at, tf.fixed_seq, \
      xs.scan_id AS fixed_scan_id, tf.fixed_at, tf.reopened_count, tf.reopened_at, \
      tf.triage_state, tf.triage_reason, tf.triage_expires_at, tf.triaged_by, tf.triaged_at";
 
-const TRACKED_FROM: &str = "FROM tracked_findings tf JOIN branches b ON b.id = tf.branch_id \
-     JOIN scans fs ON fs.project_id = tf.project_id AND fs.seq = tf.first_seq \
-     JOIN scans ls ON ls.project_id = tf.project_id AND ls.seq = tf.last_seq \
-     LEFT JOIN scans xs ON xs.project_id = tf.project_id AND xs.seq = tf.fixed_seq";
+/// The joins every read of tracked findings makes. Where a finding was last seen (`ls`): its
+/// line's latest scan while it is open, the scan before its fix once fixed (a push does not
+/// rewrite the open rows it sees again).
+macro_rules! tracked_joins {
+    () => {
+        "JOIN branches b ON b.id = tf.branch_id \
+         JOIN scans fs ON fs.project_id = tf.project_id AND fs.seq = tf.first_seq \
+         JOIN scans ls ON ls.project_id = tf.project_id AND ls.seq = \
+             CASE WHEN tf.fixed_seq IS NULL THEN COALESCE(b.head_seq, tf.last_seq) ELSE tf.last_seq END \
+         LEFT JOIN scans xs ON xs.project_id = tf.project_id AND xs.seq = tf.fixed_seq"
+    };
+}
+
+const TRACKED_FROM: &str = concat!("FROM tracked_findings tf ", tracked_joins!());
 
 /// The state condition, on placeholders `$now` for the time (fixed texts only).
 fn state_condition(state: FindingState, now: &str) -> String {
@@ -626,13 +709,10 @@ pub async fn oldest_open(
 ) -> Result<Vec<AccountFinding>, StoreError> {
     let sql = format!(
         "SELECT p.label, {TRACKED_COLUMNS} FROM projects p \
-         JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id \
-         JOIN branches b ON b.id = tf.branch_id \
-         JOIN scans fs ON fs.project_id = tf.project_id AND fs.seq = tf.first_seq \
-         JOIN scans ls ON ls.project_id = tf.project_id AND ls.seq = tf.last_seq \
-         LEFT JOIN scans xs ON xs.project_id = tf.project_id AND xs.seq = tf.fixed_seq \
+         JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id {} \
          WHERE p.account_id = $1 AND p.archived_at IS NULL AND tf.severity = $2 AND {} \
          ORDER BY tf.first_seen_at, tf.id LIMIT $4",
+        tracked_joins!(),
         state_condition(FindingState::Open, "$3")
     );
     let rows = on_db!(db, pool => {
@@ -645,4 +725,80 @@ pub async fn oldest_open(
             .await
     })?;
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tidemark_wire::FindingStatus;
+
+    fn finding(rule: &str, severity: Severity) -> Finding {
+        Finding {
+            rule_id: rule.into(),
+            resource: "r".into(),
+            status: FindingStatus::Fail,
+            severity,
+            message: String::new(),
+            remediation: String::new(),
+        }
+    }
+
+    fn open(rules: &[(&str, &str)]) -> OpenTracked {
+        rules
+            .iter()
+            .map(|(rule, severity)| {
+                (
+                    ((*rule).to_owned(), "r".to_owned()),
+                    (format!("fnd_{rule}"), (*severity).to_owned()),
+                )
+            })
+            .collect()
+    }
+
+    const SCAN: TrackedScan<'static> = TrackedScan {
+        account_id: "a",
+        project_id: "p",
+        line_id: "b",
+        seq: 3,
+        scanned_at: 3_000,
+        previous: Some((2, 2_000)),
+    };
+
+    #[test]
+    fn a_scan_like_the_last_writes_nothing() {
+        let findings = [finding("x", Severity::High), finding("y", Severity::Low)];
+        let writes = tracking_statements(&SCAN, &findings, &open(&[("x", "high"), ("y", "low")]));
+        assert!(writes.is_empty(), "{writes:?}");
+    }
+
+    #[test]
+    fn only_what_changed_is_written() {
+        // x is new, y changed severity, z is gone.
+        let findings = [
+            finding("x", Severity::High),
+            finding("y", Severity::Critical),
+        ];
+        let writes = tracking_statements(&SCAN, &findings, &open(&[("y", "low"), ("z", "low")]));
+        assert_eq!(writes.len(), 3, "{writes:?}");
+        assert!(writes[0].sql.starts_with("INSERT INTO tracked_findings"));
+        assert_eq!(
+            writes[0].args.len(),
+            5 + 4,
+            "the scan's values once, four per finding"
+        );
+        assert!(writes[1]
+            .sql
+            .starts_with("UPDATE tracked_findings SET severity"));
+        assert!(writes[2].sql.contains("fixed_seq = $1"));
+        assert_eq!(
+            writes[2].args[2..4],
+            [crate::stmt::Arg::Int(2), crate::stmt::Arg::Int(2_000)],
+            "last seen in the previous scan"
+        );
+        assert_eq!(writes[2].args[4], crate::stmt::Arg::Text("fnd_z".into()));
+        // Every statement numbers its placeholders once, in order (SQLite's `?`).
+        for w in &writes {
+            let _ = crate::stmt::positional(&w.sql);
+        }
+    }
 }

@@ -157,6 +157,9 @@ pub async fn record_push(
 #[derive(sqlx::FromRow)]
 struct HeadRow {
     triaged: Option<String>,
+    open_tracked: Option<String>,
+    line_head_seq: Option<i64>,
+    line_head_at: Option<i64>,
     key_live: i64,
     license_live: i64,
     writes: i64,
@@ -227,8 +230,11 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
         "t.id",
         &ctx.now.to_string(),
     );
+    let open_tracked = crate::findings::open_tracked_column(backend, "t.id IS NOT NULL", "t.id");
     Stmt::new(format!(
         "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
+         {open_tracked} AS open_tracked, t.head_seq AS line_head_seq, \
+         ls.scanned_at AS line_head_at, \
          k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
          p.id, p.archived_at, p.scan_count, \
          p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, al.alerts, \
@@ -304,6 +310,9 @@ pub(crate) struct Head {
     base_open: Option<HashSet<(String, String)>>,
     /// The line's triaged findings, when the project's gate looks for new ones.
     triaged: Option<HashSet<(String, String)>>,
+    /// The line's open tracked findings, and its latest scan (storage position, time).
+    open_tracked: crate::findings::OpenTracked,
+    line_head: Option<(i64, i64)>,
     /// The push's line as stored: its name and pull-request number (what a replay answers).
     line_name: Option<String>,
     line_pr: Option<u64>,
@@ -322,6 +331,13 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         .transpose()?;
     let base_open = row.base_open.as_deref().map(parse_open_set).transpose()?;
     let triaged = row.triaged.as_deref().map(parse_open_set).transpose()?;
+    let open_tracked = row
+        .open_tracked
+        .as_deref()
+        .map(crate::findings::parse_open_tracked)
+        .transpose()?
+        .unwrap_or_default();
+    let line_head = row.line_head_seq.zip(row.line_head_at);
     let listeners = Listeners {
         webhooks: row.webhooks > 0,
         alerts: row.alerts > 0,
@@ -392,6 +408,8 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         previous_open,
         base_open,
         triaged,
+        open_tracked,
+        line_head,
         line_name: row.line_name,
         line_pr: row.line_pr.and_then(|n| u64::try_from(n).ok()),
         default_name: row.default_name,
@@ -407,6 +425,8 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         previous_open,
         base_open,
         triaged,
+        open_tracked,
+        line_head,
         line_name,
         line_pr,
         default_name,
@@ -485,6 +505,8 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         scan_id: &scan_id,
         line_id: &lines.target,
         base_seq,
+        open_tracked: &open_tracked,
+        line_head,
     };
     let mut writes = write_statements(ctx, push, &append, &placed, &lines);
     let kind = if append.lines.on_default {
@@ -608,6 +630,9 @@ struct Placed<'a> {
     line_id: &'a str,
     /// A pull request's base scan (its storage position).
     base_seq: Option<i64>,
+    /// The line's open tracked findings and latest scan, before this one.
+    open_tracked: &'a crate::findings::OpenTracked,
+    line_head: Option<(i64, i64)>,
 }
 
 fn write_statements(
@@ -824,8 +849,10 @@ fn write_statements(
             line_id: placed.line_id,
             seq: append.seq,
             scanned_at: push.scanned_at().timestamp_millis(),
+            previous: placed.line_head,
         },
         &req.findings,
+        placed.open_tracked,
     ));
     if ctx.touch_key {
         writes.push(
