@@ -1,6 +1,6 @@
 //! The floor Tidemark's push path is measured against: the same rows a push writes (project
-//! head update, one scan row, N findings, and the N tracked findings each push upserts, with
-//! the statement that marks the branch's missing ones fixed) inserted straight into SQLite through its C API with
+//! head update, one scan row, N findings, and the branch's open tracked findings read, with
+//! the scan's new ones upserted) inserted straight into SQLite through its C API with
 //! prepared statements, on the same schema, WAL and `synchronous=FULL` as the server. By default
 //! one transaction per scan; with a group size of 8, eight scans share one transaction (one
 //! fsync), which is the ceiling the server's group commit can approach.
@@ -96,7 +96,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             {
-                // The same upsert as `store::findings::tracking_statements`, row by row.
+                // As `store::findings::tracking_statements`: read the branch's open tracked
+                // findings, upsert the scan's findings that are not among them (all of them
+                // in the first scan, none after: every scan has the same findings).
+                let open: std::collections::HashSet<(String, String)> = tx
+                    .prepare_cached(
+                        "SELECT rule_id, resource FROM tracked_findings \
+                         WHERE branch_id = 'br' AND fixed_seq IS NULL",
+                    )?
+                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()?;
                 let mut track = tx.prepare_cached(&format!(
                     "INSERT INTO tracked_findings (id, account_id, project_id, branch_id, rule_id, \
                      resource, severity, first_seq, first_seen_at, last_seq, last_seen_at) \
@@ -104,19 +113,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     tidemark_store::findings::TRACK_CONFLICT
                 ))?;
                 for i in 0..findings {
-                    track.execute(rusqlite::params![
-                        format!("fnd_{seq}_{i}"),
+                    let key = (
                         format!("cis-gcp-2.0-{i}"),
                         format!("google_compute_instance.web_{i}"),
-                        seq,
-                    ])?;
+                    );
+                    if !open.contains(&key) {
+                        track.execute(rusqlite::params![
+                            format!("fnd_{seq}_{i}"),
+                            key.0,
+                            key.1,
+                            seq
+                        ])?;
+                    }
                 }
             }
-            tx.prepare_cached(
-                "UPDATE tracked_findings SET fixed_seq = ?1, fixed_at = ?1 \
-                 WHERE branch_id = 'br' AND fixed_seq IS NULL AND last_seq < ?1",
-            )?
-            .execute([seq])?;
             tx.prepare_cached("UPDATE api_keys SET last_used_at = ?1 WHERE id = 'key'")?
                 .execute([seq])?;
         }
