@@ -203,3 +203,61 @@ tidemark_store::test_each_backend! {
         assert!(r.code.unwrap_err().contains("reason"));
     }
 }
+
+tidemark_store::test_each_backend! {
+    async fn the_finding_page_triages_for_its_own_account_and_by_role(backend) {
+        use crate::common::browser::location;
+        use tidemark_domain::access::Role;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Team).await;
+        let (stranger_license, _) = app.with_key(Tier::Team).await;
+        app.add_member(&license.account_id, "dev@example.com", Role::Member).await;
+        let pushed = app.push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z")).await;
+        let project = pushed["project_id"].as_str().unwrap().to_owned();
+        let page = get_json(&app, &key, &format!("/v1/projects/{project}/findings")).await;
+        let id = page["findings"][0]["id"].as_str().unwrap().to_owned();
+        let finding_page = format!("/projects/{project}/findings/{id}");
+        let triage = format!("{finding_page}/triage");
+        let set = |reason: &'static str, expires: &'static str| {
+            [("action", "set"), ("state", "wont_fix"), ("reason", reason), ("expires", expires)]
+        };
+
+        // A member triages; then may not overrule that triage, nor undo it.
+        let mut dev = app.signed_in(&provider, "dev@example.com").await;
+        let res = dev.post_form(&triage, &set("Legacy instance", "")).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert_eq!(location(&res), format!("{finding_page}?triage=saved"));
+        for form in [set("Another view", "").to_vec(), vec![("action", "undo")]] {
+            let res = dev.post_form(&triage, &form).await;
+            assert_eq!(location(&res), format!("{finding_page}?triage=forbidden"));
+        }
+        let shown = dev.get(&app.url(&finding_page)).await;
+        assert_eq!(shown.status(), StatusCode::OK);
+        let html = shown.text().await.unwrap();
+        assert!(html.contains("Won&#x27;t fix") || html.contains("Won't fix"), "the page shows the triage");
+        assert!(html.contains("An admin can change or undo this triage."));
+
+        // The admin's bad inputs change nothing; the admin undoes it.
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        for (form, code) in [(set("   ", ""), "reason"), (set("r", "2001-01-01"), "expiry")] {
+            let res = admin.post_form(&triage, &form).await;
+            assert_eq!(location(&res), format!("{finding_page}?triage={code}"));
+        }
+        let res = admin.post_form(&triage, &[("action", "retract")]).await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(app.count("finding_triage_events").await, 1);
+        let res = admin.post_form(&triage, &[("action", "undo")]).await;
+        assert_eq!(location(&res), format!("{finding_page}?triage=undone"));
+        assert_eq!(app.count("finding_triage_events").await, 2);
+
+        // Another account's admin finds neither the page nor the form; nobody signed in is refused.
+        let mut stranger = app.signed_in(&provider, &stranger_license.email).await;
+        assert_eq!(stranger.get(&app.url(&finding_page)).await.status(), StatusCode::NOT_FOUND);
+        let res = stranger.post_form(&triage, &set("mine now", "")).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let res = app.client.post(app.url(&triage)).header("Origin", app.base_url.as_str())
+            .form(&set("anyone", "")).send().await.unwrap();
+        assert!(matches!(res.status(), StatusCode::UNAUTHORIZED | StatusCode::SEE_OTHER), "{}", res.status());
+        assert_eq!(app.count("finding_triage_events").await, 2);
+    }
+}
