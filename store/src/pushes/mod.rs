@@ -222,13 +222,14 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
     let adopts = line_key.is_some() && line_key == naming;
     let base_key = git.base().map(branch_ref_key);
     let base_adopts = base_key.is_some() && base_key == naming;
-    // The time is written into the text (an integer, never request data): a placeholder in
-    // the select list would come before $1, and SQLite numbers them by position.
+    // The time comes from a one-row join at the end (`nw`), so that its placeholder follows
+    // the others as SQLite's positional `?` need, and the text stays the same from push to
+    // push: the SQLite writer caches each group's statements by their text.
     let triaged = crate::findings::triaged_set_column(
         backend,
         "p.gate_new_severity IS NOT NULL AND t.id IS NOT NULL",
         "t.id",
-        &ctx.now.to_string(),
+        "nw.now_ms",
     );
     let open_tracked = crate::findings::open_tracked_column(backend, "t.id IS NOT NULL", "t.id");
     Stmt::new(format!(
@@ -271,7 +272,8 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
                      WHERE account_id = $16 AND suspended_at IS NULL AND expires_at > $17) l \
          CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $18) wh \
          CROSS JOIN (SELECT COUNT(*) AS alerts FROM alert_prefs \
-                     WHERE account_id = $19 AND (gate_failed OR score_regressed)) al",
+                     WHERE account_id = $19 AND (gate_failed OR score_regressed)) al \
+         CROSS JOIN (SELECT $20 AS now_ms) nw",
         open_set_column(
             backend,
             "p.gate_new_severity IS NOT NULL AND t.head_seq IS NOT NULL",
@@ -298,6 +300,7 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
     .bind(ctx.now)
     .bind(ctx.account_id.as_str())
     .bind(ctx.account_id.as_str())
+    .bind(ctx.now)
 }
 
 /// What a push's transaction reads before it decides.
@@ -987,4 +990,43 @@ fn rate_status(
 fn as_i64(n: u64) -> i64 {
     // ValidPush has already refused counts above i64::MAX.
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SQLite writer caches a group's statements by their text: a head statement whose
+    /// text changed with the time (or any value) would be parsed and planned on every push.
+    #[test]
+    fn the_head_statement_text_does_not_change_between_pushes() {
+        let push = |second: i64| {
+            let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
+            let body = serde_json::json!({
+                "project_label": "api", "cloud": "aws", "cloud_account_id": "1",
+                "frameworks": ["f"], "score": 50.0, "passed": 1, "failed": 0,
+                "severity_counts": {"critical": 0, "high": 0, "medium": 0, "low": 0},
+                "findings": [], "state_source": "ci", "scanned_at": at,
+            });
+            ValidPush::parse(body.to_string().as_bytes()).expect("a valid push")
+        };
+        let mut ctx = PushContext {
+            account_id: "acct".into(),
+            key_id: "key".into(),
+            project_cap: None,
+            write_limit: RollingLimit::per_minute(100),
+            now: 1_795_000_000_000,
+            touch_key: false,
+            raw_body_hash: None,
+            pushed_by: None,
+        };
+        let first = head_statement(&ctx, &push(1), Backend::Sqlite);
+        ctx.now += 60_000;
+        let later = head_statement(&ctx, &push(2), Backend::Sqlite);
+        assert_eq!(first.sql, later.sql);
+        assert_ne!(first.args, later.args);
+        // Every placeholder once, in order: what SQLite's `?` needs.
+        let _ = crate::stmt::positional(&first.sql);
+        assert_eq!(first.sql.matches('$').count(), first.args.len());
+    }
 }
