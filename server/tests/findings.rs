@@ -48,6 +48,9 @@ tidemark_store::test_each_backend! {
 
         let page = get_json(&app, &key, &list).await;
         let findings = page["findings"].as_array().unwrap();
+        // A branch with no line is not found; the project's default is also its named branch.
+        let res = call(&app, reqwest::Method::GET, &key, &format!("{list}?branch=nope"), None).await;
+        assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
         assert_eq!(findings.len(), 2);
         assert_eq!(page["next_cursor"], Value::Null);
         // Most severe first.
@@ -95,7 +98,7 @@ tidemark_store::test_each_backend! {
         assert_error(res, StatusCode::BAD_REQUEST, "invalid_json").await;
         let res = app.client.put(app.url(&triage)).header("X-API-Key", &key).body("state=x").send().await.unwrap();
         assert_error(res, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
-        for query in ["state=closed", "severity=urgent", "limit=0", "limit=501", "cursor=-1", "cursor=x"] {
+        for query in ["state=closed", "severity=urgent", "limit=0", "limit=501", "cursor=-1", "cursor=x", "branch=a%00b"] {
             let res = call(&app, reqwest::Method::GET, &key, &format!("{list}?{query}"), None).await;
             assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
         }

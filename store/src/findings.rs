@@ -504,24 +504,20 @@ pub struct Sighting {
 
 /// The finding's branch's scans since it was first seen, newest first (at most `limit`).
 pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sighting>, StoreError> {
-    // The status of the finding's first row in each scan (a scanner may list it twice).
-    let pick = |col: &str| {
-        format!(
-            "(SELECT f.{col} FROM findings f WHERE f.project_id = s.project_id \
-             AND f.scan_seq = s.seq AND f.rule_id = $1 AND f.resource = $2 \
-             ORDER BY f.ordinal LIMIT 1) AS {col}"
-        )
-    };
-    let sql = format!(
-        "SELECT s.scan_id, s.scanned_at, s.score, {}, {}, {}, {} FROM scans s \
-         WHERE s.branch_id = $3 AND s.seq >= $4 ORDER BY s.line_seq DESC LIMIT $5",
-        pick("status"),
-        pick("severity"),
-        pick("message"),
-        pick("remediation")
-    );
+    // The finding's first row in each scan (a scanner may list it twice), found once per scan
+    // (a pass over that scan's findings) and then read by its key.
+    let sql = "SELECT x.scan_id, x.scanned_at, x.score, f.status, f.severity, f.message, \
+         f.remediation FROM (SELECT s.project_id, s.seq, s.line_seq, s.scan_id, s.scanned_at, \
+           s.score, (SELECT MIN(g.ordinal) FROM findings g \
+             WHERE g.project_id = s.project_id AND g.scan_seq = s.seq \
+             AND g.rule_id = $1 AND g.resource = $2) AS ord \
+           FROM scans s WHERE s.branch_id = $3 AND s.seq >= $4 \
+           ORDER BY s.line_seq DESC LIMIT $5) x \
+         LEFT JOIN findings f ON f.project_id = x.project_id AND f.scan_seq = x.seq \
+           AND f.ordinal = x.ord \
+         ORDER BY x.line_seq DESC";
     let rows = on_db!(db, pool => {
-        sqlx::query_as(&sql)
+        sqlx::query_as(sql)
             .bind(&row.rule_id)
             .bind(&row.resource)
             .bind(&row.branch_id)

@@ -15,7 +15,7 @@ use tidemark_domain::findings::{could_be_finding_id, TriageChange};
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::now_millis;
 use tidemark_store::findings::{
-    find_line, find_tracked, list_tracked, set_triage, TrackedQuery, TrackedRow, TriageOutcome,
+    find_line, find_tracked, list_tracked, set_triage, TrackedQuery, TriageOutcome,
 };
 use tidemark_store::licenses::{KeyOwner, Via};
 use tidemark_wire::findings::{FindingState, FindingsPage, TrackedFinding, TriageRequest};
@@ -32,11 +32,6 @@ const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 500;
 /// Offsets past this are refused: a listing that deep wants a filter.
 const MAX_OFFSET: i64 = 100_000;
-
-/// A stored row as `/v1` shows it at `now`.
-fn tracked_finding(row: &TrackedRow, now: i64) -> TrackedFinding {
-    row.to_wire(now)
-}
 
 /// The query of a findings listing, as sent.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -155,6 +150,12 @@ pub async fn list_findings(
 ) -> Result<Json<FindingsPage>, ApiError> {
     let query = FindingsQuery::parse(&uri)?;
     let tracked = query.tracked_query()?;
+    if let Some(branch) = &query.branch {
+        // What a push could have named; anything else (control characters, megabytes) is
+        // refused before the database sees it.
+        tidemark_domain::input::bounded_text("branch", branch, 255)
+            .map_err(|e| ApiError::InvalidRequest(e.message))?;
+    }
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     let account_id = &owner.license.account_id;
     let line = find_line(&state.db, account_id, &project_id, query.branch.as_deref())
@@ -165,7 +166,7 @@ pub async fn list_findings(
     let next_cursor =
         (rows.len() as i64 == tracked.limit).then(|| (tracked.offset + tracked.limit).to_string());
     Ok(Json(FindingsPage {
-        findings: rows.iter().map(|r| tracked_finding(r, now)).collect(),
+        findings: rows.iter().map(|r| r.to_wire(now)).collect(),
         next_cursor,
     }))
 }
@@ -204,7 +205,7 @@ pub async fn get_finding(
     )
     .await?
     .ok_or(ApiError::NotFound)?;
-    Ok(Json(tracked_finding(&row, now_millis())))
+    Ok(Json(row.to_wire(now_millis())))
 }
 
 /// The API key's owner and how the audit log names them, or why they may not change things.
@@ -244,7 +245,7 @@ async fn change_triage(
         })
         .await?;
     match outcome {
-        TriageOutcome::Done(row) => Ok(Json(tracked_finding(&row, now_millis()))),
+        TriageOutcome::Done(row) => Ok(Json(row.to_wire(now_millis()))),
         TriageOutcome::NotFound => Err(ApiError::NotFound),
     }
 }
