@@ -51,7 +51,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
                 <link rel="icon" href="/favicon.ico"/>
-                <script src="/dashboard.js" defer></script>
+                // The page's own script (filters, the chart's keys, local times), with this
+                // response's nonce like every other script of the page.
+                <script src="/dashboard.js" defer nonce=leptos::nonce::use_nonce()></script>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options islands=true/>
                 <MetaTags/>
