@@ -57,9 +57,10 @@ impl TriageChange {
         expires: Option<&str>,
         now: Millis,
     ) -> Result<TriageChange, FieldError> {
-        let reason = reason.trim();
+        // Checked as sent (the schema's length is of what is sent), kept trimmed.
         non_empty("reason", reason)?;
         prose("reason", reason, MAX_REASON)?;
+        let reason = reason.trim();
         let expires_at = match expires.map(str::trim).filter(|e| !e.is_empty()) {
             None => None,
             Some(text) => Some(parse_expiry(text, now)?),

@@ -67,6 +67,14 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, JsonError> {
     })?;
     // Anything after the value (`{} trailing`) makes the body not JSON.
     de.end().map_err(|e| syntax(&e))?;
+    // Every request body is an object: serde would also take a struct's fields from an array
+    // (`[null, null]`), which no client means.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(JsonError::Shape(FieldError::new(
+            ".",
+            "the body must be a JSON object".into(),
+        )));
+    }
     Ok(value)
 }
 
@@ -202,6 +210,26 @@ mod tests {
             query_text(Some("é".repeat(20)), 5).as_deref(),
             Some("ééééé")
         );
+    }
+
+    #[test]
+    fn a_body_is_an_object_never_an_array_taken_for_one() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Both {
+            #[allow(dead_code)]
+            a: Option<u8>,
+            #[allow(dead_code)]
+            b: Option<u8>,
+        }
+        assert!(parse_json::<Both>(b" {\"a\": 1}").is_ok());
+        match parse_json::<Both>(b"[null, null]") {
+            Err(JsonError::Shape(e)) => assert_eq!(e.message, "the body must be a JSON object"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse_json::<Both>(b"[null"),
+            Err(JsonError::Syntax(_))
+        ));
     }
 
     #[test]

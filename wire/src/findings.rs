@@ -148,10 +148,25 @@ pub struct FindingsPage {
 #[serde(deny_unknown_fields)]
 pub struct TriageRequest {
     pub state: TriageState,
-    /// Required: 1–1,000 characters, not blank, no control characters except line breaks.
+    /// Required: 1–1,000 characters, not blank, no control characters but tab and line breaks.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 1000,
+            pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
     pub reason: String,
-    /// Optional: a future time (RFC 3339) or date (`2027-03-01`, midnight UTC).
+    /// Optional: a date (`2027-03-01`, midnight UTC) or an RFC 3339 time, in the future
+    /// (`422` otherwise: a triage that has already lapsed sets nothing aside).
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(example = "2027-03-01"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            example = "2027-03-01",
+            pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))?$"
+        )
+    )]
     pub expires_at: Option<String>,
 }

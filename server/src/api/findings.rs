@@ -30,23 +30,30 @@ use crate::state::AppState;
 const BODY_LIMIT: usize = 64 * 1024;
 const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 500;
-/// Offsets past this are refused: a listing that deep wants a filter.
-const MAX_OFFSET: i64 = 100_000;
+/// Offsets past this are refused (six digits): a listing that deep wants a filter.
+const MAX_OFFSET: i64 = 999_999;
 
-/// The query of a findings listing, as sent.
+/// The query of a findings listing.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct FindingsQuery {
     /// A branch name, or `pr:<number>` for a pull request; default: the project's default branch.
+    #[param(
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
     branch: Option<String>,
-    /// `open`, `triaged` or `fixed`; default: all three.
-    state: Option<String>,
-    /// `critical`, `high`, `medium` or `low`; default: all.
-    severity: Option<String>,
+    /// Default: all three.
+    state: Option<FindingState>,
+    /// Default: all.
+    severity: Option<Severity>,
     /// From the previous page's `next_cursor`.
+    #[param(pattern = "^[0-9]{1,6}$")]
     cursor: Option<String>,
-    /// 1–500; default 100.
-    limit: Option<String>,
+    /// Default 100.
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
 }
 
 fn invalid(message: String) -> ApiError {
@@ -57,47 +64,35 @@ impl FindingsQuery {
     fn parse(uri: &Uri) -> Result<FindingsQuery, ApiError> {
         axum::extract::Query::<FindingsQuery>::try_from_uri(uri)
             .map(|q| q.0)
-            .map_err(|e| invalid(format!("the query string is not readable: {e}")))
+            .map_err(|e| {
+                invalid(format!(
+                    "the query is not one this endpoint reads ({e}): state is open, triaged or \
+                     fixed; severity critical, high, medium or low; limit 1-500"
+                ))
+            })
     }
 
     fn tracked_query(&self) -> Result<TrackedQuery, ApiError> {
-        let state = match self.state.as_deref() {
-            None | Some("") => None,
-            Some(s) => Some(
-                FindingState::parse(s)
-                    .ok_or_else(|| invalid("state must be open, triaged or fixed".into()))?,
-            ),
-        };
-        let severity =
-            match self.severity.as_deref() {
-                None | Some("") => None,
-                Some(s) => Some(Severity::parse(s).ok_or_else(|| {
-                    invalid("severity must be critical, high, medium or low".into())
-                })?),
-            };
-        let limit = match self.limit.as_deref() {
-            None | Some("") => DEFAULT_LIMIT,
-            Some(l) => l
-                .parse::<i64>()
-                .ok()
-                .filter(|l| (1..=MAX_LIMIT).contains(l))
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "limit must be a whole number from 1 to {MAX_LIMIT}"
-                    ))
-                })?,
+        let limit = match self.limit {
+            None => DEFAULT_LIMIT,
+            Some(l) if (1..=MAX_LIMIT).contains(&l) => l,
+            Some(_) => {
+                return Err(invalid(format!(
+                    "limit must be a whole number from 1 to {MAX_LIMIT}"
+                )))
+            }
         };
         let offset = match self.cursor.as_deref() {
-            None | Some("") => 0,
+            None => 0,
             Some(c) => c
                 .parse::<i64>()
                 .ok()
-                .filter(|o| (0..=MAX_OFFSET).contains(o))
+                .filter(|o| (0..=MAX_OFFSET).contains(o) && c.len() <= 6)
                 .ok_or_else(|| invalid("cursor must be a next_cursor this API returned".into()))?,
         };
         Ok(TrackedQuery {
-            state,
-            severity,
+            state: self.state,
+            severity: self.severity,
             offset,
             limit,
         })
@@ -139,7 +134,7 @@ fn writer_audit(
         (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project (or branch) in the key's account", body = ErrorBody),
-        (status = 422, description = "`invalid_request`: an unknown state or severity, a limit outside 1–500, or a cursor this API did not give", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: an unknown state or severity, a limit outside 1–500, a cursor this API did not give, or a branch no push could name", body = ErrorBody),
     )
 )]
 pub async fn list_findings(
@@ -150,7 +145,8 @@ pub async fn list_findings(
 ) -> Result<Json<FindingsPage>, ApiError> {
     let query = FindingsQuery::parse(&uri)?;
     let tracked = query.tracked_query()?;
-    if let Some(branch) = &query.branch {
+    let branch = query.branch.as_deref();
+    if let Some(branch) = branch {
         // What a push could have named; anything else (control characters, megabytes) is
         // refused before the database sees it.
         tidemark_domain::input::bounded_text("branch", branch, 255)
@@ -158,7 +154,7 @@ pub async fn list_findings(
     }
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     let account_id = &owner.license.account_id;
-    let line = find_line(&state.db, account_id, &project_id, query.branch.as_deref())
+    let line = find_line(&state.db, account_id, &project_id, branch)
         .await?
         .ok_or(ApiError::NotFound)?;
     let now = now_millis();
@@ -285,6 +281,14 @@ pub async fn put_triage(
     body: Body,
 ) -> Result<Json<TrackedFinding>, ApiError> {
     let who = changer(&state, peer, &headers, &project_id).await?;
+    // No such finding is 404 whatever the body says.
+    if !could_be_finding_id(&finding_id)
+        || find_tracked(&state.db, &who.0.license.account_id, &who.2, &finding_id)
+            .await?
+            .is_none()
+    {
+        return Err(ApiError::NotFound);
+    }
     let request: TriageRequest = read_json(&headers, body, BODY_LIMIT).await?;
     let change = triage_change(&request)?;
     change_triage(&state, who, finding_id, Some(change)).await
