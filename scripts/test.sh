@@ -46,6 +46,13 @@ cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 step "unit and integration tests on SQLite and PostgreSQL"
 scripts/pg-throwaway.sh cargo test "${SERVER_PKGS[@]}" --features app/ssr
 
+# On CI (.ci/run sets TIDEMARK_CI_PRUNE=1) the test step's intermediate files go once it has
+# passed: the later steps use only the binaries it left in target/debug/, and a CI machine's
+# disk is small (about 4 GB freed). A workstation keeps them for the next run.
+if [ "${TIDEMARK_CI_PRUNE:-}" = 1 ]; then
+  rm -rf target/debug/deps target/debug/build target/debug/.fingerprint target/debug/examples
+fi
+
 step "fuzz smoke run: 10 s per target (scripts/fuzz.sh 600 for a real session)"
 scripts/fuzz.sh 10
 
