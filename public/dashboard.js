@@ -46,6 +46,68 @@ document.addEventListener("keydown", (event) => {
   points.forEach((p, j) => p.setAttribute("tabindex", j === i ? "0" : "-1"));
   points[i].focus();
 });
+// The tooltip at a point: what the point says (its accessible name, one part a line), with its
+// time in the viewer's zone. Shown on hover and on focus, placed above the point (below it
+// near the top), kept inside the chart. Hidden from screen readers: they read the name itself.
+function pointTip(point) {
+  const figure = point.closest("figure.chart");
+  const dot = point.querySelector("circle.dot");
+  if (!figure || !dot) return;
+  let tip = figure.querySelector(".chart-float");
+  if (!tip) {
+    tip = document.createElement("div");
+    tip.className = "chart-float";
+    tip.setAttribute("aria-hidden", "true");
+    tip.dataset.testid = "chart-float";
+    figure.append(tip);
+  }
+  const parts = (point.getAttribute("aria-label") ?? "").split(" · ");
+  const at = new Date(Number(point.dataset.at));
+  if (!Number.isNaN(at.getTime())) {
+    parts[0] = at.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  }
+  tip.replaceChildren(...parts.map((text, i) => {
+    const line = document.createElement(i === 0 ? "strong" : "span");
+    line.textContent = text;
+    return line;
+  }));
+  tip.classList.add("shown");
+  const box = figure.getBoundingClientRect();
+  const spot = dot.getBoundingClientRect();
+  const x = spot.left + spot.width / 2 - box.left;
+  const y = spot.top + spot.height / 2 - box.top;
+  const left = Math.max(0, Math.min(box.width - tip.offsetWidth, x - tip.offsetWidth / 2));
+  const above = y - tip.offsetHeight - 14;
+  tip.style.left = `${left}px`;
+  tip.style.top = `${above >= 0 ? above : y + 14}px`;
+}
+function hideTip(figure) {
+  const tip = figure && figure.querySelector(".chart-float");
+  if (tip) tip.classList.remove("shown");
+}
+const chartPoint = (target) => target.closest && target.closest('svg.chart-overlay[role="group"] a');
+document.addEventListener("mouseover", (event) => {
+  const point = chartPoint(event.target);
+  if (point) pointTip(point);
+});
+document.addEventListener("focusin", (event) => {
+  const point = chartPoint(event.target);
+  if (point) pointTip(point);
+});
+document.addEventListener("mouseout", (event) => {
+  const point = chartPoint(event.target);
+  if (point && !point.contains(event.relatedTarget) && document.activeElement !== point) {
+    hideTip(point.closest("figure.chart"));
+  }
+});
+document.addEventListener("focusout", (event) => {
+  const point = chartPoint(event.target);
+  if (point && !chartPoint(event.relatedTarget ?? document.body)) hideTip(point.closest("figure.chart"));
+});
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") for (const figure of document.querySelectorAll("figure.chart")) hideTip(figure);
+});
+
 if (document.readyState === "loading") {
   document.addEventListener("DOMContentLoaded", roveAll);
 } else {

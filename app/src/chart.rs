@@ -47,9 +47,36 @@ pub fn score_axis(scores: &[f64], gate_min: Option<f64>) -> (f64, f64) {
     }
 }
 
-/// Score over time (on [`score_axis`], with the gate's minimum as a dashed line), with the
-/// severity counts of each scan stacked beneath.
-pub fn draw_history(points: &[ChartPoint], gate_min: Option<f64>) -> HistoryDrawing {
+/// What a point of the score chart says, read by screen readers on focus and shown as its
+/// tooltip: when, the score, the change against the previous scan, and the gate's verdict
+/// with its reasons when it failed. Parts are joined with " · " (the tooltip puts each on a
+/// line of its own).
+pub fn point_label(when: &str, score: f64, delta: f64, gate: &crate::model::GateResult) -> String {
+    let change = if delta > 0.0 {
+        format!("up {delta:.1} since the previous scan")
+    } else if delta < 0.0 {
+        format!("down {:.1} since the previous scan", -delta)
+    } else {
+        "no change since the previous scan".to_owned()
+    };
+    let mut parts = vec![when.to_owned(), format!("score {score:.1}"), change];
+    if gate.status == crate::model::GateStatus::Failed {
+        parts.push(if gate.reasons.is_empty() {
+            "quality gate failed".to_owned()
+        } else {
+            format!("quality gate failed: {}", gate.reasons.join("; "))
+        });
+    }
+    parts.join(" · ")
+}
+
+/// Score over time (on [`score_axis`], or 0-100 when `full_scale`, with the gate's minimum
+/// as a dashed line), with the severity counts of each scan stacked beneath.
+pub fn draw_history(
+    points: &[ChartPoint],
+    gate_min: Option<f64>,
+    full_scale: bool,
+) -> HistoryDrawing {
     let mut svg = String::new();
     let mut dots = Vec::with_capacity(points.len());
     let mut grid = Vec::new();
@@ -66,7 +93,11 @@ pub fn draw_history(points: &[ChartPoint], gate_min: Option<f64>) -> HistoryDraw
         let (upper, lower) = plot.split_vertically(SCORE_HEIGHT);
         let lower = lower.margin(GAP, 0, 0, 0);
         let scores: Vec<f64> = points.iter().map(|p| p.score).collect();
-        let (lo, hi) = score_axis(&scores, gate_min);
+        let (lo, hi) = if full_scale {
+            (0.0, 100.0)
+        } else {
+            score_axis(&scores, gate_min)
+        };
         if let Ok(mut chart) = ChartBuilder::on(&upper).build_cartesian_2d(t0..t1, lo..hi) {
             for i in 0..5 {
                 let y = lo + (hi - lo) * f64::from(i) / 4.0;
@@ -272,6 +303,7 @@ mod tests {
             scan_id: format!("s{at}"),
             at,
             score,
+            label: String::new(),
             severities: crate::model::SeverityCounts {
                 critical: 1,
                 high: 2,
@@ -320,8 +352,8 @@ mod tests {
     #[test]
     fn the_gates_minimum_is_drawn_dashed() {
         let points: Vec<ChartPoint> = (0..3).map(|i| point(i * 1000, 70.0)).collect();
-        let with = draw_history(&points, Some(60.0)).svg;
-        let without = draw_history(&points, None).svg;
+        let with = draw_history(&points, Some(60.0), false).svg;
+        let without = draw_history(&points, None, false).svg;
         // Dashes are short segments across the whole width: dozens of them.
         let lines = |svg: &str| svg.matches("<polyline").count();
         assert!(
@@ -333,9 +365,55 @@ mod tests {
     }
 
     #[test]
+    fn a_point_says_when_its_score_its_change_and_why_the_gate_failed() {
+        use crate::model::{GateResult, GateStatus};
+        let passed = GateResult {
+            status: GateStatus::Passed,
+            reasons: vec![],
+        };
+        assert_eq!(
+            point_label("2026-11-25 14:03 UTC", 82.0, 2.5, &passed),
+            "2026-11-25 14:03 UTC · score 82.0 · up 2.5 since the previous scan"
+        );
+        assert_eq!(
+            point_label("t", 80.0, 0.0, &passed),
+            "t · score 80.0 · no change since the previous scan"
+        );
+        let failed = GateResult {
+            status: GateStatus::Failed,
+            reasons: vec![
+                "score 72 is below the gate's minimum of 80".into(),
+                "2 new".into(),
+            ],
+        };
+        assert_eq!(
+            point_label("t", 72.0, -10.25, &failed),
+            "t · score 72.0 · down 10.2 since the previous scan · quality gate failed: \
+             score 72 is below the gate's minimum of 80; 2 new"
+        );
+    }
+
+    #[test]
+    fn the_full_scale_spans_0_to_100_whatever_the_scores() {
+        let points: Vec<ChartPoint> = (0..3).map(|i| point(i * 1000, 90.0 + i as f64)).collect();
+        let labels = |full| {
+            draw_history(&points, None, full)
+                .grid
+                .iter()
+                .map(|&(_, v)| v)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(labels(false), [80, 85, 90, 95, 100]);
+        assert_eq!(labels(true), [0, 25, 50, 75, 100]);
+        // On 0-100 the same scores sit higher up the plot (smaller y) than on 80-100.
+        let low_dot = |full| draw_history(&points, None, full).dots[0].1;
+        assert!(low_dot(true) < low_dot(false));
+    }
+
+    #[test]
     fn every_point_gets_a_dot_inside_the_plot() {
         let points: Vec<ChartPoint> = (0..10).map(|i| point(i * 1000, 10.0 * i as f64)).collect();
-        let drawing = draw_history(&points, None);
+        let drawing = draw_history(&points, None, false);
         assert_eq!(drawing.dots.len(), 10);
         assert!(drawing.svg.starts_with("<svg"), "{}", &drawing.svg[..40]);
         assert!(drawing.svg.contains("<polyline"), "the score line is drawn");
@@ -382,7 +460,7 @@ mod tests {
         let points: Vec<ChartPoint> = (0..8)
             .map(|i| point(1_795_000_000_000 + i * day, 50.0))
             .collect();
-        let drawing = draw_history(&points, None);
+        let drawing = draw_history(&points, None, false);
         assert!(!drawing.x_ticks.is_empty());
         let (first, last) = (drawing.dots[0].0, drawing.dots[7].0);
         assert!(drawing
@@ -393,8 +471,8 @@ mod tests {
 
     #[test]
     fn a_single_scan_and_an_empty_history_draw_without_panicking() {
-        assert_eq!(draw_history(&[point(5, 50.0)], None).dots.len(), 1);
-        assert!(draw_history(&[], None).dots.is_empty());
+        assert_eq!(draw_history(&[point(5, 50.0)], None, false).dots.len(), 1);
+        assert!(draw_history(&[], None, false).dots.is_empty());
         assert!(draw_sparkline(&[], 100, 24).starts_with("<svg"));
     }
 }

@@ -221,6 +221,10 @@ pub struct ChartPoint {
     pub severities: SeverityCounts,
     /// The quality gate's verdict on the scan: failed scans are marked on the chart.
     pub gate: GateStatus,
+    /// What the point says (`crate::chart::point_label`): its accessible name, which
+    /// `public/dashboard.js` also shows as the tooltip at the point. Written on the server, so
+    /// the browser's bundle formats no dates or changes.
+    pub label: String,
 }
 
 /// Size of the history chart, in SVG pixels.
@@ -258,6 +262,8 @@ pub struct ProjectChart {
     pub range: Range,
     /// Scans in the range before downsampling.
     pub scans_in_range: usize,
+    /// The score axis spans 0-100 (`?scale=full`) instead of being fitted to the scores.
+    pub full_scale: bool,
     pub points: Vec<ChartPoint>,
     pub drawing: HistoryDrawing,
     /// The project's quality gate (`None`: it has none), and whether the viewer may change it.
@@ -752,18 +758,36 @@ pub struct FindingsPage {
     /// How many of the scan's findings each filter choice holds, by (severity, status).
     #[serde(default)]
     pub counts: Vec<(String, String, i64)>,
+    /// The same per framework of the scan: (framework, severity, status, count).
+    #[serde(default)]
+    pub by_framework: Vec<(String, String, String, i64)>,
 }
 
 impl FindingsPage {
-    /// The scan's findings with this severity (`Some`) and status (`Some`).
-    pub fn count(&self, severity: Option<&str>, status: Option<&str>) -> i64 {
-        self.counts
-            .iter()
-            .filter(|(sev, st, _)| {
-                severity.is_none_or(|s| s == sev) && status.is_none_or(|s| s == st)
-            })
-            .map(|(_, _, n)| n)
-            .sum()
+    /// The scan's findings with this severity, status and framework (each `None`: any).
+    pub fn count(
+        &self,
+        severity: Option<&str>,
+        status: Option<&str>,
+        framework: Option<&str>,
+    ) -> i64 {
+        let fits = |sev: &str, st: &str| {
+            severity.is_none_or(|s| s == sev) && status.is_none_or(|s| s == st)
+        };
+        match framework {
+            None => self
+                .counts
+                .iter()
+                .filter(|(sev, st, _)| fits(sev, st))
+                .map(|(_, _, n)| n)
+                .sum(),
+            Some(f) => self
+                .by_framework
+                .iter()
+                .filter(|(fw, sev, st, _)| fw == f && fits(sev, st))
+                .map(|(_, _, _, n)| n)
+                .sum(),
+        }
     }
 }
 

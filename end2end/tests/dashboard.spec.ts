@@ -127,10 +127,41 @@ test("projects, the score chart and its ranges", async ({ page, request }) => {
   await expect(page.getByTestId("chart-tip")).toContainText("score 82");
   const ring = await points.nth(4).locator("circle.dot").evaluate((c) => getComputedStyle(c).strokeWidth);
   expect(ring).toBe("3px");
+  // A tooltip at the focused point: when (in the viewer's zone), the score and the change.
+  const float = chart.getByTestId("chart-float");
+  await expect(float).toBeVisible();
+  await expect(float).toContainText("score 82.0");
+  await expect(float).toContainText(/(up|down) [\d.]+ since the previous scan|no change/);
+  await expect(float).not.toContainText("UTC");
+  const [tipBox, dotBox, chartBox] = await Promise.all([
+    float.boundingBox(),
+    points.nth(4).locator("circle.dot").boundingBox(),
+    chart.boundingBox(),
+  ]);
+  // Beside the point (above or below it), inside the chart.
+  expect(Math.abs(tipBox!.x + tipBox!.width / 2 - (dotBox!.x + dotBox!.width / 2))).toBeLessThan(tipBox!.width / 2 + 1);
+  expect(tipBox!.x).toBeGreaterThanOrEqual(chartBox!.x - 1);
+  expect(tipBox!.x + tipBox!.width).toBeLessThanOrEqual(chartBox!.x + chartBox!.width + 1);
+  await page.keyboard.press("Escape");
+  await expect(float).toBeHidden();
   await page.keyboard.press("Home");
   await expect(points.first()).toBeFocused();
+  await expect(float).toBeVisible();
   await page.keyboard.press("End");
   await expect(points.last()).toBeFocused();
+  // Hovering a point shows its tooltip too.
+  await points.nth(2).hover();
+  await expect(float).toContainText(/score [\d.]+/);
+  // The score axis: fitted by default, or 0-100 (fetched in place, kept in the address).
+  const scale = page.getByTestId("chart-scale");
+  await expect(scale.getByRole("link", { name: "Fitted" })).toHaveAttribute("aria-current", "true");
+  await scale.getByRole("link", { name: "0–100" }).click();
+  await expect(page).toHaveURL(/scale=full&range=90d$/);
+  await expect(chart.locator('svg[role="group"] text.axis').first()).toHaveText("0");
+  await expect(chart.locator('svg[role="group"] text.axis').last()).toHaveText("100");
+  await expect(scale.getByRole("link", { name: "0–100" })).toHaveAttribute("aria-current", "true");
+  await scale.getByRole("link", { name: "Fitted" }).click();
+  await expect(chart.locator('svg[role="group"] text.axis').first()).toHaveText("50");
   // With the WASM loaded, a range is fetched and drawn in place: the page is not reloaded
   // (a mark left on the window survives) and the address bar follows.
   await expect(page.getByTestId("history-card")).toHaveAttribute("data-live", "true");

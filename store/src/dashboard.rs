@@ -3,7 +3,7 @@
 
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::Millis;
-use tidemark_wire::{GateResult, GateStatus, SeverityCounts};
+use tidemark_wire::{GateResult, SeverityCounts};
 
 use crate::audit::{record_in, Change};
 use crate::gates::verdict_from_columns;
@@ -191,6 +191,8 @@ struct HistoryRow {
     sev_medium: i64,
     sev_low: i64,
     gate_status: Option<String>,
+    score_delta: f64,
+    gate_reasons: Option<String>,
 }
 
 /// One point of a score history.
@@ -201,8 +203,11 @@ pub struct HistoryPoint {
     pub scanned_at: Millis,
     pub score: f64,
     pub severities: SeverityCounts,
-    /// The gate's verdict on the scan (`None` status when the project had no gate).
-    pub gate: GateStatus,
+    /// The gate's verdict on the scan (`None` status when the project had no gate), with
+    /// its reasons.
+    pub gate: GateResult,
+    /// The change against the previous scan on its line.
+    pub score_delta: f64,
 }
 
 impl From<HistoryRow> for HistoryPoint {
@@ -218,7 +223,8 @@ impl From<HistoryRow> for HistoryPoint {
                 r.sev_medium,
                 r.sev_low,
             ),
-            gate: verdict_from_columns(r.gate_status.as_deref(), None).status,
+            gate: verdict_from_columns(r.gate_status.as_deref(), r.gate_reasons.as_deref()),
+            score_delta: r.score_delta,
         }
     }
 }
@@ -346,7 +352,8 @@ async fn history_of(
             .join(",");
         let sql = format!(
             "SELECT seq, scan_id, scanned_at, score, sev_critical, sev_high, sev_medium, sev_low, \
-             gate_status FROM scans WHERE project_id = $1 AND seq IN ({list})"
+             gate_status, score_delta, gate_reasons FROM scans \
+             WHERE project_id = $1 AND seq IN ({list})"
         );
         let part: Vec<HistoryRow> = on_db!(db, pool => {
             sqlx::query_as(&sql).bind(project_id).fetch_all(pool).await
@@ -789,6 +796,39 @@ pub async fn finding_counts(
         .bind(scan_seq)
         .fetch_all(pool)
         .await
+    })?;
+    Ok(rows)
+}
+
+/// [`finding_counts`] per framework of the scan: (framework, severity, status, count), a
+/// finding belonging to a framework as the framework filter reads it (its rule id starts
+/// with `<framework>-`). One statement, a branch of a `UNION ALL` per framework.
+pub async fn framework_counts(
+    db: &Db,
+    project_id: &str,
+    scan_seq: i64,
+    frameworks: &[String],
+) -> Result<Vec<(String, String, String, i64)>, StoreError> {
+    if frameworks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = (0..frameworks.len())
+        .map(|i| {
+            let f = i + 3;
+            format!(
+                "SELECT CAST(${f} AS TEXT), severity, status, COUNT(*) FROM findings \
+                 WHERE project_id = $1 AND scan_seq = $2 \
+                 AND substr(rule_id, 1, length(${f}) + 1) = ${f} || '-' GROUP BY severity, status"
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let rows = on_db!(db, pool => {
+        let mut query = sqlx::query_as(&sql).bind(project_id).bind(scan_seq);
+        for framework in frameworks {
+            query = query.bind(framework);
+        }
+        query.fetch_all(pool).await
     })?;
     Ok(rows)
 }

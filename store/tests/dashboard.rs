@@ -304,6 +304,26 @@ tidemark_store::test_each_backend! {
             assert_eq!(total, expected.len() as i64);
         }
 
+        // What each framework choice of the filter holds, as its filter reads it.
+        let mut by_framework = dashboard::framework_counts(
+            db,
+            &project.id,
+            2,
+            &["cis-aws-2.0".to_owned(), "soc2".to_owned(), "pci".to_owned()],
+        )
+        .await
+        .unwrap();
+        by_framework.sort();
+        let expected = [
+            ("cis-aws-2.0", "critical", "FAIL", 1),
+            ("cis-aws-2.0", "high", "FAIL", 1),
+            ("soc2", "high", "ERROR", 1),
+            ("soc2", "medium", "PASS", 1),
+        ]
+        .map(|(f, sev, st, n)| (f.to_owned(), sev.to_owned(), st.to_owned(), n));
+        assert_eq!(by_framework, expected, "{backend:?}");
+        assert!(dashboard::framework_counts(db, &project.id, 2, &[]).await.unwrap().is_empty());
+
         let diff = dashboard::diff_scans(db, &project.id, 2, 1, 100)
             .await
             .unwrap();

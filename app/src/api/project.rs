@@ -44,6 +44,7 @@ pub async fn load_project_chart(
     range: Range,
     #[server(default)] branch: Option<String>,
     #[server(default)] pr: Option<i64>,
+    #[server(default)] full_scale: bool,
 ) -> Result<ProjectChart, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
@@ -84,7 +85,13 @@ pub async fn load_project_chart(
                 at: p.scanned_at,
                 score: p.score,
                 severities: p.severities,
-                gate: p.gate,
+                gate: p.gate.status,
+                label: crate::chart::point_label(
+                    &crate::time::format_time(p.scanned_at),
+                    p.score,
+                    p.score_delta,
+                    &p.gate,
+                ),
             }
         })
         .collect::<Vec<_>>();
@@ -98,7 +105,9 @@ pub async fn load_project_chart(
             &points,
             gate.as_ref()
                 .and_then(tidemark_domain::gate::QualityGate::min_score),
+            full_scale,
         ),
+        full_scale,
         points,
         gate: gate.map(gate_settings),
         is_admin: viewer.is_admin,

@@ -88,12 +88,17 @@ pub async fn scan_findings(
     let counts = or_unavailable(
         tidemark_store::dashboard::finding_counts(&db, &project_id, found.seq).await,
     )?;
+    let by_framework = or_unavailable(
+        tidemark_store::dashboard::framework_counts(&db, &project_id, found.seq, &found.frameworks)
+            .await,
+    )?;
     Ok(FindingsPage {
         findings,
         total,
         page,
         page_size: PAGE_SIZE,
         counts,
+        by_framework,
     })
 }
 

@@ -22,6 +22,7 @@ pub fn ProjectPage() -> impl IntoView {
         LineChoice::from_query(q.get("branch"), q.get("pr"))
     };
     let pulls_tab = move || query.read().get("tab").as_deref() == Some("pulls");
+    let full_scale = move || query.read().get("scale").as_deref() == Some("full");
     let page = move || {
         query
             .read()
@@ -30,10 +31,10 @@ pub fn ProjectPage() -> impl IntoView {
             .unwrap_or(0)
     };
     let chart = Resource::new(
-        move || (project_id(), range(), line()),
-        |(id, range, line)| {
+        move || (project_id(), range(), line(), full_scale()),
+        |(id, range, line, full)| {
             let (branch, pr) = line_args(&line);
-            load_project_chart(id, range, branch, pr)
+            load_project_chart(id, range, branch, pr, full)
         },
     );
     let scans = Resource::new(
@@ -55,7 +56,7 @@ pub fn ProjectPage() -> impl IntoView {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 match scans.await {
-                    Ok(page) if !pulls_tab() => scans_table(project_id(), range(), line(), page).into_any(),
+                    Ok(page) if !pulls_tab() => scans_table(project_id(), range(), line(), full_scale(), page).into_any(),
                     _ => ().into_any(),
                 }
             })}
@@ -118,7 +119,7 @@ fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
         } else {
             view! {
                 {line.pull_request.is_some().then(|| pull_request_card(&line))}
-                <HistoryCard project_id=id.clone() line=line.choice() initial=chart/>
+                <HistoryCard line=line.choice() initial=chart/>
             }
             .into_any()
         }}
@@ -366,7 +367,7 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
 /// (the address bar follows); without it, or with a modifier key held, the links are plain
 /// links to the same page at that range.
 #[island]
-fn HistoryCard(project_id: String, line: LineChoice, initial: ProjectChart) -> impl IntoView {
+fn HistoryCard(line: LineChoice, initial: ProjectChart) -> impl IntoView {
     // Kept in the reactive arena so the click handler stays `Copy` for every range link.
     let line_query = StoredValue::new(line.query());
     let (branch, pr) = line_args(&line);
@@ -376,6 +377,17 @@ fn HistoryCard(project_id: String, line: LineChoice, initial: ProjectChart) -> i
     // Effects run only in the browser: the mark says the links now fetch in place.
     let (live, set_live) = signal(false);
     Effect::new(move |_| set_live.set(true));
+    // The page's address for a range and a score axis.
+    let href = move |r: Range, full: bool| {
+        format!(
+            "/projects/{}?{}{}range={}",
+            chart.with_untracked(|c| c.project.id.clone()),
+            line_query.get_value(),
+            if full { "scale=full&" } else { "" },
+            r.as_str()
+        )
+    };
+    let scale = chart.with_untracked(|c| c.full_scale);
     let choose = move |r: Range, ev: leptos::ev::MouseEvent| {
         if ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key() || ev.button() != 0 {
             return;
@@ -383,10 +395,10 @@ fn HistoryCard(project_id: String, line: LineChoice, initial: ProjectChart) -> i
         ev.prevent_default();
         let id = chart.with_untracked(|c| c.project.id.clone());
         set_pending.set(Some(r));
-        let (branch, line_query) = (branch.get_value(), line_query.get_value());
+        let branch = branch.get_value();
         leptos::task::spawn_local(async move {
-            let path = format!("/projects/{id}?{line_query}range={}", r.as_str());
-            match load_project_chart(id.clone(), r, branch, pr).await {
+            let path = href(r, scale);
+            match load_project_chart(id.clone(), r, branch, pr, scale).await {
                 Ok(fresh) => {
                     set_chart.set(fresh);
                     show_url(&path);
@@ -407,6 +419,25 @@ fn HistoryCard(project_id: String, line: LineChoice, initial: ProjectChart) -> i
         >
             <div class="card-head">
                 <h2 id="history-heading">"Score history"</h2>
+                <nav class="segmented" aria-label="Score axis" data-testid="chart-scale">
+                    // Plain links (the page loads again): the axis changes seldom, and the
+                    // range links below keep the scale the page was loaded with.
+                    {[(false, "Fitted"), (true, "0–100")]
+                        .into_iter()
+                        .map(|(full, text)| {
+                            let current = full == scale;
+                            view! {
+                                <a
+                                    href=move || href(chart.with(|c| c.range), full)
+                                    class:active=current
+                                    aria-current=current.then_some("true")
+                                >
+                                    {text}
+                                </a>
+                            }
+                        })
+                        .collect_view()}
+                </nav>
                 <nav class="segmented" aria-label="Time range">
                     {Range::ALL
                         .into_iter()
@@ -414,7 +445,7 @@ fn HistoryCard(project_id: String, line: LineChoice, initial: ProjectChart) -> i
                             let current = move || chart.with(|c| c.range == r);
                             view! {
                                 <a
-                                    href=format!("/projects/{project_id}?{}range={}", line.query(), r.as_str())
+                                    href=href(r, scale)
                                     class:active=current
                                     aria-current=move || current().then_some("true")
                                     on:click=move |ev| choose(r, ev)
@@ -571,16 +602,11 @@ fn ChartPoints(
                 .enumerate()
                 .map(|(i, ((x, y), p))| {
                     let failed = p.gate == GateStatus::Failed;
-                    let label = format!(
-                        "Scan {} · score {}{}",
-                        p.scan_id,
-                        fmt_score(p.score),
-                        if failed { " · quality gate failed" } else { "" }
-                    );
                     view! {
                         <a
                             href=format!("/projects/{project_id}/scans/{}", p.scan_id)
-                            aria-label=label
+                            aria-label=p.label.clone()
+                            data-at=p.at
                             on:mouseenter=move |_| set_selected.set(i)
                             on:focus=move |_| set_selected.set(i)
                         >
@@ -596,7 +622,7 @@ fn ChartPoints(
                 tip_points.get(selected.get()).cloned().map(|p| {
                     let href = format!("/projects/{tip_project}/scans/{}", p.scan_id);
                     view! {
-                        <a href=href>{p.scan_id.clone()}</a>
+                        <a href=href>{p.scan_id}</a>
                         " · score " <strong>{fmt_score(p.score)}</strong> " · "
                         {(p.gate == GateStatus::Failed).then(|| view! { <span class="gate failed">"gate failed"</span> " · " })}
                         {severity_chips(p.severities)}
@@ -611,9 +637,14 @@ fn scans_table(
     project_id: String,
     range: Range,
     line: LineChoice,
+    full_scale: bool,
     page: ScansPage,
 ) -> impl IntoView {
-    let q = line.query();
+    let q = format!(
+        "{}{}",
+        line.query(),
+        if full_scale { "scale=full&" } else { "" }
+    );
     let prev = (page.page > 0).then(|| {
         format!(
             "/projects/{project_id}?{q}range={}&page={}",

@@ -251,15 +251,27 @@ fn findings_section(
     let severity_options: Vec<(String, String)> = Severity::ALL
         .iter()
         .map(|s| {
-            let n = page.count(Some(s.as_str()), q.status.as_deref());
+            let n = page.count(
+                Some(s.as_str()),
+                q.status.as_deref(),
+                q.framework.as_deref(),
+            );
             (s.as_str().to_owned(), format!("{} ({n})", s.as_str()))
         })
         .collect();
     let status_options: Vec<(String, String)> = STATUSES
         .iter()
         .map(|st| {
-            let n = page.count(q.severity.as_deref(), Some(st));
+            let n = page.count(q.severity.as_deref(), Some(st), q.framework.as_deref());
             (st.to_string(), format!("{st} ({n})"))
+        })
+        .collect();
+    let framework_options: Vec<(String, String)> = frameworks
+        .into_iter()
+        .map(|f| {
+            let n = page.count(q.severity.as_deref(), q.status.as_deref(), Some(&f));
+            let label = format!("{f} ({n})");
+            (f, label)
         })
         .collect();
     let current = |on: bool| if on { "page" } else { "false" };
@@ -296,7 +308,7 @@ fn findings_section(
                 <input type="hidden" name="view" value="all"/>
                 {select("severity", "Severity", severity_options, q.severity.clone())}
                 {select("status", "Status", status_options, q.status.clone())}
-                {select("framework", "Framework", frameworks.into_iter().map(|f| (f.clone(), f)).collect(), q.framework.clone())}
+                {select("framework", "Framework", framework_options, q.framework.clone())}
                 <label for="filter-q">
                     "Search"
                     <input type="search" name="q" id="filter-q" value=q.text.clone().unwrap_or_default()
