@@ -3,7 +3,8 @@
 #   1. a static JSON route (/healthz) vs POST /v1/license/validate (throughput, p99);
 #   2. POST /v1/dashboard/push with 50 findings (many accounts) vs raw SQLite inserts of the
 #      same rows, one transaction per scan and 8 scans per transaction (the group-commit limit);
-#   3. one 5,000-finding push; the server's peak RSS over the whole run.
+#   3. one 5,000-finding push; the server's peak RSS over the whole run;
+#   4. storage growth per push (bench/storage/growth.py, the workload of issue 36).
 # Load comes from Debian's wrk on loopback; every loop is bounded in time.
 # Usage: scripts/bench.sh [seconds-per-run]   (results: stdout, and docs/benchmarks.md by hand)
 #   BENCH_PERF=FILE  also record a `perf` profile of the server during the push run into FILE
@@ -109,6 +110,13 @@ PY
   curl -sS -o /dev/null -w "status %{http_code}  %{size_upload} bytes  %{time_total}s\n" -X POST "$url/v1/dashboard/push" \
     -H "X-API-Key: $key" -H 'Content-Type: application/json' --data-binary @"$work/big.json"
 done
+
+echo; echo "== storage growth: 5,000 findings over 250 rules pushed 20 times, 50 statuses changed each time (issue 36)"
+if [ "$db" = postgres ]; then
+  python3 bench/storage/growth.py "$url" "$key" postgres "$DATABASE_URL" 20
+else
+  python3 bench/storage/growth.py "$url" "$key" sqlite "$work/data/tidemark.db" 20
+fi
 
 # fsync time on this kind of VM swings by a third between runs: compare with the median.
 if [ "$db" = postgres ]; then

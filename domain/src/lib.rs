@@ -23,6 +23,7 @@ pub mod saml;
 pub mod scim;
 pub mod secrets;
 pub mod signing;
+pub mod spans;
 pub mod sso;
 pub mod text;
 pub mod tier;

@@ -357,6 +357,10 @@ async fn prune_line(
         .bind(&c.id)
         .execute(&mut *tx)
         .await?;
+        sqlx::query("DELETE FROM finding_spans WHERE branch_id = $1")
+            .bind(&c.id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM tracked_findings WHERE branch_id = $1")
             .bind(&c.id)
             .execute(&mut *tx)

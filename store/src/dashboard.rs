@@ -7,6 +7,7 @@ use tidemark_wire::{GateResult, SeverityCounts};
 
 use crate::audit::{record_in, Change};
 use crate::gates::verdict_from_columns;
+use crate::spans::scan_findings;
 
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
@@ -704,8 +705,8 @@ fn like_pattern(text: &str) -> String {
     format!("%{escaped}%")
 }
 
-const FINDING_FILTER: &str = "project_id = $1 AND scan_seq = $2 \
-     AND ($3 IS NULL OR severity = $3) \
+/// Over `scan_findings("$1", "$2", …)`.
+const FINDING_FILTER: &str = "($3 IS NULL OR severity = $3) \
      AND ($4 IS NULL OR status = $4) \
      AND ($5 IS NULL OR substr(rule_id, 1, length($5) + 1) = $5 || '-') \
      AND ($6 IS NULL OR lower(rule_id) LIKE $6 ESCAPE '\\' OR lower(resource) LIKE $6 ESCAPE '\\' \
@@ -739,11 +740,15 @@ pub async fn list_findings(
     };
     let page_sql = format!(
         "SELECT ordinal, rule_id, resource, status, severity, message, remediation, \
-         {total_column} AS total FROM findings \
+         {total_column} AS total FROM {} f \
          WHERE {FINDING_FILTER} ORDER BY {} LIMIT $7 OFFSET $8",
+        scan_findings("$1", "$2", true),
         filter.sort.order_by(filter.direction)
     );
-    let count_sql = format!("SELECT COUNT(*) FROM findings WHERE {FINDING_FILTER}");
+    let count_sql = format!(
+        "SELECT COUNT(*) FROM {} f WHERE {FINDING_FILTER}",
+        scan_findings("$1", "$2", true)
+    );
     let rows: Vec<FindingPageRow> = on_db!(db, pool => {
         sqlx::query_as(&page_sql)
             .bind(project_id)
@@ -787,11 +792,12 @@ pub async fn finding_counts(
     project_id: &str,
     scan_seq: i64,
 ) -> Result<Vec<(String, String, i64)>, StoreError> {
+    let sql = format!(
+        "SELECT severity, status, COUNT(*) FROM {} f GROUP BY severity, status",
+        scan_findings("$1", "$2", false)
+    );
     let rows = on_db!(db, pool => {
-        sqlx::query_as(
-            "SELECT severity, status, COUNT(*) FROM findings \
-             WHERE project_id = $1 AND scan_seq = $2 GROUP BY severity, status",
-        )
+        sqlx::query_as(&sql)
         .bind(project_id)
         .bind(scan_seq)
         .fetch_all(pool)
@@ -816,9 +822,9 @@ pub async fn framework_counts(
         .map(|i| {
             let f = i + 3;
             format!(
-                "SELECT CAST(${f} AS TEXT), severity, status, COUNT(*) FROM findings \
-                 WHERE project_id = $1 AND scan_seq = $2 \
-                 AND substr(rule_id, 1, length(${f}) + 1) = ${f} || '-' GROUP BY severity, status"
+                "SELECT CAST(${f} AS TEXT), severity, status, COUNT(*) FROM {} f \
+                 WHERE substr(rule_id, 1, length(${f}) + 1) = ${f} || '-' GROUP BY severity, status",
+                scan_findings("$1", "$2", false)
             )
         })
         .collect::<Vec<_>>()
@@ -853,11 +859,13 @@ pub async fn diff_scans(
     base_seq: i64,
     limit: i64,
 ) -> Result<ScanDiff, StoreError> {
+    // An anti-join of two derived tables: each is read once.
     let only_in = |a: &str, b: &str| {
         format!(
-            "FROM findings c WHERE c.project_id = $1 AND c.scan_seq = {a} AND c.{OPEN} \
-             AND NOT EXISTS (SELECT 1 FROM findings p WHERE p.project_id = $1 AND p.scan_seq = {b} \
-             AND p.rule_id = c.rule_id AND p.resource = c.resource AND p.{OPEN})"
+            "FROM {} c LEFT JOIN {} p ON p.rule_id = c.rule_id AND p.resource = c.resource \
+             AND p.{OPEN} WHERE c.{OPEN} AND p.rule_id IS NULL",
+            scan_findings("$1", a, true),
+            scan_findings("$1", b, false)
         )
     };
     let new_from = only_in("$2", "$3");
@@ -868,7 +876,8 @@ pub async fn diff_scans(
     let fixed_sql = format!("SELECT {columns} {fixed_from} ORDER BY c.ordinal LIMIT $4");
     let counts_sql = format!(
         "SELECT (SELECT COUNT(*) {new_from}), (SELECT COUNT(*) {fixed_from}), \
-         (SELECT COUNT(*) FROM findings WHERE project_id = $1 AND scan_seq = $2 AND {OPEN})"
+         (SELECT COUNT(*) FROM {} f WHERE {OPEN})",
+        scan_findings("$1", "$2", false)
     );
     type Counts = (i64, i64, i64);
     let (new, fixed, counts): (Vec<FindingRow>, Vec<FindingRow>, Counts) = on_db!(db, pool => {

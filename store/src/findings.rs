@@ -12,6 +12,7 @@ use tidemark_wire::findings::{FindingState, TrackedFinding, Triage, TriageState}
 use tidemark_wire::{Finding, Severity};
 
 use crate::audit::{record_in, Change};
+use crate::spans::STORED_AS_SPANS;
 use crate::stmt::Stmt;
 use crate::{on_db, on_db_write, Backend, BeginWrite as _, Db, StoreError, Writer};
 
@@ -505,19 +506,32 @@ pub struct Sighting {
 /// The finding's branch's scans since it was first seen, newest first (at most `limit`).
 pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sighting>, StoreError> {
     // The finding's first row in each scan (a scanner may list it twice), found once per scan
-    // (a pass over that scan's findings) and then read by its key.
-    let sql = "SELECT x.scan_id, x.scanned_at, x.score, f.status, f.severity, f.message, \
-         f.remediation FROM (SELECT s.project_id, s.seq, s.line_seq, s.scan_id, s.scanned_at, \
-           s.score, (SELECT MIN(g.ordinal) FROM findings g \
+    // and then read by its key: among the branch's spans covering the scan, or among the
+    // scan's rows in `findings` for a scan stored before spans.
+    let sql = format!(
+        "SELECT x.scan_id, x.scanned_at, x.score, COALESCE(sp.status, f.status) AS status, \
+         COALESCE(sp.severity, f.severity) AS severity, \
+         COALESCE(tx.message, f.message) AS message, \
+         COALESCE(tx.remediation, f.remediation) AS remediation \
+         FROM (SELECT s.project_id, s.seq, s.line_seq, s.scan_id, s.scanned_at, s.score, \
+           (SELECT MIN(g.ordinal) FROM findings g \
              WHERE g.project_id = s.project_id AND g.scan_seq = s.seq \
-             AND g.rule_id = $1 AND g.resource = $2) AS ord \
+             AND g.rule_id = $1 AND g.resource = $2) AS ord, \
+           (SELECT MIN(v.position) FROM finding_spans v \
+             WHERE v.branch_id = s.branch_id AND v.to_seq > s.seq AND v.from_seq <= s.seq \
+             AND v.rule_id = $1 AND v.resource = $2 \
+             AND s.findings_stored = '{STORED_AS_SPANS}') AS pos \
            FROM scans s WHERE s.branch_id = $3 AND s.seq >= $4 \
            ORDER BY s.line_seq DESC LIMIT $5) x \
          LEFT JOIN findings f ON f.project_id = x.project_id AND f.scan_seq = x.seq \
            AND f.ordinal = x.ord \
-         ORDER BY x.line_seq DESC";
+         LEFT JOIN finding_spans sp ON sp.branch_id = $3 AND sp.position = x.pos \
+           AND sp.to_seq > x.seq AND sp.from_seq <= x.seq \
+         LEFT JOIN finding_texts tx ON tx.project_id = x.project_id AND tx.hash = sp.text_hash \
+         ORDER BY x.line_seq DESC"
+    );
     let rows = on_db!(db, pool => {
-        sqlx::query_as(sql)
+        sqlx::query_as(&sql)
             .bind(&row.rule_id)
             .bind(&row.resource)
             .bind(&row.branch_id)

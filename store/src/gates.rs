@@ -55,18 +55,17 @@ pub(crate) fn gate_from_columns(
 /// database: on SQLite, one call per push, one row per finding, cost 12-20 % of push
 /// throughput (docs/benchmarks.md). The one text that differs between the backends.
 pub(crate) fn open_set_column(backend: Backend, when: &str, seq: &str) -> String {
+    let scan = crate::spans::scan_findings("p.id", seq, false);
     match backend {
         Backend::Sqlite => format!(
             "CASE WHEN {when} THEN \
-             (SELECT json_group_array(json_array(f.rule_id, f.resource)) FROM findings f \
-              WHERE f.project_id = p.id AND f.scan_seq = {seq} \
-              AND f.status IN ('FAIL', 'WARN', 'ERROR')) END"
+             (SELECT json_group_array(json_array(f.rule_id, f.resource)) FROM {scan} f \
+              WHERE f.status IN ('FAIL', 'WARN', 'ERROR')) END"
         ),
         Backend::Postgres => format!(
             "CASE WHEN {when} THEN \
              (SELECT COALESCE(json_agg(json_build_array(f.rule_id, f.resource)), '[]'::json)::text \
-              FROM findings f WHERE f.project_id = p.id AND f.scan_seq = {seq} \
-              AND f.status IN ('FAIL', 'WARN', 'ERROR')) END"
+              FROM {scan} f WHERE f.status IN ('FAIL', 'WARN', 'ERROR')) END"
         ),
     }
 }

@@ -40,6 +40,7 @@ pub mod scim;
 pub mod sealed;
 pub mod sessions;
 pub mod signing_keys;
+pub mod spans;
 pub mod sso;
 mod stmt;
 #[cfg(feature = "testing")]

@@ -311,3 +311,32 @@ pub async fn push_together(
     }
     out
 }
+
+/// Stores every scan as a release before spans did (issue 36): one row per finding in
+/// `findings`, numbered in the scanner's order, and no spans or texts. For tests of what an
+/// upgraded database holds.
+pub async fn store_as_rows(db: &Writer) {
+    let sql = format!(
+        "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, \
+         severity, message, remediation) \
+         SELECT sc.project_id, sc.seq, \
+         ROW_NUMBER() OVER (PARTITION BY sc.project_id, sc.seq ORDER BY sp.position) - 1, \
+         sp.rule_id, sp.resource, sp.status, sp.severity, tx.message, tx.remediation \
+         FROM scans sc JOIN finding_spans sp ON sp.branch_id = sc.branch_id \
+         AND sp.to_seq > sc.seq AND sp.from_seq <= sc.seq \
+         JOIN finding_texts tx ON tx.project_id = sc.project_id AND tx.hash = sp.text_hash \
+         WHERE sc.findings_stored = '{}'",
+        crate::spans::STORED_AS_SPANS
+    );
+    let result: Result<(), sqlx::Error> = crate::on_db_write!(db, pool => {
+        async {
+            sqlx::query(&sql).execute(pool).await?;
+            sqlx::query("UPDATE scans SET findings_stored = NULL").execute(pool).await?;
+            sqlx::query("DELETE FROM finding_spans").execute(pool).await?;
+            sqlx::query("DELETE FROM finding_texts").execute(pool).await?;
+            Ok(())
+        }
+        .await
+    });
+    result.unwrap_or_else(|e| panic!("storing scans as rows: {e}"));
+}

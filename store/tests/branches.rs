@@ -456,7 +456,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(left, [Some("main".to_owned()), Some("fresh".to_owned())]);
         let counts: (i64, i64, i64) = on_db!(&t.db, pool => {
             sqlx::query_as(
-                "SELECT (SELECT COUNT(*) FROM scans), (SELECT COUNT(*) FROM findings), \
+                "SELECT (SELECT COUNT(*) FROM scans), (SELECT COUNT(*) FROM finding_spans), \
                  (SELECT COUNT(*) FROM audit_events WHERE action = 'branch.pruned')",
             )
             .fetch_one(pool).await

@@ -227,7 +227,8 @@ tidemark_store::test_each_backend! {
             rows
         };
         let live = by_rule_id(tracked(&db, &project, None, now).await);
-        // As before the upgrade: no tracked rows. Then the backfill.
+        // As before the upgrade: findings as rows, no tracked rows. Then the backfill.
+        tidemark_store::testing::store_as_rows(&db).await;
         let sql = backfill_sql();
         on_db!(&db, pool => {
             sqlx::query("DELETE FROM tracked_findings").execute(pool).await.unwrap();

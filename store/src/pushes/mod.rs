@@ -7,7 +7,6 @@
 //! committer task that applies several at once ([`committer`]).
 
 use std::collections::HashSet;
-use std::fmt::Write as _;
 
 use tidemark_domain::append::{
     base_comparison, decide_push, Append, BaseHead, BaseScan, LastScan, LineHead, LinePlan,
@@ -39,10 +38,6 @@ const SCAN_EVENTS: [Event; 4] = [
 ];
 
 pub mod committer;
-
-/// Findings per INSERT statement: 9 parameters each stays far below SQLite's limit of 32,766
-/// bound parameters (and PostgreSQL's 65,535).
-const FINDINGS_PER_STATEMENT: usize = 2_000;
 
 /// Who pushes, and under which limits.
 #[derive(Debug, Clone)]
@@ -158,6 +153,7 @@ pub async fn record_push(
 struct HeadRow {
     triaged: Option<String>,
     open_tracked: Option<String>,
+    live_spans: Option<String>,
     line_head_seq: Option<i64>,
     line_head_at: Option<i64>,
     key_live: i64,
@@ -232,9 +228,11 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
         "nw.now_ms",
     );
     let open_tracked = crate::findings::open_tracked_column(backend, "t.id IS NOT NULL", "t.id");
+    let live_spans = crate::spans::live_spans_column(backend, "t.id IS NOT NULL", "t.id");
     Stmt::new(format!(
         "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
-         {open_tracked} AS open_tracked, t.head_seq AS line_head_seq, \
+         {open_tracked} AS open_tracked, {live_spans} AS live_spans, \
+         t.head_seq AS line_head_seq, \
          ls.scanned_at AS line_head_at, \
          k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
          p.id, p.archived_at, p.scan_count, \
@@ -315,6 +313,8 @@ pub(crate) struct Head {
     triaged: Option<HashSet<(String, String)>>,
     /// The line's open tracked findings, and its latest scan (storage position, time).
     open_tracked: crate::findings::OpenTracked,
+    /// The spans the line's latest scan has.
+    live_spans: Vec<crate::spans::LiveSpan>,
     line_head: Option<(i64, i64)>,
     /// The push's line as stored: its name and pull-request number (what a replay answers).
     line_name: Option<String>,
@@ -338,6 +338,12 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         .open_tracked
         .as_deref()
         .map(crate::findings::parse_open_tracked)
+        .transpose()?
+        .unwrap_or_default();
+    let live_spans = row
+        .live_spans
+        .as_deref()
+        .map(crate::spans::parse_live_spans)
         .transpose()?
         .unwrap_or_default();
     let line_head = row.line_head_seq.zip(row.line_head_at);
@@ -412,6 +418,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         base_open,
         triaged,
         open_tracked,
+        live_spans,
         line_head,
         line_name: row.line_name,
         line_pr: row.line_pr.and_then(|n| u64::try_from(n).ok()),
@@ -429,6 +436,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         base_open,
         triaged,
         open_tracked,
+        live_spans,
         line_head,
         line_name,
         line_pr,
@@ -509,6 +517,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         line_id: &lines.target,
         base_seq,
         open_tracked: &open_tracked,
+        live_spans: &live_spans,
         line_head,
     };
     let mut writes = write_statements(ctx, push, &append, &placed, &lines);
@@ -635,6 +644,8 @@ struct Placed<'a> {
     base_seq: Option<i64>,
     /// The line's open tracked findings and latest scan, before this one.
     open_tracked: &'a crate::findings::OpenTracked,
+    /// The spans the line's latest scan has.
+    live_spans: &'a [crate::spans::LiveSpan],
     line_head: Option<(i64, i64)>,
 }
 
@@ -649,7 +660,7 @@ fn write_statements(
     let git = push.git();
     let project_id = placed.project_id;
     let (gate_status, gate_reasons) = verdict_columns(&append.gate);
-    let mut writes = Vec::with_capacity(8 + req.findings.len() / FINDINGS_PER_STATEMENT);
+    let mut writes = Vec::with_capacity(16);
     if append.new_project {
         writes.push(
             Stmt::new(
@@ -772,9 +783,10 @@ fn write_statements(
              failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
              frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
              gate_status, gate_reasons, branch_id, line_seq, commit_sha, base_branch, \
-             base_scan_id, base_seq, base_score, base_new, base_fixed, pushed_by) \
+             base_scan_id, base_seq, base_score, base_new, base_fixed, pushed_by, \
+             findings_stored) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)",
         )
         .bind(project_id)
         .bind(append.seq)
@@ -807,44 +819,18 @@ fn write_statements(
         .bind(base.and_then(|b| b.score))
         .bind(count(base.and_then(|b| b.new_findings)))
         .bind(count(base.and_then(|b| b.fixed_findings)))
-        .bind(ctx.pushed_by.clone()),
+        .bind(ctx.pushed_by.clone())
+        .bind(crate::spans::STORED_AS_SPANS),
     );
-    for (chunk_no, chunk) in req.findings.chunks(FINDINGS_PER_STATEMENT).enumerate() {
-        let first = (chunk_no * FINDINGS_PER_STATEMENT) as i64;
-        let mut sql = String::with_capacity(140 + chunk.len() * 48);
-        sql.push_str(
-            "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, \
-             severity, message, remediation) VALUES ",
-        );
-        let mut stmt = Stmt::new(String::new());
-        let mut n = 0;
-        for (i, f) in chunk.iter().enumerate() {
-            if i > 0 {
-                sql.push(',');
-            }
-            sql.push('(');
-            for col in 0..9 {
-                n += 1;
-                if col > 0 {
-                    sql.push(',');
-                }
-                let _ = write!(sql, "${n}");
-            }
-            sql.push(')');
-            stmt = stmt
-                .bind(project_id)
-                .bind(append.seq)
-                .bind(first + i as i64)
-                .bind(f.rule_id.as_str())
-                .bind(f.resource.as_str())
-                .bind(f.status.as_str())
-                .bind(f.severity.as_str())
-                .bind(f.message.as_str())
-                .bind(f.remediation.as_str());
-        }
-        stmt.sql = sql;
-        writes.push(stmt);
-    }
+    writes.extend(crate::spans::span_statements(
+        &crate::spans::SpanScan {
+            project_id,
+            line_id: placed.line_id,
+            seq: append.seq,
+        },
+        &req.findings,
+        placed.live_spans,
+    ));
     writes.extend(crate::findings::tracking_statements(
         &crate::findings::TrackedScan {
             account_id: &ctx.account_id,

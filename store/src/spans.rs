@@ -1,0 +1,295 @@
+//! A scan's findings as spans of its branch (issue 36, `domain::spans`): how a push writes
+//! them, and the one derived table every read of a scan's findings goes through.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use tidemark_domain::spans::{plan_spans, text_hash, SpanKey, OPEN_END};
+use tidemark_wire::Finding;
+
+use crate::stmt::Stmt;
+use crate::{Backend, StoreError};
+
+/// Spans in one statement at most (nine placeholders each, within SQLite's 32,766).
+const SPANS_PER_STATEMENT: usize = 3_000;
+
+/// `scans.findings_stored` of a scan whose findings are spans.
+pub const STORED_AS_SPANS: &str = "spans";
+/// `scans.findings_stored` of a scan whose findings housekeeping removed.
+pub const THINNED: &str = "thinned";
+
+/// A derived table of the findings of the project's scan at storage position `seq` (`project`
+/// and `seq` are SQL expressions, evaluated once each per branch of the union), with the
+/// columns `ordinal` (the scanner's order), `rule_id`, `resource`, `status`, `severity`,
+/// `message` and `remediation`. Scans stored as spans read their branch's spans; scans stored
+/// before them read their rows in `findings`, until moved. `texts: false` leaves out the
+/// message and remediation (and their join), for reads that need only the rest.
+pub(crate) fn scan_findings(project: &str, seq: &str, texts: bool) -> String {
+    let (text_columns, text_join, legacy_texts) = if texts {
+        (
+            ", tx.message, tx.remediation",
+            " JOIN finding_texts tx ON tx.project_id = sc.project_id AND tx.hash = sp.text_hash",
+            ", message, remediation",
+        )
+    } else {
+        ("", "", "")
+    };
+    format!(
+        "(SELECT sp.position AS ordinal, sp.rule_id, sp.resource, sp.status, sp.severity\
+         {text_columns} FROM scans sc \
+         JOIN finding_spans sp ON sp.branch_id = sc.branch_id AND sp.to_seq > sc.seq \
+         AND sp.from_seq <= sc.seq{text_join} \
+         WHERE sc.project_id = {project} AND sc.seq = {seq} AND sc.findings_stored = '{STORED_AS_SPANS}' \
+         UNION ALL \
+         SELECT ordinal, rule_id, resource, status, severity{legacy_texts} FROM findings \
+         WHERE project_id = {project} AND scan_seq = {seq})"
+    )
+}
+
+/// A span the branch's latest scan has, as a push reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LiveSpan {
+    position: i64,
+    rule_id: String,
+    resource: String,
+    status: String,
+    severity: String,
+    text: String,
+}
+
+/// A column of the push head: the spans of line `line` (an SQL expression) that its latest
+/// scan has, `[[position, rule id, resource, status, severity, text hash], …]`, read only when
+/// `when` holds.
+pub(crate) fn live_spans_column(backend: Backend, when: &str, line: &str) -> String {
+    let rows = match backend {
+        Backend::Sqlite => {
+            "json_group_array(json_array(v.position, v.rule_id, v.resource, v.status, \
+             v.severity, v.text_hash))"
+        }
+        Backend::Postgres => {
+            "COALESCE(json_agg(json_build_array(v.position, v.rule_id, v.resource, v.status, \
+             v.severity, v.text_hash)), '[]'::json)::text"
+        }
+    };
+    format!(
+        "CASE WHEN {when} THEN (SELECT {rows} FROM finding_spans v \
+         WHERE v.branch_id = {line} AND v.to_seq = {OPEN_END}) END"
+    )
+}
+
+/// [`live_spans_column`]'s value.
+pub(crate) fn parse_live_spans(json: &str) -> Result<Vec<LiveSpan>, StoreError> {
+    type Row = (i64, String, String, String, String, String);
+    let rows: Vec<Row> =
+        serde_json::from_str(json).map_err(|_| StoreError::Corrupt("live finding spans"))?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(position, rule_id, resource, status, severity, text)| LiveSpan {
+                position,
+                rule_id,
+                resource,
+                status,
+                severity,
+                text,
+            },
+        )
+        .collect())
+}
+
+/// Where a scan's spans go.
+pub(crate) struct SpanScan<'a> {
+    pub project_id: &'a str,
+    pub line_id: &'a str,
+    pub seq: i64,
+}
+
+/// The statements that store a scan's findings against its branch's live spans: the texts it
+/// brings that the project does not have yet, the spans it no longer has ended at it, and
+/// new spans for what changed. A scan like the previous one writes nothing here.
+pub(crate) fn span_statements(
+    scan: &SpanScan<'_>,
+    findings: &[Finding],
+    live: &[LiveSpan],
+) -> Vec<Stmt> {
+    let texts: Vec<String> = findings
+        .iter()
+        .map(|f| text_hash(&f.message, &f.remediation))
+        .collect();
+    let keys: Vec<SpanKey<'_>> = findings
+        .iter()
+        .zip(&texts)
+        .map(|(f, text)| SpanKey {
+            rule_id: &f.rule_id,
+            resource: &f.resource,
+            status: f.status.as_str(),
+            severity: f.severity.as_str(),
+            text,
+        })
+        .collect();
+    let current: Vec<(i64, SpanKey<'_>)> = live
+        .iter()
+        .map(|s| {
+            (
+                s.position,
+                SpanKey {
+                    rule_id: &s.rule_id,
+                    resource: &s.resource,
+                    status: &s.status,
+                    severity: &s.severity,
+                    text: &s.text,
+                },
+            )
+        })
+        .collect();
+    let plan = plan_spans(&current, &keys);
+    let mut writes = Vec::new();
+
+    // Texts first: each new one once.
+    let mut new_texts: HashMap<&str, &Finding> = HashMap::new();
+    for &(f, _) in &plan.started {
+        new_texts.entry(texts[f].as_str()).or_insert(&findings[f]);
+    }
+    let mut new_texts: Vec<(&str, &Finding)> = new_texts.into_iter().collect();
+    new_texts.sort_by_key(|(hash, _)| *hash);
+    for chunk in new_texts.chunks(SPANS_PER_STATEMENT * 2) {
+        let mut sql = String::from(
+            "INSERT INTO finding_texts (project_id, hash, message, remediation) \
+             SELECT c.p, v.column1, v.column2, v.column3 FROM (SELECT $1 AS p) c CROSS JOIN (VALUES ",
+        );
+        let mut stmt = Stmt::new(String::new()).bind(scan.project_id);
+        for (i, (hash, f)) in chunk.iter().enumerate() {
+            let n = 2 + 3 * i;
+            let _ = write!(
+                sql,
+                "{}(${n},${},${})",
+                if i == 0 { "" } else { "," },
+                n + 1,
+                n + 2
+            );
+            stmt = stmt
+                .bind(*hash)
+                .bind(f.message.as_str())
+                .bind(f.remediation.as_str());
+        }
+        // SQLite reads `ON CONFLICT` after a SELECT only past a WHERE clause.
+        sql.push_str(") v WHERE 1 = 1 ON CONFLICT (project_id, hash) DO NOTHING");
+        stmt.sql = sql;
+        writes.push(stmt);
+    }
+
+    for chunk in plan.ended.chunks(SPANS_PER_STATEMENT) {
+        let mut sql = format!(
+            "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq = {OPEN_END} \
+             AND position IN ("
+        );
+        let mut stmt = Stmt::new(String::new()).bind(scan.seq).bind(scan.line_id);
+        for (i, &s) in chunk.iter().enumerate() {
+            let _ = write!(sql, "{}${}", if i == 0 { "" } else { "," }, 3 + i);
+            stmt = stmt.bind(live[s].position);
+        }
+        sql.push(')');
+        stmt.sql = sql;
+        writes.push(stmt);
+    }
+
+    for chunk in plan.started.chunks(SPANS_PER_STATEMENT) {
+        let mut sql = format!(
+            "INSERT INTO finding_spans (branch_id, to_seq, position, from_seq, rule_id, resource, \
+             status, severity, text_hash) \
+             SELECT c.b, {OPEN_END}, v.column1, c.s, v.column2, v.column3, v.column4, v.column5, \
+             v.column6 FROM (SELECT $1 AS b, $2 AS s) c CROSS JOIN (VALUES "
+        );
+        let mut stmt = Stmt::new(String::new()).bind(scan.line_id).bind(scan.seq);
+        for (i, &(f, position)) in chunk.iter().enumerate() {
+            let n = 3 + 6 * i;
+            let _ = write!(
+                sql,
+                "{}(CAST(${n} AS BIGINT),${},${},${},${},${})",
+                if i == 0 { "" } else { "," },
+                n + 1,
+                n + 2,
+                n + 3,
+                n + 4,
+                n + 5
+            );
+            let finding = &findings[f];
+            stmt = stmt
+                .bind(position)
+                .bind(finding.rule_id.as_str())
+                .bind(finding.resource.as_str())
+                .bind(finding.status.as_str())
+                .bind(finding.severity.as_str())
+                .bind(texts[f].as_str());
+        }
+        sql.push_str(") v");
+        stmt.sql = sql;
+        writes.push(stmt);
+    }
+    writes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(rule: &str, status: &str) -> Finding {
+        serde_json::from_value(serde_json::json!({
+            "rule_id": rule, "resource": "r", "status": status, "severity": "high",
+            "message": "m", "remediation": "fix"
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn live_after(findings: &[Finding]) -> Vec<LiveSpan> {
+        findings
+            .iter()
+            .enumerate()
+            .map(|(i, f)| LiveSpan {
+                position: (i as i64 + 1) << 32,
+                rule_id: f.rule_id.clone(),
+                resource: f.resource.clone(),
+                status: f.status.as_str().to_owned(),
+                severity: f.severity.as_str().to_owned(),
+                text: text_hash(&f.message, &f.remediation),
+            })
+            .collect()
+    }
+
+    const SCAN: SpanScan<'static> = SpanScan {
+        project_id: "prj_1",
+        line_id: "br_1",
+        seq: 7,
+    };
+
+    #[test]
+    fn a_scan_like_the_last_writes_nothing() {
+        let findings = [finding("a", "FAIL"), finding("b", "PASS")];
+        assert!(span_statements(&SCAN, &findings, &live_after(&findings)).is_empty());
+    }
+
+    #[test]
+    fn a_first_scan_writes_its_texts_once_and_a_span_per_finding() {
+        let findings = [finding("a", "FAIL"), finding("b", "PASS")];
+        let writes = span_statements(&SCAN, &findings, &[]);
+        assert_eq!(writes.len(), 2, "{writes:?}");
+        assert!(writes[0].sql.starts_with("INSERT INTO finding_texts"));
+        assert_eq!(writes[0].sql.matches("($").count(), 1, "one text for both");
+        assert!(writes[1].sql.starts_with("INSERT INTO finding_spans"));
+        assert_eq!(writes[1].sql.matches("(CAST(").count(), 2);
+    }
+
+    #[test]
+    fn a_changed_status_ends_one_span_and_starts_one() {
+        let before = [finding("a", "FAIL"), finding("b", "FAIL")];
+        let after = [finding("a", "FAIL"), finding("b", "PASS")];
+        let writes = span_statements(&SCAN, &after, &live_after(&before));
+        // The text is the project's already, but a new span may bring one: it is offered, and
+        // kept once.
+        assert_eq!(writes.len(), 3, "{writes:?}");
+        assert!(writes[0].sql.starts_with("INSERT INTO finding_texts"));
+        assert!(writes[1].sql.starts_with("UPDATE finding_spans"));
+        assert!(writes[2].sql.starts_with("INSERT INTO finding_spans"));
+        assert_eq!(writes[1].sql.matches('$').count(), 3);
+    }
+}

@@ -1,0 +1,212 @@
+//! A scan's findings stored as spans of its branch (issue 36), on both backends: over random
+//! push sequences on two branches, every scan's findings read back exactly as pushed (order,
+//! duplicates, statuses, severities and texts), and every read (pages, counts, diffs) is
+//! the same for scans stored as spans and for the same scans stored one row per finding, as
+//! releases before spans stored them.
+#![allow(clippy::unwrap_used)]
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use tidemark_domain::push::ValidPush;
+use tidemark_store::dashboard::{
+    diff_scans, find_scan, finding_counts, framework_counts, list_findings, FindingFilter,
+    FindingRow, FindingSort, ScanDiff,
+};
+use tidemark_store::pushes::record_push;
+use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context};
+use tidemark_store::{on_db, Writer};
+
+type Pushed = (String, String, String, String, String, String);
+
+fn random_finding(rng: &mut StdRng) -> Pushed {
+    let rule = format!("cis-{}", rng.gen_range(0..25));
+    (
+        rule.clone(),
+        format!("bucket-{}", rng.gen_range(0..3)),
+        ["PASS", "FAIL", "WARN", "ERROR", "SKIP"][rng.gen_range(0..5)].to_owned(),
+        ["critical", "high", "medium", "low"][rng.gen_range(0..4)].to_owned(),
+        // Texts shared between findings, and some that change.
+        format!("{rule}: public access {}", rng.gen_range(0..2)),
+        format!("Turn it off ({})", rng.gen_range(0..2)),
+    )
+}
+
+fn push(second: i64, findings: &[Pushed], branch: &str) -> ValidPush {
+    let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
+    let findings: Vec<Value> = findings
+        .iter()
+        .map(|(rule, resource, status, severity, message, remediation)| {
+            json!({"rule_id": rule, "resource": resource, "status": status,
+                   "severity": severity, "message": message, "remediation": remediation})
+        })
+        .collect();
+    let body = json!({
+        "project_label": "api", "cloud": "aws", "cloud_account_id": "123456789012",
+        "frameworks": ["cis", "soc2"], "score": 70.0, "passed": 1, "failed": 1,
+        "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
+        "findings": findings, "state_source": "ci", "scanned_at": at,
+        "git": {"branch": branch, "default_branch": "main"},
+    });
+    ValidPush::parse(body.to_string().as_bytes()).unwrap()
+}
+
+/// Everything the dashboard and the exports read of one scan.
+#[derive(Debug, PartialEq)]
+struct Reads {
+    in_order: Vec<FindingRow>,
+    by_severity: Vec<FindingRow>,
+    failing: Vec<FindingRow>,
+    counts: Vec<(String, String, i64)>,
+    frameworks: Vec<(String, String, String, i64)>,
+    diff: Option<ScanDiff>,
+}
+
+async fn reads(db: &Writer, project: &str, scan_id: &str) -> Reads {
+    let (scan, previous) = find_scan(db.as_ref(), "acct_a", project, scan_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let page = |filter: FindingFilter| async move {
+        list_findings(db.as_ref(), project, scan.seq, &filter, 0, 10_000)
+            .await
+            .unwrap()
+            .0
+    };
+    let mut counts = finding_counts(db.as_ref(), project, scan.seq)
+        .await
+        .unwrap();
+    counts.sort();
+    let mut frameworks = framework_counts(db.as_ref(), project, scan.seq, &scan.frameworks)
+        .await
+        .unwrap();
+    frameworks.sort();
+    let diff = match previous {
+        Some(p) => Some(
+            diff_scans(db.as_ref(), project, scan.seq, p.seq, 10_000)
+                .await
+                .unwrap(),
+        ),
+        None => None,
+    };
+    Reads {
+        in_order: page(FindingFilter::default()).await,
+        by_severity: page(FindingFilter {
+            sort: FindingSort::Severity,
+            ..FindingFilter::default()
+        })
+        .await,
+        failing: page(FindingFilter {
+            status: Some("FAIL".into()),
+            text: Some("access 1".into()),
+            ..FindingFilter::default()
+        })
+        .await,
+        counts,
+        frameworks,
+        diff,
+    }
+}
+
+/// The ordinals are where each layout keeps the scanner's order; what is read is the rest.
+fn without_ordinals(mut reads: Reads) -> Reads {
+    for rows in [
+        &mut reads.in_order,
+        &mut reads.by_severity,
+        &mut reads.failing,
+    ] {
+        rows.iter_mut().for_each(|r| r.ordinal = 0);
+    }
+    if let Some(d) = reads.diff.as_mut() {
+        d.new
+            .iter_mut()
+            .chain(d.fixed.iter_mut())
+            .for_each(|r| r.ordinal = 0);
+    }
+    reads
+}
+
+tidemark_store::test_each_backend! {
+    async fn every_scan_reads_back_exactly_as_pushed_in_either_layout(backend) {
+        let t = fresh(backend).await;
+        let db = t.writer();
+        insert_pushing_account(&db, "acct_a").await;
+        let mut rng = StdRng::seed_from_u64(36);
+        let mut lines: Vec<(&str, Vec<Pushed>)> = vec![
+            ("main", (0..30).map(|_| random_finding(&mut rng)).collect()),
+            ("feature/x", Vec::new()),
+        ];
+        let mut pushed: Vec<(String, Vec<Pushed>)> = Vec::new();
+        let mut project = String::new();
+        for second in 0..40 {
+            // Mostly main; the branch starts from main's findings.
+            let which = usize::from(rng.gen_range(0..4) == 0);
+            if which == 1 && lines[1].1.is_empty() {
+                lines[1].1 = lines[0].1.clone();
+            }
+            let branch = lines[which].0;
+            let findings = &mut lines[which].1;
+            for _ in 0..rng.gen_range(0..5) {
+                match rng.gen_range(0..5) {
+                    0 if !findings.is_empty() => {
+                        let i = rng.gen_range(0..findings.len());
+                        findings[i].2 = ["PASS", "FAIL"][rng.gen_range(0..2)].to_owned();
+                    }
+                    1 if !findings.is_empty() => {
+                        findings.remove(rng.gen_range(0..findings.len()));
+                    }
+                    2 => {
+                        let i = rng.gen_range(0..=findings.len());
+                        findings.insert(i, random_finding(&mut rng));
+                    }
+                    3 if !findings.is_empty() => {
+                        // The same finding listed twice.
+                        let i = rng.gen_range(0..findings.len());
+                        findings.insert(i, findings[i].clone());
+                    }
+                    _ if findings.len() > 1 => {
+                        let moved = findings.remove(rng.gen_range(0..findings.len()));
+                        findings.insert(rng.gen_range(0..findings.len()), moved);
+                    }
+                    _ => {}
+                }
+            }
+            let mut ctx = push_context("acct_a");
+            ctx.now = 1_795_000_000_000 + second * 1000;
+            let stored = appended(
+                record_push(&db, ctx, push(second, findings, branch)).await.unwrap(),
+            );
+            project = stored.project_id;
+            pushed.push((stored.scan_id, findings.clone()));
+        }
+
+        let mut as_spans = Vec::new();
+        for (scan_id, findings) in &pushed {
+            let got = reads(&db, &project, scan_id).await;
+            let rows: Vec<Pushed> = got
+                .in_order
+                .iter()
+                .map(|r| (r.rule_id.clone(), r.resource.clone(), r.status.clone(),
+                          r.severity.clone(), r.message.clone(), r.remediation.clone()))
+                .collect();
+            assert_eq!(&rows, findings, "{backend:?}: scan {scan_id}");
+            as_spans.push(without_ordinals(got));
+        }
+        // Far fewer spans than findings pushed: only what changed was written.
+        let (spans, pushed_rows): (i64, usize) = (
+            on_db!(&db, pool => {
+                sqlx::query_scalar("SELECT COUNT(*) FROM finding_spans").fetch_one(pool).await
+            })
+            .unwrap(),
+            pushed.iter().map(|(_, f)| f.len()).sum(),
+        );
+        assert!(spans * 3 < pushed_rows as i64, "{backend:?}: {spans} spans for {pushed_rows} findings");
+
+        // The same scans stored one row per finding read the same.
+        tidemark_store::testing::store_as_rows(&db).await;
+        for ((scan_id, _), expected) in pushed.iter().zip(as_spans) {
+            let got = without_ordinals(reads(&db, &project, scan_id).await);
+            assert_eq!(got, expected, "{backend:?}: scan {scan_id} as rows");
+        }
+    }
+}
