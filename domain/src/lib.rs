@@ -11,6 +11,7 @@ pub mod findings;
 pub mod forwarded;
 pub mod freshness;
 pub mod gate;
+pub mod housekeeping;
 pub mod git;
 pub mod ids;
 pub mod input;

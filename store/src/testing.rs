@@ -316,6 +316,27 @@ pub async fn push_together(
 /// `findings`, numbered in the scanner's order, and no spans or texts. For tests of what an
 /// upgraded database holds.
 pub async fn store_as_rows(db: &Writer) {
+    copy_to_rows(db, None).await;
+    let result: Result<(), sqlx::Error> = crate::on_db_write!(db, pool => {
+        async {
+            sqlx::query("DELETE FROM finding_spans").execute(pool).await?;
+            sqlx::query("DELETE FROM finding_texts").execute(pool).await?;
+            Ok(())
+        }
+        .await
+    });
+    result.unwrap_or_else(|e| panic!("storing scans as rows: {e}"));
+}
+
+/// Stores one scan as rows the way a replica of the previous release writes it during a
+/// rolling upgrade, between scans stored as spans: its rows in `findings`, while the spans
+/// around it stay as they are.
+pub async fn store_scan_as_rows(db: &Writer, project_id: &str, seq: i64) {
+    copy_to_rows(db, Some((project_id, seq))).await;
+}
+
+async fn copy_to_rows(db: &Writer, only: Option<(&str, i64)>) {
+    let (project, seq) = only.unwrap_or(("", 0));
     let sql = format!(
         "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, \
          severity, message, remediation) \
@@ -325,15 +346,21 @@ pub async fn store_as_rows(db: &Writer) {
          FROM scans sc JOIN finding_spans sp ON sp.branch_id = sc.branch_id \
          AND sp.to_seq > sc.seq AND sp.from_seq <= sc.seq \
          JOIN finding_texts tx ON tx.project_id = sc.project_id AND tx.hash = sp.text_hash \
-         WHERE sc.findings_stored = '{}'",
+         WHERE sc.findings_stored = '{}' AND ($1 = '' OR (sc.project_id = $2 AND sc.seq = $3))",
         crate::spans::STORED_AS_SPANS
     );
     let result: Result<(), sqlx::Error> = crate::on_db_write!(db, pool => {
         async {
-            sqlx::query(&sql).execute(pool).await?;
-            sqlx::query("UPDATE scans SET findings_stored = NULL").execute(pool).await?;
-            sqlx::query("DELETE FROM finding_spans").execute(pool).await?;
-            sqlx::query("DELETE FROM finding_texts").execute(pool).await?;
+            sqlx::query(&sql).bind(project).bind(project).bind(seq).execute(pool).await?;
+            sqlx::query(
+                "UPDATE scans SET findings_stored = NULL \
+                 WHERE $1 = '' OR (project_id = $2 AND seq = $3)",
+            )
+            .bind(project)
+            .bind(project)
+            .bind(seq)
+            .execute(pool)
+            .await?;
             Ok(())
         }
         .await

@@ -14,6 +14,7 @@ use tidemark_store::dashboard::{
     FindingRow, FindingSort, ScanDiff,
 };
 use tidemark_store::pushes::record_push;
+use tidemark_store::spans::moving::{move_all, move_batch, scans_as_rows};
 use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context};
 use tidemark_store::{on_db, Writer};
 
@@ -181,6 +182,7 @@ tidemark_store::test_each_backend! {
         }
 
         let mut as_spans = Vec::new();
+        let mut pushed = pushed;
         for (scan_id, findings) in &pushed {
             let got = reads(&db, &project, scan_id).await;
             let rows: Vec<Pushed> = got
@@ -204,9 +206,76 @@ tidemark_store::test_each_backend! {
 
         // The same scans stored one row per finding read the same.
         tidemark_store::testing::store_as_rows(&db).await;
-        for ((scan_id, _), expected) in pushed.iter().zip(as_spans) {
+        for ((scan_id, _), expected) in pushed.iter().zip(&as_spans) {
             let got = without_ordinals(reads(&db, &project, scan_id).await);
-            assert_eq!(got, expected, "{backend:?}: scan {scan_id} as rows");
+            assert_eq!(&got, expected, "{backend:?}: scan {scan_id} as rows");
         }
+
+        // Moved back to spans online, a few scans a batch, with pushes in between and a
+        // restart from the beginning half-way (as after a kill): the same again, and compact.
+        let mut cursor = None;
+        for _ in 0..6 {
+            cursor = move_batch(&db, &cursor, 60).await.unwrap().cursor;
+        }
+        assert!(cursor.is_some(), "half-way");
+        assert!(scans_as_rows(db.as_ref()).await.unwrap() > 0);
+        let mut ctx = push_context("acct_a");
+        ctx.now = 1_795_000_100_000;
+        let late = appended(record_push(&db, ctx, push(100, &lines[0].1, "main")).await.unwrap());
+        pushed.push((late.scan_id.clone(), lines[0].1.clone()));
+        as_spans.push(without_ordinals(reads(&db, &project, &late.scan_id).await));
+        let report = move_all(&db, 60).await.unwrap();
+        assert_eq!(report.left, 0, "{report:?}");
+        assert_eq!(scans_as_rows(db.as_ref()).await.unwrap(), 0);
+        for ((scan_id, _), expected) in pushed.iter().zip(&as_spans) {
+            let got = without_ordinals(reads(&db, &project, scan_id).await);
+            assert_eq!(&got, expected, "{backend:?}: scan {scan_id} moved");
+        }
+        let moved_spans: i64 = on_db!(&db, pool => {
+            sqlx::query_scalar("SELECT COUNT(*) FROM finding_spans").fetch_one(pool).await
+        })
+        .unwrap();
+        let rows_left: i64 = on_db!(&db, pool => {
+            sqlx::query_scalar("SELECT COUNT(*) FROM findings").fetch_one(pool).await
+        })
+        .unwrap();
+        assert_eq!(rows_left, 0);
+        // The move joins what each line's scans share, as pushes do (one more line start
+        // where the late push's spans begin).
+        assert!(moved_spans < spans * 2, "{backend:?}: {moved_spans} spans moved, {spans} pushed");
     }
+}
+
+tidemark_store::test_each_backend! {
+    async fn a_scan_a_previous_release_wrote_between_pushes_stays_as_rows(backend) {
+        let t = fresh(backend).await;
+        let db = t.writer();
+        insert_pushing_account(&db, "acct_a").await;
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut findings: Vec<Pushed> = (0..12).map(|_| random_finding(&mut rng)).collect();
+        let mut scans = Vec::new();
+        for second in 0..3 {
+            findings[second as usize].2 = "FAIL".into();
+            findings.swap(3, 4);
+            let mut ctx = push_context("acct_a");
+            ctx.now = 1_795_000_000_000 + second * 1000;
+            scans.push(appended(record_push(&db, ctx, push(second, &findings, "main")).await.unwrap()));
+        }
+        let project = scans[0].project_id.clone();
+        let before: Vec<Reads> = futures_reads(&db, &project, &scans).await;
+        let (middle, _) = find_scan(db.as_ref(), "acct_a", &project, &scans[1].scan_id).await.unwrap().unwrap();
+        tidemark_store::testing::store_scan_as_rows(&db, &project, middle.seq).await;
+        assert_eq!(futures_reads(&db, &project, &scans).await, before, "{backend:?}: read as rows");
+        let report = move_all(&db, 1_000).await.unwrap();
+        assert_eq!((report.moved, report.left), (0, 1), "{backend:?}");
+        assert_eq!(futures_reads(&db, &project, &scans).await, before, "{backend:?}: left as rows");
+    }
+}
+
+async fn futures_reads(db: &Writer, project: &str, scans: &[tidemark_store::pushes::StoredScan]) -> Vec<Reads> {
+    let mut out = Vec::new();
+    for s in scans {
+        out.push(without_ordinals(reads(db, project, &s.scan_id).await));
+    }
+    out
 }

@@ -1,7 +1,9 @@
 //! A scan's findings as spans of its branch (issue 36, `domain::spans`): how a push writes
-//! them, and the one derived table every read of a scan's findings goes through.
+//! them, and the one derived table every read of a scan's findings goes through. Scans
+//! stored before spans are moved to them by [`moving`].
 
-use std::collections::HashMap;
+pub mod moving;
+
 use std::fmt::Write as _;
 
 use tidemark_domain::spans::{plan_spans, text_hash, SpanKey, OPEN_END};
@@ -143,22 +145,83 @@ pub(crate) fn span_statements(
         })
         .collect();
     let plan = plan_spans(&current, &keys);
-    let mut writes = Vec::new();
-
-    // Texts first: each new one once.
-    let mut new_texts: HashMap<&str, &Finding> = HashMap::new();
-    for &(f, _) in &plan.started {
-        new_texts.entry(texts[f].as_str()).or_insert(&findings[f]);
+    let mut writes = texts_statements(
+        scan.project_id,
+        plan.started.iter().map(|&(f, _)| {
+            let finding = &findings[f];
+            (
+                texts[f].as_str(),
+                finding.message.as_str(),
+                finding.remediation.as_str(),
+            )
+        }),
+    );
+    let ended: Vec<i64> = plan.ended.iter().map(|&s| live[s].position).collect();
+    for chunk in ended.chunks(SPANS_PER_STATEMENT) {
+        let mut sql = format!(
+            "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq = {OPEN_END} \
+             AND position IN ("
+        );
+        let mut stmt = Stmt::new(String::new())
+            .bind(scan.seq)
+            .bind(scan.line_id);
+        for (i, &position) in chunk.iter().enumerate() {
+            let _ = write!(sql, "{}${}", if i == 0 { "" } else { "," }, 3 + i);
+            stmt = stmt.bind(position);
+        }
+        sql.push(')');
+        stmt.sql = sql;
+        writes.push(stmt);
     }
-    let mut new_texts: Vec<(&str, &Finding)> = new_texts.into_iter().collect();
-    new_texts.sort_by_key(|(hash, _)| *hash);
-    for chunk in new_texts.chunks(SPANS_PER_STATEMENT * 2) {
+    let started: Vec<NewSpan<'_>> = plan
+        .started
+        .iter()
+        .map(|&(f, position)| NewSpan::of(&findings[f], position, &texts[f]))
+        .collect();
+    writes.extend(insert_spans(scan.line_id, scan.seq, OPEN_END, &started));
+    writes
+}
+
+/// A span about to be stored.
+pub(crate) struct NewSpan<'a> {
+    pub position: i64,
+    pub rule_id: &'a str,
+    pub resource: &'a str,
+    pub status: &'a str,
+    pub severity: &'a str,
+    pub text: &'a str,
+}
+
+impl<'a> NewSpan<'a> {
+    fn of(finding: &'a Finding, position: i64, text: &'a str) -> Self {
+        NewSpan {
+            position,
+            rule_id: &finding.rule_id,
+            resource: &finding.resource,
+            status: finding.status.as_str(),
+            severity: finding.severity.as_str(),
+            text,
+        }
+    }
+}
+
+/// Stores each of `texts` (hash, message, remediation) once for the project: a text the
+/// project has already is left as it is.
+pub(crate) fn texts_statements<'a>(
+    project_id: &str,
+    texts: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+) -> Vec<Stmt> {
+    let mut unique: Vec<(&str, &str, &str)> = texts.into_iter().collect();
+    unique.sort_by_key(|t| t.0);
+    unique.dedup_by_key(|t| t.0);
+    let mut writes = Vec::new();
+    for chunk in unique.chunks(SPANS_PER_STATEMENT * 2) {
         let mut sql = String::from(
             "INSERT INTO finding_texts (project_id, hash, message, remediation) \
              SELECT c.p, v.column1, v.column2, v.column3 FROM (SELECT $1 AS p) c CROSS JOIN (VALUES ",
         );
-        let mut stmt = Stmt::new(String::new()).bind(scan.project_id);
-        for (i, (hash, f)) in chunk.iter().enumerate() {
+        let mut stmt = Stmt::new(String::new()).bind(project_id);
+        for (i, (hash, message, remediation)) in chunk.iter().enumerate() {
             let n = 2 + 3 * i;
             let _ = write!(
                 sql,
@@ -167,42 +230,32 @@ pub(crate) fn span_statements(
                 n + 1,
                 n + 2
             );
-            stmt = stmt
-                .bind(*hash)
-                .bind(f.message.as_str())
-                .bind(f.remediation.as_str());
+            stmt = stmt.bind(*hash).bind(*message).bind(*remediation);
         }
         // SQLite reads `ON CONFLICT` after a SELECT only past a WHERE clause.
         sql.push_str(") v WHERE 1 = 1 ON CONFLICT (project_id, hash) DO NOTHING");
         stmt.sql = sql;
         writes.push(stmt);
     }
+    writes
+}
 
-    for chunk in plan.ended.chunks(SPANS_PER_STATEMENT) {
-        let mut sql = format!(
-            "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq = {OPEN_END} \
-             AND position IN ("
-        );
-        let mut stmt = Stmt::new(String::new()).bind(scan.seq).bind(scan.line_id);
-        for (i, &s) in chunk.iter().enumerate() {
-            let _ = write!(sql, "{}${}", if i == 0 { "" } else { "," }, 3 + i);
-            stmt = stmt.bind(live[s].position);
-        }
-        sql.push(')');
-        stmt.sql = sql;
-        writes.push(stmt);
-    }
-
-    for chunk in plan.started.chunks(SPANS_PER_STATEMENT) {
-        let mut sql = format!(
+/// Inserts `spans` on line `line_id`, covering its scans from `from_seq` to before `to_seq`.
+pub(crate) fn insert_spans(line_id: &str, from_seq: i64, to_seq: i64, spans: &[NewSpan<'_>]) -> Vec<Stmt> {
+    let mut writes = Vec::new();
+    for chunk in spans.chunks(SPANS_PER_STATEMENT) {
+        let mut sql = String::from(
             "INSERT INTO finding_spans (branch_id, to_seq, position, from_seq, rule_id, resource, \
              status, severity, text_hash) \
-             SELECT c.b, {OPEN_END}, v.column1, c.s, v.column2, v.column3, v.column4, v.column5, \
-             v.column6 FROM (SELECT $1 AS b, $2 AS s) c CROSS JOIN (VALUES "
+             SELECT c.b, c.t, v.column1, c.s, v.column2, v.column3, v.column4, v.column5, \
+             v.column6 FROM (SELECT $1 AS b, $2 AS s, $3 AS t) c CROSS JOIN (VALUES ",
         );
-        let mut stmt = Stmt::new(String::new()).bind(scan.line_id).bind(scan.seq);
-        for (i, &(f, position)) in chunk.iter().enumerate() {
-            let n = 3 + 6 * i;
+        let mut stmt = Stmt::new(String::new())
+            .bind(line_id)
+            .bind(from_seq)
+            .bind(to_seq);
+        for (i, span) in chunk.iter().enumerate() {
+            let n = 4 + 6 * i;
             let _ = write!(
                 sql,
                 "{}(CAST(${n} AS BIGINT),${},${},${},${},${})",
@@ -213,14 +266,13 @@ pub(crate) fn span_statements(
                 n + 4,
                 n + 5
             );
-            let finding = &findings[f];
             stmt = stmt
-                .bind(position)
-                .bind(finding.rule_id.as_str())
-                .bind(finding.resource.as_str())
-                .bind(finding.status.as_str())
-                .bind(finding.severity.as_str())
-                .bind(texts[f].as_str());
+                .bind(span.position)
+                .bind(span.rule_id)
+                .bind(span.resource)
+                .bind(span.status)
+                .bind(span.severity)
+                .bind(span.text);
         }
         sql.push_str(") v");
         stmt.sql = sql;
