@@ -18,6 +18,9 @@ pub enum DashboardError {
     Invalid(String),
     #[error("{0}")]
     Conflict(String),
+    /// What was here is gone for good (a thinned scan's findings).
+    #[error("{0}")]
+    Gone(String),
     #[error("The database is unavailable right now (restarting or failing over). This page will retry by itself.")]
     Unavailable,
     #[error("Request failed: {0}")]
@@ -32,6 +35,7 @@ impl DashboardError {
             DashboardError::NotFound => 404,
             DashboardError::Invalid(_) => 422,
             DashboardError::Conflict(_) => 409,
+            DashboardError::Gone(_) => 410,
             DashboardError::Unavailable | DashboardError::ServerFn(_) => 503,
         }
     }

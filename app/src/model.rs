@@ -647,6 +647,9 @@ pub struct ScanView {
     pub project_label: String,
     pub scan: ScanSummary,
     pub previous_scan_id: Option<String>,
+    /// Housekeeping removed its findings (its row stays in the history).
+    #[serde(default)]
+    pub findings_removed: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -79,6 +79,7 @@ actions! {
     ScimGroupAdminSet => "scim.group_admin_set", "Group's admin role changed";
     FindingTriaged => "finding.triaged", "Finding triaged";
     FindingTriageUndone => "finding.triage_undone", "Finding's triage undone";
+    HousekeepingPolicySet => "housekeeping.policy_set", "Housekeeping policy set";
 }
 
 /// Who made a change.

@@ -15,6 +15,11 @@ use crate::Millis;
 
 const DAY: Millis = 86_400_000;
 
+/// What a thinned scan's finding endpoints say (`410 Gone`), in the API and the dashboard.
+pub const THINNED_MESSAGE: &str = "This scan's findings were removed by housekeeping (older \
+     scans keep one scan's findings a day, a week or a month); its score, counts and gate \
+     result stay in the project's history. The project's later scans have their findings.";
+
 /// How long detail is kept. Each age is counted back from now, by the scan's own time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
@@ -47,7 +52,9 @@ impl Policy {
     /// `keep_all`, `weekly_after`, `monthly_after`, `pull_request_after`,
     /// `inactive_branch_after`. An unknown name or a bad age is refused, naming it.
     pub fn with(mut self, name: &str, age: &str) -> Result<Policy, String> {
-        let age = Age::parse(age).map_err(|e| format!("{name}: {e}"))?.millis();
+        let age = Age::parse(age)
+            .map_err(|e| format!("{name}: {e}"))?
+            .millis();
         match name {
             "keep_all" => self.keep_all = age,
             "weekly_after" => self.weekly_after = age,
@@ -132,9 +139,9 @@ pub fn to_thin(line: Line, scans: &[LineScan], now: Millis, policy: &Policy) -> 
             && match bucket(scan.scanned_at, age, policy) {
                 None => true,
                 // The latest of its day, week or month keeps its detail.
-                Some(b) => scans
-                    .get(i + 1)
-                    .is_none_or(|next| bucket(next.scanned_at, now - next.scanned_at, policy) != Some(b)),
+                Some(b) => scans.get(i + 1).is_none_or(|next| {
+                    bucket(next.scanned_at, now - next.scanned_at, policy) != Some(b)
+                }),
             };
         if !keep {
             thin.push(scan.seq);
@@ -221,18 +228,38 @@ mod tests {
     #[test]
     fn the_boundaries_fall_where_the_policy_says() {
         // Exactly a day old: daily. Just under: kept.
-        assert_eq!(thin(main_line(), &[scan(1, DAY), scan(2, DAY), scan(3, 0)]), [1]);
-        assert!(thin(main_line(), &[scan(1, DAY - 1), scan(2, DAY - 1), scan(3, 0)]).is_empty());
+        assert_eq!(
+            thin(main_line(), &[scan(1, DAY), scan(2, DAY), scan(3, 0)]),
+            [1]
+        );
+        assert!(thin(
+            main_line(),
+            &[scan(1, DAY - 1), scan(2, DAY - 1), scan(3, 0)]
+        )
+        .is_empty());
         // Thirty days and more: one a week (two scans of one Monday-to-Sunday week).
         let monday = (NOW - 40 * DAY).div_euclid(DAY) * DAY;
         let monday = monday - ((monday / DAY + 3).rem_euclid(7)) * DAY;
         let in_week = |d: Millis| NOW - (monday + d * DAY + HOUR);
         assert_eq!(
-            thin(main_line(), &[scan(1, in_week(0)), scan(2, in_week(6)), scan(3, in_week(7)), scan(4, 0)]),
+            thin(
+                main_line(),
+                &[
+                    scan(1, in_week(0)),
+                    scan(2, in_week(6)),
+                    scan(3, in_week(7)),
+                    scan(4, 0)
+                ]
+            ),
             [1]
         );
         // A year and more: one a month.
-        let scans = [scan(1, 400 * DAY), scan(2, 399 * DAY), scan(3, 300 * DAY), scan(4, 0)];
+        let scans = [
+            scan(1, 400 * DAY),
+            scan(2, 399 * DAY),
+            scan(3, 300 * DAY),
+            scan(4, 0),
+        ];
         let thinned = thin(main_line(), &scans);
         assert_eq!(thinned.len(), 1, "{thinned:?}");
     }
@@ -277,7 +304,10 @@ mod tests {
             is_default: true,
             ..branch
         };
-        assert!(thin(main, &scans).is_empty(), "the default line keeps its latest scans");
+        assert!(
+            thin(main, &scans).is_empty(),
+            "the default line keeps its latest scans"
+        );
         // Still, what a scan was compared against stays.
         let mut kept = scans.clone();
         kept[0].protected.compared_against = true;
@@ -295,7 +325,10 @@ mod tests {
     fn policies_are_overridden_by_name_and_checked() {
         let p = Policy::default().with("keep_all", "3d").unwrap();
         assert_eq!(p.keep_all, 3 * DAY);
-        assert!(Policy::default().with("keep_al", "3d").unwrap_err().contains("keep_all"));
+        assert!(Policy::default()
+            .with("keep_al", "3d")
+            .unwrap_err()
+            .contains("keep_all"));
         assert!(Policy::default().with("keep_all", "60d").is_err());
         assert!(Policy::default().with("monthly_after", "soon").is_err());
     }

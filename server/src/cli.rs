@@ -87,12 +87,38 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Housekeeping now, as the server does in the background (docs/storage.md): move scans
+    /// stored one row per finding to spans, then thin old scans' findings as the policy says
+    /// (their rows stay in the history). Waits for no server: it takes the same lease.
+    Housekeeping {
+        /// Only say what would be thinned, per project and line.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(subcommand)]
+        command: Option<HousekeepingCommand>,
+    },
     /// Replace the SQLite database with a backup, after checking it; refused while a server
     /// serves the database. The replaced files are kept beside it.
     Restore {
         /// The backup to put in place.
         #[arg(long, value_name = "FILE")]
         from: std::path::PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HousekeepingCommand {
+    /// Show an account's housekeeping policy, or give it its own: `--set name=age` for
+    /// keep_all, weekly_after, monthly_after, pull_request_after, inactive_branch_after.
+    Policy {
+        #[arg(long)]
+        account: String,
+        /// Replace one age of the account's policy (repeatable).
+        #[arg(long, value_name = "NAME=AGE")]
+        set: Vec<String>,
+        /// Drop the account's own policy: the installation's applies again.
+        #[arg(long, conflicts_with = "set")]
+        reset: bool,
     },
 }
 

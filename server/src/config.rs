@@ -119,6 +119,13 @@ pub struct Config {
     /// License mails one address receives per hour at most (`TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR`);
     /// further requests are answered alike and dropped at delivery.
     pub resend_per_recipient_per_hour: u32,
+    /// The installation's housekeeping policy (`TIDEMARK_HOUSEKEEPING`: `name=age` pairs over
+    /// the defaults, e.g. `keep_all=2d,monthly_after=2y`... see `domain::housekeeping`), or
+    /// `None` when housekeeping is off (`TIDEMARK_HOUSEKEEPING=off`).
+    pub housekeeping: Option<tidemark_domain::housekeeping::Policy>,
+    /// Minutes between housekeeping passes (`TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES`,
+    /// default 60); one replica at a time runs them.
+    pub housekeeping_interval_minutes: u32,
     /// Connections this replica's database pool opens at most (`TIDEMARK_DB_MAX_CONNECTIONS`,
     /// default 16; on SQLite, readers beside the one writer).
     pub db_max_connections: u32,
@@ -206,6 +213,23 @@ impl fmt::Debug for DatabaseUrl {
         let scheme = self.0.split(':').next().unwrap_or("");
         write!(f, "DatabaseUrl({scheme}://<redacted>)")
     }
+}
+
+/// `name=age` pairs (comma-separated) over the default housekeeping policy.
+pub fn parse_housekeeping(pairs: &str) -> Result<tidemark_domain::housekeeping::Policy, String> {
+    pairs
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .try_fold(
+            tidemark_domain::housekeeping::Policy::default(),
+            |policy, pair| {
+                let (name, age) = pair.split_once('=').ok_or_else(|| {
+                    format!("{pair:?} is not name=age (e.g. keep_all=2d), nor off")
+                })?;
+                policy.with(name.trim(), age.trim())
+            },
+        )
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -404,6 +428,16 @@ pub const VARIABLES: &[Variable] = &[
         "TIDEMARK_DB_MAX_CONNECTIONS",
         "16",
         "database connections one replica opens at most",
+    ),
+    setting(
+        "TIDEMARK_HOUSEKEEPING",
+        "keep_all=1d,weekly_after=30d,monthly_after=365d,pull_request_after=30d,inactive_branch_after=30d",
+        "how long scans keep their findings (name=age pairs), or off",
+    ),
+    setting(
+        "TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES",
+        "60",
+        "minutes between housekeeping passes (one replica at a time)",
     ),
     setting(
         "TIDEMARK_DB_ACQUIRE_TIMEOUT_SECONDS",
@@ -732,6 +766,26 @@ impl Config {
         let scim_per_minute = parse_number(&var, "TIDEMARK_SCIM_PER_MINUTE", 600)?;
         let resend_per_recipient_per_hour =
             parse_number(&var, "TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR", 3)?;
+        let housekeeping = match var("TIDEMARK_HOUSEKEEPING").as_deref().map(str::trim) {
+            Some("off") => None,
+            None | Some("") => Some(tidemark_domain::housekeeping::Policy::default()),
+            Some(pairs) => {
+                Some(
+                    parse_housekeeping(pairs).map_err(|reason| ConfigError::Invalid {
+                        name: "TIDEMARK_HOUSEKEEPING",
+                        reason,
+                    })?,
+                )
+            }
+        };
+        let housekeeping_interval_minutes =
+            parse_number(&var, "TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES", 60)?;
+        if housekeeping_interval_minutes == 0 {
+            return Err(ConfigError::Invalid {
+                name: "TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES",
+                reason: "at least 1 (TIDEMARK_HOUSEKEEPING=off turns housekeeping off)".into(),
+            });
+        }
         let db_max_connections = parse_number(&var, "TIDEMARK_DB_MAX_CONNECTIONS", 16)?;
         if !(1..=1000).contains(&db_max_connections) {
             return Err(ConfigError::Invalid {
@@ -807,6 +861,8 @@ impl Config {
             webhook_retry_base_ms,
             webhook_timeout_seconds,
             push_budget_mib,
+            housekeeping,
+            housekeeping_interval_minutes,
             db_max_connections,
             db_acquire_timeout_seconds,
             db_statement_timeout_seconds,

@@ -61,8 +61,19 @@ fn file_stem(label: &str) -> String {
         .collect()
 }
 
-/// A scan's findings in `format`, or `None` when the account has no such project or scan
-/// (ids that cannot exist are not looked up).
+/// What a findings export finds.
+pub enum ScanFindings {
+    File(Download),
+    /// The account has no such project or scan (ids that cannot exist are not looked up).
+    Missing,
+    /// Housekeeping removed the scan's findings; its row in the history stays.
+    Thinned,
+}
+
+/// What a thinned scan's finding endpoints say (`410 Gone`).
+pub use tidemark_domain::housekeeping::THINNED_MESSAGE;
+
+/// A scan's findings in `format`.
 pub async fn scan_findings(
     db: &Db,
     account_id: &str,
@@ -70,18 +81,21 @@ pub async fn scan_findings(
     scan_id: &str,
     format: FindingsFormat,
     dashboard_url: &str,
-) -> Result<Option<Download>, StoreError> {
+) -> Result<ScanFindings, StoreError> {
     if !tidemark_domain::ids::is_project_id(project_id)
         || !tidemark_domain::ids::could_be_scan_id(scan_id)
     {
-        return Ok(None);
+        return Ok(ScanFindings::Missing);
     }
     let Some(project) = find_project(db, account_id, project_id).await? else {
-        return Ok(None);
+        return Ok(ScanFindings::Missing);
     };
     let Some((scan, _previous)) = find_scan(db, account_id, project_id, scan_id).await? else {
-        return Ok(None);
+        return Ok(ScanFindings::Missing);
     };
+    if scan.thinned {
+        return Ok(ScanFindings::Thinned);
+    }
     let limit = i64::try_from(MAX_FINDINGS).unwrap_or(i64::MAX);
     let (findings, _) = list_findings(
         db,
@@ -93,7 +107,7 @@ pub async fn scan_findings(
     )
     .await?;
     let stem = format!("{}-{}", file_stem(&project.label), scan.scan_id);
-    Ok(Some(match format {
+    Ok(ScanFindings::File(match format {
         FindingsFormat::Csv => Download {
             content_type: "text/csv; charset=utf-8",
             filename: format!("{stem}-findings.csv"),
@@ -634,10 +648,14 @@ pub mod dashboard {
 
     type Viewer = Option<Extension<app::auth::Viewer>>;
 
-    fn answer(found: Result<Option<super::Download>, tidemark_store::StoreError>) -> Response {
+    /// A file, none (404), or gone with a reason (410).
+    type Answer = Result<Option<super::Download>, &'static str>;
+
+    fn answer(found: Result<Answer, tidemark_store::StoreError>) -> Response {
         match found {
-            Ok(Some(file)) => file.into_response(),
-            Ok(None) => (StatusCode::NOT_FOUND, "Not found in this account.").into_response(),
+            Ok(Ok(Some(file))) => file.into_response(),
+            Ok(Ok(None)) => (StatusCode::NOT_FOUND, "Not found in this account.").into_response(),
+            Ok(Err(gone)) => (StatusCode::GONE, gone).into_response(),
             Err(err) => {
                 tracing::error!(%err, "export failed");
                 (
@@ -658,17 +676,20 @@ pub mod dashboard {
         let Some(Extension(viewer)) = viewer else {
             return StatusCode::UNAUTHORIZED.into_response();
         };
-        answer(
-            super::scan_findings(
-                &state.db,
-                &viewer.account_id,
-                &project_id,
-                &scan_id,
-                format,
-                &state.config.dashboard_url,
-            )
-            .await,
+        let found = super::scan_findings(
+            &state.db,
+            &viewer.account_id,
+            &project_id,
+            &scan_id,
+            format,
+            &state.config.dashboard_url,
         )
+        .await;
+        answer(found.map(|found| match found {
+            super::ScanFindings::File(file) => Ok(Some(file)),
+            super::ScanFindings::Missing => Ok(None),
+            super::ScanFindings::Thinned => Err(super::THINNED_MESSAGE),
+        }))
     }
 
     pub async fn findings_sarif(
@@ -695,6 +716,10 @@ pub mod dashboard {
         let Some(Extension(viewer)) = viewer else {
             return StatusCode::UNAUTHORIZED.into_response();
         };
-        answer(super::project_history(&state.db, &viewer.account_id, &project_id).await)
+        answer(
+            super::project_history(&state.db, &viewer.account_id, &project_id)
+                .await
+                .map(Ok),
+        )
     }
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod crypto;
 pub mod demo;
 pub mod export;
+pub mod housekeeping;
 pub mod http;
 pub mod keyless;
 pub mod keys;
@@ -350,6 +351,7 @@ pub async fn serve_until(
     // replica's workers outlive it.
     let _background = AbortOnDrop(mail::spawn_background_work(&state)?);
     let _webhook_sender = AbortOnDrop(webhooks::spawn_sender(&state)?);
+    let _housekeeping = housekeeping::spawn(&state).map(AbortOnDrop);
     let _rechecks = AbortOnDrop(auth::domain_verification::spawn_rechecks(
         state.db.clone(),
         state.dns.clone(),

@@ -17,6 +17,7 @@ mod exports;
 mod faults;
 mod findings;
 mod gates;
+mod housekeeping;
 mod key_rotation;
 mod keyless_ci;
 mod license_api;

@@ -399,6 +399,8 @@ pub struct ScanRow {
     pub base_fixed: Option<i64>,
     /// How it was pushed (`None` for scans from before this was recorded).
     pub pushed_by: Option<tidemark_wire::PushedBy>,
+    /// Housekeeping removed its findings (its row stays: see `crate::housekeeping`).
+    pub thinned: bool,
 }
 
 /// A scan `s` and its line `b` (`FROM scans s LEFT JOIN branches b ON b.id = s.branch_id`).
@@ -407,7 +409,7 @@ const SCAN_COLUMNS: &str = "s.seq, s.scan_id, s.score, s.score_delta, s.passed, 
      s.frameworks, s.state_source, s.scanned_at, s.received_at, s.finding_count, \
      s.gate_status, s.gate_reasons, s.branch_id, b.name AS branch_name, s.line_seq, \
      b.pr_number, s.commit_sha, b.repository_url, s.base_branch, s.base_scan_id, s.base_seq, \
-     s.base_new, s.base_fixed, s.pushed_by";
+     s.base_new, s.base_fixed, s.pushed_by, s.findings_stored";
 const SCAN_FROM: &str = "FROM scans s LEFT JOIN branches b ON b.id = s.branch_id";
 
 #[derive(sqlx::FromRow)]
@@ -443,6 +445,7 @@ struct ScanTuple {
     base_new: Option<i64>,
     base_fixed: Option<i64>,
     pushed_by: Option<String>,
+    findings_stored: Option<String>,
 }
 
 impl From<ScanTuple> for ScanRow {
@@ -485,6 +488,7 @@ impl From<ScanTuple> for ScanRow {
                 .pushed_by
                 .as_deref()
                 .and_then(|j| serde_json::from_str(j).ok()),
+            thinned: t.findings_stored.as_deref() == Some(crate::spans::THINNED),
         }
     }
 }

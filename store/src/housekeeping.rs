@@ -95,40 +95,43 @@ struct ScanRow {
     findings_stored: Option<String>,
 }
 
+/// A line's scans; the scans compared against; the audit log's targets; triaged findings'
+/// first and last sightings.
+type LineFacts = (Vec<ScanRow>, Vec<i64>, Vec<String>, Vec<(i64, i64)>);
+
 /// A line's scans oldest first, with what protects each (see `Protected`).
 pub async fn line_scans(db: &Db, line: &HousekeptLine) -> Result<Vec<LineScan>, StoreError> {
-    let (rows, compared, audited, triaged): (Vec<ScanRow>, Vec<i64>, Vec<String>, Vec<(i64, i64)>) =
-        on_db!(db, pool => {
-            let rows = sqlx::query_as(
-                "SELECT seq, scan_id, scanned_at, gate_status, findings_stored FROM scans \
-                 WHERE branch_id = $1 ORDER BY line_seq",
-            )
-            .bind(&line.line_id)
-            .fetch_all(pool)
-            .await?;
-            // Scans of any line judged against one of this project's.
-            let compared = sqlx::query_scalar(
-                "SELECT DISTINCT base_seq FROM scans WHERE project_id = $1 AND base_seq IS NOT NULL",
-            )
-            .bind(&line.project_id)
-            .fetch_all(pool)
-            .await?;
-            let audited = sqlx::query_scalar(
-                "SELECT DISTINCT target FROM audit_events WHERE account_id = $1",
-            )
-            .bind(&line.account_id)
-            .fetch_all(pool)
-            .await?;
-            // A triaged finding's first and last sightings on the line.
-            let triaged = sqlx::query_as(
-                "SELECT t.first_seq, t.last_seq FROM tracked_findings t WHERE t.branch_id = $1 \
-                 AND EXISTS (SELECT 1 FROM finding_triage_events e WHERE e.finding_id = t.id)",
-            )
-            .bind(&line.line_id)
-            .fetch_all(pool)
-            .await?;
-            Ok::<_, sqlx::Error>((rows, compared, audited, triaged))
-        })?;
+    let (rows, compared, audited, triaged): LineFacts = on_db!(db, pool => {
+        let rows = sqlx::query_as(
+            "SELECT seq, scan_id, scanned_at, gate_status, findings_stored FROM scans \
+             WHERE branch_id = $1 ORDER BY line_seq",
+        )
+        .bind(&line.line_id)
+        .fetch_all(pool)
+        .await?;
+        // Scans of any line judged against one of this project's.
+        let compared = sqlx::query_scalar(
+            "SELECT DISTINCT base_seq FROM scans WHERE project_id = $1 AND base_seq IS NOT NULL",
+        )
+        .bind(&line.project_id)
+        .fetch_all(pool)
+        .await?;
+        let audited = sqlx::query_scalar(
+            "SELECT DISTINCT target FROM audit_events WHERE account_id = $1",
+        )
+        .bind(&line.account_id)
+        .fetch_all(pool)
+        .await?;
+        // A triaged finding's first and last sightings on the line.
+        let triaged = sqlx::query_as(
+            "SELECT t.first_seq, t.last_seq FROM tracked_findings t WHERE t.branch_id = $1 \
+             AND EXISTS (SELECT 1 FROM finding_triage_events e WHERE e.finding_id = t.id)",
+        )
+        .bind(&line.line_id)
+        .fetch_all(pool)
+        .await?;
+        Ok::<_, sqlx::Error>((rows, compared, audited, triaged))
+    })?;
     let compared: HashSet<i64> = compared.into_iter().collect();
     let audited: HashSet<String> = audited.into_iter().collect();
     let triaged: HashSet<i64> = triaged.into_iter().flat_map(|(a, b)| [a, b]).collect();
@@ -213,22 +216,61 @@ pub async fn collect_spans(
     Ok(removed)
 }
 
-/// Sets an account's own housekeeping policy (`None`: the installation's again).
+/// An account's own housekeeping policy: `None` when there is no such account, `Some(None)`
+/// when it has none (the installation's applies).
+pub async fn account_policy(
+    db: &Db,
+    account_id: &str,
+) -> Result<Option<Option<Policy>>, StoreError> {
+    let row: Option<Option<String>> = on_db!(db, pool => {
+        sqlx::query_scalar("SELECT housekeeping FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_optional(pool)
+            .await
+    })?;
+    Ok(row.map(|json| json.and_then(|j| serde_json::from_str(&j).ok())))
+}
+
+/// Gives an account its own housekeeping policy (`None`: the installation's again), in the
+/// audit log. `false`: no such account.
 pub async fn set_account_policy(
     db: &Writer,
     account_id: &str,
     policy: Option<&Policy>,
+    audit: &tidemark_domain::audit::AuditContext,
 ) -> Result<bool, StoreError> {
+    use crate::audit::{record_in, Change};
+    use tidemark_domain::audit::Action;
     let json = policy.map(|p| serde_json::to_string(p).unwrap_or_default());
-    let changed = on_db_write!(db, pool => {
+    let done = on_db_write!(db, pool => async {
+        let mut tx = pool.begin_account_write(account_id).await?;
+        let before: Option<Option<String>> =
+            sqlx::query_scalar("SELECT housekeeping FROM accounts WHERE id = $1")
+                .bind(account_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(before) = before else {
+            return Ok(false);
+        };
         sqlx::query("UPDATE accounts SET housekeeping = $1 WHERE id = $2")
-            .bind(json)
+            .bind(json.clone())
             .bind(account_id)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
-    })?;
-    Ok(changed == 1)
+            .execute(&mut *tx)
+            .await?;
+        let installation = || "the installation's".to_owned();
+        let change = Change {
+            account_id: Some(account_id),
+            action: Action::HousekeepingPolicySet,
+            target: account_id.to_owned(),
+            before: Some(before.unwrap_or_else(installation)),
+            after: Some(json.clone().unwrap_or_else(installation)),
+        };
+        record_in!(&mut *tx, audit, change)?;
+        tx.commit().await?;
+        Ok::<bool, sqlx::Error>(true)
+    }
+    .await)?;
+    Ok(done)
 }
 
 /// Whether the project's scan at `seq` has lost its finding detail.

@@ -42,11 +42,21 @@ async fn pushed(db: &Writer, at: i64, p: ValidPush) -> StoredScan {
 }
 
 async fn findings_of(db: &Writer, project: &str, scan_id: &str) -> Vec<FindingRow> {
-    let (scan, _) = find_scan(db.as_ref(), "acct_a", project, scan_id).await.unwrap().unwrap();
-    list_findings(db.as_ref(), project, scan.seq, &FindingFilter::default(), 0, 1000)
+    let (scan, _) = find_scan(db.as_ref(), "acct_a", project, scan_id)
         .await
         .unwrap()
-        .0
+        .unwrap();
+    list_findings(
+        db.as_ref(),
+        project,
+        scan.seq,
+        &FindingFilter::default(),
+        0,
+        1000,
+    )
+    .await
+    .unwrap()
+    .0
 }
 
 async fn count(db: &Writer, table: &str) -> i64 {

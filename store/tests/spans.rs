@@ -182,7 +182,6 @@ tidemark_store::test_each_backend! {
         }
 
         let mut as_spans = Vec::new();
-        let mut pushed = pushed;
         for (scan_id, findings) in &pushed {
             let got = reads(&db, &project, scan_id).await;
             let rows: Vec<Pushed> = got
@@ -272,7 +271,11 @@ tidemark_store::test_each_backend! {
     }
 }
 
-async fn futures_reads(db: &Writer, project: &str, scans: &[tidemark_store::pushes::StoredScan]) -> Vec<Reads> {
+async fn futures_reads(
+    db: &Writer,
+    project: &str,
+    scans: &[tidemark_store::pushes::StoredScan],
+) -> Vec<Reads> {
     let mut out = Vec::new();
     for s in scans {
         out.push(without_ordinals(reads(db, project, &s.scan_id).await));

@@ -30,8 +30,15 @@ pub async fn load_scan(project_id: String, scan_id: String) -> Result<ScanView, 
         project_id,
         project_label: project.label,
         previous_scan_id: previous.map(|p| p.scan_id),
+        findings_removed: found.thinned,
         scan: scan(found),
     })
+}
+
+/// A thinned scan's findings are gone (`410`); its row stays.
+#[cfg(feature = "ssr")]
+fn thinned() -> DashboardError {
+    DashboardError::Gone(tidemark_domain::housekeeping::THINNED_MESSAGE.to_owned())
 }
 
 #[server(endpoint = "scan_findings")]
@@ -50,6 +57,9 @@ pub async fn scan_findings(
     else {
         return not_found();
     };
+    if found.thinned {
+        return Err(thinned());
+    }
     use tidemark_domain::input::{page_offset, query_text};
     use tidemark_store::dashboard::{FindingSort, SortDirection};
     let filter = tidemark_store::dashboard::FindingFilter {
@@ -137,8 +147,12 @@ pub async fn scan_diff(
         (Some(branch), Some(scan), Some(_)) => Some((branch.clone(), scan.clone())),
         _ => None,
     };
+    if found.thinned {
+        return Err(thinned());
+    }
     let base_seq = match &base {
         Some(b) => match or_unavailable(find_scan(&db, account, &project_id, b).await)? {
+            Some((chosen, _)) if chosen.thinned => return Err(thinned()),
             Some((chosen, _)) => chosen.seq,
             None => return not_found(),
         },

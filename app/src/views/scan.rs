@@ -4,6 +4,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 
 use super::{delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips};
 use crate::api::scan::{load_scan, scan_diff, scan_findings, scan_triaged};
+use crate::error::DashboardError;
 use crate::model::{
     DiffView, FindingQuery, FindingView, FindingsPage, ScanView, Severity, TriagedView,
 };
@@ -63,6 +64,7 @@ pub fn ScanPage() -> impl IntoView {
                 let project = ids().0;
                 match findings.await {
                     Ok(page) => findings_section(&project, page, q, frameworks, new, set_aside, view_choice()).into_any(),
+                    Err(DashboardError::Gone(why)) => findings_removed(why).into_any(),
                     Err(_) => ().into_any(),
                 }
             })}
@@ -227,6 +229,16 @@ fn shows_new(choice: Option<&str>, q: &FindingQuery, new: Option<&DiffView>) -> 
 }
 
 /// A tab's count: grey when nothing is in it.
+/// In place of a thinned scan's findings: why they are gone, and where findings are.
+fn findings_removed(why: String) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="findings-heading" data-testid="findings-removed">
+            <h2 id="findings-heading">"Findings"</h2>
+            <p class="notice" role="status">{why}</p>
+        </section>
+    }
+}
+
 fn tab_count(n: i64) -> impl IntoView {
     view! { <span class=if n == 0 { "count zero" } else { "count" }>{format!("({n})")}</span> }
 }

@@ -45,6 +45,8 @@ pub enum ApiError {
     PayloadTooLarge(String),
     #[error("No such endpoint. See /v1/openapi.json for the API.")]
     NotFound,
+    #[error("{}", crate::export::THINNED_MESSAGE)]
+    ScanThinned,
     /// Too slow: the body stalled, or the whole request outlasted the API's time limit.
     #[error("{0}")]
     RequestTimeout(String),
@@ -100,6 +102,7 @@ impl ApiError {
             | ProjectNotAllowed(_)
             | ApiKeyRequired => StatusCode::FORBIDDEN,
             LicenseNotFound | NotFound => StatusCode::NOT_FOUND,
+            ScanThinned => StatusCode::GONE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ProjectLimitReached(_) | ProjectArchived(_) => StatusCode::CONFLICT,
@@ -133,6 +136,7 @@ impl ApiError {
             UnsupportedMediaType => "unsupported_media_type",
             PayloadTooLarge(_) => "payload_too_large",
             NotFound => "not_found",
+            ScanThinned => "scan_thinned",
             MethodNotAllowed => "method_not_allowed",
             RequestTimeout(_) => "request_timeout",
             ServerBusy { .. } => "server_busy",

@@ -83,7 +83,7 @@ async fn findings(
     format: FindingsFormat,
 ) -> Result<Response, ApiError> {
     let (owner, project_id) = reader(state, headers, project_id).await?;
-    export::scan_findings(
+    match export::scan_findings(
         &state.db,
         &owner.license.account_id,
         &project_id,
@@ -92,8 +92,11 @@ async fn findings(
         &state.config.dashboard_url,
     )
     .await?
-    .map(IntoResponse::into_response)
-    .ok_or(ApiError::NotFound)
+    {
+        export::ScanFindings::File(file) => Ok(file.into_response()),
+        export::ScanFindings::Missing => Err(ApiError::NotFound),
+        export::ScanFindings::Thinned => Err(ApiError::ScanThinned),
+    }
 }
 
 /// A scan's findings as SARIF
@@ -117,6 +120,7 @@ async fn findings(
         (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project or scan in the key's account", body = ErrorBody),
+        (status = 410, description = "`scan_thinned`: housekeeping removed this scan's findings (its row stays in the history)", body = ErrorBody),
     )
 )]
 pub async fn get_findings_sarif(
@@ -153,6 +157,7 @@ pub async fn get_findings_sarif(
         (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project or scan in the key's account", body = ErrorBody),
+        (status = 410, description = "`scan_thinned`: housekeeping removed this scan's findings (its row stays in the history)", body = ErrorBody),
     )
 )]
 pub async fn get_findings_csv(

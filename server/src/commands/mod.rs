@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 use tidemark_domain::audit::AuditContext;
 use tidemark_store::Writer;
 
-use crate::cli::{AuditCommand, BundleCommand, Command, MemberCommand, SsoCommand};
+use crate::cli::{
+    AuditCommand, BundleCommand, Command, HousekeepingCommand, MemberCommand, SsoCommand,
+};
 use crate::config::Config;
 use crate::ops;
 use crate::state::AppState;
@@ -100,6 +102,137 @@ async fn prune(
     )
 }
 
+/// `housekeeping [--dry-run]`: one pass now (holding the lease, as a server's would), or what
+/// it would thin.
+async fn housekeeping(state: &AppState, db: &Writer, dry_run: bool) -> anyhow::Result<Report> {
+    let policy = state.config.housekeeping.unwrap_or_default();
+    if dry_run {
+        let rows = tidemark_store::spans::moving::scans_as_rows(db.as_ref()).await?;
+        let (report, planned) = tidemark_store::housekeeping::pass(
+            db,
+            tidemark_domain::now_millis(),
+            &policy,
+            true,
+            std::time::Duration::ZERO,
+        )
+        .await?;
+        let mut human = format!(
+            "would move {rows} {} stored one row per finding to spans\n\
+             would remove the findings of {} {} on {} {} (their rows stay in the history)\n",
+            if rows == 1 { "scan" } else { "scans" },
+            report.scans_thinned,
+            if report.scans_thinned == 1 {
+                "scan"
+            } else {
+                "scans"
+            },
+            planned.len(),
+            if planned.len() == 1 { "line" } else { "lines" },
+        );
+        let listed: Vec<Value> = planned
+            .iter()
+            .map(|(line, seqs)| {
+                let name = match (line.pr_number, &line.line_name) {
+                    (Some(n), _) => format!("pull request #{n}"),
+                    (None, Some(b)) => format!("branch {b}"),
+                    (None, None) => "the default branch".to_owned(),
+                };
+                human.push_str(&format!(
+                    "  {}  {}  {name}: {} {}\n",
+                    line.account_id,
+                    line.project_label,
+                    seqs.len(),
+                    if seqs.len() == 1 { "scan" } else { "scans" }
+                ));
+                json!({
+                    "account_id": line.account_id, "project_id": line.project_id,
+                    "project_label": line.project_label, "branch": line.line_name,
+                    "pull_request": line.pr_number, "scans": seqs.len(),
+                })
+            })
+            .collect();
+        return Report::new(
+            &json!({ "dry_run": true, "scans_as_rows": rows,
+                     "scans_to_thin": report.scans_thinned, "lines": listed }),
+            human,
+        );
+    }
+    let holder = format!("operator:{}", std::process::id());
+    let Some(done) = crate::housekeeping::run_pass(db, &holder, &policy).await? else {
+        anyhow::bail!("a server is running housekeeping now (it holds the lease); try again later");
+    };
+    let human = format!(
+        "moved {} scans ({} findings) to spans ({} left as rows)\n\
+         removed the findings of {} scans on {} lines, and {} spans nothing needed\n",
+        done.scans_moved,
+        done.findings_moved,
+        done.scans_left_as_rows,
+        done.scans_thinned,
+        done.lines,
+        done.spans_removed
+    );
+    Report::new(&done, human)
+}
+
+/// `housekeeping policy`: an account's policy, shown or changed.
+async fn housekeeping_policy(
+    state: &AppState,
+    db: &Writer,
+    account: &str,
+    set: &[String],
+    reset: bool,
+    audit: &AuditContext,
+) -> anyhow::Result<Report> {
+    let installation = state.config.housekeeping.unwrap_or_default();
+    let Some(own) = tidemark_store::housekeeping::account_policy(db.as_ref(), account).await?
+    else {
+        anyhow::bail!("no account {account}");
+    };
+    let own = if reset {
+        None
+    } else if set.is_empty() {
+        own
+    } else {
+        let pairs = set.join(",");
+        let base = own.unwrap_or(installation);
+        let policy = pairs
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .try_fold(base, |policy, pair| {
+                let (name, age) = pair
+                    .split_once('=')
+                    .ok_or_else(|| format!("{pair:?} is not name=age (e.g. keep_all=2d)"))?;
+                policy.with(name.trim(), age.trim())
+            })
+            .map_err(anyhow::Error::msg)?;
+        Some(policy)
+    };
+    if reset || !set.is_empty() {
+        tidemark_store::housekeeping::set_account_policy(db, account, own.as_ref(), audit).await?;
+    }
+    let applies = own.unwrap_or(installation);
+    let days = |ms: i64| format!("{}d", ms / 86_400_000);
+    let human = format!(
+        "{account} ({}): every scan's findings for {}, then one a day; one a week after {}; \
+         one a month after {}; pull requests' after {} quiet, other branches' after {}\n",
+        if own.is_some() {
+            "its own policy"
+        } else {
+            "the installation's policy"
+        },
+        days(applies.keep_all),
+        days(applies.weekly_after),
+        days(applies.monthly_after),
+        days(applies.pull_request_after),
+        days(applies.inactive_branch_after),
+    );
+    Report::new(
+        &json!({ "account_id": account, "own": own.is_some(), "policy": applies }),
+        human,
+    )
+}
+
 /// Runs a command that needs the database (all but `serve`, `restore` and `config check`).
 pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Result<Report> {
     // Every change a command makes is in the audit log under the OS user who ran it.
@@ -132,6 +265,19 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
             branches_older_than,
             dry_run,
         } => prune(&branches_older_than, dry_run, db, &audit).await,
+        Command::Housekeeping {
+            dry_run,
+            command: None,
+        } => housekeeping(state, db, dry_run).await,
+        Command::Housekeeping {
+            command:
+                Some(HousekeepingCommand::Policy {
+                    account,
+                    set,
+                    reset,
+                }),
+            ..
+        } => housekeeping_policy(state, db, &account, &set, reset, &audit).await,
         Command::License(command) => license::run(command, state, db, &audit).await,
         Command::Publisher(command) => publisher::run(command, state, db, &audit).await,
         Command::Scim(command) => scim::run(command, db, &audit).await,

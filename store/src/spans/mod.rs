@@ -162,9 +162,7 @@ pub(crate) fn span_statements(
             "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq = {OPEN_END} \
              AND position IN ("
         );
-        let mut stmt = Stmt::new(String::new())
-            .bind(scan.seq)
-            .bind(scan.line_id);
+        let mut stmt = Stmt::new(String::new()).bind(scan.seq).bind(scan.line_id);
         for (i, &position) in chunk.iter().enumerate() {
             let _ = write!(sql, "{}${}", if i == 0 { "" } else { "," }, 3 + i);
             stmt = stmt.bind(position);
@@ -241,7 +239,12 @@ pub(crate) fn texts_statements<'a>(
 }
 
 /// Inserts `spans` on line `line_id`, covering its scans from `from_seq` to before `to_seq`.
-pub(crate) fn insert_spans(line_id: &str, from_seq: i64, to_seq: i64, spans: &[NewSpan<'_>]) -> Vec<Stmt> {
+pub(crate) fn insert_spans(
+    line_id: &str,
+    from_seq: i64,
+    to_seq: i64,
+    spans: &[NewSpan<'_>],
+) -> Vec<Stmt> {
     let mut writes = Vec::new();
     for chunk in spans.chunks(SPANS_PER_STATEMENT) {
         let mut sql = String::from(

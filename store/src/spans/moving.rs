@@ -81,7 +81,10 @@ pub async fn move_batch(
     // One project's scans, oldest first, within the findings budget (the first always).
     let mut batch: Vec<&Candidate> = Vec::new();
     let mut findings = 0;
-    for c in candidates.iter().take_while(|c| c.project_id == first.project_id) {
+    for c in candidates
+        .iter()
+        .take_while(|c| c.project_id == first.project_id)
+    {
         if !batch.is_empty() && findings + c.finding_count > max_findings {
             break;
         }

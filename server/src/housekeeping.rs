@@ -1,0 +1,102 @@
+//! Housekeeping in the background (issue 36): every so often one replica (the one holding
+//! the `housekeeping` lease) moves scans stored as rows to spans, then thins old scans'
+//! findings as the policy says. Each step is a short transaction with a pause after it, so
+//! pushes wait behind it a few milliseconds at most; a replica that dies mid-pass leaves a
+//! consistent database and its lease lapses for another to carry on.
+
+use std::time::Duration;
+
+use tidemark_domain::housekeeping::Policy;
+use tidemark_domain::{now_millis, Millis};
+use tidemark_store::housekeeping::PassReport;
+use tidemark_store::spans::moving::{move_batch, Cursor};
+use tidemark_store::{leases, StoreError, Writer};
+
+use crate::state::AppState;
+
+/// The lease's name, and how long a holder keeps it without renewing.
+pub const LEASE: &str = "housekeeping";
+const LEASE_MS: Millis = 10 * 60_000;
+/// Findings moved per transaction at most, and the pause after each step.
+const MOVE_FINDINGS: i64 = 2_000;
+const PAUSE: Duration = Duration::from_millis(20);
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Done {
+    pub scans_moved: u64,
+    pub findings_moved: u64,
+    pub scans_left_as_rows: u64,
+    pub lines: u64,
+    pub scans_thinned: u64,
+    pub spans_removed: u64,
+}
+
+/// One pass, if this holder gets the lease (`Ok(None)`: another has it).
+pub async fn run_pass(
+    db: &Writer,
+    holder: &str,
+    policy: &Policy,
+) -> Result<Option<Done>, StoreError> {
+    if !leases::acquire(db, LEASE, holder, now_millis(), LEASE_MS).await? {
+        return Ok(None);
+    }
+    let done = pass_holding(db, holder, policy).await;
+    leases::release(db, LEASE, holder).await?;
+    done.map(Some)
+}
+
+async fn pass_holding(db: &Writer, holder: &str, policy: &Policy) -> Result<Done, StoreError> {
+    let mut done = Done::default();
+    let mut cursor: Cursor = None;
+    loop {
+        let batch = move_batch(db, &cursor, MOVE_FINDINGS).await?;
+        done.scans_moved += batch.moved;
+        done.findings_moved += batch.findings;
+        done.scans_left_as_rows += batch.left;
+        if batch.cursor.is_none() {
+            break;
+        }
+        cursor = batch.cursor;
+        tokio::time::sleep(PAUSE).await;
+        // Still ours (renewed), or another replica took over after a stall: stop then.
+        if !leases::acquire(db, LEASE, holder, now_millis(), LEASE_MS).await? {
+            return Ok(done);
+        }
+    }
+    let (report, _): (PassReport, _) =
+        tidemark_store::housekeeping::pass(db, now_millis(), policy, false, PAUSE).await?;
+    done.lines = report.lines;
+    done.scans_thinned = report.scans_thinned;
+    done.spans_removed = report.spans_removed;
+    Ok(done)
+}
+
+/// Runs passes every `TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES` (the first a minute after
+/// start), unless housekeeping is off.
+pub fn spawn(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
+    let policy = state.config.housekeeping?;
+    let every = Duration::from_secs(u64::from(state.config.housekeeping_interval_minutes) * 60);
+    let db = state.db.clone();
+    let holder = format!(
+        "{}:{}:{}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "replica".into()),
+        std::process::id(),
+        tidemark_domain::ids::new_event_id()
+    );
+    Some(tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(60).min(every)).await;
+        loop {
+            let holder = holder.clone();
+            let ran = db
+                .detached(|db| async move { run_pass(&db, &holder, &policy).await })
+                .await;
+            match ran {
+                Ok(Some(done)) => tracing::info!(?done, "housekeeping pass"),
+                Ok(None) => tracing::debug!("housekeeping: another replica holds the lease"),
+                Err(err) => tracing::warn!(error = %err, "housekeeping pass failed"),
+            }
+            tokio::time::sleep(every).await;
+        }
+    }))
+}

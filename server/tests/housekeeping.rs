@@ -1,0 +1,108 @@
+//! Housekeeping through the real server and binary (issue 36): the operator's dry run and
+//! pass, a thinned scan's finding exports answering `410 scan_thinned` while its row stays
+//! in the history, the dashboard saying why its findings are gone, and an account's own
+//! policy, audited.
+#![allow(clippy::unwrap_used)]
+
+use reqwest::StatusCode;
+use serde_json::Value;
+
+use crate::common::{assert_error, sample_push, TestApp};
+use tidemark_wire::Tier;
+
+const DAY: i64 = 86_400_000;
+
+async fn get(app: &TestApp, key: &str, path: &str) -> reqwest::Response {
+    app.client
+        .get(app.url(path))
+        .header("X-API-Key", key)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn last_json(out: &str) -> Value {
+    serde_json::from_str(out.lines().last().unwrap()).unwrap()
+}
+
+tidemark_store::test_each_backend! {
+    async fn an_old_scans_findings_go_and_its_exports_answer_410(backend) {
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Team).await;
+        // Two scans on one day ten days ago (the later keeps its findings), and one now.
+        let now = tidemark_domain::now_millis();
+        let day = (now - 10 * DAY).div_euclid(DAY) * DAY;
+        let mut scans = Vec::new();
+        for (i, at) in [day + 3_600_000, day + 7_200_000, now - 60_000].into_iter().enumerate() {
+            let body = sample_push("web", 70.0 + i as f64, &tidemark_domain::to_rfc3339(at));
+            scans.push(app.push_json(&key, &body).await);
+        }
+        let project = scans[0]["project_id"].as_str().unwrap().to_owned();
+        let path = |scan: &Value, ext: &str| {
+            format!("/v1/projects/{project}/scans/{}/findings.{ext}", scan["scan_id"].as_str().unwrap())
+        };
+        let before = get(&app, &key, &path(&scans[1], "csv")).await.text().await.unwrap();
+
+        let (ok, out, err) = app.command(&["housekeeping", "--dry-run", "--json"], &[]).await;
+        assert!(ok, "{err}");
+        let dry = last_json(&out);
+        assert_eq!(dry["scans_to_thin"], 1, "{backend:?}: {dry}");
+        assert_eq!(dry["lines"][0]["project_label"], "web");
+        assert_eq!(get(&app, &key, &path(&scans[0], "csv")).await.status(), StatusCode::OK, "a dry run removes nothing");
+
+        let (ok, out, err) = app.command(&["housekeeping", "--json"], &[]).await;
+        assert!(ok, "{err}");
+        assert_eq!(last_json(&out)["scans_thinned"], 1, "{out}");
+
+        for ext in ["csv", "sarif"] {
+            let msg = assert_error(get(&app, &key, &path(&scans[0], ext)).await, StatusCode::GONE, "scan_thinned").await;
+            assert!(msg.contains("removed by housekeeping"), "{msg}");
+        }
+        // What was kept reads as before, and the history keeps every scan.
+        assert_eq!(get(&app, &key, &path(&scans[1], "csv")).await.text().await.unwrap(), before);
+        let history = get(&app, &key, &format!("/v1/projects/{project}/history.csv")).await.text().await.unwrap();
+        assert_eq!(history.lines().count(), 4, "a header and three scans: {history}");
+
+        // The dashboard shows the scan, and says why its findings are gone.
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let page = admin
+            .get(&app.url(&format!("/projects/{project}/scans/{}", scans[0]["scan_id"].as_str().unwrap())))
+            .await;
+        assert_eq!(page.status(), StatusCode::OK);
+        let html = page.text().await.unwrap();
+        assert!(html.contains("data-testid=\"findings-removed\""), "{backend:?}");
+        assert!(html.contains("removed by housekeeping"));
+        let csv = admin
+            .get(&app.url(&format!("/projects/{project}/scans/{}/findings.csv", scans[0]["scan_id"].as_str().unwrap())))
+            .await;
+        assert_eq!(csv.status(), StatusCode::GONE);
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn an_account_gets_its_own_policy_in_the_audit_log(backend) {
+        let app = TestApp::spawn(backend).await;
+        let (license, _) = app.with_key(Tier::Team).await;
+        let account = license.account_id.as_str();
+        let (ok, out, err) = app
+            .command(&["housekeeping", "policy", "--account", account, "--set", "keep_all=3d", "--json"], &[])
+            .await;
+        assert!(ok, "{err}");
+        let shown = last_json(&out);
+        assert_eq!((shown["own"].as_bool(), shown["policy"]["keep_all"].as_i64()), (Some(true), Some(3 * DAY)));
+        assert_eq!(app.count("audit_events WHERE action = 'housekeeping.policy_set'").await, 1);
+        // A bad setting is refused and changes nothing.
+        let (ok, _, err) = app
+            .command(&["housekeeping", "policy", "--account", account, "--set", "keep_all=soon"], &[])
+            .await;
+        assert!(!ok && err.contains("keep_all"), "{err}");
+        let (ok, _, err) = app.command(&["housekeeping", "policy", "--account", "acct_nope"], &[]).await;
+        assert!(!ok && err.contains("no account"), "{err}");
+        let (ok, out, _) = app
+            .command(&["housekeeping", "policy", "--account", account, "--reset", "--json"], &[])
+            .await;
+        assert!(ok);
+        assert_eq!(last_json(&out)["own"], false);
+        assert_eq!(app.count("audit_events WHERE action = 'housekeeping.policy_set'").await, 2);
+    }
+}
