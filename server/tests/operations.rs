@@ -423,6 +423,9 @@ tidemark_store::test_each_backend! {
         assert!(sample(&text, r#"tidemark_outbox_oldest_age_seconds{queue="webhook"}"#).unwrap() >= 0.0);
         assert!(sample(&text, r#"tidemark_outbox_pending{queue="mail"}"#).is_some(), "{text}");
         assert_eq!(sample(&text, "tidemark_sessions_active"), Some(1.0), "{text}");
+        // The database's size, and no scan left for housekeeping to move to spans.
+        assert!(sample(&text, "tidemark_database_size_bytes").unwrap() > 100_000.0, "{text}");
+        assert_eq!(sample(&text, "tidemark_scans_stored_as_rows"), Some(0.0), "{text}");
         let version = env!("CARGO_PKG_VERSION");
         assert_eq!(sample(&text, &format!(r#"tidemark_build_info{{version="{version}"}}"#)), Some(1.0), "{text}");
         let pool = match backend {

@@ -22,6 +22,10 @@ pub struct Backlog {
     pub webhooks_failing: i64,
     /// Sessions not yet expired.
     pub sessions_active: i64,
+    /// Bytes the database takes.
+    pub database_bytes: i64,
+    /// Scans still stored one row per finding (housekeeping moves them to spans).
+    pub scans_as_rows: i64,
 }
 
 pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
@@ -32,9 +36,11 @@ pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
         (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'), \
         (SELECT MIN(created_at) FROM webhook_deliveries WHERE state = 'pending'), \
         (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts > 0), \
-        (SELECT COUNT(*) FROM sessions WHERE expires_at > $1 AND absolute_expires_at > $1)";
-    type Row = (i64, Option<i64>, i64, i64, Option<i64>, i64, i64);
+        (SELECT COUNT(*) FROM sessions WHERE expires_at > $1 AND absolute_expires_at > $1), \
+        (SELECT COUNT(*) FROM scans WHERE findings_stored IS NULL)";
+    type Row = (i64, Option<i64>, i64, i64, Option<i64>, i64, i64, i64);
     let row: Row = on_db!(db, pool => sqlx::query_as(sql).bind(now).fetch_one(pool).await)?;
+    let database_bytes = database_bytes(db).await?;
     Ok(Backlog {
         mail_pending: row.0,
         mail_oldest_at: row.1,
@@ -43,7 +49,35 @@ pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
         webhooks_oldest_at: row.4,
         webhooks_failing: row.5,
         sessions_active: row.6,
+        database_bytes,
+        scans_as_rows: row.7,
     })
+}
+
+/// Bytes the database takes: SQLite's pages in use (the file, less its free pages; the WAL
+/// is checkpointed into it), PostgreSQL's `pg_database_size`.
+pub async fn database_bytes(db: &Db) -> Result<i64, StoreError> {
+    let bytes = match db {
+        Db::Sqlite { pool, .. } => {
+            let (pages, free, size): (i64, i64, i64) = sqlx::query_as(
+                "SELECT (SELECT page_count FROM pragma_page_count()), \
+                 (SELECT freelist_count FROM pragma_freelist_count()), \
+                 (SELECT page_size FROM pragma_page_size())",
+            )
+            .fetch_one(pool)
+            .await?;
+            (pages - free) * size
+        }
+        Db::Postgres(pool) => {
+            crate::fault::bounded(async {
+                sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                    .fetch_one(pool)
+                    .await
+            })
+            .await?
+        }
+    };
+    Ok(bytes)
 }
 
 /// One connection pool's occupancy.

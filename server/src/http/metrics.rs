@@ -132,6 +132,8 @@ struct Sampled {
     database_up: Gauge,
     disk_free: Gauge,
     disk_size: Gauge,
+    database_size: Gauge,
+    scans_as_rows: Gauge,
     log_lines_dropped: Counter,
 }
 
@@ -336,6 +338,17 @@ impl Metrics {
             "data_disk_size_bytes",
             "Size in bytes of the file system of TIDEMARK_DATA_DIR",
             sampled.disk_size.clone(),
+        );
+        registry.register(
+            "database_size_bytes",
+            "Bytes the database takes (SQLite: its pages; PostgreSQL: pg_database_size); \
+             sampled at most every 5 s",
+            sampled.database_size.clone(),
+        );
+        registry.register(
+            "scans_stored_as_rows",
+            "Scans still stored one row per finding, which housekeeping moves to spans",
+            sampled.scans_as_rows.clone(),
         );
         let oidc_exchanges = Family::<ExchangeLabels, Counter>::default();
         registry.register(
@@ -568,6 +581,8 @@ impl Metrics {
                     s.outbox_failing.get_or_create(&labels).set(failing);
                 }
                 s.sessions_active.set(b.sessions_active);
+                s.database_size.set(b.database_bytes);
+                s.scans_as_rows.set(b.scans_as_rows);
             }
             // The scrape still answers, with the last figures; the log says why.
             Err(err) => tracing::warn!(%err, "metrics: could not read the outbox figures"),
