@@ -381,6 +381,26 @@ pub struct BadgeRow {
     pub markdown: Option<String>,
 }
 
+/// Settings' storage section: what each project's data takes, largest first, and the
+/// housekeeping policy in words (`None`: housekeeping is off).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageView {
+    pub total: String,
+    pub own_policy: bool,
+    pub policy: Option<Vec<String>>,
+    pub projects: Vec<StorageRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageRow {
+    pub project_id: String,
+    pub label: String,
+    pub scans: i64,
+    pub scans_thinned: i64,
+    /// About how much its data takes ("3.4 MiB").
+    pub size: String,
+}
+
 /// Settings' provisioning section (admins only): the SCIM endpoint, its token and the groups
 /// the identity provider pushed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

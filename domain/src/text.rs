@@ -78,3 +78,29 @@ mod tests {
         assert!(MachineName::parse("a\u{7}b").is_err());
     }
 }
+
+/// A size as people read it: `512 B`, `21.6 KiB`, `3.4 MiB`, `1.2 GiB` (powers of 1,024).
+pub fn bytes(n: i64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n.abs() < 1024 {
+        return format!("{n} B");
+    }
+    let mut size = n as f64 / 1024.0;
+    let mut unit = 0;
+    while size.abs() >= 1024.0 && unit < UNITS.len() - 1 {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod bytes_tests {
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(super::bytes(512), "512 B");
+        assert_eq!(super::bytes(22_118), "21.6 KiB");
+        assert_eq!(super::bytes(3 * 1024 * 1024 + 400_000), "3.4 MiB");
+        assert_eq!(super::bytes(1_288_490_189), "1.2 GiB");
+    }
+}

@@ -463,7 +463,7 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   await expect(page.getByRole("button", { name: "Save SSO" })).toBeVisible();
   const nav = page.getByTestId("settings-nav");
   await expect(nav.getByRole("link")).toHaveText(["API keys", "Licence", "Members", "Single sign-on", "Projects",
-    "Alerts", "Badges", "Webhooks", "Trusted publishers", "Provisioning", "Audit log"]);
+    "Storage", "Alerts", "Badges", "Webhooks", "Trusted publishers", "Provisioning", "Audit log"]);
   await expect(nav.getByRole("link", { name: "Single sign-on" })).toHaveAttribute("aria-current", "page");
   await nav.getByRole("link", { name: "API keys" }).click();
   await expect(page).toHaveURL(/\/settings\/keys$/);
@@ -654,7 +654,12 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   await expect(other.getByRole("button", { name: "Rotate Key" })).toHaveCount(0);
   // Admin-only sections are not offered to members, and refused if asked for.
   await expect(other.getByTestId("settings-nav").getByRole("link")).toHaveText(["API keys", "Licence", "Members",
-    "Single sign-on", "Projects", "Alerts", "Badges"]);
+    "Single sign-on", "Projects", "Storage", "Alerts", "Badges"]);
+  // Every member sees what each project's data takes, and how long scans keep their findings.
+  await other.goto("/settings/storage");
+  await expect(other.getByTestId("storage-total")).toHaveText(/^[\d.]+ (B|KiB|MiB)$/);
+  await expect(other.getByTestId("storage-row").first()).toContainText(/[\d.]+ (B|KiB|MiB)/);
+  await expect(other.getByTestId("housekeeping-policy")).toContainText("Every scan keeps its findings for a day.");
   expect((await other.goto("/settings/webhooks"))?.status()).toBe(403);
   await other.goto("/settings/projects");
   await expect(other.getByTestId("archive-list")).toBeVisible();
@@ -872,7 +877,7 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
     ["scan-all", `${scanUrl}?view=all`],
     ["scan-triaged", `${scanUrl}?view=triaged`],
     ["finding", findingUrl],
-    ...["keys", "licence", "members", "sso", "projects", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
+    ...["keys", "licence", "members", "sso", "projects", "storage", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
       .map((s): [string, string] => [`settings-${s}`, `/settings/${s}`]),
     ["not-found", "/no-such-page"],
   ];

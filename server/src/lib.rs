@@ -176,6 +176,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let routes = generate_route_list(App);
     let leptos_state = state.clone();
     let db = state.db.clone();
+    let housekeeping = state.config.housekeeping;
     let dashboard_config = app::DashboardConfig {
         base_url: state.config.base_url.clone(),
         dashboard_url: state.config.dashboard_url.clone(),
@@ -237,6 +238,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
                 provide_context(leptos_state.clone());
                 provide_context(db.clone());
                 provide_context(dashboard_config.clone());
+                provide_context(app::api::storage::Housekeeping(housekeeping));
                 provide_context(sso_admin.clone());
                 provide_context(webhook_outbox.clone());
             },

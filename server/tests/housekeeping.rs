@@ -63,6 +63,14 @@ tidemark_store::test_each_backend! {
         let history = get(&app, &key, &format!("/v1/projects/{project}/history.csv")).await.text().await.unwrap();
         assert_eq!(history.lines().count(), 4, "a header and three scans: {history}");
 
+        // The operator's project list says what the project takes, and how many scans lost
+        // their findings.
+        let (ok, out, err) = app.command(&["project", "list", "--account", &license.account_id, "--json"], &[]).await;
+        assert!(ok, "{err}");
+        let listed = &last_json(&out)["projects"][0];
+        assert!(listed["stored_bytes"].as_i64().unwrap() > 1_000, "{listed}");
+        assert_eq!(listed["scans_thinned"], 1);
+
         // The dashboard shows the scan, and says why its findings are gone.
         let mut admin = app.signed_in(&provider, &license.email).await;
         let page = admin
@@ -72,6 +80,9 @@ tidemark_store::test_each_backend! {
         let html = page.text().await.unwrap();
         assert!(html.contains("data-testid=\"findings-removed\""), "{backend:?}");
         assert!(html.contains("removed by housekeeping"));
+        let storage = admin.get(&app.url("/settings/storage")).await.text().await.unwrap();
+        assert!(storage.contains("data-testid=\"storage-row\""), "{backend:?}");
+        assert!(storage.contains("<td>1 scan</td>"), "{storage}");
         let csv = admin
             .get(&app.url(&format!("/projects/{project}/scans/{}/findings.csv", scans[0]["scan_id"].as_str().unwrap())))
             .await;

@@ -47,6 +47,7 @@ pub mod sso;
 mod stmt;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod usage;
 pub mod webhooks;
 
 /// The schema, shared by both backends. Migrations this binary does not know (applied by a

@@ -12,6 +12,7 @@ pub mod provisioning;
 pub mod publishers;
 pub mod scan;
 pub mod settings;
+pub mod storage;
 pub mod webhooks;
 
 /// What the server functions share on the server: the database, store rows as page types,

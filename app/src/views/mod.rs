@@ -10,6 +10,7 @@ pub mod provisioning;
 pub mod publishers;
 pub mod scan;
 pub mod settings;
+pub mod storage;
 pub mod webhooks;
 
 use leptos::prelude::*;

@@ -12,12 +12,13 @@ use crate::model::{BadgesView, MemberAction, ProjectsView, SettingsView, SsoStat
 
 /// Settings' sections, in the side navigation's order: the path segment under `/settings/`,
 /// the title, and whether only admins see it (members are refused those pages anyway).
-pub const SECTIONS: [(&str, &str, bool); 11] = [
+pub const SECTIONS: [(&str, &str, bool); 12] = [
     ("keys", "API keys", false),
     ("licence", "Licence", false),
     ("members", "Members", false),
     ("sso", "Single sign-on", false),
     ("projects", "Projects", false),
+    ("storage", "Storage", false),
     ("alerts", "Alerts", false),
     ("badges", "Badges", false),
     ("webhooks", "Webhooks", true),
@@ -55,6 +56,7 @@ fn settings_section(key: &'static str) -> AnyView {
         "publishers" => view! { <super::publishers::PublishersPanel/> }.into_any(),
         "provisioning" => view! { <super::provisioning::ProvisioningPanel/> }.into_any(),
         "audit" => view! { <super::audit::AuditLog/> }.into_any(),
+        "storage" => view! { <super::storage::StoragePanel/> }.into_any(),
         other => view! { <SettingsPanel section=other.to_owned()/> }.into_any(),
     };
     view! {

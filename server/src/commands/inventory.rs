@@ -32,6 +32,10 @@ pub struct ProjectView {
     pub scan_count: i64,
     pub last_score: Option<f64>,
     pub last_scan_id: Option<String>,
+    /// About how many bytes its data takes (`tidemark_store::usage`), and how many of its
+    /// scans housekeeping has removed the findings of.
+    pub stored_bytes: i64,
+    pub scans_thinned: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -61,16 +65,22 @@ pub async fn projects(db: &Db, account: &str) -> anyhow::Result<Vec<ProjectView>
     let rows = inventory::list_projects(db, account)
         .await?
         .with_context(|| format!("no account with id {account}"))?;
+    let usage = tidemark_store::usage::project_bytes(db, account).await?;
     Ok(rows
         .into_iter()
-        .map(|p| ProjectView {
-            project_id: p.id,
-            label: p.label,
-            created_at: to_rfc3339(p.created_at),
-            archived: p.archived_at.is_some(),
-            scan_count: p.scan_count,
-            last_score: p.last_score,
-            last_scan_id: p.last_scan_id,
+        .map(|p| {
+            let used = usage.iter().find(|u| u.project_id == p.id);
+            ProjectView {
+                stored_bytes: used.map_or(0, |u| u.bytes),
+                scans_thinned: used.map_or(0, |u| u.scans_thinned),
+                project_id: p.id,
+                label: p.label,
+                created_at: to_rfc3339(p.created_at),
+                archived: p.archived_at.is_some(),
+                scan_count: p.scan_count,
+                last_score: p.last_score,
+                last_scan_id: p.last_scan_id,
+            }
         })
         .collect())
 }
@@ -126,11 +136,12 @@ pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow:
             let projects = projects(db, &account).await?;
             let human = lines(&projects, |p| {
                 format!(
-                    "{}  {:<30}  {:>7} scans  last score {}{}",
+                    "{}  {:<30}  {:>7} scans  last score {}  {}{}",
                     p.project_id,
                     p.label,
                     p.scan_count,
                     p.last_score.map_or("-".to_owned(), |s| format!("{s:.1}")),
+                    tidemark_domain::text::bytes(p.stored_bytes),
                     if p.archived { "  (archived)" } else { "" }
                 )
             });
