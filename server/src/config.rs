@@ -120,7 +120,7 @@ pub struct Config {
     /// further requests are answered alike and dropped at delivery.
     pub resend_per_recipient_per_hour: u32,
     /// The installation's housekeeping policy (`TIDEMARK_HOUSEKEEPING`: `name=age` pairs over
-    /// the defaults, e.g. `keep_all=2d,monthly_after=2y`... see `domain::housekeeping`), or
+    /// the defaults, e.g. `keep_all=2d,monthly_after=104w`, see `domain::housekeeping`), or
     /// `None` when housekeeping is off (`TIDEMARK_HOUSEKEEPING=off`).
     pub housekeeping: Option<tidemark_domain::housekeeping::Policy>,
     /// Minutes between housekeeping passes (`TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES`,

@@ -32,11 +32,12 @@ pub struct Done {
     pub spans_removed: u64,
 }
 
-/// One pass, if this holder gets the lease (`Ok(None)`: another has it).
+/// One pass, if this holder gets the lease (`Ok(None)`: another has it). Without a policy
+/// (housekeeping is off) it only moves scans stored as rows, and thins nothing.
 pub async fn run_pass(
     db: &Writer,
     holder: &str,
-    policy: &Policy,
+    policy: Option<&Policy>,
 ) -> Result<Option<Done>, StoreError> {
     if !leases::acquire(db, LEASE, holder, now_millis(), LEASE_MS).await? {
         return Ok(None);
@@ -46,7 +47,11 @@ pub async fn run_pass(
     done.map(Some)
 }
 
-async fn pass_holding(db: &Writer, holder: &str, policy: &Policy) -> Result<Done, StoreError> {
+async fn pass_holding(
+    db: &Writer,
+    holder: &str,
+    policy: Option<&Policy>,
+) -> Result<Done, StoreError> {
     let mut done = Done::default();
     let mut cursor: Cursor = None;
     loop {
@@ -64,6 +69,9 @@ async fn pass_holding(db: &Writer, holder: &str, policy: &Policy) -> Result<Done
             return Ok(done);
         }
     }
+    let Some(policy) = policy else {
+        return Ok(done);
+    };
     let (report, _): (PassReport, _) =
         tidemark_store::housekeeping::pass(db, now_millis(), policy, false, PAUSE).await?;
     done.lines = report.lines;
@@ -89,7 +97,7 @@ pub fn spawn(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
         loop {
             let holder = holder.clone();
             let ran = db
-                .detached(|db| async move { run_pass(&db, &holder, &policy).await })
+                .detached(|db| async move { run_pass(&db, &holder, Some(&policy)).await })
                 .await;
             match ran {
                 Ok(Some(done)) => tracing::info!(?done, "housekeeping pass"),

@@ -117,3 +117,84 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.count("audit_events WHERE action = 'housekeeping.policy_set'").await, 2);
     }
 }
+
+tidemark_store::test_each_backend! {
+    async fn a_move_killed_half_way_carries_on_where_it_stopped(backend) {
+        use tidemark_store::dashboard::{list_findings, FindingFilter, FindingRow};
+        use tidemark_store::spans::moving::scans_as_rows;
+        let app = TestApp::spawn_with(backend, &[("TIDEMARK_HOUSEKEEPING", "off")]).await;
+        tidemark_store::testing::insert_pushing_account(&app.db, "acct_move").await;
+        // A history stored one row per finding, as before spans: 150 scans of 400 findings,
+        // statuses changing from scan to scan.
+        let mut project = String::new();
+        for n in 0..150_i64 {
+            let findings: Vec<Value> = (0..400)
+                .map(|i| serde_json::json!({"rule_id": format!("cis-{}", i % 40), "resource": format!("r{i}"),
+                    "status": if (i + n) % 37 == 0 { "FAIL" } else { "PASS" }, "severity": "high",
+                    "message": format!("check {}", i % 40), "remediation": "fix"}))
+                .collect();
+            let body = serde_json::json!({"project_label": "moved", "cloud": "aws",
+                "cloud_account_id": "123456789012", "frameworks": ["cis"], "score": 70.0,
+                "passed": 1, "failed": 1, "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
+                "findings": findings, "state_source": "ci",
+                "scanned_at": tidemark_domain::to_rfc3339(1_790_000_000_000 + n * 60_000)});
+            let push = tidemark_domain::push::ValidPush::parse(body.to_string().as_bytes()).unwrap();
+            let mut ctx = tidemark_store::testing::push_context("acct_move");
+            ctx.now = 1_790_000_000_000 + n * 60_000;
+            project = tidemark_store::testing::appended(
+                tidemark_store::pushes::record_push(&app.db, ctx, push).await.unwrap(),
+            )
+            .project_id;
+        }
+        let reads = |seq: i64| {
+            let (db, project) = (&app.db, project.clone());
+            async move {
+                list_findings(db.as_ref(), &project, seq, &FindingFilter::default(), 0, 1000).await.unwrap().0
+            }
+        };
+        let strip = |rows: Vec<FindingRow>| rows.into_iter().map(|r| (r.rule_id, r.resource, r.status, r.message)).collect::<Vec<_>>();
+        let mut before = Vec::new();
+        for seq in 1..=150 {
+            before.push(strip(reads(seq).await));
+        }
+        tidemark_store::testing::store_as_rows(&app.db).await;
+        assert_eq!(scans_as_rows(app.db.as_ref()).await.unwrap(), 150);
+
+        // Killed (SIGKILL) once it has moved some and not all.
+        // Housekeeping off: the move only, no scan thinned.
+        let off = [("TIDEMARK_HOUSEKEEPING", "off")];
+        let mut child = app.command_child(&["housekeeping"], &off);
+        let left = crate::common::wait_for_async(std::time::Duration::from_secs(60), || async {
+            let left = scans_as_rows(app.db.as_ref()).await.unwrap();
+            (left < 140).then_some(left)
+        })
+        .await
+        .expect("the move goes on");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(left > 0, "{backend:?}: killed too late to show anything");
+        let left = scans_as_rows(app.db.as_ref()).await.unwrap();
+        assert!(left > 0 && left < 150, "{backend:?}: {left} left");
+        // Every scan reads as before, moved or not.
+        for seq in 1..=150 {
+            let got = strip(reads(seq).await);
+            assert!(got == before[seq as usize - 1], "{backend:?}: scan {seq} reads {} findings after the kill, not as before", got.len());
+        }
+        // Its lease lapses (as it would in ten minutes), and the next run finishes the move.
+        tidemark_store::on_db!(app.db.as_ref(), pool => {
+            sqlx::query("UPDATE leases SET expires_at = 0").execute(pool).await.map(|_| ())
+        })
+        .unwrap();
+        let (ok, out, err) = app.command(&["housekeeping", "--json"], &off).await;
+        assert!(ok, "{err}");
+        let done = last_json(&out);
+        assert_eq!(done["scans_thinned"], 0, "{done}");
+        assert_eq!(done["scans_moved"].as_i64().unwrap(), left, "{done}");
+        assert_eq!(scans_as_rows(app.db.as_ref()).await.unwrap(), 0);
+        for seq in 1..=150 {
+            let got = strip(reads(seq).await);
+            assert!(got == before[seq as usize - 1], "{backend:?}: scan {seq} reads {} findings after the move, not as before", got.len());
+        }
+        assert_eq!(app.count("findings").await, 0);
+    }
+}

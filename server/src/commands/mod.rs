@@ -105,17 +105,23 @@ async fn prune(
 /// `housekeeping [--dry-run]`: one pass now (holding the lease, as a server's would), or what
 /// it would thin.
 async fn housekeeping(state: &AppState, db: &Writer, dry_run: bool) -> anyhow::Result<Report> {
-    let policy = state.config.housekeeping.unwrap_or_default();
+    // Off (`TIDEMARK_HOUSEKEEPING=off`): scans stored as rows still move; nothing is thinned.
+    let policy = state.config.housekeeping;
     if dry_run {
         let rows = tidemark_store::spans::moving::scans_as_rows(db.as_ref()).await?;
-        let (report, planned) = tidemark_store::housekeeping::pass(
-            db,
-            tidemark_domain::now_millis(),
-            &policy,
-            true,
-            std::time::Duration::ZERO,
-        )
-        .await?;
+        let (report, planned) = match &policy {
+            Some(policy) => {
+                tidemark_store::housekeeping::pass(
+                    db,
+                    tidemark_domain::now_millis(),
+                    policy,
+                    true,
+                    std::time::Duration::ZERO,
+                )
+                .await?
+            }
+            None => Default::default(),
+        };
         let mut human = format!(
             "would move {rows} {} stored one row per finding to spans\n\
              would remove the findings of {} {} on {} {} (their rows stay in the history)\n",
@@ -158,7 +164,7 @@ async fn housekeeping(state: &AppState, db: &Writer, dry_run: bool) -> anyhow::R
         );
     }
     let holder = format!("operator:{}", std::process::id());
-    let Some(done) = crate::housekeeping::run_pass(db, &holder, &policy).await? else {
+    let Some(done) = crate::housekeeping::run_pass(db, &holder, policy.as_ref()).await? else {
         anyhow::bail!("a server is running housekeeping now (it holds the lease); try again later");
     };
     let human = format!(

@@ -256,6 +256,27 @@ impl TestApp {
         .expect("the command ran")
     }
 
+    /// [`TestApp::command`] started and left running: the caller waits for it or kills it.
+    pub fn command_child(&self, args: &[&str], extra: &[(&str, &str)]) -> std::process::Child {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-server"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUST_LOG", "warn")
+            .env("DATABASE_URL", &self.test_db.url)
+            .env("TIDEMARK_DATA_DIR", self.data_dir.path())
+            .envs(extra.iter().copied())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        for name in ["TIDEMARK_MASTER_KEY", "TIDEMARK_MASTER_KEY_PREVIOUS"] {
+            if let Some(value) = self.setting(name) {
+                command.env(name, value);
+            }
+        }
+        command.spawn().expect("start tidemark-server")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url, path)
     }
