@@ -48,8 +48,9 @@ pub(crate) fn scan_findings(project: &str, seq: &str, texts: bool) -> String {
     )
 }
 
-/// A span the branch's latest scan has, as a push reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A stored span as a plan reads it: one the branch's latest scan has (a push), or one the
+/// previous scan stored as spans has (a move).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct LiveSpan {
     position: i64,
     rule_id: String,
@@ -57,6 +58,26 @@ pub(crate) struct LiveSpan {
     status: String,
     severity: String,
     text: String,
+}
+
+impl LiveSpan {
+    pub(crate) fn position(&self) -> i64 {
+        self.position
+    }
+
+    /// Its position and content, as `plan_spans` takes them.
+    pub(crate) fn key(&self) -> (i64, SpanKey<'_>) {
+        (
+            self.position,
+            SpanKey {
+                rule_id: &self.rule_id,
+                resource: &self.resource,
+                status: &self.status,
+                severity: &self.severity,
+                text: &self.text,
+            },
+        )
+    }
 }
 
 /// A column of the push head: the spans of line `line` (an SQL expression) that its latest
@@ -129,21 +150,7 @@ pub(crate) fn span_statements(
             text,
         })
         .collect();
-    let current: Vec<(i64, SpanKey<'_>)> = live
-        .iter()
-        .map(|s| {
-            (
-                s.position,
-                SpanKey {
-                    rule_id: &s.rule_id,
-                    resource: &s.resource,
-                    status: &s.status,
-                    severity: &s.severity,
-                    text: &s.text,
-                },
-            )
-        })
-        .collect();
+    let current: Vec<(i64, SpanKey<'_>)> = live.iter().map(LiveSpan::key).collect();
     let plan = plan_spans(&current, &keys);
     let mut writes = texts_statements(
         scan.project_id,

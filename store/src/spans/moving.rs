@@ -12,7 +12,7 @@
 
 use tidemark_domain::spans::{plan_spans, text_hash, SpanKey};
 
-use super::{insert_spans, texts_statements, NewSpan, STORED_AS_SPANS};
+use super::{insert_spans, texts_statements, LiveSpan, NewSpan, STORED_AS_SPANS};
 use crate::stmt::{bound, Stmt};
 use crate::{on_db, on_db_write, BeginWrite as _, StoreError, Writer};
 
@@ -113,17 +113,6 @@ pub async fn move_batch(
     Ok(report)
 }
 
-/// A span of the previous scan stored as spans, as the move plans against it.
-#[derive(sqlx::FromRow)]
-struct BaseSpan {
-    position: i64,
-    rule_id: String,
-    resource: String,
-    status: String,
-    severity: String,
-    text_hash: String,
-}
-
 #[derive(sqlx::FromRow)]
 struct Row {
     rule_id: String,
@@ -150,7 +139,7 @@ where
     for<'q> Option<f64>: sqlx::Encode<'q, DB>,
     for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
     for<'q> f64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'r> BaseSpan: sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
+    for<'r> LiveSpan: sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
     for<'r> Row: sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
     for<'r> (i64,): sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
     for<'r> (Option<String>,): sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
@@ -189,10 +178,10 @@ where
     .bind(line_seq)
     .fetch_optional(&mut **tx)
     .await?;
-    let base: Vec<BaseSpan> = match previous {
+    let base: Vec<LiveSpan> = match previous {
         Some((p,)) => {
             sqlx::query_as(
-                "SELECT position, rule_id, resource, status, severity, text_hash \
+                "SELECT position, rule_id, resource, status, severity, text_hash AS text \
                  FROM finding_spans WHERE branch_id = $1 AND to_seq > $2 AND from_seq <= $3",
             )
             .bind(line)
@@ -215,21 +204,7 @@ where
         .iter()
         .map(|r| text_hash(&r.message, &r.remediation))
         .collect();
-    let current: Vec<(i64, SpanKey<'_>)> = base
-        .iter()
-        .map(|s| {
-            (
-                s.position,
-                SpanKey {
-                    rule_id: &s.rule_id,
-                    resource: &s.resource,
-                    status: &s.status,
-                    severity: &s.severity,
-                    text: &s.text_hash,
-                },
-            )
-        })
-        .collect();
+    let current: Vec<(i64, SpanKey<'_>)> = base.iter().map(LiveSpan::key).collect();
     let keys: Vec<SpanKey<'_>> = rows
         .iter()
         .zip(&texts)
@@ -256,7 +231,7 @@ where
     // The previous scan's spans this one has: lengthened to cover it. No span covers it yet,
     // so those spans all end after the previous scan and at or before this one.
     if let Some((p,)) = previous {
-        let kept: Vec<i64> = plan.kept.iter().map(|&i| base[i].position).collect();
+        let kept: Vec<i64> = plan.kept.iter().map(|&i| base[i].position()).collect();
         for chunk in kept.chunks(3_000) {
             let mut sql = String::from(
                 "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq > $3 \
