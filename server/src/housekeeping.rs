@@ -53,6 +53,8 @@ async fn pass_holding(
     policy: Option<&Policy>,
 ) -> Result<Done, StoreError> {
     let mut done = Done::default();
+    // Rows a run killed half-way left behind (never read).
+    tidemark_store::spans::moving::sweep_rows(db, 1_000).await?;
     let mut cursor: Cursor = None;
     loop {
         let batch = move_batch(db, &cursor, MOVE_FINDINGS).await?;

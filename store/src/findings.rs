@@ -516,7 +516,7 @@ pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sigh
          FROM (SELECT s.project_id, s.seq, s.line_seq, s.scan_id, s.scanned_at, s.score, \
            (SELECT MIN(g.ordinal) FROM findings g \
              WHERE g.project_id = s.project_id AND g.scan_seq = s.seq \
-             AND g.rule_id = $1 AND g.resource = $2) AS ord, \
+             AND g.rule_id = $1 AND g.resource = $2 AND s.findings_stored IS NULL) AS ord, \
            (SELECT MIN(v.position) FROM finding_spans v \
              WHERE v.branch_id = s.branch_id AND v.to_seq > s.seq AND v.from_seq <= s.seq \
              AND v.rule_id = $1 AND v.resource = $2 \

@@ -151,8 +151,8 @@ pub async fn line_scans(db: &Db, line: &HousekeptLine) -> Result<Vec<LineScan>, 
 }
 
 /// Thins the project's scans `seqs` (at most [`SCANS_PER_BATCH`]) in one transaction: each is
-/// marked thinned and its rows in `findings` (a scan stored before spans) go. Spans are left
-/// to [`collect_spans`]. Returns how many scans it thinned.
+/// marked thinned; then the rows in `findings` of those stored before spans go, a step at a
+/// time. Spans are left to [`collect_spans`]. Returns how many scans it thinned.
 pub async fn thin_scans(
     db: &Writer,
     account_id: &str,
@@ -173,14 +173,15 @@ pub async fn thin_scans(
         "UPDATE scans SET findings_stored = '{THINNED}' WHERE project_id = $1 AND seq IN ({list}) \
          AND (findings_stored IS NULL OR findings_stored <> '{THINNED}')"
     );
-    let rows = format!("DELETE FROM findings WHERE project_id = $1 AND scan_seq IN ({list})");
     let thinned = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
         let thinned = sqlx::query(&mark).bind(project_id).execute(&mut *tx).await?.rows_affected();
-        sqlx::query(&rows).bind(project_id).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>(thinned)
     })?;
+    for &seq in seqs.iter().take(SCANS_PER_BATCH) {
+        crate::spans::moving::delete_rows(db, account_id, project_id, seq).await?;
+    }
     Ok(thinned)
 }
 

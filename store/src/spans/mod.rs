@@ -26,6 +26,9 @@ pub const THINNED: &str = "thinned";
 /// `message` and `remediation`. Scans stored as spans read their branch's spans; scans stored
 /// before them read their rows in `findings`, until moved. `texts: false` leaves out the
 /// message and remediation (and their join), for reads that need only the rest.
+///
+/// Each part reads only what the scan's `findings_stored` says: rows left behind by a move
+/// or by housekeeping (deleted a step at a time after the scan is marked) are never read.
 pub(crate) fn scan_findings(project: &str, seq: &str, texts: bool) -> String {
     let (text_columns, text_join, legacy_texts) = if texts {
         (
@@ -44,7 +47,8 @@ pub(crate) fn scan_findings(project: &str, seq: &str, texts: bool) -> String {
          WHERE sc.project_id = {project} AND sc.seq = {seq} AND sc.findings_stored = '{STORED_AS_SPANS}' \
          UNION ALL \
          SELECT ordinal, rule_id, resource, status, severity{legacy_texts} FROM findings \
-         WHERE project_id = {project} AND scan_seq = {seq})"
+         WHERE project_id = {project} AND scan_seq = {seq} AND EXISTS (SELECT 1 FROM scans lx \
+           WHERE lx.project_id = {project} AND lx.seq = {seq} AND lx.findings_stored IS NULL))"
     )
 }
 

@@ -1,23 +1,29 @@
-//! Moving scans stored before spans (one row per finding in `findings`) to spans, online: in
-//! small batches, each one transaction, while pushes go on. A batch that is killed leaves
-//! nothing half-done (its transaction rolls back); the next run starts over from the first
-//! scan still stored as rows, so the move resumes wherever it stopped.
+//! Moving scans stored before spans (one row per finding in `findings`) to spans, online, in
+//! transactions of at most [`ROWS_PER_STEP`] rows each, so pushes never wait long behind one.
 //!
 //! A branch's scans move oldest first. A moved scan's findings go on in the spans of the
 //! branch's previous scan stored as spans when they are the same (those spans are lengthened
 //! to cover it), and start spans of their own otherwise: the same plan a push makes
-//! (`domain::spans::plan_spans`). A scan that spans already cover (one a replica of the
-//! previous release wrote between two pushes of this release during a rolling upgrade) stays
-//! as rows: every read handles both.
+//! (`domain::spans::plan_spans`). Until the scan is marked as stored in spans (one small
+//! transaction at the end), nothing written for it is read: a scan's spans are read only once
+//! it is so marked, and rows only while it is not. Its rows are deleted after that, a step at
+//! a time.
+//!
+//! Killed anywhere (even `kill -9`), a move leaves every scan reading as before; the next run
+//! undoes what a half-done move of a scan wrote and moves it again, so the move resumes where
+//! it stopped. A scan that spans already cover (one a replica of the previous release wrote
+//! between two pushes of this release during a rolling upgrade) stays as rows.
 
 use tidemark_domain::spans::{plan_spans, text_hash, SpanKey};
 
 use super::{insert_spans, texts_statements, LiveSpan, NewSpan, STORED_AS_SPANS};
 use crate::stmt::{bound, Stmt};
-use crate::{on_db, on_db_write, BeginWrite as _, StoreError, Writer};
+use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError, Writer};
 
 /// Scans looked at per batch at most.
 const SCANS_PER_BATCH: i64 = 50;
+/// Rows one transaction writes at most.
+pub const ROWS_PER_STEP: usize = 500;
 
 /// Where a move has got to: the last scan it looked at, by (project, storage position).
 pub type Cursor = Option<(String, i64)>;
@@ -45,7 +51,7 @@ struct Candidate {
 }
 
 /// How many scans are still stored as rows.
-pub async fn scans_as_rows(db: &crate::Db) -> Result<i64, StoreError> {
+pub async fn scans_as_rows(db: &Db) -> Result<i64, StoreError> {
     let n = on_db!(db, pool => {
         sqlx::query_scalar("SELECT COUNT(*) FROM scans WHERE findings_stored IS NULL")
             .fetch_one(pool)
@@ -55,7 +61,7 @@ pub async fn scans_as_rows(db: &crate::Db) -> Result<i64, StoreError> {
 }
 
 /// Moves the next scans after `cursor` that are stored as rows, up to about `max_findings`
-/// findings (at least one scan), in one transaction per project's run of scans.
+/// findings (at least one scan) of one project.
 pub async fn move_batch(
     db: &Writer,
     cursor: &Cursor,
@@ -78,38 +84,25 @@ pub async fn move_batch(
     let Some(first) = candidates.first() else {
         return Ok(MoveBatch::default());
     };
-    // One project's scans, oldest first, within the findings budget (the first always).
-    let mut batch: Vec<&Candidate> = Vec::new();
+    let mut report = MoveBatch::default();
     let mut findings = 0;
-    for c in candidates
+    for scan in candidates
         .iter()
         .take_while(|c| c.project_id == first.project_id)
     {
-        if !batch.is_empty() && findings + c.finding_count > max_findings {
+        if report.cursor.is_some() && findings + scan.finding_count > max_findings {
             break;
         }
-        findings += c.finding_count;
-        batch.push(c);
-    }
-    let mut report = MoveBatch {
-        cursor: batch.last().map(|c| (c.project_id.clone(), c.seq)),
-        ..MoveBatch::default()
-    };
-    let account = first.account_id.clone();
-    on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(&account).await?;
-        for scan in &batch {
-            match move_scan(&mut tx, scan).await? {
-                Some(n) => {
-                    report.moved += 1;
-                    report.findings += n;
-                }
-                None => report.left += 1,
+        findings += scan.finding_count;
+        match move_scan(db, scan).await? {
+            Some(n) => {
+                report.moved += 1;
+                report.findings += n;
             }
+            None => report.left += 1,
         }
-        tx.commit().await?;
-        Ok::<_, StoreError>(())
-    })?;
+        report.cursor = Some((scan.project_id.clone(), scan.seq));
+    }
     Ok(report)
 }
 
@@ -123,83 +116,109 @@ struct Row {
     remediation: String,
 }
 
-/// Moves one scan inside `tx`: `Some(findings)` when it moved, `None` when it stays as rows.
-async fn move_scan<'c, DB>(
-    tx: &mut sqlx::Transaction<'c, DB>,
-    scan: &Candidate,
-) -> Result<Option<u64>, StoreError>
-where
-    DB: sqlx::Database,
-    for<'q> <DB as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
-    for<'e> &'e mut <DB as sqlx::Database>::Connection: sqlx::Executor<'e, Database = DB>,
-    for<'q> String: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'q> Option<String>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB>,
-    for<'q> Option<i64>: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB>,
-    for<'q> Option<f64>: sqlx::Encode<'q, DB>,
-    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Decode<'q, DB> + sqlx::Type<DB>,
-    for<'q> f64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    for<'r> LiveSpan: sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
-    for<'r> Row: sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
-    for<'r> (i64,): sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
-    for<'r> (Option<String>,): sqlx::FromRow<'r, <DB as sqlx::Database>::Row>,
-    usize: sqlx::ColumnIndex<<DB as sqlx::Database>::Row>,
-{
+/// Runs `writes` in transactions of at most [`ROWS_PER_STEP`] rows' worth each (statements
+/// are built that small), under the account's write lock.
+async fn run_steps(db: &Writer, account: &str, writes: Vec<Stmt>) -> Result<(), StoreError> {
+    for stmt in writes {
+        on_db_write!(db, pool => {
+            let mut tx = pool.begin_account_write(account).await?;
+            bound(&stmt.sql, stmt.args.clone())?.execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Moves one scan: `Some(findings)` when it moved, `None` when it stays as rows.
+async fn move_scan(db: &Writer, scan: &Candidate) -> Result<Option<u64>, StoreError> {
     let (Some(line), Some(line_seq)) = (&scan.branch_id, scan.line_seq) else {
         return Ok(None);
     };
     let y = scan.seq;
-    // Still stored as rows (a concurrent move or housekeeping may have been first).
-    let stored: Option<(Option<String>,)> =
-        sqlx::query_as("SELECT findings_stored FROM scans WHERE project_id = $1 AND seq = $2")
-            .bind(&scan.project_id)
-            .bind(y)
-            .fetch_optional(&mut **tx)
-            .await?;
-    if !matches!(stored, Some((None,))) {
-        return Ok(None);
-    }
-    let (covered,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM finding_spans WHERE branch_id = $1 AND to_seq > $2 AND from_seq <= $3",
-    )
-    .bind(line)
-    .bind(y)
-    .bind(y)
-    .fetch_one(&mut **tx)
-    .await?;
-    if covered > 0 {
-        return Ok(None);
-    }
-    let previous: Option<(i64,)> = sqlx::query_as(&format!(
-        "SELECT seq FROM scans WHERE branch_id = $1 AND line_seq < $2 \
-         AND findings_stored = '{STORED_AS_SPANS}' ORDER BY line_seq DESC LIMIT 1"
-    ))
-    .bind(line)
-    .bind(line_seq)
-    .fetch_optional(&mut **tx)
-    .await?;
-    let base: Vec<LiveSpan> = match previous {
-        Some((p,)) => {
-            sqlx::query_as(
-                "SELECT position, rule_id, resource, status, severity, text_hash AS text \
-                 FROM finding_spans WHERE branch_id = $1 AND to_seq > $2 AND from_seq <= $3",
+    // What a move of this scan that did not finish wrote: spans of it alone (only a move
+    // starts spans at a scan stored as rows), and spans lengthened to just past it (shortened
+    // to end at it, which every scan stored as spans reads the same).
+    run_steps(
+        db,
+        &scan.account_id,
+        vec![
+            Stmt::new(
+                "DELETE FROM finding_spans WHERE branch_id = $1 AND from_seq = $2 AND to_seq = $3",
             )
-            .bind(line)
-            .bind(p)
-            .bind(p)
-            .fetch_all(&mut **tx)
-            .await?
-        }
-        None => Vec::new(),
-    };
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT rule_id, resource, status, severity, message, remediation FROM findings \
-         WHERE project_id = $1 AND scan_seq = $2 ORDER BY ordinal",
+            .bind(line.as_str())
+            .bind(y)
+            .bind(y + 1),
+            Stmt::new(
+                "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq = $3 \
+                 AND from_seq < $4",
+            )
+            .bind(y)
+            .bind(line.as_str())
+            .bind(y + 1)
+            .bind(y),
+        ],
     )
-    .bind(&scan.project_id)
-    .bind(y)
-    .fetch_all(&mut **tx)
     .await?;
+    // Read outside any transaction: only this move (one at a time, under the lease) writes
+    // the spans it reads, and a push never starts a span covering an older scan.
+    type Facts = (Option<Option<String>>, i64, Option<i64>);
+    let (stored, covered, previous): Facts = on_db!(db, pool => {
+        let stored = sqlx::query_scalar(
+            "SELECT findings_stored FROM scans WHERE project_id = $1 AND seq = $2",
+        )
+        .bind(&scan.project_id)
+        .bind(y)
+        .fetch_optional(pool)
+        .await?;
+        let covered = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM finding_spans WHERE branch_id = $1 AND to_seq > $2 \
+             AND from_seq <= $3",
+        )
+        .bind(line)
+        .bind(y)
+        .bind(y)
+        .fetch_one(pool)
+        .await?;
+        let previous = sqlx::query_scalar(&format!(
+            "SELECT seq FROM scans WHERE branch_id = $1 AND line_seq < $2 \
+             AND findings_stored = '{STORED_AS_SPANS}' ORDER BY line_seq DESC LIMIT 1"
+        ))
+        .bind(line)
+        .bind(line_seq)
+        .fetch_optional(pool)
+        .await?;
+        Ok::<_, sqlx::Error>((stored, covered, previous))
+    })?;
+    // Moved or thinned meanwhile, or covered by spans already: it stays as it is.
+    if !matches!(stored, Some(None)) || covered > 0 {
+        return Ok(None);
+    }
+    let (base, rows): (Vec<LiveSpan>, Vec<Row>) = on_db!(db, pool => {
+        let base = match previous {
+            Some(p) => {
+                sqlx::query_as(
+                    "SELECT position, rule_id, resource, status, severity, text_hash AS text \
+                     FROM finding_spans WHERE branch_id = $1 AND to_seq > $2 AND from_seq <= $3",
+                )
+                .bind(line)
+                .bind(p)
+                .bind(p)
+                .fetch_all(pool)
+                .await?
+            }
+            None => Vec::new(),
+        };
+        let rows = sqlx::query_as(
+            "SELECT rule_id, resource, status, severity, message, remediation FROM findings \
+             WHERE project_id = $1 AND scan_seq = $2 ORDER BY ordinal",
+        )
+        .bind(&scan.project_id)
+        .bind(y)
+        .fetch_all(pool)
+        .await?;
+        Ok::<_, sqlx::Error>((base, rows))
+    })?;
     let texts: Vec<String> = rows
         .iter()
         .map(|r| text_hash(&r.message, &r.remediation))
@@ -218,21 +237,37 @@ where
         .collect();
     let plan = plan_spans(&current, &keys);
 
-    let mut writes: Vec<Stmt> = texts_statements(
-        &scan.project_id,
-        plan.started.iter().map(|&(f, _)| {
-            (
-                texts[f].as_str(),
-                rows[f].message.as_str(),
-                rows[f].remediation.as_str(),
-            )
-        }),
-    );
+    // New spans, with the texts they bring, a step at a time.
+    let mut writes: Vec<Stmt> = Vec::new();
+    for chunk in plan.started.chunks(ROWS_PER_STEP) {
+        writes.extend(texts_statements(
+            &scan.project_id,
+            chunk.iter().map(|&(f, _)| {
+                (
+                    texts[f].as_str(),
+                    rows[f].message.as_str(),
+                    rows[f].remediation.as_str(),
+                )
+            }),
+        ));
+        let spans: Vec<NewSpan<'_>> = chunk
+            .iter()
+            .map(|&(f, position)| NewSpan {
+                position,
+                rule_id: &rows[f].rule_id,
+                resource: &rows[f].resource,
+                status: &rows[f].status,
+                severity: &rows[f].severity,
+                text: &texts[f],
+            })
+            .collect();
+        writes.extend(insert_spans(line, y, y + 1, &spans));
+    }
     // The previous scan's spans this one has: lengthened to cover it. No span covers it yet,
     // so those spans all end after the previous scan and at or before this one.
-    if let Some((p,)) = previous {
+    if let Some(p) = previous {
         let kept: Vec<i64> = plan.kept.iter().map(|&i| base[i].position()).collect();
-        for chunk in kept.chunks(3_000) {
+        for chunk in kept.chunks(ROWS_PER_STEP) {
             let mut sql = String::from(
                 "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq > $3 \
                  AND from_seq <= $4 AND position IN (",
@@ -251,40 +286,76 @@ where
             writes.push(stmt);
         }
     }
-    let started: Vec<NewSpan<'_>> = plan
-        .started
-        .iter()
-        .map(|&(f, position)| NewSpan {
-            position,
-            rule_id: &rows[f].rule_id,
-            resource: &rows[f].resource,
-            status: &rows[f].status,
-            severity: &rows[f].severity,
-            text: &texts[f],
-        })
-        .collect();
-    writes.extend(insert_spans(line, y, y + 1, &started));
+    // Then the scan reads its spans, and its rows go.
     writes.push(
-        Stmt::new("DELETE FROM findings WHERE project_id = $1 AND scan_seq = $2")
-            .bind(scan.project_id.as_str())
-            .bind(y),
+        Stmt::new(
+            "UPDATE scans SET findings_stored = $1 WHERE project_id = $2 AND seq = $3 \
+             AND findings_stored IS NULL",
+        )
+        .bind(STORED_AS_SPANS)
+        .bind(scan.project_id.as_str())
+        .bind(y),
     );
-    writes.push(
-        Stmt::new("UPDATE scans SET findings_stored = $1 WHERE project_id = $2 AND seq = $3")
-            .bind(STORED_AS_SPANS)
-            .bind(scan.project_id.as_str())
-            .bind(y),
-    );
-    for stmt in writes {
-        bound::<DB>(&stmt.sql, stmt.args)?
-            .execute(&mut **tx)
-            .await?;
-    }
+    run_steps(db, &scan.account_id, writes).await?;
+    delete_rows(db, &scan.account_id, &scan.project_id, y).await?;
     Ok(Some(rows.len() as u64))
 }
 
-/// Moves every scan still stored as rows, batch after batch (for the operator's command and
-/// tests; the server runs [`move_batch`] in the background).
+/// Deletes the rows in `findings` of the project's scan `seq` (one no longer read from them:
+/// moved to spans, or thinned), [`ROWS_PER_STEP`] per transaction.
+pub async fn delete_rows(
+    db: &Writer,
+    account_id: &str,
+    project_id: &str,
+    seq: i64,
+) -> Result<(), StoreError> {
+    loop {
+        let deleted = on_db_write!(db, pool => {
+            let mut tx = pool.begin_account_write(account_id).await?;
+            let n = sqlx::query(
+                "DELETE FROM findings WHERE project_id = $1 AND scan_seq = $2 AND ordinal IN \
+                 (SELECT ordinal FROM findings WHERE project_id = $3 AND scan_seq = $4 \
+                  ORDER BY ordinal LIMIT $5)",
+            )
+            .bind(project_id)
+            .bind(seq)
+            .bind(project_id)
+            .bind(seq)
+            .bind(ROWS_PER_STEP as i64)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>(n)
+        })?;
+        if deleted < ROWS_PER_STEP as u64 {
+            return Ok(());
+        }
+    }
+}
+
+/// Deletes the rows left in `findings` of scans no longer read from them (a run killed
+/// between marking a scan and deleting its rows), up to `scans` scans' worth. Returns how
+/// many scans it cleared.
+pub async fn sweep_rows(db: &Writer, scans: i64) -> Result<u64, StoreError> {
+    let left: Vec<(String, String, i64)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT DISTINCT s.account_id, f.project_id, f.scan_seq FROM findings f \
+             JOIN scans s ON s.project_id = f.project_id AND s.seq = f.scan_seq \
+             WHERE s.findings_stored IS NOT NULL LIMIT $1",
+        )
+        .bind(scans)
+        .fetch_all(pool)
+        .await
+    })?;
+    for (account, project, seq) in &left {
+        delete_rows(db, account, project, *seq).await?;
+    }
+    Ok(left.len() as u64)
+}
+
+/// Moves every scan still stored as rows, batch after batch (for tests and benchmarks; the
+/// server runs [`move_batch`] in its housekeeping passes).
 pub async fn move_all(db: &Writer, max_findings: i64) -> Result<MoveBatch, StoreError> {
     let mut total = MoveBatch::default();
     let mut cursor: Cursor = None;
