@@ -243,7 +243,7 @@ async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::
         refused.load(Ordering::Relaxed),
     );
     println!(
-        "moved in {took:.1?} ({batches} transactions, the longest {slowest_batch:.1?}); \
+        "moved in {took:.1?} ({batches} batches of short transactions, the longest batch {slowest_batch:.1?}); \
          {ok} small pushes answered ({:.0}/s), {no} refused, the slowest {:.1?}; {own} pushes of the moving project",
         ok as f64 / took.as_secs_f64(),
         latencies.iter().max().copied().unwrap_or_default()
@@ -282,6 +282,12 @@ async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.map(|_| ())
     })?;
     let used = tidemark_store::gauges::database_bytes(db.as_ref()).await? as f64 / 1_048_576.0;
+    let moved = tidemark_store::usage::project_bytes(db.as_ref(), "acct_history").await?;
+    println!(
+        "the moved project now takes about {:.0} MiB (estimate, {} scans)",
+        moved.iter().map(|p| p.bytes).sum::<i64>() as f64 / 1_048_576.0,
+        moved.iter().map(|p| p.scans).sum::<i64>()
+    );
     println!(
         "no push lost ({stored} scans); sampled scans read the same; file {:.0} MiB, of which {used:.0} MiB in use (the rest is free pages SQLite reuses; VACUUM returns them)",
         file_mib(&path)
