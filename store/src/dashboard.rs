@@ -7,7 +7,7 @@ use tidemark_wire::{GateResult, SeverityCounts};
 
 use crate::audit::{record_in, Change};
 use crate::gates::verdict_from_columns;
-use crate::spans::scan_findings;
+use crate::spans::{scan_findings, texts_of, Texts};
 
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
@@ -742,16 +742,33 @@ pub async fn list_findings(
     } else {
         "CAST(0 AS BIGINT)"
     };
-    let page_sql = format!(
-        "SELECT ordinal, rule_id, resource, status, severity, message, remediation, \
-         {total_column} AS total FROM {} f \
-         WHERE {FINDING_FILTER} ORDER BY {} LIMIT $7 OFFSET $8",
-        scan_findings("$1", "$2", true),
-        filter.sort.order_by(filter.direction)
+    // Searching reads every finding's texts; otherwise only the page's rows get theirs.
+    let order = filter.sort.order_by(filter.direction);
+    let texts = if text.is_some() {
+        Texts::Joined
+    } else {
+        Texts::Keys
+    };
+    let inner = format!(
+        "SELECT f.*, {total_column} AS total FROM {} f \
+         WHERE {FINDING_FILTER} ORDER BY {order} LIMIT $7 OFFSET $8",
+        scan_findings("$1", "$2", texts)
     );
+    let page_sql = if texts == Texts::Joined {
+        format!(
+            "SELECT ordinal, rule_id, resource, status, severity, message, remediation, total \
+             FROM ({inner}) p ORDER BY {order}"
+        )
+    } else {
+        let (columns, join) = texts_of("p", "$1");
+        format!(
+            "SELECT p.ordinal, p.rule_id, p.resource, p.status, p.severity, {columns}, p.total \
+             FROM ({inner}) p {join} ORDER BY {order}"
+        )
+    };
     let count_sql = format!(
         "SELECT COUNT(*) FROM {} f WHERE {FINDING_FILTER}",
-        scan_findings("$1", "$2", true)
+        scan_findings("$1", "$2", texts)
     );
     let rows: Vec<FindingPageRow> = on_db!(db, pool => {
         sqlx::query_as(&page_sql)
@@ -798,7 +815,7 @@ pub async fn finding_counts(
 ) -> Result<Vec<(String, String, i64)>, StoreError> {
     let sql = format!(
         "SELECT severity, status, COUNT(*) FROM {} f GROUP BY severity, status",
-        scan_findings("$1", "$2", false)
+        scan_findings("$1", "$2", Texts::None)
     );
     let rows = on_db!(db, pool => {
         sqlx::query_as(&sql)
@@ -828,7 +845,7 @@ pub async fn framework_counts(
             format!(
                 "SELECT CAST(${f} AS TEXT), severity, status, COUNT(*) FROM {} f \
                  WHERE substr(rule_id, 1, length(${f}) + 1) = ${f} || '-' GROUP BY severity, status",
-                scan_findings("$1", "$2", false)
+                scan_findings("$1", "$2", Texts::None)
             )
         })
         .collect::<Vec<_>>()
@@ -863,25 +880,30 @@ pub async fn diff_scans(
     base_seq: i64,
     limit: i64,
 ) -> Result<ScanDiff, StoreError> {
-    // An anti-join of two derived tables: each is read once.
+    // An anti-join of two derived tables, each read once; only the rows kept get their texts.
     let only_in = |a: &str, b: &str| {
         format!(
             "FROM {} c LEFT JOIN {} p ON p.rule_id = c.rule_id AND p.resource = c.resource \
              AND p.{OPEN} WHERE c.{OPEN} AND p.rule_id IS NULL",
-            scan_findings("$1", a, true),
-            scan_findings("$1", b, false)
+            scan_findings("$1", a, Texts::Keys),
+            scan_findings("$1", b, Texts::None)
         )
     };
     let new_from = only_in("$2", "$3");
     let fixed_from = only_in("$3", "$2");
-    let columns =
-        "c.ordinal, c.rule_id, c.resource, c.status, c.severity, c.message, c.remediation";
-    let new_sql = format!("SELECT {columns} {new_from} ORDER BY c.ordinal LIMIT $4");
-    let fixed_sql = format!("SELECT {columns} {fixed_from} ORDER BY c.ordinal LIMIT $4");
+    let (texts, join) = texts_of("k", "$1");
+    let kept = |from: &str| {
+        format!(
+            "SELECT k.ordinal, k.rule_id, k.resource, k.status, k.severity, {texts} \
+             FROM (SELECT c.* {from} ORDER BY c.ordinal LIMIT $4) k {join} ORDER BY k.ordinal"
+        )
+    };
+    let new_sql = kept(&new_from);
+    let fixed_sql = kept(&fixed_from);
     let counts_sql = format!(
         "SELECT (SELECT COUNT(*) {new_from}), (SELECT COUNT(*) {fixed_from}), \
          (SELECT COUNT(*) FROM {} f WHERE {OPEN})",
-        scan_findings("$1", "$2", false)
+        scan_findings("$1", "$2", Texts::None)
     );
     type Counts = (i64, i64, i64);
     let (new, fixed, counts): (Vec<FindingRow>, Vec<FindingRow>, Counts) = on_db!(db, pool => {

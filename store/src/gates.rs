@@ -55,7 +55,7 @@ pub(crate) fn gate_from_columns(
 /// database: on SQLite, one call per push, one row per finding, cost 12-20 % of push
 /// throughput (docs/benchmarks.md). The one text that differs between the backends.
 pub(crate) fn open_set_column(backend: Backend, when: &str, seq: &str) -> String {
-    let scan = crate::spans::scan_findings("p.id", seq, false);
+    let scan = crate::spans::scan_findings("p.id", seq, crate::spans::Texts::None);
     match backend {
         Backend::Sqlite => format!(
             "CASE WHEN {when} THEN \

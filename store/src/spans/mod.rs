@@ -20,35 +20,65 @@ pub const STORED_AS_SPANS: &str = "spans";
 /// `scans.findings_stored` of a scan whose findings housekeeping removed.
 pub const THINNED: &str = "thinned";
 
+/// Which columns [`scan_findings`] gives beyond `ordinal` (the scanner's order), `rule_id`,
+/// `resource`, `status` and `severity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Texts {
+    /// Nothing more: for counts and comparisons.
+    None,
+    /// `message` and `remediation`, joined for every row: for reads that filter on them.
+    Joined,
+    /// `text_hash` with `message` and `remediation` left NULL (a scan stored as spans), or
+    /// `text_hash` NULL with them filled in (a scan stored as rows): a read that keeps a few
+    /// rows joins their texts afterwards ([`texts_of`]), not every row's.
+    Keys,
+}
+
 /// A derived table of the findings of the project's scan at storage position `seq` (`project`
-/// and `seq` are SQL expressions, evaluated once each per branch of the union), with the
-/// columns `ordinal` (the scanner's order), `rule_id`, `resource`, `status`, `severity`,
-/// `message` and `remediation`. Scans stored as spans read their branch's spans; scans stored
-/// before them read their rows in `findings`, until moved. `texts: false` leaves out the
-/// message and remediation (and their join), for reads that need only the rest.
+/// and `seq` are SQL expressions, evaluated once each per branch of the union). Scans stored
+/// as spans read their branch's spans; scans stored before them read their rows in
+/// `findings`, until moved.
 ///
 /// Each part reads only what the scan's `findings_stored` says: rows left behind by a move
 /// or by housekeeping (deleted a step at a time after the scan is marked) are never read.
-pub(crate) fn scan_findings(project: &str, seq: &str, texts: bool) -> String {
-    let (text_columns, text_join, legacy_texts) = if texts {
-        (
+pub(crate) fn scan_findings(project: &str, seq: &str, texts: Texts) -> String {
+    let (span_texts, text_join, row_texts) = match texts {
+        Texts::None => ("", "", ""),
+        Texts::Joined => (
             ", tx.message, tx.remediation",
             " JOIN finding_texts tx ON tx.project_id = sc.project_id AND tx.hash = sp.text_hash",
             ", message, remediation",
-        )
-    } else {
-        ("", "", "")
+        ),
+        Texts::Keys => (
+            ", sp.text_hash, CAST(NULL AS TEXT) AS message, CAST(NULL AS TEXT) AS remediation",
+            "",
+            ", CAST(NULL AS TEXT) AS text_hash, message, remediation",
+        ),
     };
     format!(
         "(SELECT sp.position AS ordinal, sp.rule_id, sp.resource, sp.status, sp.severity\
-         {text_columns} FROM scans sc \
+         {span_texts} FROM scans sc \
          JOIN finding_spans sp ON sp.branch_id = sc.branch_id AND sp.to_seq > sc.seq \
          AND sp.from_seq <= sc.seq{text_join} \
          WHERE sc.project_id = {project} AND sc.seq = {seq} AND sc.findings_stored = '{STORED_AS_SPANS}' \
          UNION ALL \
-         SELECT ordinal, rule_id, resource, status, severity{legacy_texts} FROM findings \
+         SELECT ordinal, rule_id, resource, status, severity{row_texts} FROM findings \
          WHERE project_id = {project} AND scan_seq = {seq} AND EXISTS (SELECT 1 FROM scans lx \
            WHERE lx.project_id = {project} AND lx.seq = {seq} AND lx.findings_stored IS NULL))"
+    )
+}
+
+/// For rows `alias` of a [`Texts::Keys`] table of `project`'s scan: the `message` and
+/// `remediation` select list, and the join that fills them in.
+pub(crate) fn texts_of(alias: &str, project: &str) -> (String, String) {
+    (
+        format!(
+            "COALESCE({alias}.message, tx.message) AS message, \
+             COALESCE({alias}.remediation, tx.remediation) AS remediation"
+        ),
+        format!(
+            "LEFT JOIN finding_texts tx ON tx.project_id = {project} AND tx.hash = {alias}.text_hash"
+        ),
     )
 }
 
