@@ -172,12 +172,15 @@ async fn seed(db: &Db, account: &str) -> (String, String) {
                 .push_bind("ci")
                 .push_bind(at)
                 .push_bind(at)
-                .push_bind(if i == SCANS { FINDINGS } else { 0 })
+                .push_bind(if i >= SCANS - 1 { FINDINGS } else { 0 })
                 .push_bind("h");
         });
         q.build().execute(&mut *tx).await.unwrap();
     }
     let severities = ["critical", "high", "medium", "low"];
+    // The last two scans have the findings (the one before differs by a few statuses), so the
+    // scan page's diff compares two scans of 50,000 findings.
+    for (scan, flip) in [(SCANS - 1, 7), (SCANS, 0)] {
     for chunk in (0..FINDINGS).collect::<Vec<_>>().chunks(3000) {
         let mut q = QueryBuilder::new(
             "INSERT INTO findings (project_id, scan_seq, ordinal, rule_id, resource, status, \
@@ -185,17 +188,20 @@ async fn seed(db: &Db, account: &str) -> (String, String) {
         );
         q.push_values(chunk, |mut row, &n| {
             let framework = if n % 2 == 0 { "cis-aws-2.0" } else { "soc2" };
+            // Every `flip`-th finding of the earlier scan has the other status.
+            let pass = (n % 10 == 0) != (flip > 0 && n % flip == 0);
             row.push_bind(&project)
-                .push_bind(SCANS)
+                .push_bind(scan)
                 .push_bind(n)
                 .push_bind(format!("{framework}-{}.{}", n % 9, n % 13))
                 .push_bind(format!("aws_s3_bucket.bucket-{n}"))
-                .push_bind(if n % 10 == 0 { "PASS" } else { "FAIL" })
+                .push_bind(if pass { "PASS" } else { "FAIL" })
                 .push_bind(severities[(n % 4) as usize])
                 .push_bind("Bucket allows public read access")
                 .push_bind("Block public access on the bucket");
         });
         q.build().execute(&mut *tx).await.unwrap();
+    }
     }
     let last = format!("scan-{SCANS:06}");
     // The project's default line, as the branches migration makes one for older histories:

@@ -67,8 +67,10 @@ tidemark_store::test_each_backend! {
         // their findings.
         let (ok, out, err) = app.command(&["project", "list", "--account", &license.account_id, "--json"], &[]).await;
         assert!(ok, "{err}");
-        let listed = &last_json(&out)["projects"][0];
+        let report = last_json(&out);
+        let listed = &report["projects"][0];
         assert!(listed["stored_bytes"].as_i64().unwrap() > 1_000, "{listed}");
+        assert_eq!(report["stored_bytes"], listed["stored_bytes"], "the account's total");
         assert_eq!(listed["scans_thinned"], 1);
 
         // The dashboard shows the scan, and says why its findings are gone.

@@ -145,8 +145,14 @@ pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow:
                     if p.archived { "  (archived)" } else { "" }
                 )
             });
+            // The account's share of the database, as Settings shows it.
+            let stored_bytes: i64 = projects.iter().map(|p| p.stored_bytes).sum();
+            let human = format!(
+                "{human}account {account}: about {}\n",
+                tidemark_domain::text::bytes(stored_bytes)
+            );
             Report::new(
-                &json!({ "account_id": account, "projects": projects }),
+                &json!({ "account_id": account, "stored_bytes": stored_bytes, "projects": projects }),
                 human,
             )
         }
