@@ -58,6 +58,9 @@ tidemark_store::test_each_backend! {
             let msg = assert_error(get(&app, &key, &path(&scans[0], ext)).await, StatusCode::GONE, "scan_thinned").await;
             assert!(msg.contains("removed by housekeeping"), "{msg}");
         }
+        // Another account's key finds nothing there: 404, not the 410 that would say it exists.
+        let (_, other_key) = app.with_key(Tier::Team).await;
+        assert_error(get(&app, &other_key, &path(&scans[0], "csv")).await, StatusCode::NOT_FOUND, "not_found").await;
         // What was kept reads as before, and the history keeps every scan.
         assert_eq!(get(&app, &key, &path(&scans[1], "csv")).await.text().await.unwrap(), before);
         let history = get(&app, &key, &format!("/v1/projects/{project}/history.csv")).await.text().await.unwrap();
@@ -85,6 +88,11 @@ tidemark_store::test_each_backend! {
         let storage = admin.get(&app.url("/settings/storage")).await.text().await.unwrap();
         assert!(storage.contains("data-testid=\"storage-row\""), "{backend:?}");
         assert!(storage.contains("<td>1 scan</td>"), "{storage}");
+        // Another account's member sees only their own account's storage.
+        let (stranger, _) = app.with_key(Tier::Team).await;
+        let mut stranger = app.signed_in(&provider, &stranger.email).await;
+        let theirs = stranger.get(&app.url("/settings/storage")).await.text().await.unwrap();
+        assert!(!theirs.contains(&project), "{backend:?}: another account's project listed");
         let csv = admin
             .get(&app.url(&format!("/projects/{project}/scans/{}/findings.csv", scans[0]["scan_id"].as_str().unwrap())))
             .await;
