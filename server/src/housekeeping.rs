@@ -74,8 +74,14 @@ async fn pass_holding(
     let Some(policy) = policy else {
         return Ok(done);
     };
+    let lease = tidemark_store::housekeeping::Lease {
+        name: LEASE,
+        holder,
+        ttl: LEASE_MS,
+    };
     let (report, _): (PassReport, _) =
-        tidemark_store::housekeeping::pass(db, now_millis(), policy, false, PAUSE).await?;
+        tidemark_store::housekeeping::pass(db, now_millis(), policy, false, PAUSE, Some(&lease))
+            .await?;
     done.lines = report.lines;
     done.scans_thinned = report.scans_thinned;
     done.spans_removed = report.spans_removed;

@@ -286,6 +286,14 @@ pub async fn is_thinned(db: &Db, project_id: &str, seq: i64) -> Result<bool, Sto
     Ok(stored.flatten().as_deref() == Some(THINNED))
 }
 
+/// A lease a pass holds: its name, its holder, and how long each renewal lasts.
+#[derive(Debug, Clone, Copy)]
+pub struct Lease<'a> {
+    pub name: &'a str,
+    pub holder: &'a str,
+    pub ttl: Millis,
+}
+
 /// What a housekeeping pass did (or, dry, would do).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PassReport {
@@ -313,16 +321,27 @@ pub async fn plan_line(
 /// write is its own short transaction, with `pause` between them so that pushes are never
 /// held up behind a long run of them; a pass stopped anywhere leaves a consistent database,
 /// and the next one carries on.
+///
+/// Holding `lease` (`crate::leases`), it renews it before each line and stops where it is if
+/// another holder has taken it meanwhile, so two replicas never clean at once however long a
+/// pass takes.
 pub async fn pass(
     db: &Writer,
     now: Millis,
     installation: &Policy,
     dry_run: bool,
     pause: std::time::Duration,
+    lease: Option<&Lease<'_>>,
 ) -> Result<(PassReport, Vec<(HousekeptLine, Vec<i64>)>), StoreError> {
     let mut report = PassReport::default();
     let mut planned = Vec::new();
     for line in lines(db.as_ref()).await? {
+        if let Some(l) = lease {
+            let now = tidemark_domain::now_millis();
+            if !crate::leases::acquire(db, l.name, l.holder, now, l.ttl).await? {
+                break;
+            }
+        }
         report.lines += 1;
         let (seqs, had_thinned) = plan_line(db.as_ref(), &line, now, installation).await?;
         if !dry_run && (had_thinned || !seqs.is_empty()) {

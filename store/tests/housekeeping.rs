@@ -94,7 +94,7 @@ tidemark_store::test_each_backend! {
 
         // A dry run counts and changes nothing.
         let policy = Policy::default();
-        let (dry, planned) = pass(&db, NOW, &policy, true, std::time::Duration::ZERO).await.unwrap();
+        let (dry, planned) = pass(&db, NOW, &policy, true, std::time::Duration::ZERO, None).await.unwrap();
         assert!(dry.scans_thinned > 0, "{dry:?}");
         assert_eq!(count(&db, "finding_spans").await, spans_before);
 
@@ -108,7 +108,14 @@ tidemark_store::test_each_backend! {
             }
         }
 
-        let (report, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO).await.unwrap();
+        // A pass whose lease another replica holds stops before its first line.
+        let now = tidemark_domain::now_millis();
+        assert!(leases::acquire(&db, "housekeeping", "other", now, 60_000).await.unwrap());
+        let held = tidemark_store::housekeeping::Lease { name: "housekeeping", holder: "me", ttl: 60_000 };
+        let (idle, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO, Some(&held)).await.unwrap();
+        assert_eq!((idle.lines, idle.scans_thinned), (0, 0), "{backend:?}");
+        leases::release(&db, "housekeeping", "other").await.unwrap();
+        let (report, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO, Some(&held)).await.unwrap();
         assert_eq!(report.scans_thinned + 3, dry.scans_thinned, "{backend:?}: {report:?}");
         assert!(report.spans_removed > 0, "{backend:?}: {report:?}");
         assert!(count(&db, "finding_spans").await < spans_before);
@@ -153,7 +160,7 @@ tidemark_store::test_each_backend! {
         assert!(!is_thinned(db.as_ref(), &project, base).await.unwrap(), "{backend:?}");
 
         // A second pass finds nothing more to do.
-        let (again, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO).await.unwrap();
+        let (again, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO, None).await.unwrap();
         assert_eq!((again.scans_thinned, again.spans_removed), (0, 0), "{backend:?}");
         assert_eq!(lines(db.as_ref()).await.unwrap().len(), 2);
         let (left, _) = plan_line(db.as_ref(), &lines(db.as_ref()).await.unwrap()[0], NOW, &policy).await.unwrap();

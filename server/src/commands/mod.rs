@@ -117,6 +117,7 @@ async fn housekeeping(state: &AppState, db: &Writer, dry_run: bool) -> anyhow::R
                     policy,
                     true,
                     std::time::Duration::ZERO,
+                    None,
                 )
                 .await?
             }
