@@ -199,7 +199,9 @@ pub async fn project_history(
     Ok(Some(Download {
         content_type: "text/csv; charset=utf-8",
         filename: format!("{}-history.csv", file_stem(&project.label)),
-        body: Body::from_stream(pages),
+        // Fused: a body may be polled again after its end (the compression layer does), and
+        // an `unfold` stream panics when it is.
+        body: Body::from_stream(futures_util::StreamExt::fuse(pages)),
     }))
 }
 
