@@ -22,7 +22,7 @@ if [ "$db" = postgres ] && [ -z "${TIDEMARK_TEST_POSTGRES_URL:-}" ]; then
 fi
 
 if [ "$db" = sqlite ]; then cargo build --release -p tidemark-bench --bin sqlite-baseline; fi
-cargo leptos build --release --precompress >/dev/null 2>&1 || { echo "bench: release build failed" >&2; exit 1; }
+cargo leptos build --release --precompress --split >/dev/null 2>&1 || { echo "bench: release build failed" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/tidemark-bench.XXXXXX)
 server_pid=

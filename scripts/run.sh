@@ -34,7 +34,7 @@ fi
 
 if [ "${1:-}" = --watch ]; then
   [ -z "$message" ] || printf '\n%s\n\n' "$message"
-  cargo leptos watch
+  cargo leptos watch --split
   exit
 fi
 
@@ -53,7 +53,7 @@ stale() {
   [ -n "$newer" ]
 }
 if stale; then
-  cargo leptos build --release --precompress
+  cargo leptos build --release --precompress --split
 else
   echo "run: nothing changed since the last build; starting it"
 fi

@@ -54,14 +54,25 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 // The page's own script (filters, the chart's keys, local times), with this
                 // response's nonce like every other script of the page.
                 <script src="/dashboard.js" defer nonce=leptos::nonce::use_nonce()></script>
-                <AutoReload options=options.clone()/>
-                <HydrationScripts options islands=true/>
+                <AutoReload options/>
+                <IslandsOnly/>
                 <MetaTags/>
             </head>
             <body>
                 <App/>
             </body>
         </html>
+    }
+}
+
+/// Islands mode, without Leptos's `HydrationScripts`: the server adds to each page only the
+/// scripts and WASM chunks of the islands it holds (`server::http::islands`), so a page
+/// without islands loads no WASM. What `HydrationScripts` also did must still happen here:
+/// outside islands nothing hydrates, so nothing else is rendered with hydration markers.
+#[component]
+fn IslandsOnly() -> impl IntoView {
+    if let Some(context) = leptos::reactive::owner::Owner::current_shared_context() {
+        context.set_is_hydrating(false);
     }
 }
 

@@ -61,7 +61,8 @@ pub fn LandingPage() -> impl IntoView {
     }
 }
 
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 pub fn Landing() -> impl IntoView {
     let (via, set_via) = signal(PushVia::Curl);
     view! {

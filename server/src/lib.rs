@@ -38,6 +38,7 @@ use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tidemark_store::Db;
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
 
@@ -174,6 +175,11 @@ pub fn router(state: AppState) -> Router {
 #[doc(hidden)]
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let routes = generate_route_list(App);
+    let page_scripts = http::islands::PageScripts::load(
+        &state.leptos_options.site_root,
+        &state.leptos_options.site_pkg_dir,
+        &state.leptos_options.output_name,
+    );
     let leptos_state = state.clone();
     let db = state.db.clone();
     let housekeeping = state.config.housekeeping;
@@ -296,12 +302,22 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.assets.clone(),
             http::assets::serve_assets,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            page_scripts,
+            http::islands::add_island_scripts,
         ));
     let hsts = state.config.environment == Environment::Production
         && state.config.base_url.starts_with("https://");
-    let app = security_headers::apply(app, hsts).layer(RequestBodyTimeoutLayer::new(
-        Duration::from_secs(state.config.body_timeout_seconds.into()),
-    ));
+    // Pages and JSON go compressed as the client accepts: a project page is about 127 KB of
+    // HTML, some 15 KB as Brotli. Quality 5 compresses it in about a millisecond; the site's
+    // files under /pkg already carry their build-time variants (Content-Encoding set), which
+    // this layer leaves alone.
+    let app = security_headers::apply(app, hsts)
+        .layer(CompressionLayer::new().quality(CompressionLevel::Precise(5)))
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
+            state.config.body_timeout_seconds.into(),
+        )));
 
     // Outermost last: the request id exists before the access-log span opens, the metrics
     // layer sees the final status, a panic anywhere inside is answered, and every database

@@ -8,7 +8,8 @@ use crate::model::AlertsView;
 
 /// Its own island: saving refreshes only this panel. Every member sees it (alerts are
 /// personal; admins do not choose for others).
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 pub fn AlertsPanel() -> impl IntoView {
     let save = ServerAction::<SaveAlerts>::new();
     let alerts = Resource::new(move || save.version().get(), |_| load_alerts());

@@ -267,7 +267,8 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
 }
 
 /// Which branch is the project's line (admins): an island so the saved choice shows at once.
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 fn DefaultBranchPanel(
     project_id: String,
     branches: Vec<String>,
@@ -302,7 +303,8 @@ fn DefaultBranchPanel(
 
 /// The project's quality gate: what every push is judged by, and for admins a form to change
 /// it. An island, so that a saved gate shows at once (the form also works without WASM).
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> impl IntoView {
     let save = ServerAction::<SetProjectGate>::new();
     let current = move || match save.value().get() {
@@ -366,7 +368,8 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
 /// fetches the new drawing through the `project_chart` server function and swaps it in place
 /// (the address bar follows); without it, or with a modifier key held, the links are plain
 /// links to the same page at that range.
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 fn HistoryCard(line: LineChoice, initial: ProjectChart) -> impl IntoView {
     // Kept in the reactive arena so the click handler stays `Copy` for every range link.
     let line_query = StoredValue::new(line.query());
@@ -578,9 +581,9 @@ fn history_chart(chart: ProjectChart) -> AnyView {
     .into_any()
 }
 
-/// Hovering or focusing a point shows that scan: the only interactive part of the page, so
-/// the only part hydrated, and it receives just the points (not the drawing).
-#[island]
+/// Hovering or focusing a point shows that scan. Always drawn inside the `HistoryCard`
+/// island, so a component of it (in its chunk), not an island of its own.
+#[component]
 fn ChartPoints(
     project_id: String,
     points: Vec<ChartPoint>,

@@ -8,7 +8,8 @@ use crate::api::publishers::{load_publishers, AddPublisher, RemovePublisher};
 use crate::model::PublisherRow;
 
 /// Its own island: adding or removing refreshes only this panel. Members do not see it.
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 pub fn PublishersPanel() -> impl IntoView {
     let add = ServerAction::<AddPublisher>::new();
     let remove = ServerAction::<RemovePublisher>::new();

@@ -101,7 +101,8 @@ fn SettingsNav(current: &'static str) -> impl IntoView {
 
 /// Status badges: the Markdown to paste into a README, per project. Its own island: a new
 /// or revoked token refreshes only this list.
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 fn BadgesPanel() -> impl IntoView {
     let issue = ServerAction::<IssueBadge>::new();
     let revoke = ServerAction::<RevokeBadge>::new();
@@ -176,7 +177,8 @@ fn badge_rows(
 
 /// Settings change things in place (a rotated key is shown once, lists refresh after each
 /// action), so the whole panel is an island.
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 fn SettingsPanel(section: String) -> impl IntoView {
     let rotate = ServerAction::<RotateKeys>::new();
     let revoke = ServerAction::<RevokeKey>::new();

@@ -13,7 +13,8 @@ use crate::model::{DeliveryRow, WebhookRow, WebhookSecretShown};
 
 /// Its own island: adding an endpoint or redelivering refreshes only this panel. Members
 /// do not see it (endpoints and their log are for admins).
-#[island]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 pub fn WebhooksPanel() -> impl IntoView {
     let create = ServerAction::<CreateWebhook>::new();
     let rotate = ServerAction::<RotateWebhookSecret>::new();

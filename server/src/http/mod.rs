@@ -1,10 +1,12 @@
 //! Cross-cutting HTTP plumbing: request ids, access logs, metrics, health probes, security
-//! headers, database deadlines, panics answered, the site's assets compressed.
+//! headers, database deadlines, panics answered, the site's assets compressed, answers
+//! compressed, and the island scripts a page needs.
 
 pub mod assets;
 pub mod client_ip;
 pub mod deadline;
 pub mod health;
+pub mod islands;
 pub mod listener;
 pub mod metrics;
 pub mod panics;
