@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -27,7 +27,8 @@ use axum::response::{IntoResponse, Response};
 const MANIFEST: &str = "__wasm_split_manifest.json";
 /// The split loader's file name (cargo-leptos writes it unhashed when file hashing is off).
 const SPLIT_LOADER: &str = "__wasm_split.______________________.js";
-/// A page larger than this is sent as it is (no page comes near it).
+/// The most of a page this layer reads (no page comes near it; one larger is answered 500,
+/// its body having been read).
 const MAX_PAGE: usize = 16 * 1024 * 1024;
 
 /// What a page with islands loads: the package's address and each island's chunks.
@@ -199,8 +200,7 @@ pub async fn add_island_scripts(
         return Response::from_parts(parts, Body::from(bytes));
     };
     let islands = islands_in(html);
-    let head_end = html.find("</head>");
-    let (false, Some(head_end)) = (islands.is_empty(), head_end) else {
+    let Some(head_end) = html.find("</head>").filter(|_| !islands.is_empty()) else {
         return Response::from_parts(parts, Body::from(bytes));
     };
     let nonce = parts
@@ -213,10 +213,8 @@ pub async fn add_island_scripts(
     page.push_str(&html[..head_end]);
     page.push_str(&head);
     page.push_str(&html[head_end..]);
+    // The page grew: the server writes its new length from the body.
     parts.headers.remove(header::CONTENT_LENGTH);
-    if let Ok(len) = HeaderValue::from_str(&page.len().to_string()) {
-        parts.headers.insert(header::CONTENT_LENGTH, len);
-    }
     Response::from_parts(parts, Body::from(page))
 }
 
