@@ -19,8 +19,10 @@ window.addEventListener("pageshow", () => {
 });
 
 // The score chart is one Tab stop (roving tabindex): the newest point takes the focus, and the
-// arrow keys, Home and End move it between points; each point focused shows its scan below
-// the chart (the island's focus handler). Points drawn again (another range) are set up again.
+// arrow keys, Home and End move it between points; each point hovered or focused shows its
+// scan in the line below the chart (the server writes the newest; each point carries its own).
+// Plain script, not an island: the chart is drawn on the server, and this is all it needs in
+// the browser; as WASM it cost the project page 136 KB (docs/benchmarks.md).
 function rove(group) {
   const points = Array.from(group.querySelectorAll("a"));
   if (points.length === 0 || points.some((p) => p.hasAttribute("tabindex"))) return;
@@ -49,8 +51,22 @@ document.addEventListener("keydown", (event) => {
 // The tooltip at a point: what the point says (its accessible name, one part a line), with its
 // time in the viewer's zone. Shown on hover and on focus, placed above the point (below it
 // near the top), kept inside the chart. Hidden from screen readers: they read the name itself.
+function scanLine(figure, point) {
+  const line = figure.querySelector(".chart-tip p");
+  if (!line) return;
+  const link = line.querySelector("a");
+  link.href = point.getAttribute("href");
+  link.textContent = link.pathname.split("/").pop();
+  line.querySelector("strong").textContent = point.dataset.score;
+  line.querySelector("[data-gate]").hidden = point.dataset.gate !== "failed";
+  const counts = (point.dataset.sev ?? "").split(",");
+  line.querySelectorAll(".sev-chips li").forEach((chip, i) => {
+    if (counts[i] !== undefined) chip.firstChild.textContent = counts[i];
+  });
+}
 function pointTip(point) {
   const figure = point.closest("figure.chart");
+  if (figure) scanLine(figure, point);
   const dot = point.querySelector("circle.dot");
   if (!figure || !dot) return;
   let tip = figure.querySelector(".chart-float");
@@ -113,7 +129,6 @@ if (document.readyState === "loading") {
 } else {
   roveAll();
 }
-new MutationObserver(roveAll).observe(document.documentElement, { childList: true, subtree: true });
 
 // Times the server wrote in UTC (`<time class="utc">`) read in the viewer's own time zone,
 // with how long ago; the UTC text stays as the tooltip.

@@ -13,15 +13,17 @@ type Budget = { all: number; code: number; wasm: boolean };
 // Pages without an island load no WASM at all; `dashboard.js` (filters, local times, the
 // chart's keys) is their only script.
 const PLAIN: Budget = { all: 120 * KiB, code: 60 * KiB, wasm: false };
-// Issue 43's budgets for pages with islands are 220 / 160 KiB (the project page) and 200 / 150
-// KiB (Settings). Not met yet: until the islands themselves are cut (docs/benchmarks.md says
-// where their bytes go), these are ratchets at today's figures, to come down, never to go up.
-// Measured 2026-11-26: project page 313,663 / 299,103 bytes; the heaviest Settings section
-// 372,067 / 364,606 (docs/benchmarks.md).
-const PROJECT: Budget = { all: 310 * KiB, code: 300 * KiB, wasm: true };
-const SETTINGS: Budget = { all: 370 * KiB, code: 360 * KiB, wasm: true };
+// The project page (chart, gate, default branch) is issue 43's 220 / 160 KiB. Today it holds
+// no island: its forms post and come back, and `dashboard.js` answers the chart's keys; an
+// island added to it must fit the budget.
+const PROJECT: Budget = { all: 220 * KiB, code: 160 * KiB, wasm: true };
+// Settings: issue 43's budget is 200 / 150 KiB. Not met yet: until its islands are cut
+// (docs/benchmarks.md says where their bytes go), a ratchet at today's figures, to come down,
+// never to go up. Measured 2026-11-27: the heaviest section (keys, licence, members, SSO,
+// projects: one island) 293,395 / 286,138 bytes.
+const SETTINGS: Budget = { all: 290 * KiB, code: 285 * KiB, wasm: true };
 // Settings sections that are server-rendered only (no island).
-const PLAIN_SETTINGS = new Set(["storage", "provisioning", "audit"]);
+const PLAIN_SETTINGS = new Set(["storage", "provisioning", "audit", "alerts", "badges"]);
 const SECTIONS = ["keys", "licence", "members", "sso", "projects", "storage", "alerts", "badges",
   "webhooks", "publishers", "provisioning", "audit"];
 
@@ -100,10 +102,10 @@ test("pages without islands load no WASM and stay within 120 KiB", async ({ brow
   }
 });
 
-test("the project page stays within its budget, and preloads each WASM file once", async ({ browser }) => {
+test("the project page stays within 220 / 160 KiB, and loads each WASM file at most once", async ({ browser }) => {
   const visit = await firstVisit(browser, state, projectPath);
   expectWithin(visit, PROJECT, "the project page");
-  // Its islands' chunks were preloaded from the head: every WASM file was asked for once.
+  // Any island's chunks are preloaded from the head: every WASM file is asked for once.
   const wasm = visit.rows.filter((r) => r.url.endsWith(".wasm")).map((r) => r.url);
   expect(new Set(wasm).size).toBe(wasm.length);
 });

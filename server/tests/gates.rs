@@ -4,9 +4,11 @@
 
 use crate::common;
 
+use common::browser::location;
 use common::{sample_push, TestApp};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use tidemark_store::Backend;
 use tidemark_wire::Tier;
 
 tidemark_store::test_each_backend! {
@@ -89,4 +91,64 @@ tidemark_store::test_each_backend! {
         let none = app.push_json(&key, &sample_push("web", 1.0, "2026-11-20T14:00:00Z")).await;
         assert_eq!(none["gate"]["status"], "none");
     }
+}
+
+/// The project page loads no WASM: its gate form posts to the server function, which sends
+/// the browser back to the same page (its range kept) saying the gate was saved, or why not.
+#[tokio::test]
+async fn the_project_pages_gate_form_goes_back_saying_what_happened() {
+    let (app, provider) = TestApp::spawn_with_oidc(Backend::Sqlite).await;
+    let (license, key) = app.with_key(Tier::Team).await;
+    let first = app
+        .push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+        .await;
+    let project = first["project_id"].as_str().unwrap().to_owned();
+    let mut admin = app.signed_in(&provider, &license.email).await;
+    let page = format!("/projects/{project}?range=all");
+    let gate = |min| {
+        [
+            ("project_id", project.as_str()),
+            ("min_score", min),
+            ("max_drop", ""),
+            ("new_findings_at", ""),
+        ]
+    };
+    let bad = gate("eighty");
+    let res = admin
+        .submit_page_form("/api/set_project_gate", &page, &bad)
+        .await;
+    assert_eq!(res.status(), StatusCode::FOUND);
+    let refused = location(&res);
+    assert!(
+        refused.starts_with(&app.url(&format!("{page}&__path=%2Fapi%2Fset_project_gate&__err="))),
+        "{refused}"
+    );
+    let html = admin.get(&refused).await.text().await.unwrap();
+    assert!(
+        html.contains(r#"role="alert" class="notice error">The minimum score must be a number"#),
+        "{html}"
+    );
+    assert!(html.contains("No gate yet"), "nothing was saved");
+
+    // Sent again from the page that said why: it says saved, and the old error is gone.
+    let res = admin
+        .submit_page_form("/api/set_project_gate", &refused, &gate("75"))
+        .await;
+    assert_eq!(res.status(), StatusCode::FOUND);
+    assert_eq!(
+        location(&res),
+        format!("/projects/{project}?range=all&done=set_project_gate")
+    );
+    let html = admin
+        .get(&app.url(&location(&res)))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("Saved. The next push is judged by this gate."),
+        "{html}"
+    );
+    assert!(html.contains("score at least 75"), "{html}");
+    assert!(!html.contains(r#"role="alert""#), "{html}");
 }

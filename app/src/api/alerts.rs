@@ -41,7 +41,10 @@ pub async fn save_alerts(
         })
         .await;
     match or_unavailable(stored)? {
-        true => Ok(()),
+        true => {
+            back_to_form("save_alerts");
+            Ok(())
+        }
         // Removed from the account since the page loaded.
         false => Err(DashboardError::NotFound),
     }

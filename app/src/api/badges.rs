@@ -54,7 +54,10 @@ pub async fn issue_badge(project_id: String) -> Result<(), DashboardError> {
         })
         .await;
     match or_unavailable(issued)? {
-        true => Ok(()),
+        true => {
+            back_to_form("issue_badge");
+            Ok(())
+        }
         false => not_found(),
     }
 }
@@ -72,7 +75,10 @@ pub async fn revoke_badge(project_id: String) -> Result<(), DashboardError> {
         })
         .await;
     match or_unavailable(revoked)? {
-        true => Ok(()),
+        true => {
+            back_to_form("revoke_badge");
+            Ok(())
+        }
         false => not_found(),
     }
 }

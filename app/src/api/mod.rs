@@ -135,6 +135,48 @@ mod ssr {
         r.or_else(crate::error::unavailable)
     }
 
+    /// A server function posted by a plain form (no WASM on the page: the browser asks for
+    /// HTML) goes back to the page it came from with `done=<endpoint>`, so that the page says
+    /// it was saved; a failure goes back with the error (`server_fn`'s form redirects). Only
+    /// the referring page's path and query are kept: the answer never leaves this site.
+    pub fn back_to_form(endpoint: &str) {
+        let Some(parts) = use_context::<http::request::Parts>() else {
+            return;
+        };
+        let accepts_html = parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"));
+        let referer = parts
+            .headers
+            .get(http::header::REFERER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<http::Uri>().ok());
+        if let (true, Some(referer)) = (accepts_html, referer) {
+            leptos_axum::redirect(&done_url(
+                referer.path(),
+                referer.query().unwrap_or(""),
+                endpoint,
+            ));
+        }
+    }
+
+    /// The page at `path?query` with `done=<endpoint>` in place of any earlier outcome.
+    pub fn done_url(path: &str, query: &str, endpoint: &str) -> String {
+        let mut pairs: Vec<&str> = query
+            .split('&')
+            .filter(|p| {
+                let key = p.split('=').next().unwrap_or("");
+                !p.is_empty() && !matches!(key, "done" | "__path" | "__err")
+            })
+            .collect();
+        let done = format!("done={endpoint}");
+        pairs.push(&done);
+        let path = if path.starts_with('/') { path } else { "/" };
+        format!("{path}?{}", pairs.join("&"))
+    }
+
     pub fn not_found<T>() -> Result<T, DashboardError> {
         Err(DashboardError::NotFound)
     }
@@ -149,5 +191,29 @@ mod ssr {
         } else {
             not_found()
         }
+    }
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::ssr::done_url;
+
+    #[test]
+    fn a_saved_form_goes_back_to_its_page_saying_so() {
+        assert_eq!(
+            done_url("/projects/p", "range=7d&branch=dev", "set_project_gate"),
+            "/projects/p?range=7d&branch=dev&done=set_project_gate"
+        );
+        // An earlier outcome, failed or saved, gives way to this one.
+        assert_eq!(
+            done_url(
+                "/projects/p",
+                "__path=%2Fapi%2Fx&__err=abc&done=x&range=all",
+                "y"
+            ),
+            "/projects/p?range=all&done=y"
+        );
+        assert_eq!(done_url("/projects/p", "", "y"), "/projects/p?done=y");
+        assert_eq!(done_url("", "", "y"), "/?done=y");
     }
 }

@@ -155,6 +155,7 @@ pub async fn set_default_branch(
         .await;
     match or_unavailable(changed)? {
         DefaultBranchChange::Changed | DefaultBranchChange::Unchanged => {
+            back_to_form("set_default_branch");
             Ok(name.as_str().to_owned())
         }
         DefaultBranchChange::NoProject => not_found(),
@@ -200,7 +201,10 @@ pub async fn set_project_gate(
         })
         .await;
     match or_unavailable(found)? {
-        true => Ok(gate.map(gate_settings)),
+        true => {
+            back_to_form("set_project_gate");
+            Ok(gate.map(gate_settings))
+        }
         false => not_found(),
     }
 }

@@ -2,42 +2,46 @@
 
 use leptos::prelude::*;
 
-use super::{action_error, error_view, loading};
+use leptos::server_fn::ServerFn;
+
+use super::{error_view, form_outcome, loading};
 use crate::api::alerts::{load_alerts, SaveAlerts};
 use crate::model::AlertsView;
 
-/// Its own island: saving refreshes only this panel. Every member sees it (alerts are
-/// personal; admins do not choose for others).
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
+/// Every member sees it (alerts are personal; admins do not choose for others). Server-rendered
+/// with a plain form: saving posts to the `save_alerts` server function, which sends the
+/// browser back here saying so (the section loads no WASM).
+#[component]
 pub fn AlertsPanel() -> impl IntoView {
-    let save = ServerAction::<SaveAlerts>::new();
-    let alerts = Resource::new(move || save.version().get(), |_| load_alerts());
-    let saved = move || matches!(save.value().get(), Some(Ok(())));
+    let alerts = Resource::new(|| (), |_| load_alerts());
+    let notice = form_outcome(SaveAlerts::PATH).map(|outcome| match outcome {
+        Ok(()) => view! { <p class="notice" role="status" data-testid="alerts-saved">"Saved."</p> }
+            .into_any(),
+        Err(e) => view! { <p class="notice error" role="alert">{e}</p> }.into_any(),
+    });
     view! {
         <section class="card" aria-labelledby="alerts-heading" data-testid="alerts">
             <h2 id="alerts-heading">"E-mail alerts"</h2>
             <Suspense fallback=loading>
                 {move || Suspend::new(async move {
                     match alerts.await {
-                        Ok(v) => alerts_form(v, save).into_any(),
+                        Ok(v) => alerts_form(v).into_any(),
                         Err(err) => error_view(err),
                     }
                 })}
             </Suspense>
-            {move || saved().then(|| view! { <p class="notice" role="status" data-testid="alerts-saved">"Saved."</p> })}
-            {action_error(save)}
+            {notice}
         </section>
     }
 }
 
-fn alerts_form(v: AlertsView, save: ServerAction<SaveAlerts>) -> impl IntoView {
+fn alerts_form(v: AlertsView) -> impl IntoView {
     view! {
         <p class="muted small">
             "One e-mail per push to " <strong>{v.email}</strong>
             ", whichever of these it did, with the gate's reasons and a link to the scan."
         </p>
-        <ActionForm action=save attr:class="stacked">
+        <form method="post" action=SaveAlerts::PATH class="stacked">
             <fieldset>
                 <legend>"E-mail me when a push to any project of this account"</legend>
                 <label>
@@ -50,6 +54,6 @@ fn alerts_form(v: AlertsView, save: ServerAction<SaveAlerts>) -> impl IntoView {
                 </label>
             </fieldset>
             <button type="submit" class="primary">"Save alert settings"</button>
-        </ActionForm>
+        </form>
     }
 }

@@ -75,6 +75,31 @@ pub fn action_error<T: Clone + Send + Sync + 'static>(
     }
 }
 
+/// What a plain form posting to the server function at `path` came back with (see
+/// `api::ssr::back_to_form`): `done=<endpoint>` when it was saved, the server function's
+/// error when it was not, nothing when this page was not its answer.
+pub fn form_outcome(path: &str) -> Option<Result<(), String>> {
+    let query = leptos_router::hooks::use_query_map();
+    let query = query.read_untracked();
+    if query.get("__path").as_deref() == Some(path) {
+        if let Some(err) = query.get("__err") {
+            let err =
+                leptos::server_fn::error::ServerFnUrlError::<DashboardError>::decode_err(&err);
+            return Some(Err(err.to_string()));
+        }
+    }
+    let endpoint = path.rsplit('/').next().unwrap_or(path);
+    (query.get("done").as_deref() == Some(endpoint)).then_some(Ok(()))
+}
+
+/// The answer of a plain form, as a notice: `saved` when it was saved, the error otherwise.
+pub fn form_notice(path: &str, saved: &str) -> impl IntoView {
+    form_outcome(path).map(|outcome| match outcome {
+        Ok(()) => view! { <p class="notice" role="status">{saved.to_owned()}</p> }.into_any(),
+        Err(e) => view! { <p class="notice error" role="alert">{e}</p> }.into_any(),
+    })
+}
+
 pub fn fmt_score(score: f64) -> String {
     format!("{score:.1}")
 }

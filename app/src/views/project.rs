@@ -2,9 +2,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::{
-    action_error, delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips,
-};
+use super::{delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips};
+use leptos::server_fn::ServerFn;
+
 use crate::api::project::{load_project_chart, project_scans, SetDefaultBranch, SetProjectGate};
 use crate::model::{
     severity_colour, ChartPoint, GateSettings, GateStatus, LineChoice, LineSummary, ProjectChart,
@@ -119,14 +119,13 @@ fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
         } else {
             view! {
                 {line.pull_request.is_some().then(|| pull_request_card(&line))}
-                <HistoryCard line=line.choice() initial=chart/>
+                {history_card(line.choice(), chart)}
             }
             .into_any()
         }}
-        <GatePanel project_id=id.clone() gate is_admin/>
-        {(is_admin && default_names.len() > 1).then(|| view! {
-            <DefaultBranchPanel project_id=id.clone() branches=default_names current=current_default/>
-        })}
+        {gate_panel(id.clone(), gate, is_admin)}
+        {(is_admin && default_names.len() > 1)
+            .then(|| default_branch_panel(id.clone(), default_names, current_default))}
     }
 }
 
@@ -266,21 +265,20 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
     .into_any()
 }
 
-/// Which branch is the project's line (admins): an island so the saved choice shows at once.
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
-fn DefaultBranchPanel(
+/// Which branch is the project's line (admins): a plain form posting to the
+/// `set_default_branch` server function, which sends the browser back here (the page loads
+/// no WASM; see [`super::form_outcome`]).
+fn default_branch_panel(
     project_id: String,
     branches: Vec<String>,
     current: Option<String>,
 ) -> impl IntoView {
-    let save = ServerAction::<SetDefaultBranch>::new();
     view! {
         <section class="card" aria-labelledby="default-branch-heading" data-testid="default-branch-panel">
             <h2 id="default-branch-heading">"Default branch"</h2>
             <p class="muted small">"The projects list, badges, alerts and " <code>"score.regressed"</code>
                 " follow the default branch; pushes without a branch go to it."</p>
-            <ActionForm action=save>
+            <form method="post" action=SetDefaultBranch::PATH>
                 <input type="hidden" name="project_id" value=project_id/>
                 <label>"Default branch "
                     <select name="branch">
@@ -291,32 +289,25 @@ fn DefaultBranchPanel(
                     </select>
                 </label>
                 <button type="submit" class="secondary">"Save default branch"</button>
-            </ActionForm>
-            {move || match save.value().get() {
-                Some(Ok(name)) => Some(view! { <p class="notice" role="status">{format!("{name} is the default branch now.")}</p> }),
-                _ => None,
-            }}
-            {action_error(save)}
+            </form>
+            {super::form_notice(
+                SetDefaultBranch::PATH,
+                &format!("{} is the default branch now.", current.clone().unwrap_or_default()),
+            )}
         </section>
     }
 }
 
-/// The project's quality gate: what every push is judged by, and for admins a form to change
-/// it. An island, so that a saved gate shows at once (the form also works without WASM).
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
-fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> impl IntoView {
-    let save = ServerAction::<SetProjectGate>::new();
-    let current = move || match save.value().get() {
-        Some(Ok(saved)) => saved,
-        _ => gate,
-    };
+/// The project's quality gate: what every push is judged by, and for admins a plain form
+/// posting to the `set_project_gate` server function, which sends the browser back here with
+/// the gate saved (or the reason it was not).
+fn gate_panel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> impl IntoView {
     let number = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     let threshold = gate.and_then(|g| g.new_findings_at);
     view! {
         <section class="card" aria-labelledby="gate-heading" data-testid="gate-panel">
             <h2 id="gate-heading">"Quality gate"</h2>
-            {move || match current() {
+            {match gate {
                 None => view! {
                     <p class="muted" data-testid="gate-summary">
                         "No gate yet: every push passes, whatever its score."
@@ -331,7 +322,7 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
                 .into_any(),
             }}
             {is_admin.then(|| view! {
-                <ActionForm action=save attr:class="gate-form">
+                <form method="post" action=SetProjectGate::PATH class="gate-form">
                     <input type="hidden" name="project_id" value=project_id.clone()/>
                     <label>"Minimum score "
                         <input name="min_score" type="number" min="0" max="100" step="any"
@@ -354,138 +345,62 @@ fn GatePanel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> 
                     </label>
                     <button type="submit" class="primary">"Save gate"</button>
                     <span class="muted small">" Leave every field empty to remove the gate. Scans already pushed keep their verdicts."</span>
-                </ActionForm>
-                {move || matches!(save.value().get(), Some(Ok(_))).then(|| view! {
-                    <p class="notice" role="status">"Saved. The next push is judged by this gate."</p>
-                })}
-                {action_error(save)}
+                </form>
+                {super::form_notice(SetProjectGate::PATH, "Saved. The next push is judged by this gate.")}
             })}
         </section>
     }
 }
 
-/// The score history with its range links. An island: with the WASM loaded, choosing a range
-/// fetches the new drawing through the `project_chart` server function and swaps it in place
-/// (the address bar follows); without it, or with a modifier key held, the links are plain
-/// links to the same page at that range.
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
-fn HistoryCard(line: LineChoice, initial: ProjectChart) -> impl IntoView {
-    // Kept in the reactive arena so the click handler stays `Copy` for every range link.
-    let line_query = StoredValue::new(line.query());
-    let (branch, pr) = line_args(&line);
-    let branch = StoredValue::new(branch);
-    let (chart, set_chart) = signal(initial);
-    let (pending, set_pending) = signal(None::<Range>);
-    // Effects run only in the browser: the mark says the links now fetch in place.
-    let (live, set_live) = signal(false);
-    Effect::new(move |_| set_live.set(true));
-    // The page's address for a range and a score axis.
-    let href = move |r: Range, full: bool| {
+/// The score history with its range links and its score axis, all plain links to this page
+/// (the page is about 11 KB as sent). Drawn on the server; `public/dashboard.js` answers the
+/// points' keys, tooltip and the scan line below the chart (see docs/benchmarks.md: an island
+/// here cost the page 136 KB of WASM).
+fn history_card(line: LineChoice, chart: ProjectChart) -> impl IntoView {
+    let line_query = line.query();
+    let (scale, range) = (chart.full_scale, chart.range);
+    let href = |r: Range, full: bool| {
         format!(
             "/projects/{}?{}{}range={}",
-            chart.with_untracked(|c| c.project.id.clone()),
-            line_query.get_value(),
+            chart.project.id,
+            line_query,
             if full { "scale=full&" } else { "" },
             r.as_str()
         )
     };
-    let scale = chart.with_untracked(|c| c.full_scale);
-    let choose = move |r: Range, ev: leptos::ev::MouseEvent| {
-        if ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key() || ev.button() != 0 {
-            return;
-        }
-        ev.prevent_default();
-        let id = chart.with_untracked(|c| c.project.id.clone());
-        set_pending.set(Some(r));
-        let branch = branch.get_value();
-        leptos::task::spawn_local(async move {
-            let path = href(r, scale);
-            match load_project_chart(id.clone(), r, branch, pr, scale).await {
-                Ok(fresh) => {
-                    set_chart.set(fresh);
-                    show_url(&path);
-                }
-                // A failed fetch: the ordinary link shows the error page.
-                Err(_) => follow(&path),
+    let scale_links = [(false, "Fitted"), (true, "0–100")]
+        .into_iter()
+        .map(|(full, text)| {
+            let current = full == scale;
+            view! {
+                <a href=href(range, full) class:active=current aria-current=current.then_some("true")>
+                    {text}
+                </a>
             }
-            set_pending.set(None);
-        });
-    };
+        })
+        .collect_view();
+    let range_links = Range::ALL
+        .into_iter()
+        .map(|r| {
+            let current = r == range;
+            view! {
+                <a href=href(r, scale) class:active=current aria-current=current.then_some("true")>
+                    {r.as_str()}
+                </a>
+            }
+        })
+        .collect_view();
     view! {
-        <section
-            class="card"
-            aria-labelledby="history-heading"
-            aria-busy=move || pending.get().is_some().to_string()
-            data-live=move || live.get().then_some("true")
-            data-testid="history-card"
-        >
+        <section class="card" aria-labelledby="history-heading" data-testid="history-card">
             <div class="card-head">
                 <h2 id="history-heading">"Score history"</h2>
-                <nav class="segmented" aria-label="Score axis" data-testid="chart-scale">
-                    // Plain links (the page loads again): the axis changes seldom, and the
-                    // range links below keep the scale the page was loaded with.
-                    {[(false, "Fitted"), (true, "0–100")]
-                        .into_iter()
-                        .map(|(full, text)| {
-                            let current = full == scale;
-                            view! {
-                                <a
-                                    href=move || href(chart.with(|c| c.range), full)
-                                    class:active=current
-                                    aria-current=current.then_some("true")
-                                >
-                                    {text}
-                                </a>
-                            }
-                        })
-                        .collect_view()}
-                </nav>
-                <nav class="segmented" aria-label="Time range">
-                    {Range::ALL
-                        .into_iter()
-                        .map(|r| {
-                            let current = move || chart.with(|c| c.range == r);
-                            view! {
-                                <a
-                                    href=href(r, scale)
-                                    class:active=current
-                                    aria-current=move || current().then_some("true")
-                                    on:click=move |ev| choose(r, ev)
-                                >
-                                    {r.as_str()}
-                                </a>
-                            }
-                        })
-                        .collect_view()}
-                </nav>
+                <nav class="segmented" aria-label="Score axis" data-testid="chart-scale">{scale_links}</nav>
+                <nav class="segmented" aria-label="Time range">{range_links}</nav>
             </div>
-            {move || history_chart(chart.get())}
+            {history_chart(chart)}
         </section>
     }
 }
-
-/// Puts `path` in the address bar without loading it (reloading it shows the same range).
-#[cfg(feature = "hydrate")]
-fn show_url(path: &str) {
-    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-        let _ =
-            history.replace_state_with_url(&web_sys::wasm_bindgen::JsValue::NULL, "", Some(path));
-    }
-}
-
-#[cfg(not(feature = "hydrate"))]
-fn show_url(_path: &str) {}
-
-#[cfg(feature = "hydrate")]
-fn follow(path: &str) {
-    if let Some(window) = web_sys::window() {
-        let _ = window.location().set_href(path);
-    }
-}
-
-#[cfg(not(feature = "hydrate"))]
-fn follow(_path: &str) {}
 
 /// The drawing (static SVG from the server) with the scans' points on top.
 fn history_chart(chart: ProjectChart) -> AnyView {
@@ -544,7 +459,7 @@ fn history_chart(chart: ProjectChart) -> AnyView {
         <figure class="chart" data-testid="history-chart" data-points=shown aria-label=summary>
             <div class="chart-layer" inner_html=drawing.svg></div>
             // The dates under the bars and the bars' finding counts: drawn once on the server,
-            // outside the island (the scans table below carries the same facts as text).
+            // under the points (the scans table below carries the same facts as text).
             <svg class="chart-overlay chart-axes" viewBox=format!("0 0 {WIDTH} {HEIGHT}") aria-hidden="true" data-testid="chart-axes">
                 {drawing.x_ticks.iter().map(|(x, label)| view! {
                     <text class="axis date" x=*x y=DATE_BASELINE text-anchor="middle">{label.clone()}</text>
@@ -553,7 +468,7 @@ fn history_chart(chart: ProjectChart) -> AnyView {
                     <text class="axis count" x="36" y=y + 4 text-anchor="end">{*count}</text>
                 }).collect_view()}
             </svg>
-            <ChartPoints project_id=project.id points dots=drawing.dots grid=drawing.grid/>
+            {chart_points(project.id, points, drawing.dots, drawing.grid)}
             <figcaption>
                 <span class="legend">
                     <span class="swatch score"></span> "score  "
@@ -581,18 +496,28 @@ fn history_chart(chart: ProjectChart) -> AnyView {
     .into_any()
 }
 
-/// Hovering or focusing a point shows that scan. Always drawn inside the `HistoryCard`
-/// island, so a component of it (in its chunk), not an island of its own.
-#[component]
-fn ChartPoints(
+/// The scans' points over the drawing, each a link to its scan carrying what the line under
+/// the chart says of it (`data-score`, `data-sev`, `data-gate`). The line shows the newest
+/// scan; `public/dashboard.js` fills it in for the point hovered or focused, so the page does
+/// not carry that line once per point.
+fn chart_points(
     project_id: String,
     points: Vec<ChartPoint>,
     dots: Vec<(i32, i32)>,
     grid: Vec<(i32, u32)>,
 ) -> impl IntoView {
-    let (selected, set_selected) = signal(points.len().saturating_sub(1));
-    let tip_points = points.clone();
-    let tip_project = project_id.clone();
+    let scan_href = |p: &ChartPoint| format!("/projects/{project_id}/scans/{}", p.scan_id);
+    let newest = points.last().map(|p| {
+        let failed = p.gate == GateStatus::Failed;
+        view! {
+            <p>
+                <a href=scan_href(p)>{p.scan_id.clone()}</a>
+                " · score " <strong>{fmt_score(p.score)}</strong> " · "
+                <span data-gate hidden=!failed><span class="gate failed">"gate failed"</span> " · "</span>
+                {severity_chips(p.severities)}
+            </p>
+        }
+    });
     view! {
         <svg class="chart-overlay" viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="group" aria-label="Scans on the chart">
             {grid
@@ -602,17 +527,12 @@ fn ChartPoints(
             {dots
                 .iter()
                 .zip(&points)
-                .enumerate()
-                .map(|(i, ((x, y), p))| {
+                .map(|((x, y), p)| {
                     let failed = p.gate == GateStatus::Failed;
+                    let sev = Severity::ALL.map(|s| p.severities.get(s).to_string()).join(",");
                     view! {
-                        <a
-                            href=format!("/projects/{project_id}/scans/{}", p.scan_id)
-                            aria-label=p.label.clone()
-                            data-at=p.at
-                            on:mouseenter=move |_| set_selected.set(i)
-                            on:focus=move |_| set_selected.set(i)
-                        >
+                        <a href=scan_href(p) aria-label=p.label.clone() data-at=p.at
+                            data-score=fmt_score(p.score) data-sev=sev data-gate=failed.then_some("failed")>
                             {failed.then(|| view! { <circle class="gate-failed" cx=*x cy=*y r="9"></circle> })}
                             <circle class="dot" cx=*x cy=*y r="5"></circle>
                         </a>
@@ -620,19 +540,7 @@ fn ChartPoints(
                 })
                 .collect_view()}
         </svg>
-        <div class="chart-tip" role="status" aria-live="polite" data-testid="chart-tip">
-            {move || {
-                tip_points.get(selected.get()).cloned().map(|p| {
-                    let href = format!("/projects/{tip_project}/scans/{}", p.scan_id);
-                    view! {
-                        <a href=href>{p.scan_id}</a>
-                        " · score " <strong>{fmt_score(p.score)}</strong> " · "
-                        {(p.gate == GateStatus::Failed).then(|| view! { <span class="gate failed">"gate failed"</span> " · " })}
-                        {severity_chips(p.severities)}
-                    }
-                })
-            }}
-        </div>
+        <div class="chart-tip" role="status" aria-live="polite" data-testid="chart-tip">{newest}</div>
     }
 }
 

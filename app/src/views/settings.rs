@@ -1,4 +1,5 @@
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 
 use super::{action_error, confirm_first, error_view, loading};
@@ -99,17 +100,12 @@ fn SettingsNav(current: &'static str) -> impl IntoView {
     }
 }
 
-/// Status badges: the Markdown to paste into a README, per project. Its own island: a new
-/// or revoked token refreshes only this list.
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
+/// Status badges: the Markdown to paste into a README, per project. Server-rendered: making
+/// or revoking a link is a plain form posting to its server function, which sends the browser
+/// back here with the list as it now is (the section loads no WASM).
+#[component]
 fn BadgesPanel() -> impl IntoView {
-    let issue = ServerAction::<IssueBadge>::new();
-    let revoke = ServerAction::<RevokeBadge>::new();
-    let badges = Resource::new(
-        move || (issue.version().get(), revoke.version().get()),
-        |_| load_badges(),
-    );
+    let badges = Resource::new(|| (), |_| load_badges());
     view! {
         <section class="card" aria-labelledby="badges-heading" data-testid="badges">
             <h2 id="badges-heading">"Status badges"</h2>
@@ -120,22 +116,18 @@ fn BadgesPanel() -> impl IntoView {
             <Suspense fallback=loading>
                 {move || Suspend::new(async move {
                     match badges.await {
-                        Ok(v) => badge_rows(v, issue, revoke).into_any(),
+                        Ok(v) => badge_rows(v).into_any(),
                         Err(err) => error_view(err),
                     }
                 })}
             </Suspense>
-            {action_error(issue)}
-            {action_error(revoke)}
+            {super::form_notice(IssueBadge::PATH, "A new badge link is ready: the old one no longer shows.")}
+            {super::form_notice(RevokeBadge::PATH, "Badge revoked: its link no longer shows.")}
         </section>
     }
 }
 
-fn badge_rows(
-    v: BadgesView,
-    issue: ServerAction<IssueBadge>,
-    revoke: ServerAction<RevokeBadge>,
-) -> impl IntoView {
+fn badge_rows(v: BadgesView) -> impl IntoView {
     if v.rows.is_empty() {
         return view! { <p class="muted">"No active projects yet."</p> }.into_any();
     }
@@ -153,17 +145,17 @@ fn badge_rows(
                         {row.markdown.map(|md| view! { <pre class="badge-markdown" tabindex="0"><code>{md}</code></pre> })}
                         {admin.then(move || view! {
                             <div class="row-form">
-                                <ActionForm action=issue>
+                                <form method="post" action=IssueBadge::PATH>
                                     <input type="hidden" name="project_id" value=issue_id/>
                                     <button type="submit" class="secondary">
                                         {if has_badge { "New badge link" } else { "Create badge" }}
                                     </button>
-                                </ActionForm>
+                                </form>
                                 {has_badge.then(move || view! {
-                                    <ActionForm action=revoke>
+                                    <form method="post" action=RevokeBadge::PATH>
                                         <input type="hidden" name="project_id" value=revoke_id/>
                                         <button type="submit" class="danger">"Revoke badge"</button>
-                                    </ActionForm>
+                                    </form>
                                 })}
                             </div>
                         })}

@@ -67,6 +67,35 @@ impl Browser {
             .await
     }
 
+    /// What a browser sends when a page's plain form is submitted with no script on the
+    /// page: it asks for HTML and names the page it came from.
+    pub async fn submit_page_form(
+        &mut self,
+        path: &str,
+        page: &str,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let page = if page.starts_with("http") {
+            page.to_owned()
+        } else {
+            format!("{}{page}", self.origin)
+        };
+        let res = self
+            .client
+            .post(format!("{}{path}", self.origin))
+            .form(form)
+            .header("Origin", &self.origin)
+            .header("Sec-Fetch-Site", "same-origin")
+            .header("Accept", "text/html,application/xhtml+xml")
+            .header("Referer", page)
+            .header(COOKIE, self.cookie_header())
+            .send()
+            .await
+            .expect("POST");
+        self.absorb(res.headers());
+        res
+    }
+
     /// A form POST as sent by a page at `origin` (`None`: no Origin header at all).
     pub async fn post_form_from(
         &mut self,
