@@ -48,33 +48,75 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// The policy with any of its ages replaced, each written as an [`Age`] (`1d`, `4w`):
-    /// `keep_all`, `weekly_after`, `monthly_after`, `pull_request_after`,
-    /// `inactive_branch_after`. An unknown name or a bad age is refused, naming it.
-    pub fn with(mut self, name: &str, age: &str) -> Result<Policy, String> {
+    /// The policy with the ages in `pairs` replaced: `name=age` pairs separated by commas
+    /// (`keep_all=45d,weekly_after=90d`), each age an [`Age`] (`36h`, `2d`, `4w`), each name
+    /// one of `keep_all`, `weekly_after`, `monthly_after`, `pull_request_after`,
+    /// `inactive_branch_after`. Every pair is applied first and the whole policy checked
+    /// once, so their order never matters. A malformed pair, an unknown name or a bad age is
+    /// refused, naming it.
+    pub fn with_pairs(mut self, pairs: &str) -> Result<Policy, String> {
+        for pair in pairs.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, age) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{pair:?} is not name=age (e.g. keep_all=2d)"))?;
+            self.set(name.trim(), age.trim())?;
+        }
+        self.check()?;
+        Ok(self)
+    }
+
+    fn set(&mut self, name: &str, age: &str) -> Result<(), String> {
         let age = Age::parse(age)
             .map_err(|e| format!("{name}: {e}"))?
             .millis();
-        match name {
-            "keep_all" => self.keep_all = age,
-            "weekly_after" => self.weekly_after = age,
-            "monthly_after" => self.monthly_after = age,
-            "pull_request_after" => self.pull_request_after = age,
-            "inactive_branch_after" => self.inactive_branch_after = age,
+        let slot = match name {
+            "keep_all" => &mut self.keep_all,
+            "weekly_after" => &mut self.weekly_after,
+            "monthly_after" => &mut self.monthly_after,
+            "pull_request_after" => &mut self.pull_request_after,
+            "inactive_branch_after" => &mut self.inactive_branch_after,
             other => {
                 return Err(format!(
                     "{other:?} is not a housekeeping setting: keep_all, weekly_after, \
                      monthly_after, pull_request_after or inactive_branch_after"
                 ))
             }
-        }
-        if !(self.keep_all <= self.weekly_after && self.weekly_after <= self.monthly_after) {
+        };
+        *slot = age;
+        Ok(())
+    }
+
+    /// The three tiers follow each other: every scan, then one a day, a week, a month.
+    fn check(&self) -> Result<(), String> {
+        let age = |ms| Age::from_millis(ms);
+        if self.keep_all > self.weekly_after {
             return Err(format!(
-                "{name}: keep_all must not be longer than weekly_after, nor weekly_after than \
-                 monthly_after"
+                "keep_all ({}) must not be longer than weekly_after ({})",
+                age(self.keep_all),
+                age(self.weekly_after)
             ));
         }
-        Ok(self)
+        if self.weekly_after > self.monthly_after {
+            return Err(format!(
+                "weekly_after ({}) must not be longer than monthly_after ({})",
+                age(self.weekly_after),
+                age(self.monthly_after)
+            ));
+        }
+        Ok(())
+    }
+
+    /// As an operator writes it, every age in the unit it was most likely given in.
+    pub fn to_pairs(&self) -> String {
+        let age = |ms| Age::from_millis(ms);
+        format!(
+            "keep_all={},weekly_after={},monthly_after={},pull_request_after={},inactive_branch_after={}",
+            age(self.keep_all),
+            age(self.weekly_after),
+            age(self.monthly_after),
+            age(self.pull_request_after),
+            age(self.inactive_branch_after)
+        )
     }
 }
 
@@ -323,13 +365,105 @@ mod tests {
 
     #[test]
     fn policies_are_overridden_by_name_and_checked() {
-        let p = Policy::default().with("keep_all", "3d").unwrap();
+        let p = Policy::default().with_pairs("keep_all=3d").unwrap();
         assert_eq!(p.keep_all, 3 * DAY);
         assert!(Policy::default()
-            .with("keep_al", "3d")
+            .with_pairs("keep_al=3d")
             .unwrap_err()
             .contains("keep_all"));
-        assert!(Policy::default().with("keep_all", "60d").is_err());
-        assert!(Policy::default().with("monthly_after", "soon").is_err());
+        assert_eq!(
+            Policy::default().with_pairs("keep_all=60d").unwrap_err(),
+            "keep_all (60d) must not be longer than weekly_after (30d)"
+        );
+        assert!(Policy::default()
+            .with_pairs("monthly_after=soon")
+            .unwrap_err()
+            .starts_with("monthly_after: "));
+        assert!(Policy::default().with_pairs("keep_all").is_err());
+        assert_eq!(Policy::default().with_pairs(" , "), Ok(Policy::default()));
+        let hours = Policy::default()
+            .with_pairs("keep_all=12h,pull_request_after=36h")
+            .unwrap();
+        assert_eq!(
+            (hours.keep_all, hours.pull_request_after),
+            (12 * HOUR, 36 * HOUR)
+        );
+    }
+
+    const NAMES: [&str; 5] = [
+        "keep_all",
+        "weekly_after",
+        "monthly_after",
+        "pull_request_after",
+        "inactive_branch_after",
+    ];
+
+    /// Every order of `pairs`, the way Heap's algorithm visits them.
+    fn orders(pairs: &[String]) -> Vec<Vec<String>> {
+        fn heap(k: usize, a: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+            if k <= 1 {
+                out.push(a.clone());
+                return;
+            }
+            for i in 0..k {
+                heap(k - 1, a, out);
+                a.swap(if k % 2 == 0 { i } else { 0 }, k - 1);
+            }
+        }
+        let mut out = Vec::new();
+        heap(pairs.len(), &mut pairs.to_vec(), &mut out);
+        out
+    }
+
+    proptest::proptest! {
+        /// Any subset of the five settings, in any unit, in every order: the same policy, or
+        /// the same refusal, whatever the order (issue 44: `keep_all=45d,weekly_after=90d`
+        /// was refused because each pair was checked over the defaults).
+        #[test]
+        fn the_order_of_the_pairs_never_matters(
+            ages in proptest::collection::vec(
+                proptest::option::of((1i64..2000, proptest::sample::select(vec!['h', 'd', 'w']))),
+                5,
+            )
+        ) {
+            let pairs: Vec<String> = NAMES
+                .iter()
+                .zip(&ages)
+                .filter_map(|(name, age)| age.map(|(n, unit)| format!("{name}={n}{unit}")))
+                .collect();
+            let first = Policy::default().with_pairs(&pairs.join(","));
+            for order in orders(&pairs) {
+                proptest::prop_assert_eq!(&Policy::default().with_pairs(&order.join(",")), &first);
+            }
+            // A policy accepted is the one written, and written back it reads the same.
+            if let Ok(p) = first {
+                let tiers_ok = p.keep_all <= p.weekly_after && p.weekly_after <= p.monthly_after;
+                proptest::prop_assert!(tiers_ok);
+                let fields = [p.keep_all, p.weekly_after, p.monthly_after, p.pull_request_after,
+                    p.inactive_branch_after];
+                for (field, age) in fields.iter().zip(&ages) {
+                    if let Some((n, unit)) = age {
+                        let per = match unit { 'h' => HOUR, 'd' => DAY, _ => 7 * DAY };
+                        proptest::prop_assert_eq!(*field, n * per);
+                    }
+                }
+                proptest::prop_assert_eq!(Policy::default().with_pairs(&p.to_pairs()), Ok(p));
+            }
+        }
+    }
+
+    #[test]
+    fn a_longer_keep_all_with_a_longer_weekly_after_is_accepted_in_either_order() {
+        for pairs in [
+            "keep_all=45d,weekly_after=90d",
+            "weekly_after=90d,keep_all=45d",
+        ] {
+            let p = Policy::default().with_pairs(pairs).unwrap();
+            assert_eq!(
+                (p.keep_all, p.weekly_after),
+                (45 * DAY, 90 * DAY),
+                "{pairs}"
+            );
+        }
     }
 }

@@ -35,6 +35,40 @@ impl Age {
         self.0
     }
 
+    /// An age kept as milliseconds, to be written back the way an operator writes one.
+    pub fn from_millis(millis: Millis) -> Age {
+        Age(millis)
+    }
+
+    /// In words, in the unit it was most likely written in: whole days as days ("a day",
+    /// "30 days"), anything else as hours ("12 hours", "36 hours"), never rounded to "0 days".
+    pub fn in_words(self) -> String {
+        let (n, one, many) = self.unit();
+        match n {
+            1 => one.to_owned(),
+            n => format!("{n} {many}"),
+        }
+    }
+
+    fn unit(self) -> (Millis, &'static str, &'static str) {
+        if self.0 % DAY == 0 {
+            (self.0 / DAY, "a day", "days")
+        } else {
+            (self.0.div_euclid(HOUR).max(1), "an hour", "hours")
+        }
+    }
+}
+
+const HOUR: Millis = 3_600_000;
+const DAY: Millis = 24 * HOUR;
+
+/// As an operator writes it (`36h`, `30d`): what [`Age::parse`] reads back to the same age.
+impl std::fmt::Display for Age {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (n, _, many) = self.unit();
+        write!(f, "{n}{}", &many[..1])
+    }
+
     /// The instant `self` before `now`.
     pub fn before(self, now: Millis) -> Millis {
         now.saturating_sub(self.0)
@@ -80,6 +114,25 @@ mod tests {
         ] {
             assert!(Age::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn ages_are_written_back_in_the_unit_they_were_given_in() {
+        for (given, words) in [
+            ("12h", "12 hours"),
+            ("36h", "36 hours"),
+            ("1h", "an hour"),
+            ("24h", "a day"),
+            ("1d", "a day"),
+            ("30d", "30 days"),
+            ("2w", "14 days"),
+        ] {
+            let age = Age::parse(given).unwrap();
+            assert_eq!(age.in_words(), words, "{given}");
+            assert_eq!(Age::parse(&age.to_string()), Ok(age), "{given} as {age}");
+        }
+        assert_eq!(Age::parse("36h").unwrap().to_string(), "36h");
+        assert_eq!(Age::parse("2w").unwrap().to_string(), "14d");
     }
 
     #[test]

@@ -215,21 +215,10 @@ impl fmt::Debug for DatabaseUrl {
     }
 }
 
-/// `name=age` pairs (comma-separated) over the default housekeeping policy.
+/// `name=age` pairs (comma-separated) over the default housekeeping policy, checked once
+/// after every pair is applied.
 pub fn parse_housekeeping(pairs: &str) -> Result<tidemark_domain::housekeeping::Policy, String> {
-    pairs
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .try_fold(
-            tidemark_domain::housekeeping::Policy::default(),
-            |policy, pair| {
-                let (name, age) = pair.split_once('=').ok_or_else(|| {
-                    format!("{pair:?} is not name=age (e.g. keep_all=2d), nor off")
-                })?;
-                policy.with(name.trim(), age.trim())
-            },
-        )
+    tidemark_domain::housekeeping::Policy::default().with_pairs(pairs)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -1013,6 +1002,38 @@ fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Issue 44: `keep_all=45d,weekly_after=90d` is a valid policy; checked pair by pair over
+    /// the defaults (weekly_after 30d) it stopped the server at start.
+    #[test]
+    fn a_housekeeping_policy_is_checked_whole_whatever_the_order_of_its_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().display().to_string();
+        let config = |pairs: &str| {
+            super::Config::from_lookup(|name| match name {
+                "TIDEMARK_DATA_DIR" => Some(data.clone()),
+                "TIDEMARK_HOUSEKEEPING" => Some(pairs.to_owned()),
+                _ => None,
+            })
+        };
+        for pairs in [
+            "keep_all=45d,weekly_after=90d",
+            "weekly_after=90d, keep_all=45d",
+        ] {
+            let policy = config(pairs).unwrap().housekeeping.unwrap();
+            assert_eq!(
+                (policy.keep_all, policy.weekly_after),
+                (45 * 86_400_000, 90 * 86_400_000),
+                "{pairs}"
+            );
+        }
+        let refused = config("weekly_after=90d,keep_all=100d").err().unwrap();
+        assert_eq!(
+            refused.to_string(),
+            "TIDEMARK_HOUSEKEEPING is not valid: keep_all (100d) must not be longer than \
+             weekly_after (90d)"
+        );
+    }
 
     #[test]
     fn the_variables_table_names_every_variable_read_and_the_readme_lists_them() {

@@ -650,14 +650,18 @@ pub mod dashboard {
 
     type Viewer = Option<Extension<app::auth::Viewer>>;
 
-    /// A file, none (404), or gone with a reason (410).
-    type Answer = Result<Option<super::Download>, &'static str>;
+    /// A scan whose findings housekeeping removed (410).
+    struct Thinned;
+
+    /// A file, none (404), or gone (410).
+    type Answer = Result<Option<super::Download>, Thinned>;
 
     fn answer(found: Result<Answer, tidemark_store::StoreError>) -> Response {
         match found {
             Ok(Ok(Some(file))) => file.into_response(),
             Ok(Ok(None)) => (StatusCode::NOT_FOUND, "Not found in this account.").into_response(),
-            Ok(Err(gone)) => (StatusCode::GONE, gone).into_response(),
+            // The same body as /v1's (`scan_thinned`), for scripts reading either.
+            Ok(Err(Thinned)) => crate::api::ApiError::ScanThinned.into_response(),
             Err(err) => {
                 tracing::error!(%err, "export failed");
                 (
@@ -690,7 +694,7 @@ pub mod dashboard {
         answer(found.map(|found| match found {
             super::ScanFindings::File(file) => Ok(Some(file)),
             super::ScanFindings::Missing => Ok(None),
-            super::ScanFindings::Thinned => Err(super::THINNED_MESSAGE),
+            super::ScanFindings::Thinned => Err(Thinned),
         }))
     }
 

@@ -141,6 +141,15 @@ tidemark_store::test_each_backend! {
         let sarif: Value = get_json(&app, &key, &format!("/v1/projects/{project}/scans/{scan}/findings.sarif")).await;
         assert!(sarif["runs"][0]["results"].as_array().unwrap().iter().all(|r| r.get("suppressions").is_none()));
         assert_eq!(app.count("finding_triage_events").await, 2);
+        // Undone again, with nothing to undo: answered as it is, and no event (issue 44).
+        let undone_events = "audit_events WHERE action = 'finding.triage_undone'";
+        assert_eq!(app.count(undone_events).await, 1);
+        let res = call(&app, reqwest::Method::DELETE, &key, &triage, None).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let again: Value = res.json().await.unwrap();
+        assert_eq!((again["state"].as_str(), &again["triage"]), (Some("open"), &Value::Null));
+        assert_eq!(app.count("finding_triage_events").await, 2);
+        assert_eq!(app.count(undone_events).await, 1);
     }
 }
 
@@ -234,6 +243,10 @@ tidemark_store::test_each_backend! {
             let res = dev.post_form(&triage, &form).await;
             assert_eq!(location(&res), format!("{finding_page}?triage=forbidden"));
         }
+        // Where the refusal lands answers as one: 403, the page saying why (issue 44).
+        let refused = dev.get(&app.url(&format!("{finding_page}?triage=forbidden"))).await;
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+        assert!(refused.text().await.unwrap().contains("only an admin can change or undo"));
         let shown = dev.get(&app.url(&finding_page)).await;
         assert_eq!(shown.status(), StatusCode::OK);
         let html = shown.text().await.unwrap();
@@ -245,6 +258,8 @@ tidemark_store::test_each_backend! {
         for (form, code) in [(set("   ", ""), "reason"), (set("r", "2001-01-01"), "expiry")] {
             let res = admin.post_form(&triage, &form).await;
             assert_eq!(location(&res), format!("{finding_page}?triage={code}"));
+            let page = admin.get(&app.url(&location(&res))).await;
+            assert_eq!(page.status(), StatusCode::UNPROCESSABLE_ENTITY, "{code}");
         }
         let res = admin.post_form(&triage, &[("action", "retract")]).await;
         assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
@@ -263,4 +278,55 @@ tidemark_store::test_each_backend! {
         assert!(matches!(res.status(), StatusCode::UNAUTHORIZED | StatusCode::SEE_OTHER), "{}", res.status());
         assert_eq!(app.count("finding_triage_events").await, 2);
     }
+}
+
+/// Issue 44: a `/v1` 404 says what was not found; "No such endpoint" is only for paths the API
+/// does not have.
+#[tokio::test]
+async fn a_404_names_what_was_not_found() {
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+    let (_license, key) = app.with_key(Tier::Team).await;
+    let pushed = app
+        .push_json(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+        .await;
+    let project = pushed["project_id"].as_str().unwrap().to_owned();
+    let missing = |path: String| {
+        let (app, key) = (&app, &key);
+        async move {
+            let res = call(app, reqwest::Method::GET, key, &path, None).await;
+            let message = assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+            assert!(!message.contains("No such endpoint"), "{path}: {message}");
+            message
+        }
+    };
+    let base = format!("/v1/projects/{project}/findings");
+    assert_eq!(
+        missing(format!("{base}/fnd_nothere")).await,
+        format!("No finding \"fnd_nothere\" in project \"{project}\".")
+    );
+    assert_eq!(
+        missing(format!("{base}?branch=nope")).await,
+        format!("Project \"{project}\" has no branch \"nope\".")
+    );
+    assert_eq!(
+        missing("/v1/projects/no-such-label/findings".into()).await,
+        "No project \"no-such-label\" in this account."
+    );
+    assert_eq!(
+        missing("/v1/projects/prj_aaaaaaaaaaaaaaaaaaaa/gate".into()).await,
+        "No project \"prj_aaaaaaaaaaaaaaaaaaaa\" in this account."
+    );
+    assert_eq!(
+        missing(format!(
+            "/v1/projects/{project}/scans/20990101-000000-x/findings.csv"
+        ))
+        .await,
+        format!("No scan \"20990101-000000-x\" in project \"{project}\".")
+    );
+    let res = call(&app, reqwest::Method::GET, &key, "/v1/nothing/here", None).await;
+    let message = assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+    assert_eq!(
+        message,
+        "No such endpoint. See /v1/openapi.json for the API."
+    );
 }

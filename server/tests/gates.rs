@@ -123,7 +123,13 @@ async fn the_project_pages_gate_form_goes_back_saying_what_happened() {
         refused.starts_with(&app.url(&format!("{page}&__path=%2Fapi%2Fset_project_gate&__err="))),
         "{refused}"
     );
-    let html = admin.get(&refused).await.text().await.unwrap();
+    let page = admin.get(&refused).await;
+    assert_eq!(
+        page.status(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "answered as a refusal"
+    );
+    let html = page.text().await.unwrap();
     assert!(
         html.contains(r#"role="alert" class="notice error">The minimum score must be a number"#),
         "{html}"

@@ -85,6 +85,8 @@ tidemark_store::test_each_backend! {
         let html = page.text().await.unwrap();
         assert!(html.contains("data-testid=\"findings-removed\""), "{backend:?}");
         assert!(html.contains("removed by housekeeping"));
+        // Issue 44: no download links to files that answer 410.
+        assert!(!html.contains("data-testid=\"scan-downloads\""), "{backend:?}");
         let storage = admin.get(&app.url("/settings/storage")).await.text().await.unwrap();
         assert!(storage.contains("data-testid=\"storage-row\""), "{backend:?}");
         assert!(storage.contains("<td>1 scan</td>"), "{storage}");
@@ -96,7 +98,8 @@ tidemark_store::test_each_backend! {
         let csv = admin
             .get(&app.url(&format!("/projects/{project}/scans/{}/findings.csv", scans[0]["scan_id"].as_str().unwrap())))
             .await;
-        assert_eq!(csv.status(), StatusCode::GONE);
+        // The same JSON body as /v1's.
+        assert_error(csv, StatusCode::GONE, "scan_thinned").await;
     }
 }
 
@@ -117,6 +120,14 @@ tidemark_store::test_each_backend! {
             .command(&["housekeeping", "policy", "--account", account, "--set", "keep_all=soon"], &[])
             .await;
         assert!(!ok && err.contains("keep_all"), "{err}");
+        // Issue 44: a valid policy whatever the order of its pairs, and hours read as written.
+        let (ok, out, err) = app
+            .command(&["housekeeping", "policy", "--account", account, "--set", "keep_all=45d",
+                "--set", "weekly_after=90d", "--set", "pull_request_after=36h"], &[])
+            .await;
+        assert!(ok, "{err}");
+        assert!(out.contains("every scan's findings for 45d, then one a day; one a week after 90d"), "{out}");
+        assert!(out.contains("pull requests' after 36h quiet"), "{out}");
         let (ok, _, err) = app.command(&["housekeeping", "policy", "--account", "acct_nope"], &[]).await;
         assert!(!ok && err.contains("no account"), "{err}");
         let (ok, out, _) = app
@@ -124,7 +135,7 @@ tidemark_store::test_each_backend! {
             .await;
         assert!(ok);
         assert_eq!(last_json(&out)["own"], false);
-        assert_eq!(app.count("audit_events WHERE action = 'housekeeping.policy_set'").await, 2);
+        assert_eq!(app.count("audit_events WHERE action = 'housekeeping.policy_set'").await, 3);
     }
 }
 

@@ -602,6 +602,10 @@ pub async fn set_triage(
         let Some(mut row) = row else {
             return Ok(TriageOutcome::NotFound);
         };
+        // Undoing what nobody set changes nothing, so it is no event (nor an audit row).
+        if change.is_none() && row.triage_state.is_none() {
+            return Ok(TriageOutcome::Done(Box::new(row)));
+        }
         let (label,): (String,) = sqlx::query_as("SELECT label FROM projects WHERE id = $1")
             .bind(project_id)
             .fetch_one(&mut *tx)

@@ -23,10 +23,8 @@ pub async fn load_storage() -> Result<StorageView, DashboardError> {
         or_unavailable(tidemark_store::housekeeping::account_policy(&db, account).await)?.flatten();
     let installation = use_context::<Housekeeping>().and_then(|h| h.0);
     let policy = own.or(installation).map(|p| {
-        let days = |ms: i64| {
-            let d = ms / 86_400_000;
-            if d == 1 { "a day".to_owned() } else { format!("{d} days") }
-        };
+        // In the unit the operator most likely wrote: "36 hours", never "a day".
+        let days = |ms: i64| tidemark_domain::retention::Age::from_millis(ms).in_words();
         vec![
             format!("Every scan keeps its findings for {}.", days(p.keep_all)),
             format!(

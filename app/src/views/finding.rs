@@ -56,6 +56,12 @@ pub fn FindingPage() -> impl IntoView {
             ),
             _ => return None,
         };
+        // A refusal is answered as one: 403 for a member's, 422 for a bad value.
+        match query.read().get("triage").as_deref() {
+            Some("forbidden") => super::answer_with_status(403),
+            Some("reason" | "expiry" | "state") => super::answer_with_status(422),
+            _ => {}
+        }
         Some(view! { <p class="notice" role=text.0 data-testid="triage-notice">{text.1}</p> })
     };
     view! {

@@ -85,11 +85,26 @@ pub fn form_outcome(path: &str) -> Option<Result<(), String>> {
         if let Some(err) = query.get("__err") {
             let err =
                 leptos::server_fn::error::ServerFnUrlError::<DashboardError>::decode_err(&err);
+            answer_with_status(err.status());
             return Some(Err(err.to_string()));
         }
     }
     let endpoint = path.rsplit('/').next().unwrap_or(path);
     (query.get("done").as_deref() == Some(endpoint)).then_some(Ok(()))
+}
+
+/// The page that says a form was refused answers with the refusal's status (a member's
+/// refused change `403`, a bad value `422`), not `200` around it.
+pub fn answer_with_status(status: u16) {
+    #[cfg(feature = "ssr")]
+    if let (Some(resp), Ok(status)) = (
+        use_context::<leptos_axum::ResponseOptions>(),
+        http::StatusCode::from_u16(status),
+    ) {
+        resp.set_status(status);
+    }
+    #[cfg(not(feature = "ssr"))]
+    let _ = status;
 }
 
 /// The answer of a plain form, as a notice: `saved` when it was saved, the error otherwise.

@@ -95,7 +95,8 @@ fn scan_head(v: ScanView) -> impl IntoView {
                 <span class="big-score" data-testid="scan-score">{fmt_score(s.score)}</span>
                 {delta_badge(Some(s.score_delta))}
             </p>
-            {downloads(&v.project_id, &s.scan_id)}
+            // A thinned scan has no findings to download (its files answer 410).
+            {(!v.findings_removed).then(|| downloads(&v.project_id, &s.scan_id))}
         </section>
         <section class="card" aria-label="Scan details">
             <dl class="meta">

@@ -45,7 +45,7 @@ pub async fn download_bundle(
     ensure_active(&license)?;
     let (bundle, bytes) = bundle_content(&state.db, &bundle_id)
         .await?
-        .ok_or(ApiError::NotFound)?;
+        .ok_or_else(|| ApiError::no_bundle(&bundle_id))?;
     let safe_name: String = bundle
         .file_name
         .chars()

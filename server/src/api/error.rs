@@ -43,8 +43,14 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// A path the API does not have (a project, scan or finding that does not exist is
+    /// [`ApiError::Missing`], which names it).
     #[error("No such endpoint. See /v1/openapi.json for the API.")]
-    NotFound,
+    NoSuchEndpoint,
+    /// What the request named does not exist in the caller's account (another account's is
+    /// answered the same); the message names it.
+    #[error("{0}")]
+    Missing(String),
     #[error("{}", crate::export::THINNED_MESSAGE)]
     ScanThinned,
     /// Too slow: the body stalled, or the whole request outlasted the API's time limit.
@@ -89,7 +95,48 @@ pub enum ApiError {
     Internal(#[source] anyhow::Error),
 }
 
+/// A name from the request as a message shows it: quoted, escaped, at most 80 characters.
+fn named(text: &str) -> String {
+    let mut shown: String = text.chars().take(80).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    format!("{shown:?}")
+}
+
 impl ApiError {
+    pub fn no_project(project: &str) -> Self {
+        Self::Missing(format!("No project {} in this account.", named(project)))
+    }
+
+    pub fn no_scan(project: &str, scan: &str) -> Self {
+        Self::Missing(format!(
+            "No scan {} in project {}.",
+            named(scan),
+            named(project)
+        ))
+    }
+
+    pub fn no_finding(project: &str, finding: &str) -> Self {
+        Self::Missing(format!(
+            "No finding {} in project {}.",
+            named(finding),
+            named(project)
+        ))
+    }
+
+    /// `branch` `None`: the project's default branch, which exists once a scan is pushed.
+    pub fn no_branch(project: &str, branch: Option<&str>) -> Self {
+        Self::Missing(match branch {
+            Some(b) => format!("Project {} has no branch {}.", named(project), named(b)),
+            None => format!("Project {} has no scans yet.", named(project)),
+        })
+    }
+
+    pub fn no_bundle(bundle: &str) -> Self {
+        Self::Missing(format!("No bundle {}.", named(bundle)))
+    }
+
     pub fn status(&self) -> StatusCode {
         use ApiError::*;
         match self {
@@ -101,7 +148,7 @@ impl ApiError {
             | NoTrustedPublisher(_)
             | ProjectNotAllowed(_)
             | ApiKeyRequired => StatusCode::FORBIDDEN,
-            LicenseNotFound | NotFound => StatusCode::NOT_FOUND,
+            LicenseNotFound | NoSuchEndpoint | Missing(_) => StatusCode::NOT_FOUND,
             ScanThinned => StatusCode::GONE,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
@@ -135,7 +182,7 @@ impl ApiError {
             InvalidRequest(_) => "invalid_request",
             UnsupportedMediaType => "unsupported_media_type",
             PayloadTooLarge(_) => "payload_too_large",
-            NotFound => "not_found",
+            NoSuchEndpoint | Missing(_) => "not_found",
             ScanThinned => "scan_thinned",
             MethodNotAllowed => "method_not_allowed",
             RequestTimeout(_) => "request_timeout",

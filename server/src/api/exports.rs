@@ -53,11 +53,11 @@ pub(super) async fn reader(
     .is_err()
     {
         // Not a label a push could have made: nothing to look up.
-        return Err(ApiError::NotFound);
+        return Err(ApiError::no_project(project));
     } else {
         tidemark_store::dashboard::project_id_by_label(&state.db, account_id, project)
             .await?
-            .ok_or(ApiError::NotFound)?
+            .ok_or_else(|| ApiError::no_project(project))?
     };
     if matches!(
         owner.via,
@@ -69,7 +69,7 @@ pub(super) async fn reader(
         let found =
             tidemark_store::dashboard::find_project(&state.db, account_id, &project_id).await?;
         if !found.is_some_and(|p| owner.may_use_project(&p.label)) {
-            return Err(ApiError::NotFound);
+            return Err(ApiError::no_project(project));
         }
     }
     Ok((owner, project_id))
@@ -94,7 +94,7 @@ async fn findings(
     .await?
     {
         export::ScanFindings::File(file) => Ok(file.into_response()),
-        export::ScanFindings::Missing => Err(ApiError::NotFound),
+        export::ScanFindings::Missing => Err(ApiError::no_scan(&project_id, scan_id)),
         export::ScanFindings::Thinned => Err(ApiError::ScanThinned),
     }
 }
@@ -196,5 +196,5 @@ pub async fn get_history_csv(
     export::project_history(&state.db, &owner.license.account_id, &project_id)
         .await?
         .map(IntoResponse::into_response)
-        .ok_or(ApiError::NotFound)
+        .ok_or_else(|| ApiError::no_project(&project_id))
 }

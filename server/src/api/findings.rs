@@ -154,9 +154,9 @@ pub async fn list_findings(
     }
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     let account_id = &owner.license.account_id;
-    let line = find_line(&state.db, account_id, &project_id, branch)
-        .await?
-        .ok_or(ApiError::NotFound)?;
+    let Some(line) = find_line(&state.db, account_id, &project_id, branch).await? else {
+        return Err(missing_line(&state, account_id, &project_id, branch).await);
+    };
     let now = now_millis();
     let rows = list_tracked(&state.db, &line.id, &tracked, now).await?;
     let next_cursor =
@@ -191,7 +191,7 @@ pub async fn get_finding(
 ) -> Result<Json<TrackedFinding>, ApiError> {
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     if !could_be_finding_id(&finding_id) {
-        return Err(ApiError::NotFound);
+        return Err(ApiError::no_finding(&project_id, &finding_id));
     }
     let row = find_tracked(
         &state.db,
@@ -200,7 +200,7 @@ pub async fn get_finding(
         &finding_id,
     )
     .await?
-    .ok_or(ApiError::NotFound)?;
+    .ok_or_else(|| ApiError::no_finding(&project_id, &finding_id))?;
     Ok(Json(row.to_wire(now_millis())))
 }
 
@@ -223,7 +223,7 @@ async fn change_triage(
     change: Option<TriageChange>,
 ) -> Result<Json<TrackedFinding>, ApiError> {
     if !could_be_finding_id(&finding_id) {
-        return Err(ApiError::NotFound);
+        return Err(ApiError::no_finding(&project_id, &finding_id));
     }
     let account_id = owner.license.account_id.clone();
     let outcome = state
@@ -242,7 +242,7 @@ async fn change_triage(
         .await?;
     match outcome {
         TriageOutcome::Done(row) => Ok(Json(row.to_wire(now_millis()))),
-        TriageOutcome::NotFound => Err(ApiError::NotFound),
+        TriageOutcome::NotFound => Err(ApiError::no_finding(&project_id, &finding_id)),
     }
 }
 
@@ -287,7 +287,7 @@ pub async fn put_triage(
             .await?
             .is_none()
     {
-        return Err(ApiError::NotFound);
+        return Err(ApiError::no_finding(&who.2, &finding_id));
     }
     let request: TriageRequest = read_json(&headers, body, BODY_LIMIT).await?;
     let change = triage_change(&request)?;
@@ -366,7 +366,7 @@ pub async fn get_gate(
     let account_id = &owner.license.account_id;
     tidemark_store::dashboard::find_project(&state.db, account_id, &project_id)
         .await?
-        .ok_or(ApiError::NotFound)?;
+        .ok_or_else(|| ApiError::no_project(&project_id))?;
     let gate = tidemark_store::gates::project_gate(&state.db, account_id, &project_id).await?;
     Ok(Json(project_gate(gate.as_ref())))
 }
@@ -420,7 +420,21 @@ pub async fn put_gate(
         })
         .await?;
     if !found {
-        return Err(ApiError::NotFound);
+        return Err(ApiError::no_project(&project_id));
     }
     Ok(Json(project_gate(gate.as_ref())))
+}
+
+/// What a findings list names that has no line: the project itself, or a branch of it.
+async fn missing_line(
+    state: &AppState,
+    account_id: &str,
+    project_id: &str,
+    branch: Option<&str>,
+) -> ApiError {
+    match tidemark_store::dashboard::find_project(&state.db, account_id, project_id).await {
+        Ok(Some(_)) => ApiError::no_branch(project_id, branch),
+        Ok(None) => ApiError::no_project(project_id),
+        Err(err) => err.into(),
+    }
 }

@@ -187,8 +187,8 @@ pub fn router(limit: std::time::Duration) -> Router<AppState> {
             get(|State(doc): State<Arc<utoipa::openapi::OpenApi>>| async move { Json(doc) })
                 .with_state(doc.clone()),
         )
-        .route("/v1", any(|| async { ApiError::NotFound }))
-        .route("/v1/{*rest}", any(|| async { ApiError::NotFound }))
+        .route("/v1", any(|| async { ApiError::NoSuchEndpoint }))
+        .route("/v1/{*rest}", any(|| async { ApiError::NoSuchEndpoint }))
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| async move {

@@ -200,18 +200,9 @@ async fn housekeeping_policy(
     } else if set.is_empty() {
         own
     } else {
-        let pairs = set.join(",");
         let base = own.unwrap_or(installation);
-        let policy = pairs
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .try_fold(base, |policy, pair| {
-                let (name, age) = pair
-                    .split_once('=')
-                    .ok_or_else(|| format!("{pair:?} is not name=age (e.g. keep_all=2d)"))?;
-                policy.with(name.trim(), age.trim())
-            })
+        let policy = base
+            .with_pairs(&set.join(","))
             .map_err(anyhow::Error::msg)?;
         Some(policy)
     };
@@ -219,7 +210,7 @@ async fn housekeeping_policy(
         tidemark_store::housekeeping::set_account_policy(db, account, own.as_ref(), audit).await?;
     }
     let applies = own.unwrap_or(installation);
-    let days = |ms: i64| format!("{}d", ms / 86_400_000);
+    let days = |ms: i64| tidemark_domain::retention::Age::from_millis(ms).to_string();
     let human = format!(
         "{account} ({}): every scan's findings for {}, then one a day; one a week after {}; \
          one a month after {}; pull requests' after {} quiet, other branches' after {}\n",
@@ -240,12 +231,39 @@ async fn housekeeping_policy(
     )
 }
 
+/// Who runs this command, for the audit log: `$USER` or `$LOGNAME`, else (containers often set
+/// neither) the process owner's name from `/etc/passwd`, else `uid <n>`.
+fn operator_name() -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    if let Some(name) = ["USER", "LOGNAME"]
+        .into_iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .find(|v| !v.trim().is_empty())
+    {
+        return name;
+    }
+    // The process's own /proc entry belongs to its effective user.
+    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
+        return "unknown".to_owned();
+    };
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    user_of_uid(&passwd, uid).map_or_else(|| format!("uid {uid}"), str::to_owned)
+}
+
+/// The name `/etc/passwd` gives `uid` (`name:password:uid:…`).
+fn user_of_uid(passwd: &str, uid: u32) -> Option<&str> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id = fields.nth(1)?.parse::<u32>().ok()?;
+        (id == uid && !name.is_empty()).then_some(name)
+    })
+}
+
 /// Runs a command that needs the database (all but `serve`, `restore` and `config check`).
 pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Result<Report> {
     // Every change a command makes is in the audit log under the OS user who ran it.
-    let operator = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".to_owned());
+    let operator = operator_name();
     let audit = tidemark_store::audit::operator_context(&operator, tidemark_domain::now_millis());
     match command {
         Command::Serve | Command::Restore { .. } | Command::Config(_) => {
@@ -455,4 +473,18 @@ pub async fn restore(config: &Config, from: &std::path::Path) -> anyhow::Result<
         report.summary.scans
     );
     Report::new(&report, human)
+}
+
+#[cfg(test)]
+mod operator_tests {
+    use super::user_of_uid;
+
+    #[test]
+    fn the_process_owner_is_named_from_passwd() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\n# comment\nbroken\ntidemark:x:999:999::/var/lib/tidemark:/usr/sbin/nologin\n";
+        assert_eq!(user_of_uid(passwd, 999), Some("tidemark"));
+        assert_eq!(user_of_uid(passwd, 0), Some("root"));
+        assert_eq!(user_of_uid(passwd, 1000), None);
+        assert_eq!(user_of_uid("", 0), None);
+    }
 }
