@@ -53,6 +53,7 @@ pub enum FindingsCommand {
         /// Undo the finding's triage: it is open again.
         #[arg(long, conflicts_with_all = ["state", "reason", "expires"])]
         undo: bool,
+        /// Print the answer as JSON (what `/v1` returned) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -64,6 +65,7 @@ pub enum GateCommand {
     Get {
         /// The project's id (prj_…) or label.
         project: String,
+        /// Print the answer as JSON (what `/v1` returned) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -81,6 +83,7 @@ pub enum GateCommand {
         /// A new open finding at this severity or above fails the scan.
         #[arg(long, value_parser = ["critical", "high", "medium", "low"])]
         new_findings_at: Option<String>,
+        /// Print the answer as JSON (what `/v1` returned) instead of text.
         #[arg(long)]
         json: bool,
     },

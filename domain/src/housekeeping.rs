@@ -106,17 +106,24 @@ impl Policy {
         Ok(())
     }
 
-    /// As an operator writes it, every age in the unit it was most likely given in.
+    /// Each setting's name and age.
+    pub fn ages(&self) -> [(&'static str, Age); 5] {
+        [
+            ("keep_all", self.keep_all),
+            ("weekly_after", self.weekly_after),
+            ("monthly_after", self.monthly_after),
+            ("pull_request_after", self.pull_request_after),
+            ("inactive_branch_after", self.inactive_branch_after),
+        ]
+        .map(|(name, ms)| (name, Age::from_millis(ms)))
+    }
+
+    /// As an operator writes it (`keep_all=45d,…`), every age in the unit it was most likely
+    /// given in: what the audit log and the CLI show.
     pub fn to_pairs(&self) -> String {
-        let age = |ms| Age::from_millis(ms);
-        format!(
-            "keep_all={},weekly_after={},monthly_after={},pull_request_after={},inactive_branch_after={}",
-            age(self.keep_all),
-            age(self.weekly_after),
-            age(self.monthly_after),
-            age(self.pull_request_after),
-            age(self.inactive_branch_after)
-        )
+        self.ages()
+            .map(|(name, age)| format!("{name}={age}"))
+            .join(",")
     }
 }
 

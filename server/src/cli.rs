@@ -111,6 +111,7 @@ pub enum HousekeepingCommand {
     /// Show an account's housekeeping policy, or give it its own: `--set name=age` for
     /// keep_all, weekly_after, monthly_after, pull_request_after, inactive_branch_after.
     Policy {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
         /// Replace one age of the account's policy (repeatable).
@@ -140,6 +141,7 @@ pub enum AuditCommand {
         /// Only this action, such as `keys.rotated` or `member.removed`.
         #[arg(long)]
         action: Option<String>,
+        /// At most this many events, the newest.
         #[arg(long, default_value_t = 100)]
         limit: i64,
     },
@@ -151,6 +153,7 @@ pub enum SsoCommand {
     /// account's ownership of the domain (checked out of band), so the domain is verified at
     /// once; other accounts' pending claims on it end. Its users' sessions end.
     Set {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
         #[arg(long)]
@@ -194,6 +197,7 @@ impl From<RoleArg> for tidemark_domain::access::Role {
 pub enum MemberCommand {
     /// Add a person (by e-mail address) to an account; they can then sign in.
     Add {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
         #[arg(long)]
@@ -203,11 +207,13 @@ pub enum MemberCommand {
     },
     /// List an account's members.
     List {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
     },
     /// Remove a member; their sessions on the account end at once.
     Remove {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
         #[arg(long)]
@@ -326,6 +332,7 @@ pub enum AccountCommand {
 pub enum ProjectCommand {
     /// The account's projects with their scan count and latest score.
     List {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
     },
@@ -346,6 +353,7 @@ pub enum ScanCommand {
 pub enum KeyCommand {
     /// The account's API keys (prefix, machine, created, last used, revoked); never the keys.
     List {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
     },
@@ -359,6 +367,7 @@ pub enum KeyCommand {
 
 #[derive(Debug, clap::Args)]
 pub struct PublisherAdd {
+    /// The account's id (acct_…; `account list` shows them).
     #[arg(long)]
     pub account: String,
     /// github, gitlab or custom.
@@ -403,11 +412,13 @@ pub enum PublisherCommand {
     Add(Box<PublisherAdd>),
     /// The account's trusted publishers.
     List {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
     },
     /// Stop trusting one; its push tokens stop working at once.
     Remove {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
         #[arg(long)]
@@ -420,6 +431,7 @@ pub enum ScimCommand {
     /// Make the account a new SCIM token and print it (once); the one it had stops working.
     /// With --revoke, end the token and make none.
     Token {
+        /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
         #[arg(long)]
@@ -491,5 +503,30 @@ impl Command {
                 MigratePolicy::Never => Schema::RequireCurrent,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+
+    /// Every option and argument of every subcommand says what it is in `--help`.
+    fn undocumented(command: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in command.get_arguments() {
+            let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+            if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
+                out.push(format!("{path} {}", arg.get_id()));
+            }
+        }
+        for sub in command.get_subcommands() {
+            undocumented(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_option_has_help() {
+        use clap::CommandFactory as _;
+        let mut missing = Vec::new();
+        undocumented(&super::Cli::command(), "tidemark-server", &mut missing);
+        assert!(missing.is_empty(), "without help text: {missing:#?}");
     }
 }

@@ -113,7 +113,11 @@ tidemark_store::test_each_backend! {
             .await;
         assert!(ok, "{err}");
         let shown = last_json(&out);
-        assert_eq!((shown["own"].as_bool(), shown["policy"]["keep_all"].as_i64()), (Some(true), Some(3 * DAY)));
+        assert_eq!((shown["own"].as_bool(), shown["policy"]["keep_all"].as_str()), (Some(true), Some("3d")));
+        // The audit log shows the ages as written, not in milliseconds (issue 44).
+        let (ok, out, err) = app.command(&["audit", "list", "--account", account, "--json"], &[]).await;
+        assert!(ok, "{err}");
+        assert!(out.contains("keep_all=3d,weekly_after=30d,monthly_after=365d"), "{out}");
         assert_eq!(app.count("audit_events WHERE action = 'housekeeping.policy_set'").await, 1);
         // A bad setting is refused and changes nothing.
         let (ok, _, err) = app

@@ -258,13 +258,18 @@ pub async fn set_account_policy(
             .bind(account_id)
             .execute(&mut *tx)
             .await?;
+        // The audit log shows ages as operators write them (`keep_all=45d,…`), not stored
+        // milliseconds.
         let installation = || "the installation's".to_owned();
+        let written = |stored: &str| {
+            serde_json::from_str::<Policy>(stored).map_or_else(|_| stored.to_owned(), |p| p.to_pairs())
+        };
         let change = Change {
             account_id: Some(account_id),
             action: Action::HousekeepingPolicySet,
             target: account_id.to_owned(),
-            before: Some(before.unwrap_or_else(installation)),
-            after: Some(json.clone().unwrap_or_else(installation)),
+            before: Some(before.as_deref().map_or_else(installation, written)),
+            after: Some(policy.map_or_else(installation, Policy::to_pairs)),
         };
         record_in!(&mut *tx, audit, change)?;
         tx.commit().await?;

@@ -226,7 +226,16 @@ async fn housekeeping_policy(
         days(applies.inactive_branch_after),
     );
     Report::new(
-        &json!({ "account_id": account, "own": own.is_some(), "policy": applies }),
+        &json!({
+            "account_id": account,
+            "own": own.is_some(),
+            // Ages as written (`45d`, `36h`), as the audit log shows them.
+            "policy": applies
+                .ages()
+                .iter()
+                .map(|(name, age)| (name.to_string(), json!(age.to_string())))
+                .collect::<serde_json::Map<_, _>>(),
+        }),
         human,
     )
 }
