@@ -177,6 +177,7 @@ pub enum Command {
     /// Print a shell completion script (for example `tidemark completions bash >
     /// /etc/bash_completion.d/tidemark`).
     Completions {
+        /// The shell to complete in.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },

@@ -50,6 +50,11 @@ impl Age {
         }
     }
 
+    /// The instant `self` before `now`.
+    pub fn before(self, now: Millis) -> Millis {
+        now.saturating_sub(self.0)
+    }
+
     fn unit(self) -> (Millis, &'static str, &'static str) {
         if self.0 % DAY == 0 {
             (self.0 / DAY, "a day", "days")
@@ -67,11 +72,6 @@ impl std::fmt::Display for Age {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (n, _, many) = self.unit();
         write!(f, "{n}{}", &many[..1])
-    }
-
-    /// The instant `self` before `now`.
-    pub fn before(self, now: Millis) -> Millis {
-        now.saturating_sub(self.0)
     }
 }
 

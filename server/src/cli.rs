@@ -156,6 +156,7 @@ pub enum SsoCommand {
         /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
+        /// The e-mail domain its users sign in with (example.com).
         #[arg(long)]
         domain: String,
         /// The IdP's SAML 2.0 metadata XML (it must name a signing certificate).
@@ -168,11 +169,13 @@ pub enum SsoCommand {
     /// List SSO claims with their state (pending, verified, ended) and, for pending ones,
     /// the DNS record they wait for.
     List {
+        /// Only this account's claims (without it: every account's).
         #[arg(long)]
         account: Option<String>,
     },
     /// Remove every SAML claim on a domain. If one was verified, its users' sessions end.
     Remove {
+        /// The e-mail domain (example.com).
         #[arg(long)]
         domain: String,
     },
@@ -200,8 +203,10 @@ pub enum MemberCommand {
         /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
+        /// Their e-mail address: the one their identity provider signs them in with.
         #[arg(long)]
         email: String,
+        /// member (reads everything) or admin (changes things too).
         #[arg(long, value_enum, default_value = "member")]
         role: RoleArg,
     },
@@ -216,6 +221,7 @@ pub enum MemberCommand {
         /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
+        /// Their e-mail address.
         #[arg(long)]
         email: String,
     },
@@ -244,8 +250,10 @@ impl From<TierArg> for Tier {
 pub enum LicenseCommand {
     /// Create an account with a license; prints the license key (shown only here).
     Create {
+        /// The licence holder's e-mail address; they become the account's first admin.
         #[arg(long)]
         email: String,
+        /// The licence's tier, which sets its features and limits.
         #[arg(long, value_enum)]
         tier: TierArg,
         /// RFC 3339 expiry (default: one year from now).
@@ -257,8 +265,10 @@ pub enum LicenseCommand {
     },
     /// List licenses, all of them or those matching every filter given.
     List {
+        /// Only licences in this state.
         #[arg(long, value_enum)]
         state: Option<LicenseStateArg>,
+        /// Only licences of this tier.
         #[arg(long, value_enum)]
         tier: Option<TierArg>,
         /// Only licenses registered to this e-mail address (case-insensitive).
@@ -267,23 +277,28 @@ pub enum LicenseCommand {
     },
     /// Show one license: its state, entitlements, account, members, projects and keys.
     Show {
+        /// The licence's id (lcn_…; `license list` shows them, never the key).
         #[arg(long)]
         id: String,
     },
     /// Suspend a license: validation answers valid=false and pushes are refused.
     Suspend {
+        /// The licence's id (lcn_…).
         #[arg(long)]
         id: String,
     },
     /// Lift a suspension.
     Resume {
+        /// The licence's id (lcn_…).
         #[arg(long)]
         id: String,
     },
     /// Set a new expiry.
     Extend {
+        /// The licence's id (lcn_…).
         #[arg(long)]
         id: String,
+        /// The new expiry, an RFC 3339 time (2027-12-31T00:00:00Z).
         #[arg(long)]
         expires: String,
     },
@@ -342,8 +357,10 @@ pub enum ProjectCommand {
 pub enum ScanCommand {
     /// The project's newest scans, newest first.
     List {
+        /// The project's id (prj_…) or label.
         #[arg(long)]
         project: String,
+        /// At most this many scans, the newest (1-10,000).
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=10_000))]
         limit: i64,
     },
@@ -360,6 +377,7 @@ pub enum KeyCommand {
     /// Revoke one API key by its id (as `key list` shows it); every replica refuses it at
     /// once (API keys are never cached).
     Revoke {
+        /// The key's id (`key list` shows it; never the key itself).
         #[arg(long)]
         id: String,
     },
@@ -421,6 +439,7 @@ pub enum PublisherCommand {
         /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
+        /// The publisher's id (`publisher list` shows it).
         #[arg(long)]
         id: String,
     },
@@ -434,6 +453,7 @@ pub enum ScimCommand {
         /// The account's id (acct_…; `account list` shows them).
         #[arg(long)]
         account: String,
+        /// Revoke the account's SCIM token instead of making a new one.
         #[arg(long)]
         revoke: bool,
     },
@@ -464,7 +484,10 @@ pub enum ConfigCommand {
 #[derive(Debug, Subcommand)]
 pub enum BundleCommand {
     /// Make FILE the latest bundle; prints its URL and checksum.
-    Publish { file: std::path::PathBuf },
+    Publish {
+        /// The bundle file: the compliance profiles scanners download with `tidemark bundle pull`.
+        file: std::path::PathBuf,
+    },
 }
 
 impl Command {

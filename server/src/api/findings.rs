@@ -226,6 +226,7 @@ async fn change_triage(
         return Err(ApiError::no_finding(&project_id, &finding_id));
     }
     let account_id = owner.license.account_id.clone();
+    let missing = ApiError::no_finding(&project_id, &finding_id);
     let outcome = state
         .db
         .detached(move |db| async move {
@@ -242,7 +243,7 @@ async fn change_triage(
         .await?;
     match outcome {
         TriageOutcome::Done(row) => Ok(Json(row.to_wire(now_millis()))),
-        TriageOutcome::NotFound => Err(ApiError::no_finding(&project_id, &finding_id)),
+        TriageOutcome::NotFound => Err(missing),
     }
 }
 
@@ -406,6 +407,7 @@ pub async fn put_gate(
     let gate = QualityGate::new(request.min_score, request.max_drop, request.new_findings_at)
         .map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
     let account_id = owner.license.account_id.clone();
+    let missing = ApiError::no_project(&project_id);
     let found = state
         .db
         .detached(move |db| async move {
@@ -420,7 +422,7 @@ pub async fn put_gate(
         })
         .await?;
     if !found {
-        return Err(ApiError::no_project(&project_id));
+        return Err(missing);
     }
     Ok(Json(project_gate(gate.as_ref())))
 }
