@@ -1150,10 +1150,11 @@ pub(crate) fn explain(err: ClientError) -> anyhow::Error {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    /// Every option and argument of every subcommand says what it is in `--help`.
-    fn undocumented(command: &clap::Command, path: &str, out: &mut Vec<String>) {
+/// The options and arguments of `command` and its subcommands that `--help` leaves
+/// unexplained, as "subcommand … argument". Both commands' tests (`tidemark`,
+/// `tidemark-server`) require none.
+pub fn undocumented_args(command: &clap::Command) -> Vec<String> {
+    fn walk(command: &clap::Command, path: &str, out: &mut Vec<String>) {
         for arg in command.get_arguments() {
             let builtin = matches!(arg.get_id().as_str(), "help" | "version");
             if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
@@ -1161,15 +1162,20 @@ mod tests {
             }
         }
         for sub in command.get_subcommands() {
-            undocumented(sub, &format!("{path} {}", sub.get_name()), out);
+            walk(sub, &format!("{path} {}", sub.get_name()), out);
         }
     }
+    let mut out = Vec::new();
+    walk(command, command.get_name(), &mut out);
+    out
+}
 
+#[cfg(test)]
+mod tests {
     #[test]
     fn every_option_has_help() {
         use clap::CommandFactory as _;
-        let mut missing = Vec::new();
-        undocumented(&super::Cli::command(), "tidemark", &mut missing);
+        let missing = super::undocumented_args(&super::Cli::command());
         assert!(missing.is_empty(), "without help text: {missing:#?}");
     }
 

@@ -531,25 +531,10 @@ impl Command {
 
 #[cfg(test)]
 mod tests {
-
-    /// Every option and argument of every subcommand says what it is in `--help`.
-    fn undocumented(command: &clap::Command, path: &str, out: &mut Vec<String>) {
-        for arg in command.get_arguments() {
-            let builtin = matches!(arg.get_id().as_str(), "help" | "version");
-            if !builtin && arg.get_help().is_none() && arg.get_long_help().is_none() {
-                out.push(format!("{path} {}", arg.get_id()));
-            }
-        }
-        for sub in command.get_subcommands() {
-            undocumented(sub, &format!("{path} {}", sub.get_name()), out);
-        }
-    }
-
     #[test]
     fn every_option_has_help() {
         use clap::CommandFactory as _;
-        let mut missing = Vec::new();
-        undocumented(&super::Cli::command(), "tidemark-server", &mut missing);
+        let missing = tidemark_cli::cli::undocumented_args(&super::Cli::command());
         assert!(missing.is_empty(), "without help text: {missing:#?}");
     }
 }
