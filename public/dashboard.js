@@ -48,9 +48,7 @@ document.addEventListener("keydown", (event) => {
   points.forEach((p, j) => p.setAttribute("tabindex", j === i ? "0" : "-1"));
   points[i].focus();
 });
-// The tooltip at a point: what the point says (its accessible name, one part a line), with its
-// time in the viewer's zone. Shown on hover and on focus, placed above the point (below it
-// near the top), kept inside the chart. Hidden from screen readers: they read the name itself.
+// The scan line under the chart, filled in from the point hovered or focused.
 function scanLine(figure, point) {
   const line = figure.querySelector(".chart-tip p");
   if (!line) return;
@@ -64,6 +62,9 @@ function scanLine(figure, point) {
     if (counts[i] !== undefined) chip.firstChild.textContent = counts[i];
   });
 }
+// The tooltip at a point: what the point says (its accessible name, one part a line), with its
+// time in the viewer's zone. Shown on hover and on focus, placed above the point (below it
+// near the top), kept inside the chart. Hidden from screen readers: they read the name itself.
 function pointTip(point) {
   const figure = point.closest("figure.chart");
   if (figure) scanLine(figure, point);

@@ -35,34 +35,41 @@ pub fn FindingPage() -> impl IntoView {
     };
     let data = Resource::new(ids, |(project, finding)| load_finding(project, finding));
     let notice = move || {
-        let text = match query.read().get("triage").as_deref() {
-            Some("saved") => ("status", "Triaged: the gate no longer counts it as new."),
-            Some("undone") => ("status", "Triage undone: the finding is open again."),
+        // Each answer, and what a refusal is answered with: 422 for a bad value, 403 for a
+        // member's change to a triage that holds.
+        let (role, text, refused) = match query.read().get("triage").as_deref() {
+            Some("saved") => (
+                "status",
+                "Triaged: the gate no longer counts it as new.",
+                None,
+            ),
+            Some("undone") => ("status", "Triage undone: the finding is open again.", None),
             Some("reason") => (
                 "alert",
                 "Not saved: say why (a reason of up to 1,000 characters).",
+                Some(422),
             ),
             Some("expiry") => (
                 "alert",
                 "Not saved: the expiry must be a date in the future.",
+                Some(422),
             ),
             Some("state") => (
                 "alert",
                 "Not saved: choose accepted risk, false positive or won't fix.",
+                Some(422),
             ),
             Some("forbidden") => (
                 "alert",
                 "Not saved: only an admin can change or undo a triage that holds.",
+                Some(403),
             ),
             _ => return None,
         };
-        // A refusal is answered as one: 403 for a member's, 422 for a bad value.
-        match query.read().get("triage").as_deref() {
-            Some("forbidden") => super::answer_with_status(403),
-            Some("reason" | "expiry" | "state") => super::answer_with_status(422),
-            _ => {}
+        if let Some(status) = refused {
+            super::answer_with_status(status);
         }
-        Some(view! { <p class="notice" role=text.0 data-testid="triage-notice">{text.1}</p> })
+        Some(view! { <p class="notice" role=role data-testid="triage-notice">{text}</p> })
     };
     view! {
         {notice}

@@ -142,18 +142,15 @@ pub fn loading() -> impl IntoView {
 pub fn error_view(err: DashboardError) -> AnyView {
     // The page answers with the status it means (403, 404, …), not 200 around an error; the
     // routes that can refuse render whole before they answer (`SsrMode::Async`).
+    answer_with_status(err.status());
     #[cfg(feature = "ssr")]
-    if let (Some(resp), Ok(status)) = (
-        use_context::<leptos_axum::ResponseOptions>(),
-        http::StatusCode::from_u16(err.status()),
-    ) {
-        resp.set_status(status);
-        if err == DashboardError::Unavailable {
-            resp.insert_header(
-                http::header::RETRY_AFTER,
-                http::HeaderValue::from_static(UNAVAILABLE_RETRY_SECS),
-            );
-        }
+    if let (Some(resp), DashboardError::Unavailable) =
+        (use_context::<leptos_axum::ResponseOptions>(), &err)
+    {
+        resp.insert_header(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static(UNAVAILABLE_RETRY_SECS),
+        );
     }
     match err {
         // The page asks again by itself (without JavaScript too), so whoever is looking sees
