@@ -44,7 +44,18 @@ step "clippy: browser side (app with hydrate, wasm32)"
 cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
 step "unit and integration tests on SQLite and PostgreSQL"
-scripts/pg-throwaway.sh cargo test "${SERVER_PKGS[@]}" --features app/ssr
+cargo test "${SERVER_PKGS[@]}" --features app/ssr --no-run
+# The tests themselves take about 5 minutes on 2 cores. A test that hangs must fail the run
+# naming itself, not hold it until CI's limit with its name far above the tail CI shows: the
+# run is bounded, and what libtest said of slow tests is repeated last.
+test_log=$(mktemp /tmp/tidemark-tests.XXXXXX)
+if ! scripts/pg-throwaway.sh timeout --kill-after=30s "${TIDEMARK_TEST_LIMIT:-25m}" \
+  cargo test "${SERVER_PKGS[@]}" --features app/ssr 2>&1 | tee "$test_log"; then
+  printf '\nThe test step failed or ran over %s. Tests that ran for over 60 s:\n' "${TIDEMARK_TEST_LIMIT:-25m}"
+  sed 's/\x1b\[[0-9;]*m//g' "$test_log" | grep -E 'running for over|panicked at|^failures:|^    [a-z_:]+$' || true
+  exit 1
+fi
+rm -f "$test_log"
 
 # On CI (.ci/run sets TIDEMARK_CI_PRUNE=1) the test step's intermediate files go once it has
 # passed: the later steps use only the binaries it left in target/debug/, and a CI machine's

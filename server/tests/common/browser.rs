@@ -18,6 +18,9 @@ impl Browser {
         Browser {
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                // A request the server never answers fails its test, naming it, instead of
+                // holding the whole run until CI's limit.
+                .timeout(crate::common::REQUEST_LIMIT)
                 .build()
                 .expect("client"),
             jar: BTreeMap::new(),

@@ -211,6 +211,9 @@ impl TestApp {
             base_url,
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                // A request the server never answers fails its test, naming it, instead of
+                // holding the whole run until CI's limit.
+                .timeout(crate::common::REQUEST_LIMIT)
                 .build()
                 .expect("client"),
             db: Writer::for_tests(test_db.db.db().clone()),
@@ -546,6 +549,10 @@ pub fn tidemark_server(env: &[(&str, &str)], args: &[&str]) -> (bool, String, St
 /// another test's `bind(0)` before the peer binds it (it happened in `make test`). These
 /// ports lie below the kernel's ephemeral range, which `bind(0)` draws from, and each is
 /// handed out once per process, so no other test can take one in between.
+/// The longest any single request of a test may take (the slowest answer by design is a
+/// few seconds; a frozen database is answered within 10 s).
+pub const REQUEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
