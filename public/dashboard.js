@@ -157,3 +157,58 @@ if (document.readyState === "loading") {
   localTimes();
 }
 new MutationObserver(localTimes).observe(document.documentElement, { childList: true, subtree: true });
+
+// Settings' plain forms. A destructive button asks first (`data-confirm`); "Cancel" sends
+// nothing. Without JavaScript the form is sent without asking.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest && event.target.closest("button[data-confirm]");
+  if (button && !window.confirm(button.dataset.confirm)) event.preventDefault();
+});
+// "Copy" beside a secret shown once (`data-copy` names the element holding it); the button
+// stays hidden where there is no script to answer it.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest && event.target.closest("button[data-copy]");
+  const source = button && document.getElementById(button.dataset.copy);
+  if (!source) return;
+  navigator.clipboard.writeText(source.textContent).then(() => { button.textContent = "Copied"; }, () => {});
+});
+// A form the server refused comes back empty (the server sends the browser back to the page
+// with why, never with what was typed): `form[data-keep]` keeps what was typed in this tab's
+// session storage while it is sent, and puts it back only when the page says the form was
+// refused. A form that saved starts empty, ready for the next entry.
+const keptKey = (form) => `tidemark-kept:${new URL(form.action, location.href).pathname}`;
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (!form.matches("form[data-keep]")) return;
+  const kept = {};
+  for (const field of form.elements) {
+    if (!field.name || field.type === "hidden" || field.type === "password") continue;
+    kept[field.name] = field.type === "checkbox" ? field.checked : field.value;
+  }
+  try { sessionStorage.setItem(keptKey(form), JSON.stringify(kept)); } catch { /* storage off */ }
+});
+function restoreKept() {
+  const query = new URLSearchParams(location.search);
+  for (const form of document.querySelectorAll("form[data-keep]")) {
+    let kept = null;
+    try {
+      kept = JSON.parse(sessionStorage.getItem(keptKey(form)) ?? "null");
+      sessionStorage.removeItem(keptKey(form));
+    } catch { /* storage off */ }
+    const refused = query.has("__err") && query.get("__path") === new URL(form.action, location.href).pathname;
+    if (!kept || !refused) continue;
+    for (const field of form.elements) {
+      if (!(field.name in kept) || field.type === "hidden") continue;
+      if (field.type === "checkbox") field.checked = kept[field.name] === true;
+      else field.value = kept[field.name];
+    }
+  }
+  for (const button of document.querySelectorAll("button[data-copy][hidden]")) {
+    if (navigator.clipboard) button.hidden = false;
+  }
+}
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", restoreKept);
+} else {
+  restoreKept();
+}

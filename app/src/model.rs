@@ -575,10 +575,51 @@ pub struct AuditRow {
 }
 
 /// A signing secret, shown once (after creating an endpoint or replacing its secret).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct WebhookSecretShown {
     pub webhook_id: String,
     pub secret: String,
+}
+
+impl std::fmt::Debug for WebhookSecretShown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSecretShown")
+            .field("webhook_id", &self.webhook_id)
+            .field("secret", &"[redacted]")
+            .finish()
+    }
+}
+
+/// A secret the page answering a plain form shows once: the server puts it in that request's
+/// extensions (`server::http::shown_once`), never in a URL, a cookie or the database.
+#[derive(Clone, PartialEq)]
+pub enum ShownOnce {
+    /// The one new API key after Rotate Key.
+    ApiKey(String),
+    /// An endpoint's new signing secret (made with the endpoint or replaced).
+    WebhookSecret(WebhookSecretShown),
+}
+
+impl std::fmt::Debug for ShownOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ShownOnce::ApiKey(_) => "ShownOnce::ApiKey([redacted])",
+            ShownOnce::WebhookSecret(_) => "ShownOnce::WebhookSecret([redacted])",
+        })
+    }
+}
+
+impl ShownOnce {
+    /// The secret this page's request carries, if any (server-rendered pages only).
+    pub fn of_this_request() -> Option<ShownOnce> {
+        #[cfg(feature = "ssr")]
+        {
+            leptos::prelude::use_context::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<ShownOnce>().cloned())
+        }
+        #[cfg(not(feature = "ssr"))]
+        None
+    }
 }
 
 /// A project's quality gate as the page shows and edits it.

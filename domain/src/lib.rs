@@ -8,6 +8,7 @@ pub mod badge;
 pub mod chart;
 pub mod ci_identity;
 pub mod findings;
+pub mod form_seal;
 pub mod forwarded;
 pub mod freshness;
 pub mod gate;

@@ -638,6 +638,14 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   const reader = `reader-${Date.now()}@e2e.example`;
   await signIn(page, ADMIN);
   await page.goto("/settings/members");
+  // Refused (already a member): the page says why, and what was typed is still there to correct.
+  await page.getByLabel("E-mail", { exact: true }).fill(ADMIN);
+  await page.getByLabel("admin", { exact: true }).check();
+  await page.getByRole("button", { name: "Add member" }).click();
+  await expect(page.getByRole("alert")).toContainText(`${ADMIN} is already a member of this account`);
+  await expect(page.getByLabel("E-mail", { exact: true })).toHaveValue(ADMIN);
+  await expect(page.getByLabel("admin", { exact: true })).toBeChecked();
+  await page.getByLabel("admin", { exact: true }).uncheck();
   await page.getByLabel("E-mail", { exact: true }).fill(reader);
   await page.getByRole("button", { name: "Add member" }).click();
   await expect(page.getByTestId("members")).toContainText(reader);

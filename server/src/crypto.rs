@@ -21,6 +21,19 @@ pub const WEBHOOK_PURPOSE: &str = "webhook";
 pub const SIGNING_KEY_PURPOSE: &str = "signing-key";
 /// HKDF purpose of the key that encrypts and authenticates the session cookie.
 pub const SESSION_COOKIE_PURPOSE: &str = "session-cookie";
+/// HKDF purpose of the key that seals a refused form's error in its page's address.
+pub const FORM_SEAL_PURPOSE: &str = "form-seal";
+
+/// The keys that seal a refused form's error (`tidemark_domain::form_seal`).
+pub fn form_seal_keys(keys: &Keyring) -> app::api::FormSealKeys {
+    app::api::FormSealKeys {
+        current: derive_key(&keys.current, FORM_SEAL_PURPOSE),
+        previous: keys
+            .previous
+            .as_ref()
+            .map(|key| derive_key(key, FORM_SEAL_PURPOSE)),
+    }
+}
 
 /// `N` bytes derived from the master key for one purpose.
 pub fn derive_key<const N: usize>(master: &MasterKey, purpose: &str) -> [u8; N] {

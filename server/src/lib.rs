@@ -195,6 +195,8 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             secrets: state.webhook_secrets.clone(),
             wakeup: state.webhook_wakeup.clone(),
         }));
+    let form_seal = crypto::form_seal_keys(&crypto::Keyring::from_config(&state.config));
+    let form_seal_for_pages = form_seal.clone();
     let sso_admin = app::api::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
         db: state.db.clone(),
         dns: state.dns.clone(),
@@ -247,13 +249,15 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
                 provide_context(app::api::storage::Housekeeping(housekeeping));
                 provide_context(sso_admin.clone());
                 provide_context(webhook_outbox.clone());
+                provide_context(form_seal_for_pages.clone());
             },
             {
                 let options = state.leptos_options.clone();
                 move || shell(options.clone())
             },
         )
-        .layer(axum::middleware::from_fn(
+        .layer(axum::middleware::from_fn_with_state(
+            form_seal,
             http::server_fn_status::apply_error_status,
         ))
         .layer(axum::middleware::from_fn(auth::require_viewer_for_pages))
@@ -307,6 +311,12 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             page_scripts,
             http::islands::add_island_scripts,
         ));
+    // Around the whole router, not each route: a form that made a secret is answered by
+    // another route (its page), rendered with the secret on it.
+    let app = Router::new().fallback_service(tower::Layer::layer(
+        &http::shown_once::ShowSecretsOnceLayer,
+        app,
+    ));
     let hsts = state.config.environment == Environment::Production
         && state.config.base_url.starts_with("https://");
     // Pages and JSON go compressed as the client accepts: a project page is about 127 KB of

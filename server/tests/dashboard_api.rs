@@ -193,6 +193,99 @@ async fn members_read_but_only_admins_change() {
     assert_eq!(res.status(), StatusCode::CREATED);
 }
 
+/// Settings load no WASM: Rotate Key and a new webhook endpoint are plain forms, and the
+/// secret they make is shown once on the page that answers the form (the section itself),
+/// never in a redirect, and never again when that page is loaded anew.
+#[tokio::test]
+async fn a_secret_made_by_a_plain_form_is_shown_once_on_its_page() {
+    let (app, provider) = TestApp::spawn_with_oidc(tidemark_store::Backend::Sqlite).await;
+    let (license, key) = app.with_key(Tier::Team).await;
+    let mut admin = app.signed_in(&provider, &license.email).await;
+    let page = "/settings/keys?done=revoke_key";
+    let res = admin.submit_page_form("/api/rotate_keys", page, &[]).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "the page itself, not a redirect"
+    );
+    assert_eq!(res.headers()["cache-control"], "no-store");
+    assert!(res.headers().get("location").is_none());
+    let html = res.text().await.unwrap();
+    let shown = html
+        .split(r#"data-testid="new-key" id="new-key">"#)
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("the new key is on the page");
+    assert!(shown.starts_with("svc_api_"), "{shown}");
+    assert!(
+        html.contains(r#"data-testid="keys""#),
+        "the keys section around it"
+    );
+    assert!(
+        !html.contains("Key revoked"),
+        "the earlier outcome is not repeated"
+    );
+    let res = app
+        .push(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+        .await;
+    common::assert_error(res, StatusCode::UNAUTHORIZED, "invalid_api_key").await;
+    let res = app
+        .push(shown, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let again = admin
+        .get(&app.url("/settings/keys"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!again.contains(shown), "shown once");
+    assert!(!again.contains(r#"data-testid="new-key""#));
+
+    // A webhook's signing secret, on the webhooks section with the endpoint it signs for.
+    let res = admin
+        .submit_page_form(
+            "/api/create_webhook",
+            "/settings/webhooks",
+            &[
+                ("url", "https://hooks.example.com/t"),
+                ("scan_pushed", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.unwrap();
+    let secret = html
+        .split(r#"data-testid="webhook-secret">"#)
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .expect("the secret is on the page");
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    assert!(html.contains("https://hooks.example.com/"), "{html}");
+    let again = admin
+        .get(&app.url("/settings/webhooks"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!again.contains(secret), "shown once");
+
+    // Refused: back to the page with why, and no secret anywhere.
+    let res = admin
+        .submit_page_form(
+            "/api/create_webhook",
+            "/settings/webhooks",
+            &[("url", "ftp://x")],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::FOUND);
+    let refused = common::browser::location(&res);
+    assert!(refused.contains("__err="), "{refused}");
+    let page = admin.get(&refused).await;
+    assert_eq!(page.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(!page.text().await.unwrap().contains("whsec_"));
+}
+
 tidemark_store::test_each_backend! {
     async fn enterprise_admins_configure_sso_from_settings(backend) {
         let (app, provider) = TestApp::spawn_with_oidc(backend).await;

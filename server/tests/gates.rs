@@ -135,6 +135,23 @@ async fn the_project_pages_gate_form_goes_back_saying_what_happened() {
         "{html}"
     );
     assert!(html.contains("No gate yet"), "nothing was saved");
+    // The error is shown under the server's seal only: an address anyone wrote, without the
+    // seal or with other words under it, shows none.
+    let (unsealed, sig) = refused.split_once("&__sig=").expect("sealed");
+    let err = unsealed.split("__err=").nth(1).unwrap();
+    let other_words = format!(
+        "{}__err={}&__sig={sig}",
+        unsealed.split("__err=").next().unwrap(),
+        "A".repeat(err.len())
+    );
+    for crafted in [unsealed.to_owned(), other_words] {
+        let page = admin.get(&crafted).await;
+        assert_eq!(page.status(), StatusCode::OK, "{crafted}");
+        assert!(
+            !page.text().await.unwrap().contains(r#"role="alert""#),
+            "{crafted}"
+        );
+    }
 
     // Sent again from the page that said why: it says saved, and the old error is gone.
     let res = admin

@@ -18,6 +18,9 @@ pub mod webhooks;
 /// What the server functions share on the server: the database, store rows as page types,
 /// and the two common failures.
 #[cfg(feature = "ssr")]
+pub use ssr::FormSealKeys;
+
+#[cfg(feature = "ssr")]
 mod ssr {
     use leptos::prelude::*;
     use tidemark_store::dashboard as store;
@@ -135,6 +138,25 @@ mod ssr {
         r.or_else(crate::error::unavailable)
     }
 
+    /// The keys that seal a refused form's error in its page's address
+    /// (`tidemark_domain::form_seal`): the current one, and during a master-key rotation the
+    /// previous one, so that a redirect another replica sealed a moment before still shows.
+    #[derive(Clone)]
+    pub struct FormSealKeys {
+        pub current: [u8; 32],
+        pub previous: Option<[u8; 32]>,
+    }
+
+    impl FormSealKeys {
+        pub fn verify(&self, path: &str, err: &str, sig: &str) -> bool {
+            use tidemark_domain::form_seal::is_sealed;
+            is_sealed(&self.current, path, err, sig)
+                || self
+                    .previous
+                    .is_some_and(|key| is_sealed(&key, path, err, sig))
+        }
+    }
+
     /// A server function posted by a plain form (no WASM on the page: the browser asks for
     /// HTML) goes back to the page it came from with `done=<endpoint>`, so that the page says
     /// it was saved; a failure goes back with the error (`server_fn`'s form redirects). Only
@@ -168,7 +190,7 @@ mod ssr {
             .split('&')
             .filter(|p| {
                 let key = p.split('=').next().unwrap_or("");
-                !p.is_empty() && !matches!(key, "done" | "__path" | "__err")
+                !p.is_empty() && !matches!(key, "done" | "__path" | "__err" | "__sig")
             })
             .collect();
         let done = format!("done={endpoint}");
@@ -208,7 +230,7 @@ mod tests {
         assert_eq!(
             done_url(
                 "/projects/p",
-                "__path=%2Fapi%2Fx&__err=abc&done=x&range=all",
+                "__path=%2Fapi%2Fx&__err=abc&__sig=00&done=x&range=all",
                 "y"
             ),
             "/projects/p?range=all&done=y"

@@ -59,7 +59,10 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
         })
         .await;
     match outcome {
-        Ok(ArchiveOutcome::Done) => Ok(()),
+        Ok(ArchiveOutcome::Done) => {
+            back_to_form("set_archived");
+            Ok(())
+        }
         Ok(ArchiveOutcome::NotFound) => not_found(),
         Ok(ArchiveOutcome::NoFreeSlot { cap }) => Err(DashboardError::Conflict(format!(
             "Your plan allows {cap} active project(s): archive one before unarchiving this."

@@ -87,7 +87,10 @@ pub async fn add_publisher(
         })
         .await;
     match or_unavailable(added)? {
-        AddOutcome::Added => Ok(()),
+        AddOutcome::Added => {
+            back_to_form("add_publisher");
+            Ok(())
+        }
         AddOutcome::TooMany => Err(DashboardError::Conflict(format!(
             "An account can have {MAX_PUBLISHERS} trusted publishers; remove one first."
         ))),
@@ -109,7 +112,10 @@ pub async fn remove_publisher(publisher_id: String) -> Result<(), DashboardError
         })
         .await;
     match or_unavailable(removed)? {
-        true => Ok(()),
+        true => {
+            back_to_form("remove_publisher");
+            Ok(())
+        }
         false => not_found(),
     }
 }

@@ -164,7 +164,10 @@ pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
         })
         .await;
     match done {
-        Ok(true) => Ok(()),
+        Ok(true) => {
+            crate::api::ssr::back_to_form("revoke_key");
+            Ok(())
+        }
         Ok(false) => Err(DashboardError::NotFound),
         Err(e) => crate::error::unavailable(e),
     }
@@ -200,7 +203,10 @@ pub async fn change_member(email: String, action: MemberAction) -> Result<(), Da
         })
         .await;
     match done {
-        Ok(Some(Ok(()))) => Ok(()),
+        Ok(Some(Ok(()))) => {
+            crate::api::ssr::back_to_form("change_member");
+            Ok(())
+        }
         Ok(None) => Err(DashboardError::NotFound),
         Ok(Some(Err(refused))) => Err(DashboardError::Conflict(refused.to_string())),
         Err(e) => crate::error::unavailable(e),
@@ -292,6 +298,7 @@ pub async fn configure_sso(
             viewer.audit(),
         )
         .await
+        .inspect(|_| crate::api::ssr::back_to_form("configure_sso"))
         .or_else(sso_failed)
 }
 
@@ -303,6 +310,7 @@ pub async fn verify_sso(domain: String) -> Result<SsoSummary, DashboardError> {
         .0
         .verify(viewer.account_id.clone(), domain, viewer.audit())
         .await
+        .inspect(|_| crate::api::ssr::back_to_form("verify_sso"))
         .or_else(sso_failed)
 }
 
@@ -313,6 +321,7 @@ pub async fn remove_sso(domain: String) -> Result<(), DashboardError> {
         .0
         .remove(viewer.account_id.clone(), domain, viewer.audit())
         .await
+        .inspect(|_| crate::api::ssr::back_to_form("remove_sso"))
         .or_else(sso_failed)
 }
 
@@ -338,7 +347,10 @@ pub async fn add_member(
         })
         .await;
     match added {
-        Ok(Ok(member)) => Ok(member.into()),
+        Ok(Ok(member)) => {
+            crate::api::ssr::back_to_form("members/add");
+            Ok(member.into())
+        }
         Ok(Err(refused)) => Err(DashboardError::Conflict(refused.to_string())),
         Err(err) => crate::error::unavailable(err),
     }

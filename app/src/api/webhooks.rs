@@ -206,7 +206,10 @@ pub async fn delete_webhook(webhook_id: String) -> Result<(), DashboardError> {
         })
         .await;
     match or_unavailable(deleted)? {
-        true => Ok(()),
+        true => {
+            back_to_form("delete_webhook");
+            Ok(())
+        }
         false => not_found(),
     }
 }
@@ -230,6 +233,7 @@ pub async fn send_test_webhook(webhook_id: String) -> Result<(), DashboardError>
     match or_unavailable(queued)? {
         true => {
             outbox.0.wake();
+            back_to_form("send_test_webhook");
             Ok(())
         }
         false => not_found(),
@@ -256,6 +260,7 @@ pub async fn redeliver_webhook(event_id: String, webhook_id: String) -> Result<(
     match or_unavailable(queued)? {
         true => {
             outbox.0.wake();
+            back_to_form("redeliver_webhook");
             Ok(())
         }
         false => not_found(),

@@ -38,59 +38,36 @@ pub fn gate_badge(status: GateStatus) -> impl IntoView {
     }
 }
 
-/// A click handler for a submit button that asks first: "Cancel" stops the submission (the
-/// form is not sent). Without JavaScript the form is sent without asking.
-pub fn confirm_first(question: &'static str) -> impl Fn(leptos::ev::MouseEvent) + Clone {
-    move |ev: leptos::ev::MouseEvent| {
-        if !confirmed(question) {
-            ev.prevent_default();
-        }
-    }
-}
-
-#[cfg(feature = "hydrate")]
-fn confirmed(question: &str) -> bool {
-    web_sys::window()
-        .and_then(|w| w.confirm_with_message(question).ok())
-        .unwrap_or(true)
-}
-
-#[cfg(not(feature = "hydrate"))]
-fn confirmed(_question: &str) -> bool {
-    true
-}
-
-/// The last failure of an action, as an alert.
-pub fn action_error<T: Clone + Send + Sync + 'static>(
-    action: ServerAction<
-        impl leptos::server_fn::ServerFn<Output = T, Error = DashboardError> + Clone + Sync,
-    >,
-) -> impl IntoView {
-    move || {
-        action
-            .value()
-            .get()
-            .and_then(|r| r.err())
-            .map(|e| view! { <p class="notice error" role="alert">{e.to_string()}</p> })
-    }
-}
-
 /// What a plain form posting to the server function at `path` came back with (see
 /// `api::ssr::back_to_form`): `done=<endpoint>` when it was saved, the server function's
-/// error when it was not, nothing when this page was not its answer.
+/// error when it was not (under the server's seal, `tidemark_domain::form_seal`), nothing
+/// when this page was not its answer.
 pub fn form_outcome(path: &str) -> Option<Result<(), String>> {
     let query = leptos_router::hooks::use_query_map();
     let query = query.read_untracked();
     if query.get("__path").as_deref() == Some(path) {
-        if let Some(err) = query.get("__err") {
+        // Only the server's own redirect: an address anyone wrote shows no error.
+        let sealed =
+            |err: &str| sealed_by_the_server(path, err, &query.get("__sig").unwrap_or_default());
+        if let Some(err) = query.get("__err").filter(|err| sealed(err)) {
             let err =
                 leptos::server_fn::error::ServerFnUrlError::<DashboardError>::decode_err(&err);
             answer_with_status(err.status());
             return Some(Err(err.to_string()));
         }
     }
-    let endpoint = path.rsplit('/').next().unwrap_or(path);
+    let endpoint = path.strip_prefix("/api/").unwrap_or(path);
     (query.get("done").as_deref() == Some(endpoint)).then_some(Ok(()))
+}
+
+#[cfg(feature = "ssr")]
+fn sealed_by_the_server(path: &str, err: &str, sig: &str) -> bool {
+    use_context::<crate::api::FormSealKeys>().is_some_and(|keys| keys.verify(path, err, sig))
+}
+
+#[cfg(not(feature = "ssr"))]
+fn sealed_by_the_server(_path: &str, _err: &str, _sig: &str) -> bool {
+    false
 }
 
 /// The page that says a form was refused answers with the refusal's status (a member's
@@ -105,6 +82,15 @@ pub fn answer_with_status(status: u16) {
     }
     #[cfg(not(feature = "ssr"))]
     let _ = status;
+}
+
+/// Why a plain form posting to `path` was refused, when this page is that answer (a form
+/// whose success answers with a page of its own, such as Rotate Key's).
+pub fn form_error(path: &str) -> impl IntoView {
+    match form_outcome(path) {
+        Some(Err(e)) => Some(view! { <p class="notice error" role="alert">{e}</p> }),
+        _ => None,
+    }
 }
 
 /// The answer of a plain form, as a notice: `saved` when it was saved, the error otherwise.

@@ -1,22 +1,17 @@
 //! Settings' trusted publishers panel (admins): the CI identities that push keyless, a form to
-//! add one, and Remove.
+//! add one, and Remove. Server-rendered with plain forms, like every Settings section.
 
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 
-use super::{action_error, confirm_first, loading};
+use super::{form_notice, loading};
 use crate::api::publishers::{load_publishers, AddPublisher, RemovePublisher};
 use crate::model::PublisherRow;
 
-/// Its own island: adding or removing refreshes only this panel. Members do not see it.
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
+/// Members do not see it.
+#[component]
 pub fn PublishersPanel() -> impl IntoView {
-    let add = ServerAction::<AddPublisher>::new();
-    let remove = ServerAction::<RemovePublisher>::new();
-    let list = Resource::new(
-        move || (add.version().get(), remove.version().get()),
-        |_| load_publishers(),
-    );
+    let list = Resource::new(|| (), |_| load_publishers());
     view! {
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
@@ -31,8 +26,10 @@ pub fn PublishersPanel() -> impl IntoView {
                                 <code>{v.account_id.clone()}</code>
                                 " (TIDEMARK_ACCOUNT, needed only when another account trusts the same repository). See docs/ci.md."
                             </p>
-                            {publisher_table(v.publishers.clone(), remove)}
-                            {add_form(add)}
+                            {form_notice(AddPublisher::PATH, "Publisher added: its CI jobs can push without a key.")}
+                            {form_notice(RemovePublisher::PATH, "Publisher removed: its push tokens stopped working.")}
+                            {publisher_table(v.publishers.clone())}
+                            {add_form()}
                         </section>
                     }
                     .into_any(),
@@ -40,12 +37,10 @@ pub fn PublishersPanel() -> impl IntoView {
                 }
             })}
         </Suspense>
-        {action_error(add)}
-        {action_error(remove)}
     }
 }
 
-fn publisher_table(rows: Vec<PublisherRow>, remove: ServerAction<RemovePublisher>) -> AnyView {
+fn publisher_table(rows: Vec<PublisherRow>) -> AnyView {
     if rows.is_empty() {
         return view! { <p class="muted">"No trusted publishers yet: CI pushes need an API key."</p> }
             .into_any();
@@ -76,12 +71,12 @@ fn publisher_table(rows: Vec<PublisherRow>, remove: ServerAction<RemovePublisher
                             <td>{p.project.clone().unwrap_or_else(|| "All".to_owned())}</td>
                             <td>{p.last_used_at.clone().unwrap_or_else(|| "never".to_owned())}</td>
                             <td>
-                                <ActionForm action=remove>
+                                <form method="post" action=RemovePublisher::PATH>
                                     <input type="hidden" name="publisher_id" value=p.id.clone()/>
-                                    <button type="submit" class="danger" on:click=confirm_first(
+                                    <button type="submit" class="danger" data-confirm=
                                         "Stop trusting this CI identity? Its push tokens stop working at once."
-                                    )>"Remove"</button>
-                                </ActionForm>
+                                    >"Remove"</button>
+                                </form>
                             </td>
                         </tr>
                     }
@@ -92,11 +87,13 @@ fn publisher_table(rows: Vec<PublisherRow>, remove: ServerAction<RemovePublisher
     .into_any()
 }
 
-fn add_form(add: ServerAction<AddPublisher>) -> impl IntoView {
+fn add_form() -> impl IntoView {
+    // Open again when the server refused what was sent, so that it can be corrected.
+    let refused = matches!(super::form_outcome(AddPublisher::PATH), Some(Err(_)));
     view! {
-        <details class="add-publisher">
+        <details class="add-publisher" open=refused>
             <summary>"Add a trusted publisher"</summary>
-            <ActionForm action=add attr:class="stacked">
+            <form method="post" action=AddPublisher::PATH class="stacked" data-keep="">
                 <label>"CI"
                     <select name="provider">
                         <option value="github">"GitHub Actions"</option>
@@ -123,7 +120,7 @@ fn add_form(add: ServerAction<AddPublisher>) -> impl IntoView {
                     <label>"Subject (custom issuer: the exact sub)"<input type="text" name="subject"/></label>
                 </details>
                 <button type="submit" class="primary">"Add publisher"</button>
-            </ActionForm>
+            </form>
         </details>
     }
 }

@@ -2,14 +2,16 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 
-use super::{action_error, confirm_first, error_view, loading};
+use super::{error_view, form_error, form_notice, loading};
 use crate::api::badges::{load_badges, IssueBadge, RevokeBadge};
 use crate::api::projects::SetArchived;
 use crate::api::settings::{
     load_settings, AddMember, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys,
     VerifySso,
 };
-use crate::model::{BadgesView, MemberAction, ProjectsView, SettingsView, SsoState, SsoSummary};
+use crate::model::{
+    BadgesView, MemberAction, ProjectsView, SettingsView, ShownOnce, SsoState, SsoSummary,
+};
 
 /// Settings' sections, in the side navigation's order: the path segment under `/settings/`,
 /// the title, and whether only admins see it (members are refused those pages anyway).
@@ -121,8 +123,8 @@ fn BadgesPanel() -> impl IntoView {
                     }
                 })}
             </Suspense>
-            {super::form_notice(IssueBadge::PATH, "A new badge link is ready: the old one no longer shows.")}
-            {super::form_notice(RevokeBadge::PATH, "Badge revoked: its link no longer shows.")}
+            {form_notice(IssueBadge::PATH, "A new badge link is ready: the old one no longer shows.")}
+            {form_notice(RevokeBadge::PATH, "Badge revoked: its link no longer shows.")}
         </section>
     }
 }
@@ -167,49 +169,21 @@ fn badge_rows(v: BadgesView) -> impl IntoView {
     .into_any()
 }
 
-/// Settings change things in place (a rotated key is shown once, lists refresh after each
-/// action), so the whole panel is an island.
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
+/// The keys, licence, members, single sign-on and projects sections. Server-rendered, as
+/// every Settings section is (none loads WASM): each change is a plain form posting to its
+/// server function, which sends the browser back here saying what happened
+/// (`api::ssr::back_to_form`); a rotated key comes back on this page, shown once
+/// (`ShownOnce`). `public/dashboard.js` asks before the destructive ones (`data-confirm`) and
+/// puts back what was typed into a form the server refused (`data-keep`).
+#[component]
 fn SettingsPanel(section: String) -> impl IntoView {
-    let rotate = ServerAction::<RotateKeys>::new();
-    let revoke = ServerAction::<RevokeKey>::new();
-    let add = ServerAction::<AddMember>::new();
-    let change = ServerAction::<ChangeMember>::new();
-    let archive = ServerAction::<SetArchived>::new();
-    let configure = ServerAction::<ConfigureSso>::new();
-    let unconfigure = ServerAction::<RemoveSso>::new();
-    let verify = ServerAction::<VerifySso>::new();
-    let actions = SsoActions {
-        configure,
-        unconfigure,
-        verify,
-    };
-    let settings = Resource::new(
-        move || {
-            (
-                rotate.version().get(),
-                revoke.version().get(),
-                add.version().get(),
-                change.version().get(),
-                archive.version().get(),
-                configure.version().get(),
-                unconfigure.version().get(),
-                verify.version().get(),
-            )
-        },
-        |_| load_settings(),
-    );
     if section == "projects" {
-        let projects = Resource::new(
-            move || archive.version().get(),
-            |_| crate::api::projects::list_projects(),
-        );
+        let projects = Resource::new(|| (), |_| crate::api::projects::list_projects());
         return view! {
             <Suspense fallback=loading>
                 {move || Suspend::new(async move {
                     match projects.await {
-                        Ok(view) => archive_section(view, archive).into_any(),
+                        Ok(view) => archive_section(view).into_any(),
                         Err(err) => error_view(err),
                     }
                 })}
@@ -217,23 +191,14 @@ fn SettingsPanel(section: String) -> impl IntoView {
         }
         .into_any();
     }
-    let member_form = NodeRef::<leptos::html::Form>::new();
-    let sso_form = NodeRef::<leptos::html::Form>::new();
-    let forms = SettingsForms {
-        member: member_form,
-        sso: sso_form,
-    };
-    // A form that saved is emptied, ready for the next entry; one that failed keeps its
-    // contents to correct.
-    clear_after_success(add, member_form);
-    clear_after_success(configure, sso_form);
+    let settings = Resource::new(|| (), |_| load_settings());
     view! {
         <Suspense fallback=loading>
             {move || {
                 let section = section.clone();
                 Suspend::new(async move {
                     match settings.await {
-                        Ok(view) => settings_view(&section, view, rotate, revoke, add, change, actions, forms),
+                        Ok(view) => settings_view(&section, view),
                         Err(err) => error_view(err),
                     }
                 })
@@ -243,51 +208,18 @@ fn SettingsPanel(section: String) -> impl IntoView {
     .into_any()
 }
 
-/// The forms a section empties after a successful save.
-#[derive(Clone, Copy)]
-struct SettingsForms {
-    member: NodeRef<leptos::html::Form>,
-    sso: NodeRef<leptos::html::Form>,
-}
-
-/// Resets `form` each time `action` succeeds.
-pub(super) fn clear_after_success<A>(action: ServerAction<A>, form: NodeRef<leptos::html::Form>)
-where
-    A: leptos::server_fn::ServerFn + Clone + Send + Sync + 'static,
-    A::Output: Clone + Send + Sync + 'static,
-    A::Error: Clone + Send + Sync + 'static,
-{
-    Effect::new(move |_| {
-        if matches!(action.value().get(), Some(Ok(_))) {
-            if let Some(f) = form.get_untracked() {
-                f.reset();
-            }
-        }
-    });
-}
-
-#[allow(clippy::too_many_arguments)] // one per action the sections post to
-fn settings_view(
-    section: &str,
-    v: SettingsView,
-    rotate: ServerAction<RotateKeys>,
-    revoke: ServerAction<RevokeKey>,
-    add: ServerAction<AddMember>,
-    change: ServerAction<ChangeMember>,
-    sso_actions: SsoActions,
-    forms: SettingsForms,
-) -> AnyView {
+fn settings_view(section: &str, v: SettingsView) -> AnyView {
     let admin = v.is_admin;
     let note = (!admin).then(|| view! {
         <p class="notice" role="note">"You are a member: you can read everything here; an admin of the account makes changes."</p>
     });
     let body = match section {
         "licence" => licence_section(v, admin),
-        "members" => members_section(v, admin, add, change, forms.member),
+        "members" => members_section(v, admin),
         "sso" => {
             let enterprise = v.license.as_ref().is_some_and(|l| l.tier == "enterprise");
             if enterprise || !v.sso.is_empty() {
-                sso_section(v.sso, admin, sso_actions, forms.sso)
+                sso_section(v.sso, admin)
             } else {
                 view! {
                     <section class="card" aria-labelledby="sso-heading">
@@ -298,21 +230,23 @@ fn settings_view(
                 .into_any()
             }
         }
-        _ => keys_section(v, admin, rotate, revoke),
+        _ => keys_section(v, admin),
     };
     view! { {note} {body} }.into_any()
 }
 
-fn keys_section(
-    v: SettingsView,
-    admin: bool,
-    rotate: ServerAction<RotateKeys>,
-    revoke: ServerAction<RevokeKey>,
-) -> AnyView {
+fn keys_section(v: SettingsView, admin: bool) -> AnyView {
+    let new_key = match ShownOnce::of_this_request() {
+        Some(ShownOnce::ApiKey(key)) => Some(key),
+        _ => None,
+    };
     view! {
         <section class="card" aria-labelledby="keys-heading">
             <h2 id="keys-heading">"API keys"</h2>
             <p class="muted">"Scanners and CI jobs push with these. Only the first characters are ever shown."</p>
+            {new_key.map(new_key_panel)}
+            {form_notice(RevokeKey::PATH, "Key revoked: it no longer pushes.")}
+            {form_error(RotateKeys::PATH)}
             <div class="table-wrap" tabindex="0">
                 <table data-testid="keys">
                     <thead><tr>
@@ -328,10 +262,10 @@ fn keys_section(
                                 <td>{k.last_used_at.unwrap_or_else(|| "never".into())}</td>
                                 {admin.then(|| view! {
                                     <td>
-                                        <ActionForm action=revoke>
+                                        <form method="post" action=RevokeKey::PATH>
                                             <input type="hidden" name="key_id" value=k.id.clone()/>
                                             <button type="submit" class="link" aria-label=format!("Revoke key {}", k.prefix)>"Revoke"</button>
-                                        </ActionForm>
+                                        </form>
                                     </td>
                                 })}
                             </tr>
@@ -340,18 +274,14 @@ fn keys_section(
                 </table>
             </div>
             {admin.then(|| view! {
-                <ActionForm action=rotate attr:class="inline">
-                    <button type="submit" class="danger" on:click=confirm_first(
+                <form method="post" action=RotateKeys::PATH class="inline">
+                    <button type="submit" class="danger" data-confirm=
                         "Rotate the API key? Every current key stops working at once: scanners and CI jobs need the new one."
-                    )>"Rotate Key"</button>
+                    >"Rotate Key"</button>
                     <span class="muted small">" Revokes every key above at once and issues one new key."</span>
-                </ActionForm>
+                </form>
             })}
-            {move || rotate.value().get().and_then(|r| r.ok()).map(new_key_panel)}
-            {action_error(rotate)}
-            {action_error(revoke)}
         </section>
-
     }
     .into_any()
 }
@@ -378,7 +308,7 @@ fn licence_section(v: SettingsView, admin: bool) -> AnyView {
                         <code>"tidemark activate --offline FILE"</code>
                         ". It works until it expires, even if the licence is suspended meanwhile, so keep it short. "
                         "Bind it to one machine with the fingerprint "<code>"tidemark fingerprint"</code>" prints there."</p>
-                    // A plain form: the answer is a download, not a page.
+                    // The answer is a download, not a page.
                     <form method="post" action="/settings/licence/offline-file" class="inline" aria-labelledby="offline-heading" data-testid="offline-file">
                         <label>"Days "<input type="number" name="days" value="30" min="1" max="400" required/></label>
                         <label>" Machine fingerprint (optional) "<input type="text" name="machine" maxlength="128" placeholder="sha256:…"/></label>
@@ -387,22 +317,17 @@ fn licence_section(v: SettingsView, admin: bool) -> AnyView {
                 })}
             </section>
         })}
-
     }
     .into_any()
 }
 
-fn members_section(
-    v: SettingsView,
-    admin: bool,
-    add: ServerAction<AddMember>,
-    change: ServerAction<ChangeMember>,
-    form: NodeRef<leptos::html::Form>,
-) -> AnyView {
+fn members_section(v: SettingsView, admin: bool) -> AnyView {
     let me = v.viewer_email.clone();
     view! {
         <section class="card" aria-labelledby="members-heading">
             <h2 id="members-heading">"Members"</h2>
+            {form_notice(AddMember::PATH, "Member added: they sign in with that address.")}
+            {form_notice(ChangeMember::PATH, "Saved.")}
             <div class="table-wrap" tabindex="0">
                 <table data-testid="members">
                     <thead><tr>
@@ -417,8 +342,7 @@ fn members_section(
                             let managed = m.managed;
                             let (email_role, email_remove) = (m.email.clone(), m.email.clone());
                             // Provisioned people (SCIM) are marked, and changed in the IdP: the
-                            // stylesheet hides their forms (`tr[data-managed]`). Plain strings and
-                            // one attribute keep this from growing the WASM bundle.
+                            // stylesheet hides their forms (`tr[data-managed]`).
                             view! {
                                 <tr data-managed=managed.then_some("scim")>
                                     <td>
@@ -429,18 +353,18 @@ fn members_section(
                                     {admin.then(|| view! {
                                         <td class="actions">
                                             {managed.then_some("Change in your identity provider")}
-                                            <ActionForm action=change>
+                                            <form method="post" action=ChangeMember::PATH>
                                                 <input type="hidden" name="email" value=email_role.clone()/>
                                                 <input type="hidden" name="action" value=MemberAction::to_role(other).as_str()/>
                                                 <button type="submit" class="link">{format!("Make {}", other.as_str())}</button>
-                                            </ActionForm>
-                                            <ActionForm action=change>
+                                            </form>
+                                            <form method="post" action=ChangeMember::PATH>
                                                 <input type="hidden" name="email" value=email_remove.clone()/>
                                                 <input type="hidden" name="action" value=MemberAction::Remove.as_str()/>
-                                                <button type="submit" class="link danger-text" on:click=confirm_first(
+                                                <button type="submit" class="link danger-text" data-confirm=
                                                     "Remove this member from the account? They lose access at once."
-                                                )>"Remove"</button>
-                                            </ActionForm>
+                                                >"Remove"</button>
+                                            </form>
                                         </td>
                                     })}
                                 </tr>
@@ -450,35 +374,18 @@ fn members_section(
                 </table>
             </div>
             {admin.then(|| view! {
-                <ActionForm action=add node_ref=form attr:class="row-form">
+                <form method="post" action=AddMember::PATH class="row-form" data-keep="">
                     <label>"E-mail" <input type="email" name="email" required placeholder="colleague@company.com"/></label>
                     <label class="check"><input type="checkbox" name="admin" value="true"/> " admin"</label>
                     <button type="submit" class="primary">"Add member"</button>
-                </ActionForm>
+                </form>
             })}
-            {action_error(add)}
-            {action_error(change)}
         </section>
-
     }
     .into_any()
 }
 
-#[derive(Clone, Copy)]
-struct SsoActions {
-    configure: ServerAction<ConfigureSso>,
-    unconfigure: ServerAction<RemoveSso>,
-    verify: ServerAction<VerifySso>,
-}
-
-/// Type-erased (`AnyView`): the Settings island's nested view type is otherwise too deep for
-/// the compiler's query limit.
-fn sso_section(
-    domains: Vec<SsoSummary>,
-    admin: bool,
-    actions: SsoActions,
-    form: NodeRef<leptos::html::Form>,
-) -> AnyView {
+fn sso_section(domains: Vec<SsoSummary>, admin: bool) -> AnyView {
     view! {
         <section class="card" aria-labelledby="sso-heading">
             <h2 id="sso-heading">"Single sign-on (SAML)"</h2>
@@ -488,11 +395,14 @@ fn sso_section(
                 "it with a DNS record; until then it changes nothing for anybody. "
                 "Public mail providers (gmail.com, outlook.com, …) cannot be claimed."
             </p>
+            {form_notice(ConfigureSso::PATH, "Saved: publish the DNS record shown, then press Verify now.")}
+            {form_notice(VerifySso::PATH, "Checked: the domain's state is below.")}
+            {form_notice(RemoveSso::PATH, "Single sign-on removed for that domain.")}
             <ul class="plain sso-claims" data-testid="sso-domains">
-                {domains.into_iter().map(|s| sso_claim(s, admin, actions)).collect_view()}
+                {domains.into_iter().map(|s| sso_claim(s, admin)).collect_view()}
             </ul>
             {admin.then(|| view! {
-                <ActionForm action=actions.configure node_ref=form attr:class="stack">
+                <form method="post" action=ConfigureSso::PATH class="stack" data-keep="">
                     <label for="sso-domain">"E-mail domain"</label>
                     <input id="sso-domain" type="text" name="domain" required placeholder="company.com"/>
                     <label for="sso-metadata">"IdP metadata (SAML 2.0 XML; it must name a signing certificate)"</label>
@@ -503,17 +413,14 @@ fn sso_section(
                         " Enforce: once verified, refuse OpenID Connect sign-in for this domain"
                     </label>
                     <button type="submit" class="primary">"Save SSO"</button>
-                </ActionForm>
+                </form>
             })}
-            {action_error(actions.configure)}
-            {action_error(actions.verify)}
-            {action_error(actions.unconfigure)}
         </section>
     }
     .into_any()
 }
 
-fn sso_claim(s: SsoSummary, admin: bool, actions: SsoActions) -> AnyView {
+fn sso_claim(s: SsoSummary, admin: bool) -> AnyView {
     let (state_label, state_class) = match s.state {
         SsoState::Pending => ("pending verification", "chip pending"),
         SsoState::Verified => ("verified", "chip verified"),
@@ -559,16 +466,16 @@ fn sso_claim(s: SsoSummary, admin: bool, actions: SsoActions) -> AnyView {
             {admin.then(|| view! {
                 <div class="actions">
                     {(s.state == SsoState::Pending).then(|| view! {
-                        <ActionForm action=actions.verify attr:class="inline">
+                        <form method="post" action=VerifySso::PATH class="inline">
                             <input type="hidden" name="domain" value=domain.clone()/>
                             <button type="submit" class="primary">"Verify now"</button>
-                        </ActionForm>
+                        </form>
                     })}
-                    <ActionForm action=actions.unconfigure attr:class="inline">
+                    <form method="post" action=RemoveSso::PATH class="inline">
                         <input type="hidden" name="domain" value=remove_domain.clone()/>
                         <button type="submit" class="link danger-text"
                             aria-label=format!("Remove SSO for {remove_domain}")>"Remove"</button>
-                    </ActionForm>
+                    </form>
                 </div>
             })}
         </li>
@@ -576,55 +483,42 @@ fn sso_claim(s: SsoSummary, admin: bool, actions: SsoActions) -> AnyView {
     .into_any()
 }
 
+/// The one new key, on the page that answered Rotate Key (never again: reloading the page
+/// shows the keys without it). "Copy" is `public/dashboard.js`'s (`data-copy`).
 fn new_key_panel(key: String) -> impl IntoView {
-    let (copied, set_copied) = signal(false);
-    let for_copy = key.clone();
     view! {
         <div class="notice new-key" role="alert" data-testid="new-key-panel">
             <p><strong>"Your new API key"</strong> " — shown once. Store it in your CI secrets now; every previous key stopped working."</p>
-            <p><code data-testid="new-key">{key}</code></p>
-            <button type="button" class="primary" on:click=move |_| {
-                copy_to_clipboard(&for_copy);
-                set_copied.set(true);
-            }>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
+            <p><code data-testid="new-key" id="new-key">{key}</code></p>
+            <button type="button" class="primary" data-copy="new-key" hidden>"Copy"</button>
         </div>
     }
 }
 
-#[cfg(feature = "hydrate")]
-fn copy_to_clipboard(text: &str) {
-    if let Some(window) = web_sys::window() {
-        let _ = window.navigator().clipboard().write_text(text);
-    }
-}
-
-#[cfg(not(feature = "hydrate"))]
-fn copy_to_clipboard(_text: &str) {}
-
-fn archive_section(v: ProjectsView, archive: ServerAction<SetArchived>) -> impl IntoView {
+fn archive_section(v: ProjectsView) -> impl IntoView {
     let admin = v.is_admin;
     view! {
         <section class="card" aria-labelledby="archive-heading">
             <h2 id="archive-heading">"Projects"</h2>
             <p class="muted">"Archiving frees a project slot; its history stays readable. A push to an archived label is refused."</p>
+            {form_notice(SetArchived::PATH, "Saved.")}
             <ul class="plain" data-testid="archive-list">
                 {v.projects.into_iter().map(|p| view! {
                     <li>
                         <a href=format!("/projects/{}", p.id)>{p.label.clone()}</a>
                         {p.archived.then_some(" (archived)")}
                         {admin.then(|| view! {
-                            <ActionForm action=archive attr:class="inline">
+                            <form method="post" action=SetArchived::PATH class="inline">
                                 <input type="hidden" name="project_id" value=p.id.clone()/>
                                 <input type="hidden" name="archived" value=(!p.archived).to_string()/>
                                 <button type="submit" class="link" aria-label=format!("{} {}", if p.archived { "Unarchive" } else { "Archive" }, p.label)>
                                     {if p.archived { "Unarchive" } else { "Archive" }}
                                 </button>
-                            </ActionForm>
+                            </form>
                         })}
                     </li>
                 }).collect_view()}
             </ul>
-            {action_error(archive)}
         </section>
     }
 }

@@ -1,55 +1,31 @@
 //! Settings' webhooks panel (admins): endpoints with their events, a form to add one, the
-//! signing secret shown once, and the delivery log with Redeliver.
+//! signing secret shown once, and the delivery log with Redeliver. Server-rendered with plain
+//! forms, like every Settings section (see `settings::SettingsPanel`).
 
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 
-use super::{action_error, confirm_first, loading};
+use super::{form_error, form_notice, loading};
 use crate::api::webhooks::{
     load_webhooks, CreateWebhook, DeleteWebhook, RedeliverWebhook, RotateWebhookSecret,
     SendTestWebhook,
 };
-use crate::error::DashboardError;
-use crate::model::{DeliveryRow, WebhookRow, WebhookSecretShown};
+use crate::model::{DeliveryRow, ShownOnce, WebhookRow, WebhookSecretShown};
 
-/// Its own island: adding an endpoint or redelivering refreshes only this panel. Members
-/// do not see it (endpoints and their log are for admins).
-#[cfg_attr(feature = "hydrate", island(lazy))]
-#[cfg_attr(not(feature = "hydrate"), island)]
+/// Members do not see it (endpoints and their log are for admins).
+#[component]
 pub fn WebhooksPanel() -> impl IntoView {
-    let create = ServerAction::<CreateWebhook>::new();
-    let rotate = ServerAction::<RotateWebhookSecret>::new();
-    let delete = ServerAction::<DeleteWebhook>::new();
-    let test = ServerAction::<SendTestWebhook>::new();
-    let redeliver = ServerAction::<RedeliverWebhook>::new();
-    let (refreshed, refresh) = signal(0u32);
-    let hooks = Resource::new(
-        move || {
-            (
-                create.version().get(),
-                rotate.version().get(),
-                delete.version().get(),
-                test.version().get(),
-                redeliver.version().get(),
-                refreshed.get(),
-            )
-        },
-        |_| load_webhooks(),
-    );
-    let actions = Actions {
-        rotate,
-        delete,
-        test,
-    };
-    let form = NodeRef::<leptos::html::Form>::new();
-    super::settings::clear_after_success(create, form);
-    // The secret from the latest create or rotate, until another action runs.
-    let shown = move || {
-        let from = |v: Option<Result<WebhookSecretShown, DashboardError>>| v.and_then(Result::ok);
-        from(rotate.value().get()).or_else(|| from(create.value().get()))
+    let hooks = Resource::new(|| (), |_| load_webhooks());
+    // The secret of the endpoint just made or given a new secret, on the page that answered.
+    let shown = match ShownOnce::of_this_request() {
+        Some(ShownOnce::WebhookSecret(s)) => Some(s),
+        _ => None,
     };
     view! {
         <Suspense fallback=loading>
-            {move || Suspend::new(async move {
+            {move || {
+                let shown = shown.clone();
+                Suspend::new(async move {
                 match hooks.await {
                     Ok(v) => view! {
                         <section class="card" aria-labelledby="webhooks-heading" data-testid="webhooks">
@@ -60,31 +36,24 @@ pub fn WebhooksPanel() -> impl IntoView {
                                 " header with the endpoint's secret (the README shows how to check it). "
                                 "Failed deliveries are retried with growing pauses for a day."
                             </p>
-                            {move || shown().map(secret_panel)}
-                            {endpoint_table(v.endpoints.clone(), actions)}
-                            {add_form(v.projects.clone(), create, form)}
-                            {delivery_log(v.deliveries.clone(), redeliver, refresh)}
+                            {shown.map(secret_panel)}
+                            {form_error(CreateWebhook::PATH)}
+                            {form_error(RotateWebhookSecret::PATH)}
+                            {form_notice(DeleteWebhook::PATH, "Endpoint deleted, with its delivery log.")}
+                            {form_notice(SendTestWebhook::PATH, "Test event queued: it shows in the log below.")}
+                            {form_notice(RedeliverWebhook::PATH, "Queued for delivery again.")}
+                            {endpoint_table(v.endpoints.clone())}
+                            {add_form(v.projects.clone())}
+                            {delivery_log(v.deliveries.clone())}
                         </section>
                     }
                     .into_any(),
                     // Members: nothing to show.
                     Err(err) => super::error_view(err),
                 }
-            })}
+            })}}
         </Suspense>
-        {action_error(create)}
-        {action_error(rotate)}
-        {action_error(delete)}
-        {action_error(test)}
-        {action_error(redeliver)}
     }
-}
-
-#[derive(Clone, Copy)]
-struct Actions {
-    rotate: ServerAction<RotateWebhookSecret>,
-    delete: ServerAction<DeleteWebhook>,
-    test: ServerAction<SendTestWebhook>,
 }
 
 fn secret_panel(s: WebhookSecretShown) -> impl IntoView {
@@ -96,7 +65,7 @@ fn secret_panel(s: WebhookSecretShown) -> impl IntoView {
     }
 }
 
-fn endpoint_table(endpoints: Vec<WebhookRow>, a: Actions) -> AnyView {
+fn endpoint_table(endpoints: Vec<WebhookRow>) -> AnyView {
     if endpoints.is_empty() {
         return view! { <p class="muted">"No endpoints yet."</p> }.into_any();
     }
@@ -116,22 +85,22 @@ fn endpoint_table(endpoints: Vec<WebhookRow>, a: Actions) -> AnyView {
                             <td>{w.events.join(", ")}</td>
                             <td>{w.format.clone()}</td>
                             <td class="row-form">
-                                <ActionForm action=a.test>
+                                <form method="post" action=SendTestWebhook::PATH>
                                     <input type="hidden" name="webhook_id" value=id_test/>
                                     <button type="submit" class="secondary">"Send a test event"</button>
-                                </ActionForm>
-                                <ActionForm action=a.rotate>
+                                </form>
+                                <form method="post" action=RotateWebhookSecret::PATH>
                                     <input type="hidden" name="webhook_id" value=id_rotate/>
-                                    <button type="submit" class="secondary" on:click=confirm_first(
+                                    <button type="submit" class="secondary" data-confirm=
                                         "Replace this endpoint's signing secret? Deliveries are signed with the new one at once."
-                                    )>"New secret"</button>
-                                </ActionForm>
-                                <ActionForm action=a.delete>
+                                    >"New secret"</button>
+                                </form>
+                                <form method="post" action=DeleteWebhook::PATH>
                                     <input type="hidden" name="webhook_id" value=id_delete/>
-                                    <button type="submit" class="danger" on:click=confirm_first(
+                                    <button type="submit" class="danger" data-confirm=
                                         "Delete this endpoint and its delivery log?"
-                                    )>"Delete"</button>
-                                </ActionForm>
+                                    >"Delete"</button>
+                                </form>
                             </td>
                         </tr>
                     }
@@ -142,15 +111,13 @@ fn endpoint_table(endpoints: Vec<WebhookRow>, a: Actions) -> AnyView {
     .into_any()
 }
 
-fn add_form(
-    projects: Vec<(String, String)>,
-    create: ServerAction<CreateWebhook>,
-    form: NodeRef<leptos::html::Form>,
-) -> impl IntoView {
+fn add_form(projects: Vec<(String, String)>) -> impl IntoView {
+    // Open again when the server refused what was sent, so that it can be corrected.
+    let refused = matches!(super::form_outcome(CreateWebhook::PATH), Some(Err(_)));
     view! {
-        <details class="add-webhook">
+        <details class="add-webhook" open=refused>
             <summary>"Add an endpoint"</summary>
-            <ActionForm action=create node_ref=form attr:class="stacked">
+            <form method="post" action=CreateWebhook::PATH class="stacked" data-keep="">
                 <label>"URL"<input type="url" name="url" required placeholder="https://example.com/tidemark-events"/></label>
                 <label>"Projects"
                     <select name="project_id">
@@ -173,16 +140,12 @@ fn add_form(
                     <label><input type="checkbox" name="keys_rotated" value="true"/>" keys.rotated"</label>
                 </fieldset>
                 <button type="submit" class="primary">"Add endpoint"</button>
-            </ActionForm>
+            </form>
         </details>
     }
 }
 
-fn delivery_log(
-    rows: Vec<DeliveryRow>,
-    redeliver: ServerAction<RedeliverWebhook>,
-    refresh: WriteSignal<u32>,
-) -> impl IntoView {
+fn delivery_log(rows: Vec<DeliveryRow>) -> impl IntoView {
     let table = if rows.is_empty() {
         view! { <p class="muted">"No deliveries yet."</p> }.into_any()
     } else {
@@ -218,11 +181,11 @@ fn delivery_log(
                                 <td class="num">{d.latency_ms.map(|ms| format!("{ms} ms")).unwrap_or_default()}</td>
                                 <td class="num">{d.attempts}</td>
                                 <td>
-                                    <ActionForm action=redeliver>
+                                    <form method="post" action=RedeliverWebhook::PATH>
                                         <input type="hidden" name="event_id" value=d.event_id.clone()/>
                                         <input type="hidden" name="webhook_id" value=d.webhook_id.clone()/>
                                         <button type="submit" class="link">"Redeliver"</button>
-                                    </ActionForm>
+                                    </form>
                                 </td>
                             </tr>
                         }
@@ -235,7 +198,8 @@ fn delivery_log(
     view! {
         <div class="log-head">
             <h3>"Recent deliveries"</h3>
-            <button type="button" class="secondary" on:click=move |_| refresh.update(|n| *n += 1)>"Refresh"</button>
+            // This page again: the log as it is now.
+            <form method="get" action="/settings/webhooks"><button type="submit" class="secondary">"Refresh"</button></form>
         </div>
         {table}
     }

@@ -1,6 +1,7 @@
 //! Cross-cutting HTTP plumbing: request ids, access logs, metrics, health probes, security
 //! headers, database deadlines, panics answered, the site's assets compressed, answers
-//! compressed, and the island scripts a page needs.
+//! compressed, the island scripts a page needs, and secrets shown once on the page a form
+//! came from.
 
 pub mod assets;
 pub mod client_ip;
@@ -13,3 +14,4 @@ pub mod panics;
 pub mod request_id;
 pub mod security_headers;
 pub mod server_fn_status;
+pub mod shown_once;
