@@ -113,6 +113,67 @@ pub fn could_be_finding_id(s: &str) -> bool {
     })
 }
 
+/// Where a listing of tracked findings goes on: the sort key of the last finding a page gave
+/// (its severity's rank, most severe first; when it was first seen; its id). A page starts
+/// after that key rather than after a count of rows, so a walk over the pages returns every
+/// finding that keeps its key exactly once, whatever pushes fix or add between pages. Opaque
+/// to clients (URL-safe base64 of `v1.<rank>.<first seen>.<id>`), so the order may change
+/// later without breaking the cursors they hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingsCursor {
+    /// 0 critical, 1 high, 2 medium, 3 low.
+    pub rank: i64,
+    pub first_seen_at: Millis,
+    pub finding_id: String,
+}
+
+impl FindingsCursor {
+    /// The longest cursor [`FindingsCursor::encode`] writes is far below this.
+    pub const MAX_LEN: usize = 128;
+
+    /// The rank `severity` sorts at (the store's `ORDER BY` uses the same).
+    pub fn rank_of(severity: &str) -> i64 {
+        match severity {
+            "critical" => 0,
+            "high" => 1,
+            "medium" => 2,
+            _ => 3,
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(
+            "v1.{}.{}.{}",
+            self.rank, self.first_seen_at, self.finding_id
+        ))
+    }
+
+    /// A cursor [`FindingsCursor::encode`] could have written; anything else is `None`.
+    pub fn parse(cursor: &str) -> Option<FindingsCursor> {
+        use base64::Engine as _;
+        if cursor.len() > Self::MAX_LEN {
+            return None;
+        }
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(cursor)
+            .ok()?;
+        let text = String::from_utf8(raw).ok()?;
+        let mut parts = text.splitn(4, '.');
+        let (version, rank_text, seen_text, finding_id) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let rank: i64 = rank_text.parse().ok().filter(|r| (0..=3).contains(r))?;
+        let first_seen_at: Millis = seen_text.parse().ok().filter(|t| *t >= 0)?;
+        // Numbers as written (no "01" or "+1"): one key, one cursor.
+        let as_written = rank.to_string() == rank_text && first_seen_at.to_string() == seen_text;
+        (version == "v1" && as_written && could_be_finding_id(finding_id)).then(|| FindingsCursor {
+            rank,
+            first_seen_at,
+            finding_id: finding_id.to_owned(),
+        })
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -121,6 +182,39 @@ mod tests {
 
     const NOW: Millis = 1_800_000_000_000;
     const DAY: Millis = 86_400_000;
+
+    #[test]
+    fn a_cursor_reads_back_only_as_written() {
+        let cursor = FindingsCursor {
+            rank: 1,
+            first_seen_at: 1_700_000_000_123,
+            finding_id: "fnd_abc234".into(),
+        };
+        let text = cursor.encode();
+        assert!(text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        assert_eq!(FindingsCursor::parse(&text), Some(cursor));
+        use base64::Engine as _;
+        let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        for bad in [
+            "999999".to_owned(),
+            "".to_owned(),
+            "x".repeat(200),
+            enc("v2.1.5.fnd_a"),
+            enc("v1.4.5.fnd_a"),
+            enc("v1.-1.5.fnd_a"),
+            enc("v1.1.-5.fnd_a"),
+            enc("v1.01.5.fnd_a"),
+            enc("v1.1.5.prj_a"),
+            enc("v1.1.5"),
+            enc("v1.1.5.fnd_A"),
+        ] {
+            assert_eq!(FindingsCursor::parse(&bad), None, "{bad}");
+        }
+        assert_eq!(FindingsCursor::rank_of("critical"), 0);
+        assert_eq!(FindingsCursor::rank_of("low"), 3);
+    }
 
     fn finding(rule: &str, resource: &str, status: FindingStatus) -> Finding {
         Finding {

@@ -63,7 +63,12 @@ tidemark_store::test_each_backend! {
         // The label names the project too (percent-encoded).
         let by_label = get_json(&app, &key, "/v1/projects/payments%20api/findings?limit=1").await;
         assert_eq!(by_label["findings"].as_array().unwrap().len(), 1);
-        assert_eq!(by_label["next_cursor"], "1");
+        // The cursor goes on from the last finding given; the last page gives none (no
+        // cursor to an empty page).
+        let cursor = by_label["next_cursor"].as_str().unwrap().to_owned();
+        let rest = get_json(&app, &key, &format!("/v1/projects/payments%20api/findings?limit=1&cursor={cursor}")).await;
+        assert_eq!(rest["findings"][0]["id"].as_str(), Some(medium.as_str()));
+        assert_eq!(rest["next_cursor"], Value::Null);
 
         // Triage: reason and expiry; the answer is the finding, triaged by the key.
         let triage = format!("{list}/{medium}/triage");
@@ -98,7 +103,7 @@ tidemark_store::test_each_backend! {
         assert_error(res, StatusCode::BAD_REQUEST, "invalid_json").await;
         let res = app.client.put(app.url(&triage)).header("X-API-Key", &key).body("state=x").send().await.unwrap();
         assert_error(res, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
-        for query in ["state=closed", "severity=urgent", "limit=0", "limit=501", "cursor=-1", "cursor=x", "branch=a%00b"] {
+        for query in ["state=closed", "severity=urgent", "limit=0", "limit=501", "cursor=-1", "cursor=x", "cursor=999999", "cursor=400", "branch=a%00b"] {
             let res = call(&app, reqwest::Method::GET, &key, &format!("{list}?{query}"), None).await;
             assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
         }
@@ -329,4 +334,71 @@ async fn a_404_names_what_was_not_found() {
         message,
         "No such endpoint. See /v1/openapi.json for the API."
     );
+}
+
+/// A push of `findings` (rule id, resource, severity), all failing, on the default branch.
+fn push_of(label: &str, at: &str, findings: &[(String, String, &str)]) -> Value {
+    let mut body = sample_push(label, 60.0, at);
+    body["findings"] = findings
+        .iter()
+        .map(|(rule, resource, severity)| {
+            json!({"rule_id": rule, "resource": resource, "status": "FAIL", "severity": severity,
+                   "message": "m", "remediation": "r"})
+        })
+        .collect();
+    body
+}
+
+tidemark_store::test_each_backend! {
+    /// Issue 44: walking a project's findings page by page while pushes fix some of the first
+    /// page and add more severe ones returns every finding open throughout exactly once: the
+    /// cursor is a key, not a count of rows.
+    async fn a_walk_over_pages_returns_each_finding_once_whatever_lands_between(backend) {
+        let app = TestApp::spawn(backend).await;
+        let (_license, key) = app.with_key(Tier::Team).await;
+        let finding = |i: usize, severity: &'static str| (format!("rule-{i:04}"), format!("res-{i:04}"), severity);
+        let first: Vec<_> = (0..300).map(|i| finding(i, ["high", "medium", "low"][i / 100])).collect();
+        let pushed = app.push_json(&key, &push_of("walk", "2026-11-20T10:00:00Z", &first)).await;
+        let project = pushed["project_id"].as_str().unwrap().to_owned();
+        let list = format!("/v1/projects/{project}/findings?state=open&limit=100");
+
+        let mut seen: Vec<String> = Vec::new();
+        let mut ids_by_rule = std::collections::HashMap::new();
+        let page = get_json(&app, &key, &list).await;
+        let mut cursor = page["next_cursor"].as_str().map(str::to_owned);
+        for f in page["findings"].as_array().unwrap() {
+            seen.push(f["rule_id"].as_str().unwrap().to_owned());
+            ids_by_rule.insert(f["rule_id"].as_str().unwrap().to_owned(), f["id"].as_str().unwrap().to_owned());
+        }
+        assert_eq!(seen.len(), 100);
+        // Between pages: a push fixes 30 of the first page (they are gone from it) and adds 20
+        // criticals, which sort before everything already given; then another adds 20 highs.
+        let mut second: Vec<_> = first.iter().skip(30).cloned().collect();
+        second.extend((1000..1020).map(|i| finding(i, "critical")));
+        app.push_json(&key, &push_of("walk", "2026-11-20T11:00:00Z", &second)).await;
+        let mut pages = 1;
+        while let Some(c) = cursor.take() {
+            let page = get_json(&app, &key, &format!("{list}&cursor={c}")).await;
+            let findings = page["findings"].as_array().unwrap();
+            assert!(!findings.is_empty(), "a cursor led to an empty page");
+            seen.extend(findings.iter().map(|f| f["rule_id"].as_str().unwrap().to_owned()));
+            cursor = page["next_cursor"].as_str().map(str::to_owned);
+            pages += 1;
+            if pages == 2 {
+                let mut third = second.clone();
+                third.extend((2000..2020).map(|i| finding(i, "high")));
+                app.push_json(&key, &push_of("walk", "2026-11-20T12:00:00Z", &third)).await;
+            }
+        }
+        let unique: std::collections::HashSet<&String> = seen.iter().collect();
+        assert_eq!(unique.len(), seen.len(), "{backend:?}: a finding was given twice");
+        // Every finding open throughout (the 270 of the first push that no push fixed).
+        for (rule, _, _) in first.iter().skip(30) {
+            assert!(unique.contains(rule), "{backend:?}: {rule} was skipped");
+        }
+        // The first page's findings kept their ids; the walk ended on a full or partial page,
+        // never an empty one.
+        assert_eq!(ids_by_rule.len(), 100);
+        assert!(pages >= 3, "{pages}");
+    }
 }

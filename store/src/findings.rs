@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use tidemark_domain::audit::{Action, AuditContext};
-use tidemark_domain::findings::{state_of, tracked_in_push, TriageChange};
+use tidemark_domain::findings::{state_of, tracked_in_push, FindingsCursor, TriageChange};
 use tidemark_domain::Millis;
 use tidemark_wire::findings::{FindingState, TrackedFinding, Triage, TriageState};
 use tidemark_wire::{Finding, Severity};
@@ -218,6 +218,17 @@ pub struct TrackedRow {
 }
 
 impl TrackedRow {
+    /// The key a listing goes on after this finding.
+    pub fn cursor(&self) -> FindingsCursor {
+        FindingsCursor {
+            rank: FindingsCursor::rank_of(&self.severity),
+            first_seen_at: self.first_seen_at,
+            finding_id: self.id.clone(),
+        }
+    }
+}
+
+impl TrackedRow {
     pub fn severity(&self) -> Severity {
         Severity::parse(&self.severity).unwrap_or(Severity::Low)
     }
@@ -352,11 +363,13 @@ pub async fn find_line(
 pub struct TrackedQuery {
     pub state: Option<FindingState>,
     pub severity: Option<Severity>,
-    pub offset: i64,
+    /// Only findings sorting after this key (the last one of the previous page).
+    pub after: Option<FindingsCursor>,
     pub limit: i64,
 }
 
-/// A page of the line's tracked findings, most severe first, then oldest first.
+/// A page of the line's tracked findings, most severe first, then oldest first (then by id):
+/// the order [`FindingsCursor`] keys.
 pub async fn list_tracked(
     db: &Db,
     line_id: &str,
@@ -367,20 +380,28 @@ pub async fn list_tracked(
         .state
         .map(|s| format!(" AND {}", state_condition(s, "$3")))
         .unwrap_or_else(|| " AND $3 = $3".into());
+    // Row values compare in order (SQLite 3.15+, PostgreSQL): the next page starts right
+    // after the previous one's last key, whatever changed before it.
+    let after = if query.after.is_some() {
+        format!(" AND ({SEVERITY_RANK}, tf.first_seen_at, tf.id) > ($5, $6, $7)")
+    } else {
+        String::new()
+    };
     let sql = format!(
         "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} \
-         WHERE tf.branch_id = $1 AND ($2 IS NULL OR tf.severity = $2){state} \
-         ORDER BY {SEVERITY_RANK}, tf.first_seen_at, tf.id LIMIT $4 OFFSET $5"
+         WHERE tf.branch_id = $1 AND ($2 IS NULL OR tf.severity = $2){state}{after} \
+         ORDER BY {SEVERITY_RANK}, tf.first_seen_at, tf.id LIMIT $4"
     );
     let rows = on_db!(db, pool => {
-        sqlx::query_as(&sql)
+        let mut q = sqlx::query_as(&sql)
             .bind(line_id)
             .bind(query.severity.map(Severity::as_str))
             .bind(now)
-            .bind(query.limit)
-            .bind(query.offset)
-            .fetch_all(pool)
-            .await
+            .bind(query.limit);
+        if let Some(after) = &query.after {
+            q = q.bind(after.rank).bind(after.first_seen_at).bind(after.finding_id.as_str());
+        }
+        q.fetch_all(pool).await
     })?;
     Ok(rows)
 }

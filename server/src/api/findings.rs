@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde::Deserialize;
 use tidemark_domain::audit::{Actor, AuditContext};
-use tidemark_domain::findings::{could_be_finding_id, TriageChange};
+use tidemark_domain::findings::{could_be_finding_id, FindingsCursor, TriageChange};
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::now_millis;
 use tidemark_store::findings::{
@@ -30,8 +30,6 @@ use crate::state::AppState;
 const BODY_LIMIT: usize = 64 * 1024;
 const DEFAULT_LIMIT: i64 = 100;
 const MAX_LIMIT: i64 = 500;
-/// Offsets past this are refused (six digits): a listing that deep wants a filter.
-const MAX_OFFSET: i64 = 999_999;
 
 /// The query of a findings listing.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -48,8 +46,8 @@ pub struct FindingsQuery {
     state: Option<FindingState>,
     /// Default: all.
     severity: Option<Severity>,
-    /// From the previous page's `next_cursor`.
-    #[param(pattern = "^[0-9]{1,6}$")]
+    /// The previous page's `next_cursor`, as given (opaque).
+    #[param(pattern = "^[A-Za-z0-9_-]{1,128}$")]
     cursor: Option<String>,
     /// Default 100.
     #[param(minimum = 1, maximum = 500)]
@@ -82,18 +80,16 @@ impl FindingsQuery {
                 )))
             }
         };
-        let offset = match self.cursor.as_deref() {
-            None => 0,
-            Some(c) => c
-                .parse::<i64>()
-                .ok()
-                .filter(|o| (0..=MAX_OFFSET).contains(o) && c.len() <= 6)
-                .ok_or_else(|| invalid("cursor must be a next_cursor this API returned".into()))?,
+        let after = match self.cursor.as_deref() {
+            None => None,
+            Some(c) => Some(FindingsCursor::parse(c).ok_or_else(|| {
+                invalid("cursor must be a next_cursor this API returned, as it was given".into())
+            })?),
         };
         Ok(TrackedQuery {
             state: self.state,
             severity: self.severity,
-            offset,
+            after,
             limit,
         })
     }
@@ -158,9 +154,17 @@ pub async fn list_findings(
         return Err(missing_line(&state, account_id, &project_id, branch).await);
     };
     let now = now_millis();
-    let rows = list_tracked(&state.db, &line.id, &tracked, now).await?;
-    let next_cursor =
-        (rows.len() as i64 == tracked.limit).then(|| (tracked.offset + tracked.limit).to_string());
+    // One more than the page: a cursor only when there is a next page to give.
+    let asked = TrackedQuery {
+        limit: tracked.limit + 1,
+        ..tracked.clone()
+    };
+    let mut rows = list_tracked(&state.db, &line.id, &asked, now).await?;
+    let more = rows.len() as i64 > tracked.limit;
+    rows.truncate(tracked.limit as usize);
+    let next_cursor = more
+        .then(|| rows.last().map(|last| last.cursor().encode()))
+        .flatten();
     Ok(Json(FindingsPage {
         findings: rows.iter().map(|r| r.to_wire(now)).collect(),
         next_cursor,
