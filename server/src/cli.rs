@@ -94,6 +94,11 @@ pub enum Command {
         /// Only say what would be thinned, per project and line.
         #[arg(long)]
         dry_run: bool,
+        /// Take the lease from the holder named when this command is refused, instead of
+        /// waiting until it lapses (at most 10 minutes): only when that holder is known to be
+        /// dead (a killed pass). A live holder stops at its next line.
+        #[arg(long, conflicts_with = "dry_run")]
+        force: bool,
         #[command(subcommand)]
         command: Option<HousekeepingCommand>,
     },

@@ -16,7 +16,7 @@ use crate::state::AppState;
 
 /// The lease's name, and how long a holder keeps it without renewing.
 pub const LEASE: &str = "housekeeping";
-const LEASE_MS: Millis = 10 * 60_000;
+pub const LEASE_MS: Millis = 10 * 60_000;
 /// Findings moved per transaction at most, and the pause after each step.
 const MOVE_FINDINGS: i64 = 2_000;
 const PAUSE: Duration = Duration::from_millis(20);
@@ -88,18 +88,30 @@ async fn pass_holding(
     Ok(done)
 }
 
+/// How a lease holder is named, so that whoever is refused the lease knows who has it:
+/// `<who> on <host>, pid <pid>, since <time>` (the time tells a restarted process with a
+/// reused pid from the one before it).
+pub fn holder_name(who: &str) -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "an unnamed host".to_owned());
+    format!(
+        "{who} on {host}, pid {}, since {}",
+        std::process::id(),
+        app::time::format_time(now_millis())
+    )
+}
+
 /// Runs passes every `TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES` (the first a minute after
 /// start), unless housekeeping is off.
 pub fn spawn(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
     let policy = state.config.housekeeping?;
     let every = Duration::from_secs(u64::from(state.config.housekeeping_interval_minutes) * 60);
     let db = state.db.clone();
-    let holder = format!(
-        "{}:{}:{}",
-        std::env::var("HOSTNAME").unwrap_or_else(|_| "replica".into()),
-        std::process::id(),
-        tidemark_domain::ids::new_event_id()
-    );
+    let holder = holder_name("replica");
     Some(tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(60).min(every)).await;
         loop {

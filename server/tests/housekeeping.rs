@@ -205,12 +205,16 @@ tidemark_store::test_each_backend! {
             let got = strip(reads(seq).await);
             assert!(got == before[seq as usize - 1], "{backend:?}: scan {seq} reads {} findings after the kill, not as before", got.len());
         }
-        // Its lease lapses (as it would in ten minutes), and the next run finishes the move.
-        tidemark_store::on_db!(app.db.as_ref(), pool => {
-            sqlx::query("UPDATE leases SET expires_at = 0").execute(pool).await.map(|_| ())
-        })
-        .unwrap();
-        let (ok, out, err) = app.command(&["housekeeping", "--json"], &off).await;
+        // Its lease holds for ten minutes: the next run is refused, naming the holder (the
+        // killed process) and when the lease lapses, and saying what --force does.
+        let (ok, _, err) = app.command(&["housekeeping"], &off).await;
+        assert!(!ok, "{backend:?}: ran beside a lease holder");
+        let killed = format!("pid {}, since ", child.id());
+        assert!(err.contains("housekeeping is running elsewhere: operator ") && err.contains(&killed), "{err}");
+        assert!(err.contains("holds the lease until ") && err.contains(" UTC (in 10 minutes)"), "{err}");
+        assert!(err.contains("--force"), "{err}");
+        // The operator knows it is dead: --force takes the lease over and finishes the move.
+        let (ok, out, err) = app.command(&["housekeeping", "--force", "--json"], &off).await;
         assert!(ok, "{err}");
         let done = last_json(&out);
         assert_eq!(done["scans_thinned"], 0, "{done}");

@@ -179,10 +179,17 @@ tidemark_store::test_each_backend! {
         assert!(!leases::acquire(db, "housekeeping", "b", 89_999, 60_000).await.unwrap());
         assert!(leases::acquire(db, "housekeeping", "b", 90_000, 60_000).await.unwrap());
         assert!(!leases::acquire(db, "housekeeping", "a", 90_001, 60_000).await.unwrap());
-        assert_eq!(leases::holder(db.as_ref(), "housekeeping", 90_001).await.unwrap().as_deref(), Some("b"));
+        let holder = |now| async move { leases::holder(db.as_ref(), "housekeeping", now).await.unwrap() };
+        let held = holder(90_001).await.unwrap();
+        assert_eq!((held.holder.as_str(), held.expires_at), ("b", 150_000), "{backend:?}");
         leases::release(db, "housekeeping", "a").await.unwrap();
-        assert_eq!(leases::holder(db.as_ref(), "housekeeping", 90_001).await.unwrap().as_deref(), Some("b"));
+        assert_eq!(holder(90_001).await.map(|h| h.holder).as_deref(), Some("b"));
         leases::release(db, "housekeeping", "b").await.unwrap();
         assert!(leases::acquire(db, "housekeeping", "a", 90_002, 60_000).await.unwrap());
+        // Taken over (an operator's --force for a holder known dead): the new holder has it,
+        // and the old one finds it gone at its next renewal.
+        leases::take_over(db, "housekeeping", "c", 100_000, 60_000).await.unwrap();
+        assert!(!leases::acquire(db, "housekeeping", "a", 100_001, 60_000).await.unwrap());
+        assert_eq!(holder(100_001).await.map(|h| h.holder).as_deref(), Some("c"));
     }
 }

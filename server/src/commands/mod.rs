@@ -104,7 +104,12 @@ async fn prune(
 
 /// `housekeeping [--dry-run]`: one pass now (holding the lease, as a server's would), or what
 /// it would thin.
-async fn housekeeping(state: &AppState, db: &Writer, dry_run: bool) -> anyhow::Result<Report> {
+async fn housekeeping(
+    state: &AppState,
+    db: &Writer,
+    dry_run: bool,
+    force: bool,
+) -> anyhow::Result<Report> {
     // Off (`TIDEMARK_HOUSEKEEPING=off`): scans stored as rows still move; nothing is thinned.
     let policy = state.config.housekeeping;
     if dry_run {
@@ -164,9 +169,34 @@ async fn housekeeping(state: &AppState, db: &Writer, dry_run: bool) -> anyhow::R
             human,
         );
     }
-    let holder = format!("operator:{}", std::process::id());
+    let holder = crate::housekeeping::holder_name(&format!("operator {}", operator_name()));
+    if force {
+        tidemark_store::leases::take_over(
+            db,
+            crate::housekeeping::LEASE,
+            &holder,
+            tidemark_domain::now_millis(),
+            crate::housekeeping::LEASE_MS,
+        )
+        .await?;
+    }
     let Some(done) = crate::housekeeping::run_pass(db, &holder, policy.as_ref()).await? else {
-        anyhow::bail!("a server is running housekeeping now (it holds the lease); try again later");
+        let now = tidemark_domain::now_millis();
+        let held =
+            tidemark_store::leases::holder(db.as_ref(), crate::housekeeping::LEASE, now).await?;
+        let Some(held) = held else {
+            anyhow::bail!("another housekeeping pass held the lease a moment ago; try again");
+        };
+        let minutes = (held.expires_at - now + 59_999) / 60_000;
+        anyhow::bail!(
+            "housekeeping is running elsewhere: {} holds the lease until {} (in {minutes} \
+             {}), renewing it at each line while it runs. Try again then; if that holder is \
+             known to be dead (a pass that was killed), `tidemark-server housekeeping --force` \
+             takes the lease over now",
+            held.holder,
+            app::time::format_time(held.expires_at),
+            if minutes == 1 { "minute" } else { "minutes" },
+        );
     };
     let human = format!(
         "moved {} scans ({} findings) to spans ({} left as rows)\n\
@@ -301,8 +331,9 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
         } => prune(&branches_older_than, dry_run, db, &audit).await,
         Command::Housekeeping {
             dry_run,
+            force,
             command: None,
-        } => housekeeping(state, db, dry_run).await,
+        } => housekeeping(state, db, dry_run, force).await,
         Command::Housekeeping {
             command:
                 Some(HousekeepingCommand::Policy {
