@@ -80,6 +80,10 @@ pub enum ApiError {
     /// The CI token issuer's keys could not be fetched.
     #[error("The CI token issuer's signing keys could not be fetched ({0}). Retry after {secs} seconds.", secs = ISSUER_RETRY_SECS)]
     IssuerUnavailable(String),
+    /// The token names a key the issuer's key set did not hold when it was fetched, less than
+    /// a minute ago: a key the issuer has just started using shows once it is fetched again.
+    #[error("The CI token is signed with key {kid:?}, which the issuer's key set did not hold when Tidemark fetched it, less than a minute ago (a key the issuer has just started using). Retry after {retry_after_secs} seconds: the set is fetched again then.")]
+    IssuerKeyPending { kid: String, retry_after_secs: u64 },
     /// The database cannot be reached or does not answer (a restart, a failover, a stall).
     /// Nothing was changed, or a write that had begun finishes behind this answer and its
     /// retry is answered as a replay.
@@ -157,9 +161,10 @@ impl ApiError {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             InvalidRequest(_) => StatusCode::UNPROCESSABLE_ENTITY,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ServerBusy { .. } | DatabaseUnavailable | IssuerUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ServerBusy { .. }
+            | DatabaseUnavailable
+            | IssuerUnavailable(_)
+            | IssuerKeyPending { .. } => StatusCode::SERVICE_UNAVAILABLE,
             StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -193,7 +198,7 @@ impl ApiError {
             NoTrustedPublisher(_) => "no_trusted_publisher",
             ProjectNotAllowed(_) => "project_not_allowed",
             ApiKeyRequired => "api_key_required",
-            IssuerUnavailable(_) => "issuer_unavailable",
+            IssuerUnavailable(_) | IssuerKeyPending { .. } => "issuer_unavailable",
             Internal(_) => "internal_error",
         }
     }
@@ -223,6 +228,9 @@ impl ApiError {
                 retry_after_secs, ..
             }
             | ApiError::ServerBusy {
+                retry_after_secs, ..
+            }
+            | ApiError::IssuerKeyPending {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
             ApiError::DatabaseUnavailable => Some(DATABASE_RETRY_SECS),

@@ -57,7 +57,7 @@ use crate::state::AppState;
         (status = 422, description = "`invalid_request`: no `token` field", body = ErrorBody),
         (status = 429, description = "`rate_limit_exceeded`: too many exchanges from this address for this issuer", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, description = "`issuer_unavailable`: the issuer's discovery document or keys could not be fetched", body = ErrorBody,
+        (status = 503, description = "`issuer_unavailable`: the issuer's discovery document or keys could not be fetched, or the token's key was not in the key set fetched less than a minute ago (a key the issuer just started using; `Retry-After` says when the set is fetched again)", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
     )
 )]
@@ -81,7 +81,7 @@ pub async fn exchange_oidc_token(
         Err(Failed { error, claim }) => {
             let outcome = match &error {
                 ApiError::InvalidOidcToken(_) | ApiError::NoTrustedPublisher(_) => "refused",
-                ApiError::IssuerUnavailable(_) => "unavailable",
+                ApiError::IssuerUnavailable(_) | ApiError::IssuerKeyPending { .. } => "unavailable",
                 _ => "",
             };
             let mut res = error.into_response();
@@ -172,6 +172,16 @@ async fn exchange(
                     claim: "",
                 }
             }
+            VerifyError::KeyNotYetFetched {
+                kid,
+                retry_after_secs,
+            } => Failed {
+                error: ApiError::IssuerKeyPending {
+                    kid,
+                    retry_after_secs,
+                },
+                claim: "",
+            },
         })?;
     let now = now_millis();
     let (jti, exp) = check_registered(&claims, issuer.as_str(), &config.oidc_audience, now / 1000)

@@ -29,6 +29,10 @@ pub enum KeyError {
     /// The issuer publishes no key by that id (after fetching again, or within a minute of it).
     #[error("the issuer publishes no key with kid {0:?}")]
     UnknownKid(String),
+    /// Not in the key set fetched less than [`REFETCH_EVERY`] ago, which may be too early for
+    /// a key the issuer has just started using: it can be fetched again after `retry_in`.
+    #[error("no key with kid {kid:?} in the key set fetched under a minute ago")]
+    NotYetRefetched { kid: String, retry_in: Duration },
     /// The issuer's discovery document or key set could not be had or read.
     #[error("{0}")]
     Unreachable(String),
@@ -101,9 +105,14 @@ impl KeySets {
             return decoding_key(jwk, alg, kid);
         }
         let refetched_at = cached.and_then(|k| k.refetched_at);
-        let recently = refetched_at.is_some_and(|at| at.elapsed() < REFETCH_EVERY);
-        if fresh && recently {
-            return Err(KeyError::UnknownKid(kid.to_owned()));
+        let wait = refetched_at.and_then(|at| REFETCH_EVERY.checked_sub(at.elapsed()));
+        if let (true, Some(retry_in)) = (fresh, wait.filter(|w| !w.is_zero())) {
+            // Unknown as of the last fetch, which may predate the issuer's new key: retryable,
+            // not a verdict on the token.
+            return Err(KeyError::NotYetRefetched {
+                kid: kid.to_owned(),
+                retry_in,
+            });
         }
         let keys = self.fetch(issuer).await?;
         let now = Instant::now();

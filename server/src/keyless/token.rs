@@ -28,6 +28,12 @@ pub enum VerifyError {
     Refused(Refusal),
     /// The issuer's keys could not be had: not the token's fault.
     IssuerUnreachable(String),
+    /// The token's key was not in the set fetched less than a minute ago; the set can be
+    /// fetched again after this many seconds.
+    KeyNotYetFetched {
+        kid: String,
+        retry_after_secs: u64,
+    },
 }
 
 fn refusal(claim: &'static str, expected: &str, found: impl Into<String>) -> Refusal {
@@ -117,6 +123,11 @@ pub async fn verify(
                 format!("{:?}", truncate(&kid)),
             )),
             KeyError::Unreachable(why) => VerifyError::IssuerUnreachable(why),
+            KeyError::NotYetRefetched { kid, retry_in } => VerifyError::KeyNotYetFetched {
+                kid: truncate(&kid),
+                // Whole seconds, rounded up: a retry then is past the minute.
+                retry_after_secs: retry_in.as_secs() + 1,
+            },
         })?;
     let mut validation = Validation::new(head.alg);
     // Every claim is judged by the domain rules, which name the claim that fails.
