@@ -68,16 +68,20 @@ pub async fn resolve_viewer(
     next: Next,
 ) -> Response {
     // A session that cannot be read because the database is away is no sign-out: say what
-    // is wrong instead of sending a signed-in person to the sign-in page.
-    let (user, account) = match (
-        session.get::<String>(USER_ID).await,
-        session.get::<String>(ACCOUNT_ID).await,
-    ) {
-        (Ok(user), Ok(account)) => (user, account),
-        (Err(err), _) | (_, Err(err)) => {
-            tidemark_store::fault::log_fault(tidemark_store::Fault::Unavailable, &err);
-            return database_unavailable(req.method());
-        }
+    // is wrong instead of sending a signed-in person to the sign-in page. At the first
+    // failure: each read of an unloaded session loads it again, so reading the second value
+    // would wait for the database a second time (a page took 6 s to say so, not 3).
+    let unreadable = |err: tower_sessions::session::Error, method: &Method| {
+        tidemark_store::fault::log_fault(tidemark_store::Fault::Unavailable, &err);
+        database_unavailable(method)
+    };
+    let user = match session.get::<String>(USER_ID).await {
+        Ok(user) => user,
+        Err(err) => return unreadable(err, req.method()),
+    };
+    let account = match session.get::<String>(ACCOUNT_ID).await {
+        Ok(account) => account,
+        Err(err) => return unreadable(err, req.method()),
     };
     let client_ip = req
         .extensions()
