@@ -161,6 +161,10 @@ pub struct Config {
     /// (`TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS=1`): for a lab issuer and for tests. Off by
     /// default, so an issuer URL cannot reach into the operator's network.
     pub oidc_allow_private_issuers: bool,
+    /// More certificate authorities the CI token issuers' keys are fetched with
+    /// (`TIDEMARK_OIDC_CA_FILE`, a PEM bundle), beside the system's trust store: a
+    /// self-hosted issuer (GitHub Enterprise Server, self-managed GitLab) on a private CA.
+    pub oidc_ca_pem: Option<Vec<u8>>,
     /// How long a rotated-in verdict-signing key is published before it signs
     /// (`TIDEMARK_SIGNING_KEY_OVERLAP`, default 7d), in milliseconds.
     pub signing_key_overlap_ms: tidemark_domain::Millis,
@@ -468,6 +472,11 @@ pub const VARIABLES: &[Variable] = &[
         "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS",
         "",
         "1: CI token issuers may be http:// and on private addresses (a lab)",
+    ),
+    setting(
+        "TIDEMARK_OIDC_CA_FILE",
+        "",
+        "a PEM file of certificate authorities CI token issuers may be signed by, beside the system's",
     ),
     setting(
         "TIDEMARK_SIGNING_KEY_OVERLAP",
@@ -832,6 +841,13 @@ impl Config {
             });
         }
         let oidc_allow_private_issuers = parse_flag(&var, "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS")?;
+        let oidc_ca_pem = match var("TIDEMARK_OIDC_CA_FILE").filter(|p| !p.trim().is_empty()) {
+            None => None,
+            Some(path) => Some(read_ca_file(&path).map_err(|reason| ConfigError::Invalid {
+                name: "TIDEMARK_OIDC_CA_FILE",
+                reason,
+            })?),
+        };
         let signing_key_overlap_ms = parse_overlap(
             var("TIDEMARK_SIGNING_KEY_OVERLAP")
                 .as_deref()
@@ -845,6 +861,7 @@ impl Config {
             signing_key_overlap_ms,
             oidc_audience,
             oidc_allow_private_issuers,
+            oidc_ca_pem,
             allow_unknown_master_keys,
             webhook_allow_private,
             webhook_retry_base_ms,
@@ -998,6 +1015,15 @@ fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         .open(path)?;
     file.write_all(contents)?;
     file.sync_all()
+}
+
+/// The PEM bundle at `path`, if it holds at least one certificate.
+fn read_ca_file(path: &str) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("could not read {path}: {e}"))?;
+    match reqwest::Certificate::from_pem_bundle(&pem) {
+        Ok(certs) if !certs.is_empty() => Ok(pem),
+        _ => Err(format!("{path} holds no PEM certificate")),
+    }
 }
 
 #[cfg(test)]

@@ -130,6 +130,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
     let ci_keys = Arc::new(keyless::KeySets::new(
         dns.clone(),
         config.oidc_allow_private_issuers,
+        config.oidc_ca_pem.as_deref(),
     )?);
     let signer = Arc::new(signing::Signer::new(&keys, &config.base_url));
     let state = AppState {

@@ -47,6 +47,8 @@ pub(crate) struct GuardedResolver {
     pub(crate) allow_private: bool,
     /// The setting that lifts the rule, named in the refusal.
     pub(crate) lifted_by: &'static str,
+    /// Hosts resolved without the rule: the operator's own proxy.
+    pub(crate) exempt: Vec<String>,
 }
 
 impl reqwest::dns::Resolve for GuardedResolver {
@@ -54,6 +56,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
         let dns = self.dns.clone();
         let allow_private = self.allow_private;
         let lifted_by = self.lifted_by;
+        let allow_private = allow_private || self.exempt.iter().any(|h| h == name.as_str());
         Box::pin(async move {
             let host = name.as_str().to_owned();
             let addrs = dns.lookup_ip(&host).await?;
@@ -87,6 +90,7 @@ pub fn http_client(state: &AppState) -> anyhow::Result<reqwest::Client> {
             dns: state.dns.clone(),
             allow_private: state.config.webhook_allow_private,
             lifted_by: "TIDEMARK_WEBHOOK_ALLOW_PRIVATE",
+            exempt: Vec::new(),
         }))
         .build()
         .context("could not build the webhook HTTP client")

@@ -734,3 +734,215 @@ async fn the_cli_pushes_keyless_from_github_actions_and_gitlab_ci() {
     let answer: Value = serde_json::from_str(&pushed.out).unwrap();
     assert_eq!(answer["branch"], "main");
 }
+
+/// Issue 44: a self-hosted issuer on a private CA (GitHub Enterprise Server, self-managed
+/// GitLab), served over https by nginx with a throwaway CA's certificate: without that CA the
+/// exchange says why (retryably); with `TIDEMARK_OIDC_CA_FILE` naming it, the job gets its
+/// push token.
+#[tokio::test]
+async fn a_self_hosted_issuer_on_a_private_ca_is_trusted_with_its_ca_file() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nginx = crate::common::nginx::Nginx::start(&[listener.local_addr().unwrap()]).await;
+    let issuer = CiIssuer::start_on(Shape::GitHub, listener, &nginx.https_url).await;
+    assert!(
+        issuer.issuer.starts_with("https://localhost:"),
+        "{}",
+        issuer.issuer
+    );
+    let ca = nginx.ca_pem.to_str().unwrap().to_owned();
+    for trusted in [false, true] {
+        let mut settings = ENV.to_vec();
+        if trusted {
+            settings.push(("TIDEMARK_OIDC_CA_FILE", ca.as_str()));
+        }
+        let app = TestApp::spawn_with(Backend::Sqlite, &settings).await;
+        let (license, _key) = app.with_key(Tier::Team).await;
+        let publisher = [
+            "--provider",
+            "github",
+            "--issuer",
+            &issuer.issuer,
+            "--repository",
+            "acme/api",
+            "--workflow",
+            "ci.yml",
+        ];
+        add_publisher(&app, &license.account_id, &publisher).await;
+        let token = ci_issuer::sign(&issuer.claims(AUDIENCE), RSA_1);
+        if trusted {
+            let answer = push_token(&app, &token).await;
+            assert!(
+                answer["token"].as_str().unwrap().starts_with("tmk_ci_"),
+                "{answer}"
+            );
+        } else {
+            let res = exchange(&app, &token).await;
+            assert!(res.headers().contains_key("retry-after"));
+            let msg =
+                assert_error(res, StatusCode::SERVICE_UNAVAILABLE, "issuer_unavailable").await;
+            assert!(msg.to_lowercase().contains("certificate"), "{msg}");
+        }
+    }
+    assert_eq!(
+        issuer.jwks_fetches(),
+        1,
+        "only the trusting server got the keys"
+    );
+}
+
+/// An HTTP proxy on loopback that only tunnels (`CONNECT`), as a corporate proxy does for
+/// https, and remembers where to.
+struct ConnectProxy {
+    url: String,
+    tunnels: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ConnectProxy {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl ConnectProxy {
+    async fn start() -> Self {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let tunnels = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = tunnels.clone();
+        let server = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {
+                        if client.read_exact(&mut byte).await.is_err() {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let Some(target) = head
+                        .strip_prefix("CONNECT ")
+                        .and_then(|rest| rest.split(' ').next())
+                        .map(str::to_owned)
+                    else {
+                        let _ = client
+                            .write_all(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+                            .await;
+                        return;
+                    };
+                    seen.lock().unwrap().push(target.clone());
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(&target).await else {
+                        let _ = client.write_all(b"HTTP/1.1 502 Bad Gateway\r\n\r\n").await;
+                        return;
+                    };
+                    let _ = client
+                        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                        .await;
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                });
+            }
+        });
+        ConnectProxy {
+            url,
+            tunnels,
+            server,
+        }
+    }
+}
+
+/// Issue 44: the issuer's keys are fetched through the proxy the standard variables name
+/// (`HTTPS_PROXY`), as an operator behind a corporate proxy configures the server's process,
+/// on a private CA the system's trust store holds (here through `SSL_CERT_FILE`, which the
+/// system store honours).
+#[tokio::test]
+async fn the_issuers_keys_are_fetched_through_the_operators_proxy_on_the_system_trust_store() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let nginx = crate::common::nginx::Nginx::start(&[listener.local_addr().unwrap()]).await;
+    let issuer = CiIssuer::start_on(Shape::GitHub, listener, &nginx.https_url).await;
+    let proxy = ConnectProxy::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (data, ca) = (dir.path().to_str().unwrap(), nginx.ca_pem.to_str().unwrap());
+    let env = [
+        ("TIDEMARK_DATA_DIR", data),
+        ("TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS", "1"),
+        ("TIDEMARK_OIDC_AUDIENCE", AUDIENCE),
+        ("SSL_CERT_FILE", ca),
+    ];
+    let license = [
+        "--json",
+        "license",
+        "create",
+        "--email",
+        "ci@acme.example",
+        "--tier",
+        "team",
+    ];
+    let (ok, out, err) = crate::common::tidemark_server(&env, &license);
+    assert!(ok, "{err}");
+    let created: Value = serde_json::from_str(out.trim()).unwrap();
+    let account = created["account_id"].as_str().unwrap();
+    let publisher = [
+        "--json",
+        "publisher",
+        "add",
+        "--account",
+        account,
+        "--provider",
+        "github",
+        "--issuer",
+        &issuer.issuer,
+        "--repository",
+        "acme/api",
+        "--workflow",
+        "ci.yml",
+    ];
+    let (ok, _, err) = crate::common::tidemark_server(&env, &publisher);
+    assert!(ok, "{err}");
+
+    let port = crate::common::free_port();
+    let mut serving = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env)
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("HTTPS_PROXY", &proxy.url)
+        .arg("serve")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let up = crate::common::wait_for_async(std::time::Duration::from_secs(30), || async {
+        let res = client.get(format!("{base}/healthz")).send().await.ok()?;
+        (res.status() == StatusCode::OK).then_some(())
+    })
+    .await;
+    let res = match up {
+        Some(()) => Some(
+            client
+                .post(format!("{base}/v1/auth/oidc/exchange"))
+                .json(&json!({ "token": ci_issuer::sign(&issuer.claims(AUDIENCE), RSA_1) }))
+                .send()
+                .await
+                .unwrap(),
+        ),
+        None => None,
+    };
+    let _ = serving.kill();
+    let _ = serving.wait();
+    let res = res.expect("the server answered");
+    let status = res.status();
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let port = nginx.https_url.rsplit(':').next().unwrap().to_owned();
+    assert_eq!(
+        proxy.tunnels.lock().unwrap().clone(),
+        vec![format!("localhost:{port}")],
+        "the key set came through the proxy"
+    );
+}

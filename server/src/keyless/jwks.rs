@@ -3,6 +3,10 @@
 //! issuer (a rotation is seen at once; a flood of made-up `kid`s costs one fetch a minute).
 //! Redirects are followed only within the issuer's host, the key set must be served from the
 //! issuer's own origin, and (unless the operator allows it) only public addresses are reached.
+//! Certificates are checked against the system's trust store (`SSL_CERT_FILE` and
+//! `SSL_CERT_DIR` honoured), the bundled web roots and `TIDEMARK_OIDC_CA_FILE`; the standard
+//! proxy variables (`HTTPS_PROXY`, `NO_PROXY`, …) are honoured, the proxy's own address
+//! exempt from the public-address rule (it is the operator's, not a tenant's).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,8 +57,20 @@ pub struct KeySets {
 }
 
 impl KeySets {
-    pub fn new(dns: DnsVerifier, allow_private: bool) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
+    pub fn new(
+        dns: DnsVerifier,
+        allow_private: bool,
+        extra_roots: Option<&[u8]>,
+    ) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder();
+        if let Some(pem) = extra_roots {
+            for cert in reqwest::Certificate::from_pem_bundle(pem)
+                .context("TIDEMARK_OIDC_CA_FILE holds no PEM certificate")?
+            {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        let client = builder
             .redirect(reqwest::redirect::Policy::custom(|attempt| {
                 let first_host = attempt.previous().first().and_then(|u| u.host_str());
                 if attempt.previous().len() >= 3 {
@@ -65,7 +81,6 @@ impl KeySets {
                     attempt.error("a redirect to another host")
                 }
             }))
-            .no_proxy()
             .timeout(TIMEOUT)
             .connect_timeout(TIMEOUT)
             .user_agent(concat!("Tidemark-OIDC/", env!("CARGO_PKG_VERSION")))
@@ -73,6 +88,7 @@ impl KeySets {
                 dns,
                 allow_private,
                 lifted_by: "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS",
+                exempt: proxy_hosts(),
             }))
             .build()
             .context("could not build the OIDC key client")?;
@@ -190,6 +206,24 @@ impl KeySets {
         serde_json::from_slice(&body)
             .map_err(|e| unreachable(format!("not the expected JSON: {e}")))
     }
+}
+
+/// The hosts of the proxies the standard variables name: reqwest connects to them, and so
+/// resolves them, for any issuer they carry.
+fn proxy_hosts() -> Vec<String> {
+    [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .filter_map(|name| std::env::var(name).ok())
+    .filter_map(|url| reqwest::Url::parse(url.trim()).ok())
+    .filter_map(|url| url.host_str().map(str::to_owned))
+    .collect()
 }
 
 /// reqwest's error text without the URL (the caller names it once).

@@ -64,12 +64,18 @@ impl Drop for CiIssuer {
 impl CiIssuer {
     pub async fn start(shape: Shape) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        Self::start_on(shape, listener, &base).await
+    }
+
+    /// Serves on `listener`, known to its tokens and discovery as `base` (a TLS proxy in
+    /// front of it, say).
+    pub async fn start_on(shape: Shape, listener: tokio::net::TcpListener, base: &str) -> Self {
         let prefix = match shape {
             Shape::GitHub => "/_services/token",
             Shape::GitLab => "",
         };
-        let issuer = format!("http://{addr}{prefix}");
+        let issuer = format!("{base}{prefix}");
         let shared = Arc::new(Shared {
             issuer: issuer.clone(),
             published: Mutex::new(vec![RSA_1, EC_1]),

@@ -543,16 +543,16 @@ pub fn tidemark_server(env: &[(&str, &str)], args: &[&str]) -> (bool, String, St
     )
 }
 
+/// The longest any single request of a test may take (the slowest answer by design is a
+/// few seconds; a frozen database is answered within 10 s).
+pub const REQUEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// A loopback port for a peer or server the test starts itself.
 ///
 /// Not `bind(0)`: a port the kernel picked and the test released can be picked again by
 /// another test's `bind(0)` before the peer binds it (it happened in `make test`). These
 /// ports lie below the kernel's ephemeral range, which `bind(0)` draws from, and each is
 /// handed out once per process, so no other test can take one in between.
-/// The longest any single request of a test may take (the slowest answer by design is a
-/// few seconds; a frozen database is answered within 10 s).
-pub const REQUEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
-
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
