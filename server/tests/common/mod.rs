@@ -543,9 +543,7 @@ pub fn tidemark_server(env: &[(&str, &str)], args: &[&str]) -> (bool, String, St
     )
 }
 
-/// The longest any single request of a test may take (the slowest answer by design is a
-/// few seconds; a frozen database is answered within 10 s).
-pub const REQUEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+pub use browser::REQUEST_LIMIT;
 
 /// A loopback port for a peer or server the test starts itself.
 ///
