@@ -1083,7 +1083,11 @@ mod tests {
         let read: std::collections::BTreeSet<String> = read
             .into_inner()
             .into_iter()
-            .map(|n| n.trim_end_matches("_FILE").to_owned())
+            // A secret's `<NAME>_FILE` form is that secret; other names end in _FILE as named.
+            .map(|n| match n.strip_suffix("_FILE") {
+                Some(secret) if SECRET_VARIABLES.contains(&secret) => secret.to_owned(),
+                _ => n,
+            })
             .collect();
         assert_eq!(read, listed, "VARIABLES and what from_lookup reads differ");
         let readme =
