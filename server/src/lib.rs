@@ -311,7 +311,8 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             page_scripts,
             http::islands::add_island_scripts,
-        ));
+        ))
+        .layer(axum::middleware::from_fn(http::metrics::note_matched_path));
     // Around the whole router, not each route: a form that made a secret is answered by
     // another route (its page), rendered with the secret on it.
     let app = Router::new().fallback_service(tower::Layer::layer(

@@ -599,18 +599,29 @@ pub async fn track_requests(
 ) -> Response {
     let started = Instant::now();
     let method = req.method().as_str().to_owned();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
+    let matched = req.extensions().get::<MatchedPath>().cloned();
     let res = next.run(req).await;
+    // Outside the router the route is known only once it has answered (`note_matched_path`).
+    let route = matched
+        .or_else(|| res.extensions().get::<MatchedPath>().cloned())
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let labels = RequestLabels {
         method,
         route,
         status: res.status().as_u16(),
     };
     metrics.observe(labels, started.elapsed().as_secs_f64(), &res);
+    res
+}
+
+/// Inside the router, on each route: the route the request matched goes out with its answer,
+/// for the layers that wrap the whole router (`track_requests`).
+pub async fn note_matched_path(req: Request, next: Next) -> Response {
+    let matched = req.extensions().get::<MatchedPath>().cloned();
+    let mut res = next.run(req).await;
+    if let Some(matched) = matched {
+        res.extensions_mut().insert(matched);
+    }
     res
 }
 

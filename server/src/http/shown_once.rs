@@ -182,6 +182,10 @@ where
             *get.headers_mut() = carried;
             get.extensions_mut().insert(shown);
             let mut rendered = inner.call(get).await?;
+            // Counted as the form's route, not the page's (`metrics::note_matched_path`).
+            if let Some(route) = parts.extensions.get::<axum::extract::MatchedPath>() {
+                rendered.extensions_mut().insert(route.clone());
+            }
             // A session the form's answer renewed still reaches the browser.
             for cookie in parts.headers.get_all(header::SET_COOKIE) {
                 rendered
