@@ -34,6 +34,18 @@ pub fn is_sealed(key: &[u8], path: &str, err: &str, sig: &str) -> bool {
         && mac(key, path, err).is_some_and(|mac| mac.verify_truncated_left(&tag).is_ok())
 }
 
+/// The pairs of a page's raw `query` that are not an earlier form's outcome (`done`, or a
+/// refusal's `__path`, `__err` and `__sig`): what the page is, without what it last said.
+pub fn without_outcome(query: &str) -> Vec<&str> {
+    query
+        .split('&')
+        .filter(|p| {
+            let key = p.split('=').next().unwrap_or("");
+            !p.is_empty() && !matches!(key, "done" | "__path" | "__err" | "__sig")
+        })
+        .collect()
+}
+
 /// `location` (a redirect server_fn wrote for a refused form) with the seal of its
 /// `__path`/`__err` pair appended; `None` when it carries no such pair. server_fn appends the
 /// pair to the page's address as it was, so an earlier outcome there (a saved `done`, an

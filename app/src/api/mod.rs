@@ -186,13 +186,7 @@ mod ssr {
 
     /// The page at `path?query` with `done=<endpoint>` in place of any earlier outcome.
     pub fn done_url(path: &str, query: &str, endpoint: &str) -> String {
-        let mut pairs: Vec<&str> = query
-            .split('&')
-            .filter(|p| {
-                let key = p.split('=').next().unwrap_or("");
-                !p.is_empty() && !matches!(key, "done" | "__path" | "__err" | "__sig")
-            })
-            .collect();
+        let mut pairs = tidemark_domain::form_seal::without_outcome(query);
         let done = format!("done={endpoint}");
         pairs.push(&done);
         let path = if path.starts_with('/') { path } else { "/" };

@@ -87,15 +87,7 @@ pub fn form_page(req: &Request) -> Option<String> {
     if !wants_html || !referer.path().starts_with('/') {
         return None;
     }
-    let query: Vec<&str> = referer
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| {
-            let key = p.split('=').next().unwrap_or("");
-            !p.is_empty() && !matches!(key, "done" | "__path" | "__err" | "__sig")
-        })
-        .collect();
+    let query = tidemark_domain::form_seal::without_outcome(referer.query().unwrap_or(""));
     Some(if query.is_empty() {
         referer.path().to_owned()
     } else {
