@@ -23,8 +23,10 @@ window.addEventListener("pageshow", () => {
 // scan in the line below the chart (the server writes the newest; each point carries its own).
 // Plain script, not an island: the chart is drawn on the server, and this is all it needs in
 // the browser; as WASM it cost the project page 136 KB (docs/benchmarks.md).
+// A chart's points: a scan is a link; a day of the overview's chart is a `[data-tip]` group.
+const POINT = "a, [data-tip]";
 function rove(group) {
-  const points = Array.from(group.querySelectorAll("a"));
+  const points = Array.from(group.querySelectorAll(POINT));
   if (points.length === 0 || points.some((p) => p.hasAttribute("tabindex"))) return;
   points.forEach((p, i) => p.setAttribute("tabindex", i === points.length - 1 ? "0" : "-1"));
 }
@@ -32,9 +34,9 @@ function roveAll() {
   for (const group of document.querySelectorAll('svg.chart-overlay[role="group"]')) rove(group);
 }
 document.addEventListener("keydown", (event) => {
-  const point = event.target.closest && event.target.closest('svg.chart-overlay[role="group"] a');
+  const point = chartPoint(event.target);
   if (!point) return;
-  const points = Array.from(point.closest("svg").querySelectorAll("a"));
+  const points = Array.from(point.closest("svg").querySelectorAll(POINT));
   let i = points.indexOf(point);
   switch (event.key) {
     case "ArrowRight": case "ArrowUp": i += 1; break;
@@ -68,7 +70,7 @@ function scanLine(figure, point) {
 function pointTip(point) {
   const figure = point.closest("figure.chart");
   if (figure) scanLine(figure, point);
-  const dot = point.querySelector("circle.dot");
+  const dot = point.querySelector(".dot");
   if (!figure || !dot) return;
   let tip = figure.querySelector(".chart-float");
   if (!tip) {
@@ -102,7 +104,9 @@ function hideTip(figure) {
   const tip = figure && figure.querySelector(".chart-float");
   if (tip) tip.classList.remove("shown");
 }
-const chartPoint = (target) => target.closest && target.closest('svg.chart-overlay[role="group"] a');
+function chartPoint(target) {
+  return target && target.closest ? target.closest('svg.chart-overlay[role="group"] :is(a, [data-tip])') : null;
+}
 document.addEventListener("mouseover", (event) => {
   const point = chartPoint(event.target);
   if (point) pointTip(point);
@@ -212,3 +216,12 @@ if (document.readyState === "loading") {
 } else {
   restoreKept();
 }
+
+// "Select every finding on this page": ticks (or clears) each finding box of its form.
+document.addEventListener("change", (event) => {
+  const all = event.target.closest && event.target.closest("input[data-select-all]");
+  if (!all) return;
+  for (const box of document.querySelectorAll(`input[name="finding"][form="${all.dataset.selectAll}"]`)) {
+    box.checked = all.checked;
+  }
+});

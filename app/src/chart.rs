@@ -239,12 +239,20 @@ pub fn draw_sparkline(scores: &[f64], width: u32, height: u32) -> String {
     svg
 }
 
-/// Open findings by severity per day, stacked (critical at the bottom), with its text
-/// alternative: the latest day's counts and the highest total.
-pub fn draw_severity_days(days: &[(i64, [i64; 4])]) -> (String, String) {
-    const W: u32 = 880;
-    const H: u32 = 160;
-    let mut svg = String::new();
+/// The drawing's size (its overlay uses the same view box).
+pub const DAYS_WIDTH: u32 = 880;
+pub const DAYS_HEIGHT: u32 = 190;
+/// Room left of the bars for the counts, and under them for the dates.
+const DAYS_LEFT: i32 = 44;
+const DAYS_BOTTOM: i32 = 24;
+const DAYS_TOP: i32 = 8;
+const DAYS_RIGHT: i32 = 8;
+
+/// Open findings by severity per day, stacked (critical at the bottom): the bars, the axes'
+/// ticks, one column per day for its values on hover and focus, and the text alternative
+/// (in words and as a table of the days the counts changed).
+pub fn draw_severity_days(days: &[(i64, [i64; 4])]) -> crate::model::SeverityDays {
+    use crate::model::{DayColumn, SeverityDays};
     let peak = days
         .iter()
         .map(|(_, c)| c.iter().sum::<i64>())
@@ -252,38 +260,100 @@ pub fn draw_severity_days(days: &[(i64, [i64; 4])]) -> (String, String) {
         .unwrap_or(0);
     if peak == 0 {
         // Nothing to stack: the page says so instead of an empty frame.
-        return (
-            String::new(),
-            format!(
+        return SeverityDays {
+            summary: format!(
                 "No open findings on the default branches in the last {} days.",
                 days.len()
             ),
-        );
+            ..SeverityDays::default()
+        };
     }
+    let n = days.len().max(1) as i32;
+    let plot_w = DAYS_WIDTH as i32 - DAYS_LEFT - DAYS_RIGHT;
+    let plot_h = DAYS_HEIGHT as i32 - DAYS_TOP - DAYS_BOTTOM;
+    let x_of = |i: i32| DAYS_LEFT + plot_w * i / n;
+    let y_of = |v: i64| DAYS_TOP + plot_h - (plot_h as i64 * v / peak) as i32;
+    let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        let n = days.len().max(1) as i32;
-        if let Ok(mut chart) =
-            ChartBuilder::on(&root.margin(6, 6, 6, 6)).build_cartesian_2d(0..n, 0i64..peak)
-        {
-            for (i, (_, counts)) in days.iter().enumerate() {
-                let mut base = 0;
-                for (severity, n) in Severity::ALL.iter().zip(counts) {
-                    if *n == 0 {
-                        continue;
-                    }
-                    let colour = hex(severity_colour(*severity));
-                    let x = i as i32;
-                    let _ = chart.draw_series(std::iter::once(Rectangle::new(
-                        [(x, base), (x + 1, base + n)],
-                        colour.filled(),
-                    )));
-                    base += n;
+        let root = SVGBackend::with_string(&mut svg, (DAYS_WIDTH, DAYS_HEIGHT)).into_drawing_area();
+        let grid = hex("#8b949e").mix(0.35);
+        for v in [peak / 2, peak] {
+            let y = y_of(v);
+            let _ = root.draw(&PathElement::new(
+                vec![(DAYS_LEFT, y), (DAYS_LEFT + plot_w, y)],
+                grid.stroke_width(1),
+            ));
+        }
+        let baseline = DAYS_TOP + plot_h;
+        let _ = root.draw(&PathElement::new(
+            vec![(DAYS_LEFT, baseline), (DAYS_LEFT + plot_w, baseline)],
+            hex("#8b949e").stroke_width(1),
+        ));
+        for (i, (_, counts)) in days.iter().enumerate() {
+            let (x0, x1) = (x_of(i as i32), x_of(i as i32 + 1));
+            let mut base = 0;
+            for (severity, count) in Severity::ALL.iter().zip(counts) {
+                if *count == 0 {
+                    continue;
                 }
+                let colour = hex(severity_colour(*severity));
+                let _ = root.draw(&Rectangle::new(
+                    [(x0, y_of(base + count)), (x1, y_of(base))],
+                    colour.filled(),
+                ));
+                base += count;
             }
         }
         let _ = root.present();
     }
+    let label = |at: i64, c: &[i64; 4]| {
+        format!(
+            "{} · {} open · {} critical · {} high · {} medium · {} low",
+            crate::time::date(at),
+            c.iter().sum::<i64>(),
+            c[0],
+            c[1],
+            c[2],
+            c[3]
+        )
+    };
+    let columns = days
+        .iter()
+        .enumerate()
+        .map(|(i, (at, counts))| {
+            let (x0, x1) = (x_of(i as i32), x_of(i as i32 + 1));
+            DayColumn {
+                x: x0,
+                width: (x1 - x0).max(1),
+                top: y_of(counts.iter().sum()),
+                at: *at,
+                label: label(*at, counts),
+            }
+        })
+        .collect::<Vec<_>>();
+    // A date every two weeks or so, the last day always.
+    let step = (days.len() / 6).max(1);
+    let x_ticks = days
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (days.len() - 1 - i).is_multiple_of(step))
+        .map(|(i, (at, _))| {
+            let mid = (x_of(i as i32) + x_of(i as i32 + 1)) / 2;
+            (mid, crate::time::date(*at)[5..].to_owned())
+        })
+        .collect();
+    let y_ticks = [0, peak / 2, peak]
+        .into_iter()
+        .filter(|v| *v == 0 || *v != peak / 2 || peak >= 2)
+        .map(|v| (y_of(v), v))
+        .collect();
+    // The table: the first day, each day the counts changed, and the last day.
+    let rows = days
+        .iter()
+        .enumerate()
+        .filter(|(i, (_, c))| *i == 0 || *i == days.len() - 1 || days[i - 1].1 != *c)
+        .map(|(_, (at, c))| (crate::time::date(*at), *c))
+        .collect();
     let summary = match days.last() {
         Some((_, [c, h, m, l])) => format!(
             "Open findings by severity, the last {} days across the default branches: today {c} critical, {h} high, {m} medium, {l} low; at most {peak} on one day.",
@@ -291,7 +361,14 @@ pub fn draw_severity_days(days: &[(i64, [i64; 4])]) -> (String, String) {
         ),
         None => "No scans yet.".to_owned(),
     };
-    (svg, summary)
+    SeverityDays {
+        svg,
+        summary,
+        columns,
+        x_ticks,
+        y_ticks,
+        rows,
+    }
 }
 
 #[cfg(test)]
@@ -334,18 +411,49 @@ mod tests {
 
     #[test]
     fn open_findings_stack_by_day_or_say_there_are_none() {
-        let (svg, summary) = draw_severity_days(&[(0, [0; 4]), (1, [0; 4])]);
-        assert!(svg.is_empty());
+        let none = draw_severity_days(&[(0, [0; 4]), (1, [0; 4])]);
+        assert!(none.svg.is_empty() && none.columns.is_empty());
         assert_eq!(
-            summary,
+            none.summary,
             "No open findings on the default branches in the last 2 days."
         );
-        let (svg, summary) = draw_severity_days(&[(0, [1, 0, 0, 0]), (1, [1, 2, 0, 3])]);
-        // One rectangle per non-zero count: 1 on the first day, 3 on the second.
-        assert_eq!(svg.matches("<rect").count(), 4, "{svg}");
+        const DAY: i64 = 86_400_000;
+        let days = [
+            (0, [1, 0, 0, 0]),
+            (DAY, [1, 0, 0, 0]),
+            (2 * DAY, [1, 2, 0, 3]),
+        ];
+        let d = draw_severity_days(&days);
+        // One rectangle per non-zero count: 1 on each of the first two days, 3 on the third.
+        assert_eq!(d.svg.matches("<rect").count(), 5, "{}", d.svg);
         assert!(
-            summary.contains("today 1 critical, 2 high, 0 medium, 3 low; at most 6 on one day"),
-            "{summary}"
+            d.summary
+                .contains("today 1 critical, 2 high, 0 medium, 3 low; at most 6 on one day"),
+            "{}",
+            d.summary
+        );
+        // Each day's values, for hover and focus; the tallest bar reaches the top.
+        assert_eq!(d.columns.len(), 3);
+        assert_eq!(
+            d.columns[2].label,
+            "1970-01-03 · 6 open · 1 critical · 2 high · 0 medium · 3 low"
+        );
+        assert_eq!(d.columns[2].top, DAYS_TOP);
+        assert!(d.columns[0].top > d.columns[2].top);
+        // Counts on the left axis from 0 to the peak; the last day is always dated.
+        assert_eq!(
+            d.y_ticks.iter().map(|(_, v)| *v).collect::<Vec<_>>(),
+            vec![0, 3, 6]
+        );
+        assert_eq!(d.x_ticks.last().map(|(_, l)| l.as_str()), Some("01-03"));
+        // The table: the first day, the days that changed, the last (the unchanged second
+        // day is left out).
+        assert_eq!(
+            d.rows,
+            vec![
+                ("1970-01-01".to_owned(), [1, 0, 0, 0]),
+                ("1970-01-03".to_owned(), [1, 2, 0, 3]),
+            ]
         );
     }
 

@@ -13,6 +13,7 @@ pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod chart;
 pub mod error;
+pub mod life;
 pub mod links;
 pub mod model;
 #[cfg(feature = "ssr")]

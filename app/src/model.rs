@@ -49,9 +49,35 @@ pub struct AccountOverview {
     /// The oldest open critical findings across the default branches.
     pub oldest_criticals: Vec<OldFinding>,
     /// Open findings by severity per day, stacked, drawn on the server.
-    pub severity_svg: String,
-    /// What the drawing shows, in words (its text alternative).
-    pub severity_summary: String,
+    pub severity_days: SeverityDays,
+}
+
+/// The overview's chart of open findings per day: the bars (an SVG drawn on the server), what
+/// the overlay puts on them, and its text alternatives.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeverityDays {
+    /// Empty when there is nothing to draw (`summary` says so).
+    pub svg: String,
+    /// What the drawing shows, in words.
+    pub summary: String,
+    /// One column per day: where it is, how high its bar is, and its values in words.
+    pub columns: Vec<DayColumn>,
+    /// Dates under the bars (x, "11-20") and counts beside them (y, count).
+    pub x_ticks: Vec<(i32, String)>,
+    pub y_ticks: Vec<(i32, i64)>,
+    /// The table alternative: the first day, every day the counts changed, and the last,
+    /// with critical, high, medium and low.
+    pub rows: Vec<(String, [i64; 4])>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayColumn {
+    pub x: i32,
+    pub width: i32,
+    pub top: i32,
+    /// The day's start (UTC milliseconds).
+    pub at: i64,
+    pub label: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -343,6 +369,9 @@ pub struct LineHeadSummary {
     pub compared: bool,
     pub new_findings: Option<i64>,
     pub fixed_findings: Option<i64>,
+    /// Pull requests: the score minus the base scan's.
+    #[serde(default)]
+    pub base_score_delta: Option<f64>,
 }
 
 impl LineSummary {
@@ -680,15 +709,32 @@ pub struct ScanSummary {
     pub pushed_by: Option<tidemark_wire::PushedBy>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaseSummary {
     pub branch: String,
     pub scan_id: Option<String>,
     pub new_findings: Option<i64>,
     pub fixed_findings: Option<i64>,
+    /// This scan's score minus the base scan's (as the push's `base.score_delta` said).
+    #[serde(default)]
+    pub score_delta: Option<f64>,
 }
 
 impl ScanSummary {
+    /// The change a page puts beside the score, and what it is against: a pull request's
+    /// scan is judged against its base branch's scan, so its change is against that scan
+    /// (`Some(base branch)`); any other scan's is against the previous scan on its line.
+    pub fn headline_change(&self) -> (f64, Option<&str>) {
+        match self.base.as_ref() {
+            Some(BaseSummary {
+                branch,
+                score_delta: Some(delta),
+                ..
+            }) => (*delta, Some(branch.as_str())),
+            _ => (self.score_delta, None),
+        }
+    }
+
     /// The first 7 characters of the commit, as people read them.
     pub fn short_commit(&self) -> Option<&str> {
         self.commit.as_deref().map(|c| c.get(..7).unwrap_or(c))
@@ -700,6 +746,9 @@ pub struct ScansPage {
     pub scans: Vec<ScanSummary>,
     pub page: i64,
     pub has_more: bool,
+    /// How many scans the line has in all.
+    #[serde(default)]
+    pub total: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -786,31 +835,23 @@ pub struct FindingPageView {
     pub first_seen: String,
     pub last_seen: String,
     pub fixed: Option<String>,
-    /// Its branch's scans since it was first seen, newest first (at most 50).
-    pub sightings: Vec<SightingView>,
-    /// Its triage changes, oldest first.
-    pub history: Vec<TriageEventView>,
+    /// Its life on its branch, oldest first: the changes, each with the unchanged scans
+    /// after it folded in, and its triage changes between them.
+    pub life: Vec<LifeEntry>,
+    /// The scans the life was read from (its branch's latest, at most 500).
+    pub scans_read: i64,
     /// The viewer may triage it now (a member: when no triage holds; an admin: always).
     pub can_triage: bool,
     /// The viewer may undo its triage (admins).
     pub can_undo: bool,
 }
 
+/// One entry of a finding's life ([`crate::life::LifeEvent`] with its times written out).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SightingView {
-    pub scan_id: String,
-    pub scanned_at: String,
-    /// Its status in that scan; `None`: not in it.
-    pub status: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TriageEventView {
+pub struct LifeEntry {
+    pub event: crate::life::LifeEvent,
     pub at: String,
-    pub actor: String,
-    /// "Accepted risk until 2027-03-01", or "Triage undone".
-    pub what: String,
-    pub reason: Option<String>,
+    pub last_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

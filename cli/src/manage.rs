@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use reqwest::Method;
 use serde_json::{json, Value};
-use tidemark_wire::findings::{FindingsPage, TrackedFinding, TriageState};
+use tidemark_wire::findings::{BatchTriageResponse, FindingsPage, TrackedFinding, TriageState};
 use tidemark_wire::{ProjectGate, Severity};
 
 use crate::cli::{api_key, explain, Env};
@@ -35,12 +35,14 @@ pub enum FindingsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Set a finding aside with a reason (or undo that with --undo). Needs the API key.
+    /// Set findings aside with a reason (or undo that with --undo). Needs the API key.
     Triage {
         /// The project's id (prj_…) or label.
         project: String,
-        /// The finding's id (fnd_…), from `findings list`.
-        finding: String,
+        /// The findings' ids (fnd_…), from `findings list`: one, or up to 100 triaged as one
+        /// request (all or none).
+        #[arg(required = true, num_args = 1..)]
+        findings: Vec<String>,
         /// accepted_risk, false_positive or wont_fix.
         #[arg(long, value_parser = ["accepted_risk", "false_positive", "wont_fix"], required_unless_present = "undo")]
         state: Option<String>,
@@ -161,41 +163,92 @@ pub async fn findings(
         }
         FindingsCommand::Triage {
             project,
-            finding,
+            findings,
             state,
             reason,
             expires,
             undo,
             json,
         } => {
-            let path = format!(
-                "/v1/projects/{}/findings/{}/triage",
-                segment(&project),
-                segment(&finding)
-            );
-            let answer: TrackedFinding = if undo {
-                client.call(Method::DELETE, &path, &key, None).await
-            } else {
-                let body = json!({"state": state, "reason": reason, "expires_at": expires});
-                client.call(Method::PUT, &path, &key, Some(&body)).await
-            }
-            .map_err(explain)?;
-            if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
-            } else {
-                let what = match &answer.triage {
-                    Some(t) if !undo => describe_triage(t.state, t.expires_at.as_deref()),
-                    _ => "open again (triage undone)".to_owned(),
-                };
-                writeln!(
-                    out,
-                    "{} ({} on {}): {what}.",
-                    answer.id, answer.rule_id, answer.resource
-                )?;
-            }
+            let one = |finding: &str| {
+                format!(
+                    "/v1/projects/{}/findings/{}/triage",
+                    segment(&project),
+                    segment(finding)
+                )
+            };
+            let body = json!({"state": state, "reason": reason, "expires_at": expires});
+            let answers: Vec<TrackedFinding> = match findings.as_slice() {
+                [finding] if undo => {
+                    vec![client
+                        .call(Method::DELETE, &one(finding), &key, None)
+                        .await
+                        .map_err(explain)?]
+                }
+                [finding] => {
+                    vec![client
+                        .call(Method::PUT, &one(finding), &key, Some(&body))
+                        .await
+                        .map_err(explain)?]
+                }
+                // There is no batch undo in `/v1`: one request each, stopping at the first
+                // refusal (those before it stay undone, as the output says).
+                _ if undo => {
+                    let mut done = Vec::new();
+                    for finding in &findings {
+                        match client.call(Method::DELETE, &one(finding), &key, None).await {
+                            Ok(answer) => done.push(answer),
+                            Err(err) => {
+                                print_triaged(out, &done, true, false)?;
+                                return Err(explain(err));
+                            }
+                        }
+                    }
+                    done
+                }
+                _ => {
+                    let mut body = body;
+                    body["finding_ids"] = json!(findings);
+                    let path = format!("/v1/projects/{}/findings/triage", segment(&project));
+                    let answer: BatchTriageResponse = client
+                        .call(Method::POST, &path, &key, Some(&body))
+                        .await
+                        .map_err(explain)?;
+                    answer.findings
+                }
+            };
+            print_triaged(out, &answers, undo, json)?;
             Ok(0)
         }
     }
+}
+
+/// What a triage did, a line per finding (or as JSON: the finding for one, an array for more).
+fn print_triaged(
+    out: &mut (dyn Write + Send),
+    answers: &[TrackedFinding],
+    undo: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        match answers {
+            [one] => writeln!(out, "{}", serde_json::to_string_pretty(one)?)?,
+            many => writeln!(out, "{}", serde_json::to_string_pretty(many)?)?,
+        }
+        return Ok(());
+    }
+    for answer in answers {
+        let what = match &answer.triage {
+            Some(t) if !undo => describe_triage(t.state, t.expires_at.as_deref()),
+            _ => "open again (triage undone)".to_owned(),
+        };
+        writeln!(
+            out,
+            "{} ({} on {}): {what}.",
+            answer.id, answer.rule_id, answer.resource
+        )?;
+    }
+    Ok(())
 }
 
 fn describe_triage(state: TriageState, expires_at: Option<&str>) -> String {

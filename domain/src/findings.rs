@@ -103,6 +103,44 @@ pub fn may_triage(role: crate::access::Role, holds: bool, undo: bool) -> bool {
     }
 }
 
+/// At most this many findings are triaged by one request (two pages of a scan's findings).
+pub const MAX_TRIAGE_BATCH: usize = 100;
+
+/// The findings a triage of several names: 1 to [`MAX_TRIAGE_BATCH`] ids that could be
+/// finding ids, each once, in the order given. Whether each is the project's is the store's
+/// to say.
+pub fn triage_batch(ids: &[String]) -> Result<Vec<String>, FieldError> {
+    let field = "finding_ids";
+    if ids.is_empty() {
+        return Err(FieldError::new(
+            field,
+            "finding_ids must name at least one finding".to_owned(),
+        ));
+    }
+    if ids.len() > MAX_TRIAGE_BATCH {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "finding_ids names {} findings; at most {MAX_TRIAGE_BATCH} are triaged at once",
+                ids.len()
+            ),
+        ));
+    }
+    let mut batch: Vec<String> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !could_be_finding_id(id) {
+            return Err(FieldError::new(
+                field,
+                "finding_ids holds something that is not a finding id (fnd_…)".to_owned(),
+            ));
+        }
+        if !batch.contains(id) {
+            batch.push(id.clone());
+        }
+    }
+    Ok(batch)
+}
+
 /// The parts of a finding id after `fnd_`: pushes make 20 base32 characters; findings that
 /// the migration found in older scans are numbered (`fnd_m` + digits).
 pub fn could_be_finding_id(s: &str) -> bool {
@@ -177,6 +215,22 @@ impl FindingsCursor {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    #[test]
+    fn a_triage_batch_names_one_to_a_hundred_findings_each_once() {
+        use super::{triage_batch, MAX_TRIAGE_BATCH};
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            triage_batch(&ids(&["fnd_a1", "fnd_b2", "fnd_a1"])).unwrap(),
+            ids(&["fnd_a1", "fnd_b2"])
+        );
+        assert!(triage_batch(&[]).is_err());
+        assert!(triage_batch(&ids(&["fnd_a1", "../etc"])).is_err());
+        let many: Vec<String> = (0..=MAX_TRIAGE_BATCH).map(|i| format!("fnd_{i}")).collect();
+        let err = triage_batch(&many).unwrap_err();
+        assert!(err.message.contains("at most 100"), "{}", err.message);
+        assert!(triage_batch(&many[..MAX_TRIAGE_BATCH]).is_ok());
+    }
+
     use super::*;
     use tidemark_wire::{FindingStatus, Severity};
 

@@ -4,7 +4,10 @@ import http from "node:http";
 import path from "node:path";
 import { type AddressInfo } from "node:net";
 import { type APIRequestContext } from "@playwright/test";
-import { expect, expectAccessible, expectNoSidewaysScroll, test, signInWithOidc as signIn, watchCsp } from "./support";
+import {
+  expect, expectAccessible, expectNoSidewaysScroll, expectTablesFit, expectTablesReadOnPhones, test,
+  signInWithOidc as signIn, watchCsp,
+} from "./support";
 
 // scripts/e2e.sh: an enterprise account capped at one active project, whose admin is ADMIN.
 const ADMIN = process.env.TIDEMARK_E2E_ADMIN ?? "";
@@ -87,7 +90,22 @@ test("projects, the score chart and its ranges", async ({ page, request }) => {
   await expect(row.getByTestId("project-open")).toContainText("2 H");
   await expect(page.getByTestId("oldest-criticals")).toContainText("vpc.main");
   await expect(page.getByTestId("oldest-criticals")).toContainText("first seen yesterday");
-  await expect(page.getByTestId("severity-days")).toHaveAttribute("aria-label", /today 1 critical, 2 high, 1 medium, 0 low/);
+  const days = page.getByTestId("severity-days");
+  await expect(days).toHaveAttribute("aria-label", /today 1 critical, 2 high, 1 medium, 0 low/);
+  // Its axes: dates under the bars, counts beside them; each day's values on hover and on
+  // the keyboard (one Tab stop, arrows between days); and the same as a table.
+  await expect(days.locator("text.axis.date")).not.toHaveCount(0);
+  await expect(days.locator("text.axis.count").first()).toHaveText("0");
+  const dayColumns = days.locator("g.day");
+  await expect(dayColumns).toHaveCount(90);
+  await dayColumns.last().hover();
+  await expect(days.getByTestId("chart-float")).toContainText(/4 open · 1 critical · 2 high · 1 medium · 0 low/);
+  await dayColumns.last().focus();
+  await page.keyboard.press("ArrowLeft");
+  await expect(dayColumns.nth(88)).toBeFocused();
+  await expect(days.getByTestId("chart-float")).toBeVisible();
+  await page.getByText("The same as a table").click();
+  await expect(page.getByTestId("severity-days-table").locator("tbody tr").last()).toContainText(/1\s*2\s*1\s*0\s*4/);
   await expect(page.getByTestId("failing-none")).toBeVisible();
   await page.screenshot({ path: "test-results/projects.png", fullPage: true });
   // The name filter and the order live in the URL (an ordinary form).
@@ -302,7 +320,7 @@ test("a finding's page: its life on the branch, triage with a reason and expiry,
   await expect(page.getByTestId("finding-message")).toHaveText("cis-aws-2.0-3.4 on vpc.main");
   await expect(page.getByTestId("finding-first-seen")).toContainText("yesterday");
   await expect(page.getByTestId("finding-timeline").locator("li")).toHaveCount(1);
-  await expect(page.getByTestId("finding-timeline")).toContainText("FAIL");
+  await expect(page.getByTestId("finding-timeline").locator("li").first()).toContainText("Opened FAIL, critical");
 
   // Triaged with a reason and an expiry: the page says so, and its history has it.
   const form = page.getByTestId("triage-form");
@@ -314,7 +332,7 @@ test("a finding's page: its life on the branch, triage with a reason and expiry,
   await expect(page.getByTestId("triage-notice")).toContainText("Triaged");
   await expect(page.getByTestId("finding-state")).toHaveText("Triaged");
   await expect(page.getByTestId("finding-triage")).toContainText(`Accepted risk until ${until}`);
-  await expect(page.getByTestId("triage-history")).toContainText(ADMIN);
+  await expect(page.getByTestId("finding-timeline").locator('li[data-kind="triaged"]')).toContainText(ADMIN);
   await page.screenshot({ path: "test-results/finding.png", fullPage: true });
 
   // The scan page tags the row with its triage.
@@ -332,7 +350,8 @@ test("a finding's page: its life on the branch, triage with a reason and expiry,
   await page.getByTestId("triage-undo").click();
   await expect(page.getByTestId("triage-notice")).toContainText("undone");
   await expect(page.getByTestId("finding-state")).toHaveText("Open");
-  await expect(page.getByTestId("triage-history").locator("li")).toHaveCount(2);
+  await expect(page.getByTestId("finding-timeline").locator("li")).toHaveCount(3);
+  await expect(page.getByTestId("finding-timeline").locator("li").last()).toContainText("Triage undone");
 });
 
 test("an admin's quality gate judges the next push, and the chart and scan page show it", async ({ page, request }) => {
@@ -438,6 +457,19 @@ test("branches and pull requests: the selector, the pull-requests tab and a scan
   await expect(page).toHaveURL(/\?pr=7$/);
   await expect(page.getByTestId("pull-request-card")).toContainText("Serve over TLS");
   await expect(page.getByTestId("pull-request-verdict")).toContainText("1 new, 0 fixed");
+  // Issue 45, rows 2, 3 and 11: the pull request is the page's context: its title, its tab
+  // (a link marked current, not a list item), no branch selector naming main, and its change
+  // against its base rather than against its own previous push.
+  const delta = pr.base.score_delta as number;
+  const signed = `${delta < 0 ? "▼" : delta > 0 ? "▲" : "±"} ${Math.abs(delta).toFixed(1)}`;
+  await expect(page).toHaveTitle("#7 Serve over TLS · e2e/web · Tidemark");
+  await expect(page.getByTestId("pulls-tab")).toHaveAttribute("aria-current", "true");
+  await expect(page.getByTestId("branches-tab")).not.toHaveAttribute("aria-current", /.*/);
+  await expect(page.getByTestId("line-nav").getByRole("listitem")).toHaveCount(0);
+  await expect(page.getByTestId("branch-select")).toHaveCount(0);
+  await expect(page.getByTestId("line-change")).toContainText(`${signed} against main`);
+  await expect(page.getByTestId("pull-request-verdict")).toContainText(`score ${signed}`);
+  await expect(page.getByTestId("scans-pager")).toHaveText("Scans 1–1 of 1 · page 1 of 1");
 
   // The pull request's scan compares with main's scan it was judged against, by default.
   await page.getByRole("table").getByRole("link", { name: pr.scan_id }).click();
@@ -452,6 +484,34 @@ test("branches and pull requests: the selector, the pull-requests tab and a scan
     "The base branch's scan (main)",
   );
   await page.screenshot({ path: "test-results/scan-pull-request.png", fullPage: true });
+  // Row 1: New means new against the base. The high finding main has had for weeks is not
+  // new here, and its age is main's; only the critical one the pull request adds is new.
+  await expect(page).toHaveTitle(`${pr.scan_id} · #7 · e2e/web · Tidemark`);
+  await expect(page.getByTestId("scan-change")).toContainText(`${signed} against main`);
+  await expect(page.getByTestId("tab-new")).toContainText("New against main (1)");
+  await page.getByTestId("tab-all").click();
+  const all = page.getByTestId("findings-table");
+  const old = all.locator("tbody tr", { hasText: "bucket.logs" });
+  await expect(old.locator(".chip.new")).toHaveCount(0);
+  await expect(old).toContainText(/days ago on main/);
+  await expect(all.locator("tbody tr", { hasText: "bucket.public" }).locator(".chip.new")).toHaveText("New");
+  await expect(all.locator(".chip.new")).toHaveCount(1);
+
+  // Row 9: triage several findings at once, from the scan page (every box on the page, one
+  // left out), with one reason; each is triaged on the pull request's line.
+  const boxes = all.locator('input[name="finding"]');
+  const open = await boxes.count();
+  expect(open).toBeGreaterThan(1);
+  await all.getByTestId("select-all").check();
+  for (let i = 0; i < open; i++) await expect(boxes.nth(i)).toBeChecked();
+  await boxes.first().uncheck();
+  const bulk = page.getByTestId("bulk-triage");
+  await bulk.getByLabel("Won't fix").check();
+  await bulk.getByLabel("Reason (required)").fill("Preview environment, torn down after review");
+  await bulk.getByRole("button", { name: "Triage selected" }).click();
+  await expect(page.getByTestId("triage-notice")).toHaveText(`Triaged ${open - 1} findings: the gate no longer counts them as new.`);
+  await expect(page.getByTestId("tab-triaged")).toContainText(`(${open - 1})`);
+  await expect(page.getByTestId("findings-table").locator(".chip.triaged")).toHaveCount(open - 1);
 });
 
 test("Rotate Key revokes the old key at once and the new one pushes", async ({ page, request }) => {
@@ -880,6 +940,8 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
   const pages: [string, string][] = [
     ["projects", "/projects"],
     ["project", new URL(projectUrl, page.url()).pathname],
+    ["pull-request", `${new URL(projectUrl, page.url()).pathname}?pr=7`],
+    ["pull-requests", `${new URL(projectUrl, page.url()).pathname}?tab=pulls`],
     ["scan", scanUrl],
     ["scan-all", `${scanUrl}?view=all`],
     ["scan-triaged", `${scanUrl}?view=triaged`],
@@ -894,6 +956,8 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
       await page.goto(url);
       await expectAccessible(page, `${url} at ${width}px`);
       await expectNoSidewaysScroll(page, `${url} at ${width}px`);
+      if (width === 390) await expectTablesReadOnPhones(page, `${url} at ${width}px`);
+      else await expectTablesFit(page, `${url} at ${width}px`);
       await page.screenshot({ path: `test-results/pages/${name}-${width}.png`, fullPage: true });
     }
   }

@@ -50,14 +50,14 @@ export async function signInWithOidc(page: Page, email: string) {
 }
 
 /**
- * Runs axe-core on the page as it is and fails on any serious or critical violation, naming
- * each rule and the elements it found.
+ * Runs axe-core on the page as it is and fails on any moderate, serious or critical violation
+ * (a link given a list item's role is only moderate), naming each rule and the elements it found.
  */
 export async function expectAccessible(page: Page, what: string) {
   const { default: AxeBuilder } = await import("@axe-core/playwright");
   const results = await new AxeBuilder({ page }).analyze();
   const bad = results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .filter((v) => v.impact === "moderate" || v.impact === "serious" || v.impact === "critical")
     .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(" ")).slice(0, 5).join("; ")}`);
   expect.soft(bad, `axe on ${what}`).toEqual([]);
 }
@@ -69,4 +69,42 @@ export async function expectNoSidewaysScroll(page: Page, what: string) {
     document.documentElement.clientWidth,
   ]);
   expect.soft(scroll, `${what} is ${scroll}px wide in a ${client}px window`).toBeLessThanOrEqual(client);
+}
+
+/**
+ * On a phone every table reads as cards: its headings are hidden (kept for screen readers) and
+ * each cell with something in it shows the label of its own column (`data-label`), never the
+ * heading of another.
+ */
+export async function expectTablesReadOnPhones(page: Page, what: string) {
+  const wrong = await page.evaluate(() => {
+    const bad: string[] = [];
+    for (const table of Array.from(document.querySelectorAll("main table"))) {
+      const name = (table as HTMLElement).dataset.testid ?? table.className ?? "table";
+      const heads = Array.from(table.querySelectorAll("thead th")).map((th) => (th.textContent ?? "").trim());
+      const head = table.querySelector("thead");
+      if (head && head.getBoundingClientRect().height > 1) bad.push(`${name}: its headings show above the cards`);
+      for (const row of Array.from(table.querySelectorAll("tbody tr"))) {
+        Array.from(row.children).forEach((cell, i) => {
+          const shown = (cell as HTMLElement).offsetParent !== null && (cell.textContent ?? "").trim() !== "";
+          if (cell.tagName !== "TD" || !shown) return;
+          const label = cell.getAttribute("data-label");
+          if (label === null) bad.push(`${name}: cell ${i + 1} has no label`);
+          else if (heads[i] && !heads[i].startsWith(label)) bad.push(`${name}: "${label}" in the column of "${heads[i]}"`);
+        });
+      }
+    }
+    return bad;
+  });
+  expect.soft(wrong, `tables on ${what}`).toEqual([]);
+}
+
+/** On a wide screen no table is cut off inside its scroller: it has the width it needs. */
+export async function expectTablesFit(page: Page, what: string) {
+  const clipped = await page.evaluate(() =>
+    Array.from(document.querySelectorAll("main .table-wrap"))
+      .filter((w) => w.scrollWidth > w.clientWidth + 1)
+      .map((w) => `${(w.querySelector("table") as HTMLElement | null)?.dataset.testid ?? "a table"}: ${w.scrollWidth}px in ${w.clientWidth}px`),
+  );
+  expect.soft(clipped, `tables on ${what}`).toEqual([]);
 }

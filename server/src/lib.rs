@@ -233,6 +233,10 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             "/projects/{project_id}/findings/{finding_id}/triage",
             post(triage_form::triage_finding),
         )
+        .route(
+            "/projects/{project_id}/findings/triage",
+            post(triage_form::triage_findings),
+        )
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(
             "/saml/acs",

@@ -3,6 +3,7 @@
 //! triage what nobody has set aside; changing or undoing a triage that holds is an admin's
 //! (`tidemark_domain::findings::may_triage`).
 
+use axum::extract::RawForm;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -114,6 +115,128 @@ pub async fn triage_finding(
     match done {
         Ok(TriageOutcome::Done(_)) => back(if undo { "undone" } else { "saved" }),
         Ok(TriageOutcome::NotFound) => not_found(),
+        Err(err) => unavailable(err),
+    }
+}
+
+/// Where the scan page's form goes back to, and what it says there: `triage` is one of the
+/// finding page's codes, `count` how many were triaged and `skipped` how many a member could
+/// not replace. Numbers and fixed codes only, so an address cannot put words on the page.
+fn back_to_scan(
+    project_id: &str,
+    scan_id: &str,
+    view: &str,
+    code: &str,
+    counts: Option<(usize, usize)>,
+) -> Response {
+    let view = if view == "new" { "new" } else { "all" };
+    let counts = counts
+        .map(|(done, skipped)| format!("&count={done}&skipped={skipped}"))
+        .unwrap_or_default();
+    Redirect::to(&format!(
+        "/projects/{project_id}/scans/{scan_id}?view={view}&triage={code}{counts}"
+    ))
+    .into_response()
+}
+
+/// The scan page's form: the findings ticked on the page (`finding`, repeated), triaged with
+/// one state, reason and expiry. The same rules as one at a time: a member sets aside what
+/// nobody has (a finding whose triage holds is skipped and counted), an admin replaces;
+/// every finding has its own history entry and audit event.
+pub async fn triage_findings(
+    State(state): State<AppState>,
+    viewer: Option<Extension<app::auth::Viewer>>,
+    Path(project_id): Path<String>,
+    RawForm(body): RawForm,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return refuse(StatusCode::UNAUTHORIZED, "Sign in first.");
+    };
+    let not_found = || refuse(StatusCode::NOT_FOUND, "No such project in this account.");
+    if !tidemark_domain::ids::is_project_id(&project_id) {
+        return not_found();
+    }
+    let (mut ids, mut field) = (Vec::new(), std::collections::HashMap::new());
+    for (key, value) in url::form_urlencoded::parse(&body) {
+        match key.as_ref() {
+            "finding" => ids.push(value.into_owned()),
+            "state" | "reason" | "expires" | "scan_id" | "view" => {
+                field.insert(key.into_owned(), value.into_owned());
+            }
+            _ => {}
+        }
+    }
+    let text = |name: &str| field.get(name).map(String::as_str).unwrap_or("");
+    let scan_id = text("scan_id");
+    if !tidemark_domain::ids::could_be_scan_id(scan_id) {
+        return refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Which scan's page is this?",
+        );
+    }
+    let back = |code: &str, counts| back_to_scan(&project_id, scan_id, text("view"), code, counts);
+    if ids.is_empty() {
+        return back("none", None);
+    }
+    let Ok(ids) = tidemark_domain::findings::triage_batch(&ids) else {
+        return refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Those are not findings of this page.",
+        );
+    };
+    let now = tidemark_domain::now_millis();
+    let Some(triage_state) = TriageState::parse(text("state")) else {
+        return back("state", None);
+    };
+    let change = match TriageChange::parse(triage_state, text("reason"), Some(text("expires")), now)
+    {
+        Ok(change) => change,
+        Err(e) if e.field == "expires_at" => return back("expiry", None),
+        Err(_) => return back("reason", None),
+    };
+    let role = if viewer.is_admin {
+        Role::Admin
+    } else {
+        Role::Member
+    };
+    let (account, audit, project) = (
+        viewer.account_id.clone(),
+        viewer.audit(),
+        project_id.clone(),
+    );
+    let done = state
+        .db
+        .detached(move |db| async move {
+            tidemark_store::findings::set_triage_many(
+                &db,
+                &account,
+                &project,
+                &ids,
+                Some(&change),
+                &audit,
+                |row| may_triage(role, row.triage_holds(now), false),
+            )
+            .await
+        })
+        .await;
+    use tidemark_store::findings::TriageEach;
+    match done {
+        Ok(each) if each.iter().any(|(_, e)| matches!(e, TriageEach::NotFound)) => refuse(
+            StatusCode::NOT_FOUND,
+            "No such finding in this project; nothing was changed.",
+        ),
+        Ok(each) => {
+            let skipped = each
+                .iter()
+                .filter(|(_, e)| matches!(e, TriageEach::Refused(_)))
+                .count();
+            let code = if skipped == each.len() {
+                "forbidden"
+            } else {
+                "saved"
+            };
+            back(code, Some((each.len() - skipped, skipped)))
+        }
         Err(err) => unavailable(err),
     }
 }

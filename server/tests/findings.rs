@@ -285,6 +285,120 @@ tidemark_store::test_each_backend! {
     }
 }
 
+tidemark_store::test_each_backend! {
+    /// Issue 45: one triage for several findings, by `/v1`, the command line and the scan
+    /// page's ticked rows: all or nothing, each finding its own history entry, and on the page
+    /// the same rules as one at a time (a member sets aside, an admin replaces).
+    async fn several_findings_are_triaged_at_once_by_the_api_the_cli_and_the_scan_page(backend) {
+        use crate::common::browser::location;
+        use tidemark_domain::access::Role;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Team).await;
+        let (_other, other_key) = app.with_key(Tier::Team).await;
+        app.add_member(&license.account_id, "dev@example.com", Role::Member).await;
+        let pushed = app.push_json(&key, &sample_push("api", 70.0, "2026-11-20T10:00:00Z")).await;
+        let (project, scan) = (pushed["project_id"].as_str().unwrap().to_owned(), pushed["scan_id"].as_str().unwrap().to_owned());
+        let page = get_json(&app, &key, &format!("/v1/projects/{project}/findings")).await;
+        let (a, b) = (page["findings"][0]["id"].as_str().unwrap().to_owned(), page["findings"][1]["id"].as_str().unwrap().to_owned());
+        let batch = format!("/v1/projects/{project}/findings/triage");
+        let body = |ids: Value| json!({"finding_ids": ids, "state": "accepted_risk", "reason": "Sandbox account", "expires_at": "2099-01-01"});
+
+        // Refused as a whole: an id that is not the project's (404 naming it), none, too many,
+        // not ids, a bad reason or field; another account's key finds no project.
+        let res = call(&app, reqwest::Method::POST, &key, &batch, Some(body(json!([a, "fnd_nosuchfinding", b])))).await;
+        let message = assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+        assert!(message.contains("fnd_nosuchfinding"), "{message}");
+        let many: Vec<String> = (0..101).map(|i| format!("fnd_{i}")).collect();
+        for (sent, why) in [
+            (body(json!([])), "at least one"),
+            (body(json!(many)), "at most 100"),
+            (body(json!([a, "x"])), "not a finding id"),
+            (json!({"finding_ids": [a], "state": "accepted_risk", "reason": " "}), "reason"),
+            (json!({"finding_ids": [a], "state": "accepted_risk", "reason": "r", "note": 1}), "note"),
+        ] {
+            let res = call(&app, reqwest::Method::POST, &key, &batch, Some(sent)).await;
+            let message = assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+            assert!(message.contains(why), "{why}: {message}");
+        }
+        let res = call(&app, reqwest::Method::POST, &other_key, &batch, Some(body(json!([a])))).await;
+        assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
+        assert_eq!(app.count("finding_triage_events").await, 0);
+
+        // Done: each once, in the order named, each with its own history entry.
+        let res = call(&app, reqwest::Method::POST, &key, &batch, Some(body(json!([b, a, b])))).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let done: Value = res.json().await.unwrap();
+        let ids: Vec<&str> = done["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, vec![b.as_str(), a.as_str()]);
+        assert!(done["findings"].as_array().unwrap().iter().all(|f| f["state"] == "triaged" && f["triage"]["reason"] == "Sandbox account"));
+        assert_eq!(app.count("finding_triage_events").await, 2);
+
+        // The command line: several ids undone, then triaged as one request.
+        let config = tempfile::tempdir().unwrap();
+        let e = env(&app.base_url, config.path(), "unused", &[("TIDEMARK_API_KEY", key.as_str())], Utc::now());
+        let r = tidemark(&e, &["findings", "triage", "api", &a, &b, "--undo"]).await;
+        assert_eq!(r.code, Ok(0), "{}", r.out);
+        assert_eq!(r.out.matches("open again").count(), 2, "{}", r.out);
+        let r = tidemark(&e, &["findings", "triage", "api", &a, &b, "--state", "wont_fix", "--reason", "Legacy", "--json"]).await;
+        assert_eq!(r.code, Ok(0), "{}", r.out);
+        let rows: Value = serde_json::from_str(&r.out).unwrap();
+        assert_eq!(rows.as_array().unwrap().len(), 2);
+        assert!(rows.as_array().unwrap().iter().all(|f| f["triage"]["state"] == "wont_fix"));
+        let r = tidemark(&e, &["findings", "triage", "api", &a, "fnd_nosuchfinding", "--state", "wont_fix", "--reason", "x"]).await;
+        assert_eq!(r.status, 1);
+        assert_eq!(app.count("finding_triage_events").await, 6);
+        let r = tidemark(&e, &["findings", "triage", "api", &a, &b, "--undo"]).await;
+        assert_eq!(r.code, Ok(0), "{}", r.out);
+
+        // The scan page: each open finding has a box, and the form triages the ticked ones.
+        let scan_page = format!("/projects/{project}/scans/{scan}");
+        let form = format!("/projects/{project}/findings/triage");
+        let mut dev = app.signed_in(&provider, "dev@example.com").await;
+        let html = dev.get(&app.url(&format!("{scan_page}?view=all"))).await.text().await.unwrap();
+        assert_eq!(html.matches(r#"name="finding""#).count(), 2, "a box per open finding");
+        assert!(html.contains("data-select-all"), "select all on this page");
+        let ticked = |reason: &'static str| {
+            vec![("finding", a.clone()), ("finding", b.clone()), ("state", "accepted_risk".to_owned()),
+                 ("reason", reason.to_owned()), ("expires", String::new()), ("scan_id", scan.clone()), ("view", "all".to_owned())]
+        };
+        let res = post_pairs(&mut dev, &form, ticked("Reviewed together")).await;
+        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=saved&count=2&skipped=0"));
+        let done = dev.get(&app.url(&location(&res))).await;
+        assert_eq!(done.status(), StatusCode::OK);
+        assert!(done.text().await.unwrap().contains("Triaged 2 findings"));
+        assert_eq!(app.count("finding_triage_events").await, 10);
+        // A member may not replace what holds: both skipped, the page answers 403.
+        let res = post_pairs(&mut dev, &form, ticked("My view instead")).await;
+        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=forbidden&count=0&skipped=2"));
+        assert_eq!(dev.get(&app.url(&location(&res))).await.status(), StatusCode::FORBIDDEN);
+        // A blank reason and nothing ticked change nothing either.
+        let res = post_pairs(&mut dev, &form, ticked(" ")).await;
+        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=reason"));
+        let res = post_pairs(&mut dev, &form, vec![("state", "wont_fix".into()), ("reason", "x".into()), ("scan_id", scan.clone())]).await;
+        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=none"));
+        assert_eq!(app.count("finding_triage_events").await, 10);
+        // The admin replaces both.
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let res = post_pairs(&mut admin, &form, ticked("Admin decision")).await;
+        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=saved&count=2&skipped=0"));
+        assert_eq!(app.count("finding_triage_events").await, 12);
+        // A finding of another project is no finding of this one: nothing changes.
+        let res = post_pairs(&mut admin, &form, vec![("finding", "fnd_nosuchfinding".into()), ("state", "wont_fix".into()), ("reason", "x".into()), ("scan_id", scan.clone())]).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        assert_eq!(app.count("finding_triage_events").await, 12);
+    }
+}
+
+/// A form whose fields repeat (`finding`), as a browser sends it.
+async fn post_pairs(
+    browser: &mut crate::common::browser::Browser,
+    path: &str,
+    pairs: Vec<(&'static str, String)>,
+) -> reqwest::Response {
+    let refs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    browser.post_form(path, &refs).await
+}
+
 /// Issue 44: a `/v1` 404 says what was not found; "No such endpoint" is only for paths the API
 /// does not have.
 #[tokio::test]

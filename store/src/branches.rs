@@ -47,6 +47,8 @@ pub struct LineScan {
     pub base_scan_id: Option<String>,
     pub base_new: Option<i64>,
     pub base_fixed: Option<i64>,
+    /// The base scan's score, when one was compared and is still kept.
+    pub base_score: Option<f64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -71,6 +73,7 @@ struct LineRow {
     base_scan_id: Option<String>,
     base_new: Option<i64>,
     base_fixed: Option<i64>,
+    base_score: Option<f64>,
 }
 
 impl From<LineRow> for Line {
@@ -86,6 +89,7 @@ impl From<LineRow> for Line {
                 base_scan_id: r.base_scan_id,
                 base_new: r.base_new,
                 base_fixed: r.base_fixed,
+                base_score: r.base_score,
             }),
             _ => None,
         };
@@ -110,7 +114,7 @@ impl From<LineRow> for Line {
 const LINE_COLUMNS: &str = "b.id, b.name, (b.id = p.default_branch_id) AS is_default, \
      b.pr_number, b.pr_base, b.pr_title, b.pr_url, b.repository_url, b.scan_count, \
      b.last_push_at, b.head_seq, s.scan_id, s.score, s.score_delta, s.gate_status, \
-     s.gate_reasons, s.commit_sha, s.base_scan_id, s.base_new, s.base_fixed";
+     s.gate_reasons, s.commit_sha, s.base_scan_id, s.base_new, s.base_fixed, bs.score AS base_score";
 
 /// The project's lines: the default branch first, then branches and pull requests by their
 /// latest push, newest first. Empty when the account has no such project.
@@ -123,6 +127,7 @@ pub async fn list_lines(
         "SELECT {LINE_COLUMNS} FROM branches b \
          JOIN projects p ON p.id = b.project_id AND p.account_id = $1 \
          LEFT JOIN scans s ON s.project_id = b.project_id AND s.seq = b.head_seq \
+         LEFT JOIN scans bs ON bs.project_id = s.project_id AND bs.seq = s.base_seq \
          WHERE b.project_id = $2 \
          ORDER BY CASE WHEN b.id = p.default_branch_id THEN 0 ELSE 1 END, \
          b.last_push_at DESC, b.id"

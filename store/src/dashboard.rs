@@ -397,6 +397,10 @@ pub struct ScanRow {
     pub base_seq: Option<i64>,
     pub base_new: Option<i64>,
     pub base_fixed: Option<i64>,
+    /// The base scan's score (`None`: no base, or it was pruned since).
+    pub base_score: Option<f64>,
+    /// The base scan's line: where a finding the pull request inherited was first seen.
+    pub base_line_id: Option<String>,
     /// How it was pushed (`None` for scans from before this was recorded).
     pub pushed_by: Option<tidemark_wire::PushedBy>,
     /// Housekeeping removed its findings (its row stays: see `crate::housekeeping`).
@@ -409,8 +413,11 @@ const SCAN_COLUMNS: &str = "s.seq, s.scan_id, s.score, s.score_delta, s.passed, 
      s.frameworks, s.state_source, s.scanned_at, s.received_at, s.finding_count, \
      s.gate_status, s.gate_reasons, s.branch_id, b.name AS branch_name, s.line_seq, \
      b.pr_number, s.commit_sha, b.repository_url, s.base_branch, s.base_scan_id, s.base_seq, \
-     s.base_new, s.base_fixed, s.pushed_by, s.findings_stored";
-const SCAN_FROM: &str = "FROM scans s LEFT JOIN branches b ON b.id = s.branch_id";
+     s.base_new, s.base_fixed, s.pushed_by, s.findings_stored, bs.score AS base_score, \
+     bs.branch_id AS base_line_id";
+/// With the pull request's base scan `bs`, whose score the page compares with.
+const SCAN_FROM: &str = "FROM scans s LEFT JOIN branches b ON b.id = s.branch_id \
+     LEFT JOIN scans bs ON bs.project_id = s.project_id AND bs.seq = s.base_seq";
 
 #[derive(sqlx::FromRow)]
 struct ScanTuple {
@@ -446,6 +453,8 @@ struct ScanTuple {
     base_fixed: Option<i64>,
     pushed_by: Option<String>,
     findings_stored: Option<String>,
+    base_score: Option<f64>,
+    base_line_id: Option<String>,
 }
 
 impl From<ScanTuple> for ScanRow {
@@ -482,6 +491,8 @@ impl From<ScanTuple> for ScanRow {
             base_seq: t.base_seq,
             base_new: t.base_new,
             base_fixed: t.base_fixed,
+            base_score: t.base_score,
+            base_line_id: t.base_line_id,
             // Written by this server from a typed value: unreadable only if hand-edited, and
             // then shown as unknown rather than failing the page.
             pushed_by: t
@@ -918,6 +929,23 @@ pub async fn diff_scans(
         fixed_count: fixed.len() as i64,
         unchanged_count: (now.len() - new.len()) as i64,
     })
+}
+
+/// The open findings (FAIL, WARN, ERROR) of the project's scan `seq`, by rule id and
+/// resource: what a pull request's scan is told apart from its base with.
+pub async fn open_keys(
+    db: &Db,
+    project_id: &str,
+    seq: i64,
+) -> Result<std::collections::HashSet<(String, String)>, StoreError> {
+    let sql = format!(
+        "SELECT rule_id, resource FROM {} f WHERE {OPEN}",
+        scan_findings("$1", "$2", Texts::None)
+    );
+    let rows: Vec<(String, String)> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(project_id).bind(seq).fetch_all(pool).await
+    })?;
+    Ok(rows.into_iter().collect())
 }
 
 /// The findings of the project's scan `seq` at `ordinals`, whole, in the scanner's order.

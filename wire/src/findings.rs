@@ -170,3 +170,57 @@ pub struct TriageRequest {
     )]
     pub expires_at: Option<String>,
 }
+
+/// The body of `POST /v1/projects/{project}/findings/triage`: one triage for several findings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BatchTriageRequest {
+    /// 1–100 finding ids (`fnd_…`) of the project; one named twice counts once.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_items = 1, max_items = 100, example = json!(["fnd_3k2j4h5g6f7d8s9a0q1w", "fnd_9z8x7c6v5b4n3m2l1k0j"]))
+    )]
+    pub finding_ids: Vec<String>,
+    pub state: TriageState,
+    /// Required: 1–1,000 characters, not blank, no control characters but tab and line breaks.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 1000,
+            pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
+    pub reason: String,
+    /// Optional: a date (`2027-03-01`, midnight UTC) or an RFC 3339 time, in the future
+    /// (`422` otherwise: a triage that has already lapsed sets nothing aside).
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            example = "2027-03-01",
+            pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2}))?$"
+        )
+    )]
+    pub expires_at: Option<String>,
+}
+
+impl BatchTriageRequest {
+    /// The triage itself, as for one finding.
+    pub fn triage(&self) -> TriageRequest {
+        TriageRequest {
+            state: self.state,
+            reason: self.reason.clone(),
+            expires_at: self.expires_at.clone(),
+        }
+    }
+}
+
+/// What `POST /v1/projects/{project}/findings/triage` did: every finding named, as it is now,
+/// in the order named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BatchTriageResponse {
+    pub findings: Vec<TrackedFinding>,
+}

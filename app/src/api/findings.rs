@@ -12,12 +12,12 @@ pub async fn load_finding(
     finding_id: String,
 ) -> Result<FindingPageView, DashboardError> {
     use super::ssr::*;
-    use crate::model::{SightingView, TriageEventView};
+    use crate::life::life;
+    use crate::model::LifeEntry;
     use crate::time::{ago, format_time};
     use tidemark_domain::access::Role;
     use tidemark_domain::findings::{could_be_finding_id, may_triage};
     use tidemark_store::findings::{find_tracked, sightings, triage_history};
-    use tidemark_wire::findings::TriageState;
 
     let viewer = crate::auth::require_viewer()?;
     well_formed(&project_id, None)?;
@@ -35,7 +35,7 @@ pub async fn load_finding(
     else {
         return not_found();
     };
-    let seen = or_unavailable(sightings(&db, &row, 50).await)?;
+    let seen = or_unavailable(sightings(&db, &row, SCANS_READ).await)?;
     let history = or_unavailable(triage_history(&db, &row.id).await)?;
     let now = tidemark_domain::now_millis();
     let latest = seen.iter().find(|s| s.status.is_some());
@@ -56,34 +56,65 @@ pub async fn load_finding(
         first_seen: when(row.first_seen_at),
         last_seen: when(row.last_seen_at),
         fixed: row.fixed_at.map(when),
-        sightings: seen
-            .into_iter()
-            .map(|s| SightingView {
-                scan_id: s.scan_id,
-                scanned_at: format_time(s.scanned_at),
-                status: s.status,
-            })
-            .collect(),
-        history: history
-            .into_iter()
-            .map(|e| {
-                let state = e.state.as_deref().and_then(TriageState::parse);
-                TriageEventView {
-                    at: format_time(e.at),
-                    actor: e.actor,
-                    what: match (state, e.expires_at) {
-                        (Some(s), Some(until)) => {
-                            format!("{} until {}", s.label(), crate::time::date(until))
-                        }
-                        (Some(s), None) => s.label().to_owned(),
-                        (None, _) => "Triage undone".to_owned(),
-                    },
-                    reason: e.reason,
-                }
-            })
-            .collect(),
+        scans_read: seen.len() as i64,
+        life: life(
+            &changes_from(&seen),
+            // The window reaches the scan that first saw it.
+            seen.len() < SCANS_READ as usize,
+            &triage_changes(history),
+        )
+        .into_iter()
+        .map(|event| LifeEntry {
+            at: format_time(event.at),
+            last_at: event.last_at.map(format_time),
+            event,
+        })
+        .collect(),
         can_triage: may_triage(role, holds, false),
         can_undo: row.triage_state.is_some() && may_triage(role, holds, true),
         finding: row.to_wire(now),
     })
+}
+
+/// How many of the branch's latest scans a finding's page reads its life from.
+#[cfg(feature = "ssr")]
+const SCANS_READ: i64 = 500;
+
+/// The sightings (newest first, as read) oldest first.
+#[cfg(feature = "ssr")]
+fn changes_from(seen: &[tidemark_store::findings::Sighting]) -> Vec<crate::life::Seen> {
+    seen.iter()
+        .rev()
+        .map(|s| crate::life::Seen {
+            scan_id: s.scan_id.clone(),
+            at: s.scanned_at,
+            status: s.status.clone(),
+            severity: s.severity.clone(),
+        })
+        .collect()
+}
+
+#[cfg(feature = "ssr")]
+fn triage_changes(
+    history: Vec<tidemark_store::findings::TriageEvent>,
+) -> Vec<crate::life::TriageChange> {
+    use tidemark_wire::findings::TriageState;
+    history
+        .into_iter()
+        .map(|e| {
+            let state = e.state.as_deref().and_then(TriageState::parse);
+            crate::life::TriageChange {
+                at: e.at,
+                actor: e.actor,
+                what: match (state, e.expires_at) {
+                    (Some(s), Some(until)) => {
+                        format!("{} until {}", s.label(), crate::time::date(until))
+                    }
+                    (Some(s), None) => s.label().to_owned(),
+                    (None, _) => "Triage undone".to_owned(),
+                },
+                reason: e.reason,
+            }
+        })
+        .collect()
 }

@@ -67,6 +67,7 @@ mod ssr {
                 scan_id: s.base_scan_id,
                 new_findings: s.base_new,
                 fixed_findings: s.base_fixed,
+                score_delta: s.base_score.map(|base| s.score - base),
             }),
             scanned_at: crate::time::format_time(s.scanned_at),
             scan_id: s.scan_id,
@@ -104,6 +105,7 @@ mod ssr {
                 gate: h.gate.status,
                 new_findings: h.base_new,
                 fixed_findings: h.base_fixed,
+                base_score_delta: h.base_score.map(|base| h.score - base),
             }),
         }
     }

@@ -252,5 +252,6 @@ pub async fn project_scans(
             .collect(),
         page,
         has_more,
+        total: line.scan_count,
     })
 }

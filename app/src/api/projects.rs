@@ -132,7 +132,7 @@ async fn overview(
         tidemark_store::dashboard::default_line_counts(db, account_id, since).await,
     )?;
     let days = daily_severity(&scans, OVERVIEW_DAYS, now);
-    let (severity_svg, severity_summary) = crate::chart::draw_severity_days(&days);
+    let severity_days = crate::chart::draw_severity_days(&days);
     Ok(AccountOverview {
         failing,
         oldest_criticals: oldest
@@ -146,7 +146,6 @@ async fn overview(
                 age: format!("first seen {}", crate::time::ago(f.row.first_seen_at, now)),
             })
             .collect(),
-        severity_svg,
-        severity_summary,
+        severity_days,
     })
 }

@@ -94,7 +94,7 @@ pub async fn scan_findings(
         return not_found();
     }
     let mut findings: Vec<_> = rows.into_iter().map(finding).collect();
-    tag_tracked(&db, &found, &mut findings).await?;
+    tag_tracked(&db, &project_id, &found, &mut findings).await?;
     let counts = or_unavailable(
         tidemark_store::dashboard::finding_counts(&db, &project_id, found.seq).await,
     )?;
@@ -170,7 +170,7 @@ pub async fn scan_diff(
     };
     let diff = or_unavailable(diff_scans(&db, &project_id, found.seq, base_seq, 100).await)?;
     let mut new: Vec<_> = diff.new.into_iter().map(finding).collect();
-    tag_tracked(&db, &found, &mut new).await?;
+    tag_tracked(&db, &project_id, &found, &mut new).await?;
     Ok(DiffView {
         has_previous: true,
         pr_base,
@@ -247,13 +247,18 @@ pub async fn scan_triaged(
 }
 
 /// Tags each open row of `scan` with its tracked finding on the scan's branch: a link to its
-/// page, "new" when this scan first saw it, its age, and its triage (one query per page).
+/// page, "new", its age, and its triage (one query per page).
+///
+/// A pull request's scan was judged against its base scan, so there "new" means not open in
+/// that base scan, and a finding the base has too is as old as the base's line says.
 #[cfg(feature = "ssr")]
 async fn tag_tracked(
     db: &tidemark_store::Db,
+    project: &str,
     scan: &tidemark_store::dashboard::ScanRow,
     rows: &mut [crate::model::FindingView],
 ) -> Result<(), DashboardError> {
+    use super::ssr::or_unavailable;
     use crate::model::FindingTag;
     let Some(line) = &scan.line_id else {
         return Ok(());
@@ -264,23 +269,50 @@ async fn tag_tracked(
         .filter(|r| open(&r.status))
         .map(|r| (r.rule_id.as_str(), r.resource.as_str()))
         .collect();
-    let tracked = super::ssr::or_unavailable(
-        tidemark_store::findings::tracked_for_keys(db, line, &keys).await,
-    )?;
+    let tracked =
+        or_unavailable(tidemark_store::findings::tracked_for_keys(db, line, &keys).await)?;
+    // The base's open findings and their life on the base's line.
+    let (in_base, base_tracked) = match (scan.base_seq, &scan.base_line_id) {
+        (Some(base_seq), Some(base_line)) => {
+            let in_base =
+                or_unavailable(tidemark_store::dashboard::open_keys(db, project, base_seq).await)?;
+            let inherited: Vec<(&str, &str)> = keys
+                .iter()
+                .copied()
+                .filter(|(r, x)| in_base.contains(&((*r).to_owned(), (*x).to_owned())))
+                .collect();
+            let base_tracked = or_unavailable(
+                tidemark_store::findings::tracked_for_keys(db, base_line, &inherited).await,
+            )?;
+            (Some(in_base), base_tracked)
+        }
+        _ => (None, Default::default()),
+    };
+    let base_name = scan.base_branch.clone().unwrap_or_default();
     let now = tidemark_domain::now_millis();
     for row in rows.iter_mut().filter(|r| open(&r.status)) {
-        if let Some(t) = tracked.get(&(row.rule_id.clone(), row.resource.clone())) {
-            row.tracked = Some(FindingTag {
-                id: t.id.clone(),
-                new_here: t.first_seq == scan.seq,
-                first_seen: crate::time::ago(t.first_seen_at, now),
-                first_seen_utc: crate::time::format_time(t.first_seen_at),
-                triage: t
-                    .triage_holds(now)
-                    .then(|| t.triage_state().map(|s| s.label().to_owned()))
-                    .flatten(),
-            });
-        }
+        let key = (row.rule_id.clone(), row.resource.clone());
+        let Some(t) = tracked.get(&key) else {
+            continue;
+        };
+        let new_here = match &in_base {
+            Some(base) => !base.contains(&key),
+            None => t.first_seq == scan.seq,
+        };
+        let (first_at, on) = match base_tracked.get(&key) {
+            Some(b) => (b.first_seen_at, format!(" on {base_name}")),
+            None => (t.first_seen_at, String::new()),
+        };
+        row.tracked = Some(FindingTag {
+            id: t.id.clone(),
+            new_here,
+            first_seen: format!("{}{on}", crate::time::ago(first_at, now)),
+            first_seen_utc: crate::time::format_time(first_at),
+            triage: t
+                .triage_holds(now)
+                .then(|| t.triage_state().map(|s| s.label().to_owned()))
+                .flatten(),
+        });
     }
     Ok(())
 }

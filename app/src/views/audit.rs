@@ -104,13 +104,13 @@ fn audit_section(p: AuditPage, f: AuditFilter) -> impl IntoView {
                                     let action = r.action.clone();
                                     view! {
                                     <tr data-testid="audit-row" data-action=action>
-                                        <td><time datetime=r.at.clone()>{r.at.replace('T', " ").replace('Z', "")}</time></td>
-                                        <td>{r.actor}</td>
-                                        <td>{r.client_ip.unwrap_or_else(|| "–".to_owned())}</td>
-                                        <td title=r.action>{r.action_label}</td>
-                                        <td><code>{r.target}</code></td>
-                                        <td>{r.before.unwrap_or_else(|| "–".to_owned())}</td>
-                                        <td>{r.after.unwrap_or_else(|| "–".to_owned())}</td>
+                                        <td data-label="When (UTC)"><time datetime=r.at.clone()>{r.at.replace('T', " ").replace('Z', "")}</time></td>
+                                        <td data-label="Who">{r.actor}</td>
+                                        <td data-label="From">{r.client_ip.unwrap_or_else(|| "–".to_owned())}</td>
+                                        <td data-label="What" title=r.action>{r.action_label}</td>
+                                        <td data-label="On"><code>{r.target}</code></td>
+                                        <td data-label="Before">{r.before.unwrap_or_else(|| "–".to_owned())}</td>
+                                        <td data-label="After">{r.after.unwrap_or_else(|| "–".to_owned())}</td>
                                     </tr>
                                 }}).collect_view()}
                             </tbody>

@@ -1,5 +1,5 @@
 //! A tracked finding's page (`/projects/<id>/findings/<fid>`): rule, resource, severity,
-//! message and remediation, its life on its branch as a timeline of scans, and its triage
+//! message and remediation, its life on its branch as a timeline of changes, and its triage
 //! (a plain form posting to [`triage_path`]; the answer comes back with `?triage=<code>`).
 //! Server-rendered: nothing here adds to the WASM bundle.
 
@@ -10,7 +10,7 @@ use tidemark_wire::findings::{FindingState, TriageState};
 
 use super::{error_view, loading};
 use crate::api::findings::load_finding;
-use crate::model::{FindingPageView, SightingView};
+use crate::model::FindingPageView;
 
 /// Where the page's triage form posts.
 pub fn triage_path(project_id: &str, finding_id: &str) -> String {
@@ -144,8 +144,7 @@ fn page(v: FindingPageView) -> impl IntoView {
             </dl>
         </section>
         {triage_section(&v)}
-        {timeline(&v.project_id, &v.sightings)}
-        {history(&v)}
+        {timeline(&v)}
     }
 }
 
@@ -221,45 +220,45 @@ fn triage_section(v: &FindingPageView) -> impl IntoView {
     }
 }
 
-fn timeline(project_id: &str, sightings: &[SightingView]) -> impl IntoView {
+/// The finding's life: each change with its scan, the unchanged scans after it folded in,
+/// and its triage changes in time among them.
+fn timeline(v: &FindingPageView) -> impl IntoView {
+    let project_id = v.project_id.clone();
+    let scan_link = move |scan: &str| {
+        view! { <a href=format!("/projects/{project_id}/scans/{scan}")>{scan.to_owned()}</a> }
+    };
     view! {
         <section class="card" aria-labelledby="timeline-heading">
-            <h2 id="timeline-heading">"Scans since it was first seen"</h2>
+            <h2 id="timeline-heading">"Its life on the branch"</h2>
+            <p class="muted small">{format!(
+                "What changed, from the {} scans of its branch since it was first seen; unchanged scans are folded into the change before them.",
+                v.scans_read
+            )}</p>
             <ol class="timeline" data-testid="finding-timeline">
-                {sightings.iter().map(|s| {
-                    let (class, text) = match s.status.as_deref() {
-                        Some(status @ ("FAIL" | "WARN" | "ERROR")) => ("tl open", status.to_owned()),
-                        Some(status) => ("tl passing", format!("{status}: fixed")),
-                        None => ("tl passing", "Not in the scan: fixed".to_owned()),
-                    };
+                {v.life.iter().map(|entry| {
+                    let e = &entry.event;
+                    let folded = (e.unchanged > 0).then(|| {
+                        let last = e.last_scan_id.clone().unwrap_or_default();
+                        view! {
+                            <div class="muted small" data-testid="timeline-folded">
+                                {format!("Then unchanged in {} ", super::count_of(e.unchanged, "scan", "scans"))}
+                                "(latest " {scan_link(&last)} " · " {entry.last_at.clone()} ")"
+                            </div>
+                        }
+                    });
                     view! {
-                        <li class=class>
-                            <a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.clone()}</a>
-                            <span class="muted small">" · " {super::utc_time(s.scanned_at.clone())} " · "</span>
-                            <span class="tl-status">{text}</span>
+                        <li class=e.kind.class() data-kind=format!("{:?}", e.kind).to_lowercase()>
+                            <strong class="tl-status">{e.kind.label()}</strong>
+                            " " {e.text.clone()}
+                            <span class="muted small">" · " {entry.at.clone()}
+                                {e.scan_id.clone().map(|scan| view! { " · " {scan_link(&scan)} })}
+                            </span>
+                            {e.reason.clone().map(|r| view! { <div class="reason">{r}</div> })}
+                            {folded}
                         </li>
                     }
                 }).collect_view()}
             </ol>
         </section>
     }
-}
-
-fn history(v: &FindingPageView) -> impl IntoView {
-    (!v.history.is_empty()).then(|| {
-        view! {
-            <section class="card" aria-labelledby="history-heading">
-                <h2 id="history-heading">"Triage history"</h2>
-                <ol class="history" data-testid="triage-history">
-                    {v.history.iter().map(|e| view! {
-                        <li>
-                            <strong>{e.what.clone()}</strong>
-                            <span class="muted small">{format!(" · {} · {}", e.at, e.actor)}</span>
-                            {e.reason.clone().map(|r| view! { <div class="reason">{r}</div> })}
-                        </li>
-                    }).collect_view()}
-                </ol>
-            </section>
-        }
-    })
 }

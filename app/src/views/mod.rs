@@ -107,18 +107,35 @@ pub fn fmt_score(score: f64) -> String {
 
 /// A score change, coloured: a regression is red, an improvement green.
 pub fn delta_badge(delta: Option<f64>) -> impl IntoView {
+    delta_span(delta, "since the previous scan")
+}
+
+pub fn delta_span(delta: Option<f64>, since: &str) -> AnyView {
     match delta {
         None => view! { <span class="delta flat">"–"</span> }.into_any(),
         Some(d) if d < 0.0 => view! {
-            <span class="delta down" title="Regression since the previous scan">{format!("▼ {:.1}", -d)}</span>
+            <span class="delta down" title=format!("Regression {since}")>{format!("▼ {:.1}", -d)}</span>
         }
         .into_any(),
         Some(d) if d > 0.0 => view! {
-            <span class="delta up" title="Improvement since the previous scan">{format!("▲ {d:.1}")}</span>
+            <span class="delta up" title=format!("Improvement {since}")>{format!("▲ {d:.1}")}</span>
         }
         .into_any(),
         Some(_) => view! { <span class="delta flat">"± 0.0"</span> }.into_any(),
     }
+}
+
+/// A score's change and what it is against: a pull request's scan against its base branch
+/// (`Some(branch)`), any other against the previous scan on its line.
+pub fn change_badge(delta: f64, base: Option<&str>) -> impl IntoView {
+    let against = base.map(|b| {
+        view! { " " <span class="muted small" data-testid="change-against">{format!("against {b}")}</span> }
+    });
+    let since = match base {
+        Some(b) => format!("against {b}'s scan"),
+        None => "since the previous scan".to_owned(),
+    };
+    view! { <span class="change">{delta_span(Some(delta), &since)}{against}</span> }
 }
 
 pub fn loading() -> impl IntoView {

@@ -2,7 +2,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::{delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips};
+use super::{
+    change_badge, delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips,
+};
 use leptos::server_fn::ServerFn;
 
 use crate::api::project::{load_project_chart, project_scans, SetDefaultBranch, SetProjectGate};
@@ -80,20 +82,34 @@ fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
     let line = chart.line.clone();
     let branches = chart.branches.clone();
     let pulls = chart.pulls.clone();
-    let title = if line.is_default && !pulls_tab {
-        format!("{} · Tidemark", project.label)
-    } else {
-        format!("{} · {} · Tidemark", line.label(), project.label)
+    let title = match (&line.pull_request, line.is_default && !pulls_tab) {
+        (Some(pr), _) => match &pr.title {
+            Some(t) => format!("#{} {t} · {} · Tidemark", pr.number, project.label),
+            None => format!("#{} · {} · Tidemark", pr.number, project.label),
+        },
+        (None, true) => format!("{} · Tidemark", project.label),
+        (None, false) if pulls_tab => format!("Pull requests · {} · Tidemark", project.label),
+        (None, false) => format!("{} · {} · Tidemark", line.label(), project.label),
     };
-    // The default line's head is the project's; another line shows its own.
-    let (score, delta, count) = if line.is_default {
-        (project.last_score, project.last_delta, project.scan_count)
-    } else {
+    // The default line's head is the project's; another line shows its own, and a pull
+    // request its change against its base (what it was judged by).
+    let base_branch = line
+        .pull_request
+        .as_ref()
+        .and_then(|p| p.base_branch.clone());
+    let (score, change, count) = if line.is_default {
         (
-            line.head.as_ref().map(|h| h.score),
-            line.head.as_ref().map(|h| h.score_delta),
-            line.scan_count,
+            project.last_score,
+            project.last_delta.map(|d| (d, None)),
+            project.scan_count,
         )
+    } else {
+        let head = line.head.as_ref();
+        let change = head.map(|h| match (h.base_score_delta, &base_branch) {
+            (Some(d), Some(b)) => (d, Some(b.clone())),
+            _ => (h.score_delta, None),
+        });
+        (head.map(|h| h.score), change, line.scan_count)
     };
     let default_names: Vec<String> = branches.iter().filter_map(|b| b.name.clone()).collect();
     let current_default = branches
@@ -107,7 +123,10 @@ fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
             <h1>{project.label.clone()}</h1>
             <p class="headline">
                 <span class="big-score">{score.map(fmt_score).unwrap_or_else(|| "–".into())}</span>
-                {delta_badge(delta)}
+                <span data-testid="line-change">{match change {
+                    Some((d, against)) => change_badge(d, against.as_deref()).into_any(),
+                    None => delta_badge(None).into_any(),
+                }}</span>
                 <span class="muted">{format!(" · {}", super::count_of(count, "scan", "scans"))}</span>
                 {(!pulls_tab).then(|| view! { <span class="muted">" on "</span><span class="branch-name" data-testid="line-label">{line.label()}</span> })}
                 {project.archived.then(|| view! { <span class="tag">"archived"</span> })}
@@ -139,17 +158,26 @@ fn line_nav(
     pulls_tab: bool,
 ) -> impl IntoView {
     let selected = line.choice();
+    // A pull request (its list, or one of them) is the pull-request tab's; a branch the
+    // branches tab's. The tab of the page itself is `page`, of its context `true`.
+    let on_pull = line.pull_request.is_some();
+    let branches_current = (!pulls_tab && !on_pull).then_some("page");
+    let pulls_current = if pulls_tab {
+        Some("page")
+    } else {
+        on_pull.then_some("true")
+    };
     view! {
         <nav class="line-nav" aria-label="Branches and pull requests" data-testid="line-nav">
-            <div class="segmented" role="list">
-                <a role="listitem" href=format!("/projects/{project_id}") class:active=!pulls_tab
-                    aria-current=(!pulls_tab).then_some("page")>"Branches"</a>
-                <a role="listitem" href=format!("/projects/{project_id}?tab=pulls") class:active=pulls_tab
-                    aria-current=pulls_tab.then_some("page") data-testid="pulls-tab">
+            <div class="segmented">
+                <a href=format!("/projects/{project_id}") class:active=branches_current.is_some()
+                    aria-current=branches_current data-testid="branches-tab">"Branches"</a>
+                <a href=format!("/projects/{project_id}?tab=pulls") class:active=pulls_current.is_some()
+                    aria-current=pulls_current data-testid="pulls-tab">
                     {format!("Pull requests ({pulls})")}
                 </a>
             </div>
-            {(!pulls_tab).then(|| view! {
+            {(!pulls_tab && !on_pull).then(|| view! {
                 <form method="get" action=format!("/projects/{project_id}") class="branch-select" data-testid="branch-select">
                     <label>"Branch "
                         <select name="branch">
@@ -179,10 +207,15 @@ fn pull_request_card(line: &LineSummary) -> impl IntoView {
             base_branch: None,
         });
     let base = pr.base_branch.clone().unwrap_or_else(|| "its base".into());
-    let verdict = line
-        .head
-        .as_ref()
-        .map(|h| (h.gate, h.compared, h.new_findings, h.fixed_findings));
+    let verdict = line.head.as_ref().map(|h| {
+        (
+            h.gate,
+            h.compared,
+            h.new_findings,
+            h.fixed_findings,
+            h.base_score_delta,
+        )
+    });
     view! {
         <section class="card" aria-labelledby="pr-heading" data-testid="pull-request-card">
             <h2 id="pr-heading">
@@ -196,13 +229,14 @@ fn pull_request_card(line: &LineSummary) -> impl IntoView {
                 {line.name.clone().map(|n| view! { <span class="branch-name">{n}</span> " → " })}
                 <span class="branch-name">{base.clone()}</span>
             </p>
-            {verdict.map(|(gate, compared, new, fixed)| view! {
+            {verdict.map(|(gate, compared, new, fixed, delta)| view! {
                 <p data-testid="pull-request-verdict">"Against " {base.clone()} ": " {gate_badge(gate)} " · "
                     {if compared {
                         format!("{} new, {} fixed", new.unwrap_or(0), fixed.unwrap_or(0))
                     } else {
                         format!("{base} had no scan yet: judged on its own")
                     }}
+                    {delta.map(|d| view! { " · score " {super::delta_span(Some(d), &format!("against {base}'s scan"))} })}
                 </p>
             })}
         </section>
@@ -245,15 +279,15 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
                             view! {
                                 <tr>
                                     <th scope="row"><a href=format!("/projects/{project_id}?pr={number}")>{format!("#{number}")}</a> " " {title}</th>
-                                    <td><span class="branch-name">{l.name.clone().unwrap_or_default()}</span> " → " <span class="branch-name">{base}</span></td>
-                                    <td>{head.as_ref().map(|h| view! { <a href=format!("/projects/{project_id}/scans/{}", h.scan_id)>{h.scan_id.clone()}</a> })}</td>
-                                    <td class="score">{head.as_ref().map(|h| fmt_score(h.score))}</td>
-                                    <td>{head.as_ref().map(|h| gate_badge(h.gate))}</td>
-                                    <td>{head.as_ref().map(|h| match (h.compared, h.new_findings) {
+                                    <td data-label="Branch"><span class="branch-name">{l.name.clone().unwrap_or_default()}</span> " → " <span class="branch-name">{base}</span></td>
+                                    <td data-label="Head scan">{head.as_ref().map(|h| view! { <a href=format!("/projects/{project_id}/scans/{}", h.scan_id)>{h.scan_id.clone()}</a> })}</td>
+                                    <td data-label="Score" class="score">{head.as_ref().map(|h| fmt_score(h.score))}</td>
+                                    <td data-label="Verdict against base">{head.as_ref().map(|h| gate_badge(h.gate))}</td>
+                                    <td data-label="New findings">{head.as_ref().map(|h| match (h.compared, h.new_findings) {
                                         (true, Some(n)) => n.to_string(),
                                         _ => "base not scanned".to_owned(),
                                     })}</td>
-                                    <td>{l.last_push.clone()}</td>
+                                    <td data-label="Last push">{l.last_push.clone()}</td>
                                 </tr>
                             }
                         }).collect_view()}
@@ -570,6 +604,7 @@ fn scans_table(
             page.page + 1
         )
     });
+    let shown = page.scans.len() as i64;
     view! {
         <section class="card" aria-labelledby="scans-heading">
             <div class="card-head">
@@ -599,14 +634,14 @@ fn scans_table(
                             .map(|s| view! {
                                 <tr>
                                     <th scope="row"><a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.clone()}</a></th>
-                                    <td>{super::utc_time(s.scanned_at.clone())}</td>
-                                    <td>{branch_cell(&s)}</td>
-                                    <td>{commit_link(&s)}</td>
-                                    <td class="score">{fmt_score(s.score)}</td>
-                                    <td>{delta_badge(Some(s.score_delta))}</td>
-                                    <td title=s.gate.reasons.join("\n")>{gate_badge(s.gate.status)}</td>
-                                    <td>{s.finding_count}</td>
-                                    <td>{s.state_source}</td>
+                                    <td data-label="Scanned">{super::utc_time(s.scanned_at.clone())}</td>
+                                    <td data-label="Branch">{branch_cell(&s)}</td>
+                                    <td data-label="Commit">{commit_link(&s)}</td>
+                                    <td data-label="Score" class="score">{fmt_score(s.score)}</td>
+                                    <td data-label="Change">{let (d, against) = s.headline_change(); change_badge(d, against)}</td>
+                                    <td data-label="Gate" title=s.gate.reasons.join("\n")>{gate_badge(s.gate.status)}</td>
+                                    <td data-label="Findings">{s.finding_count}</td>
+                                    <td data-label="Source">{s.state_source}</td>
                                 </tr>
                             })
                             .collect_view()}
@@ -615,11 +650,27 @@ fn scans_table(
             </div>
             <nav class="pager" aria-label="Scan pages">
                 {prev.map(|href| view! { <a href=href rel="prev">"← Newer"</a> })}
-                <span class="muted">{format!("Page {}", page.page + 1)}</span>
+                <span class="muted" data-testid="scans-pager">{pager_text(page.page, shown, page.total)}</span>
                 {next.map(|href| view! { <a href=href rel="next">"Older →"</a> })}
             </nav>
         </section>
     }
+}
+
+/// Where a page of scans is in the line's history: "Scans 51–100 of 230 · page 2 of 5".
+pub fn pager_text(page: i64, shown: i64, total: i64) -> String {
+    use crate::model::PAGE_SIZE;
+    if shown == 0 {
+        return "No scans".to_owned();
+    }
+    let first = page * PAGE_SIZE + 1;
+    let total = total.max(first + shown - 1);
+    let pages = (total + PAGE_SIZE - 1) / PAGE_SIZE;
+    format!(
+        "Scans {first}–{} of {total} · page {} of {pages}",
+        first + shown - 1,
+        page + 1
+    )
 }
 
 /// The scan's branch, and its pull request when it was one.
@@ -642,5 +693,20 @@ pub fn commit_link(s: &ScanSummary) -> impl IntoView {
             view! { <code class="commit" title=s.commit.clone()>{short}</code> }.into_any()
         }
         _ => ().into_any(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pager_text;
+
+    #[test]
+    fn the_scans_pager_says_where_the_page_is_in_the_history() {
+        assert_eq!(pager_text(0, 45, 45), "Scans 1–45 of 45 · page 1 of 1");
+        assert_eq!(pager_text(1, 50, 230), "Scans 51–100 of 230 · page 2 of 5");
+        assert_eq!(pager_text(4, 30, 230), "Scans 201–230 of 230 · page 5 of 5");
+        // A count that lags a push never says fewer than the page shows.
+        assert_eq!(pager_text(0, 3, 2), "Scans 1–3 of 3 · page 1 of 1");
+        assert_eq!(pager_text(0, 0, 0), "No scans");
     }
 }

@@ -161,26 +161,92 @@ fn overview_section(o: &crate::model::AccountOverview) -> impl IntoView {
                 <h2>"Oldest open criticals"</h2>
                 {criticals}
             </div>
-            <figure class="card severity-days">
-                <figcaption><h2>"Open findings, last 90 days"</h2></figcaption>
-                {if o.severity_svg.is_empty() {
-                    view! { <p class="muted" data-testid="severity-days">{o.severity_summary.clone()}</p> }.into_any()
-                } else {
-                    view! {
-                        <div class="chart" role="img" aria-label=o.severity_summary.clone()
-                            data-testid="severity-days" inner_html=o.severity_svg.clone()></div>
-                        <p class="legend small">
-                            <span class="sev critical">"critical"</span> " "
-                            <span class="sev high">"high"</span> " "
-                            <span class="sev medium">"medium"</span> " "
-                            <span class="sev low">"low"</span>
-                        </p>
-                    }
-                    .into_any()
-                }}
-            </figure>
+            {severity_days(&o.severity_days)}
         </section>
     }
+}
+
+/// Open findings per day: the bars with dates and counts on their axes, each day's values on
+/// hover and focus (one Tab stop, arrow keys between days: `public/dashboard.js`), and the
+/// same facts as a table.
+fn severity_days(d: &crate::model::SeverityDays) -> impl IntoView {
+    use crate::model::Severity;
+    const W: u32 = 880;
+    const H: u32 = 190;
+    if d.svg.is_empty() {
+        return view! {
+            <section class="card severity-days" aria-labelledby="days-heading">
+                <h2 id="days-heading">"Open findings, last 90 days"</h2>
+                <p class="muted" data-testid="severity-days">{d.summary.clone()}</p>
+            </section>
+        }
+        .into_any();
+    }
+    let newest = d
+        .columns
+        .last()
+        .map(|c| c.label.clone())
+        .unwrap_or_default();
+    view! {
+        <section class="card severity-days" aria-labelledby="days-heading">
+            <h2 id="days-heading">"Open findings, last 90 days"</h2>
+            <figure class="chart" data-testid="severity-days" aria-label=d.summary.clone()>
+                <div class="chart-layer" inner_html=d.svg.clone()></div>
+                <svg class="chart-overlay chart-axes" viewBox=format!("0 0 {W} {H}") aria-hidden="true">
+                    {d.x_ticks.iter().map(|(x, label)| view! {
+                        <text class="axis date" x=*x y=H - 6 text-anchor="middle">{label.clone()}</text>
+                    }).collect_view()}
+                    {d.y_ticks.iter().map(|(y, v)| view! {
+                        <text class="axis count" x="38" y=y + 4 text-anchor="end">{*v}</text>
+                    }).collect_view()}
+                </svg>
+                <svg class="chart-overlay" viewBox=format!("0 0 {W} {H}") role="group" aria-label="Days on the chart">
+                    {d.columns.iter().map(|c| view! {
+                        <g class="day" data-tip="" role="img" aria-label=c.label.clone() data-day=c.at>
+                            <rect class="day-hit" x=c.x y="0" width=c.width height=H - 24></rect>
+                            <rect class="dot" x=c.x y=c.top width=c.width height="1"></rect>
+                        </g>
+                    }).collect_view()}
+                </svg>
+                <figcaption>
+                    <span class="legend small">
+                        {Severity::ALL.iter().map(|&severity| view! {
+                            <svg class="swatch" viewBox="0 0 1 1" aria-hidden="true">
+                                <rect width="1" height="1" fill=crate::model::severity_colour(severity)></rect>
+                            </svg>
+                            {format!("{}  ", severity.as_str())}
+                        }).collect_view()}
+                    </span>
+                    <span class="muted" data-testid="days-newest">{newest}</span>
+                </figcaption>
+            </figure>
+            <details class="as-table">
+                <summary>"The same as a table"</summary>
+                <div class="table-wrap" tabindex="0">
+                    <table data-testid="severity-days-table">
+                        <caption class="visually-hidden">"Open findings per day: the first day, each day they changed, and today"</caption>
+                        <thead><tr>
+                            <th scope="col">"Day"</th><th scope="col">"Critical"</th><th scope="col">"High"</th>
+                            <th scope="col">"Medium"</th><th scope="col">"Low"</th><th scope="col">"Open"</th>
+                        </tr></thead>
+                        <tbody>
+                            {d.rows.iter().map(|(day, c)| view! {
+                                <tr>
+                                    <th scope="row">{day.clone()}</th>
+                                    <td data-label="Critical">{c[0]}</td>
+                                    <td data-label="High">{c[1]}</td>
+                                    <td data-label="Medium">{c[2]}</td>
+                                    <td data-label="Low">{c[3]}</td>
+                                    <td data-label="Open">{c.iter().sum::<i64>()}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            </details>
+        </section>
+    }
+    .into_any()
 }
 
 fn project_table(
@@ -225,13 +291,13 @@ fn project_table(
                                             " " <span class="tag" data-testid="stale">{format!("stale: no scan for {d} days")}</span>
                                         })}
                                     </th>
-                                    <td class="score">{p.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</td>
-                                    <td>{delta_badge(p.last_delta)}</td>
-                                    <td data-testid="project-gate">{super::gate_badge(gate)}</td>
-                                    <td data-testid="project-open">{open_counts(open)}</td>
-                                    <td class="spark" aria-hidden="true" inner_html=spark></td>
-                                    <td>{p.scan_count}</td>
-                                    <td>{match p.last_scanned_at {
+                                    <td data-label="Score" class="score">{p.last_score.map(fmt_score).unwrap_or_else(|| "–".into())}</td>
+                                    <td data-label="Change">{delta_badge(p.last_delta)}</td>
+                                    <td data-label="Gate" data-testid="project-gate">{super::gate_badge(gate)}</td>
+                                    <td data-label="Open findings" data-testid="project-open">{open_counts(open)}</td>
+                                    <td data-label="Recent" class="spark" aria-hidden="true" inner_html=spark></td>
+                                    <td data-label="Scans">{p.scan_count}</td>
+                                    <td data-label="Last scan">{match p.last_scanned_at {
                                         Some(at) => super::utc_time(at).into_any(),
                                         None => "never".into_any(),
                                     }}</td>

@@ -135,9 +135,9 @@ fn groups_table(rows: Vec<ScimGroupRow>) -> AnyView {
                         let aria = format!("{button}: {}", g.name);
                         view! {
                             <tr>
-                                <td>{g.name.clone()}</td>
-                                <td>{g.members}</td>
-                                <td>{label}</td>
+                                <td data-label="Group">{g.name.clone()}</td>
+                                <td data-label="People">{g.members}</td>
+                                <td data-label="Role it gives">{label}</td>
                                 <td>
                                     {change_form(flip, &g.id, view! {
                                         <button type="submit" class="link" aria-label=aria>{button}</button>

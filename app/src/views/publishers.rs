@@ -59,17 +59,17 @@ fn publisher_table(rows: Vec<PublisherRow>) -> AnyView {
                         .collect();
                     view! {
                         <tr data-testid="publisher">
-                            <td>{p.provider.clone()}<br/><span class="muted small">{p.issuer.clone()}</span></td>
-                            <td>{p.repository.clone()}<br/>
+                            <td data-label="CI">{p.provider.clone()}<br/><span class="muted small">{p.issuer.clone()}</span></td>
+                            <td data-label="Repository">{p.repository.clone()}<br/>
                                 <span class="muted small">{p.ids.clone().map_or_else(
                                     || "ids pinned by the first job".to_owned(),
                                     |ids| format!("ids {ids}"),
                                 )}</span>
                             </td>
-                            <td>{p.workflow.clone().unwrap_or_else(|| "–".to_owned())}</td>
-                            <td>{if only.is_empty() { "any ref".to_owned() } else { only.join(", ") }}</td>
-                            <td>{p.project.clone().unwrap_or_else(|| "All".to_owned())}</td>
-                            <td>{p.last_used_at.clone().unwrap_or_else(|| "never".to_owned())}</td>
+                            <td data-label="Workflow">{p.workflow.clone().unwrap_or_else(|| "–".to_owned())}</td>
+                            <td data-label="Only">{if only.is_empty() { "any ref".to_owned() } else { only.join(", ") }}</td>
+                            <td data-label="Projects">{p.project.clone().unwrap_or_else(|| "All".to_owned())}</td>
+                            <td data-label="Last used">{p.last_used_at.clone().unwrap_or_else(|| "never".to_owned())}</td>
                             <td>
                                 <form method="post" action=RemovePublisher::PATH>
                                     <input type="hidden" name="publisher_id" value=p.id.clone()/>

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::{delta_badge, error_view, fmt_score, gate_badge, loading, severity_chips};
+use super::{change_badge, error_view, fmt_score, gate_badge, loading, severity_chips};
 use crate::api::scan::{load_scan, scan_diff, scan_findings, scan_triaged};
 use crate::error::DashboardError;
 use crate::model::{
@@ -61,9 +61,13 @@ pub fn ScanPage() -> impl IntoView {
                 let frameworks = scan.await.map(|s| s.scan.frameworks).unwrap_or_default();
                 let new = diff.await.ok().filter(|d| d.has_previous);
                 let set_aside = triaged.await.unwrap_or_default();
-                let project = ids().0;
+                let (project, scan_id) = ids();
+                let notice = triage_notice(&query.read());
                 match findings.await {
-                    Ok(page) => findings_section(&project, page, q, frameworks, new, set_aside, view_choice()).into_any(),
+                    Ok(page) => view! {
+                        {notice}
+                        {findings_section(&project, &scan_id, page, q, frameworks, new, set_aside, view_choice())}
+                    }.into_any(),
                     Err(DashboardError::Gone(why)) => findings_removed(why).into_any(),
                     Err(_) => ().into_any(),
                 }
@@ -83,17 +87,28 @@ pub fn ScanPage() -> impl IntoView {
 
 fn scan_head(v: ScanView) -> impl IntoView {
     let s = v.scan;
+    let (delta, against) = s.headline_change();
+    let change = change_badge(delta, against);
+    // A pull request's scan is read in its pull request's context: its title, its crumbs.
+    let title = match s.pull_request {
+        Some(n) => format!("{} · #{n} · {} · Tidemark", s.scan_id, v.project_label),
+        None => format!("{} · {} · Tidemark", s.scan_id, v.project_label),
+    };
+    let pr_crumb = s.pull_request.map(|n| view! {
+        <a href=format!("/projects/{}?pr={n}", v.project_id)>{format!("Pull request #{n}")}</a> " / "
+    });
     view! {
-        <Title text=format!("{} · {} · Tidemark", s.scan_id, v.project_label)/>
+        <Title text=title/>
         <nav class="crumbs" aria-label="Breadcrumb">
             <a href="/projects">"Projects"</a> " / "
             <a href=format!("/projects/{}", v.project_id)>{v.project_label.clone()}</a> " / "
+            {pr_crumb}
         </nav>
         <section class="page-head">
             <h1>{s.scan_id.clone()}</h1>
             <p class="headline">
                 <span class="big-score" data-testid="scan-score">{fmt_score(s.score)}</span>
-                {delta_badge(Some(s.score_delta))}
+                <span data-testid="scan-change">{change}</span>
             </p>
             // A thinned scan has no findings to download (its files answer 410).
             {(!v.findings_removed).then(|| downloads(&v.project_id, &s.scan_id))}
@@ -244,8 +259,10 @@ fn tab_count(n: i64) -> impl IntoView {
     view! { <span class=if n == 0 { "count zero" } else { "count" }>{format!("({n})")}</span> }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn findings_section(
     project_id: &str,
+    scan_id: &str,
     page: FindingsPage,
     q: FindingQuery,
     frameworks: Vec<String>,
@@ -292,7 +309,12 @@ fn findings_section(
         <nav class="tabs" aria-label="Which findings" data-testid="findings-tabs">
             {new.as_ref().map(|d| view! {
                 <a href="?view=new" aria-current=current(showing_new) data-testid="tab-new">
-                    "New since the previous scan " {tab_count(d.new_count)}
+                    {match (&d.base_scan_id, &d.pr_base) {
+                        (Some(id), _) => format!("New against {id} "),
+                        (None, Some((branch, _))) => format!("New against {branch} "),
+                        (None, None) => "New since the previous scan ".to_owned(),
+                    }}
+                    {tab_count(d.new_count)}
                 </a>
             })}
             <a href="?view=all" aria-current=current(!showing_new && !showing_triaged) data-testid="tab-all">
@@ -311,8 +333,9 @@ fn findings_section(
             <p class="muted small">{format!("The first {} of {} new findings.", d.new.len(), d.new_count)}</p>
         });
         view! {
-            {finding_table(project_id, d.new, "new-findings-table", None)}
+            {finding_table(project_id, d.new, "new-findings-table", None, true)}
             {more}
+            {bulk_triage_form(project_id, scan_id, "new")}
         }
         .into_any()
     } else {
@@ -340,7 +363,8 @@ fn findings_section(
                     <a href="?view=all">"Clear the filters"</a>
                 </p>
             })}
-            {finding_table(project_id, page.findings, "findings-table", Some(&q))}
+            {finding_table(project_id, page.findings, "findings-table", Some(&q), true)}
+            {bulk_triage_form(project_id, scan_id, "all")}
             <nav class="pager" aria-label="Finding pages">
                 {prev.map(|href| view! { <a href=href rel="prev">"← Previous"</a> })}
                 <span class="muted">{format!("Page {} of {}", page.page + 1, pages.max(1))}</span>
@@ -383,11 +407,11 @@ fn triaged_table(project_id: &str, v: TriagedView) -> impl IntoView {
                 <tbody>
                     {v.rows.into_iter().map(|r| view! {
                         <tr>
-                            <td><span class=format!("sev {}", r.severity)>{r.severity.clone()}</span></td>
-                            <td><a href=super::finding::finding_href(project_id, &r.finding_id)><code>{r.rule_id}</code></a></td>
-                            <td><code>{r.resource}</code></td>
-                            <td>{r.triage}<div class="muted small">{r.by}</div></td>
-                            <td>{r.reason}</td>
+                            <td data-label="Severity"><span class=format!("sev {}", r.severity)>{r.severity.clone()}</span></td>
+                            <td data-label="Rule"><a href=super::finding::finding_href(project_id, &r.finding_id)><code>{r.rule_id}</code></a></td>
+                            <td data-label="Resource"><code>{r.resource}</code></td>
+                            <td data-label="Triage">{r.triage}<div class="muted small">{r.by}</div></td>
+                            <td data-label="Reason">{r.reason}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -432,17 +456,30 @@ fn heading(
     .into_any()
 }
 
+/// The form the scan page's ticked findings are triaged with (each row's box names it with
+/// `form=`, so the table need not sit inside the form).
+const BULK_FORM: &str = "bulk-triage";
+
 fn finding_table(
     project_id: &str,
     rows: Vec<FindingView>,
     testid: &'static str,
     sorting: Option<&FindingQuery>,
+    selectable: bool,
 ) -> impl IntoView {
+    // Only a tracked (open) finding can be triaged; a table with none has no boxes.
+    let selectable = selectable && rows.iter().any(|f| f.tracked.is_some());
     view! {
         <div class="table-wrap" tabindex="0">
             <table class="findings" data-testid=testid>
                 <thead>
                     <tr>
+                        {selectable.then(|| view! {
+                            <th scope="col" class="select">
+                                <input type="checkbox" data-select-all=BULK_FORM
+                                    aria-label="Select every finding on this page" data-testid="select-all"/>
+                            </th>
+                        })}
                         {heading("Severity", "severity", sorting)}
                         {heading("Status", "status", sorting)}
                         {heading("Rule", "rule", sorting)}
@@ -465,18 +502,30 @@ fn finding_table(
                             let is_new = tag.as_ref().is_some_and(|t| t.new_here);
                             let triage = tag.as_ref().and_then(|t| t.triage.clone());
                             let age = tag.map(|t| view! { <span title=t.first_seen_utc>{t.first_seen}</span> });
+                            let select = selectable.then(|| {
+                                let label = format!("Select {} on {}", f.rule_id, f.resource);
+                                view! {
+                                    <td class="select" data-label="Select">
+                                        {f.tracked.as_ref().map(|t| view! {
+                                            <input type="checkbox" name="finding" value=t.id.clone()
+                                                form=BULK_FORM aria-label=label.clone()/>
+                                        })}
+                                    </td>
+                                }
+                            });
                             view! {
                                 <tr data-new=is_new.then_some("true")>
-                                    <td><span class=format!("sev {}", f.severity)>{f.severity.clone()}</span></td>
-                                    <td>
+                                    {select}
+                                    <td data-label="Severity"><span class=format!("sev {}", f.severity)>{f.severity.clone()}</span></td>
+                                    <td data-label="Status">
                                         {f.status}
                                         {is_new.then(|| view! { " " <span class="chip new">"New"</span> })}
                                         {triage.map(|label| view! { " " <span class="chip triaged">{label}</span> })}
                                     </td>
-                                    <td>{rule}</td>
-                                    <td><code>{f.resource}</code></td>
-                                    <td class="small">{age}</td>
-                                    <td>{f.message}<div class="muted small">{f.remediation}</div></td>
+                                    <td data-label="Rule">{rule}</td>
+                                    <td data-label="Resource"><code>{f.resource}</code></td>
+                                    <td data-label="First seen" class="small">{age}</td>
+                                    <td data-label="Message">{f.message}<div class="muted small">{f.remediation}</div></td>
                                 </tr>
                             }
                         })
@@ -485,6 +534,102 @@ fn finding_table(
             </table>
         </div>
     }
+}
+
+/// Triage the findings ticked above, as one: the same choices as a finding's own page.
+fn bulk_triage_form(project_id: &str, scan_id: &str, view: &'static str) -> impl IntoView {
+    use tidemark_wire::findings::TriageState;
+    view! {
+        <form method="post" action=format!("/projects/{project_id}/findings/triage") id=BULK_FORM
+            class="triage-form bulk" data-testid="bulk-triage" aria-labelledby="bulk-heading">
+            <h3 id="bulk-heading">"Triage the selected findings"</h3>
+            <p class="muted small">"Tick findings above (or every one on this page), then set them aside together. "
+                "Members set aside what nobody has; replacing a triage that holds is an admin's."</p>
+            <input type="hidden" name="scan_id" value=scan_id.to_owned()/>
+            <input type="hidden" name="view" value=view/>
+            <fieldset>
+                <legend>"Set them aside as"</legend>
+                {TriageState::ALL.into_iter().map(|s| view! {
+                    <label class="choice">
+                        <input type="radio" name="state" value=s.as_str() required/>
+                        " " {s.label()}
+                    </label>
+                }).collect_view()}
+            </fieldset>
+            <label for="bulk-reason">"Reason (required)"</label>
+            <textarea id="bulk-reason" name="reason" required maxlength="1000" rows="2"
+                placeholder="Why these are acceptable, wrong, or staying"></textarea>
+            <label for="bulk-expires">"Until (optional: then they are open again)"</label>
+            <input type="date" id="bulk-expires" name="expires"/>
+            <button type="submit" class="primary">"Triage selected"</button>
+        </form>
+    }
+}
+
+/// What the last triage of selected findings did (the form's answer, `?triage=…`).
+fn triage_notice(q: &leptos_router::params::ParamsMap) -> Option<impl IntoView> {
+    let number = |name: &str| q.get(name).and_then(|n| n.parse::<u32>().ok()).unwrap_or(0);
+    let (done, skipped) = (number("count"), number("skipped"));
+    let findings = |n: u32| {
+        if n == 1 {
+            "1 finding".to_owned()
+        } else {
+            format!("{n} findings")
+        }
+    };
+    let (role, text) = match q.get("triage").as_deref() {
+        Some("saved") => {
+            let mut text = format!(
+                "Triaged {}: the gate no longer counts them as new.",
+                findings(done)
+            );
+            if skipped > 0 {
+                text.push_str(&format!(
+                    " {} already triaged by someone else: only an admin can replace those.",
+                    if skipped == 1 {
+                        "1 was".to_owned()
+                    } else {
+                        format!("{skipped} were")
+                    }
+                ));
+            }
+            ("status", text)
+        }
+        Some("forbidden") => (
+            "alert",
+            format!(
+                "Not saved: {} already triaged, and only an admin can replace a triage that holds.",
+                if skipped == 1 {
+                    "that finding is".to_owned()
+                } else {
+                    format!("those {skipped} findings are")
+                }
+            ),
+        ),
+        Some("none") => (
+            "alert",
+            "Nothing triaged: tick the findings to triage first.".to_owned(),
+        ),
+        Some("reason") => (
+            "alert",
+            "Not saved: say why (a reason of up to 1,000 characters).".to_owned(),
+        ),
+        Some("expiry") => (
+            "alert",
+            "Not saved: the expiry must be a date in the future.".to_owned(),
+        ),
+        Some("state") => (
+            "alert",
+            "Not saved: choose accepted risk, false positive or won't fix.".to_owned(),
+        ),
+        _ => return None,
+    };
+    match q.get("triage").as_deref() {
+        Some("reason" | "expiry" | "state" | "none") => super::answer_with_status(422),
+        Some("forbidden") => super::answer_with_status(403),
+        _ => {}
+    }
+    Some(view! { <p class="notice" role=role data-testid="triage-notice">{text}</p> })
 }
 
 fn diff_section(project_id: &str, d: DiffView) -> impl IntoView {
@@ -533,8 +678,8 @@ fn diff_section(project_id: &str, d: DiffView) -> impl IntoView {
                     <p class="muted small">
                         "Open findings (FAIL, WARN, ERROR), matched by rule and resource."
                     </p>
-                    {(!d.new.is_empty()).then(|| view! { <h3>"New"</h3> {finding_table(project_id, d.new, "diff-new-table", None)} })}
-                    {(!d.fixed.is_empty()).then(|| view! { <h3>"Fixed"</h3> {finding_table(project_id, d.fixed, "diff-fixed-table", None)} })}
+                    {(!d.new.is_empty()).then(|| view! { <h3>"New"</h3> {finding_table(project_id, d.new, "diff-new-table", None, false)} })}
+                    {(!d.fixed.is_empty()).then(|| view! { <h3>"Fixed"</h3> {finding_table(project_id, d.fixed, "diff-fixed-table", None, false)} })}
                 }
                 .into_any()
             } else {

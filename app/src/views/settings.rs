@@ -256,10 +256,10 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
                     <tbody>
                         {v.keys.into_iter().map(|k| view! {
                             <tr>
-                                <td><code>{format!("{}…", k.prefix)}</code></td>
-                                <td>{k.machine.clone()}</td>
-                                <td>{k.created_at}</td>
-                                <td>{k.last_used_at.unwrap_or_else(|| "never".into())}</td>
+                                <td data-label="Key"><code>{format!("{}…", k.prefix)}</code></td>
+                                <td data-label="Machine">{k.machine.clone()}</td>
+                                <td data-label="Created">{k.created_at}</td>
+                                <td data-label="Last used">{k.last_used_at.unwrap_or_else(|| "never".into())}</td>
                                 {admin.then(|| view! {
                                     <td>
                                         <form method="post" action=RevokeKey::PATH>
@@ -345,11 +345,11 @@ fn members_section(v: SettingsView, admin: bool) -> AnyView {
                             // stylesheet hides their forms (`tr[data-managed]`).
                             view! {
                                 <tr data-managed=managed.then_some("scim")>
-                                    <td>
+                                    <td data-label="E-mail">
                                         {m.email}{is_me.then_some(" (you)")}{managed.then_some(" · SCIM")}
                                     </td>
-                                    <td>{role}</td>
-                                    <td>{m.last_login_at.unwrap_or_else(|| "never".into())}</td>
+                                    <td data-label="Role">{role}</td>
+                                    <td data-label="Last sign-in">{m.last_login_at.unwrap_or_else(|| "never".into())}</td>
                                     {admin.then(|| view! {
                                         <td class="actions">
                                             {managed.then_some("Change in your identity provider")}

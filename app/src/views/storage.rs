@@ -47,9 +47,9 @@ fn storage(view: StorageView) -> impl IntoView {
                         {projects.into_iter().map(|p| view! {
                             <tr data-testid="storage-row">
                                 <th scope="row"><a href=format!("/projects/{}", p.project_id)>{p.label}</a></th>
-                                <td>{p.scans}</td>
-                                <td>{if p.scans_thinned == 0 { "none".to_owned() } else { super::count_of(p.scans_thinned, "scan", "scans") }}</td>
-                                <td>{p.size}</td>
+                                <td data-label="Scans">{p.scans}</td>
+                                <td data-label="Findings removed">{if p.scans_thinned == 0 { "none".to_owned() } else { super::count_of(p.scans_thinned, "scan", "scans") }}</td>
+                                <td data-label="Size">{p.size}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>

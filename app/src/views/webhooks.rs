@@ -80,10 +80,10 @@ fn endpoint_table(endpoints: Vec<WebhookRow>) -> AnyView {
                     let (id_test, id_rotate, id_delete) = (w.id.clone(), w.id.clone(), w.id.clone());
                     view! {
                         <tr data-testid="webhook-endpoint">
-                            <td><code>{w.url.clone()}</code></td>
-                            <td>{w.project_label.clone().unwrap_or_else(|| "All".to_owned())}</td>
-                            <td>{w.events.join(", ")}</td>
-                            <td>{w.format.clone()}</td>
+                            <td data-label="Endpoint"><code>{w.url.clone()}</code></td>
+                            <td data-label="Projects">{w.project_label.clone().unwrap_or_else(|| "All".to_owned())}</td>
+                            <td data-label="Events">{w.events.join(", ")}</td>
+                            <td data-label="Format">{w.format.clone()}</td>
                             <td class="row-form">
                                 <form method="post" action=SendTestWebhook::PATH>
                                     <input type="hidden" name="webhook_id" value=id_test/>
@@ -173,13 +173,13 @@ fn delivery_log(rows: Vec<DeliveryRow>) -> impl IntoView {
                         let class = format!("delivery {}", d.state);
                         view! {
                             <tr data-testid="webhook-delivery" data-state=d.state.clone()>
-                                <td>{d.created_at.clone()}</td>
-                                <td>{d.event.clone()}</td>
-                                <td><code>{d.url.clone()}</code></td>
-                                <td><span class=class title=d.error.clone().unwrap_or_default()>{state}</span></td>
-                                <td>{response}</td>
-                                <td class="num">{d.latency_ms.map(|ms| format!("{ms} ms")).unwrap_or_default()}</td>
-                                <td class="num">{d.attempts}</td>
+                                <td data-label="Time">{d.created_at.clone()}</td>
+                                <td data-label="Event">{d.event.clone()}</td>
+                                <td data-label="Endpoint"><code>{d.url.clone()}</code></td>
+                                <td data-label="Status"><span class=class title=d.error.clone().unwrap_or_default()>{state}</span></td>
+                                <td data-label="Response">{response}</td>
+                                <td data-label="Latency" class="num">{d.latency_ms.map(|ms| format!("{ms} ms")).unwrap_or_default()}</td>
+                                <td data-label="Attempts" class="num">{d.attempts}</td>
                                 <td>
                                     <form method="post" action=RedeliverWebhook::PATH>
                                         <input type="hidden" name="event_id" value=d.event_id.clone()/>

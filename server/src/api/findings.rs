@@ -11,14 +11,18 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde::Deserialize;
 use tidemark_domain::audit::{Actor, AuditContext};
-use tidemark_domain::findings::{could_be_finding_id, FindingsCursor, TriageChange};
+use tidemark_domain::findings::{could_be_finding_id, triage_batch, FindingsCursor, TriageChange};
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::now_millis;
 use tidemark_store::findings::{
-    find_line, find_tracked, list_tracked, set_triage, TrackedQuery, TriageOutcome,
+    find_line, find_tracked, list_tracked, set_triage, set_triage_many, TrackedQuery, TriageEach,
+    TriageOutcome,
 };
 use tidemark_store::licenses::{KeyOwner, Via};
-use tidemark_wire::findings::{FindingState, FindingsPage, TrackedFinding, TriageRequest};
+use tidemark_wire::findings::{
+    BatchTriageRequest, BatchTriageResponse, FindingState, FindingsPage, TrackedFinding,
+    TriageRequest,
+};
 use tidemark_wire::{ErrorBody, ProjectGate, Severity};
 
 use super::exports::reader;
@@ -307,6 +311,72 @@ fn triage_change(request: &TriageRequest) -> Result<TriageChange, ApiError> {
         now_millis(),
     )
     .map_err(|e| ApiError::InvalidRequest(e.message))
+}
+
+/// Triage several findings
+///
+/// One triage (state, reason, optional expiry) for up to 100 findings of the project, as if
+/// each were triaged on its own: each has its own history entry and audit event. All or
+/// nothing: when any id is not one of the project's findings the answer is `404` naming it
+/// and nothing changes. Replaces earlier triages, as for one finding.
+#[utoipa::path(
+    post,
+    path = "/v1/projects/{project_id}/findings/triage",
+    tag = "findings",
+    security(("api_key" = [])),
+    params(
+        ("project_id" = String, Path, description = "The project's id (from a push response) or its label"),
+    ),
+    request_body(content = BatchTriageRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The findings, triaged, in the order named", body = BatchTriageResponse),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`: a CI push token only pushes and reads", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project, or one of the ids is no finding of it (nothing was changed)", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: no ids, more than 100, one that is not a finding id, an unknown state, a blank or over-long reason, or an expiry that is not a future date or time", body = ErrorBody),
+    )
+)]
+pub async fn triage_many(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(project_id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<BatchTriageResponse>, ApiError> {
+    let (owner, audit, project_id) = changer(&state, peer, &headers, &project_id).await?;
+    let request: BatchTriageRequest = read_json(&headers, body, BODY_LIMIT).await?;
+    let ids =
+        triage_batch(&request.finding_ids).map_err(|e| ApiError::InvalidRequest(e.message))?;
+    let change = triage_change(&request.triage())?;
+    let account_id = owner.license.account_id.clone();
+    let project = project_id.clone();
+    let each = state
+        .db
+        .detached(move |db| async move {
+            set_triage_many(
+                &db,
+                &account_id,
+                &project,
+                &ids,
+                Some(&change),
+                &audit,
+                |_| true,
+            )
+            .await
+        })
+        .await?;
+    let now = now_millis();
+    let mut findings = Vec::with_capacity(each.len());
+    for (id, outcome) in each {
+        match outcome {
+            TriageEach::Done(row) | TriageEach::Refused(row) => findings.push(row.to_wire(now)),
+            TriageEach::NotFound => return Err(ApiError::no_finding(&project_id, &id)),
+        }
+    }
+    Ok(Json(BatchTriageResponse { findings }))
 }
 
 /// Undo a finding's triage

@@ -171,6 +171,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(findings::list_findings))
         .routes(routes!(findings::get_finding))
         .routes(routes!(findings::put_triage, findings::delete_triage))
+        .routes(routes!(findings::triage_many))
         .routes(routes!(findings::get_gate, findings::put_gate))
 }
 
