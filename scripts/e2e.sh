@@ -172,7 +172,10 @@ port=$(free_port)
 # The demo account (development only) is what tests/weight.spec.ts measures pages on.
 prepare "http://127.0.0.1:$port" "$data" TIDEMARK_DEV_DEMO=1
 serve "$port"
-playwright
+# TIDEMARK_E2E_SPECS (spec files, space-separated) narrows both phases while editing; `make
+# test` never sets it.
+# shellcheck disable=SC2086
+playwright ${TIDEMARK_E2E_SPECS:-}
 stop_servers
 
 echo "==> e2e phase 2: nginx (TLS) in front of two replicas on one PostgreSQL"
@@ -199,6 +202,7 @@ export TIDEMARK_E2E_HTTP_PORT="$http_port"
 # Pages are audited (axe, phone width) and photographed once, here: the last phase's
 # test-results/ are the ones kept.
 export TIDEMARK_E2E_DEPLOYED=1
-playwright tests/sign-in.spec.ts tests/dashboard.spec.ts tests/deployed.spec.ts tests/scim.spec.ts
+# shellcheck disable=SC2086
+playwright ${TIDEMARK_E2E_SPECS:-tests/sign-in.spec.ts tests/dashboard.spec.ts tests/deployed.spec.ts tests/scim.spec.ts}
 stop_servers
 echo "e2e: passed; screenshots in end2end/test-results/"

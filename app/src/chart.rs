@@ -306,6 +306,8 @@ pub fn draw_severity_days(days: &[(i64, [i64; 4])]) -> crate::model::SeverityDay
         }
         let _ = root.present();
     }
+    // Bars meet edge to edge: without crisp edges the scaled drawing shows seams between days.
+    let svg = svg.replacen("<svg ", "<svg shape-rendering=\"crispEdges\" ", 1);
     let label = |at: i64, c: &[i64; 4]| {
         format!(
             "{} · {} open · {} critical · {} high · {} medium · {} low",

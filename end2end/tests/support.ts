@@ -89,6 +89,8 @@ export async function expectTablesReadOnPhones(page: Page, what: string) {
           const shown = (cell as HTMLElement).offsetParent !== null && (cell.textContent ?? "").trim() !== "";
           if (cell.tagName !== "TD" || !shown) return;
           const label = cell.getAttribute("data-label");
+          // A row's actions (its buttons) say what they do themselves.
+          if (label === null && cell.querySelector("button, form")) return;
           if (label === null) bad.push(`${name}: cell ${i + 1} has no label`);
           else if (heads[i] && !heads[i].startsWith(label)) bad.push(`${name}: "${label}" in the column of "${heads[i]}"`);
         });

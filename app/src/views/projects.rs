@@ -193,8 +193,13 @@ fn severity_days(d: &crate::model::SeverityDays) -> impl IntoView {
             <figure class="chart" data-testid="severity-days" aria-label=d.summary.clone()>
                 <div class="chart-layer" inner_html=d.svg.clone()></div>
                 <svg class="chart-overlay chart-axes" viewBox=format!("0 0 {W} {H}") aria-hidden="true">
-                    {d.x_ticks.iter().map(|(x, label)| view! {
-                        <text class="axis date" x=*x y=H - 6 text-anchor="middle">{label.clone()}</text>
+                    {d.x_ticks.iter().enumerate().map(|(i, (x, label))| {
+                        // The last date ends at the chart's edge rather than past it.
+                        let last = i + 1 == d.x_ticks.len();
+                        view! {
+                            <text class="axis date" x=if last { W as i32 - 2 } else { *x } y=H - 6
+                                text-anchor=if last { "end" } else { "middle" }>{label.clone()}</text>
+                        }
                     }).collect_view()}
                     {d.y_ticks.iter().map(|(y, v)| view! {
                         <text class="axis count" x="38" y=y + 4 text-anchor="end">{*v}</text>

@@ -329,16 +329,18 @@ fn findings_section(
         triaged_table(project_id, set_aside).into_any()
     } else if showing_new {
         let d = new.unwrap_or_default();
+        let triageable = d.new.iter().any(|f| f.tracked.is_some());
         let more = (d.new_count > d.new.len() as i64).then(|| view! {
             <p class="muted small">{format!("The first {} of {} new findings.", d.new.len(), d.new_count)}</p>
         });
         view! {
             {finding_table(project_id, d.new, "new-findings-table", None, true)}
             {more}
-            {bulk_triage_form(project_id, scan_id, "new")}
+            {triageable.then(|| bulk_triage_form(project_id, scan_id, "new"))}
         }
         .into_any()
     } else {
+        let triageable = page.findings.iter().any(|f| f.tracked.is_some());
         view! {
             <form method="get" class="filters" role="search" aria-label="Filter findings" data-auto-apply>
                 <input type="hidden" name="view" value="all"/>
@@ -364,12 +366,12 @@ fn findings_section(
                 </p>
             })}
             {finding_table(project_id, page.findings, "findings-table", Some(&q), true)}
-            {bulk_triage_form(project_id, scan_id, "all")}
             <nav class="pager" aria-label="Finding pages">
                 {prev.map(|href| view! { <a href=href rel="prev">"← Previous"</a> })}
                 <span class="muted">{format!("Page {} of {}", page.page + 1, pages.max(1))}</span>
                 {next.map(|href| view! { <a href=href rel="next">"Next →"</a> })}
             </nav>
+            {triageable.then(|| bulk_triage_form(project_id, scan_id, "all"))}
         }
         .into_any()
     };
