@@ -181,7 +181,7 @@ pub struct BatchTriageRequest {
         feature = "openapi",
         schema(min_items = 1, max_items = 100, example = json!(["fnd_3k2j4h5g6f7d8s9a0q1w", "fnd_9z8x7c6v5b4n3m2l1k0j"]))
     )]
-    pub finding_ids: Vec<String>,
+    pub finding_ids: Vec<FindingIdText>,
     pub state: TriageState,
     /// Required: 1–1,000 characters, not blank, no control characters but tab and line breaks.
     #[cfg_attr(
@@ -216,6 +216,17 @@ impl BatchTriageRequest {
         }
     }
 }
+
+/// A finding's id as a request names it: `fnd_` and up to 24 lowercase letters and digits
+/// (whether the project has it is the server's to say: `404`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(pattern = "^fnd_[a-z0-9]{1,24}$", example = "fnd_3k2j4h5g6f7d8s9a0q1w")
+)]
+#[serde(transparent)]
+pub struct FindingIdText(pub String);
 
 /// What `POST /v1/projects/{project}/findings/triage` did: every finding named, as it is now,
 /// in the order named.

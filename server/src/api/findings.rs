@@ -348,8 +348,8 @@ pub async fn triage_many(
 ) -> Result<Json<BatchTriageResponse>, ApiError> {
     let (owner, audit, project_id) = changer(&state, peer, &headers, &project_id).await?;
     let request: BatchTriageRequest = read_json(&headers, body, BODY_LIMIT).await?;
-    let ids =
-        triage_batch(&request.finding_ids).map_err(|e| ApiError::InvalidRequest(e.message))?;
+    let named: Vec<String> = request.finding_ids.iter().map(|id| id.0.clone()).collect();
+    let ids = triage_batch(&named).map_err(|e| ApiError::InvalidRequest(e.message))?;
     let change = triage_change(&request.triage())?;
     let account_id = owner.license.account_id.clone();
     let project = project_id.clone();
