@@ -2,7 +2,6 @@
 //! secret input as arguments, so tests drive it in-process; `main.rs` only wires in the real
 //! process environment.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +11,8 @@ use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand};
 
 use crate::client::{Client, ClientError, RetryPolicy, DEFAULT_MAX_WAIT};
+use crate::credential::{credential, explain, Credential};
+pub use crate::env::{Env, GitRunner, NotAuthorized};
 use crate::credentials::{self, Credentials};
 use crate::license::{self, Mode};
 use crate::verdict::TrustedKeys;
@@ -39,11 +40,6 @@ pub mod exit {
     /// The command line itself is wrong (sysexits' EX_USAGE).
     pub const USAGE: u8 = 64;
 }
-
-/// A refusal on authentication or license grounds found before asking the service.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct NotAuthorized(pub(crate) String);
 
 /// The exit status for an error from [`run`]: its class, from the first cause that has one.
 pub fn exit_status(err: &anyhow::Error) -> u8 {
@@ -226,46 +222,6 @@ pub enum BundleCommand {
     },
 }
 
-/// Everything `run` needs from the outside world.
-pub struct Env {
-    pub vars: HashMap<String, String>,
-    pub now: DateTime<Utc>,
-    /// Reads the license key (prompt without echo, or standard input).
-    pub read_license_key: Box<dyn Fn() -> std::io::Result<String> + Send + Sync>,
-    /// Reads all of standard input (`push -`).
-    pub read_stdin: Box<dyn Fn() -> std::io::Result<String> + Send + Sync>,
-    /// Jitter added to every wait before a retry (tests use a small one).
-    pub max_jitter: Duration,
-    /// The first back-off when the service does not answer; it doubles on each retry.
-    pub backoff_base: Duration,
-    /// Runs `git` with these arguments in the working directory: its trimmed standard output
-    /// when it succeeded (tests answer for it).
-    pub run_git: Box<GitRunner>,
-}
-
-/// Runs `git` with the given arguments (see [`Env::run_git`]).
-pub type GitRunner = dyn Fn(&[&str]) -> Option<String> + Send + Sync;
-
-impl Env {
-    /// The default retries, with this environment's jitter and back-off.
-    pub fn retry_policy(&self) -> RetryPolicy {
-        RetryPolicy {
-            max_jitter: self.max_jitter,
-            backoff_base: self.backoff_base,
-            ..RetryPolicy::default()
-        }
-    }
-
-    pub fn var(&self, name: &str) -> Option<String> {
-        self.vars.get(name).filter(|v| !v.is_empty()).cloned()
-    }
-
-    fn credentials_path(&self) -> anyhow::Result<PathBuf> {
-        credentials::default_path(|k| self.var(k))
-            .context("cannot find the configuration directory: set XDG_CONFIG_HOME or HOME")
-    }
-}
-
 /// Runs one command; returns the process exit status. Messages for people go to `out`.
 pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::Result<u8> {
     let url = cli
@@ -349,59 +305,6 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         Command::Whoami => whoami(&client, env, out).await,
         // Answered above, before a client exists.
         Command::Completions { .. } | Command::Man => Ok(0),
-    }
-}
-
-/// What a push authenticates with.
-enum Credential {
-    /// `TIDEMARK_API_KEY` (a CI secret).
-    ApiKey { key: String },
-    /// A push token from this CI job's OpenID Connect token.
-    Keyless(Box<tidemark_wire::OidcExchangeResponse>),
-    /// The credentials file `tidemark activate` wrote.
-    Activation,
-}
-
-/// The key the management commands (`findings`, `gate`) send: `TIDEMARK_API_KEY`, a keyless
-/// CI push token (which reads but cannot change), or this machine's activation.
-pub(crate) async fn api_key(client: &Client, env: &Env) -> anyhow::Result<String> {
-    Ok(match credential(client, env).await? {
-        Credential::ApiKey { key } => key,
-        Credential::Keyless(answer) => answer.token,
-        Credential::Activation => {
-            let path = env.credentials_path()?;
-            credentials::load(&path)?
-                .ok_or_else(|| {
-                    NotAuthorized(
-                        "not activated: run `tidemark activate` or set TIDEMARK_API_KEY".into(),
-                    )
-                })?
-                .api_key
-        }
-    })
-}
-
-/// `TIDEMARK_API_KEY` first; else, in a CI job that offers an OpenID Connect token, keyless;
-/// else the activation on this machine. A CI job offering no token is told how to get one,
-/// unless this machine was activated (a self-hosted runner).
-async fn credential(client: &Client, env: &Env) -> anyhow::Result<Credential> {
-    if let Some(key) = env.var("TIDEMARK_API_KEY") {
-        return Ok(Credential::ApiKey { key });
-    }
-    match crate::keyless::detect(env) {
-        Ok(Some(source)) => {
-            let answer = crate::keyless::push_token(client, env, &source).await?;
-            Ok(Credential::Keyless(Box::new(answer)))
-        }
-        Ok(None) => Ok(Credential::Activation),
-        Err(no_token) => {
-            let activated = env.credentials_path().is_ok_and(|p| p.exists());
-            if activated {
-                Ok(Credential::Activation)
-            } else {
-                Err(no_token.into())
-            }
-        }
     }
 }
 
@@ -1136,18 +1039,6 @@ async fn pull_bundle(
         path.display()
     )?;
     Ok(0)
-}
-
-/// Adds the next step to service errors where the service's own message does not say it.
-pub(crate) fn explain(err: ClientError) -> anyhow::Error {
-    match err.code() {
-        Some("invalid_api_key") | Some("malformed_api_key")
-            if !err.to_string().contains("activate") =>
-        {
-            NotAuthorized(format!("{err}; run `tidemark activate` again")).into()
-        }
-        _ => anyhow::Error::new(err),
-    }
 }
 
 /// The options and arguments of `command` and its subcommands that `--help` leaves

@@ -15,7 +15,7 @@ use anyhow::Context as _;
 use sha2::{Digest as _, Sha256};
 use tidemark_wire::OidcExchangeResponse;
 
-use crate::cli::{Env, NotAuthorized};
+use crate::env::{Env, NotAuthorized};
 use crate::client::Client;
 
 /// GitLab: the `id_tokens:` entry the job declares, with `aud` set to Tidemark's audience.

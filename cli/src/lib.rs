@@ -19,8 +19,10 @@
 pub mod bundle;
 pub mod cli;
 pub mod client;
+mod credential;
 pub mod credentials;
 pub mod decorate;
+pub mod env;
 pub mod git;
 pub mod keyless;
 pub mod license;

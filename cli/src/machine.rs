@@ -5,7 +5,7 @@
 
 use sha2::{Digest as _, Sha256};
 
-use crate::cli::Env;
+use crate::env::Env;
 
 const MACHINE_ID_FILES: [&str; 2] = ["/etc/machine-id", "/var/lib/dbus/machine-id"];
 

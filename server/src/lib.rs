@@ -15,6 +15,7 @@ pub mod housekeeping;
 pub mod http;
 pub mod keyless;
 pub mod keys;
+pub mod licensing;
 pub mod mail;
 pub mod offline_licence;
 pub mod ops;
@@ -118,7 +119,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         .build();
 
     let oidc = match &config.oidc {
-        Some(oidc) => Some(Arc::new(auth::oidc::OidcProvider::new(
+        Some(oidc) => Some(Arc::new(auth::oidc::provider::OidcProvider::new(
             oidc.clone(),
             &config.base_url,
         )?)),
@@ -297,7 +298,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             get(api::keys::get_signing_keys),
         );
     if state.config.metrics_addr.is_none() {
-        app = app.route("/metrics", get(http::metrics::get_metrics));
+        app = app.route("/metrics", get(http::scrape::get_metrics));
     }
     let app = app
         .merge(extra)
@@ -403,7 +404,7 @@ pub async fn serve_until(
                 })?;
             tracing::info!(addr = %listener.local_addr()?, "serving /metrics");
             let router = Router::new()
-                .route("/metrics", get(http::metrics::get_metrics))
+                .route("/metrics", get(http::scrape::get_metrics))
                 .with_state(state.clone());
             Some(AbortOnDrop(tokio::spawn(http::listener::serve(
                 listener,

@@ -91,7 +91,7 @@ pub async fn download_offline_file(
             Ok(match license {
                 None => Err(anyhow::anyhow!("this account has no licence")),
                 Some(l) => {
-                    crate::signing::offline_licence_file(
+                    crate::licensing::offline_licence_file(
                         &db, &signer, &base_url, &l.id, machine, days, &audit,
                     )
                     .await

@@ -23,7 +23,7 @@ pub struct AppState {
     #[from_ref(skip)]
     pub login_attempts: SecretBox,
     /// The OpenID Connect provider, when configured.
-    pub oidc: Option<Arc<crate::auth::oidc::OidcProvider>>,
+    pub oidc: Option<Arc<crate::auth::oidc::provider::OidcProvider>>,
     /// Looks up SSO domain-verification records.
     #[from_ref(skip)]
     pub dns: crate::auth::domain_verification::DnsVerifier,

@@ -23,6 +23,7 @@ use tidemark_wire::{
 use super::extract::{ensure_active, license_from_header, license_hash, read_json};
 use super::ApiError;
 use crate::http::client_ip::client_ip;
+use crate::licensing::licence_answer;
 use crate::state::AppState;
 
 /// The optional header that binds a verdict to one machine.
@@ -115,30 +116,6 @@ fn json_body(body: Bytes) -> Response {
         body,
     )
         .into_response()
-}
-
-/// What validation says of `license`: a valid one carries its features and the latest
-/// bundle; an expired or suspended one neither. (`verdict` is added by the caller.)
-pub fn licence_answer(
-    license: &License,
-    valid: bool,
-    bundle: Option<&Bundle>,
-    base_url: &str,
-) -> ValidateResponse {
-    let bundle = bundle.filter(|_| valid);
-    ValidateResponse {
-        valid,
-        tier: license.tier,
-        features: if valid {
-            license.features()
-        } else {
-            Vec::new()
-        },
-        expiry: to_rfc3339(license.expires_at),
-        bundle_url: bundle.map(|b| format!("{base_url}/v1/bundles/{}", b.id)),
-        bundle_checksum: bundle.map(|b| format!("sha256:{}", b.sha256)),
-        verdict: None,
-    }
 }
 
 /// The optional `X-Machine-Fingerprint` header, bound into the verdict.

@@ -125,7 +125,7 @@ pub async fn run(
                 .map(tidemark_domain::signing::MachineFingerprint::parse)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("--machine: {e}"))?;
-            let file = crate::signing::offline_licence_file(
+            let file = crate::licensing::offline_licence_file(
                 db,
                 &state.signer,
                 &state.config.base_url,

@@ -492,16 +492,16 @@ impl Metrics {
     }
 
     /// Reads the figures that are sampled rather than counted: from memory at every scrape,
-    /// from the database when [`DB_SAMPLE_EVERY_MS`] has passed.
-    async fn sample(&self, state: &crate::state::AppState) {
+    /// from the database when [`DB_SAMPLE_EVERY_MS`] has passed. `push_bytes` is the push
+    /// bodies held now; `data_dir` the disk whose space is reported.
+    pub async fn sample(&self, db: &tidemark_store::Db, push_bytes: usize, data_dir: &std::path::Path) {
         let s = &self.sampled;
-        let db = &state.db;
         let groups = db.push_group_stats();
         s.push_queue
             .set(groups.map_or(0, |g| i64::try_from(g.in_flight).unwrap_or(i64::MAX)));
         *s.push_groups.0.lock().unwrap_or_else(|e| e.into_inner()) = groups;
         s.push_body_bytes
-            .set(i64::try_from(state.push_budget.in_flight()).unwrap_or(i64::MAX));
+            .set(i64::try_from(push_bytes).unwrap_or(i64::MAX));
         for p in db.pool_stats() {
             let in_use = p.open.saturating_sub(p.idle);
             for (state, value) in [("in_use", in_use), ("idle", p.idle), ("max", p.max)] {
@@ -527,7 +527,7 @@ impl Metrics {
         if dropped > counted {
             s.log_lines_dropped.inc_by(dropped - counted);
         }
-        if let Some((free, size)) = disk_space(&state.config.data_dir) {
+        if let Some((free, size)) = disk_space(data_dir) {
             s.disk_free.set(free);
             s.disk_size.set(size);
         }
@@ -625,17 +625,6 @@ pub async fn note_matched_path(req: Request, next: Next) -> Response {
     res
 }
 
-pub async fn get_metrics(State(state): State<crate::state::AppState>) -> impl IntoResponse {
-    let metrics = &state.metrics;
-    metrics.sample(&state).await;
-    (
-        [(
-            CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        metrics.render(),
-    )
-}
 
 #[cfg(test)]
 mod tests {

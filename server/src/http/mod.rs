@@ -12,6 +12,7 @@ pub mod listener;
 pub mod metrics;
 pub mod panics;
 pub mod request_id;
+pub mod scrape;
 pub mod security_headers;
 pub mod server_fn_status;
 pub mod shown_once;
