@@ -30,9 +30,10 @@ LINT_PKGS=("${SERVER_PKGS[@]}" -p tidemark-bench)
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "no import circle between the modules of any crate (scripts/import-circles.py)"
+step "architecture: no import circle in any crate, and docs/architecture.md draws the crates as they are"
 python3 scripts/import-circles.py --self-test
 python3 scripts/import-circles.py
+python3 scripts/architecture-graph.py --check docs/architecture.md
 
 step "cargo deny: licenses, bans and sources of every dependency (deny.toml)"
 cargo deny --log-level error check licenses bans sources
