@@ -28,29 +28,41 @@ pub struct Backlog {
     pub scans_as_rows: i64,
 }
 
+/// The backlog's counts as one row reads them (every column named, none by position).
+#[derive(sqlx::FromRow)]
+struct BacklogRow {
+    mail_pending: i64,
+    mail_oldest_at: Option<i64>,
+    mail_failing: i64,
+    webhooks_pending: i64,
+    webhooks_oldest_at: Option<i64>,
+    webhooks_failing: i64,
+    sessions_active: i64,
+    scans_as_rows: i64,
+}
+
 pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
     let sql = "SELECT \
-        (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL), \
-        (SELECT MIN(created_at) FROM mail_outbox WHERE sent_at IS NULL), \
-        (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND attempts > 0), \
-        (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'), \
-        (SELECT MIN(created_at) FROM webhook_deliveries WHERE state = 'pending'), \
-        (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts > 0), \
-        (SELECT COUNT(*) FROM sessions WHERE expires_at > $1 AND absolute_expires_at > $1), \
-        (SELECT COUNT(*) FROM scans WHERE findings_stored IS NULL)";
-    type Row = (i64, Option<i64>, i64, i64, Option<i64>, i64, i64, i64);
-    let row: Row = on_db!(db, pool => sqlx::query_as(sql).bind(now).fetch_one(pool).await)?;
+        (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL) AS mail_pending, \
+        (SELECT MIN(created_at) FROM mail_outbox WHERE sent_at IS NULL) AS mail_oldest_at, \
+        (SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL AND attempts > 0) AS mail_failing, \
+        (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending') AS webhooks_pending, \
+        (SELECT MIN(created_at) FROM webhook_deliveries WHERE state = 'pending') AS webhooks_oldest_at, \
+        (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts > 0) AS webhooks_failing, \
+        (SELECT COUNT(*) FROM sessions WHERE expires_at > $1 AND absolute_expires_at > $1) AS sessions_active, \
+        (SELECT COUNT(*) FROM scans WHERE findings_stored IS NULL) AS scans_as_rows";
+    let row: BacklogRow = on_db!(db, pool => sqlx::query_as(sql).bind(now).fetch_one(pool).await)?;
     let database_bytes = database_bytes(db).await?;
     Ok(Backlog {
-        mail_pending: row.0,
-        mail_oldest_at: row.1,
-        mail_failing: row.2,
-        webhooks_pending: row.3,
-        webhooks_oldest_at: row.4,
-        webhooks_failing: row.5,
-        sessions_active: row.6,
+        mail_pending: row.mail_pending,
+        mail_oldest_at: row.mail_oldest_at,
+        mail_failing: row.mail_failing,
+        webhooks_pending: row.webhooks_pending,
+        webhooks_oldest_at: row.webhooks_oldest_at,
+        webhooks_failing: row.webhooks_failing,
+        sessions_active: row.sessions_active,
         database_bytes,
-        scans_as_rows: row.7,
+        scans_as_rows: row.scans_as_rows,
     })
 }
 
