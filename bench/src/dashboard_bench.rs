@@ -45,7 +45,7 @@ async fn main() {
     let config = server::config::Config::from_lookup(|k| env.get(k).cloned()).unwrap();
     let state = server::build_state(config).await.unwrap();
     let email = "bench@example.com";
-    let license = server::ops::create_license(
+    let license = server::operator::ops::create_license(
         &tidemark_store::Writer::for_tests(state.db.clone()),
         &state.license_keys,
         email,

@@ -3,29 +3,20 @@
 
 pub mod api;
 pub mod auth;
-pub mod backup;
-pub mod badge;
-pub mod cli;
-pub mod commands;
 pub mod config;
 pub mod crypto;
-pub mod demo;
 pub mod export;
-pub mod housekeeping;
 pub mod http;
 pub mod keyless;
-pub mod keys;
 pub mod licensing;
-pub mod mail;
-pub mod offline_licence;
-pub mod ops;
+pub mod operator;
 pub mod scim;
 pub mod signing;
 pub mod state;
 pub mod telemetry;
-pub mod triage_form;
 pub mod validation_cache;
-pub mod webhooks;
+pub mod web;
+pub mod workers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +56,7 @@ pub enum Schema {
 /// Connects to the database, treats the schema as `serve` does (`TIDEMARK_MIGRATE`), and
 /// assembles the shared state.
 pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
-    let schema = cli::Command::Serve.schema(config.migrate);
+    let schema = operator::cli::Command::Serve.schema(config.migrate);
     build_state_with(config, schema).await
 }
 
@@ -160,7 +151,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         let seeding = state.clone();
         state
             .db
-            .detached(|db| async move { Ok(demo::seed(&db, &seeding).await) })
+            .detached(|db| async move { Ok(operator::demo::seed(&db, &seeding).await) })
             .await?
             .context("could not seed the demo account")?;
     }
@@ -193,13 +184,13 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         oidc_allow_private_issuers: state.config.oidc_allow_private_issuers,
     };
     let webhook_outbox =
-        app::api::webhooks::WebhookOutboxHandle(Arc::new(ops::DashboardWebhooks {
+        app::api::webhooks::WebhookOutboxHandle(Arc::new(operator::ops::DashboardWebhooks {
             secrets: state.webhook_secrets.clone(),
             wakeup: state.webhook_wakeup.clone(),
         }));
     let form_seal = crypto::form_seal_keys(&crypto::Keyring::from_config(&state.config));
     let form_seal_for_pages = form_seal.clone();
-    let sso_admin = app::api::settings::SsoAdminHandle(Arc::new(ops::DashboardSso {
+    let sso_admin = app::api::settings::SsoAdminHandle(Arc::new(operator::ops::DashboardSso {
         db: state.db.clone(),
         dns: state.dns.clone(),
     }));
@@ -224,7 +215,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         )
         .route(
             "/settings/licence/offline-file",
-            post(offline_licence::download_offline_file),
+            post(web::offline_licence::download_offline_file),
         )
         .route(
             "/settings/provisioning/change",
@@ -232,11 +223,11 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         )
         .route(
             "/projects/{project_id}/findings/{finding_id}/triage",
-            post(triage_form::triage_finding),
+            post(web::triage_form::triage_finding),
         )
         .route(
             "/projects/{project_id}/findings/triage",
-            post(triage_form::triage_findings),
+            post(web::triage_form::triage_findings),
         )
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(
@@ -291,7 +282,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let mut app = Router::new()
         .route("/healthz", get(http::health::get_healthz))
         .route("/readyz", get(http::health::get_readyz))
-        .route("/badge/{file}", get(badge::get_badge))
+        .route("/badge/{file}", get(web::badge::get_badge))
         // The verdict keys where key-set readers look first, as well as under /v1.
         .route(
             "/.well-known/tidemark-keys.json",
@@ -384,9 +375,9 @@ pub async fn serve_until(
     state.assets.start_loading(&state.config.site_root);
     // Stopped when this future ends or is dropped (a test aborting its server), so no
     // replica's workers outlive it.
-    let _background = AbortOnDrop(mail::spawn_background_work(&state)?);
-    let _webhook_sender = AbortOnDrop(webhooks::spawn_sender(&state)?);
-    let _housekeeping = housekeeping::spawn(&state).map(AbortOnDrop);
+    let _background = AbortOnDrop(workers::mail::spawn_background_work(&state)?);
+    let _webhook_sender = AbortOnDrop(workers::webhooks::spawn_sender(&state)?);
+    let _housekeeping = workers::housekeeping::spawn(&state).map(AbortOnDrop);
     let _rechecks = AbortOnDrop(auth::domain_verification::spawn_rechecks(
         state.db.clone(),
         state.dns.clone(),

@@ -2,8 +2,8 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{CommandFactory as _, FromArgMatches as _};
-use server::cli::{Cli, Command, ConfigCommand};
-use server::commands::{self, Report};
+use server::operator::cli::{Cli, Command, ConfigCommand};
+use server::operator::commands::{self, Report};
 use server::config::{Config, Environment};
 
 #[tokio::main]
@@ -65,7 +65,7 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
 
     if let Command::Serve = command {
         // On SQLite: one server per database file, and `restore` can tell that one runs.
-        let _serving = server::backup::ServeLock::acquire(&config)?;
+        let _serving = server::operator::backup::ServeLock::acquire(&config)?;
         let addr = config.site_addr;
         let state = server::build_state(config).await?;
         check_master_keys(&state).await?;
@@ -107,7 +107,7 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
 /// and fail every license mail: refuse to start instead, unless the operator says otherwise.
 async fn check_master_keys(state: &server::state::AppState) -> anyhow::Result<()> {
     let keys = server::crypto::Keyring::from_config(&state.config);
-    match server::keys::unknown_keys(&state.db, &keys).await {
+    match server::operator::keys::unknown_keys(&state.db, &keys).await {
         Ok(None) => Ok(()),
         Ok(Some(unknown)) if state.config.allow_unknown_master_keys => {
             tracing::warn!(%unknown, "serving with TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS=1");

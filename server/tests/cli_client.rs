@@ -322,7 +322,7 @@ async fn rotated_and_malformed_keys_tell_the_user_to_activate_again() {
     )
     .unwrap();
     // Rotation in Settings: every key of the account is revoked at once.
-    server::ops::rotate_api_keys(
+    server::operator::ops::rotate_api_keys(
         &app.db,
         &license.account_id,
         "rotated",
@@ -369,7 +369,7 @@ async fn bundle_pull_verifies_the_checksum_and_keeps_the_old_copy_on_mismatch() 
         r.out
     );
 
-    let published = server::ops::publish_bundle(
+    let published = server::operator::ops::publish_bundle(
         &app.db,
         &app.base_url,
         "p.tar",

@@ -232,7 +232,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.push(&old_a, &body).await.status(), StatusCode::CREATED);
 
         let (new_key, revoked) =
-            server::ops::rotate_api_keys(&app.db, &license.account_id, "rotated", &tidemark_store::testing::audit())
+            server::operator::ops::rotate_api_keys(&app.db, &license.account_id, "rotated", &tidemark_store::testing::audit())
                 .await
                 .unwrap();
         assert_eq!(revoked, 2);
@@ -282,7 +282,7 @@ tidemark_store::test_each_backend! {
         app.set_suspended(&license, false).await;
         assert_eq!(app.push(&key, &body).await.status(), StatusCode::CREATED);
 
-        server::ops::extend(&app.db, &license.license_id, 1_000, &tidemark_store::testing::audit())
+        server::operator::ops::extend(&app.db, &license.license_id, 1_000, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let msg = assert_error(

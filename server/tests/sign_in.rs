@@ -532,10 +532,10 @@ async fn development_seeds_a_demo_account_once_whose_admin_can_sign_in() {
     let (app, provider) = app_with_provider(backend, &[("TIDEMARK_DEV_DEMO", "1")]).await;
     assert_eq!(app.count("projects").await, 3);
     assert_eq!(app.count("scans").await, 3 * 45);
-    provider.script(Script::user(server::demo::DEMO_EMAIL));
+    provider.script(Script::user(server::operator::demo::DEMO_EMAIL));
     let mut browser = Browser::new(&app.base_url);
     assert_eq!(
-        sign_in(&mut browser, server::demo::DEMO_EMAIL, None)
+        sign_in(&mut browser, server::operator::demo::DEMO_EMAIL, None)
             .await
             .status(),
         StatusCode::OK

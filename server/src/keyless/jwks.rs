@@ -84,7 +84,7 @@ impl KeySets {
             .timeout(TIMEOUT)
             .connect_timeout(TIMEOUT)
             .user_agent(concat!("Tidemark-OIDC/", env!("CARGO_PKG_VERSION")))
-            .dns_resolver(Arc::new(crate::webhooks::GuardedResolver {
+            .dns_resolver(Arc::new(crate::workers::webhooks::GuardedResolver {
                 dns,
                 allow_private,
                 lifted_by: "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS",

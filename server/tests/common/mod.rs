@@ -346,7 +346,7 @@ impl TestApp {
         max_projects: Option<u64>,
     ) -> TestLicense {
         let email = format!("owner-{}@example.com", rand::random::<u32>());
-        let created = server::ops::create_license(
+        let created = server::operator::ops::create_license(
             &self.db,
             &self.state.license_keys,
             &email,
@@ -369,7 +369,7 @@ impl TestApp {
     /// `POST /v1/license/activate` for `license`; returns the API key.
     /// Suspends (or reinstates) `license` as an operator would.
     pub async fn set_suspended(&self, license: &TestLicense, suspended: bool) {
-        server::ops::set_suspended(
+        server::operator::ops::set_suspended(
             &self.db,
             &license.license_id,
             suspended,

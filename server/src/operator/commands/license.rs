@@ -5,8 +5,8 @@ use tidemark_domain::audit::AuditContext;
 use tidemark_store::Writer;
 
 use super::{inventory, lines, Report};
-use crate::cli::LicenseCommand;
-use crate::ops::{self, LicenseSummary};
+use crate::operator::cli::LicenseCommand;
+use crate::operator::ops::{self, LicenseSummary};
 use crate::state::AppState;
 
 fn line(l: &LicenseSummary) -> String {

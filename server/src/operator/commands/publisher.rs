@@ -9,7 +9,7 @@ use tidemark_store::publishers::{self, AddOutcome, Publisher, MAX_PUBLISHERS};
 use tidemark_store::Writer;
 
 use super::{lines, Report};
-use crate::cli::PublisherCommand;
+use crate::operator::cli::PublisherCommand;
 use crate::state::AppState;
 
 /// A publisher as commands print it.
@@ -58,7 +58,7 @@ pub async fn run(
 ) -> anyhow::Result<Report> {
     match command {
         PublisherCommand::Add(add) => {
-            let crate::cli::PublisherAdd {
+            let crate::operator::cli::PublisherAdd {
                 account,
                 provider,
                 issuer,

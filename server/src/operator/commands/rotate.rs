@@ -4,7 +4,7 @@ use tidemark_store::Writer;
 
 use super::Report;
 use crate::crypto::{self, Keyring};
-use crate::keys::rotate_master_key;
+use crate::operator::keys::rotate_master_key;
 use crate::state::AppState;
 
 pub async fn rotate(state: &AppState, db: &Writer) -> anyhow::Result<Report> {

@@ -6,7 +6,7 @@ use tidemark_domain::secrets::ScimToken;
 use tidemark_store::Writer;
 
 use super::Report;
-use crate::cli::ScimCommand;
+use crate::operator::cli::ScimCommand;
 
 pub async fn run(
     command: ScimCommand,

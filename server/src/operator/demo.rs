@@ -144,7 +144,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         client_ip: None,
         at: tidemark_domain::now_millis(),
     };
-    let created = crate::ops::create_license(
+    let created = crate::operator::ops::create_license(
         db,
         &state.license_keys,
         DEMO_EMAIL,

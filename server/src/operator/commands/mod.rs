@@ -15,11 +15,11 @@ use serde_json::{json, Value};
 use tidemark_domain::audit::AuditContext;
 use tidemark_store::Writer;
 
-use crate::cli::{
+use crate::operator::cli::{
     AuditCommand, BundleCommand, Command, HousekeepingCommand, MemberCommand, SsoCommand,
 };
 use crate::config::Config;
-use crate::ops;
+use crate::operator::ops;
 use crate::state::AppState;
 
 pub use config_check::check_config;
@@ -169,21 +169,21 @@ async fn housekeeping(
             human,
         );
     }
-    let holder = crate::housekeeping::holder_name(&format!("operator {}", operator_name()));
+    let holder = crate::workers::housekeeping::holder_name(&format!("operator {}", operator_name()));
     if force {
         tidemark_store::leases::take_over(
             db,
-            crate::housekeeping::LEASE,
+            crate::workers::housekeeping::LEASE,
             &holder,
             tidemark_domain::now_millis(),
-            crate::housekeeping::LEASE_MS,
+            crate::workers::housekeeping::LEASE_MS,
         )
         .await?;
     }
-    let Some(done) = crate::housekeeping::run_pass(db, &holder, policy.as_ref()).await? else {
+    let Some(done) = crate::workers::housekeeping::run_pass(db, &holder, policy.as_ref()).await? else {
         let now = tidemark_domain::now_millis();
         let held =
-            tidemark_store::leases::holder(db.as_ref(), crate::housekeeping::LEASE, now).await?;
+            tidemark_store::leases::holder(db.as_ref(), crate::workers::housekeeping::LEASE, now).await?;
         let Some(held) = held else {
             anyhow::bail!("another housekeeping pass held the lease a moment ago; try again");
         };
@@ -313,7 +313,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
             "migrations applied; the schema is current\n",
         ),
         Command::Backup { to } => {
-            let report = crate::backup::backup(&state.db, &to).await?;
+            let report = crate::operator::backup::backup(&state.db, &to).await?;
             let human = format!(
                 "backed up to {} ({} bytes, schema {}, {} accounts, {} scans)\n",
                 report.file,
@@ -503,7 +503,7 @@ async fn sso(command: SsoCommand, db: &Writer, audit: &AuditContext) -> anyhow::
 
 /// `restore`, which must not open the database it replaces.
 pub async fn restore(config: &Config, from: &std::path::Path) -> anyhow::Result<Report> {
-    let report = crate::backup::restore(config, from).await?;
+    let report = crate::operator::backup::restore(config, from).await?;
     let human = format!(
         "restored {} from {} (schema {}, {} accounts, {} scans)\n",
         report.file,

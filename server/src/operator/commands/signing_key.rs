@@ -8,7 +8,7 @@ use tidemark_store::signing_keys;
 use tidemark_store::Writer;
 
 use super::{lines, Report};
-use crate::cli::SigningKeyCommand;
+use crate::operator::cli::SigningKeyCommand;
 use crate::state::AppState;
 
 /// A key as the commands print it.

@@ -8,7 +8,7 @@ use tidemark_domain::to_rfc3339;
 use tidemark_store::{inventory, licenses, Db, Writer};
 
 use super::{lines, Report};
-use crate::cli::{AccountCommand, Command, KeyCommand, ProjectCommand, ScanCommand};
+use crate::operator::cli::{AccountCommand, Command, KeyCommand, ProjectCommand, ScanCommand};
 
 #[derive(Debug, Serialize)]
 pub struct AccountView {

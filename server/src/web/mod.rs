@@ -1,0 +1,5 @@
+//! Dashboard-side handlers that are not server functions: plain forms and downloads.
+
+pub mod badge;
+pub mod offline_licence;
+pub mod triage_form;
