@@ -386,6 +386,12 @@ tidemark_store::test_each_backend! {
         let res = post_pairs(&mut admin, &form, vec![("finding", "fnd_nosuchfinding".into()), ("state", "wont_fix".into()), ("reason", "x".into()), ("scan_id", scan.clone())]).await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
         assert_eq!(app.count("finding_triage_events").await, 12);
+        // Another account's admin, naming this project's findings, changes nothing either.
+        let (stranger, _) = app.with_key(Tier::Team).await;
+        let mut stranger = app.signed_in(&provider, &stranger.email).await;
+        let res = post_pairs(&mut stranger, &form, ticked("Mine now")).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        assert_eq!(app.count("finding_triage_events").await, 12);
     }
 }
 
