@@ -931,19 +931,40 @@ pub async fn diff_scans(
     })
 }
 
-/// The open findings (FAIL, WARN, ERROR) of the project's scan `seq`, by rule id and
-/// resource: what a pull request's scan is told apart from its base with.
-pub async fn open_keys(
+/// Which of `keys` (rule id, resource) are open findings (FAIL, WARN, ERROR) of the project's
+/// scan `seq`: what a pull request's scan page tells apart from its base with, reading only
+/// the rows it shows (at most 200 keys are looked up).
+pub async fn open_among(
     db: &Db,
     project_id: &str,
     seq: i64,
+    keys: &[(&str, &str)],
 ) -> Result<std::collections::HashSet<(String, String)>, StoreError> {
-    let sql = format!(
-        "SELECT rule_id, resource FROM {} f WHERE {OPEN}",
+    use std::fmt::Write as _;
+    let keys = &keys[..keys.len().min(200)];
+    if keys.is_empty() {
+        return Ok(Default::default());
+    }
+    let mut sql = format!(
+        "SELECT rule_id, resource FROM {} f WHERE {OPEN} AND (",
         scan_findings("$1", "$2", Texts::None)
     );
+    for i in 0..keys.len() {
+        let n = 3 + 2 * i;
+        let _ = write!(
+            sql,
+            "{}(f.rule_id = ${n} AND f.resource = ${})",
+            if i == 0 { "" } else { " OR " },
+            n + 1
+        );
+    }
+    sql.push(')');
     let rows: Vec<(String, String)> = on_db!(db, pool => {
-        sqlx::query_as(&sql).bind(project_id).bind(seq).fetch_all(pool).await
+        let mut q = sqlx::query_as(&sql).bind(project_id).bind(seq);
+        for (rule, resource) in keys {
+            q = q.bind(*rule).bind(*resource);
+        }
+        q.fetch_all(pool).await
     })?;
     Ok(rows.into_iter().collect())
 }
