@@ -12,8 +12,8 @@ use clap::{Parser, Subcommand};
 
 use crate::client::{Client, ClientError, RetryPolicy, DEFAULT_MAX_WAIT};
 use crate::credential::{credential, explain, Credential};
-pub use crate::env::{Env, GitRunner, NotAuthorized};
 use crate::credentials::{self, Credentials};
+pub use crate::env::{Env, GitRunner, NotAuthorized};
 use crate::license::{self, Mode};
 use crate::verdict::TrustedKeys;
 

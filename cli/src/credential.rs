@@ -69,4 +69,3 @@ pub(crate) fn explain(err: ClientError) -> anyhow::Error {
         _ => anyhow::Error::new(err),
     }
 }
-

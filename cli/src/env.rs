@@ -56,4 +56,3 @@ impl Env {
             .context("cannot find the configuration directory: set XDG_CONFIG_HOME or HOME")
     }
 }
-

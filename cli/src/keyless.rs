@@ -15,8 +15,8 @@ use anyhow::Context as _;
 use sha2::{Digest as _, Sha256};
 use tidemark_wire::OidcExchangeResponse;
 
-use crate::env::{Env, NotAuthorized};
 use crate::client::Client;
+use crate::env::{Env, NotAuthorized};
 
 /// GitLab: the `id_tokens:` entry the job declares, with `aud` set to Tidemark's audience.
 pub const GITLAB_TOKEN_VARIABLE: &str = "TIDEMARK_ID_TOKEN";

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use tidemark_wire::findings::{BatchTriageResponse, FindingsPage, TrackedFinding, TriageState};
 use tidemark_wire::{ProjectGate, Severity};
 
+use crate::client::Client;
 use crate::credential::{api_key, explain};
 use crate::env::Env;
-use crate::client::Client;
 
 /// Rows `findings list` prints at most (it follows the pages up to this).
 const MAX_ROWS: usize = 10_000;

@@ -2,9 +2,9 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{CommandFactory as _, FromArgMatches as _};
+use server::config::{Config, Environment};
 use server::operator::cli::{Cli, Command, ConfigCommand};
 use server::operator::commands::{self, Report};
-use server::config::{Config, Environment};
 
 #[tokio::main]
 async fn main() -> ExitCode {

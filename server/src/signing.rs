@@ -347,4 +347,3 @@ pub fn verdict_claims(
         machine: machine.map(|m| m.as_str().to_owned()),
     }
 }
-

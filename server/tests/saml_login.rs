@@ -489,7 +489,10 @@ async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
     .unwrap_err();
     assert!(err.to_string().contains("another account"), "{err}");
     assert_eq!(
-        server::operator::ops::list_sso(&s.app.db, None).await.unwrap().len(),
+        server::operator::ops::list_sso(&s.app.db, None)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 }

@@ -274,8 +274,9 @@ async fn tag_tracked(
     // The base's open findings and their life on the base's line.
     let (in_base, base_tracked) = match (scan.base_seq, &scan.base_line_id) {
         (Some(base_seq), Some(base_line)) => {
-            let in_base =
-                or_unavailable(tidemark_store::dashboard::open_among(db, project, base_seq, &keys).await)?;
+            let in_base = or_unavailable(
+                tidemark_store::dashboard::open_among(db, project, base_seq, &keys).await,
+            )?;
             let inherited: Vec<(&str, &str)> = keys
                 .iter()
                 .copied()

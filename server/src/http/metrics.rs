@@ -11,9 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::header::CONTENT_TYPE;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
@@ -494,7 +493,12 @@ impl Metrics {
     /// Reads the figures that are sampled rather than counted: from memory at every scrape,
     /// from the database when [`DB_SAMPLE_EVERY_MS`] has passed. `push_bytes` is the push
     /// bodies held now; `data_dir` the disk whose space is reported.
-    pub async fn sample(&self, db: &tidemark_store::Db, push_bytes: usize, data_dir: &std::path::Path) {
+    pub async fn sample(
+        &self,
+        db: &tidemark_store::Db,
+        push_bytes: u64,
+        data_dir: &std::path::Path,
+    ) {
         let s = &self.sampled;
         let groups = db.push_group_stats();
         s.push_queue
@@ -624,7 +628,6 @@ pub async fn note_matched_path(req: Request, next: Next) -> Response {
     }
     res
 }
-
 
 #[cfg(test)]
 mod tests {

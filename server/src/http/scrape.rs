@@ -10,7 +10,11 @@ use crate::state::AppState;
 pub async fn get_metrics(State(state): State<AppState>) -> impl IntoResponse {
     let metrics = &state.metrics;
     metrics
-        .sample(&state.db, state.push_budget.in_flight(), &state.config.data_dir)
+        .sample(
+            &state.db,
+            state.push_budget.in_flight(),
+            &state.config.data_dir,
+        )
         .await;
     (
         [(

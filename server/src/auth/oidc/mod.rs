@@ -3,36 +3,27 @@
 //! the `openidconnect` crate: issuer, audience, expiry, nonce, and an asymmetric signature
 //! checked against the provider's JWKS (`alg=none` and HMAC are refused).
 
-use std::time::{Duration, Instant};
-
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
-use openidconnect::core::{
-    CoreAuthenticationFlow, CoreClient, CoreJwsSigningAlgorithm, CoreProviderMetadata,
-};
+use openidconnect::core::{CoreAuthenticationFlow, CoreJwsSigningAlgorithm};
 use openidconnect::{
-    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
-    OAuth2TokenResponse as _, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
-    TokenResponse as _,
+    AccessTokenHash, AuthorizationCode, CsrfToken, Nonce, OAuth2TokenResponse as _,
+    PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse as _,
 };
 use serde::{Deserialize, Serialize};
 use tidemark_domain::now_millis;
 use tidemark_domain::text::Email;
 use tidemark_store::access::{self, IdentityOutcome, IdentityProvider, Subject};
-use tokio::sync::RwLock;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::Session;
 
 use super::{attempt, complete_sign_in, sign_in_failed, Landing};
-use crate::config::OidcConfig;
 use app::auth::SignInRefusal;
 
 use crate::state::AppState;
 
 pub mod provider;
-
-use provider::OidcProvider;
 
 /// What the server remembers between the redirect and the callback.
 #[derive(Serialize, Deserialize)]

@@ -46,7 +46,10 @@ impl OidcProvider {
         })
     }
 
-    pub(super) async fn metadata(&self, refresh: bool) -> Result<CoreProviderMetadata, SignInRefusal> {
+    pub(super) async fn metadata(
+        &self,
+        refresh: bool,
+    ) -> Result<CoreProviderMetadata, SignInRefusal> {
         if !refresh {
             if let Some((at, metadata)) = self.metadata.read().await.as_ref() {
                 if at.elapsed() < METADATA_TTL {
@@ -87,4 +90,3 @@ impl OidcProvider {
         .set_redirect_uri(self.redirect_url.clone())
     }
 }
-

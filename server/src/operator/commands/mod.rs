@@ -15,10 +15,10 @@ use serde_json::{json, Value};
 use tidemark_domain::audit::AuditContext;
 use tidemark_store::Writer;
 
+use crate::config::Config;
 use crate::operator::cli::{
     AuditCommand, BundleCommand, Command, HousekeepingCommand, MemberCommand, SsoCommand,
 };
-use crate::config::Config;
 use crate::operator::ops;
 use crate::state::AppState;
 
@@ -169,7 +169,8 @@ async fn housekeeping(
             human,
         );
     }
-    let holder = crate::workers::housekeeping::holder_name(&format!("operator {}", operator_name()));
+    let holder =
+        crate::workers::housekeeping::holder_name(&format!("operator {}", operator_name()));
     if force {
         tidemark_store::leases::take_over(
             db,
@@ -180,10 +181,12 @@ async fn housekeeping(
         )
         .await?;
     }
-    let Some(done) = crate::workers::housekeeping::run_pass(db, &holder, policy.as_ref()).await? else {
+    let Some(done) = crate::workers::housekeeping::run_pass(db, &holder, policy.as_ref()).await?
+    else {
         let now = tidemark_domain::now_millis();
         let held =
-            tidemark_store::leases::holder(db.as_ref(), crate::workers::housekeeping::LEASE, now).await?;
+            tidemark_store::leases::holder(db.as_ref(), crate::workers::housekeeping::LEASE, now)
+                .await?;
         let Some(held) = held else {
             anyhow::bail!("another housekeeping pass held the lease a moment ago; try again");
         };
