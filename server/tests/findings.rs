@@ -93,6 +93,7 @@ tidemark_store::test_each_backend! {
             (json!({"state": "accepted_risk", "reason": "r", "expires_at": "2001-01-01"}), "future"),
             (json!({"state": "ignored", "reason": "r"}), "state"),
             (json!({"state": "wont_fix", "reason": "r", "until": "2099-01-01"}), "until"),
+            (json!({"state": "wont_fix", "reason": "r", "expires_at": ""}), "leave it out"),
         ] {
             let res = call(&app, reqwest::Method::PUT, &key, &triage, Some(body)).await;
             let message = assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;

@@ -304,6 +304,18 @@ pub async fn put_triage(
 }
 
 fn triage_change(request: &TriageRequest) -> Result<TriageChange, ApiError> {
+    // A form's empty date field means "no expiry"; in JSON that is a missing `expires_at` (or
+    // null), and an empty string is not a date the schema allows.
+    if request
+        .expires_at
+        .as_deref()
+        .is_some_and(|e| e.trim().is_empty())
+    {
+        return Err(ApiError::InvalidRequest(
+            "expires_at must be a date (2027-03-01) or an RFC 3339 time; leave it out for no expiry"
+                .to_owned(),
+        ));
+    }
     TriageChange::parse(
         request.state,
         &request.reason,
