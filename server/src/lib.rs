@@ -203,15 +203,15 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .route("/auth/switch", post(auth::switch_account))
         .route(
             "/projects/{project_id}/scans/{scan_id}/findings.sarif",
-            get(export::dashboard::findings_sarif),
+            get(web::downloads::findings_sarif),
         )
         .route(
             "/projects/{project_id}/scans/{scan_id}/findings.csv",
-            get(export::dashboard::findings_csv),
+            get(web::downloads::findings_csv),
         )
         .route(
             "/projects/{project_id}/history.csv",
-            get(export::dashboard::history_csv),
+            get(web::downloads::history_csv),
         )
         .route(
             "/settings/licence/offline-file",

@@ -1,0 +1,91 @@
+//! The dashboard's download links: the same files, for the signed-in member's account. Not
+//! signed in, `require_viewer_for_pages` has already sent the browser to sign in.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+
+use crate::export::{self, Download, FindingsFormat, ScanFindings};
+use crate::state::AppState;
+
+type Viewer = Option<Extension<app::auth::Viewer>>;
+
+/// A scan whose findings housekeeping removed (410).
+struct Thinned;
+
+/// A file, none (404), or gone (410).
+type Answer = Result<Option<Download>, Thinned>;
+
+fn answer(found: Result<Answer, tidemark_store::StoreError>) -> Response {
+    match found {
+        Ok(Ok(Some(file))) => file.into_response(),
+        Ok(Ok(None)) => (StatusCode::NOT_FOUND, "Not found in this account.").into_response(),
+        // The same body as /v1's (`scan_thinned`), for scripts reading either.
+        Ok(Err(Thinned)) => crate::api::ApiError::ScanThinned.into_response(),
+        Err(err) => {
+            tracing::error!(%err, "export failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The service is unavailable right now. Try again shortly.",
+            )
+                .into_response()
+        }
+    }
+}
+
+async fn findings(
+    state: &AppState,
+    viewer: Viewer,
+    (project_id, scan_id): (String, String),
+    format: FindingsFormat,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return StatusCode::UNAUTHORIZED.into_response();
+    };
+    let found = export::scan_findings(
+        &state.db,
+        &viewer.account_id,
+        &project_id,
+        &scan_id,
+        format,
+        &state.config.dashboard_url,
+    )
+    .await;
+    answer(found.map(|found| match found {
+        ScanFindings::File(file) => Ok(Some(file)),
+        ScanFindings::Missing => Ok(None),
+        ScanFindings::Thinned => Err(Thinned),
+    }))
+}
+
+pub async fn findings_sarif(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(ids): Path<(String, String)>,
+) -> Response {
+    findings(&state, viewer, ids, FindingsFormat::Sarif).await
+}
+
+pub async fn findings_csv(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(ids): Path<(String, String)>,
+) -> Response {
+    findings(&state, viewer, ids, FindingsFormat::Csv).await
+}
+
+pub async fn history_csv(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(project_id): Path<String>,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return StatusCode::UNAUTHORIZED.into_response();
+    };
+    answer(
+        export::project_history(&state.db, &viewer.account_id, &project_id)
+            .await
+            .map(Ok),
+    )
+}
