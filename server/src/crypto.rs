@@ -55,8 +55,8 @@ pub struct Keyring {
 impl Keyring {
     pub fn from_config(config: &crate::config::Config) -> Self {
         Self {
-            current: config.master_key.clone(),
-            previous: config.master_key_previous.clone(),
+            current: config.keys.master_key.clone(),
+            previous: config.keys.master_key_previous.clone(),
         }
     }
 }

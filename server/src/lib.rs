@@ -56,22 +56,25 @@ pub enum Schema {
 /// Connects to the database, treats the schema as `serve` does (`TIDEMARK_MIGRATE`), and
 /// assembles the shared state.
 pub async fn build_state(config: Config) -> anyhow::Result<AppState> {
-    let schema = operator::cli::Command::Serve.schema(config.migrate);
+    let schema = operator::cli::Command::Serve.schema(config.database.migrate);
     build_state_with(config, schema).await
 }
 
 /// Connects to the database, treats the schema as `schema` says, and assembles the state.
 pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<AppState> {
-    if let MasterKeySource::DevelopmentFile(path) = &config.master_key_source {
+    if let MasterKeySource::DevelopmentFile(path) = &config.keys.master_key_source {
         tracing::warn!(
             path = %path.display(),
             "TIDEMARK_MASTER_KEY is not set: using a development key kept in the data directory; \
              set TIDEMARK_MASTER_KEY in production"
         );
     }
-    let db = Db::connect_with(config.database_url.expose(), config.pool_settings())
-        .await
-        .context("could not open the database named by DATABASE_URL")?;
+    let db = Db::connect_with(
+        config.database.url.expose(),
+        config.database.pool_settings(),
+    )
+    .await
+    .context("could not open the database named by DATABASE_URL")?;
     match schema {
         Schema::Migrate => db.migrate().await.context("could not apply migrations")?,
         Schema::Leave => {
@@ -100,31 +103,31 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
 
     let leptos_options = LeptosOptions::builder()
         .output_name("tidemark")
-        .site_root(config.site_root.as_str())
+        .site_root(config.http.site_root.as_str())
         .site_pkg_dir("pkg")
-        .site_addr(config.site_addr)
+        .site_addr(config.http.site_addr)
         .env(match config.environment {
             Environment::Production => leptos::config::Env::PROD,
             Environment::Development => leptos::config::Env::DEV,
         })
         .build();
 
-    let oidc = match &config.oidc {
+    let oidc = match &config.signin.oidc {
         Some(oidc) => Some(Arc::new(auth::oidc::provider::OidcProvider::new(
             oidc.clone(),
-            &config.base_url,
+            &config.http.base_url,
         )?)),
         None => None,
     };
-    let dns = auth::domain_verification::DnsVerifier::new(config.dns_resolver)
+    let dns = auth::domain_verification::DnsVerifier::new(config.signin.dns_resolver)
         .context("could not set up the DNS resolver for SSO domain verification")?;
     let keys = crypto::Keyring::from_config(&config);
     let ci_keys = Arc::new(keyless::KeySets::new(
         dns.clone(),
-        config.oidc_allow_private_issuers,
-        config.oidc_ca_pem.as_deref(),
+        config.keyless.allow_private_issuers,
+        config.keyless.ca_pem.as_deref(),
     )?);
-    let signer = Arc::new(signing::Signer::new(&keys, &config.base_url));
+    let signer = Arc::new(signing::Signer::new(&keys, &config.http.base_url));
     let state = AppState {
         assets: http::assets::Assets::default(),
         signer,
@@ -138,10 +141,10 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         webhook_secrets: crypto::SecretBox::new(&keys, crypto::WEBHOOK_PURPOSE),
         webhook_wakeup: Arc::new(tokio::sync::Notify::new()),
         validation_cache: Arc::new(validation_cache::ValidationCache::new(
-            std::time::Duration::from_millis(config.validation_cache_ms.into()),
+            std::time::Duration::from_millis(config.limits.validation_cache_ms.into()),
         )),
         push_budget: api::push_budget::PushBudget::new(
-            u64::from(config.push_budget_mib) * 1024 * 1024,
+            u64::from(config.limits.push_budget_mib) * 1024 * 1024,
         ),
         config: Arc::new(config),
         metrics: Metrics::new(),
@@ -175,13 +178,13 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     );
     let leptos_state = state.clone();
     let db = state.db.clone();
-    let housekeeping = state.config.housekeeping;
+    let housekeeping = state.config.housekeeping.policy;
     let dashboard_config = app::DashboardConfig {
-        base_url: state.config.base_url.clone(),
-        dashboard_url: state.config.dashboard_url.clone(),
-        webhook_allow_private: state.config.webhook_allow_private,
-        oidc_audience: state.config.oidc_audience.clone(),
-        oidc_allow_private_issuers: state.config.oidc_allow_private_issuers,
+        base_url: state.config.http.base_url.clone(),
+        dashboard_url: state.config.http.dashboard_url.clone(),
+        webhook_allow_private: state.config.webhooks.allow_private,
+        oidc_audience: state.config.keyless.audience.clone(),
+        oidc_allow_private_issuers: state.config.keyless.allow_private_issuers,
     };
     let webhook_outbox =
         app::api::webhooks::WebhookOutboxHandle(Arc::new(operator::ops::DashboardWebhooks {
@@ -265,8 +268,8 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .layer(auth::session_layer(&state));
     // During a master-key rotation, cookies the previous key encrypted still open.
     let dashboard = match auth::cookie_keys::CookieKeys::new(
-        &state.config.master_key,
-        state.config.master_key_previous.as_ref(),
+        &state.config.keys.master_key,
+        state.config.keys.master_key_previous.as_ref(),
     ) {
         Some(keys) => dashboard.layer(axum::middleware::from_fn_with_state(
             keys,
@@ -288,13 +291,13 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             "/.well-known/tidemark-keys.json",
             get(api::keys::get_signing_keys),
         );
-    if state.config.metrics_addr.is_none() {
+    if state.config.http.metrics_addr.is_none() {
         app = app.route("/metrics", get(http::scrape::get_metrics));
     }
     let app = app
         .merge(extra)
         .merge(security_headers::no_store(api::router(
-            Duration::from_secs(state.config.api_timeout_seconds.into()),
+            Duration::from_secs(state.config.http.api_timeout_seconds.into()),
         )))
         .merge(security_headers::no_store(scim::router()))
         .merge(security_headers::no_store(dashboard))
@@ -316,7 +319,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         app,
     ));
     let hsts = state.config.environment == Environment::Production
-        && state.config.base_url.starts_with("https://");
+        && state.config.http.base_url.starts_with("https://");
     // Pages and JSON go compressed as the client accepts: a project page is about 127 KB of
     // HTML, some 15 KB as Brotli. Quality 5 compresses it in about a millisecond; the site's
     // files under /pkg already carry their build-time variants (Content-Encoding set), which
@@ -324,14 +327,14 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let app = security_headers::apply(app, hsts)
         .layer(CompressionLayer::new().quality(CompressionLevel::Precise(5)))
         .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
-            state.config.body_timeout_seconds.into(),
+            state.config.http.body_timeout_seconds.into(),
         )));
 
     // Outermost last: the request id exists before the access-log span opens, the metrics
     // layer sees the final status, a panic anywhere inside is answered, and every database
     // call inside is bounded.
     app.layer(axum::middleware::from_fn_with_state(
-        state.config.db_statement_timeout(),
+        state.config.database.statement_timeout(),
         http::deadline::bound_database_calls,
     ))
     .layer(axum::middleware::from_fn(http::panics::answer_panics))
@@ -372,7 +375,7 @@ pub async fn serve_until(
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
-    state.assets.start_loading(&state.config.site_root);
+    state.assets.start_loading(&state.config.http.site_root);
     // Stopped when this future ends or is dropped (a test aborting its server), so no
     // replica's workers outlive it.
     let _background = AbortOnDrop(workers::mail::spawn_background_work(&state)?);
@@ -382,10 +385,10 @@ pub async fn serve_until(
         state.db.clone(),
         state.dns.clone(),
     ));
-    let header_timeout = Duration::from_secs(state.config.header_timeout_seconds.into());
+    let header_timeout = Duration::from_secs(state.config.http.header_timeout_seconds.into());
     // `/metrics` on an address of its own when one is configured (for example loopback or a
     // private network only), with the same connection timeouts.
-    let metrics = match state.config.metrics_addr {
+    let metrics = match state.config.http.metrics_addr {
         None => None,
         Some(metrics_addr) => {
             let listener = tokio::net::TcpListener::bind(metrics_addr)

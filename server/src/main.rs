@@ -66,7 +66,10 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
     if let Command::Serve = command {
         // On SQLite: one server per database file, and `restore` can tell that one runs.
         let _serving = server::operator::backup::ServeLock::acquire(&config)?;
-        let addr = config.site_addr;
+        let addr = config.http.site_addr;
+        for (concern, line) in config.summary() {
+            tracing::info!(concern, "{line}");
+        }
         let state = server::build_state(config).await?;
         check_master_keys(&state).await?;
         // The first start creates the first verdict-signing key, so the key set is published
@@ -92,7 +95,7 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
     }
 
     // Writing commands migrate as `serve` would (TIDEMARK_MIGRATE); read-only ones never do.
-    let schema = command.schema(config.migrate);
+    let schema = command.schema(config.database.migrate);
     let state = server::build_state_with(config, schema).await?;
     let db = state.db.clone();
     // The command writes in a task of its own, like every other write (see `Db::detached`).
@@ -109,7 +112,7 @@ async fn check_master_keys(state: &server::state::AppState) -> anyhow::Result<()
     let keys = server::crypto::Keyring::from_config(&state.config);
     match server::operator::keys::unknown_keys(&state.db, &keys).await {
         Ok(None) => Ok(()),
-        Ok(Some(unknown)) if state.config.allow_unknown_master_keys => {
+        Ok(Some(unknown)) if state.config.keys.allow_unknown_master_keys => {
             tracing::warn!(%unknown, "serving with TIDEMARK_ALLOW_UNKNOWN_MASTER_KEYS=1");
             Ok(())
         }

@@ -113,7 +113,9 @@ fn writer_audit(
         actor: Actor::ApiKey {
             key_prefix: prefix.clone(),
         },
-        client_ip: Some(client_ip(peer.ip(), headers, &state.config.trusted_proxies).to_string()),
+        client_ip: Some(
+            client_ip(peer.ip(), headers, &state.config.http.trusted_proxies).to_string(),
+        ),
         at: now_millis(),
     })
 }

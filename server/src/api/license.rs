@@ -98,7 +98,12 @@ pub async fn validate_license(
         }
         false => None,
     };
-    let mut answer = licence_answer(&license, valid, bundle.as_deref(), &state.config.base_url);
+    let mut answer = licence_answer(
+        &license,
+        valid,
+        bundle.as_deref(),
+        &state.config.http.base_url,
+    );
     answer.verdict = Some(sign_verdict(&state, &hash, &license, &answer, machine, now).await?);
     let body = Bytes::from(serde_json::to_vec(&answer).map_err(ApiError::internal)?);
     state
@@ -207,7 +212,7 @@ pub async fn activate_license(
         .await?;
     tracing::info!(account_id = %license.account_id, "API key issued");
     let bundle = latest_bundle(&state.db).await?;
-    let state_now = licence_answer(&license, true, bundle.as_ref(), &state.config.base_url);
+    let state_now = licence_answer(&license, true, bundle.as_ref(), &state.config.http.base_url);
     let verdict = sign_verdict(&state, &hash, &license, &state_now, machine_fp, now).await?;
     Ok((
         StatusCode::CREATED,
@@ -250,7 +255,7 @@ pub async fn resend_license(
     body: Body,
 ) -> Result<Json<ResendResponse>, ApiError> {
     let config = &state.config;
-    let ip = client_ip(peer.ip(), &headers, &config.trusted_proxies);
+    let ip = client_ip(peer.ip(), &headers, &config.http.trusted_proxies);
     let bucket = format!("resend:{}", tidemark_domain::rate::rate_subject(ip));
     let now = now_millis();
     let limited = |retry_after_secs: u64| ApiError::RateLimited {
@@ -258,8 +263,8 @@ pub async fn resend_license(
         message: format!(
             "Too many license resend requests from this address: the limit is {} per minute, \
              and exceeding it blocks the address for {} minutes. Try again in {} seconds.",
-            config.resend_per_minute,
-            config.resend_ban_seconds.div_ceil(60),
+            config.limits.resend_per_minute,
+            config.limits.resend_ban_seconds.div_ceil(60),
             retry_after_secs
         ),
         retry_after_secs,
@@ -270,8 +275,8 @@ pub async fn resend_license(
     }
     let request: ResendRequest = read_json(&headers, body, SMALL_BODY_LIMIT).await?;
     let email = Email::parse(&request.email).map_err(|e| ApiError::InvalidRequest(e.message))?;
-    let limit = RollingLimit::per_minute(config.resend_per_minute);
-    let ban_ms = i64::from(config.resend_ban_seconds) * 1000;
+    let limit = RollingLimit::per_minute(config.limits.resend_per_minute);
+    let ban_ms = i64::from(config.limits.resend_ban_seconds) * 1000;
     let decision = state
         .db
         .detached(|db| async move {

@@ -67,7 +67,7 @@ pub async fn exchange_oidc_token(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let client = client_ip(peer.ip(), &headers, &state.config.trusted_proxies);
+    let client = client_ip(peer.ip(), &headers, &state.config.http.trusted_proxies);
     match exchange(&state, &headers, body, client).await {
         Ok(answer) => (
             StatusCode::CREATED,
@@ -152,7 +152,7 @@ async fn exchange(
         })
     };
     // Only issuers some publisher names are ever contacted: a token cannot choose the URL.
-    let issuer = Issuer::parse(&head.issuer, config.oidc_allow_private_issuers)
+    let issuer = Issuer::parse(&head.issuer, config.keyless.allow_private_issuers)
         .map_err(|_| unknown_issuer())?;
     if issuer.as_str() != head.issuer
         || !publishers::is_trusted_issuer(&state.db, issuer.as_str())
@@ -184,8 +184,13 @@ async fn exchange(
             },
         })?;
     let now = now_millis();
-    let (jti, exp) = check_registered(&claims, issuer.as_str(), &config.oidc_audience, now / 1000)
-        .map_err(invalid)?;
+    let (jti, exp) = check_registered(
+        &claims,
+        issuer.as_str(),
+        &config.keyless.audience,
+        now / 1000,
+    )
+    .map_err(invalid)?;
 
     let candidates = publishers::publishers_for_issuer(&state.db, issuer.as_str())
         .await

@@ -64,7 +64,7 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
     )
 )]
 pub async fn push_scan(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
-    let limit = RollingLimit::per_minute(state.config.writes_per_minute);
+    let limit = RollingLimit::per_minute(state.config.limits.writes_per_minute);
     let (mut res, rate) = match push(&state, &limit, &headers, body).await {
         Ok((answer, stored, rate)) => {
             let outcome = match stored {
@@ -224,7 +224,7 @@ fn accepted(
     }
     let dashboard_url = format!(
         "{}/projects/{}/scans/{}",
-        state.config.dashboard_url, scan.project_id, scan.scan_id
+        state.config.http.dashboard_url, scan.project_id, scan.scan_id
     );
     let answer = PushResponse {
         project_id: scan.project_id,

@@ -22,7 +22,7 @@ pub const BAN_MS: i64 = 60_000;
 /// During a ban the answer comes from one read: a flood never reaches the writer, so pushes
 /// beside it keep their speed.
 pub async fn admit(state: &AppState, peer: IpAddr, headers: &HeaderMap) -> Result<(), Response> {
-    let ip = client_ip(peer, headers, &state.config.trusted_proxies);
+    let ip = client_ip(peer, headers, &state.config.http.trusted_proxies);
     let bucket = format!("signin:{}", rate_subject(ip));
     match count(state, bucket).await {
         Ok(()) => Ok(()),
@@ -60,7 +60,7 @@ pub async fn count(state: &AppState, bucket: String) -> Result<(), Refused> {
             return Err(Refused::Unavailable);
         }
     }
-    let limit = RollingLimit::per_minute(state.config.signin_per_minute);
+    let limit = RollingLimit::per_minute(state.config.limits.signin_per_minute);
     let decision = state
         .db
         .detached(

@@ -35,8 +35,8 @@ pub const SESSION_COOKIE: &str = "__Host-tidemark_session";
 
 pub fn session_policy(config: &crate::config::Config) -> SessionPolicy {
     SessionPolicy {
-        idle_ms: i64::from(config.session_idle_seconds) * 1000,
-        absolute_ms: i64::from(config.session_max_seconds) * 1000,
+        idle_ms: i64::from(config.signin.session_idle_seconds) * 1000,
+        absolute_ms: i64::from(config.signin.session_max_seconds) * 1000,
     }
 }
 
@@ -54,9 +54,9 @@ pub fn session_layer(
         .with_path("/")
         .with_always_save(true)
         .with_expiry(Expiry::OnInactivity(time::Duration::seconds(i64::from(
-            state.config.session_idle_seconds,
+            state.config.signin.session_idle_seconds,
         ))))
-        .with_private(cookie_keys::cookie_key(&state.config.master_key))
+        .with_private(cookie_keys::cookie_key(&state.config.keys.master_key))
 }
 
 /// Attaches the signed-in [`app::auth::Viewer`] to the request when the session names a
@@ -90,7 +90,7 @@ pub async fn resolve_viewer(
             crate::http::client_ip::client_ip(
                 peer.ip(),
                 req.headers(),
-                &state.config.trusted_proxies,
+                &state.config.http.trusted_proxies,
             )
             .to_string()
         });
@@ -197,7 +197,7 @@ pub async fn require_same_origin(
         if !is_same_origin_request(
             text("origin"),
             text("sec-fetch-site"),
-            &state.config.dashboard_url,
+            &state.config.http.dashboard_url,
         ) {
             tracing::warn!(path = %req.uri().path(), "cross-origin state-changing request refused");
             return (

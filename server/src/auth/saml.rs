@@ -139,10 +139,10 @@ fn service_provider(
 /// than generated: samael's generator insists on a single-logout endpoint we do not offer.
 pub async fn metadata(State(state): State<AppState>) -> Response {
     let entity_id =
-        html_escape::encode_double_quoted_attribute(&sp_entity_id(&state.config.base_url))
+        html_escape::encode_double_quoted_attribute(&sp_entity_id(&state.config.http.base_url))
             .into_owned();
-    let acs =
-        html_escape::encode_double_quoted_attribute(&acs_url(&state.config.base_url)).into_owned();
+    let acs = html_escape::encode_double_quoted_attribute(&acs_url(&state.config.http.base_url))
+        .into_owned();
     let xml = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
          <md:EntityDescriptor xmlns:md=\"urn:oasis:names:tc:SAML:2.0:metadata\" \
@@ -178,7 +178,7 @@ pub async fn start(
 ) -> Result<Response, SignInRefusal> {
     let idp =
         EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| SignInRefusal::SamlInvalid)?;
-    let sp = service_provider(&state.config.base_url, Some(idp))
+    let sp = service_provider(&state.config.http.base_url, Some(idp))
         .map_err(|_| SignInRefusal::SamlInvalid)?;
     let mut request = sp
         .make_authentication_request(&sso.idp_sso_url)
@@ -278,7 +278,7 @@ async fn verify(
         .ok_or(SignInRefusal::SamlInvalid)?;
     let idp =
         EntityDescriptor::from_str(&sso.metadata_xml).map_err(|_| SignInRefusal::SamlInvalid)?;
-    let sp = service_provider(&state.config.base_url, Some(idp))
+    let sp = service_provider(&state.config.http.base_url, Some(idp))
         .map_err(|_| SignInRefusal::SamlInvalid)?;
     // Never let samael take its unsigned path.
     if !matches!(sp.idp_signing_certs(), Ok(Some(ref certs)) if !certs.is_empty()) {
@@ -297,7 +297,7 @@ async fn verify(
     // around it still has to agree: success status, our ACS, our request, this IdP.
     envelope_agrees(
         xml,
-        &state.config.base_url,
+        &state.config.http.base_url,
         &attempt.request_id,
         &sso.idp_entity_id,
     )

@@ -16,7 +16,7 @@ const POSTGRES_BACKUP: &str = "DATABASE_URL names PostgreSQL: back it up with pg
 
 /// The SQLite file `DATABASE_URL` names; `None` on PostgreSQL.
 pub fn sqlite_path(config: &Config) -> anyhow::Result<Option<PathBuf>> {
-    sqlite_file(config.database_url.expose()).context("DATABASE_URL")
+    sqlite_file(config.database.url.expose()).context("DATABASE_URL")
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

@@ -378,7 +378,7 @@ impl FromRequestParts<AppState> for ScimClient {
                     crate::http::client_ip::client_ip(
                         peer.ip(),
                         &parts.headers,
-                        &state.config.trusted_proxies,
+                        &state.config.http.trusted_proxies,
                     )
                     .to_string()
                 });
@@ -391,7 +391,10 @@ impl FromRequestParts<AppState> for ScimClient {
                 client_ip,
                 at: now,
             },
-            base_url: format!("{}/scim/v2", state.config.base_url.trim_end_matches('/')),
+            base_url: format!(
+                "{}/scim/v2",
+                state.config.http.base_url.trim_end_matches('/')
+            ),
         })
     }
 }
@@ -413,7 +416,7 @@ async fn admit(state: &AppState, account_id: &str) -> Result<(), ScimFailure> {
     if let Some(secs) = rate::ban_remaining(&state.db, &bucket, now).await? {
         return Err(too_many(secs));
     }
-    let limit = RollingLimit::per_minute(state.config.scim_per_minute);
+    let limit = RollingLimit::per_minute(state.config.limits.scim_per_minute);
     let decision = state
         .db
         .detached(

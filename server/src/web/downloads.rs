@@ -49,7 +49,7 @@ async fn findings(
         &project_id,
         &scan_id,
         format,
-        &state.config.dashboard_url,
+        &state.config.http.dashboard_url,
     )
     .await;
     answer(found.map(|found| match found {

@@ -82,7 +82,7 @@ pub async fn download_offline_file(
     let account_id = viewer.account_id.clone();
     let audit = viewer.audit();
     let signer = state.signer.clone();
-    let base_url = state.config.base_url.clone();
+    let base_url = state.config.http.base_url.clone();
     let made = state
         .db
         .detached(|db| async move {

@@ -108,8 +108,8 @@ pub fn holder_name(who: &str) -> String {
 /// Runs passes every `TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES` (the first a minute after
 /// start), unless housekeeping is off.
 pub fn spawn(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
-    let policy = state.config.housekeeping?;
-    let every = Duration::from_secs(u64::from(state.config.housekeeping_interval_minutes) * 60);
+    let policy = state.config.housekeeping.policy?;
+    let every = Duration::from_secs(u64::from(state.config.housekeeping.interval_minutes) * 60);
     let db = state.db.clone();
     let holder = holder_name("replica");
     Some(tokio::spawn(async move {

@@ -42,7 +42,7 @@ pub enum Transport {
 
 impl Transport {
     pub fn from_config(config: &Config) -> anyhow::Result<Self> {
-        match &config.smtp_url {
+        match &config.mail.smtp_url {
             Some(url) => Ok(Transport::Smtp(
                 AsyncSmtpTransport::<Tokio1Executor>::from_url(url.expose())
                     .context("TIDEMARK_SMTP_URL is not a usable SMTP URL")?
@@ -71,7 +71,8 @@ pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::Jo
     let transport = Transport::from_config(&state.config)?;
     let from: Mailbox = state
         .config
-        .mail_from
+        .mail
+        .from
         .parse()
         .context("TIDEMARK_MAIL_FROM is not a mailbox")?;
     let (state, transport, from) = (state.clone(), Arc::new(transport), Arc::new(from));
@@ -229,7 +230,7 @@ async fn compose_resend(state: &AppState, mail: &OutboxMail) -> anyhow::Result<C
         // as when there is one.
         return Ok(Composed::Nothing(Finished::NoLicense));
     }
-    let cap = i64::from(state.config.resend_per_recipient_per_hour);
+    let cap = i64::from(state.config.limits.resend_per_recipient_per_hour);
     if over_hourly_cap(state, mail, cap).await? {
         return Ok(Composed::Nothing(Finished::Capped));
     }
@@ -266,7 +267,7 @@ async fn compose_alert(state: &AppState, mail: &OutboxMail) -> anyhow::Result<Co
     if over_hourly_cap(state, mail, ALERTS_PER_RECIPIENT_PER_HOUR).await? {
         return Ok(Composed::Nothing(Finished::Capped));
     }
-    let (subject, body) = alert_message(scan, &state.config.dashboard_url);
+    let (subject, body) = alert_message(scan, &state.config.http.dashboard_url);
     Ok(Composed::Message { subject, body })
 }
 

@@ -79,7 +79,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
 
 /// The client every delivery goes through.
 pub fn http_client(state: &AppState) -> anyhow::Result<reqwest::Client> {
-    let timeout = Duration::from_secs(state.config.webhook_timeout_seconds.into());
+    let timeout = Duration::from_secs(state.config.webhooks.timeout_seconds.into());
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -88,7 +88,7 @@ pub fn http_client(state: &AppState) -> anyhow::Result<reqwest::Client> {
         .user_agent(concat!("Tidemark-Webhooks/", env!("CARGO_PKG_VERSION")))
         .dns_resolver(Arc::new(GuardedResolver {
             dns: state.dns.clone(),
-            allow_private: state.config.webhook_allow_private,
+            allow_private: state.config.webhooks.allow_private,
             lifted_by: "TIDEMARK_WEBHOOK_ALLOW_PRIVATE",
             exempt: Vec::new(),
         }))
@@ -199,7 +199,7 @@ async fn send_due(
     state: &AppState,
     client: &reqwest::Client,
 ) -> Result<usize, tidemark_store::StoreError> {
-    let timeout = Duration::from_secs(state.config.webhook_timeout_seconds.into());
+    let timeout = Duration::from_secs(state.config.webhooks.timeout_seconds.into());
     let due = webhooks::claim_due(db, now_millis(), lease_ms(timeout), BATCH).await?;
     let claimed = due.len();
     // Side by side: a slow receiver holds up only its own delivery.
@@ -249,7 +249,7 @@ async fn send_one(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -
             d.attempts,
             d.window_start,
             now_millis(),
-            state.config.webhook_retry_base_ms.into(),
+            state.config.webhooks.retry_base_ms.into(),
         )
     });
     if let Some(error) = &error {
@@ -277,10 +277,10 @@ async fn post(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Re
         String::from_utf8(opened)
             .map_err(|_| "the endpoint's stored URL or secret is not text".to_owned())
     };
-    let url = WebhookUrl::parse(&open(&d.url_sealed)?, state.config.webhook_allow_private)
+    let url = WebhookUrl::parse(&open(&d.url_sealed)?, state.config.webhooks.allow_private)
         .map_err(|e| e.to_string())?;
     let secret = WebhookSecret::from_stored(open(&d.secret_sealed)?);
-    let body = compose(d, &state.config.dashboard_url);
+    let body = compose(d, &state.config.http.dashboard_url);
     let t = now_millis() / 1000;
     let response = client
         .post(url.as_str())

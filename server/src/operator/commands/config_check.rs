@@ -79,30 +79,35 @@ fn settings(config: &Config, lookup: &impl Fn(&str) -> Option<String>) -> Vec<Se
                 "default"
             };
             let value = match v.name {
-                "DATABASE_URL" => redact_url(config.database_url.expose()),
+                "DATABASE_URL" => redact_url(config.database.url.expose()),
                 "TIDEMARK_SMTP_URL" => config
+                    .mail
                     .smtp_url
                     .as_ref()
                     .map_or_else(|| v.default.to_owned(), |u| redact_url(u.expose())),
-                "TIDEMARK_MASTER_KEY" => match &config.master_key_source {
+                "TIDEMARK_MASTER_KEY" => match &config.keys.master_key_source {
                     MasterKeySource::Environment => {
-                        format!("key {}", crypto::key_id(&config.master_key))
+                        format!("key {}", crypto::key_id(&config.keys.master_key))
                     }
                     MasterKeySource::DevelopmentFile(path) => format!(
                         "key {} (development key in {})",
-                        crypto::key_id(&config.master_key),
+                        crypto::key_id(&config.keys.master_key),
                         path.display()
                     ),
                 },
                 "TIDEMARK_MASTER_KEY_PREVIOUS" => config
+                    .keys
                     .master_key_previous
                     .as_ref()
                     .map_or_else(String::new, |k| format!("key {}", crypto::key_id(k))),
-                "TIDEMARK_OIDC_CLIENT_SECRET" => {
-                    if config.oidc.is_some() { "(set)" } else { "" }.to_owned()
+                "TIDEMARK_OIDC_CLIENT_SECRET" => if config.signin.oidc.is_some() {
+                    "(set)"
+                } else {
+                    ""
                 }
-                "TIDEMARK_BASE_URL" => config.base_url.clone(),
-                "TIDEMARK_DASHBOARD_URL" => config.dashboard_url.clone(),
+                .to_owned(),
+                "TIDEMARK_BASE_URL" => config.http.base_url.clone(),
+                "TIDEMARK_DASHBOARD_URL" => config.http.dashboard_url.clone(),
                 "TIDEMARK_DATA_DIR" => config.data_dir.display().to_string(),
                 _ if v.secret => "(set)".to_owned(),
                 _ => set(v.name).unwrap_or_else(|| v.default.to_owned()),
@@ -118,7 +123,7 @@ fn settings(config: &Config, lookup: &impl Fn(&str) -> Option<String>) -> Vec<Se
 }
 
 async fn check_database(config: &Config, checks: &mut Vec<Check>) {
-    let db = match Db::connect(config.database_url.expose(), 2).await {
+    let db = match Db::connect(config.database.url.expose(), 2).await {
         Ok(db) => db,
         Err(err) => {
             checks.push(Check {
@@ -160,7 +165,7 @@ async fn check_database(config: &Config, checks: &mut Vec<Check>) {
 
 async fn check_smtp(config: &Config) -> Check {
     use lettre::{AsyncSmtpTransport, Tokio1Executor};
-    let Some(url) = &config.smtp_url else {
+    let Some(url) = &config.mail.smtp_url else {
         return Check {
             check: "smtp",
             ok: true,
@@ -202,7 +207,7 @@ async fn check_smtp(config: &Config) -> Check {
 
 async fn check_oidc(config: &Config) -> Check {
     use openidconnect::core::CoreProviderMetadata;
-    let Some(oidc) = &config.oidc else {
+    let Some(oidc) = &config.signin.oidc else {
         return Check {
             check: "oidc",
             ok: true,

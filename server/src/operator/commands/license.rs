@@ -128,7 +128,7 @@ pub async fn run(
             let file = crate::licensing::offline_licence_file(
                 db,
                 &state.signer,
-                &state.config.base_url,
+                &state.config.http.base_url,
                 &license,
                 machine,
                 days,

@@ -111,7 +111,7 @@ async fn housekeeping(
     force: bool,
 ) -> anyhow::Result<Report> {
     // Off (`TIDEMARK_HOUSEKEEPING=off`): scans stored as rows still move; nothing is thinned.
-    let policy = state.config.housekeeping;
+    let policy = state.config.housekeeping.policy;
     if dry_run {
         let rows = tidemark_store::spans::moving::scans_as_rows(db.as_ref()).await?;
         let (report, planned) = match &policy {
@@ -223,7 +223,7 @@ async fn housekeeping_policy(
     reset: bool,
     audit: &AuditContext,
 ) -> anyhow::Result<Report> {
-    let installation = state.config.housekeeping.unwrap_or_default();
+    let installation = state.config.housekeeping.policy.unwrap_or_default();
     let Some(own) = tidemark_store::housekeeping::account_policy(db.as_ref(), account).await?
     else {
         anyhow::bail!("no account {account}");
@@ -360,7 +360,8 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "bundle".into());
-            let p = ops::publish_bundle(db, &state.config.base_url, &name, &bytes, &audit).await?;
+            let p =
+                ops::publish_bundle(db, &state.config.http.base_url, &name, &bytes, &audit).await?;
             let human = format!(
                 "published {} ({} bytes)\nurl:      {}\nchecksum: {}\n",
                 p.bundle_id, p.size_bytes, p.bundle_url, p.bundle_checksum

@@ -83,7 +83,7 @@ pub async fn run(
                 subject,
                 project,
             };
-            let spec = PublisherSpec::parse(&draft, state.config.oidc_allow_private_issuers)
+            let spec = PublisherSpec::parse(&draft, state.config.keyless.allow_private_issuers)
                 .map_err(|e| anyhow::anyhow!("{}: {}", e.field, e.message))?;
             if tidemark_store::licenses::find_license_for_account(db.db(), &account)
                 .await?

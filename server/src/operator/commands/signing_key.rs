@@ -46,7 +46,7 @@ pub async fn run(
             let overlap = match overlap {
                 Some(text) => crate::config::parse_overlap(&text)
                     .map_err(|e| anyhow::anyhow!("--overlap: {e}"))?,
-                None => state.config.signing_key_overlap_ms,
+                None => state.config.keys.signing_key_overlap_ms,
             };
             let key = crate::signing::rotate(
                 db,
