@@ -9,25 +9,23 @@
 use std::collections::HashSet;
 
 use tidemark_domain::append::{
-    base_comparison, decide_push, Append, BaseHead, BaseScan, LastScan, LineHead, LinePlan,
-    LineRef, LineTarget, ProjectHead, PushDecision, PushFacts, PushHead,
+    alerts_due, base_comparison, decide_push, BaseHead, BaseScan, LastScan, LineHead, LineIds,
+    LineRef, ProjectHead, PushDecision, PushFacts, PushHead,
 };
-use tidemark_domain::git::{branch_ref_key, BranchName, PullRequest};
+use tidemark_domain::git::branch_ref_key;
 use tidemark_domain::push::{scan_id_candidate, ValidPush};
 use tidemark_domain::rate::{RateDecision, RollingLimit};
 use tidemark_domain::Millis;
 use tidemark_wire::{BaseComparison, GateResult};
 
-use crate::gates::{
-    gate_from_columns, open_set_column, parse_open_set, verdict_columns, verdict_from_columns,
-};
+use crate::gates::{gate_from_columns, open_set_column, parse_open_set, verdict_from_columns};
 
 use crate::alerts::AlertScan;
 use crate::stmt::{add_args, Stmt};
 use crate::webhooks::{enqueue_statement, EventRef};
 use crate::Writer;
 use crate::{on_db, Backend, BeginWrite as _, Db, StoreError};
-use tidemark_domain::webhook::{push_events, Event, LineKind};
+use tidemark_domain::webhook::{push_events, Event};
 
 /// The events a push may raise, in a fixed order (see [`EventRef::raised`]).
 const SCAN_EVENTS: [Event; 4] = [
@@ -38,6 +36,9 @@ const SCAN_EVENTS: [Event; 4] = [
 ];
 
 pub mod committer;
+mod write;
+
+use write::{write_statements, Placed};
 
 /// Who pushes, and under which limits.
 #[derive(Debug, Clone)]
@@ -427,6 +428,41 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
     })
 }
 
+/// The answer to a push that stores nothing: refused, or a replay of the line's latest scan.
+fn refused_outcome(
+    decision: PushDecision,
+    project_id: String,
+    line_name: Option<String>,
+    line_pr: Option<u64>,
+    rate: RateStatus,
+) -> PushOutcome {
+    match decision {
+        PushDecision::KeyRevoked => PushOutcome::KeyRevoked,
+        PushDecision::LicenseInactive => PushOutcome::LicenseInactive,
+        PushDecision::ProjectArchived => PushOutcome::ProjectArchived { project_id, rate },
+        PushDecision::Replay(last) => PushOutcome::Replayed(
+            StoredScan {
+                project_id,
+                scan_id: last.scan_id,
+                score_delta: last.score_delta,
+                gate: last.gate,
+                branch: line_name,
+                pull_request: line_pr,
+                base: last.base,
+                webhooks_queued: false,
+                alerts_queued: false,
+            },
+            rate,
+        ),
+        PushDecision::RateLimited { retry_after_secs } => PushOutcome::RateLimited {
+            retry_after_secs,
+            rate,
+        },
+        PushDecision::ProjectLimitReached { cap } => PushOutcome::ProjectLimitReached { cap, rate },
+        PushDecision::Append(_) => unreachable!("an append is planned, not refused"),
+    }
+}
+
 /// The answer for this push and the statements that make it true.
 fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<Stmt>) {
     let Head {
@@ -467,38 +503,9 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
     let project = head.project;
     let append = match decision {
         PushDecision::Append(append) => append,
-        PushDecision::KeyRevoked => return (PushOutcome::KeyRevoked, Vec::new()),
-        PushDecision::LicenseInactive => return (PushOutcome::LicenseInactive, Vec::new()),
-        PushDecision::ProjectArchived => {
-            let outcome = PushOutcome::ProjectArchived {
-                project_id: project.map(|p| p.id).unwrap_or_default(),
-                rate: current,
-            };
-            return (outcome, Vec::new());
-        }
-        PushDecision::Replay(last) => {
-            let scan = StoredScan {
-                project_id: project.map(|p| p.id).unwrap_or_default(),
-                scan_id: last.scan_id,
-                score_delta: last.score_delta,
-                gate: last.gate,
-                branch: line_name,
-                pull_request: line_pr,
-                base: last.base,
-                webhooks_queued: false,
-                alerts_queued: false,
-            };
-            return (PushOutcome::Replayed(scan, current), Vec::new());
-        }
-        PushDecision::RateLimited { retry_after_secs } => {
-            let outcome = PushOutcome::RateLimited {
-                retry_after_secs,
-                rate: current,
-            };
-            return (outcome, Vec::new());
-        }
-        PushDecision::ProjectLimitReached { cap } => {
-            let outcome = PushOutcome::ProjectLimitReached { cap, rate: current };
+        refused => {
+            let project_id = project.map(|p| p.id).unwrap_or_default();
+            let outcome = refused_outcome(refused, project_id, line_name, line_pr, current);
             return (outcome, Vec::new());
         }
     };
@@ -521,13 +528,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         line_head,
     };
     let mut writes = write_statements(ctx, push, &append, &placed, &lines);
-    let kind = if append.lines.on_default {
-        LineKind::Default
-    } else if git.pull_request.is_some() {
-        LineKind::PullRequest
-    } else {
-        LineKind::Branch
-    };
+    let kind = append.lines.kind(git);
     let raised = push_events(kind, append.gate.status, append.score_delta);
     let event_ids: Vec<(String, Event)> = if listeners.webhooks {
         SCAN_EVENTS
@@ -549,7 +550,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         })
         .collect();
     writes.extend(enqueue_statement(&events));
-    let alerts = (listeners.alerts && kind == LineKind::Default)
+    let alerts = alerts_due(kind, listeners.alerts)
         .then(|| {
             crate::alerts::enqueue_statement(&AlertScan {
                 account_id: &ctx.account_id,
@@ -568,30 +569,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         remaining: append.writes_remaining,
         reset_secs: current.reset_secs,
     };
-    // The branch the scan is on: the pushed one, else the default line's (possibly just
-    // given) name.
-    let branch = git
-        .branch
-        .as_ref()
-        .map(|b| b.as_str().to_owned())
-        .or_else(|| {
-            git.pull_request.is_none().then(|| {
-                append
-                    .lines
-                    .name_default
-                    .as_ref()
-                    .map(|n| n.as_str().to_owned())
-                    .or(default_name)
-                    .or_else(|| {
-                        append
-                            .lines
-                            .create_default
-                            .clone()
-                            .flatten()
-                            .map(|n| n.as_str().to_owned())
-                    })
-            })?
-        });
+    let branch = append.lines.scan_branch(git, default_name);
     let scan = StoredScan {
         project_id,
         scan_id,
@@ -604,253 +582,6 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         alerts_queued,
     };
     (PushOutcome::Appended(scan, rate), writes)
-}
-
-/// The ids of the lines a push writes: the default line (existing or new) and the scan's.
-struct LineIds {
-    default: Option<String>,
-    /// Made by this push.
-    new_default: bool,
-    target: String,
-    new_target: bool,
-}
-
-impl LineIds {
-    fn assign(plan: &LinePlan, existing_default: Option<String>) -> LineIds {
-        let (default, new_default) = match (&plan.create_default, existing_default) {
-            (Some(_), _) => (Some(tidemark_domain::ids::new_branch_id()), true),
-            (None, existing) => (existing, false),
-        };
-        let (target, new_target) = match &plan.target {
-            LineTarget::Existing(id) => (id.clone(), false),
-            LineTarget::NewDefault => (default.clone().unwrap_or_default(), false),
-            LineTarget::New => (tidemark_domain::ids::new_branch_id(), true),
-        };
-        LineIds {
-            default,
-            new_default,
-            target,
-            new_target,
-        }
-    }
-}
-
-/// Where an appended scan goes.
-struct Placed<'a> {
-    project_id: &'a str,
-    scan_id: &'a str,
-    line_id: &'a str,
-    /// A pull request's base scan (its storage position).
-    base_seq: Option<i64>,
-    /// The line's open tracked findings and latest scan, before this one.
-    open_tracked: &'a crate::findings::OpenTracked,
-    /// The spans the line's latest scan has.
-    live_spans: &'a [crate::spans::LiveSpan],
-    line_head: Option<(i64, i64)>,
-}
-
-fn write_statements(
-    ctx: &PushContext,
-    push: &ValidPush,
-    append: &Append,
-    placed: &Placed<'_>,
-    lines: &LineIds,
-) -> Vec<Stmt> {
-    let req = push.request();
-    let git = push.git();
-    let project_id = placed.project_id;
-    let (gate_status, gate_reasons) = verdict_columns(&append.gate);
-    let mut writes = Vec::with_capacity(16);
-    if append.new_project {
-        writes.push(
-            Stmt::new(
-                "INSERT INTO projects (id, account_id, label, created_at, default_branch_id) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(project_id)
-            .bind(ctx.account_id.as_str())
-            .bind(push.label())
-            .bind(ctx.now)
-            .bind(lines.default.clone()),
-        );
-    } else if lines.new_default {
-        writes.push(
-            Stmt::new("UPDATE projects SET default_branch_id = $1 WHERE id = $2")
-                .bind(lines.default.clone())
-                .bind(project_id),
-        );
-    }
-    let repository_url = git.repository_url.as_ref().map(|u| u.as_str().to_owned());
-    let commit = git.commit.as_ref().map(|c| c.as_str().to_owned());
-    // A line made here starts empty; the append below moves its head like any other's.
-    let new_line = |id: &str, name: Option<&BranchName>, pr: Option<&PullRequest>| {
-        let key = match pr {
-            Some(pr) => Some(format!("pr:{}", pr.number)),
-            None => name.map(branch_ref_key),
-        };
-        Stmt::new(
-            "INSERT INTO branches (id, account_id, project_id, ref_key, name, pr_number, \
-             pr_base, pr_title, pr_url, repository_url, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .bind(id)
-        .bind(ctx.account_id.as_str())
-        .bind(project_id)
-        .bind(key)
-        .bind(name.map(|n| n.as_str().to_owned()))
-        .bind(pr.map(|pr| pr.number as i64))
-        .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
-        .bind(pr.and_then(|pr| pr.title.clone()))
-        .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
-        .bind(repository_url.clone())
-        .bind(ctx.now)
-    };
-    if let (true, Some(default), Some(name)) = (
-        lines.new_default,
-        &lines.default,
-        &append.lines.create_default,
-    ) {
-        writes.push(new_line(default, name.as_ref(), None));
-    }
-    if let (Some(default), Some(name)) = (&lines.default, &append.lines.name_default) {
-        writes.push(
-            Stmt::new("UPDATE branches SET name = $1, ref_key = $2 WHERE id = $3")
-                .bind(name.as_str())
-                .bind(branch_ref_key(name))
-                .bind(default.as_str()),
-        );
-    }
-    if lines.new_target {
-        writes.push(new_line(
-            placed.line_id,
-            git.branch.as_ref(),
-            git.pull_request.as_ref(),
-        ));
-    }
-    // The line's head, and what a pull request says of itself now (title, head branch and
-    // target may change between pushes).
-    let pr = git.pull_request.as_ref();
-    writes.push(
-        Stmt::new(
-            "UPDATE branches SET scan_count = $1, head_seq = $2, head_raw_hash = $3, \
-             last_push_at = $4, repository_url = COALESCE($5, repository_url), \
-             name = CASE WHEN pr_number IS NULL THEN name ELSE COALESCE($6, name) END, \
-             pr_base = COALESCE($7, pr_base), pr_title = COALESCE($8, pr_title), \
-             pr_url = COALESCE($9, pr_url) WHERE id = $10",
-        )
-        .bind(append.line_seq)
-        .bind(append.seq)
-        .bind(ctx.raw_body_hash.clone())
-        .bind(ctx.now)
-        .bind(repository_url)
-        .bind(git.branch.as_ref().map(|b| b.as_str().to_owned()))
-        .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
-        .bind(pr.and_then(|pr| pr.title.clone()))
-        .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
-        .bind(placed.line_id),
-    );
-    // The project row numbers scans across lines, and keeps the default line's head for the
-    // projects list (and for a replica of the previous release during a rolling upgrade).
-    if append.lines.on_default {
-        writes.push(
-            Stmt::new(
-                "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = $3, \
-                 last_scan_id = $4, last_body_hash = $5, last_gate_status = $6, \
-                 last_gate_reasons = $7 WHERE id = $8",
-            )
-            .bind(append.seq)
-            .bind(req.score)
-            .bind(append.score_delta)
-            .bind(placed.scan_id)
-            .bind(push.body_hash())
-            .bind(gate_status.clone())
-            .bind(gate_reasons.clone())
-            .bind(project_id),
-        );
-    } else {
-        writes.push(
-            Stmt::new("UPDATE projects SET scan_count = $1 WHERE id = $2")
-                .bind(append.seq)
-                .bind(project_id),
-        );
-    }
-    let frameworks = serde_json::to_string(&req.frameworks).unwrap_or_default();
-    let base = append.base.as_ref();
-    let count = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-    writes.push(
-        Stmt::new(
-            "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
-             failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
-             frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
-             gate_status, gate_reasons, branch_id, line_seq, commit_sha, base_branch, \
-             base_scan_id, base_seq, base_score, base_new, base_fixed, pushed_by, \
-             findings_stored) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)",
-        )
-        .bind(project_id)
-        .bind(append.seq)
-        .bind(placed.scan_id)
-        .bind(ctx.account_id.as_str())
-        .bind(req.score)
-        .bind(append.score_delta)
-        .bind(as_i64(req.passed))
-        .bind(as_i64(req.failed))
-        .bind(as_i64(req.severity_counts.critical))
-        .bind(as_i64(req.severity_counts.high))
-        .bind(as_i64(req.severity_counts.medium))
-        .bind(as_i64(req.severity_counts.low))
-        .bind(req.cloud.as_str())
-        .bind(req.cloud_account_id.as_str())
-        .bind(frameworks)
-        .bind(req.state_source.as_str())
-        .bind(push.scanned_at().timestamp_millis())
-        .bind(ctx.now)
-        .bind(req.findings.len() as i64)
-        .bind(push.body_hash())
-        .bind(gate_status)
-        .bind(gate_reasons)
-        .bind(placed.line_id)
-        .bind(append.line_seq)
-        .bind(commit)
-        .bind(base.map(|b| b.branch.clone()))
-        .bind(base.and_then(|b| b.scan_id.clone()))
-        .bind(base.and(placed.base_seq))
-        .bind(base.and_then(|b| b.score))
-        .bind(count(base.and_then(|b| b.new_findings)))
-        .bind(count(base.and_then(|b| b.fixed_findings)))
-        .bind(ctx.pushed_by.clone())
-        .bind(crate::spans::STORED_AS_SPANS),
-    );
-    writes.extend(crate::spans::span_statements(
-        &crate::spans::SpanScan {
-            project_id,
-            line_id: placed.line_id,
-            seq: append.seq,
-        },
-        &req.findings,
-        placed.live_spans,
-    ));
-    writes.extend(crate::findings::tracking_statements(
-        &crate::findings::TrackedScan {
-            account_id: &ctx.account_id,
-            project_id,
-            line_id: placed.line_id,
-            seq: append.seq,
-            scanned_at: push.scanned_at().timestamp_millis(),
-            previous: placed.line_head,
-        },
-        &req.findings,
-        placed.open_tracked,
-    ));
-    if ctx.touch_key {
-        writes.push(
-            Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-                .bind(ctx.now)
-                .bind(ctx.key_id.as_str()),
-        );
-    }
-    writes
 }
 
 /// What a byte-identical retry found ([`replay_by_raw_hash`]).
@@ -971,11 +702,6 @@ fn rate_status(
         remaining: limit.limit.saturating_sub(in_window),
         reset_secs,
     }
-}
-
-fn as_i64(n: u64) -> i64 {
-    // ValidPush has already refused counts above i64::MAX.
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -6,6 +6,9 @@
 
 use std::collections::HashSet;
 
+mod placement;
+pub use placement::{alerts_due, line_ref_key, LineIds};
+
 use tidemark_wire::{BaseComparison, Finding, GateResult};
 
 use crate::gate::{evaluate, Previous, QualityGate};

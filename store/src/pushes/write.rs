@@ -1,0 +1,272 @@
+//! The statements an appended scan is written with: the project's row, its lines, the scan's
+//! row, its spans and tracked findings, in the order the database checks them. What they say
+//! was decided in `tidemark_domain::append`; this file only spells it in SQL.
+
+use tidemark_domain::append::{line_ref_key, Append, LineIds};
+use tidemark_domain::git::{branch_ref_key, BranchName, PullRequest};
+use tidemark_domain::push::ValidPush;
+
+use super::PushContext;
+use crate::gates::verdict_columns;
+use crate::stmt::Stmt;
+
+/// Where an appended scan goes.
+pub(super) struct Placed<'a> {
+    pub(super) project_id: &'a str,
+    pub(super) scan_id: &'a str,
+    pub(super) line_id: &'a str,
+    /// A pull request's base scan (its storage position).
+    pub(super) base_seq: Option<i64>,
+    /// The line's open tracked findings and latest scan, before this one.
+    pub(super) open_tracked: &'a crate::findings::OpenTracked,
+    /// The spans the line's latest scan has.
+    pub(super) live_spans: &'a [crate::spans::LiveSpan],
+    pub(super) line_head: Option<(i64, i64)>,
+}
+
+pub(super) fn write_statements(
+    ctx: &PushContext,
+    push: &ValidPush,
+    append: &Append,
+    placed: &Placed<'_>,
+    lines: &LineIds,
+) -> Vec<Stmt> {
+    let req = push.request();
+    let project_id = placed.project_id;
+    let mut writes = Vec::with_capacity(16);
+    writes.extend(project_row_statements(ctx, push, append, lines, project_id));
+    writes.extend(line_statements(ctx, push, append, placed, lines));
+    writes.push(project_head_statement(push, append, placed));
+    writes.push(scan_statement(ctx, push, append, placed));
+    writes.extend(crate::spans::span_statements(
+        &crate::spans::SpanScan {
+            project_id,
+            line_id: placed.line_id,
+            seq: append.seq,
+        },
+        &req.findings,
+        placed.live_spans,
+    ));
+    writes.extend(crate::findings::tracking_statements(
+        &crate::findings::TrackedScan {
+            account_id: &ctx.account_id,
+            project_id,
+            line_id: placed.line_id,
+            seq: append.seq,
+            scanned_at: push.scanned_at().timestamp_millis(),
+            previous: placed.line_head,
+        },
+        &req.findings,
+        placed.open_tracked,
+    ));
+    if ctx.touch_key {
+        writes.push(
+            Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(ctx.now)
+                .bind(ctx.key_id.as_str()),
+        );
+    }
+    writes
+}
+
+/// A new project's row, or the default line a project gets.
+fn project_row_statements(
+    ctx: &PushContext,
+    push: &ValidPush,
+    append: &Append,
+    lines: &LineIds,
+    project_id: &str,
+) -> Vec<Stmt> {
+    let mut writes = Vec::new();
+    if append.new_project {
+        writes.push(
+            Stmt::new(
+                "INSERT INTO projects (id, account_id, label, created_at, default_branch_id) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(project_id)
+            .bind(ctx.account_id.as_str())
+            .bind(push.label())
+            .bind(ctx.now)
+            .bind(lines.default.clone()),
+        );
+    } else if lines.new_default {
+        writes.push(
+            Stmt::new("UPDATE projects SET default_branch_id = $1 WHERE id = $2")
+                .bind(lines.default.clone())
+                .bind(project_id),
+        );
+    }
+    writes
+}
+
+/// The lines this push creates or names, and the scan's line's new head.
+fn line_statements(
+    ctx: &PushContext,
+    push: &ValidPush,
+    append: &Append,
+    placed: &Placed<'_>,
+    lines: &LineIds,
+) -> Vec<Stmt> {
+    let git = push.git();
+    let project_id = placed.project_id;
+    let mut writes = Vec::new();
+    let repository_url = git.repository_url.as_ref().map(|u| u.as_str().to_owned());
+    // A line made here starts empty; the append below moves its head like any other's.
+    let new_line = |id: &str, name: Option<&BranchName>, pr: Option<&PullRequest>| {
+        let key = line_ref_key(name, pr);
+        Stmt::new(
+            "INSERT INTO branches (id, account_id, project_id, ref_key, name, pr_number, \
+             pr_base, pr_title, pr_url, repository_url, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(id)
+        .bind(ctx.account_id.as_str())
+        .bind(project_id)
+        .bind(key)
+        .bind(name.map(|n| n.as_str().to_owned()))
+        .bind(pr.map(|pr| pr.number as i64))
+        .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
+        .bind(pr.and_then(|pr| pr.title.clone()))
+        .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
+        .bind(repository_url.clone())
+        .bind(ctx.now)
+    };
+    if let (true, Some(default), Some(name)) = (
+        lines.new_default,
+        &lines.default,
+        &append.lines.create_default,
+    ) {
+        writes.push(new_line(default, name.as_ref(), None));
+    }
+    if let (Some(default), Some(name)) = (&lines.default, &append.lines.name_default) {
+        writes.push(
+            Stmt::new("UPDATE branches SET name = $1, ref_key = $2 WHERE id = $3")
+                .bind(name.as_str())
+                .bind(branch_ref_key(name))
+                .bind(default.as_str()),
+        );
+    }
+    if lines.new_target {
+        writes.push(new_line(
+            placed.line_id,
+            git.branch.as_ref(),
+            git.pull_request.as_ref(),
+        ));
+    }
+    // The line's head, and what a pull request says of itself now (title, head branch and
+    // target may change between pushes).
+    let pr = git.pull_request.as_ref();
+    writes.push(
+        Stmt::new(
+            "UPDATE branches SET scan_count = $1, head_seq = $2, head_raw_hash = $3, \
+             last_push_at = $4, repository_url = COALESCE($5, repository_url), \
+             name = CASE WHEN pr_number IS NULL THEN name ELSE COALESCE($6, name) END, \
+             pr_base = COALESCE($7, pr_base), pr_title = COALESCE($8, pr_title), \
+             pr_url = COALESCE($9, pr_url) WHERE id = $10",
+        )
+        .bind(append.line_seq)
+        .bind(append.seq)
+        .bind(ctx.raw_body_hash.clone())
+        .bind(ctx.now)
+        .bind(repository_url)
+        .bind(git.branch.as_ref().map(|b| b.as_str().to_owned()))
+        .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
+        .bind(pr.and_then(|pr| pr.title.clone()))
+        .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
+        .bind(placed.line_id),
+    );
+    writes
+}
+
+fn project_head_statement(push: &ValidPush, append: &Append, placed: &Placed<'_>) -> Stmt {
+    let req = push.request();
+    let project_id = placed.project_id;
+    // The project row numbers scans across lines, and keeps the default line's head for the
+    // projects list (and for a replica of the previous release during a rolling upgrade).
+    if append.lines.on_default {
+        let (gate_status, gate_reasons) = verdict_columns(&append.gate);
+        Stmt::new(
+            "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = $3, \
+                 last_scan_id = $4, last_body_hash = $5, last_gate_status = $6, \
+                 last_gate_reasons = $7 WHERE id = $8",
+        )
+        .bind(append.seq)
+        .bind(req.score)
+        .bind(append.score_delta)
+        .bind(placed.scan_id)
+        .bind(push.body_hash())
+        .bind(gate_status)
+        .bind(gate_reasons)
+        .bind(project_id)
+    } else {
+        Stmt::new("UPDATE projects SET scan_count = $1 WHERE id = $2")
+            .bind(append.seq)
+            .bind(project_id)
+    }
+}
+
+/// The scan's own row.
+fn scan_statement(
+    ctx: &PushContext,
+    push: &ValidPush,
+    append: &Append,
+    placed: &Placed<'_>,
+) -> Stmt {
+    let req = push.request();
+    let git = push.git();
+    let project_id = placed.project_id;
+    let (gate_status, gate_reasons) = verdict_columns(&append.gate);
+    let commit = git.commit.as_ref().map(|c| c.as_str().to_owned());
+    let frameworks = serde_json::to_string(&req.frameworks).unwrap_or_default();
+    let base = append.base.as_ref();
+    let count = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    Stmt::new(
+        "INSERT INTO scans (project_id, seq, scan_id, account_id, score, score_delta, passed, \
+             failed, sev_critical, sev_high, sev_medium, sev_low, cloud, cloud_account_id, \
+             frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
+             gate_status, gate_reasons, branch_id, line_seq, commit_sha, base_branch, \
+             base_scan_id, base_seq, base_score, base_new, base_fixed, pushed_by, \
+             findings_stored) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)",
+    )
+    .bind(project_id)
+    .bind(append.seq)
+    .bind(placed.scan_id)
+    .bind(ctx.account_id.as_str())
+    .bind(req.score)
+    .bind(append.score_delta)
+    .bind(as_i64(req.passed))
+    .bind(as_i64(req.failed))
+    .bind(as_i64(req.severity_counts.critical))
+    .bind(as_i64(req.severity_counts.high))
+    .bind(as_i64(req.severity_counts.medium))
+    .bind(as_i64(req.severity_counts.low))
+    .bind(req.cloud.as_str())
+    .bind(req.cloud_account_id.as_str())
+    .bind(frameworks)
+    .bind(req.state_source.as_str())
+    .bind(push.scanned_at().timestamp_millis())
+    .bind(ctx.now)
+    .bind(req.findings.len() as i64)
+    .bind(push.body_hash())
+    .bind(gate_status)
+    .bind(gate_reasons)
+    .bind(placed.line_id)
+    .bind(append.line_seq)
+    .bind(commit)
+    .bind(base.map(|b| b.branch.clone()))
+    .bind(base.and_then(|b| b.scan_id.clone()))
+    .bind(base.and(placed.base_seq))
+    .bind(base.and_then(|b| b.score))
+    .bind(count(base.and_then(|b| b.new_findings)))
+    .bind(count(base.and_then(|b| b.fixed_findings)))
+    .bind(ctx.pushed_by.clone())
+    .bind(crate::spans::STORED_AS_SPANS)
+}
+
+fn as_i64(n: u64) -> i64 {
+    // ValidPush has already refused counts above i64::MAX.
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
