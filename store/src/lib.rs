@@ -47,6 +47,7 @@ pub mod sso;
 mod stmt;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tx;
 pub mod usage;
 pub mod webhooks;
 

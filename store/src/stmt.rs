@@ -15,6 +15,9 @@ pub(crate) enum Arg {
     NoInt,
     /// A NULL in a floating-point column.
     NoReal,
+    Bool(bool),
+    /// A NULL in a boolean column.
+    NoBool,
 }
 
 impl From<&str> for Arg {
@@ -40,6 +43,26 @@ impl From<Option<i64>> for Arg {
 impl From<Option<f64>> for Arg {
     fn from(x: Option<f64>) -> Self {
         x.map_or(Arg::NoReal, Arg::Real)
+    }
+}
+impl From<bool> for Arg {
+    fn from(b: bool) -> Self {
+        Arg::Bool(b)
+    }
+}
+impl From<Option<bool>> for Arg {
+    fn from(b: Option<bool>) -> Self {
+        b.map_or(Arg::NoBool, Arg::Bool)
+    }
+}
+impl From<&String> for Arg {
+    fn from(s: &String) -> Self {
+        Arg::Text(s.clone())
+    }
+}
+impl From<&Option<String>> for Arg {
+    fn from(s: &Option<String>) -> Self {
+        s.clone().into()
     }
 }
 impl From<i64> for Arg {
@@ -87,6 +110,8 @@ where
     Option<f64>: Encode<'q, DB>,
     i64: Encode<'q, DB> + Type<DB>,
     f64: Encode<'q, DB> + Type<DB>,
+    bool: Encode<'q, DB> + Type<DB>,
+    Option<bool>: Encode<'q, DB>,
 {
     for arg in args {
         match arg {
@@ -96,6 +121,8 @@ where
             Arg::NoText => out.add(None::<String>),
             Arg::NoInt => out.add(None::<i64>),
             Arg::NoReal => out.add(None::<f64>),
+            Arg::Bool(b) => out.add(b),
+            Arg::NoBool => out.add(None::<bool>),
         }
         .map_err(sqlx::Error::Encode)?;
     }
@@ -114,6 +141,8 @@ where
     Option<f64>: Encode<'q, DB>,
     i64: Encode<'q, DB> + Type<DB>,
     f64: Encode<'q, DB> + Type<DB>,
+    bool: Encode<'q, DB> + Type<DB>,
+    Option<bool>: Encode<'q, DB>,
     <DB as Database>::Arguments<'q>: sqlx::IntoArguments<'q, DB>,
 {
     let mut out = <DB as Database>::Arguments::<'q>::default();

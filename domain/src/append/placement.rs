@@ -93,7 +93,11 @@ pub fn alerts_due(kind: LineKind, someone_listens: bool) -> bool {
 mod tests {
     use super::*;
 
-    fn plan(create_default: Option<Option<&str>>, target: LineTarget, on_default: bool) -> LinePlan {
+    fn plan(
+        create_default: Option<Option<&str>>,
+        target: LineTarget,
+        on_default: bool,
+    ) -> LinePlan {
         let name = |n: &str| BranchName::parse("git.branch", n).unwrap();
         LinePlan {
             create_default: create_default.map(|n| n.map(name)),
@@ -118,7 +122,10 @@ mod tests {
 
     #[test]
     fn a_first_push_makes_one_default_line_and_writes_the_scan_on_it() {
-        let ids = LineIds::assign(&plan(Some(Some("main")), LineTarget::NewDefault, true), None);
+        let ids = LineIds::assign(
+            &plan(Some(Some("main")), LineTarget::NewDefault, true),
+            None,
+        );
         assert!(ids.new_default && !ids.new_target);
         assert_eq!(ids.default.as_deref(), Some(ids.target.as_str()));
         assert!(ids.target.starts_with("br_"));
@@ -137,7 +144,10 @@ mod tests {
             &plan(None, LineTarget::Existing("br_x".into()), false),
             Some("br_default".into()),
         );
-        assert_eq!((existing.target.as_str(), existing.new_target), ("br_x", false));
+        assert_eq!(
+            (existing.target.as_str(), existing.new_target),
+            ("br_x", false)
+        );
     }
 
     #[test]
@@ -146,16 +156,29 @@ mod tests {
         let feature = plan(None, LineTarget::New, false);
         assert_eq!(default.kind(&git(None, None)), LineKind::Default);
         assert_eq!(feature.kind(&git(Some("f"), None)), LineKind::Branch);
-        assert_eq!(feature.kind(&git(Some("f"), Some(7))), LineKind::PullRequest);
-        // No branch pushed: the default line's name, the one this push gives first.
-        assert_eq!(default.scan_branch(&git(None, None), None).as_deref(), Some("main"));
         assert_eq!(
-            default.scan_branch(&git(None, None), Some("trunk".into())).as_deref(),
+            feature.kind(&git(Some("f"), Some(7))),
+            LineKind::PullRequest
+        );
+        // No branch pushed: the default line's name, the one this push gives first.
+        assert_eq!(
+            default.scan_branch(&git(None, None), None).as_deref(),
+            Some("main")
+        );
+        assert_eq!(
+            default
+                .scan_branch(&git(None, None), Some("trunk".into()))
+                .as_deref(),
             Some("trunk")
         );
-        assert_eq!(feature.scan_branch(&git(None, Some(7)), Some("main".into())), None);
         assert_eq!(
-            feature.scan_branch(&git(Some("f"), Some(7)), None).as_deref(),
+            feature.scan_branch(&git(None, Some(7)), Some("main".into())),
+            None
+        );
+        assert_eq!(
+            feature
+                .scan_branch(&git(Some("f"), Some(7)), None)
+                .as_deref(),
             Some("f")
         );
         let pr = git(Some("f"), Some(7));
