@@ -2,131 +2,99 @@
 //! marked in Settings gives the admin role.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+use tidemark_domain::audit::AuditContext;
 use tidemark_domain::scim::group::GroupRecord;
-use tidemark_domain::scim::patch::group_patch;
+use tidemark_domain::scim::patch::{group_patch, GroupChange, Patch};
 use tidemark_domain::scim::Meta;
-use tidemark_store::scim::{self as store, ScimGroup};
+use tidemark_store::scim::{self as store, Outcome, ScimGroup};
+use tidemark_store::{Db, StoreError, Writer};
 
-use super::{
-    body_json, list_query, provision, resource_response, ListQuery, ScimClient, ScimFailure,
-};
-use crate::state::AppState;
+use super::resource::{Change, Resource};
+use super::{ScimClient, ScimFailure};
 
-fn render(client: &ScimClient, group: &ScimGroup) -> Value {
-    let meta = Meta {
-        base_url: client.base_url.clone(),
-        created: group.created_at,
-        last_modified: group.updated_at,
-        version: group.version,
-    };
-    group
-        .record
-        .to_resource(&group.id, Some(group.members.as_slice()), &meta)
-}
+pub(super) struct Groups;
 
-async fn answer(
-    state: &AppState,
-    client: &ScimClient,
-    id: &str,
-    status: StatusCode,
-    query: &ListQuery,
-) -> Result<Response, ScimFailure> {
-    let group = store::find_group(&state.db, &client.account_id, id)
-        .await?
-        .ok_or_else(|| ScimFailure::not_found("no such group"))?;
-    Ok(resource_response(status, render(client, &group), query))
-}
+impl Resource for Groups {
+    const NOUN: &'static str = "group";
+    /// The group and its members' ids.
+    type Record = (GroupRecord, BTreeSet<String>);
+    type Patch = Patch<GroupChange>;
+    type Stored = ScimGroup;
 
-/// Every provisioned group of the account, as SCIM resources with their members (read even
-/// when an answer leaves them out: a filter may name them).
-pub(super) async fn resources(
-    state: &AppState,
-    client: &ScimClient,
-) -> Result<Vec<Value>, ScimFailure> {
-    let groups = store::list_groups(&state.db, &client.account_id, true).await?;
-    Ok(groups.iter().map(|g| render(client, g)).collect())
-}
+    fn parse(body: &Value) -> Result<Self::Record, ScimFailure> {
+        let (record, members) = GroupRecord::from_resource(body)?;
+        Ok((record, members.into_iter().collect()))
+    }
 
-pub(super) async fn show(
-    State(state): State<AppState>,
-    client: ScimClient,
-    Path(id): Path<String>,
-    uri: Uri,
-) -> Result<Response, ScimFailure> {
-    let query = list_query(&uri)?;
-    answer(&state, &client, &id, StatusCode::OK, &query).await
-}
+    fn parse_patch(body: &Value) -> Result<Self::Patch, ScimFailure> {
+        Ok(group_patch(body)?)
+    }
 
-pub(super) async fn create(
-    State(state): State<AppState>,
-    client: ScimClient,
-    uri: Uri,
-    body: Bytes,
-) -> Result<Response, ScimFailure> {
-    let query = list_query(&uri)?;
-    let (record, members) = GroupRecord::from_resource(&body_json(&body)?)?;
-    let members: BTreeSet<String> = members.into_iter().collect();
-    let id = provision(&state, &client, move |db, account, audit| async move {
-        store::create_group(&db, &account, &record, &members, &audit).await
-    })
-    .await?;
-    answer(&state, &client, &id, StatusCode::CREATED, &query).await
-}
-
-pub(super) async fn replace(
-    State(state): State<AppState>,
-    client: ScimClient,
-    Path(id): Path<String>,
-    uri: Uri,
-    body: Bytes,
-) -> Result<Response, ScimFailure> {
-    let query = list_query(&uri)?;
-    let (record, members) = GroupRecord::from_resource(&body_json(&body)?)?;
-    let members: BTreeSet<String> = members.into_iter().collect();
-    let target = id.clone();
-    provision(&state, &client, move |db, account, audit| async move {
-        let replace = |_, _| Ok((record.clone(), members.clone()));
-        store::update_group(&db, &account, &target, replace, &audit).await
-    })
-    .await?;
-    answer(&state, &client, &id, StatusCode::OK, &query).await
-}
-
-pub(super) async fn patch(
-    State(state): State<AppState>,
-    client: ScimClient,
-    Path(id): Path<String>,
-    uri: Uri,
-    body: Bytes,
-) -> Result<Response, ScimFailure> {
-    let query = list_query(&uri)?;
-    let patch = group_patch(&body_json(&body)?)?;
-    let target = id.clone();
-    provision(&state, &client, move |db, account, audit| async move {
-        let apply = |mut record: GroupRecord, mut members: BTreeSet<String>| {
-            record.apply(&target, &mut members, &patch.changes)?;
-            Ok((record, members))
+    fn render(client: &ScimClient, group: &ScimGroup) -> Value {
+        let meta = Meta {
+            base_url: client.base_url.clone(),
+            created: group.created_at,
+            last_modified: group.updated_at,
+            version: group.version,
         };
-        store::update_group(&db, &account, &target, apply, &audit).await
-    })
-    .await?;
-    answer(&state, &client, &id, StatusCode::OK, &query).await
-}
+        group
+            .record
+            .to_resource(&group.id, Some(group.members.as_slice()), &meta)
+    }
 
-pub(super) async fn delete(
-    State(state): State<AppState>,
-    client: ScimClient,
-    Path(id): Path<String>,
-) -> Result<Response, ScimFailure> {
-    provision(&state, &client, move |db, account, audit| async move {
-        store::delete_group(&db, &account, &id, &audit).await
-    })
-    .await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    fn find(
+        db: &Db,
+        account_id: &str,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<ScimGroup>, StoreError>> + Send {
+        store::find_group(db, account_id, id)
+    }
+
+    /// With their members (read even when an answer leaves them out: a filter may name them).
+    fn list(
+        db: &Db,
+        account_id: &str,
+    ) -> impl Future<Output = Result<Vec<ScimGroup>, StoreError>> + Send {
+        store::list_groups(db, account_id, true)
+    }
+
+    fn create(
+        db: Writer,
+        account_id: String,
+        (record, members): Self::Record,
+        audit: AuditContext,
+    ) -> impl Future<Output = Outcome<String>> + Send + 'static {
+        async move { store::create_group(&db, &account_id, &record, &members, &audit).await }
+    }
+
+    fn update(
+        db: Writer,
+        account_id: String,
+        id: String,
+        change: Change<Self>,
+        audit: AuditContext,
+    ) -> impl Future<Output = Outcome<()>> + Send + 'static {
+        async move {
+            let apply = |mut record: GroupRecord, mut members: BTreeSet<String>| match &change {
+                Change::Replace(next) => Ok(next.clone()),
+                Change::Patch(patch) => {
+                    record.apply(&id, &mut members, &patch.changes)?;
+                    Ok((record, members))
+                }
+            };
+            store::update_group(&db, &account_id, &id, apply, &audit).await
+        }
+    }
+
+    fn delete(
+        db: Writer,
+        account_id: String,
+        id: String,
+        audit: AuditContext,
+    ) -> impl Future<Output = Outcome<()>> + Send + 'static {
+        async move { store::delete_group(&db, &account_id, &id, &audit).await }
+    }
 }

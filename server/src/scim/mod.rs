@@ -8,8 +8,12 @@
 
 mod discovery;
 mod groups;
+mod resource;
 pub mod settings;
 mod users;
+
+use groups::Groups;
+use users::Users;
 
 use std::net::SocketAddr;
 
@@ -55,7 +59,7 @@ pub fn router() -> Router<AppState> {
         .route("/scim/v2/Schemas/{id}", get(discovery::schema))
         .route(
             "/scim/v2/Users",
-            get(|s, c, u| list(&[Kind::Users], s, c, u)).post(users::create),
+            get(|s, c, u| list(&[Kind::Users], s, c, u)).post(resource::create::<Users>),
         )
         .route(
             "/scim/v2/Users/.search",
@@ -71,21 +75,21 @@ pub fn router() -> Router<AppState> {
         )
         .route(
             "/scim/v2/Users/{id}",
-            get(users::show)
-                .put(users::replace)
-                .patch(users::patch)
-                .delete(users::delete),
+            get(resource::show::<Users>)
+                .put(resource::replace::<Users>)
+                .patch(resource::patch::<Users>)
+                .delete(resource::delete::<Users>),
         )
         .route(
             "/scim/v2/Groups",
-            get(|s, c, u| list(&[Kind::Groups], s, c, u)).post(groups::create),
+            get(|s, c, u| list(&[Kind::Groups], s, c, u)).post(resource::create::<Groups>),
         )
         .route(
             "/scim/v2/Groups/{id}",
-            get(groups::show)
-                .put(groups::replace)
-                .patch(groups::patch)
-                .delete(groups::delete),
+            get(resource::show::<Groups>)
+                .put(resource::replace::<Groups>)
+                .patch(resource::patch::<Groups>)
+                .delete(resource::delete::<Groups>),
         )
         .route(
             "/scim/v2",
@@ -122,8 +126,8 @@ async fn resources_of(
     let mut all = Vec::new();
     for kind in kinds {
         all.extend(match kind {
-            Kind::Users => users::resources(state, client).await?,
-            Kind::Groups => groups::resources(state, client).await?,
+            Kind::Users => resource::resources::<Users>(state, client).await?,
+            Kind::Groups => resource::resources::<Groups>(state, client).await?,
         });
     }
     Ok(all)
