@@ -36,6 +36,7 @@ pub mod licenses;
 pub mod outbox;
 pub mod publishers;
 pub mod pushes;
+mod queue;
 pub mod rate;
 pub mod scan_facts;
 pub mod scim;

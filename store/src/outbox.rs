@@ -3,6 +3,7 @@
 
 use tidemark_domain::Millis;
 
+use crate::queue::{Claimable, Queue};
 use crate::scan_facts::{ScanFacts, ScanFactsRow, SCAN_FACTS_COLUMNS, SCAN_FACTS_JOIN};
 use crate::Writer;
 use crate::{on_db, on_db_write, Db, StoreError};
@@ -80,52 +81,45 @@ pub async fn enqueue_mail(
     Ok(())
 }
 
-/// Claims up to `max` due messages for `lease_ms`. A claim is a conditional update, so two
-/// replicas never send the same message at the same time; a sender that dies leaves the
-/// message due again when its lease ends.
+/// The mail outbox as a [`Queue`].
+const MAIL: Queue = Queue {
+    table: "mail_outbox",
+    pending: "{t}sent_at IS NULL",
+    key: &["id"],
+    finished_before: "sent_at IS NOT NULL AND sent_at < $1",
+};
+
+impl Claimable for DueMailRow {
+    fn key(&self) -> Vec<String> {
+        vec![self.id.clone()]
+    }
+    fn due_at(&self) -> Millis {
+        self.next_attempt_at
+    }
+}
+
+/// Claims up to `max` due messages for `lease_ms` (see [`Queue::claim`]).
 pub async fn claim_due_mail(
     db: &Writer,
     now: Millis,
     lease_ms: Millis,
     max: i64,
 ) -> Result<Vec<OutboxMail>, StoreError> {
-    let claimed = on_db_write!(db, pool => {
-        let due: Vec<DueMailRow> = sqlx::query_as(&format!(
-            "SELECT o.id, o.kind, o.recipient, o.attempts, o.next_attempt_at, o.project_id, \
-             {SCAN_FACTS_COLUMNS} FROM mail_outbox o {SCAN_FACTS_JOIN} \
-             WHERE o.sent_at IS NULL AND o.next_attempt_at <= $1 \
-             ORDER BY o.next_attempt_at, o.id LIMIT $2",
-        ))
-        .bind(now)
-        .bind(max)
-        .fetch_all(pool)
-        .await?;
-        let mut claimed = Vec::with_capacity(due.len());
-        for row in due {
-            let won = sqlx::query(
-                "UPDATE mail_outbox SET next_attempt_at = $1, attempts = attempts + 1 \
-                 WHERE id = $2 AND sent_at IS NULL AND next_attempt_at = $3",
-            )
-            .bind(now + lease_ms)
-            .bind(&row.id)
-            .bind(row.next_attempt_at)
-            .execute(pool)
-            .await?
-            .rows_affected()
-                == 1;
-            if won {
-                claimed.push(OutboxMail {
-                    attempts: row.attempts + 1,
-                    scan: row.scan.into_facts(row.project_id),
-                    id: row.id,
-                    kind: row.kind,
-                    recipient: row.recipient,
-                });
-            }
-        }
-        claimed
-    });
-    Ok(claimed)
+    let select = format!(
+        "SELECT o.id, o.kind, o.recipient, o.attempts, o.next_attempt_at, o.project_id, \
+         {SCAN_FACTS_COLUMNS} FROM mail_outbox o {SCAN_FACTS_JOIN}"
+    );
+    let claimed: Vec<DueMailRow> = MAIL.claim(db, &select, now, lease_ms, max).await?;
+    Ok(claimed
+        .into_iter()
+        .map(|row| OutboxMail {
+            attempts: row.attempts + 1,
+            scan: row.scan.into_facts(row.project_id),
+            id: row.id,
+            kind: row.kind,
+            recipient: row.recipient,
+        })
+        .collect())
 }
 
 pub async fn mark_sent(
@@ -197,22 +191,10 @@ pub async fn delivered_since(
 
 /// Messages not yet delivered (for operators and tests).
 pub async fn pending_count(db: &Db) -> Result<i64, StoreError> {
-    let (n,): (i64,) = on_db!(db, pool => {
-        sqlx::query_as("SELECT COUNT(*) FROM mail_outbox WHERE sent_at IS NULL")
-            .fetch_one(pool)
-            .await
-    })?;
-    Ok(n)
+    MAIL.pending_count(db).await
 }
 
 /// Forgets messages delivered before `before`; undelivered ones are kept whatever their age.
 pub async fn prune_sent(db: &Writer, before: Millis) -> Result<u64, StoreError> {
-    let n = on_db_write!(db, pool => {
-        sqlx::query("DELETE FROM mail_outbox WHERE sent_at IS NOT NULL AND sent_at < $1")
-            .bind(before)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected())
-    })?;
-    Ok(n)
+    MAIL.prune(db, before).await
 }

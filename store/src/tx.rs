@@ -130,3 +130,34 @@ impl WriteTx {
         }
     }
 }
+
+impl WriteTx {
+    /// A write transaction that locks no account (SQLite: `BEGIN IMMEDIATE`).
+    pub async fn begin(db: &Writer) -> Result<Self, sqlx::Error> {
+        Ok(match db.db() {
+            Db::Sqlite { writer, .. } => WriteTx::Sqlite(writer.begin_write().await?),
+            Db::Postgres(pool) => WriteTx::Postgres(pool.begin_write().await?),
+        })
+    }
+}
+
+/// One row read through the readers (SQLite) or under the request's deadline (PostgreSQL),
+/// as [`crate::on_db!`] reads.
+pub(crate) async fn read_one<T: EitherRow>(db: &Db, stmt: Stmt) -> Result<T, crate::StoreError> {
+    let Stmt { sql, args } = stmt;
+    match db {
+        Db::Sqlite { pool, .. } => {
+            let mut out = sqlx::sqlite::SqliteArguments::default();
+            add_args::<Sqlite>(&mut out, args)?;
+            Ok(sqlx::query_as_with::<Sqlite, T, _>(&sql, out)
+                .fetch_one(pool)
+                .await?)
+        }
+        Db::Postgres(pool) => {
+            let mut out = sqlx::postgres::PgArguments::default();
+            add_args::<Postgres>(&mut out, args)?;
+            let read = sqlx::query_as_with::<Postgres, T, _>(&sql, out).fetch_one(pool);
+            crate::fault::bounded(async { Ok(read.await?) }).await
+        }
+    }
+}

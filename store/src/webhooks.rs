@@ -11,6 +11,7 @@ use tidemark_domain::webhook::{subscribed_pattern, Event, EventSet, PayloadForma
 use tidemark_domain::Millis;
 
 use crate::audit::{record_in, Change};
+use crate::queue::{Claimable, Queue};
 use crate::scan_facts::{ScanFactsRow, SCAN_FACTS_COLUMNS, SCAN_FACTS_JOIN};
 use crate::stmt::Stmt;
 use crate::Writer;
@@ -421,6 +422,23 @@ struct DueRow {
     scan: ScanFactsRow,
 }
 
+/// The webhook deliveries as a [`Queue`].
+const DELIVERIES: Queue = Queue {
+    table: "webhook_deliveries",
+    pending: "{t}state = 'pending'",
+    key: &["event_id", "webhook_id"],
+    finished_before: "state <> 'pending' AND created_at < $1",
+};
+
+impl Claimable for DueRow {
+    fn key(&self) -> Vec<String> {
+        vec![self.event_id.clone(), self.webhook_id.clone()]
+    }
+    fn due_at(&self) -> Millis {
+        self.next_attempt_at
+    }
+}
+
 /// Claims up to `max` due deliveries for `lease_ms`: each is this replica's to send until
 /// then (see the module's note).
 pub async fn claim_due(
@@ -429,40 +447,13 @@ pub async fn claim_due(
     lease_ms: Millis,
     max: i64,
 ) -> Result<Vec<DueDelivery>, StoreError> {
-    let claimed = on_db_write!(db, pool => {
-        let due: Vec<DueRow> = sqlx::query_as(&format!(
-            "SELECT o.event_id, o.webhook_id, o.account_id, o.event, o.created_at, \
-             o.window_start, o.attempts, o.next_attempt_at, w.url_sealed, w.secret_sealed, \
-             w.format, o.project_id, {SCAN_FACTS_COLUMNS} \
-             FROM webhook_deliveries o JOIN webhooks w ON w.id = o.webhook_id {SCAN_FACTS_JOIN} \
-             WHERE o.state = 'pending' AND o.next_attempt_at <= $1 \
-             ORDER BY o.next_attempt_at LIMIT $2",
-        ))
-        .bind(now)
-        .bind(max)
-        .fetch_all(pool)
-        .await?;
-        let mut claimed = Vec::with_capacity(due.len());
-        for row in due {
-            let won = sqlx::query(
-                "UPDATE webhook_deliveries SET next_attempt_at = $1, attempts = attempts + 1 \
-                 WHERE event_id = $2 AND webhook_id = $3 AND state = 'pending' \
-                 AND next_attempt_at = $4",
-            )
-            .bind(now + lease_ms)
-            .bind(&row.event_id)
-            .bind(&row.webhook_id)
-            .bind(row.next_attempt_at)
-            .execute(pool)
-            .await?
-            .rows_affected()
-                == 1;
-            if won {
-                claimed.push(row);
-            }
-        }
-        claimed
-    });
+    let select = format!(
+        "SELECT o.event_id, o.webhook_id, o.account_id, o.event, o.created_at, \
+         o.window_start, o.attempts, o.next_attempt_at, w.url_sealed, w.secret_sealed, \
+         w.format, o.project_id, {SCAN_FACTS_COLUMNS} \
+         FROM webhook_deliveries o JOIN webhooks w ON w.id = o.webhook_id {SCAN_FACTS_JOIN}"
+    );
+    let claimed: Vec<DueRow> = DELIVERIES.claim(db, &select, now, lease_ms, max).await?;
     claimed.into_iter().map(due_from_row).collect()
 }
 
@@ -602,34 +593,15 @@ pub async fn delivery_log(
 
 /// When the next pending delivery is due, if any is.
 pub async fn next_due_at(db: &Db) -> Result<Option<Millis>, StoreError> {
-    let (at,): (Option<i64>,) = on_db!(db, pool => {
-        sqlx::query_as("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE state = 'pending'")
-            .fetch_one(pool)
-            .await
-    })?;
-    Ok(at)
+    DELIVERIES.next_due_at(db).await
 }
 
 /// Deliveries not finished yet (for operators, metrics and tests).
 pub async fn pending_count(db: &Db) -> Result<i64, StoreError> {
-    let (n,): (i64,) = on_db!(db, pool => {
-        sqlx::query_as("SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending'")
-            .fetch_one(pool)
-            .await
-    })?;
-    Ok(n)
+    DELIVERIES.pending_count(db).await
 }
 
 /// Forgets finished deliveries older than `before`; pending ones are kept.
 pub async fn prune_finished(db: &Writer, before: Millis) -> Result<u64, StoreError> {
-    let n = on_db_write!(db, pool => {
-        sqlx::query(
-            "DELETE FROM webhook_deliveries WHERE state <> 'pending' AND created_at < $1",
-        )
-        .bind(before)
-        .execute(pool)
-        .await
-        .map(|r| r.rows_affected())
-    })?;
-    Ok(n)
+    DELIVERIES.prune(db, before).await
 }
