@@ -1,0 +1,22 @@
+//! What the dashboard's pages show: the serialisable types every server function returns and
+//! every view renders, the chart's geometry and ranges, and how severities look. Plain data,
+//! compiled into the server and the browser alike; nothing here reaches the database.
+
+pub use tidemark_wire::{GateResult, GateStatus, Severity, SeverityCounts};
+
+/// Rows per page of the scans and findings tables.
+pub const PAGE_SIZE: i64 = 50;
+/// The most points a chart draws.
+pub const CHART_POINTS: usize = 400;
+/// Time buckets the database reduces a history to (up to four scans each) before LTTB.
+pub const HISTORY_BUCKETS: i64 = 500;
+
+mod admin;
+mod lines;
+mod projects;
+mod scans;
+
+pub use admin::*;
+pub use lines::*;
+pub use projects::*;
+pub use scans::*;
