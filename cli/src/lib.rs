@@ -16,6 +16,7 @@
 //! Request and response types come from `tidemark-wire`, the crate the server uses too, so the
 //! two cannot drift apart. Nothing here depends on Leptos or the server.
 
+pub mod activate;
 pub mod bundle;
 pub mod cli;
 pub mod client;
@@ -23,11 +24,13 @@ mod credential;
 pub mod credentials;
 pub mod decorate;
 pub mod env;
+pub mod exit;
 pub mod git;
 pub mod keyless;
 pub mod license;
 pub mod machine;
 pub mod manage;
+pub mod push;
 pub mod verdict;
 
 use sha2::{Digest as _, Sha256};
