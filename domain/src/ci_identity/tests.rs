@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use super::*;
+use tidemark_wire::{GitContext, PullRequestRef};
 
 const AUD: &str = "https://tidemark.example";
 const NOW: i64 = 1_800_000_000;
