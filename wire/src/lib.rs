@@ -11,7 +11,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub mod findings;
+mod keyless;
 pub mod verdict;
+mod webhook;
+
+pub use keyless::*;
+pub use webhook::*;
 
 /// License tiers, lowest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -661,169 +666,6 @@ pub struct ProjectGate {
     /// did not have (and nobody triaged) fails.
     #[serde(default)]
     pub new_findings_at: Option<Severity>,
-}
-
-/// The body of a webhook delivery (`format: tidemark`), signed in the `Tidemark-Signature`
-/// header. Receivers should ignore fields they do not know: more may be added.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct WebhookEvent {
-    /// `evt_` + 20 lowercase base32 characters. The same on every attempt and redelivery of
-    /// the event: receivers use it to drop duplicates.
-    #[cfg_attr(feature = "openapi", schema(example = "evt_3k5v7x2m4q6s8u0w1y3a"))]
-    pub id: String,
-    /// `scan.pushed`, `gate.failed`, `score.regressed`, `pull_request.gate_failed`,
-    /// `keys.rotated` or `webhook.test`.
-    #[serde(rename = "type")]
-    #[cfg_attr(feature = "openapi", schema(example = "gate.failed"))]
-    pub event_type: String,
-    /// When the event happened (RFC 3339, UTC).
-    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
-    pub created_at: String,
-    pub account_id: String,
-    /// The project, for scan events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<WebhookProject>,
-    /// The scan, for scan events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scan: Option<WebhookScan>,
-    /// Where to look in the dashboard: the scan's page, or Settings for account events.
-    pub dashboard_url: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct WebhookProject {
-    pub id: String,
-    pub label: String,
-}
-
-/// The summary of the scan an event is about.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct WebhookScan {
-    pub scan_id: String,
-    pub score: f64,
-    /// This score minus the previous scan's (0 for a project's first scan).
-    pub score_delta: f64,
-    pub passed: u64,
-    pub failed: u64,
-    pub severity_counts: SeverityCounts,
-    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
-    pub scanned_at: String,
-    pub gate: GateResult,
-    /// The branch the scan was pushed from (a pull request's source branch), when known.
-    /// For `scan.pushed` this may be any branch; `gate.failed` and `score.regressed` are
-    /// raised on the project's default branch only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
-    /// The commit scanned, when the push named it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-    /// For a pull request's scan (and `pull_request.gate_failed`): the request and its
-    /// comparison with its base.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pull_request: Option<WebhookPullRequest>,
-    /// How the scan was pushed: an API key (prefix and machine) or a keyless CI identity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pushed_by: Option<PushedBy>,
-}
-
-/// A pull request as a scan event describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct WebhookPullRequest {
-    pub number: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    /// Its comparison with the base branch's latest scan when it was pushed.
-    pub base: BaseComparison,
-}
-
-/// How a scan was pushed: with an API key, or by a CI job that proved who it is with its
-/// OpenID Connect token (keyless).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum PushedBy {
-    /// An API key from activation.
-    ApiKey {
-        /// The key's first characters, as Settings shows them (`svc_api_AbCd`).
-        key_prefix: String,
-        /// The machine name given at activation.
-        machine: String,
-    },
-    /// A CI job's identity, from the claims of the token it exchanged.
-    Ci(CiIdentity),
-}
-
-/// A CI job's identity as Tidemark verified it (every field comes from the job's signed
-/// OpenID Connect token, none from the request body).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct CiIdentity {
-    /// `github`, `gitlab` or `custom`.
-    pub provider: String,
-    /// The token's issuer (`iss`).
-    pub issuer: String,
-    /// `owner/name` (GitHub) or the project path (GitLab); for a custom issuer, the subject.
-    pub repository: String,
-    /// The repository's immutable numeric id (GitHub `repository_id`, GitLab `project_id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repository_id: Option<String>,
-    /// The workflow file that ran (GitHub: the caller's, from `workflow_ref`; GitLab: the
-    /// CI configuration, from `ci_config_ref_uri`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workflow: Option<String>,
-    /// The git ref the job ran for, e.g. `refs/heads/main`.
-    #[serde(default, rename = "ref", skip_serializing_if = "Option::is_none")]
-    pub git_ref: Option<String>,
-    /// The commit the job ran for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha: Option<String>,
-    /// The deployment environment, when the job had one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub environment: Option<String>,
-    /// The run (GitHub `run_id`) or job (GitLab `job_id`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-    /// A link to the run in the CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_url: Option<String>,
-}
-
-/// `POST /v1/auth/oidc/exchange`: a CI job's OpenID Connect token, to exchange for a
-/// short-lived push token.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct OidcExchangeRequest {
-    /// The job's token (a JWS in compact form), requested with Tidemark's audience.
-    pub token: String,
-    /// The account to push to (its id, from Settings). Needed only when trusted publishers of
-    /// more than one account accept the same CI job; otherwise the one that does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub account: Option<String>,
-}
-
-/// A push token for the CI job that proved its identity.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(ToSchema))]
-pub struct OidcExchangeResponse {
-    /// `tmk_ci_` + base62: send it as `X-API-Key` or `Authorization: Bearer` to
-    /// `/v1/dashboard/push` and the `/v1` exports. Shown once; stored only as a hash.
-    pub token: String,
-    /// When it stops working (15 minutes after the exchange).
-    #[cfg_attr(feature = "openapi", schema(format = DateTime))]
-    pub expires_at: String,
-    /// The account it pushes to.
-    pub account_id: String,
-    /// The project labels it may push and read; absent means every project of the account.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub projects: Option<Vec<String>>,
-    /// The identity Tidemark matched.
-    pub identity: CiIdentity,
 }
 
 /// Every documented error: `{"error": "<code>", "message": "<human text>"}`.
