@@ -170,12 +170,67 @@ pub fn router(state: AppState) -> Router {
 /// server has, such as a handler that panics).
 #[doc(hidden)]
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
-    let routes = generate_route_list(App);
     let page_scripts = http::islands::PageScripts::load(
         &state.leptos_options.site_root,
         &state.leptos_options.site_pkg_dir,
         &state.leptos_options.output_name,
     );
+    let dashboard = dashboard_router(&state);
+    let mut app = Router::new()
+        .route("/healthz", get(http::health::get_healthz))
+        .route("/readyz", get(http::health::get_readyz))
+        .route("/badge/{file}", get(web::badge::get_badge))
+        // The verdict keys where key-set readers look first, as well as under /v1.
+        .route(
+            "/.well-known/tidemark-keys.json",
+            get(api::keys::get_signing_keys),
+        );
+    if state.config.http.metrics_addr.is_none() {
+        app = app.route("/metrics", get(http::scrape::get_metrics));
+    }
+    let app = app
+        .merge(extra)
+        .merge(security_headers::no_store(api::router(
+            Duration::from_secs(state.config.http.api_timeout_seconds.into()),
+        )))
+        .merge(security_headers::no_store(scim::router()))
+        .merge(security_headers::no_store(dashboard))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .with_state(state.clone())
+        .layer(axum::middleware::from_fn_with_state(
+            state.assets.clone(),
+            http::assets::serve_assets,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            page_scripts,
+            http::islands::add_island_scripts,
+        ))
+        .layer(axum::middleware::from_fn(http::metrics::note_matched_path));
+    // Around the whole router, not each route: a form that made a secret is answered by
+    // another route (its page), rendered with the secret on it.
+    let app = Router::new().fallback_service(tower::Layer::layer(
+        &http::shown_once::ShowSecretsOnceLayer,
+        app,
+    ));
+    let hsts = state.config.environment == Environment::Production
+        && state.config.http.base_url.starts_with("https://");
+    // Pages and JSON go compressed as the client accepts: a project page is about 127 KB of
+    // HTML, some 15 KB as Brotli. Quality 5 compresses it in about a millisecond; the site's
+    // files under /pkg already carry their build-time variants (Content-Encoding set), which
+    // this layer leaves alone.
+    let app = security_headers::apply(app, hsts)
+        .layer(CompressionLayer::new().quality(CompressionLevel::Precise(5)))
+        .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
+            state.config.http.body_timeout_seconds.into(),
+        )));
+
+    outermost_layers(app, &state)
+}
+
+/// Everything a browser signs in to, with the layers only it has: sessions, the viewer,
+/// same-origin checks, the server functions' context.
+fn dashboard_router(state: &AppState) -> Router<AppState> {
+    let routes = generate_route_list(App);
     let leptos_state = state.clone();
     let db = state.db.clone();
     let housekeeping = state.config.housekeeping.policy;
@@ -265,7 +320,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             state.clone(),
             auth::resolve_viewer,
         ))
-        .layer(auth::session_layer(&state));
+        .layer(auth::session_layer(state));
     // During a master-key rotation, cookies the previous key encrypted still open.
     let dashboard = match auth::cookie_keys::CookieKeys::new(
         &state.config.keys.master_key,
@@ -281,55 +336,11 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         state.clone(),
         auth::require_same_origin,
     ));
+    dashboard
+}
 
-    let mut app = Router::new()
-        .route("/healthz", get(http::health::get_healthz))
-        .route("/readyz", get(http::health::get_readyz))
-        .route("/badge/{file}", get(web::badge::get_badge))
-        // The verdict keys where key-set readers look first, as well as under /v1.
-        .route(
-            "/.well-known/tidemark-keys.json",
-            get(api::keys::get_signing_keys),
-        );
-    if state.config.http.metrics_addr.is_none() {
-        app = app.route("/metrics", get(http::scrape::get_metrics));
-    }
-    let app = app
-        .merge(extra)
-        .merge(security_headers::no_store(api::router(
-            Duration::from_secs(state.config.http.api_timeout_seconds.into()),
-        )))
-        .merge(security_headers::no_store(scim::router()))
-        .merge(security_headers::no_store(dashboard))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .with_state(state.clone())
-        .layer(axum::middleware::from_fn_with_state(
-            state.assets.clone(),
-            http::assets::serve_assets,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            page_scripts,
-            http::islands::add_island_scripts,
-        ))
-        .layer(axum::middleware::from_fn(http::metrics::note_matched_path));
-    // Around the whole router, not each route: a form that made a secret is answered by
-    // another route (its page), rendered with the secret on it.
-    let app = Router::new().fallback_service(tower::Layer::layer(
-        &http::shown_once::ShowSecretsOnceLayer,
-        app,
-    ));
-    let hsts = state.config.environment == Environment::Production
-        && state.config.http.base_url.starts_with("https://");
-    // Pages and JSON go compressed as the client accepts: a project page is about 127 KB of
-    // HTML, some 15 KB as Brotli. Quality 5 compresses it in about a millisecond; the site's
-    // files under /pkg already carry their build-time variants (Content-Encoding set), which
-    // this layer leaves alone.
-    let app = security_headers::apply(app, hsts)
-        .layer(CompressionLayer::new().quality(CompressionLevel::Precise(5)))
-        .layer(RequestBodyTimeoutLayer::new(Duration::from_secs(
-            state.config.http.body_timeout_seconds.into(),
-        )));
-
+/// The layers around everything, outermost last.
+fn outermost_layers(app: Router, state: &AppState) -> Router {
     // Outermost last: the request id exists before the access-log span opens, the metrics
     // layer sees the final status, a panic anywhere inside is answered, and every database
     // call inside is bounded.

@@ -232,6 +232,109 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 14))
 }
 
+impl Sampled {
+    /// Registers the sampled gauges; the process's own go in the registry it returns.
+    fn register(&self, registry: &mut Registry) -> Registry {
+        registry.register(
+            "outbox_pending",
+            "Messages waiting in a durable outbox (mail, webhook), all replicas together",
+            self.outbox_pending.clone(),
+        );
+        registry.register(
+            "outbox_oldest_age_seconds",
+            "Age of the oldest message waiting in an outbox (0 when empty)",
+            self.outbox_oldest_age.clone(),
+        );
+        registry.register(
+            "outbox_failing",
+            "Waiting messages whose last attempt failed",
+            self.outbox_failing.clone(),
+        );
+        registry.register(
+            "sessions_active",
+            "Dashboard sessions not yet expired, all replicas together",
+            self.sessions_active.clone(),
+        );
+        registry.register(
+            "db_pool_connections",
+            "This replica's database connections by pool and state (in_use, idle, max)",
+            self.pool_connections.clone(),
+        );
+        registry.register(
+            "db_pool_acquire_wait_seconds",
+            "How long the last sample waited for a connection from each pool (requests queue \
+             behind the same wait); sampled at most every 5 s",
+            self.pool_acquire_wait.clone(),
+        );
+        registry.register(
+            "push_queue_depth",
+            "Pushes handed to the SQLite committer and not yet answered (0 on PostgreSQL)",
+            self.push_queue.clone(),
+        );
+        registry.register(
+            "push_body_bytes",
+            "Push body bytes this replica holds now, against TIDEMARK_PUSH_BUDGET_MIB",
+            self.push_body_bytes.clone(),
+        );
+        registry.register_collector(Box::new(self.push_groups.clone()));
+        registry.register(
+            "database_up",
+            "1 when this replica's last sample reached the database within 1 s, 0 when it did \
+             not; sampled at most every 5 s",
+            self.database_up.clone(),
+        );
+        registry.register(
+            "data_disk_free_bytes",
+            "Bytes free (to this process) on the file system of TIDEMARK_DATA_DIR (the SQLite \
+             file's, by default)",
+            self.disk_free.clone(),
+        );
+        registry.register(
+            "data_disk_size_bytes",
+            "Size in bytes of the file system of TIDEMARK_DATA_DIR",
+            self.disk_size.clone(),
+        );
+        registry.register(
+            "database_size_bytes",
+            "Bytes the database takes (SQLite: its pages; PostgreSQL: pg_database_size); \
+             sampled at most every 5 s",
+            self.database_size.clone(),
+        );
+        registry.register(
+            "scans_stored_as_rows",
+            "Scans still stored one row per finding, which housekeeping moves to spans",
+            self.scans_as_rows.clone(),
+        );
+        registry.register(
+            "log_lines_dropped",
+            "Log lines that could not be written (the log reader went away, or its disk is full)",
+            self.log_lines_dropped.clone(),
+        );
+        let mut process = Registry::default();
+        process.register(
+            "process_resident_memory_bytes",
+            "Resident memory size in bytes",
+            self.resident_memory.clone(),
+        );
+        process.register(
+            "process_cpu_seconds",
+            "User and system CPU time spent, in seconds",
+            self.cpu_seconds.clone(),
+        );
+        process.register(
+            "process_open_fds",
+            "Open file descriptors",
+            self.open_fds.clone(),
+        );
+        process.register(
+            "process_start_time_seconds",
+            "Start time of the process since the Unix epoch, in seconds",
+            self.start_time.clone(),
+        );
+        process
+    }
+}
+
 impl Metrics {
     pub fn new() -> Arc<Self> {
         let mut registry = Registry::with_prefix("tidemark");
@@ -259,31 +362,7 @@ impl Metrics {
             Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
         );
         let sampled = Sampled::default();
-        registry.register(
-            "outbox_pending",
-            "Messages waiting in a durable outbox (mail, webhook), all replicas together",
-            sampled.outbox_pending.clone(),
-        );
-        registry.register(
-            "outbox_oldest_age_seconds",
-            "Age of the oldest message waiting in an outbox (0 when empty)",
-            sampled.outbox_oldest_age.clone(),
-        );
-        registry.register(
-            "outbox_failing",
-            "Waiting messages whose last attempt failed",
-            sampled.outbox_failing.clone(),
-        );
-        registry.register(
-            "sessions_active",
-            "Dashboard sessions not yet expired, all replicas together",
-            sampled.sessions_active.clone(),
-        );
-        registry.register(
-            "db_pool_connections",
-            "This replica's database connections by pool and state (in_use, idle, max)",
-            sampled.pool_connections.clone(),
-        );
+        let process = sampled.register(&mut registry);
         let pushes = Family::<PushLabels, Counter>::default();
         registry.register(
             "pushes",
@@ -297,57 +376,12 @@ impl Metrics {
              oidc, scim)",
             limited.clone(),
         );
-        registry.register(
-            "db_pool_acquire_wait_seconds",
-            "How long the last sample waited for a connection from each pool (requests queue \
-             behind the same wait); sampled at most every 5 s",
-            sampled.pool_acquire_wait.clone(),
-        );
-        registry.register(
-            "push_queue_depth",
-            "Pushes handed to the SQLite committer and not yet answered (0 on PostgreSQL)",
-            sampled.push_queue.clone(),
-        );
-        registry.register(
-            "push_body_bytes",
-            "Push body bytes this replica holds now, against TIDEMARK_PUSH_BUDGET_MIB",
-            sampled.push_body_bytes.clone(),
-        );
-        registry.register_collector(Box::new(sampled.push_groups.clone()));
         let database_faults = Family::<FaultLabels, Counter>::default();
         registry.register(
             "database_faults",
             "Requests answered 503 database_unavailable or 507 storage_full, by fault \
              (unavailable, storage_full)",
             database_faults.clone(),
-        );
-        registry.register(
-            "database_up",
-            "1 when this replica's last sample reached the database within 1 s, 0 when it did \
-             not; sampled at most every 5 s",
-            sampled.database_up.clone(),
-        );
-        registry.register(
-            "data_disk_free_bytes",
-            "Bytes free (to this process) on the file system of TIDEMARK_DATA_DIR (the SQLite \
-             file's, by default)",
-            sampled.disk_free.clone(),
-        );
-        registry.register(
-            "data_disk_size_bytes",
-            "Size in bytes of the file system of TIDEMARK_DATA_DIR",
-            sampled.disk_size.clone(),
-        );
-        registry.register(
-            "database_size_bytes",
-            "Bytes the database takes (SQLite: its pages; PostgreSQL: pg_database_size); \
-             sampled at most every 5 s",
-            sampled.database_size.clone(),
-        );
-        registry.register(
-            "scans_stored_as_rows",
-            "Scans still stored one row per finding, which housekeeping moves to spans",
-            sampled.scans_as_rows.clone(),
         );
         let oidc_exchanges = Family::<ExchangeLabels, Counter>::default();
         registry.register(
@@ -373,32 +407,6 @@ impl Metrics {
             "panics",
             "Requests whose handler panicked (each answered 500 internal_error)",
             panics.clone(),
-        );
-        registry.register(
-            "log_lines_dropped",
-            "Log lines that could not be written (the log reader went away, or its disk is full)",
-            sampled.log_lines_dropped.clone(),
-        );
-        let mut process = Registry::default();
-        process.register(
-            "process_resident_memory_bytes",
-            "Resident memory size in bytes",
-            sampled.resident_memory.clone(),
-        );
-        process.register(
-            "process_cpu_seconds",
-            "User and system CPU time spent, in seconds",
-            sampled.cpu_seconds.clone(),
-        );
-        process.register(
-            "process_open_fds",
-            "Open file descriptors",
-            sampled.open_fds.clone(),
-        );
-        process.register(
-            "process_start_time_seconds",
-            "Start time of the process since the Unix epoch, in seconds",
-            sampled.start_time.clone(),
         );
         // Known series start at 0, so a rate over them works from a replica's first scrape
         // and an alert on one never waits for its first occurrence.
