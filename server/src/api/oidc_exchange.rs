@@ -113,19 +113,16 @@ fn invalid(r: Refusal) -> Failed {
     }
 }
 
-async fn exchange(
+/// Counts an exchange before any key is fetched or anything written, per issuer and
+/// address.
+async fn count_exchange(
     state: &AppState,
-    headers: &HeaderMap,
-    body: Body,
+    issuer: &str,
     client: std::net::IpAddr,
-) -> Result<OidcExchangeResponse, Failed> {
-    let request: OidcExchangeRequest = read_json(headers, body, MAX_TOKEN_BYTES + 1024).await?;
-    let raw = request.token.trim();
-    let head = token::peek(raw).map_err(invalid)?;
-    // Counted before any key is fetched or anything written, per issuer and address.
+) -> Result<(), Failed> {
     let bucket = format!(
         "oidc:{}:{}",
-        tidemark_domain::secrets::sha256_hex(head.issuer.as_bytes()),
+        tidemark_domain::secrets::sha256_hex(issuer.as_bytes()),
         rate_subject(client)
     );
     match flood::count(state, bucket).await {
@@ -143,6 +140,42 @@ async fn exchange(
         }
         Err(flood::Refused::Unavailable) => return Err(ApiError::DatabaseUnavailable.into()),
     }
+    Ok(())
+}
+
+fn verify_failure(e: VerifyError, issuer: &Issuer) -> Failed {
+    match e {
+        VerifyError::Refused(r) => invalid(r),
+        VerifyError::IssuerUnreachable(why) => {
+            tracing::warn!(issuer = issuer.as_str(), %why, "CI token issuer unreachable");
+            Failed {
+                error: ApiError::IssuerUnavailable(why),
+                claim: "",
+            }
+        }
+        VerifyError::KeyNotYetFetched {
+            kid,
+            retry_after_secs,
+        } => Failed {
+            error: ApiError::IssuerKeyPending {
+                kid,
+                retry_after_secs,
+            },
+            claim: "",
+        },
+    }
+}
+
+async fn exchange(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    client: std::net::IpAddr,
+) -> Result<OidcExchangeResponse, Failed> {
+    let request: OidcExchangeRequest = read_json(headers, body, MAX_TOKEN_BYTES + 1024).await?;
+    let raw = request.token.trim();
+    let head = token::peek(raw).map_err(invalid)?;
+    count_exchange(state, &head.issuer, client).await?;
     let config = &state.config;
     let unknown_issuer = || {
         invalid(Refusal {
@@ -163,26 +196,7 @@ async fn exchange(
     }
     let claims = token::verify(&state.ci_keys, raw, &head, &issuer)
         .await
-        .map_err(|e| match e {
-            VerifyError::Refused(r) => invalid(r),
-            VerifyError::IssuerUnreachable(why) => {
-                tracing::warn!(issuer = issuer.as_str(), %why, "CI token issuer unreachable");
-                Failed {
-                    error: ApiError::IssuerUnavailable(why),
-                    claim: "",
-                }
-            }
-            VerifyError::KeyNotYetFetched {
-                kid,
-                retry_after_secs,
-            } => Failed {
-                error: ApiError::IssuerKeyPending {
-                    kid,
-                    retry_after_secs,
-                },
-                claim: "",
-            },
-        })?;
+        .map_err(|e| verify_failure(e, &issuer))?;
     let now = now_millis();
     let (jti, exp) = check_registered(
         &claims,

@@ -102,6 +102,41 @@ pub async fn callback(
     }
 }
 
+/// The signatures an ID token may carry: asymmetric ones, checked with the provider's
+/// published keys (no HMAC keyed with the client secret).
+const ALLOWED_ALGS: [CoreJwsSigningAlgorithm; 9] = [
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha256,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha384,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha512,
+    CoreJwsSigningAlgorithm::EcdsaP256Sha256,
+    CoreJwsSigningAlgorithm::EcdsaP384Sha384,
+    CoreJwsSigningAlgorithm::EdDsa,
+];
+
+/// A domain whose verified owner enforces SAML may not come in through OpenID Connect. A
+/// pending claim enforces nothing: anyone can make one.
+async fn refuse_if_saml_enforced(state: &AppState, user_id: &str) -> Result<(), SignInRefusal> {
+    let email = access::user_email(&state.db, user_id)
+        .await
+        .map_err(|_| SignInRefusal::Unavailable)?;
+    let domain = email
+        .as_deref()
+        .and_then(|e| e.rsplit_once('@'))
+        .map(|(_, d)| d.to_owned());
+    if let Some(domain) = domain {
+        let sso = tidemark_store::sso::find_verified(&state.db, &domain)
+            .await
+            .map_err(|_| SignInRefusal::Unavailable)?;
+        if sso.is_some_and(|sso| sso.enforce) {
+            return Err(SignInRefusal::SamlRequired);
+        }
+    }
+    Ok(())
+}
+
 /// Verifies the provider's answer and returns the member's user id.
 async fn finish(
     state: &AppState,
@@ -130,17 +165,7 @@ async fn finish(
             SignInRefusal::ProviderRefused
         })?;
     let id_token = token.id_token().ok_or(SignInRefusal::TokenInvalid)?;
-    let verifier = client.id_token_verifier().set_allowed_algs([
-        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
-        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
-        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
-        CoreJwsSigningAlgorithm::RsaSsaPssSha256,
-        CoreJwsSigningAlgorithm::RsaSsaPssSha384,
-        CoreJwsSigningAlgorithm::RsaSsaPssSha512,
-        CoreJwsSigningAlgorithm::EcdsaP256Sha256,
-        CoreJwsSigningAlgorithm::EcdsaP384Sha384,
-        CoreJwsSigningAlgorithm::EdDsa,
-    ]);
+    let verifier = client.id_token_verifier().set_allowed_algs(ALLOWED_ALGS);
     let claims = id_token
         .claims(&verifier, &Nonce::new(attempt.nonce))
         .map_err(|err| {
@@ -206,23 +231,7 @@ async fn finish(
         IdentityOutcome::UnknownEmail => return Err(SignInRefusal::NoAccess),
         IdentityOutcome::BoundElsewhere => return Err(SignInRefusal::BoundElsewhere),
     };
-    // A domain whose verified owner enforces SAML may not come in through OpenID Connect. A
-    // pending claim enforces nothing: anyone can make one.
-    let email = access::user_email(&state.db, &user_id)
-        .await
-        .map_err(|_| SignInRefusal::Unavailable)?;
-    let domain = email
-        .as_deref()
-        .and_then(|e| e.rsplit_once('@'))
-        .map(|(_, d)| d.to_owned());
-    if let Some(domain) = domain {
-        let sso = tidemark_store::sso::find_verified(&state.db, &domain)
-            .await
-            .map_err(|_| SignInRefusal::Unavailable)?;
-        if sso.is_some_and(|sso| sso.enforce) {
-            return Err(SignInRefusal::SamlRequired);
-        }
-    }
+    refuse_if_saml_enforced(state, &user_id).await?;
     Ok(user_id)
 }
 

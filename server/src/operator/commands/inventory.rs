@@ -100,38 +100,70 @@ pub async fn keys(db: &Db, account: &str) -> anyhow::Result<Vec<KeyView>> {
         .collect())
 }
 
+async fn account_list(db: &Writer) -> anyhow::Result<Report> {
+    let accounts: Vec<AccountView> = inventory::list_accounts(db)
+        .await?
+        .into_iter()
+        .map(|a| AccountView {
+            account_id: a.id,
+            created_at: to_rfc3339(a.created_at),
+            license_id: a.license_id,
+            email: a.email,
+            tier: a.tier,
+            members: a.members,
+            projects: a.projects,
+            active_keys: a.active_keys,
+            scans: a.scans,
+        })
+        .collect();
+    let human = lines(&accounts, |a| {
+        format!(
+            "{}  {:<10}  {:>3} members  {:>4} projects  {:>3} keys  {:>8} scans  {}",
+            a.account_id,
+            a.tier.as_deref().unwrap_or("-"),
+            a.members,
+            a.projects,
+            a.active_keys,
+            a.scans,
+            a.email.as_deref().unwrap_or("-")
+        )
+    });
+    Report::new(&json!({ "accounts": accounts }), human)
+}
+
+async fn scan_list(db: &Writer, project: String, limit: i64) -> anyhow::Result<Report> {
+    let (account, rows) = inventory::list_scans(db, &project, limit)
+        .await?
+        .with_context(|| format!("no project with id {project}"))?;
+    let scans: Vec<ScanView> = rows
+        .into_iter()
+        .map(|s| ScanView {
+            scan_id: s.scan_id,
+            seq: s.seq,
+            scanned_at: to_rfc3339(s.scanned_at),
+            received_at: to_rfc3339(s.received_at),
+            score: s.score,
+            score_delta: s.score_delta,
+            passed: s.passed,
+            failed: s.failed,
+            findings: s.finding_count,
+        })
+        .collect();
+    let human = lines(&scans, |s| {
+        format!(
+            "{}  #{:<6}  {}  score {:>5.1} ({:+.1})  {} passed  {} failed  {} findings",
+            s.scan_id, s.seq, s.scanned_at, s.score, s.score_delta, s.passed, s.failed, s.findings
+        )
+    });
+    Report::new(
+        &json!({ "account_id": account, "project_id": project, "scans": scans }),
+        human,
+    )
+}
+
 pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow::Result<Report> {
     match command {
-        Command::Account(AccountCommand::List) => {
-            let accounts: Vec<AccountView> = inventory::list_accounts(db)
-                .await?
-                .into_iter()
-                .map(|a| AccountView {
-                    account_id: a.id,
-                    created_at: to_rfc3339(a.created_at),
-                    license_id: a.license_id,
-                    email: a.email,
-                    tier: a.tier,
-                    members: a.members,
-                    projects: a.projects,
-                    active_keys: a.active_keys,
-                    scans: a.scans,
-                })
-                .collect();
-            let human = lines(&accounts, |a| {
-                format!(
-                    "{}  {:<10}  {:>3} members  {:>4} projects  {:>3} keys  {:>8} scans  {}",
-                    a.account_id,
-                    a.tier.as_deref().unwrap_or("-"),
-                    a.members,
-                    a.projects,
-                    a.active_keys,
-                    a.scans,
-                    a.email.as_deref().unwrap_or("-")
-                )
-            });
-            Report::new(&json!({ "accounts": accounts }), human)
-        }
+        Command::Account(AccountCommand::List) => account_list(db).await,
         Command::Project(ProjectCommand::List { account }) => {
             let projects = projects(db, &account).await?;
             let human = lines(&projects, |p| {
@@ -156,42 +188,7 @@ pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow:
                 human,
             )
         }
-        Command::Scan(ScanCommand::List { project, limit }) => {
-            let (account, rows) = inventory::list_scans(db, &project, limit)
-                .await?
-                .with_context(|| format!("no project with id {project}"))?;
-            let scans: Vec<ScanView> = rows
-                .into_iter()
-                .map(|s| ScanView {
-                    scan_id: s.scan_id,
-                    seq: s.seq,
-                    scanned_at: to_rfc3339(s.scanned_at),
-                    received_at: to_rfc3339(s.received_at),
-                    score: s.score,
-                    score_delta: s.score_delta,
-                    passed: s.passed,
-                    failed: s.failed,
-                    findings: s.finding_count,
-                })
-                .collect();
-            let human = lines(&scans, |s| {
-                format!(
-                    "{}  #{:<6}  {}  score {:>5.1} ({:+.1})  {} passed  {} failed  {} findings",
-                    s.scan_id,
-                    s.seq,
-                    s.scanned_at,
-                    s.score,
-                    s.score_delta,
-                    s.passed,
-                    s.failed,
-                    s.findings
-                )
-            });
-            Report::new(
-                &json!({ "account_id": account, "project_id": project, "scans": scans }),
-                human,
-            )
-        }
+        Command::Scan(ScanCommand::List { project, limit }) => scan_list(db, project, limit).await,
         Command::Key(KeyCommand::List { account }) => {
             // An unknown account is an error, not an empty list.
             if !inventory::account_exists(db, &account).await? {

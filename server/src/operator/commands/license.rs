@@ -21,6 +21,35 @@ fn line(l: &LicenseSummary) -> String {
     )
 }
 
+/// A licence with what its account holds.
+async fn show(db: &Writer, id: &str) -> anyhow::Result<Report> {
+    let license = ops::show_license(db, id).await?;
+    let account = &license.account_id;
+    let members = ops::list_members(db, account).await?;
+    let projects = inventory::projects(db, account).await?;
+    let keys = inventory::keys(db, account).await?;
+    let mut human = line(&license) + "\n";
+    human.push_str(&format!(
+        "features: {}\nmax projects: {}\nmembers: {}\nprojects: {}\nactive API keys: {}\n",
+        serde_json::to_string(&license.features)?,
+        license
+            .max_projects
+            .map_or_else(|| "the tier's".to_owned(), |n| n.to_string()),
+        members.len(),
+        projects.len(),
+        keys.len()
+    ));
+    Report::new(
+        &json!({
+            "license": license,
+            "members": members,
+            "projects": projects,
+            "keys": keys,
+        }),
+        human,
+    )
+}
+
 pub async fn run(
     command: LicenseCommand,
     state: &AppState,
@@ -72,33 +101,7 @@ pub async fn run(
             let human = lines(&list, line);
             Report::new(&json!({ "licenses": list }), human)
         }
-        LicenseCommand::Show { id } => {
-            let license = ops::show_license(db, &id).await?;
-            let account = &license.account_id;
-            let members = ops::list_members(db, account).await?;
-            let projects = inventory::projects(db, account).await?;
-            let keys = inventory::keys(db, account).await?;
-            let mut human = line(&license) + "\n";
-            human.push_str(&format!(
-                "features: {}\nmax projects: {}\nmembers: {}\nprojects: {}\nactive API keys: {}\n",
-                serde_json::to_string(&license.features)?,
-                license
-                    .max_projects
-                    .map_or_else(|| "the tier's".to_owned(), |n| n.to_string()),
-                members.len(),
-                projects.len(),
-                keys.len()
-            ));
-            Report::new(
-                &json!({
-                    "license": license,
-                    "members": members,
-                    "projects": projects,
-                    "keys": keys,
-                }),
-                human,
-            )
-        }
+        LicenseCommand::Show { id } => show(db, &id).await,
         LicenseCommand::Suspend { id } => {
             let s = ops::set_suspended(db, &id, true, audit).await?;
             let human = format!("{} is now {}\n", s.license_id, s.state);
