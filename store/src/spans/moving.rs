@@ -130,6 +130,112 @@ async fn run_steps(db: &Writer, account: &str, writes: Vec<Stmt>) -> Result<(), 
     Ok(())
 }
 
+/// The spans a moved scan starts (`started`: its row index and the span's position), with
+/// the texts they bring, [`ROWS_PER_STEP`] per statement.
+fn start_statements(
+    scan: &Candidate,
+    line: &str,
+    rows: &[Row],
+    texts: &[String],
+    started: &[(usize, i64)],
+) -> Vec<Stmt> {
+    let y = scan.seq;
+    let mut writes = Vec::new();
+    for chunk in started.chunks(ROWS_PER_STEP) {
+        writes.extend(texts_statements(
+            &scan.project_id,
+            chunk.iter().map(|&(f, _)| {
+                (
+                    texts[f].as_str(),
+                    rows[f].message.as_str(),
+                    rows[f].remediation.as_str(),
+                )
+            }),
+        ));
+        let spans: Vec<NewSpan<'_>> = chunk
+            .iter()
+            .map(|&(f, position)| NewSpan {
+                position,
+                rule_id: &rows[f].rule_id,
+                resource: &rows[f].resource,
+                status: &rows[f].status,
+                severity: &rows[f].severity,
+                text: &texts[f],
+            })
+            .collect();
+        writes.extend(insert_spans(line, y, y + 1, &spans));
+    }
+    writes
+}
+
+/// The previous scan `p`'s spans at `kept` positions, lengthened to cover scan `y`. No span
+/// covers `y` yet, so those spans all end after `p` and at or before `y`.
+fn lengthen_statements(line: &str, y: i64, p: i64, kept: &[i64]) -> Vec<Stmt> {
+    kept.chunks(ROWS_PER_STEP)
+        .map(|chunk| {
+            let mut sql = String::from(
+                "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq > $3 \
+                 AND from_seq <= $4 AND position IN (",
+            );
+            let mut stmt = Stmt::new(String::new())
+                .bind(y + 1)
+                .bind(line)
+                .bind(p)
+                .bind(p);
+            for (i, position) in chunk.iter().enumerate() {
+                sql.push_str(&format!("{}${}", if i == 0 { "" } else { "," }, 5 + i));
+                stmt = stmt.bind(*position);
+            }
+            sql.push(')');
+            stmt.sql = sql;
+            stmt
+        })
+        .collect()
+}
+
+type Facts = (Option<Option<String>>, i64, Option<i64>);
+
+/// Whether the scan is still stored as rows, how many spans cover it already, and the
+/// line's latest earlier scan stored as spans.
+/// Read outside any transaction: only this move (one at a time, under the lease) writes
+/// the spans it reads, and a push never starts a span covering an older scan.
+async fn move_facts(
+    db: &Writer,
+    scan: &Candidate,
+    line: &str,
+    line_seq: i64,
+) -> Result<Facts, StoreError> {
+    let y = scan.seq;
+    let facts: Facts = on_db!(db, pool => {
+        let stored = sqlx::query_scalar(
+            "SELECT findings_stored FROM scans WHERE project_id = $1 AND seq = $2",
+        )
+        .bind(&scan.project_id)
+        .bind(y)
+        .fetch_optional(pool)
+        .await?;
+        let covered = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM finding_spans WHERE branch_id = $1 AND to_seq > $2 \
+             AND from_seq <= $3",
+        )
+        .bind(line)
+        .bind(y)
+        .bind(y)
+        .fetch_one(pool)
+        .await?;
+        let previous = sqlx::query_scalar(&format!(
+            "SELECT seq FROM scans WHERE branch_id = $1 AND line_seq < $2 \
+             AND findings_stored = '{STORED_AS_SPANS}' ORDER BY line_seq DESC LIMIT 1"
+        ))
+        .bind(line)
+        .bind(line_seq)
+        .fetch_optional(pool)
+        .await?;
+        Ok::<_, sqlx::Error>((stored, covered, previous))
+    })?;
+    Ok(facts)
+}
+
 /// Moves one scan: `Some(findings)` when it moved, `None` when it stays as rows.
 async fn move_scan(db: &Writer, scan: &Candidate) -> Result<Option<u64>, StoreError> {
     let (Some(line), Some(line_seq)) = (&scan.branch_id, scan.line_seq) else {
@@ -160,36 +266,7 @@ async fn move_scan(db: &Writer, scan: &Candidate) -> Result<Option<u64>, StoreEr
         ],
     )
     .await?;
-    // Read outside any transaction: only this move (one at a time, under the lease) writes
-    // the spans it reads, and a push never starts a span covering an older scan.
-    type Facts = (Option<Option<String>>, i64, Option<i64>);
-    let (stored, covered, previous): Facts = on_db!(db, pool => {
-        let stored = sqlx::query_scalar(
-            "SELECT findings_stored FROM scans WHERE project_id = $1 AND seq = $2",
-        )
-        .bind(&scan.project_id)
-        .bind(y)
-        .fetch_optional(pool)
-        .await?;
-        let covered = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM finding_spans WHERE branch_id = $1 AND to_seq > $2 \
-             AND from_seq <= $3",
-        )
-        .bind(line)
-        .bind(y)
-        .bind(y)
-        .fetch_one(pool)
-        .await?;
-        let previous = sqlx::query_scalar(&format!(
-            "SELECT seq FROM scans WHERE branch_id = $1 AND line_seq < $2 \
-             AND findings_stored = '{STORED_AS_SPANS}' ORDER BY line_seq DESC LIMIT 1"
-        ))
-        .bind(line)
-        .bind(line_seq)
-        .fetch_optional(pool)
-        .await?;
-        Ok::<_, sqlx::Error>((stored, covered, previous))
-    })?;
+    let (stored, covered, previous) = move_facts(db, scan, line, line_seq).await?;
     // Moved or thinned meanwhile, or covered by spans already: it stays as it is.
     if !matches!(stored, Some(None)) || covered > 0 {
         return Ok(None);
@@ -237,54 +314,12 @@ async fn move_scan(db: &Writer, scan: &Candidate) -> Result<Option<u64>, StoreEr
         .collect();
     let plan = plan_spans(&current, &keys);
 
-    // New spans, with the texts they bring, a step at a time.
-    let mut writes: Vec<Stmt> = Vec::new();
-    for chunk in plan.started.chunks(ROWS_PER_STEP) {
-        writes.extend(texts_statements(
-            &scan.project_id,
-            chunk.iter().map(|&(f, _)| {
-                (
-                    texts[f].as_str(),
-                    rows[f].message.as_str(),
-                    rows[f].remediation.as_str(),
-                )
-            }),
-        ));
-        let spans: Vec<NewSpan<'_>> = chunk
-            .iter()
-            .map(|&(f, position)| NewSpan {
-                position,
-                rule_id: &rows[f].rule_id,
-                resource: &rows[f].resource,
-                status: &rows[f].status,
-                severity: &rows[f].severity,
-                text: &texts[f],
-            })
-            .collect();
-        writes.extend(insert_spans(line, y, y + 1, &spans));
-    }
-    // The previous scan's spans this one has: lengthened to cover it. No span covers it yet,
-    // so those spans all end after the previous scan and at or before this one.
+    // New spans, with the texts they bring; then the previous scan's spans this one has,
+    // lengthened to cover it.
+    let mut writes = start_statements(scan, line, &rows, &texts, &plan.started);
     if let Some(p) = previous {
         let kept: Vec<i64> = plan.kept.iter().map(|&i| base[i].position()).collect();
-        for chunk in kept.chunks(ROWS_PER_STEP) {
-            let mut sql = String::from(
-                "UPDATE finding_spans SET to_seq = $1 WHERE branch_id = $2 AND to_seq > $3 \
-                 AND from_seq <= $4 AND position IN (",
-            );
-            let mut stmt = Stmt::new(String::new())
-                .bind(y + 1)
-                .bind(line.as_str())
-                .bind(p)
-                .bind(p);
-            for (i, position) in chunk.iter().enumerate() {
-                sql.push_str(&format!("{}${}", if i == 0 { "" } else { "," }, 5 + i));
-                stmt = stmt.bind(*position);
-            }
-            sql.push(')');
-            stmt.sql = sql;
-            writes.push(stmt);
-        }
+        writes.extend(lengthen_statements(line, y, p, &kept));
     }
     // Then the scan reads its spans, and its rows go.
     writes.push(
