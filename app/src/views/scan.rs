@@ -259,6 +259,44 @@ fn tab_count(n: i64) -> impl IntoView {
     view! { <span class=if n == 0 { "count zero" } else { "count" }>{format!("({n})")}</span> }
 }
 
+type Options = Vec<(String, String)>;
+
+/// The filters' choices, each saying how many of the scan's findings it holds (within the
+/// other filters).
+fn filter_options(
+    page: &FindingsPage,
+    q: &FindingQuery,
+    frameworks: Vec<String>,
+) -> (Options, Options, Options) {
+    let severity_options: Options = Severity::ALL
+        .iter()
+        .map(|s| {
+            let n = page.count(
+                Some(s.as_str()),
+                q.status.as_deref(),
+                q.framework.as_deref(),
+            );
+            (s.as_str().to_owned(), format!("{} ({n})", s.as_str()))
+        })
+        .collect();
+    let status_options: Options = STATUSES
+        .iter()
+        .map(|st| {
+            let n = page.count(q.severity.as_deref(), Some(st), q.framework.as_deref());
+            (st.to_string(), format!("{st} ({n})"))
+        })
+        .collect();
+    let framework_options: Options = frameworks
+        .into_iter()
+        .map(|f| {
+            let n = page.count(q.severity.as_deref(), q.status.as_deref(), Some(&f));
+            let label = format!("{f} ({n})");
+            (f, label)
+        })
+        .collect();
+    (severity_options, status_options, framework_options)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn findings_section(
     project_id: &str,
@@ -277,33 +315,8 @@ fn findings_section(
     let showing_new = !showing_triaged && shows_new(choice.as_deref(), &q, new.as_ref());
     let filtered =
         q.severity.is_some() || q.status.is_some() || q.framework.is_some() || q.text.is_some();
-    // Each choice says how many of the scan's findings it holds (within the other filter).
-    let severity_options: Vec<(String, String)> = Severity::ALL
-        .iter()
-        .map(|s| {
-            let n = page.count(
-                Some(s.as_str()),
-                q.status.as_deref(),
-                q.framework.as_deref(),
-            );
-            (s.as_str().to_owned(), format!("{} ({n})", s.as_str()))
-        })
-        .collect();
-    let status_options: Vec<(String, String)> = STATUSES
-        .iter()
-        .map(|st| {
-            let n = page.count(q.severity.as_deref(), Some(st), q.framework.as_deref());
-            (st.to_string(), format!("{st} ({n})"))
-        })
-        .collect();
-    let framework_options: Vec<(String, String)> = frameworks
-        .into_iter()
-        .map(|f| {
-            let n = page.count(q.severity.as_deref(), q.status.as_deref(), Some(&f));
-            let label = format!("{f} ({n})");
-            (f, label)
-        })
-        .collect();
+    let (severity_options, status_options, framework_options) =
+        filter_options(&page, &q, frameworks);
     let current = |on: bool| if on { "page" } else { "false" };
     let tabs = view! {
         <nav class="tabs" aria-label="Which findings" data-testid="findings-tabs">
