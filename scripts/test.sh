@@ -33,6 +33,8 @@ cargo fmt --all -- --check
 step "architecture: no import circle in any crate, and docs/architecture.md draws the crates as they are"
 python3 scripts/import-circles.py --self-test
 python3 scripts/import-circles.py
+python3 scripts/code-shape.py --self-test
+python3 scripts/code-shape.py
 python3 scripts/architecture-graph.py --check docs/architecture.md
 
 step "cargo deny: licenses, bans and sources of every dependency (deny.toml)"

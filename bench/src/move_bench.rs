@@ -97,21 +97,12 @@ fn file_mib(path: &std::path::Path) -> f64 {
     (size(path) + size(&wal)) as f64 / 1_048_576.0
 }
 
-async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::error::Error>> {
-    let path = dir.join("tidemark.db");
-    let url = format!("sqlite://{}", path.display());
-    let db = Db::connect(&url, 16).await?;
-    db.migrate().await?;
-    let db = Writer::for_tests(db);
-    tidemark_store::testing::insert_pushing_account(&db, "acct_history").await;
-
-    // Each scan takes about 2 MiB as rows.
-    let scans = (size_mib as usize / 2).max(2);
-    println!(
-        "== seeding {scans} scans of {FINDINGS} findings ({size_mib} MiB target) in {}",
-        dir.display()
-    );
-    let started = Instant::now();
+/// Pushes `scans` scans of [`FINDINGS`] findings, 50 of them flipping each time; the
+/// project's id and the last scan's flips.
+async fn seed(
+    db: &Writer,
+    scans: usize,
+) -> Result<(String, Vec<bool>), Box<dyn std::error::Error>> {
     let mut flipped = vec![false; FINDINGS];
     let mut rng_state = 36_usize;
     let mut project = String::new();
@@ -126,47 +117,65 @@ async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::
         let mut ctx = tidemark_store::testing::push_context("acct_history");
         ctx.now = 1_790_000_000_000 + n as i64 * 60_000;
         ctx.write_limit.limit = 1_000_000;
-        if let PushOutcome::Appended(s, _) = record_push(&db, ctx, big_push(n, &flipped)).await? {
+        if let PushOutcome::Appended(s, _) = record_push(db, ctx, big_push(n, &flipped)).await? {
             project = s.project_id;
         }
     }
-    tidemark_store::testing::store_as_rows(&db).await;
-    tidemark_store::on_db_write!(&db, pool => {
-        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.map(|_| ())
-    })?;
-    println!(
-        "seeded in {:.1?}: {:.0} MiB, {} scans stored as rows",
-        started.elapsed(),
-        file_mib(&path),
-        scans_as_rows(db.as_ref()).await?
-    );
-    // Scans to read again after the move.
-    let samples: Vec<i64> = [1, scans as i64 / 3, scans as i64 / 2, scans as i64].to_vec();
-    let mut before = Vec::new();
-    for &seq in &samples {
-        before.push(
-            list_findings(
-                db.as_ref(),
-                &project,
-                seq,
-                &FindingFilter::default(),
-                0,
-                10_000,
-            )
-            .await?
-            .0,
-        );
-    }
+    Ok((project, flipped))
+}
 
-    // Pushes while the move runs: other accounts' small ones, and the moving project's own.
-    let stop = Arc::new(AtomicBool::new(false));
-    let answered = Arc::new(AtomicU64::new(0));
-    let refused = Arc::new(AtomicU64::new(0));
-    let mut latencies = Vec::new();
+/// Every scan moved, no push lost (`expected` scans stored), the sampled scans read as before.
+async fn check_moved(
+    db: &Writer,
+    project: &str,
+    samples: &[i64],
+    before: &[Vec<tidemark_store::dashboard::FindingRow>],
+    expected: u64,
+) -> Result<i64, Box<dyn std::error::Error>> {
+    let left = scans_as_rows(db.as_ref()).await?;
+    let stored: i64 = tidemark_store::on_db!(db.as_ref(), pool => {
+        sqlx::query_scalar("SELECT COUNT(*) FROM scans").fetch_one(pool).await
+    })?;
+    assert_eq!(left, 0, "every scan moved");
+    assert_eq!(stored as u64, expected, "no push lost");
+    for (&seq, expected) in samples.iter().zip(before) {
+        let (got, _) = list_findings(
+            db.as_ref(),
+            project,
+            seq,
+            &FindingFilter::default(),
+            0,
+            10_000,
+        )
+        .await?;
+        let strip = |rows: &[tidemark_store::dashboard::FindingRow]| {
+            rows.iter()
+                .map(|r| {
+                    (
+                        r.rule_id.clone(),
+                        r.resource.clone(),
+                        r.status.clone(),
+                        r.message.clone(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(strip(&got), strip(expected), "scan {seq} reads the same");
+    }
+    Ok(stored)
+}
+
+/// Accounts pushing small scans until `stop`; each task answers its slowest push.
+async fn spawn_pushers(
+    db: &Writer,
+    stop: &Arc<AtomicBool>,
+    answered: &Arc<AtomicU64>,
+    refused: &Arc<AtomicU64>,
+) -> Vec<tokio::task::JoinHandle<Duration>> {
     let mut pushers = Vec::new();
     for p in 0..PUSHERS {
         let account = format!("acct_push{p}");
-        tidemark_store::testing::insert_pushing_account(&db, &account).await;
+        tidemark_store::testing::insert_pushing_account(db, &account).await;
         let (db, stop, answered, refused) = (
             Writer::for_tests(db.db().clone()),
             stop.clone(),
@@ -191,6 +200,63 @@ async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::
             slowest
         }));
     }
+    pushers
+}
+
+/// The findings of the sampled scans, as the dashboard lists them.
+async fn read_samples(
+    db: &Writer,
+    project: &str,
+    samples: &[i64],
+) -> Result<Vec<Vec<tidemark_store::dashboard::FindingRow>>, Box<dyn std::error::Error>> {
+    let mut read = Vec::new();
+    for &seq in samples {
+        let filter = FindingFilter::default();
+        read.push(
+            list_findings(db.as_ref(), project, seq, &filter, 0, 10_000)
+                .await?
+                .0,
+        );
+    }
+    Ok(read)
+}
+
+async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::error::Error>> {
+    let path = dir.join("tidemark.db");
+    let url = format!("sqlite://{}", path.display());
+    let db = Db::connect(&url, 16).await?;
+    db.migrate().await?;
+    let db = Writer::for_tests(db);
+    tidemark_store::testing::insert_pushing_account(&db, "acct_history").await;
+
+    // Each scan takes about 2 MiB as rows.
+    let scans = (size_mib as usize / 2).max(2);
+    println!(
+        "== seeding {scans} scans of {FINDINGS} findings ({size_mib} MiB target) in {}",
+        dir.display()
+    );
+    let started = Instant::now();
+    let (project, flipped) = seed(&db, scans).await?;
+    tidemark_store::testing::store_as_rows(&db).await;
+    tidemark_store::on_db_write!(&db, pool => {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.map(|_| ())
+    })?;
+    println!(
+        "seeded in {:.1?}: {:.0} MiB, {} scans stored as rows",
+        started.elapsed(),
+        file_mib(&path),
+        scans_as_rows(db.as_ref()).await?
+    );
+    // Scans to read again after the move.
+    let samples: Vec<i64> = [1, scans as i64 / 3, scans as i64 / 2, scans as i64].to_vec();
+    let before = read_samples(&db, &project, &samples).await?;
+
+    // Pushes while the move runs: other accounts' small ones, and the moving project's own.
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
+    let mut latencies = Vec::new();
+    let pushers = spawn_pushers(&db, &stop, &answered, &refused).await;
     let own_pushes = {
         let (db, stop) = (Writer::for_tests(db.db().clone()), stop.clone());
         let mut flipped = flipped.clone();
@@ -248,36 +314,7 @@ async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::
         ok as f64 / took.as_secs_f64(),
         latencies.iter().max().copied().unwrap_or_default()
     );
-    let left = scans_as_rows(db.as_ref()).await?;
-    let stored: i64 = tidemark_store::on_db!(db.as_ref(), pool => {
-        sqlx::query_scalar("SELECT COUNT(*) FROM scans").fetch_one(pool).await
-    })?;
-    assert_eq!(left, 0, "every scan moved");
-    assert_eq!(stored as u64, scans as u64 + ok + own, "no push lost");
-    for (&seq, expected) in samples.iter().zip(&before) {
-        let (got, _) = list_findings(
-            db.as_ref(),
-            &project,
-            seq,
-            &FindingFilter::default(),
-            0,
-            10_000,
-        )
-        .await?;
-        let strip = |rows: &[tidemark_store::dashboard::FindingRow]| {
-            rows.iter()
-                .map(|r| {
-                    (
-                        r.rule_id.clone(),
-                        r.resource.clone(),
-                        r.status.clone(),
-                        r.message.clone(),
-                    )
-                })
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(strip(&got), strip(expected), "scan {seq} reads the same");
-    }
+    let stored = check_moved(&db, &project, &samples, &before, scans as u64 + ok + own).await?;
     tidemark_store::on_db_write!(&db, pool => {
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.map(|_| ())
     })?;

@@ -9,6 +9,40 @@
 
 use std::time::Instant;
 
+/// A fresh database in `dir` with the server's schema, settings and one account, project,
+/// key and branch to push to.
+fn open_seeded(
+    dir: &std::path::Path,
+    schema: &str,
+) -> Result<rusqlite::Connection, Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("baseline.db");
+    let conn = rusqlite::Connection::open(&path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.execute_batch(schema)?;
+    conn.execute(
+        "INSERT INTO accounts (id, created_at) VALUES ('acct', 0)",
+        [],
+    )?;
+    conn.execute(
+        "INSERT INTO projects (id, account_id, label, created_at) VALUES ('prj', 'acct', 'api', 0)",
+        [],
+    )?;
+
+    conn.execute(
+        "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) VALUES ('key', 'acct', 'h', 'p', 'm', 0)",
+        [],
+    )?;
+
+    conn.execute(
+        "INSERT INTO branches (id, account_id, project_id, created_at) VALUES ('br', 'acct', 'prj', 0)",
+        [],
+    )?;
+    Ok(conn)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let scans: i64 = args.get(1).map_or(Ok(2000), |s| s.parse())?;
@@ -30,31 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .join("\n");
 
     let dir = std::env::temp_dir().join(format!("tidemark-baseline-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join("baseline.db");
-    let mut conn = rusqlite::Connection::open(&path)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
-    conn.execute_batch(&schema)?;
-    conn.execute(
-        "INSERT INTO accounts (id, created_at) VALUES ('acct', 0)",
-        [],
-    )?;
-    conn.execute(
-        "INSERT INTO projects (id, account_id, label, created_at) VALUES ('prj', 'acct', 'api', 0)",
-        [],
-    )?;
-
-    conn.execute(
-        "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) VALUES ('key', 'acct', 'h', 'p', 'm', 0)",
-        [],
-    )?;
-
-    conn.execute(
-        "INSERT INTO branches (id, account_id, project_id, created_at) VALUES ('br', 'acct', 'prj', 0)",
-        [],
-    )?;
+    let mut conn = open_seeded(&dir, &schema)?;
 
     let started = Instant::now();
     let mut seq = 0;
