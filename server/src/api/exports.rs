@@ -117,7 +117,7 @@ async fn findings(
     ),
     responses(
         (status = 200, description = "The SARIF log (a download)", content_type = "application/sarif+json", body = SarifLog),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project or scan in the key's account", body = ErrorBody),
         (status = 410, description = "`scan_thinned`: housekeeping removed this scan's findings (its row stays in the history)", body = ErrorBody),
@@ -154,7 +154,7 @@ pub async fn get_findings_sarif(
     ),
     responses(
         (status = 200, description = "The findings (a download)", content_type = "text/csv", body = CsvFile),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project or scan in the key's account", body = ErrorBody),
         (status = 410, description = "`scan_thinned`: housekeeping removed this scan's findings (its row stays in the history)", body = ErrorBody),
@@ -182,7 +182,7 @@ pub async fn get_findings_csv(
     params(("project_id" = String, Path, description = "From a push response")),
     responses(
         (status = 200, description = "The history (a download)", content_type = "text/csv", body = CsvFile),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project in the key's account", body = ErrorBody),
     )

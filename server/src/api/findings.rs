@@ -133,7 +133,7 @@ fn writer_audit(
     params(("project_id" = String, Path, description = "The project's id (from a push response) or its label"), FindingsQuery),
     responses(
         (status = 200, description = "A page of findings", body = FindingsPage),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project (or branch) in the key's account", body = ErrorBody),
         (status = 422, description = "`invalid_request`: an unknown state or severity, a limit outside 1–500, a cursor this API did not give, or a branch no push could name", body = ErrorBody),
@@ -189,7 +189,7 @@ pub async fn list_findings(
     ),
     responses(
         (status = 200, description = "The finding", body = TrackedFinding),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project or finding in the key's account", body = ErrorBody),
     )
@@ -276,7 +276,7 @@ async fn change_triage(
     responses(
         (status = 200, description = "The finding, triaged", body = TrackedFinding),
         (status = 400, description = "`invalid_json`", body = ErrorBody),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`: a CI push token only pushes and reads", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project or finding in the key's account", body = ErrorBody),
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
@@ -345,7 +345,7 @@ fn triage_change(request: &TriageRequest) -> Result<TriageChange, ApiError> {
     responses(
         (status = 200, description = "The findings, triaged, in the order named", body = BatchTriageResponse),
         (status = 400, description = "`invalid_json`", body = ErrorBody),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`: a CI push token only pushes and reads", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project, or one of the ids is no finding of it (nothing was changed)", body = ErrorBody),
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
@@ -407,7 +407,7 @@ pub async fn triage_many(
     ),
     responses(
         (status = 200, description = "The finding, untriaged", body = TrackedFinding),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project or finding in the key's account", body = ErrorBody),
     )
@@ -441,7 +441,7 @@ fn project_gate(gate: Option<&QualityGate>) -> ProjectGate {
     params(("project_id" = String, Path, description = "The project's id (from a push response) or its label")),
     responses(
         (status = 200, description = "The gate", body = ProjectGate),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project in the key's account", body = ErrorBody),
     )
@@ -475,7 +475,7 @@ pub async fn get_gate(
     responses(
         (status = 200, description = "The gate as now set", body = ProjectGate),
         (status = 400, description = "`invalid_json`", body = ErrorBody),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` or `invalid_api_key`", body = ErrorBody),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
         (status = 403, description = "`insufficient_tier`, `license_inactive`, or `api_key_required`: a CI push token cannot change a gate", body = ErrorBody),
         (status = 404, description = "`not_found`: no such project in the key's account", body = ErrorBody),
         (status = 413, description = "`payload_too_large`", body = ErrorBody),

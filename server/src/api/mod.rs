@@ -27,6 +27,10 @@ pub use error::ApiError;
 
 use crate::state::AppState;
 
+/// The 401 every API-key endpoint documents (its OpenAPI description, written once).
+pub(crate) const API_KEY_REFUSED: &str =
+    "`missing_api_key`, `malformed_api_key` or `invalid_api_key`";
+
 #[derive(OpenApi)]
 #[openapi(
     info(
