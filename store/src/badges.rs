@@ -3,10 +3,12 @@
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::badge::{BadgeState, BadgeToken};
 
-use crate::audit::{record_in, Change};
+use crate::audit::Change;
 use crate::gates::verdict_from_columns;
+use crate::stmt::Stmt;
+use crate::tx::audited_write;
 use crate::Writer;
-use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
+use crate::{on_db, Db, StoreError};
 
 /// A project of the account and its badge token, if it has one.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,45 +49,41 @@ pub async fn issue_badge(
     token: &BadgeToken,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let issued = on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(account_id).await?;
-        let found: Option<(String,)> =
-            sqlx::query_as("SELECT label FROM projects WHERE id = $1 AND account_id = $2")
+    let lookup = Stmt::new(
+        "SELECT p.label, (SELECT COUNT(*) FROM badges b WHERE b.project_id = p.id) \
+         FROM projects p WHERE p.id = $1 AND p.account_id = $2",
+    )
+    .bind(project_id)
+    .bind(account_id);
+    audited_write(
+        db,
+        account_id,
+        audit,
+        lookup,
+        |(label, had): (String, i64)| {
+            let writes = vec![
+                Stmt::new("DELETE FROM badges WHERE project_id = $1").bind(project_id),
+                Stmt::new(
+                    "INSERT INTO badges (token, project_id, account_id, created_at) \
+                 VALUES ($1, $2, $3, $4)",
+                )
+                .bind(token.as_str())
                 .bind(project_id)
                 .bind(account_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some((label,)) = found else {
-            return Ok(false);
-        };
-        let replaced = sqlx::query("DELETE FROM badges WHERE project_id = $1")
-            .bind(project_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            > 0;
-        sqlx::query(
-            "INSERT INTO badges (token, project_id, account_id, created_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(token.as_str())
-        .bind(project_id)
-        .bind(account_id)
-        .bind(audit.at)
-        .execute(&mut *tx)
-        .await?;
-        // Never the token: the log must not be a way to read a badge link.
-        let change = Change {
-            account_id: Some(account_id),
-            action: Action::BadgeIssued,
-            target: label,
-            before: Some(if replaced { "a badge link" } else { "no badge" }.to_owned()),
-            after: Some("a new badge link".to_owned()),
-        };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(true)
-    })?;
-    Ok(issued)
+                .bind(audit.at),
+            ];
+            // Never the token: the log must not be a way to read a badge link.
+            let change = Change {
+                account_id: Some(account_id),
+                action: Action::BadgeIssued,
+                target: label,
+                before: Some(if had > 0 { "a badge link" } else { "no badge" }.to_owned()),
+                after: Some("a new badge link".to_owned()),
+            };
+            (writes, change)
+        },
+    )
+    .await
 }
 
 /// Revokes the project's badge token. `false` when there was none in this account.
@@ -95,24 +93,16 @@ pub async fn revoke_badge(
     project_id: &str,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let gone = on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(account_id).await?;
-        let found: Option<(String,)> = sqlx::query_as(
-            "SELECT p.label FROM badges b JOIN projects p ON p.id = b.project_id \
-             WHERE b.project_id = $1 AND b.account_id = $2",
-        )
-        .bind(project_id)
-        .bind(account_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((label,)) = found else {
-            return Ok(false);
-        };
-        sqlx::query("DELETE FROM badges WHERE project_id = $1 AND account_id = $2")
+    let lookup = Stmt::new(
+        "SELECT p.label FROM badges b JOIN projects p ON p.id = b.project_id \
+         WHERE b.project_id = $1 AND b.account_id = $2",
+    )
+    .bind(project_id)
+    .bind(account_id);
+    audited_write(db, account_id, audit, lookup, |(label,): (String,)| {
+        let delete = Stmt::new("DELETE FROM badges WHERE project_id = $1 AND account_id = $2")
             .bind(project_id)
-            .bind(account_id)
-            .execute(&mut *tx)
-            .await?;
+            .bind(account_id);
         let change = Change {
             account_id: Some(account_id),
             action: Action::BadgeRevoked,
@@ -120,11 +110,9 @@ pub async fn revoke_badge(
             before: Some("a badge link".to_owned()),
             after: Some("no badge".to_owned()),
         };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(true)
-    })?;
-    Ok(gone)
+        (vec![delete], change)
+    })
+    .await
 }
 
 /// What the badge behind `token` shows, or `None` when no badge has that token: the project's

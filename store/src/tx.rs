@@ -161,3 +161,26 @@ pub(crate) async fn read_one<T: EitherRow>(db: &Db, stmt: Stmt) -> Result<T, cra
         }
     }
 }
+
+/// The shape most audited account writes share: read what the change is about with `lookup`
+/// (no row: it is not this account's, nothing changes, `false`), then write what `plan` makes
+/// of it and record its change, in one account-locked transaction.
+pub(crate) async fn audited_write<'a, T: EitherRow>(
+    db: &Writer,
+    account_id: &str,
+    audit: &AuditContext,
+    lookup: Stmt,
+    plan: impl FnOnce(T) -> (Vec<Stmt>, Change<'a>),
+) -> Result<bool, crate::StoreError> {
+    let mut tx = WriteTx::begin_account(db, account_id).await?;
+    let Some(found) = tx.fetch_optional::<T>(lookup).await? else {
+        return Ok(false);
+    };
+    let (writes, change) = plan(found);
+    for stmt in writes {
+        tx.execute(stmt).await?;
+    }
+    tx.audit(audit, change).await?;
+    tx.commit().await?;
+    Ok(true)
+}

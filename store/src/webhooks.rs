@@ -10,12 +10,13 @@ use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::webhook::{subscribed_pattern, Event, EventSet, PayloadFormat};
 use tidemark_domain::Millis;
 
-use crate::audit::{record_in, Change};
+use crate::audit::Change;
 use crate::queue::{Claimable, Queue};
 use crate::scan_facts::{ScanFactsRow, SCAN_FACTS_COLUMNS, SCAN_FACTS_JOIN};
 use crate::stmt::Stmt;
+use crate::tx::{audited_write, WriteTx};
 use crate::Writer;
-use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
+use crate::{on_db, on_db_write, Db, StoreError};
 
 /// Deliveries the log keeps once finished (delivered or given up).
 pub const FINISHED_KEEP_MS: Millis = 30 * 24 * 60 * 60 * 1000;
@@ -62,27 +63,29 @@ pub async fn create_webhook(
     hook: &NewWebhook,
     audit: &AuditContext,
 ) -> Result<CreateOutcome, StoreError> {
-    let outcome = on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(&hook.account_id).await?;
-        if let Some(project_id) = &hook.project_id {
-            let found: Option<(String,)> =
-                sqlx::query_as("SELECT id FROM projects WHERE id = $1 AND account_id = $2")
+    let mut tx = WriteTx::begin_account(db, &hook.account_id).await?;
+    if let Some(project_id) = &hook.project_id {
+        let found: Option<(String,)> = tx
+            .fetch_optional(
+                Stmt::new("SELECT id FROM projects WHERE id = $1 AND account_id = $2")
                     .bind(project_id)
-                    .bind(&hook.account_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            if found.is_none() {
-                return Ok(CreateOutcome::NoSuchProject);
-            }
-        }
-        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM webhooks WHERE account_id = $1")
-            .bind(&hook.account_id)
-            .fetch_one(&mut *tx)
+                    .bind(&hook.account_id),
+            )
             .await?;
-        if count >= tidemark_domain::webhook::MAX_ENDPOINTS as i64 {
-            return Ok(CreateOutcome::TooMany);
+        if found.is_none() {
+            return Ok(CreateOutcome::NoSuchProject);
         }
-        sqlx::query(
+    }
+    let (count,): (i64,) = tx
+        .fetch_one(
+            Stmt::new("SELECT COUNT(*) FROM webhooks WHERE account_id = $1").bind(&hook.account_id),
+        )
+        .await?;
+    if count >= tidemark_domain::webhook::MAX_ENDPOINTS as i64 {
+        return Ok(CreateOutcome::TooMany);
+    }
+    tx.execute(
+        Stmt::new(
             "INSERT INTO webhooks (id, account_id, project_id, url_sealed, url_display, format, \
              events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
@@ -94,27 +97,28 @@ pub async fn create_webhook(
         .bind(hook.format.as_str())
         .bind(hook.events.to_stored())
         .bind(&hook.secret_sealed)
-        .bind(hook.now)
-        .execute(&mut *tx)
-        .await?;
-        let events: Vec<&str> = hook.events.events().iter().map(|e| e.as_str()).collect();
-        let change = Change {
-            account_id: Some(&hook.account_id),
-            action: Action::WebhookCreated,
-            target: hook.url_display.clone(),
-            before: None,
-            after: Some(format!(
-                "{}; {}; format {}",
-                events.join(", "),
-                hook.project_id.as_deref().map_or("all projects".to_owned(), |p| format!("project {p}")),
-                hook.format.as_str()
-            )),
-        };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(CreateOutcome::Created)
-    })?;
-    Ok(outcome)
+        .bind(hook.now),
+    )
+    .await?;
+    let events: Vec<&str> = hook.events.events().iter().map(|e| e.as_str()).collect();
+    let scope = hook
+        .project_id
+        .as_deref()
+        .map_or("all projects".to_owned(), |p| format!("project {p}"));
+    let change = Change {
+        account_id: Some(&hook.account_id),
+        action: Action::WebhookCreated,
+        target: hook.url_display.clone(),
+        before: None,
+        after: Some(format!(
+            "{}; {scope}; format {}",
+            events.join(", "),
+            hook.format.as_str()
+        )),
+    };
+    tx.audit(audit, change).await?;
+    tx.commit().await?;
+    Ok(CreateOutcome::Created)
 }
 
 /// The account's endpoints, oldest first.
@@ -169,29 +173,13 @@ pub async fn delete_webhook(
     id: &str,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let n = on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(account_id).await?;
-        let found: Option<(String,)> = sqlx::query_as(URL_DISPLAY_OF)
-        .bind(id)
-        .bind(account_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((url_display,)) = found else {
-            return Ok(false);
-        };
-        sqlx::query(
+    let lookup = Stmt::new(URL_DISPLAY_OF).bind(id).bind(account_id);
+    audited_write(db, account_id, audit, lookup, |(url_display,): (String,)| {
+        let writes = [
             "DELETE FROM webhook_deliveries WHERE webhook_id = $1 AND account_id = $2",
-        )
-        .bind(id)
-        .bind(account_id)
-        .execute(&mut *tx)
-        .await?;
-        let n = sqlx::query("DELETE FROM webhooks WHERE id = $1 AND account_id = $2")
-            .bind(id)
-            .bind(account_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+            "DELETE FROM webhooks WHERE id = $1 AND account_id = $2",
+        ]
+        .map(|sql| Stmt::new(sql).bind(id).bind(account_id));
         let change = Change {
             account_id: Some(account_id),
             action: Action::WebhookDeleted,
@@ -199,11 +187,9 @@ pub async fn delete_webhook(
             before: Some("an endpoint".to_owned()),
             after: None,
         };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(n)
-    })?;
-    Ok(n == 1)
+        (writes.into(), change)
+    })
+    .await
 }
 
 /// Replaces the endpoint's signing secret; deliveries from now on are signed with it.
@@ -214,26 +200,16 @@ pub async fn replace_secret(
     secret_sealed: &str,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let replaced = on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(account_id).await?;
-        let found: Option<(String,)> = sqlx::query_as(URL_DISPLAY_OF)
-        .bind(id)
-        .bind(account_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((url_display,)) = found else {
-            return Ok(false);
-        };
-        sqlx::query(
+    let lookup = Stmt::new(URL_DISPLAY_OF).bind(id).bind(account_id);
+    audited_write(db, account_id, audit, lookup, |(url_display,): (String,)| {
+        let update = Stmt::new(
             "UPDATE webhooks SET secret_sealed = $1, secret_rotated_at = $2 \
              WHERE id = $3 AND account_id = $4",
         )
         .bind(secret_sealed)
         .bind(audit.at)
         .bind(id)
-        .bind(account_id)
-        .execute(&mut *tx)
-        .await?;
+        .bind(account_id);
         let change = Change {
             account_id: Some(account_id),
             action: Action::WebhookSecretRotated,
@@ -241,11 +217,9 @@ pub async fn replace_secret(
             before: None,
             after: Some("a new signing secret".to_owned()),
         };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(true)
-    })?;
-    Ok(replaced)
+        (vec![update], change)
+    })
+    .await
 }
 
 /// One event to fan out to the account's subscribed endpoints.
