@@ -227,3 +227,33 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.count("findings").await, 0);
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// The worker's thinning holds its lease line by line: a pass whose lease another replica
+    /// holds stops before its first line; holding it, it thins what the policy says, and a
+    /// second pass finds nothing more to do.
+    async fn thinning_stops_where_another_replica_holds_the_lease(backend) {
+        use server::workers::housekeeping::{thin, Thinned, LEASE};
+        let app = TestApp::spawn(backend).await;
+        let (_, key) = app.with_key(Tier::Team).await;
+        let now = tidemark_domain::now_millis();
+        let day = (now - 10 * DAY).div_euclid(DAY) * DAY;
+        // Two scans one day ten days ago (the earlier one's findings go; its spans, the same
+        // findings as the later one's, stay) and one now.
+        for (i, at) in [day + 3_600_000, day + 7_200_000, now - 60_000].into_iter().enumerate() {
+            let body = sample_push("web", 70.0 + i as f64, &tidemark_domain::to_rfc3339(at));
+            app.push_json(&key, &body).await;
+        }
+        let policy = tidemark_domain::housekeeping::Policy::default();
+        let pause = std::time::Duration::ZERO;
+        let db = &app.db;
+        assert!(tidemark_store::leases::acquire(db, LEASE, "other", now, 60_000).await.unwrap());
+        let idle = thin(db, "me", now, &policy, pause).await.unwrap();
+        assert_eq!(idle, Thinned::default(), "{backend:?}");
+        tidemark_store::leases::release(db, LEASE, "other").await.unwrap();
+        let done = thin(db, "me", now, &policy, pause).await.unwrap();
+        assert_eq!((done.lines, done.scans_thinned), (1, 1), "{backend:?}: {done:?}");
+        let again = thin(db, "me", now, &policy, pause).await.unwrap();
+        assert_eq!((again.scans_thinned, again.spans_removed), (0, 0), "{backend:?}");
+    }
+}

@@ -291,22 +291,6 @@ pub async fn is_thinned(db: &Db, project_id: &str, seq: i64) -> Result<bool, Sto
     Ok(stored.flatten().as_deref() == Some(THINNED))
 }
 
-/// A lease a pass holds: its name, its holder, and how long each renewal lasts.
-#[derive(Debug, Clone, Copy)]
-pub struct Lease<'a> {
-    pub name: &'a str,
-    pub holder: &'a str,
-    pub ttl: Millis,
-}
-
-/// What a housekeeping pass did (or, dry, would do).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PassReport {
-    pub lines: u64,
-    pub scans_thinned: u64,
-    pub spans_removed: u64,
-}
-
 /// The scans a pass over `line` would thin now, and whether the line has thinned scans
 /// already (whose spans may still be there).
 pub async fn plan_line(
@@ -321,54 +305,18 @@ pub async fn plan_line(
     Ok((thin, scans.iter().any(|s| s.thinned)))
 }
 
-/// One housekeeping pass over every line: the scans each line's policy thins now, then the
-/// spans nothing needs any more. Dry (`dry_run`), it only counts what it would thin. Each
-/// write is its own short transaction, with `pause` between them so that pushes are never
-/// held up behind a long run of them; a pass stopped anywhere leaves a consistent database,
-/// and the next one carries on.
-///
-/// Holding `lease` (`crate::leases`), it renews it before each line and stops where it is if
-/// another holder has taken it meanwhile, so two replicas never clean at once however long a
-/// pass takes.
-pub async fn pass(
-    db: &Writer,
+/// What a pass would thin at `now`: each line that has scans to thin or thinned scans whose
+/// spans may still be there, with the scans (the loop that thins them, holding its lease and
+/// pacing itself, is the server's housekeeping worker).
+pub async fn plan_all(
+    db: &Db,
     now: Millis,
     installation: &Policy,
-    dry_run: bool,
-    pause: std::time::Duration,
-    lease: Option<&Lease<'_>>,
-) -> Result<(PassReport, Vec<(HousekeptLine, Vec<i64>)>), StoreError> {
-    let mut report = PassReport::default();
+) -> Result<Vec<(HousekeptLine, Vec<i64>, bool)>, StoreError> {
     let mut planned = Vec::new();
-    for line in lines(db.as_ref()).await? {
-        if let Some(l) = lease {
-            let now = tidemark_domain::now_millis();
-            if !crate::leases::acquire(db, l.name, l.holder, now, l.ttl).await? {
-                break;
-            }
-        }
-        report.lines += 1;
-        let (seqs, had_thinned) = plan_line(db.as_ref(), &line, now, installation).await?;
-        if !dry_run && (had_thinned || !seqs.is_empty()) {
-            for chunk in seqs.chunks(SCANS_PER_BATCH) {
-                report.scans_thinned +=
-                    thin_scans(db, &line.account_id, &line.project_id, chunk).await?;
-                tokio::time::sleep(pause).await;
-            }
-            loop {
-                let removed = collect_spans(db, &line.account_id, &line).await?;
-                report.spans_removed += removed;
-                if removed < SPANS_PER_BATCH as u64 {
-                    break;
-                }
-                tokio::time::sleep(pause).await;
-            }
-        } else if dry_run {
-            report.scans_thinned += seqs.len() as u64;
-        }
-        if !seqs.is_empty() {
-            planned.push((line, seqs));
-        }
+    for line in lines(db).await? {
+        let (seqs, had_thinned) = plan_line(db, &line, now, installation).await?;
+        planned.push((line, seqs, had_thinned));
     }
-    Ok((report, planned))
+    Ok(planned)
 }

@@ -8,7 +8,9 @@ use serde_json::{json, Value};
 use tidemark_domain::housekeeping::Policy;
 use tidemark_domain::push::ValidPush;
 use tidemark_store::dashboard::{find_scan, list_findings, list_scans, FindingFilter, FindingRow};
-use tidemark_store::housekeeping::{is_thinned, lines, pass, plan_line, thin_scans};
+use tidemark_store::housekeeping::{
+    collect_spans, is_thinned, lines, plan_all, plan_line, thin_scans, SCANS_PER_BATCH,
+};
 use tidemark_store::pushes::{record_push, StoredScan};
 use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context};
 use tidemark_store::{leases, on_db, Writer};
@@ -94,12 +96,13 @@ tidemark_store::test_each_backend! {
 
         // A dry run counts and changes nothing.
         let policy = Policy::default();
-        let (dry, planned) = pass(&db, NOW, &policy, true, std::time::Duration::ZERO, None).await.unwrap();
-        assert!(dry.scans_thinned > 0, "{dry:?}");
+        let planned = plan_all(db.as_ref(), NOW, &policy).await.unwrap();
+        let dry: u64 = planned.iter().map(|(_, seqs, _)| seqs.len() as u64).sum();
+        assert!(dry > 0, "{planned:?}");
         assert_eq!(count(&db, "finding_spans").await, spans_before);
 
         // Stopped after its first batch (as if killed): every scan reads as before or is gone.
-        let (line, seqs) = planned.iter().max_by_key(|(_, seqs)| seqs.len()).unwrap();
+        let (line, seqs, _) = planned.iter().max_by_key(|(_, seqs, _)| seqs.len()).unwrap();
         thin_scans(&db, &line.account_id, &line.project_id, &seqs[..3]).await.unwrap();
         for ((_, s), expected) in scans.iter().zip(&before) {
             let (row, _) = find_scan(db.as_ref(), "acct_a", &project, &s.scan_id).await.unwrap().unwrap();
@@ -108,16 +111,17 @@ tidemark_store::test_each_backend! {
             }
         }
 
-        // A pass whose lease another replica holds stops before its first line.
-        let now = tidemark_domain::now_millis();
-        assert!(leases::acquire(&db, "housekeeping", "other", now, 60_000).await.unwrap());
-        let held = tidemark_store::housekeeping::Lease { name: "housekeeping", holder: "me", ttl: 60_000 };
-        let (idle, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO, Some(&held)).await.unwrap();
-        assert_eq!((idle.lines, idle.scans_thinned), (0, 0), "{backend:?}");
-        leases::release(&db, "housekeeping", "other").await.unwrap();
-        let (report, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO, Some(&held)).await.unwrap();
-        assert_eq!(report.scans_thinned + 3, dry.scans_thinned, "{backend:?}: {report:?}");
-        assert!(report.spans_removed > 0, "{backend:?}: {report:?}");
+        // The rest, a line at a time as the server's worker does (its lease and pacing are
+        // tested with it, in the server's tests).
+        let (mut thinned_now, mut spans_removed) = (0, 0);
+        for (line, seqs, _) in plan_all(db.as_ref(), NOW, &policy).await.unwrap() {
+            for chunk in seqs.chunks(SCANS_PER_BATCH) {
+                thinned_now += thin_scans(&db, &line.account_id, &line.project_id, chunk).await.unwrap();
+            }
+            spans_removed += collect_spans(&db, &line.account_id, &line).await.unwrap();
+        }
+        assert_eq!(thinned_now + 3, dry, "{backend:?}");
+        assert!(spans_removed > 0, "{backend:?}");
         assert!(count(&db, "finding_spans").await < spans_before);
 
         let mut thinned = 0;
@@ -160,8 +164,11 @@ tidemark_store::test_each_backend! {
         assert!(!is_thinned(db.as_ref(), &project, base).await.unwrap(), "{backend:?}");
 
         // A second pass finds nothing more to do.
-        let (again, _) = pass(&db, NOW, &policy, false, std::time::Duration::ZERO, None).await.unwrap();
-        assert_eq!((again.scans_thinned, again.spans_removed), (0, 0), "{backend:?}");
+        let again = plan_all(db.as_ref(), NOW, &policy).await.unwrap();
+        assert!(again.iter().all(|(_, seqs, _)| seqs.is_empty()), "{backend:?}");
+        for (line, _, _) in &again {
+            assert_eq!(collect_spans(&db, &line.account_id, line).await.unwrap(), 0, "{backend:?}");
+        }
         assert_eq!(lines(db.as_ref()).await.unwrap().len(), 2);
         let (left, _) = plan_line(db.as_ref(), &lines(db.as_ref()).await.unwrap()[0], NOW, &policy).await.unwrap();
         assert!(left.is_empty());

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tidemark_domain::housekeeping::Policy;
 use tidemark_domain::{now_millis, Millis};
-use tidemark_store::housekeeping::PassReport;
+use tidemark_store::housekeeping;
 use tidemark_store::spans::moving::{move_batch, Cursor};
 use tidemark_store::{leases, StoreError, Writer};
 
@@ -74,18 +74,59 @@ async fn pass_holding(
     let Some(policy) = policy else {
         return Ok(done);
     };
-    let lease = tidemark_store::housekeeping::Lease {
-        name: LEASE,
-        holder,
-        ttl: LEASE_MS,
-    };
-    let (report, _): (PassReport, _) =
-        tidemark_store::housekeeping::pass(db, now_millis(), policy, false, PAUSE, Some(&lease))
-            .await?;
-    done.lines = report.lines;
-    done.scans_thinned = report.scans_thinned;
-    done.spans_removed = report.spans_removed;
+    let thinned = thin(db, holder, now_millis(), policy, PAUSE).await?;
+    done.lines = thinned.lines;
+    done.scans_thinned = thinned.scans_thinned;
+    done.spans_removed = thinned.spans_removed;
     Ok(done)
+}
+
+/// What thinning did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Thinned {
+    pub lines: u64,
+    pub scans_thinned: u64,
+    pub spans_removed: u64,
+}
+
+/// Thins every line as its policy says at `now`: the scans it thins, then the spans nothing
+/// needs any more. Each write is its own short transaction with `pause` after it, so pushes
+/// are never held up behind a long run of them; a pass stopped anywhere leaves a consistent
+/// database, and the next one carries on. It renews `holder`'s lease before each line and
+/// stops where it is if another holder has taken it meanwhile, so two replicas never clean at
+/// once however long a pass takes.
+pub async fn thin(
+    db: &Writer,
+    holder: &str,
+    now: Millis,
+    policy: &Policy,
+    pause: Duration,
+) -> Result<Thinned, StoreError> {
+    let mut thinned = Thinned::default();
+    for line in housekeeping::lines(db.as_ref()).await? {
+        if !leases::acquire(db, LEASE, holder, now_millis(), LEASE_MS).await? {
+            break;
+        }
+        thinned.lines += 1;
+        let (seqs, had_thinned) = housekeeping::plan_line(db.as_ref(), &line, now, policy).await?;
+        if seqs.is_empty() && !had_thinned {
+            continue;
+        }
+        for chunk in seqs.chunks(housekeeping::SCANS_PER_BATCH) {
+            thinned.scans_thinned +=
+                housekeeping::thin_scans(db, &line.account_id, &line.project_id, chunk).await?;
+            tokio::time::sleep(pause).await;
+        }
+        loop {
+            let removed = housekeeping::collect_spans(db, &line.account_id, &line).await?;
+            thinned.spans_removed += removed;
+            if removed < housekeeping::SPANS_PER_BATCH as u64 {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+    Ok(thinned)
 }
 
 /// How a lease holder is named, so that whoever is refused the lease knows who has it:

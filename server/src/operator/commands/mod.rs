@@ -114,30 +114,28 @@ async fn housekeeping(
     let policy = state.config.housekeeping.policy;
     if dry_run {
         let rows = tidemark_store::spans::moving::scans_as_rows(db.as_ref()).await?;
-        let (report, planned) = match &policy {
+        let planned: Vec<_> = match &policy {
             Some(policy) => {
-                tidemark_store::housekeeping::pass(
-                    db,
+                tidemark_store::housekeeping::plan_all(
+                    db.as_ref(),
                     tidemark_domain::now_millis(),
                     policy,
-                    true,
-                    std::time::Duration::ZERO,
-                    None,
                 )
                 .await?
             }
-            None => Default::default(),
-        };
+            None => Vec::new(),
+        }
+        .into_iter()
+        .filter(|(_, seqs, _)| !seqs.is_empty())
+        .map(|(line, seqs, _)| (line, seqs))
+        .collect();
+        let scans_thinned: usize = planned.iter().map(|(_, seqs)| seqs.len()).sum();
         let mut human = format!(
             "would move {rows} {} stored one row per finding to spans\n\
              would remove the findings of {} {} on {} {} (their rows stay in the history)\n",
             if rows == 1 { "scan" } else { "scans" },
-            report.scans_thinned,
-            if report.scans_thinned == 1 {
-                "scan"
-            } else {
-                "scans"
-            },
+            scans_thinned,
+            if scans_thinned == 1 { "scan" } else { "scans" },
             planned.len(),
             if planned.len() == 1 { "line" } else { "lines" },
         );
@@ -165,7 +163,7 @@ async fn housekeeping(
             .collect();
         return Report::new(
             &json!({ "dry_run": true, "scans_as_rows": rows,
-                     "scans_to_thin": report.scans_thinned, "lines": listed }),
+                     "scans_to_thin": scans_thinned, "lines": listed }),
             human,
         );
     }
