@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
-use tidemark_wire::findings::{FindingState, TriageState};
+use tidemark_wire::findings::FindingState;
 
 use super::{error_view, loading};
 use crate::api::findings::load_finding;
@@ -181,21 +181,7 @@ fn triage_section(v: &FindingPageView) -> impl IntoView {
         view! {
             <form method="post" action=action.clone() class="triage-form" data-testid="triage-form">
                 <input type="hidden" name="action" value="set"/>
-                <fieldset>
-                    <legend>"Set it aside as"</legend>
-                    {TriageState::ALL.into_iter().map(|s| view! {
-                        <label class="choice">
-                            <input type="radio" name="state" value=s.as_str() required
-                                checked=chosen == Some(s)/>
-                            " " {s.label()}
-                        </label>
-                    }).collect_view()}
-                </fieldset>
-                <label for="triage-reason">"Reason (required)"</label>
-                <textarea id="triage-reason" name="reason" required maxlength="1000" rows="3"
-                    placeholder="Why this is acceptable, wrong, or staying"></textarea>
-                <label for="triage-expires">"Until (optional: then it is open again)"</label>
-                <input type="date" id="triage-expires" name="expires"/>
+                {super::triage_fields("triage", chosen, false)}
                 <button type="submit" class="primary">"Triage"</button>
             </form>
         }

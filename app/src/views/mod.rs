@@ -208,3 +208,43 @@ pub fn utc_time(text: String) -> impl IntoView {
         .map(|t| format!("{}Z", t.replacen(' ', "T", 1)));
     view! { <time class="utc" datetime=iso>{text}</time> }
 }
+
+/// The fields every triage form shares: the state to set aside as, a reason, an optional end
+/// date. `prefix` names the inputs' ids (`<prefix>-reason`); `several` words it for a batch.
+pub(crate) fn triage_fields(
+    prefix: &'static str,
+    chosen: Option<tidemark_wire::findings::TriageState>,
+    several: bool,
+) -> impl IntoView {
+    use tidemark_wire::findings::TriageState;
+    let (legend, why, until) = if several {
+        (
+            "Set them aside as",
+            "Why these are acceptable, wrong, or staying",
+            "Until (optional: then they are open again)",
+        )
+    } else {
+        (
+            "Set it aside as",
+            "Why this is acceptable, wrong, or staying",
+            "Until (optional: then it is open again)",
+        )
+    };
+    view! {
+        <fieldset>
+            <legend>{legend}</legend>
+            {TriageState::ALL.into_iter().map(|s| view! {
+                <label class="choice">
+                    <input type="radio" name="state" value=s.as_str() required
+                        checked=chosen == Some(s)/>
+                    " " {s.label()}
+                </label>
+            }).collect_view()}
+        </fieldset>
+        <label for=format!("{prefix}-reason")>"Reason (required)"</label>
+        <textarea id=format!("{prefix}-reason") name="reason" required maxlength="1000" rows="3"
+            placeholder=why></textarea>
+        <label for=format!("{prefix}-expires")>{until}</label>
+        <input type="date" id=format!("{prefix}-expires") name="expires"/>
+    }
+}

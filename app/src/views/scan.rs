@@ -553,7 +553,6 @@ fn finding_table(
 
 /// Triage the findings ticked above, as one: the same choices as a finding's own page.
 fn bulk_triage_form(project_id: &str, scan_id: &str, view: &'static str) -> impl IntoView {
-    use tidemark_wire::findings::TriageState;
     view! {
         <form method="post" action=format!("/projects/{project_id}/findings/triage") id=BULK_FORM
             class="triage-form bulk" data-testid="bulk-triage" aria-labelledby="bulk-heading">
@@ -562,20 +561,7 @@ fn bulk_triage_form(project_id: &str, scan_id: &str, view: &'static str) -> impl
                 "Members set aside what nobody has; replacing a triage that holds is an admin's."</p>
             <input type="hidden" name="scan_id" value=scan_id.to_owned()/>
             <input type="hidden" name="view" value=view/>
-            <fieldset>
-                <legend>"Set them aside as"</legend>
-                {TriageState::ALL.into_iter().map(|s| view! {
-                    <label class="choice">
-                        <input type="radio" name="state" value=s.as_str() required/>
-                        " " {s.label()}
-                    </label>
-                }).collect_view()}
-            </fieldset>
-            <label for="bulk-reason">"Reason (required)"</label>
-            <textarea id="bulk-reason" name="reason" required maxlength="1000" rows="2"
-                placeholder="Why these are acceptable, wrong, or staying"></textarea>
-            <label for="bulk-expires">"Until (optional: then they are open again)"</label>
-            <input type="date" id="bulk-expires" name="expires"/>
+            {super::triage_fields("bulk", None, true)}
             <button type="submit" class="primary">"Triage selected"</button>
         </form>
     }
