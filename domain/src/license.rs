@@ -1,5 +1,7 @@
 //! Whether a license is in force right now.
 
+use tidemark_wire::{Feature, Tier};
+
 use crate::Millis;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +49,36 @@ impl LicenseState {
     }
 }
 
+/// A licence: who holds it, its tier and what overrides the tier's features and project cap,
+/// and until when it is in force (the store reads it; its key never leaves the store).
+#[derive(Debug, Clone, PartialEq)]
+pub struct License {
+    pub id: String,
+    pub account_id: String,
+    pub email: String,
+    pub tier: Tier,
+    pub expires_at: Millis,
+    pub suspended_at: Option<Millis>,
+    pub max_projects: Option<u64>,
+    pub features_added: Vec<Feature>,
+    pub features_removed: Vec<Feature>,
+    pub created_at: Millis,
+}
+
+impl License {
+    pub fn state(&self, now: Millis) -> LicenseState {
+        LicenseState::at(now, self.expires_at, self.suspended_at)
+    }
+
+    pub fn features(&self) -> Vec<Feature> {
+        crate::tier::effective_features(self.tier, &self.features_added, &self.features_removed)
+    }
+
+    pub fn project_cap(&self) -> Option<u64> {
+        crate::tier::project_cap(self.tier, self.max_projects)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,5 +97,28 @@ mod tests {
         assert!(LicenseState::Expired { since: 0 }
             .explain()
             .contains("1970-01-01T00:00:00Z"));
+    }
+
+    #[test]
+    fn a_licence_reads_its_state_features_and_cap_from_its_tier_and_overrides() {
+        use tidemark_wire::{Feature, Tier};
+        let licence = super::License {
+            id: "lic".into(),
+            account_id: "acct".into(),
+            email: "a@example.com".into(),
+            tier: Tier::Team,
+            expires_at: 2_000,
+            suspended_at: None,
+            max_projects: Some(3),
+            features_added: vec![Feature::CustomFrameworks],
+            features_removed: vec![Feature::DriftDetection],
+            created_at: 0,
+        };
+        assert!(licence.state(1_999).is_active());
+        assert_eq!(licence.state(2_000), LicenseState::Expired { since: 2_000 });
+        let features = licence.features();
+        assert!(features.contains(&Feature::CustomFrameworks));
+        assert!(!features.contains(&Feature::DriftDetection));
+        assert_eq!(licence.project_cap(), Some(3));
     }
 }

@@ -4,43 +4,16 @@ use crate::stmt::bound;
 use crate::webhooks::{enqueue_statement, EventRef};
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::secrets::{HashedApiKey, LookupHash};
-use tidemark_domain::tier::{effective_features, parse_feature_list, project_cap};
+use tidemark_domain::tier::parse_feature_list;
 use tidemark_domain::webhook::Event;
-use tidemark_domain::{license::LicenseState, Millis};
-use tidemark_wire::{Feature, Tier};
+use tidemark_domain::Millis;
+use tidemark_wire::Tier;
 
 use crate::audit::{record_in, Change};
 use crate::Writer;
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 
-/// A license as stored (without its encrypted key).
-#[derive(Debug, Clone, PartialEq)]
-pub struct License {
-    pub id: String,
-    pub account_id: String,
-    pub email: String,
-    pub tier: Tier,
-    pub expires_at: Millis,
-    pub suspended_at: Option<Millis>,
-    pub max_projects: Option<u64>,
-    pub features_added: Vec<Feature>,
-    pub features_removed: Vec<Feature>,
-    pub created_at: Millis,
-}
-
-impl License {
-    pub fn state(&self, now: Millis) -> LicenseState {
-        LicenseState::at(now, self.expires_at, self.suspended_at)
-    }
-
-    pub fn features(&self) -> Vec<Feature> {
-        effective_features(self.tier, &self.features_added, &self.features_removed)
-    }
-
-    pub fn project_cap(&self) -> Option<u64> {
-        project_cap(self.tier, self.max_projects)
-    }
-}
+pub use tidemark_domain::license::License;
 
 /// A `licenses` row as selected with [`LICENSE_COLUMNS`].
 #[derive(sqlx::FromRow)]
