@@ -5,16 +5,13 @@ pub mod api;
 pub mod auth;
 pub mod config;
 pub mod crypto;
-pub mod export;
 pub mod http;
 pub mod keyless;
-pub mod licensing;
 pub mod operator;
 pub mod scim;
-pub mod signing;
 pub mod state;
 pub mod telemetry;
-pub mod validation_cache;
+pub mod usecases;
 pub mod web;
 pub mod workers;
 
@@ -127,7 +124,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         config.keyless.allow_private_issuers,
         config.keyless.ca_pem.as_deref(),
     )?);
-    let signer = Arc::new(signing::Signer::new(&keys, &config.http.base_url));
+    let signer = Arc::new(crypto::signing::Signer::new(&keys, &config.http.base_url));
     let state = AppState {
         assets: http::assets::Assets::default(),
         signer,
@@ -140,7 +137,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         license_keys: crypto::SecretBox::new(&keys, crypto::LICENSE_KEY_PURPOSE),
         webhook_secrets: crypto::SecretBox::new(&keys, crypto::WEBHOOK_PURPOSE),
         webhook_wakeup: Arc::new(tokio::sync::Notify::new()),
-        validation_cache: Arc::new(validation_cache::ValidationCache::new(
+        validation_cache: Arc::new(usecases::validation_cache::ValidationCache::new(
             std::time::Duration::from_millis(config.limits.validation_cache_ms.into()),
         )),
         push_budget: api::push_budget::PushBudget::new(

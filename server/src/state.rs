@@ -18,7 +18,7 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Encrypts the raw license keys kept for resend.
     pub license_keys: SecretBox,
-    pub validation_cache: Arc<crate::validation_cache::ValidationCache>,
+    pub validation_cache: Arc<crate::usecases::validation_cache::ValidationCache>,
     /// Encrypts sign-in attempts between the redirect to an identity provider and its answer.
     #[from_ref(skip)]
     pub login_attempts: SecretBox,
@@ -42,7 +42,7 @@ pub struct AppState {
     pub assets: crate::http::assets::Assets,
     /// Signs licence verdicts and the published key set.
     #[from_ref(skip)]
-    pub signer: Arc<crate::signing::Signer>,
+    pub signer: Arc<crate::crypto::signing::Signer>,
     /// The signing keys of CI token issuers (keyless CI), cached by `kid`.
     #[from_ref(skip)]
     pub ci_keys: Arc<crate::keyless::KeySets>,

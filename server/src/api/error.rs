@@ -51,7 +51,7 @@ pub enum ApiError {
     /// answered the same); the message names it.
     #[error("{0}")]
     Missing(String),
-    #[error("{}", crate::export::THINNED_MESSAGE)]
+    #[error("{}", crate::usecases::export::THINNED_MESSAGE)]
     ScanThinned,
     /// Too slow: the body stalled, or the whole request outlasted the API's time limit.
     #[error("{0}")]

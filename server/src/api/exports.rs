@@ -10,8 +10,8 @@ use tidemark_wire::ErrorBody;
 
 use super::extract::{authenticate, ensure_dashboard_license};
 use super::ApiError;
-use crate::export::{self, FindingsFormat};
 use crate::state::AppState;
+use crate::usecases::export::{self, FindingsFormat};
 
 /// A CSV file (RFC 4180, UTF-8, a header row first).
 #[derive(utoipa::ToSchema)]

@@ -23,8 +23,8 @@ use tidemark_wire::{
 use super::extract::{ensure_active, license_from_header, license_hash, read_json};
 use super::ApiError;
 use crate::http::client_ip::client_ip;
-use crate::licensing::licence_answer;
 use crate::state::AppState;
+use crate::usecases::licensing::licence_answer;
 
 /// The optional header that binds a verdict to one machine.
 #[derive(utoipa::IntoParams)]
@@ -145,7 +145,7 @@ async fn sign_verdict(
     machine: Option<MachineFingerprint>,
     now: Millis,
 ) -> Result<String, ApiError> {
-    let claims = crate::signing::verdict_claims(
+    let claims = crate::crypto::signing::verdict_claims(
         state.signer.issuer(),
         hash.lookup().as_str(),
         license.state(now).as_str(),

@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 
-use crate::export::{self, Download, FindingsFormat, ScanFindings};
 use crate::state::AppState;
+use crate::usecases::export::{self, Download, FindingsFormat, ScanFindings};
 
 type Viewer = Option<Extension<app::auth::Viewer>>;
 

@@ -128,7 +128,7 @@ pub async fn run(
                 .map(tidemark_domain::signing::MachineFingerprint::parse)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("--machine: {e}"))?;
-            let file = crate::licensing::offline_licence_file(
+            let file = crate::usecases::licensing::offline_licence_file(
                 db,
                 &state.signer,
                 &state.config.http.base_url,

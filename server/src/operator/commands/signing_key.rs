@@ -48,7 +48,7 @@ pub async fn run(
                     .map_err(|e| anyhow::anyhow!("--overlap: {e}"))?,
                 None => state.config.keys.signing_key_overlap_ms,
             };
-            let key = crate::signing::rotate(
+            let key = crate::crypto::signing::rotate(
                 db,
                 state.signer.secrets(),
                 state.signer.issuer(),

@@ -2,6 +2,8 @@
 //! resend mail). XChaCha20-Poly1305 under a key derived from the master key per purpose, so
 //! one master key never encrypts two kinds of data directly.
 
+pub mod signing;
+
 use base64::Engine as _;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
 use chacha20poly1305::XChaCha20Poly1305;

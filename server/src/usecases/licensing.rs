@@ -11,7 +11,7 @@ use tidemark_store::signing_keys;
 use tidemark_store::Writer;
 use tidemark_wire::ValidateResponse;
 
-use crate::signing::{verdict_claims, Signer};
+use crate::crypto::signing::{verdict_claims, Signer};
 
 /// What validation says of `license`: a valid one carries its features and the latest
 /// bundle; an expired or suspended one neither. (`verdict` is added by the caller.)
