@@ -15,7 +15,7 @@ fn open_seeded(
     dir: &std::path::Path,
     schema: &str,
 ) -> Result<rusqlite::Connection, Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(dir)?;
     let path = dir.join("baseline.db");
     let conn = rusqlite::Connection::open(&path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;

@@ -292,7 +292,7 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
             )),
         )
         .leptos_routes_with_context(
-            &state,
+            state,
             routes,
             move || {
                 provide_context(leptos_state.clone());
@@ -329,11 +329,10 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
         )),
         None => dashboard,
     };
-    let dashboard = dashboard.layer(axum::middleware::from_fn_with_state(
+    dashboard.layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::require_same_origin,
-    ));
-    dashboard
+    ))
 }
 
 /// The layers around everything, outermost last.

@@ -61,40 +61,38 @@ impl Resource for Groups {
         store::list_groups(db, account_id, true)
     }
 
-    fn create(
+    async fn create(
         db: Writer,
         account_id: String,
         (record, members): Self::Record,
         audit: AuditContext,
-    ) -> impl Future<Output = Outcome<String>> + Send + 'static {
-        async move { store::create_group(&db, &account_id, &record, &members, &audit).await }
+    ) -> Outcome<String> {
+        store::create_group(&db, &account_id, &record, &members, &audit).await
     }
 
-    fn update(
+    async fn update(
         db: Writer,
         account_id: String,
         id: String,
         change: Change<Self>,
         audit: AuditContext,
-    ) -> impl Future<Output = Outcome<()>> + Send + 'static {
-        async move {
-            let apply = |mut record: GroupRecord, mut members: BTreeSet<String>| match &change {
-                Change::Replace(next) => Ok(next.clone()),
-                Change::Patch(patch) => {
-                    record.apply(&id, &mut members, &patch.changes)?;
-                    Ok((record, members))
-                }
-            };
-            store::update_group(&db, &account_id, &id, apply, &audit).await
-        }
+    ) -> Outcome<()> {
+        let apply = |mut record: GroupRecord, mut members: BTreeSet<String>| match &change {
+            Change::Replace(next) => Ok(next.clone()),
+            Change::Patch(patch) => {
+                record.apply(&id, &mut members, &patch.changes)?;
+                Ok((record, members))
+            }
+        };
+        store::update_group(&db, &account_id, &id, apply, &audit).await
     }
 
-    fn delete(
+    async fn delete(
         db: Writer,
         account_id: String,
         id: String,
         audit: AuditContext,
-    ) -> impl Future<Output = Outcome<()>> + Send + 'static {
-        async move { store::delete_group(&db, &account_id, &id, &audit).await }
+    ) -> Outcome<()> {
+        store::delete_group(&db, &account_id, &id, &audit).await
     }
 }

@@ -59,40 +59,38 @@ impl Resource for Users {
         store::list_users(db, account_id)
     }
 
-    fn create(
+    async fn create(
         db: Writer,
         account_id: String,
         record: UserRecord,
         audit: AuditContext,
-    ) -> impl Future<Output = Outcome<String>> + Send + 'static {
-        async move { store::create_user(&db, &account_id, &record, &audit).await }
+    ) -> Outcome<String> {
+        store::create_user(&db, &account_id, &record, &audit).await
     }
 
-    fn update(
+    async fn update(
         db: Writer,
         account_id: String,
         id: String,
         change: Change<Self>,
         audit: AuditContext,
-    ) -> impl Future<Output = Outcome<()>> + Send + 'static {
-        async move {
-            let apply = |mut record: UserRecord| match &change {
-                Change::Replace(next) => Ok(next.clone()),
-                Change::Patch(patch) => {
-                    record.apply(&id, &patch.changes)?;
-                    Ok(record)
-                }
-            };
-            store::update_user(&db, &account_id, &id, apply, &audit).await
-        }
+    ) -> Outcome<()> {
+        let apply = |mut record: UserRecord| match &change {
+            Change::Replace(next) => Ok(next.clone()),
+            Change::Patch(patch) => {
+                record.apply(&id, &patch.changes)?;
+                Ok(record)
+            }
+        };
+        store::update_user(&db, &account_id, &id, apply, &audit).await
     }
 
-    fn delete(
+    async fn delete(
         db: Writer,
         account_id: String,
         id: String,
         audit: AuditContext,
-    ) -> impl Future<Output = Outcome<()>> + Send + 'static {
-        async move { store::delete_user(&db, &account_id, &id, &audit).await }
+    ) -> Outcome<()> {
+        store::delete_user(&db, &account_id, &id, &audit).await
     }
 }
