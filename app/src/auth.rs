@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct Viewer {
     pub user_id: String,
     pub email: String,
-    pub account_id: String,
+    pub account_id: tidemark_wire::ids::AccountId,
     /// Admins rotate keys, manage members, archive projects and configure SSO.
     pub is_admin: bool,
     /// Signed in through a SAML connection: the session stays in that connection's account.
@@ -53,7 +53,7 @@ pub async fn current_viewer() -> Result<Option<Viewer>, ServerFnError> {
 /// An account the viewer can switch to (or is in), for the header's switcher.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountChoice {
-    pub account_id: String,
+    pub account_id: tidemark_wire::ids::AccountId,
     /// How people know the account: its license's e-mail and tier.
     pub label: String,
     pub role: crate::model::MemberRole,
@@ -78,7 +78,7 @@ pub async fn my_accounts() -> Result<Vec<AccountChoice>, ServerFnError> {
         .map(|a| AccountChoice {
             label: match (a.license_email, a.tier) {
                 (Some(email), Some(tier)) => format!("{email} ({tier})"),
-                _ => a.account_id.clone(),
+                _ => a.account_id.to_string(),
             },
             role: a.role.into(),
             current: a.account_id == viewer.account_id,

@@ -379,7 +379,7 @@ mod tests {
 
     fn point(at: i64, score: f64) -> ChartPoint {
         ChartPoint {
-            scan_id: format!("s{at}"),
+            scan_id: tidemark_wire::ids::ScanId::trusted(format!("s{at}")),
             at,
             score,
             label: String::new(),

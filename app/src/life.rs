@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// One scan of the finding's branch, and what the finding was in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seen {
-    pub scan_id: String,
+    pub scan_id: tidemark_wire::ids::ScanId,
     pub at: i64,
     /// `FAIL`, `PASS`, …; `None`: not in the scan.
     pub status: Option<String>,
@@ -68,10 +68,10 @@ pub struct LifeEvent {
     pub text: String,
     pub reason: Option<String>,
     /// The scan the change was seen in (none for a triage).
-    pub scan_id: Option<String>,
+    pub scan_id: Option<tidemark_wire::ids::ScanId>,
     /// Scans after it with the finding as it was: how many, and the latest of them.
     pub unchanged: i64,
-    pub last_scan_id: Option<String>,
+    pub last_scan_id: Option<tidemark_wire::ids::ScanId>,
     pub last_at: Option<i64>,
 }
 
@@ -189,7 +189,7 @@ mod tests {
 
     fn seen(n: i64, status: Option<&str>, severity: &str) -> Seen {
         Seen {
-            scan_id: format!("s{n}"),
+            scan_id: tidemark_wire::ids::ScanId::trusted(format!("s{n}")),
             at: n * 1000,
             status: status.map(str::to_owned),
             severity: status.map(|_| severity.to_owned()),

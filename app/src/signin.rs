@@ -117,7 +117,7 @@ fn switcher(accounts: Vec<AccountChoice>, via_saml: bool) -> Option<impl IntoVie
                         .map(|a| {
                             let role = a.role.as_str();
                             view! {
-                                <option value=a.account_id selected=a.current>
+                                <option value=a.account_id.to_string() selected=a.current>
                                     {format!("{} · {role}", a.label)}
                                 </option>
                             }

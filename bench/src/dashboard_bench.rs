@@ -130,7 +130,7 @@ async fn main() {
 }
 
 /// One project with `SCANS` scans over two years; the last scan has `FINDINGS` findings.
-async fn seed(db: &Db, account: &str) -> (String, String) {
+async fn seed(db: &Db, account: &str) -> (tidemark_wire::ids::ProjectId, String) {
     let writer = tidemark_store::Writer::for_tests(db.clone());
     // The body is compiled once per backend, with its concrete sqlx types.
     tidemark_store::on_db_write!(&writer, pool => {

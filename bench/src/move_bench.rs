@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tidemark_store::{AccountId, ProjectId};
 
 use tidemark_domain::push::ValidPush;
 use tidemark_store::dashboard::{list_findings, FindingFilter};
@@ -102,10 +103,10 @@ fn file_mib(path: &std::path::Path) -> f64 {
 async fn seed(
     db: &Writer,
     scans: usize,
-) -> Result<(String, Vec<bool>), Box<dyn std::error::Error>> {
+) -> Result<(ProjectId, Vec<bool>), Box<dyn std::error::Error>> {
     let mut flipped = vec![false; FINDINGS];
     let mut rng_state = 36_usize;
-    let mut project = String::new();
+    let mut project = ProjectId::default();
     for n in 0..scans {
         for _ in 0..50 {
             rng_state = rng_state
@@ -127,7 +128,7 @@ async fn seed(
 /// Every scan moved, no push lost (`expected` scans stored), the sampled scans read as before.
 async fn check_moved(
     db: &Writer,
-    project: &str,
+    project: &ProjectId,
     samples: &[i64],
     before: &[Vec<tidemark_store::dashboard::FindingRow>],
     expected: u64,
@@ -206,7 +207,7 @@ async fn spawn_pushers(
 /// The findings of the sampled scans, as the dashboard lists them.
 async fn read_samples(
     db: &Writer,
-    project: &str,
+    project: &ProjectId,
     samples: &[i64],
 ) -> Result<Vec<Vec<tidemark_store::dashboard::FindingRow>>, Box<dyn std::error::Error>> {
     let mut read = Vec::new();
@@ -319,7 +320,9 @@ async fn run(size_mib: u64, dir: std::path::PathBuf) -> Result<(), Box<dyn std::
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await.map(|_| ())
     })?;
     let used = tidemark_store::gauges::database_bytes(db.as_ref()).await? as f64 / 1_048_576.0;
-    let moved = tidemark_store::usage::project_bytes(db.as_ref(), "acct_history").await?;
+    let moved =
+        tidemark_store::usage::project_bytes(db.as_ref(), &AccountId::trusted("acct_history"))
+            .await?;
     println!(
         "the moved project now takes about {:.0} MiB (estimate, {} scans)",
         moved.iter().map(|p| p.bytes).sum::<i64>() as f64 / 1_048_576.0,

@@ -20,6 +20,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tidemark_store::AccountId;
 
 use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
@@ -83,8 +84,8 @@ async fn run(
     };
     for a in 0..ACCOUNTS {
         match mode {
-            Mode::Branches => with_main(&db, &format!("pr{a}"), findings).await,
-            _ => equip(&db, &format!("gated{a}"), findings).await,
+            Mode::Branches => with_main(&db, &AccountId::trusted(format!("pr{a}")), findings).await,
+            _ => equip(&db, &AccountId::trusted(format!("gated{a}")), findings).await,
         }
     }
     let mut totals = [(0u64, 0.0f64); 2];
@@ -131,7 +132,7 @@ async fn run(
 
 /// An account whose project "bench" has a quality gate and a webhook endpoint for every scan
 /// event (one push first, so the project exists).
-async fn equip(db: &Writer, account: &str, findings: usize) {
+async fn equip(db: &Writer, account: &AccountId, findings: usize) {
     tidemark_store::testing::insert_pushing_account(db, account).await;
     let ctx = context(account);
     // Before any phase's scans in time, and distinct from all of them.
@@ -184,7 +185,7 @@ async fn equip(db: &Writer, account: &str, findings: usize) {
 
 /// An account whose project "bench" has a scan of `main` with `findings` open findings: the
 /// base its pull requests are compared with.
-async fn with_main(db: &Writer, account: &str, findings: usize) {
+async fn with_main(db: &Writer, account: &AccountId, findings: usize) {
     tidemark_store::testing::insert_pushing_account(db, account).await;
     let git = serde_json::json!({"branch": "main"});
     record_push(db, context(account), body_on(0, findings, Some(git)))
@@ -192,7 +193,7 @@ async fn with_main(db: &Writer, account: &str, findings: usize) {
         .expect("main's scan");
 }
 
-fn context(account: &str) -> PushContext {
+fn context(account: &AccountId) -> PushContext {
     PushContext {
         key_id: tidemark_store::testing::push_key_id(account),
         account_id: account.to_owned(),
@@ -263,7 +264,8 @@ async fn phase(
                 } else {
                     body(at, size)
                 };
-                let account = format!("{prefix}{}", (worker + n as usize) % ACCOUNTS);
+                let account =
+                    AccountId::trusted(format!("{prefix}{}", (worker + n as usize) % ACCOUNTS));
                 let ctx = context(&account);
                 let started = Instant::now();
                 let outcome = record_push(&db, ctx, push).await.expect("push stored");

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use chrono::{NaiveDate, TimeZone as _, Utc};
 use tidemark_wire::findings::{FindingState, TriageState};
+use tidemark_wire::ids::FindingId;
 use tidemark_wire::Finding;
 
 use crate::input::{non_empty, prose, FieldError};
@@ -109,7 +110,7 @@ pub const MAX_TRIAGE_BATCH: usize = 100;
 /// The findings a triage of several names: 1 to [`MAX_TRIAGE_BATCH`] ids that could be
 /// finding ids, each once, in the order given. Whether each is the project's is the store's
 /// to say.
-pub fn triage_batch(ids: &[String]) -> Result<Vec<String>, FieldError> {
+pub fn triage_batch(ids: &[String]) -> Result<Vec<FindingId>, FieldError> {
     let field = "finding_ids";
     if ids.is_empty() {
         return Err(FieldError::new(
@@ -126,29 +127,19 @@ pub fn triage_batch(ids: &[String]) -> Result<Vec<String>, FieldError> {
             ),
         ));
     }
-    let mut batch: Vec<String> = Vec::with_capacity(ids.len());
+    let mut batch: Vec<FindingId> = Vec::with_capacity(ids.len());
     for id in ids {
-        if !could_be_finding_id(id) {
+        let Some(id) = FindingId::parse(id) else {
             return Err(FieldError::new(
                 field,
                 "finding_ids holds something that is not a finding id (fnd_…)".to_owned(),
             ));
-        }
-        if !batch.contains(id) {
-            batch.push(id.clone());
+        };
+        if !batch.contains(&id) {
+            batch.push(id);
         }
     }
     Ok(batch)
-}
-
-/// The parts of a finding id after `fnd_`: pushes make 20 base32 characters; findings that
-/// the migration found in older scans are numbered (`fnd_m` + digits).
-pub fn could_be_finding_id(s: &str) -> bool {
-    s.strip_prefix("fnd_").is_some_and(|r| {
-        (1..=24).contains(&r.len())
-            && r.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-    })
 }
 
 /// Where a listing of tracked findings goes on: the sort key of the last finding a page gave
@@ -162,7 +153,7 @@ pub struct FindingsCursor {
     /// 0 critical, 1 high, 2 medium, 3 low.
     pub rank: i64,
     pub first_seen_at: Millis,
-    pub finding_id: String,
+    pub finding_id: FindingId,
 }
 
 impl FindingsCursor {
@@ -204,10 +195,11 @@ impl FindingsCursor {
         let first_seen_at: Millis = seen_text.parse().ok().filter(|t| *t >= 0)?;
         // Numbers as written (no "01" or "+1"): one key, one cursor.
         let as_written = rank.to_string() == rank_text && first_seen_at.to_string() == seen_text;
-        (version == "v1" && as_written && could_be_finding_id(finding_id)).then(|| FindingsCursor {
+        let finding_id = FindingId::parse(finding_id)?;
+        (version == "v1" && as_written).then_some(FindingsCursor {
             rank,
             first_seen_at,
-            finding_id: finding_id.to_owned(),
+            finding_id,
         })
     }
 }
@@ -221,7 +213,7 @@ mod tests {
         let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
             triage_batch(&ids(&["fnd_a1", "fnd_b2", "fnd_a1"])).unwrap(),
-            ids(&["fnd_a1", "fnd_b2"])
+            [FindingId::trusted("fnd_a1"), FindingId::trusted("fnd_b2")]
         );
         assert!(triage_batch(&[]).is_err());
         assert!(triage_batch(&ids(&["fnd_a1", "../etc"])).is_err());
@@ -242,7 +234,7 @@ mod tests {
         let cursor = FindingsCursor {
             rank: 1,
             first_seen_at: 1_700_000_000_123,
-            finding_id: "fnd_abc234".into(),
+            finding_id: FindingId::trusted("fnd_abc234"),
         };
         let text = cursor.encode();
         assert!(text
@@ -371,8 +363,8 @@ mod tests {
 
     #[test]
     fn finding_ids_have_one_shape() {
-        assert!(could_be_finding_id("fnd_3k5v7x2m4q6s8u0w1y3a"));
-        assert!(could_be_finding_id("fnd_m42"));
+        assert!(FindingId::has_shape("fnd_3k5v7x2m4q6s8u0w1y3a"));
+        assert!(FindingId::has_shape("fnd_m42"));
         for bad in [
             "fnd_",
             "fnd_ABC",
@@ -380,7 +372,7 @@ mod tests {
             "fnd_a/b",
             &format!("fnd_{}", "a".repeat(25)),
         ] {
-            assert!(!could_be_finding_id(bad), "{bad}");
+            assert!(!FindingId::has_shape(bad), "{bad}");
         }
     }
 }

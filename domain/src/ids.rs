@@ -1,6 +1,7 @@
 //! Public identifiers: a fixed prefix and a random suffix.
 
 use rand::Rng as _;
+pub use tidemark_wire::ids::{AccountId, FindingId, ProjectId, ScanId};
 
 const BASE32_LOWER: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
 
@@ -24,25 +25,12 @@ pub fn random_base62(len: usize) -> String {
 }
 
 /// `prj_` + 20 lowercase base32 characters (100 random bits), stable for the project's life.
-pub fn new_project_id() -> String {
-    format!("prj_{}", random_base32(20))
+pub fn new_project_id() -> ProjectId {
+    ProjectId::trusted(format!("prj_{}", random_base32(20)))
 }
 
-pub fn is_project_id(s: &str) -> bool {
-    s.strip_prefix("prj_")
-        .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
-}
-
-/// Whether `s` has the shape of a scan id (`YYYYMMDD-HHMMSS-<slug>`, maybe `-N`): a cheap test
-/// that keeps anything else (NUL bytes, megabytes of text) away from the database.
-pub fn could_be_scan_id(s: &str) -> bool {
-    (1..=96).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
-
-pub fn new_account_id() -> String {
-    format!("acct_{}", random_base32(20))
+pub fn new_account_id() -> AccountId {
+    AccountId::trusted(format!("acct_{}", random_base32(20)))
 }
 
 pub fn new_license_id() -> String {
@@ -152,8 +140,8 @@ pub fn new_scim_group_id() -> String {
 }
 
 /// A tracked finding: the same id in every scan of its branch that has it.
-pub fn new_finding_id() -> String {
-    format!("fnd_{}", random_base32(20))
+pub fn new_finding_id() -> FindingId {
+    FindingId::trusted(format!("fnd_{}", random_base32(20)))
 }
 
 pub fn new_user_id() -> String {
@@ -177,11 +165,11 @@ mod tests {
     fn project_ids_have_the_contract_shape_and_differ() {
         let a = new_project_id();
         let b = new_project_id();
-        assert!(is_project_id(&a), "{a}");
+        assert!(ProjectId::has_shape(&a), "{a}");
         assert_eq!(a.len(), 24);
         assert_ne!(a, b);
-        assert!(!is_project_id("prj_ABCDEFGHIJKLMNOPQRST"));
-        assert!(!is_project_id("prj_short"));
+        assert!(!ProjectId::has_shape("prj_ABCDEFGHIJKLMNOPQRST"));
+        assert!(!ProjectId::has_shape("prj_short"));
     }
 
     #[test]
@@ -206,9 +194,9 @@ mod tests {
 
     #[test]
     fn scan_id_shapes() {
-        assert!(could_be_scan_id("20261122-101530-payments-api-prod-2"));
+        assert!(ScanId::has_shape("20261122-101530-payments-api-prod-2"));
         for bad in ["", "a\u{0}", "A", "x/y", &"a".repeat(97)] {
-            assert!(!could_be_scan_id(bad), "{bad:?}");
+            assert!(!ScanId::has_shape(bad), "{bad:?}");
         }
     }
 }

@@ -54,7 +54,7 @@ impl LicenseState {
 #[derive(Debug, Clone, PartialEq)]
 pub struct License {
     pub id: String,
-    pub account_id: String,
+    pub account_id: crate::ids::AccountId,
     pub email: String,
     pub tier: Tier,
     pub expires_at: Millis,
@@ -104,7 +104,7 @@ mod tests {
         use tidemark_wire::{Feature, Tier};
         let licence = super::License {
             id: "lic".into(),
-            account_id: "acct".into(),
+            account_id: crate::ids::AccountId::trusted("acct"),
             email: "a@example.com".into(),
             tier: Tier::Team,
             expires_at: 2_000,

@@ -201,12 +201,12 @@ pub fn scan_id_base(scanned_at: DateTime<Utc>, label: &str) -> String {
 }
 
 /// The `n`-th candidate for a scan id: the base itself, then `base-2`, `base-3`, …
-pub fn scan_id_candidate(base: &str, n: u32) -> String {
-    if n <= 1 {
+pub fn scan_id_candidate(base: &str, n: u32) -> crate::ids::ScanId {
+    crate::ids::ScanId::trusted(if n <= 1 {
         base.to_owned()
     } else {
         format!("{base}-{n}")
-    }
+    })
 }
 
 #[cfg(test)]

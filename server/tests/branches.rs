@@ -246,7 +246,7 @@ async fn a_badge_shows_the_default_branch_or_the_branch_it_names() {
     assert!(tidemark_store::badges::issue_badge(
         &app.db,
         &license.account_id,
-        project,
+        &tidemark_wire::ids::ProjectId::trusted(project),
         &token,
         &tidemark_store::testing::audit()
     )

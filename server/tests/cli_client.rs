@@ -226,10 +226,11 @@ async fn push_prints_the_gate_verdict_and_fail_on_gate_exits_3_with_the_reasons(
     let r = tidemark(&e, &["push", file.to_str().unwrap()]).await;
     assert_eq!(r.code, Ok(0), "{}", r.out);
     assert!(r.out.contains("Quality gate: none"), "{}", r.out);
-    let (project, account): (String, String) = on_db!(&app.db, pool => {
-        sqlx::query_as("SELECT id, account_id FROM projects").fetch_one(pool).await
-    })
-    .unwrap();
+    let (project, account): (tidemark_wire::ids::ProjectId, tidemark_wire::ids::AccountId) =
+        on_db!(&app.db, pool => {
+            sqlx::query_as("SELECT id, account_id FROM projects").fetch_one(pool).await
+        })
+        .unwrap();
     let gate = tidemark_domain::gate::QualityGate::new(Some(60.0), None, None)
         .unwrap()
         .unwrap();
@@ -794,10 +795,11 @@ async fn github_pull_requests_get_one_comment_updated_and_a_status() {
         "{}",
         r.out
     );
-    let (project, account): (String, String) = on_db!(&app.db, pool => {
-        sqlx::query_as("SELECT id, account_id FROM projects").fetch_one(pool).await
-    })
-    .unwrap();
+    let (project, account): (tidemark_wire::ids::ProjectId, tidemark_wire::ids::AccountId) =
+        on_db!(&app.db, pool => {
+            sqlx::query_as("SELECT id, account_id FROM projects").fetch_one(pool).await
+        })
+        .unwrap();
     let gate =
         tidemark_domain::gate::QualityGate::new(None, None, Some(tidemark_wire::Severity::Low))
             .unwrap()

@@ -151,7 +151,7 @@ tidemark_store::test_each_backend! {
         tidemark_store::testing::insert_pushing_account(&app.db, "acct_move").await;
         // A history stored one row per finding, as before spans: 150 scans of 400 findings,
         // statuses changing from scan to scan.
-        let mut project = String::new();
+        let mut project = tidemark_store::ProjectId::default();
         for n in 0..150_i64 {
             let findings: Vec<Value> = (0..400)
                 .map(|i| serde_json::json!({"rule_id": format!("cis-{}", i % 40), "resource": format!("r{i}"),

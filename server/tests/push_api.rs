@@ -28,7 +28,7 @@ tidemark_store::test_each_backend! {
         let first: Value = res.json().await.unwrap();
         let project_id = first["project_id"].as_str().unwrap().to_owned();
         assert!(
-            tidemark_domain::ids::is_project_id(&project_id),
+            tidemark_wire::ids::ProjectId::has_shape(&project_id),
             "{project_id}"
         );
         assert_eq!(first["scan_id"], "20261122-101530-payments-api-prod");

@@ -22,7 +22,7 @@ struct Setup {
     app: TestApp,
     idp: SamlIdp,
     provider: ScriptedProvider,
-    account: String,
+    account: tidemark_wire::ids::AccountId,
 }
 
 async fn setup(backend: tidemark_store::Backend, enforce: bool) -> Setup {
@@ -118,7 +118,7 @@ tidemark_store::test_each_backend! {
             .await
             .unwrap();
         assert!(
-            viewer.contains(ALICE) && viewer.contains(&s.account),
+            viewer.contains(ALICE) && viewer.contains(s.account.as_str()),
             "{viewer}"
         );
         // A SAML session stays in the account whose IdP vouched for it, even for someone
@@ -135,7 +135,7 @@ tidemark_store::test_each_backend! {
             .text()
             .await
             .unwrap();
-        assert!(viewer.contains(&s.account), "{viewer}");
+        assert!(viewer.contains(s.account.as_str()), "{viewer}");
         assert!(viewer.contains("\"via_saml\":true"), "{viewer}");
 
         // SP metadata names the entity id and ACS the IdP must use.
@@ -594,7 +594,7 @@ tidemark_store::test_each_backend! {
             !viewer.contains(&victim.email),
             "{backend:?}: took over {viewer}"
         );
-        assert!(viewer.contains(&s.account), "{viewer}");
+        assert!(viewer.contains(s.account.as_str()), "{viewer}");
     }
 }
 

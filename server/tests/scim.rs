@@ -108,6 +108,7 @@ fn ops(operations: Value) -> Value {
 }
 
 async fn verify_domain(app: &TestApp, account_id: &str, domain: &str) {
+    let account_id = &tidemark_wire::ids::AccountId::trusted(account_id);
     let domain = ClaimableDomain::parse(domain).unwrap();
     tidemark_store::sso::claim(
         &app.db,
@@ -143,6 +144,7 @@ async fn make_token(app: &TestApp, account_id: &str) -> String {
 }
 
 async fn role_of(app: &TestApp, account_id: &str, email: &str) -> Option<Role> {
+    let account_id = &tidemark_wire::ids::AccountId::trusted(account_id);
     let email = tidemark_domain::text::Email::parse(email).unwrap();
     tidemark_store::access::find_member_by_email(&app.db, account_id, &email)
         .await

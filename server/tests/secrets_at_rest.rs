@@ -74,7 +74,7 @@ tidemark_store::test_each_backend! {
         let text = dump(&app).await;
         // The dump is real: it holds the data we wrote.
         assert!(
-            text.contains(&license.account_id),
+            text.contains(license.account_id.as_str()),
             "{backend:?}: dump misses the account"
         );
         assert!(text.contains("google_compute_instance.web"));

@@ -1,5 +1,6 @@
 //! Dashboard access: users, the sign-in identities bound to them, and account membership.
 
+use crate::AccountId;
 use tidemark_domain::access::Role;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::text::Email;
@@ -72,7 +73,7 @@ const MANAGED_BY_EMAIL_SQL: &str = "SELECT COUNT(*) FROM scim_users s      JOIN 
 /// Adds `email` to the account with `role`, creating the user if needed.
 pub async fn add_member(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     email: &Email,
     role: Role,
     audit: &AuditContext,
@@ -126,7 +127,7 @@ pub async fn add_member(
 
 pub async fn find_member_by_email(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     email: &Email,
 ) -> Result<Option<Member>, StoreError> {
     let sql = format!("{MEMBER_SELECT} WHERE m.account_id = $1 AND u.email = $2");
@@ -138,7 +139,7 @@ pub async fn find_member_by_email(
 
 pub async fn find_member(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     user_id: &str,
 ) -> Result<Option<Member>, StoreError> {
     let sql = format!("{MEMBER_SELECT} WHERE m.account_id = $1 AND m.user_id = $2");
@@ -148,7 +149,7 @@ pub async fn find_member(
     row.map(Member::try_from).transpose()
 }
 
-pub async fn list_members(db: &Db, account_id: &str) -> Result<Vec<Member>, StoreError> {
+pub async fn list_members(db: &Db, account_id: &AccountId) -> Result<Vec<Member>, StoreError> {
     let sql = format!("{MEMBER_SELECT} WHERE m.account_id = $1 ORDER BY u.email");
     let rows: Vec<MemberRow> = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(account_id).fetch_all(pool).await
@@ -159,7 +160,7 @@ pub async fn list_members(db: &Db, account_id: &str) -> Result<Vec<Member>, Stor
 /// An account a user belongs to, named the way people know it (its license).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountOfUser {
-    pub account_id: String,
+    pub account_id: AccountId,
     pub role: Role,
     pub license_email: Option<String>,
     pub tier: Option<String>,
@@ -167,7 +168,7 @@ pub struct AccountOfUser {
 
 #[derive(sqlx::FromRow)]
 struct AccountOfUserRow {
-    account_id: String,
+    account_id: AccountId,
     role: String,
     license_email: Option<String>,
     tier: Option<String>,
@@ -204,7 +205,7 @@ pub async fn accounts_of(db: &Db, user_id: &str) -> Result<Vec<AccountOfUser>, S
 /// Notes that the member has just entered the account (signed in, or switched to it).
 pub async fn mark_account_used(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     user_id: &str,
     now: Millis,
 ) -> Result<(), StoreError> {
@@ -224,7 +225,7 @@ pub async fn mark_account_used(
 /// The last admin can be neither demoted nor removed.
 pub async fn change_member(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     user_id: &str,
     role: Option<Role>,
     audit: &AuditContext,
@@ -435,7 +436,7 @@ pub async fn user_email(db: &Db, user_id: &str) -> Result<Option<String>, StoreE
 }
 
 /// The accounts a user belongs to with their role, in the order of [`accounts_of`].
-pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(String, Role)>, StoreError> {
+pub async fn memberships_of(db: &Db, user_id: &str) -> Result<Vec<(AccountId, Role)>, StoreError> {
     Ok(accounts_of(db, user_id)
         .await?
         .into_iter()

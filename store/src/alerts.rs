@@ -1,6 +1,7 @@
 //! E-mail alerts: each member's choice, per account, of the push outcomes that mail them,
 //! and the statement a push runs to queue those mails in its own transaction.
 
+use crate::AccountId;
 use tidemark_domain::Millis;
 
 use crate::stmt::Stmt;
@@ -20,7 +21,7 @@ pub struct AlertPrefs {
 /// The member's preferences in the account (the default when never set).
 pub async fn alert_prefs(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     user_id: &str,
 ) -> Result<AlertPrefs, StoreError> {
     let row: Option<(bool, bool)> = on_db!(db, pool => {
@@ -47,7 +48,7 @@ pub async fn alert_prefs(
 /// member of the account.
 pub async fn set_alert_prefs(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     user_id: &str,
     prefs: AlertPrefs,
     now: Millis,
@@ -77,7 +78,7 @@ pub async fn set_alert_prefs(
 
 /// The pushed scan an alert is about, and what it raised.
 pub(crate) struct AlertScan<'a> {
-    pub account_id: &'a str,
+    pub account_id: &'a AccountId,
     pub project_id: &'a str,
     pub seq: i64,
     pub gate_failed: bool,
@@ -124,7 +125,7 @@ mod tests {
 
     fn scan(gate_failed: bool, score_regressed: bool) -> Option<Stmt> {
         enqueue_statement(&AlertScan {
-            account_id: "acc_1",
+            account_id: &AccountId::trusted("acc_1"),
             project_id: "prj_1",
             seq: 3,
             gate_failed,

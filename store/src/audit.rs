@@ -3,6 +3,7 @@
 //! write the event in their own transaction ([`record_in!`]), so a change and its record
 //! commit together or not at all. Append-only: this module inserts and reads, nothing else.
 
+use crate::AccountId;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::Millis;
 
@@ -11,7 +12,7 @@ use crate::{on_db, Db, StoreError};
 /// One audited change, as the store function that makes it describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change<'a> {
-    pub account_id: Option<&'a str>,
+    pub account_id: Option<&'a AccountId>,
     pub action: Action,
     pub target: String,
     pub before: Option<String>,
@@ -51,7 +52,7 @@ pub(crate) use record_in;
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditEvent {
     pub id: String,
-    pub account_id: Option<String>,
+    pub account_id: Option<AccountId>,
     pub at: Millis,
     pub actor_kind: String,
     pub actor: String,
@@ -66,7 +67,7 @@ pub struct AuditEvent {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditQuery {
     /// `None`: every account's, and those of no account (operators only).
-    pub account_id: Option<String>,
+    pub account_id: Option<AccountId>,
     /// The actor exactly as shown (an e-mail address or `operator:<name>`).
     pub actor: Option<String>,
     pub action: Option<Action>,
@@ -97,7 +98,7 @@ pub async fn list_audit(db: &Db, q: &AuditQuery) -> Result<Vec<AuditEvent>, Stor
 }
 
 /// The distinct actors of the account's log (for the filter's choices), by name.
-pub async fn audit_actors(db: &Db, account_id: &str) -> Result<Vec<String>, StoreError> {
+pub async fn audit_actors(db: &Db, account_id: &AccountId) -> Result<Vec<String>, StoreError> {
     let rows: Vec<(String,)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT DISTINCT actor FROM audit_events WHERE account_id = $1 ORDER BY actor",

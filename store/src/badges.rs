@@ -1,5 +1,6 @@
 //! Status badges: one live token per project, within its account.
 
+use crate::{AccountId, ProjectId};
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::badge::{BadgeState, BadgeToken};
 
@@ -13,14 +14,17 @@ use crate::{on_db, Db, StoreError};
 /// A project of the account and its badge token, if it has one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectBadge {
-    pub project_id: String,
+    pub project_id: ProjectId,
     pub label: String,
     pub token: Option<BadgeToken>,
 }
 
 /// Every active project of the account, by label, with its badge token.
-pub async fn account_badges(db: &Db, account_id: &str) -> Result<Vec<ProjectBadge>, StoreError> {
-    let rows: Vec<(String, String, Option<String>)> = on_db!(db, pool => {
+pub async fn account_badges(
+    db: &Db,
+    account_id: &AccountId,
+) -> Result<Vec<ProjectBadge>, StoreError> {
+    let rows: Vec<(ProjectId, String, Option<String>)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT p.id, p.label, b.token FROM projects p \
              LEFT JOIN badges b ON b.project_id = p.id \
@@ -44,8 +48,8 @@ pub async fn account_badges(db: &Db, account_id: &str) -> Result<Vec<ProjectBadg
 /// the account has no such project.
 pub async fn issue_badge(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     token: &BadgeToken,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
@@ -89,8 +93,8 @@ pub async fn issue_badge(
 /// Revokes the project's badge token. `false` when there was none in this account.
 pub async fn revoke_badge(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
     let lookup = Stmt::new(

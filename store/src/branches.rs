@@ -2,6 +2,7 @@
 //! requests (`branches`), each with its own head. The push path moves the heads
 //! (`pushes`); this module reads the lines and changes which one is the default.
 
+use crate::{AccountId, ProjectId, ScanId};
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::git::{branch_ref_key, BranchName};
 use tidemark_domain::Millis;
@@ -38,13 +39,13 @@ pub struct PullRequestInfo {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineScan {
     pub seq: i64,
-    pub scan_id: String,
+    pub scan_id: ScanId,
     pub score: f64,
     pub score_delta: f64,
     pub gate: GateResult,
     pub commit: Option<String>,
     /// For a pull request: the base's scan id when one was compared, and the new findings.
-    pub base_scan_id: Option<String>,
+    pub base_scan_id: Option<ScanId>,
     pub base_new: Option<i64>,
     pub base_fixed: Option<i64>,
     /// The base scan's score, when one was compared and is still kept.
@@ -64,13 +65,13 @@ struct LineRow {
     scan_count: i64,
     last_push_at: Option<i64>,
     head_seq: Option<i64>,
-    scan_id: Option<String>,
+    scan_id: Option<ScanId>,
     score: Option<f64>,
     score_delta: Option<f64>,
     gate_status: Option<String>,
     gate_reasons: Option<String>,
     commit_sha: Option<String>,
-    base_scan_id: Option<String>,
+    base_scan_id: Option<ScanId>,
     base_new: Option<i64>,
     base_fixed: Option<i64>,
     base_score: Option<f64>,
@@ -120,8 +121,8 @@ const LINE_COLUMNS: &str = "b.id, b.name, (b.id = p.default_branch_id) AS is_def
 /// latest push, newest first. Empty when the account has no such project.
 pub async fn list_lines(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
 ) -> Result<Vec<Line>, StoreError> {
     let sql = format!(
         "SELECT {LINE_COLUMNS} FROM branches b \
@@ -162,7 +163,7 @@ struct NewDefaultRow {
     id: String,
     score: Option<f64>,
     score_delta: Option<f64>,
-    scan_id: Option<String>,
+    scan_id: Option<ScanId>,
     body_hash: Option<String>,
     gate_status: Option<String>,
     gate_reasons: Option<String>,
@@ -173,8 +174,8 @@ struct NewDefaultRow {
 /// the branch's head at once. Audited.
 pub async fn set_default_branch(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     name: &BranchName,
     audit: &AuditContext,
 ) -> Result<DefaultBranchChange, StoreError> {
@@ -241,8 +242,8 @@ pub async fn set_default_branch(
 /// A line [`prune_lines`] removed (or, dry, would remove).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PrunedLine {
-    pub account_id: String,
-    pub project_id: String,
+    pub account_id: AccountId,
+    pub project_id: ProjectId,
     pub project_label: String,
     /// The branch, or for a pull request its source branch.
     pub branch: Option<String>,
@@ -254,8 +255,8 @@ pub struct PrunedLine {
 #[derive(sqlx::FromRow)]
 struct PruneCandidate {
     id: String,
-    account_id: String,
-    project_id: String,
+    account_id: AccountId,
+    project_id: ProjectId,
     label: String,
     name: Option<String>,
     pr_number: Option<i64>,

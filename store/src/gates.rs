@@ -2,6 +2,7 @@
 //! each scan's verdict (`scans.gate_status`, `scans.gate_reasons`). The rules themselves are
 //! `tidemark_domain::gate`.
 
+use crate::{AccountId, ProjectId};
 use std::collections::HashSet;
 
 use tidemark_domain::audit::{Action, AuditContext};
@@ -96,8 +97,8 @@ struct LabelledGateRow {
 /// first.
 pub async fn project_gate(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
 ) -> Result<Option<QualityGate>, StoreError> {
     let row: Option<GateRow> = on_db!(db, pool => {
         sqlx::query_as(
@@ -123,8 +124,8 @@ pub async fn project_gate(
 /// verdicts; the next push is judged by this.
 pub async fn set_project_gate(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     gate: Option<&QualityGate>,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {

@@ -3,6 +3,7 @@
 //! their rows stay), and removing the spans no remaining scan needs. Every write is a short
 //! transaction of a bounded size, so pushes wait for it a few milliseconds at most.
 
+use crate::{AccountId, ProjectId, ScanId};
 use std::collections::HashSet;
 
 use tidemark_domain::housekeeping::{Line, LineScan, Policy, Protected};
@@ -20,8 +21,8 @@ pub const SPANS_PER_BATCH: i64 = 2_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HousekeptLine {
     pub line_id: String,
-    pub project_id: String,
-    pub account_id: String,
+    pub project_id: ProjectId,
+    pub account_id: AccountId,
     /// The project's label and the line's name, for the operator's dry run.
     pub project_label: String,
     pub line_name: Option<String>,
@@ -34,8 +35,8 @@ pub struct HousekeptLine {
 #[derive(sqlx::FromRow)]
 struct LineRow {
     id: String,
-    project_id: String,
-    account_id: String,
+    project_id: ProjectId,
+    account_id: AccountId,
     label: String,
     name: Option<String>,
     pr_number: Option<i64>,
@@ -89,7 +90,7 @@ pub fn policy_for(line: &HousekeptLine, installation: &Policy) -> Policy {
 #[derive(sqlx::FromRow)]
 struct ScanRow {
     seq: i64,
-    scan_id: String,
+    scan_id: ScanId,
     scanned_at: i64,
     gate_status: Option<String>,
     findings_stored: Option<String>,
@@ -143,7 +144,7 @@ pub async fn line_scans(db: &Db, line: &HousekeptLine) -> Result<Vec<LineScan>, 
             gate: r.gate_status,
             protected: Protected {
                 compared_against: compared.contains(&r.seq),
-                referred_to: audited.contains(&r.scan_id) || triaged.contains(&r.seq),
+                referred_to: audited.contains(r.scan_id.as_str()) || triaged.contains(&r.seq),
             },
             thinned: r.findings_stored.as_deref() == Some(THINNED),
         })
@@ -155,8 +156,8 @@ pub async fn line_scans(db: &Db, line: &HousekeptLine) -> Result<Vec<LineScan>, 
 /// time. Spans are left to [`collect_spans`]. Returns how many scans it thinned.
 pub async fn thin_scans(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     seqs: &[i64],
 ) -> Result<u64, StoreError> {
     if seqs.is_empty() {
@@ -190,7 +191,7 @@ pub async fn thin_scans(
 /// fewer than the batch means none is left.
 pub async fn collect_spans(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     line: &HousekeptLine,
 ) -> Result<u64, StoreError> {
     let sql = format!(
@@ -221,7 +222,7 @@ pub async fn collect_spans(
 /// when it has none (the installation's applies).
 pub async fn account_policy(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
 ) -> Result<Option<Option<Policy>>, StoreError> {
     let row: Option<Option<String>> = on_db!(db, pool => {
         sqlx::query_scalar("SELECT housekeeping FROM accounts WHERE id = $1")
@@ -236,7 +237,7 @@ pub async fn account_policy(
 /// audit log. `false`: no such account.
 pub async fn set_account_policy(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     policy: Option<&Policy>,
     audit: &tidemark_domain::audit::AuditContext,
 ) -> Result<bool, StoreError> {
@@ -267,7 +268,7 @@ pub async fn set_account_policy(
         let change = Change {
             account_id: Some(account_id),
             action: Action::HousekeepingPolicySet,
-            target: account_id.to_owned(),
+            target: account_id.to_string(),
             before: Some(before.as_deref().map_or_else(installation, written)),
             after: Some(policy.map_or_else(installation, Policy::to_pairs)),
         };
@@ -280,7 +281,7 @@ pub async fn set_account_policy(
 }
 
 /// Whether the project's scan at `seq` has lost its finding detail.
-pub async fn is_thinned(db: &Db, project_id: &str, seq: i64) -> Result<bool, StoreError> {
+pub async fn is_thinned(db: &Db, project_id: &ProjectId, seq: i64) -> Result<bool, StoreError> {
     let stored: Option<Option<String>> = on_db!(db, pool => {
         sqlx::query_scalar("SELECT findings_stored FROM scans WHERE project_id = $1 AND seq = $2")
             .bind(project_id)
@@ -312,11 +313,11 @@ pub async fn plan_all(
     db: &Db,
     now: Millis,
     installation: &Policy,
-) -> Result<Vec<(HousekeptLine, Vec<i64>, bool)>, StoreError> {
+) -> Result<Vec<(HousekeptLine, Vec<i64>)>, StoreError> {
     let mut planned = Vec::new();
     for line in lines(db).await? {
-        let (seqs, had_thinned) = plan_line(db, &line, now, installation).await?;
-        planned.push((line, seqs, had_thinned));
+        let (seqs, _) = plan_line(db, &line, now, installation).await?;
+        planned.push((line, seqs));
     }
     Ok(planned)
 }

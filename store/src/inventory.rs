@@ -1,5 +1,6 @@
 //! What the operator commands list: accounts, projects, scans and API keys, read-only.
 
+use crate::{AccountId, ProjectId, ScanId};
 use tidemark_domain::Millis;
 
 use crate::{on_db, Db, StoreError};
@@ -7,7 +8,7 @@ use crate::{on_db, Db, StoreError};
 /// An account with its license and how much it holds.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct AccountRow {
-    pub id: String,
+    pub id: AccountId,
     pub created_at: Millis,
     pub license_id: Option<String>,
     pub email: Option<String>,
@@ -37,16 +38,16 @@ pub async fn list_accounts(db: &Db) -> Result<Vec<AccountRow>, StoreError> {
 /// A project as the operator lists it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ProjectRow {
-    pub id: String,
+    pub id: ProjectId,
     pub label: String,
     pub created_at: Millis,
     pub archived_at: Option<Millis>,
     pub scan_count: i64,
     pub last_score: Option<f64>,
-    pub last_scan_id: Option<String>,
+    pub last_scan_id: Option<ScanId>,
 }
 
-pub async fn account_exists(db: &Db, account_id: &str) -> Result<bool, StoreError> {
+pub async fn account_exists(db: &Db, account_id: &AccountId) -> Result<bool, StoreError> {
     let found: Option<(i32,)> = on_db!(db, pool => {
         sqlx::query_as("SELECT 1 FROM accounts WHERE id = $1")
             .bind(account_id)
@@ -59,7 +60,7 @@ pub async fn account_exists(db: &Db, account_id: &str) -> Result<bool, StoreErro
 /// The account's projects, by label; `None` if there is no such account.
 pub async fn list_projects(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
 ) -> Result<Option<Vec<ProjectRow>>, StoreError> {
     if !account_exists(db, account_id).await? {
         return Ok(None);
@@ -79,7 +80,7 @@ pub async fn list_projects(
 /// A scan as the operator lists it (no findings).
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ScanRow {
-    pub scan_id: String,
+    pub scan_id: ScanId,
     pub seq: i64,
     pub scanned_at: Millis,
     pub received_at: Millis,
@@ -94,10 +95,10 @@ pub struct ScanRow {
 /// such project.
 pub async fn list_scans(
     db: &Db,
-    project_id: &str,
+    project_id: &ProjectId,
     limit: i64,
-) -> Result<Option<(String, Vec<ScanRow>)>, StoreError> {
-    let found: Option<(String,)> = on_db!(db, pool => {
+) -> Result<Option<(AccountId, Vec<ScanRow>)>, StoreError> {
+    let found: Option<(AccountId,)> = on_db!(db, pool => {
         sqlx::query_as("SELECT account_id FROM projects WHERE id = $1")
             .bind(project_id)
             .fetch_optional(pool)
@@ -120,8 +121,8 @@ pub async fn list_scans(
 }
 
 /// The account an API key belongs to, by the key's id.
-pub async fn api_key_account(db: &Db, key_id: &str) -> Result<Option<String>, StoreError> {
-    let found: Option<(String,)> = on_db!(db, pool => {
+pub async fn api_key_account(db: &Db, key_id: &str) -> Result<Option<AccountId>, StoreError> {
+    let found: Option<(AccountId,)> = on_db!(db, pool => {
         sqlx::query_as("SELECT account_id FROM api_keys WHERE id = $1")
             .bind(key_id)
             .fetch_optional(pool)

@@ -70,6 +70,8 @@ const WRITER_STATEMENT_CACHE: usize = 24;
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub use fault::Fault;
+/// The ids the store's functions take and its rows carry, one type each.
+pub use tidemark_wire::ids::{AccountId, FindingId, ProjectId, ScanId};
 
 /// How a process's pools wait for the database.
 #[derive(Debug, Clone, Copy)]
@@ -388,7 +390,7 @@ pub trait BeginWrite {
     /// account's row (the first statement, so later reads see every earlier commit).
     fn begin_account_write(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
     ) -> impl std::future::Future<
         Output = Result<sqlx::Transaction<'static, Self::Database>, sqlx::Error>,
     > + Send;
@@ -413,7 +415,7 @@ impl BeginWrite for SqlitePool {
 
     async fn begin_account_write(
         &self,
-        _account_id: &str,
+        _account_id: &AccountId,
     ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
         self.begin_write().await
     }
@@ -434,7 +436,7 @@ impl BeginWrite for PgPool {
 
     async fn begin_account_write(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
     ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
         let mut tx = self.begin().await?;
         sqlx::query("UPDATE accounts SET write_guard = write_guard + 1 WHERE id = $1")

@@ -1,7 +1,9 @@
 //! Accounts, licenses and API keys.
 
-use crate::stmt::bound;
+use crate::stmt::Stmt;
+use crate::tx::{audited_write, WriteTx};
 use crate::webhooks::{enqueue_statement, EventRef};
+use crate::AccountId;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::secrets::{HashedApiKey, LookupHash};
 use tidemark_domain::tier::parse_feature_list;
@@ -19,7 +21,7 @@ pub use tidemark_domain::license::License;
 #[derive(sqlx::FromRow)]
 pub(crate) struct LicenseRow {
     id: String,
-    account_id: String,
+    account_id: AccountId,
     email: String,
     tier: String,
     expires_at: i64,
@@ -56,7 +58,7 @@ impl TryFrom<LicenseRow> for License {
 /// What an operator gives to create a license.
 #[derive(Debug, Clone)]
 pub struct NewLicense {
-    pub account_id: String,
+    pub account_id: AccountId,
     pub license_id: String,
     pub email: String,
     pub tier: Tier,
@@ -196,34 +198,36 @@ pub async fn set_suspended(
     suspended: bool,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let done = on_db_write!(db, pool => {
-        let mut tx = pool.begin_write().await?;
-        let found: Option<(String, Option<i64>)> =
-            sqlx::query_as("SELECT account_id, suspended_at FROM licenses WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some((account_id, suspended_at)) = found else {
-            return Ok(false);
-        };
-        sqlx::query("UPDATE licenses SET suspended_at = $1 WHERE id = $2")
+    let mut tx = WriteTx::begin(db).await?;
+    let found: Option<(AccountId, Option<i64>)> = tx
+        .fetch_optional(
+            Stmt::new("SELECT account_id, suspended_at FROM licenses WHERE id = $1").bind(id),
+        )
+        .await?;
+    let Some((account_id, suspended_at)) = found else {
+        return Ok(false);
+    };
+    tx.execute(
+        Stmt::new("UPDATE licenses SET suspended_at = $1 WHERE id = $2")
             .bind(suspended.then_some(audit.at))
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        let state = |s: bool| Some(if s { "suspended" } else { "active" }.to_owned());
-        let change = Change {
-            account_id: Some(&account_id),
-            action: if suspended { Action::LicenseSuspended } else { Action::LicenseResumed },
-            target: id.to_owned(),
-            before: state(suspended_at.is_some()),
-            after: state(suspended),
-        };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(true)
-    })?;
-    Ok(done)
+            .bind(id),
+    )
+    .await?;
+    let state = |s: bool| Some(if s { "suspended" } else { "active" }.to_owned());
+    let change = Change {
+        account_id: Some(&account_id),
+        action: if suspended {
+            Action::LicenseSuspended
+        } else {
+            Action::LicenseResumed
+        },
+        target: id.to_owned(),
+        before: state(suspended_at.is_some()),
+        after: state(suspended),
+    };
+    tx.audit(audit, change).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 pub async fn set_expiry(
@@ -232,40 +236,41 @@ pub async fn set_expiry(
     expires_at: Millis,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let done = on_db_write!(db, pool => {
-        let mut tx = pool.begin_write().await?;
-        let found: Option<(String, i64)> =
-            sqlx::query_as("SELECT account_id, expires_at FROM licenses WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some((account_id, before)) = found else {
-            return Ok(false);
-        };
-        sqlx::query("UPDATE licenses SET expires_at = $1 WHERE id = $2")
+    let mut tx = WriteTx::begin(db).await?;
+    let found: Option<(AccountId, i64)> = tx
+        .fetch_optional(
+            Stmt::new("SELECT account_id, expires_at FROM licenses WHERE id = $1").bind(id),
+        )
+        .await?;
+    let Some((account_id, before)) = found else {
+        return Ok(false);
+    };
+    tx.execute(
+        Stmt::new("UPDATE licenses SET expires_at = $1 WHERE id = $2")
             .bind(expires_at)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        let change = Change {
-            account_id: Some(&account_id),
-            action: Action::LicenseExtended,
-            target: id.to_owned(),
-            before: Some(format!("expires {}", tidemark_domain::to_rfc3339(before))),
-            after: Some(format!("expires {}", tidemark_domain::to_rfc3339(expires_at))),
-        };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(true)
-    })?;
-    Ok(done)
+            .bind(id),
+    )
+    .await?;
+    let change = Change {
+        account_id: Some(&account_id),
+        action: Action::LicenseExtended,
+        target: id.to_owned(),
+        before: Some(format!("expires {}", tidemark_domain::to_rfc3339(before))),
+        after: Some(format!(
+            "expires {}",
+            tidemark_domain::to_rfc3339(expires_at)
+        )),
+    };
+    tx.audit(audit, change).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// A new API key for an account.
 #[derive(Debug, Clone)]
 pub struct NewApiKey {
     pub id: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub hash: HashedApiKey,
     pub prefix: String,
     pub machine: String,
@@ -293,37 +298,43 @@ async fn issue_api_key(
     key: &NewApiKey,
     rotation: Option<&AuditContext>,
 ) -> Result<u64, StoreError> {
-    let revoke_others = rotation.is_some();
-    let revoked = on_db_write!(db, pool => {
-        let mut tx = pool.begin_write().await?;
-        let revoked = if revoke_others {
-            sqlx::query(
-                "UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 AND revoked_at IS NULL",
+    let mut tx = WriteTx::begin(db).await?;
+    let mut revoked = 0;
+    if let Some(audit) = rotation {
+        revoked = tx
+            .execute(
+                Stmt::new(
+                    "UPDATE api_keys SET revoked_at = $1 WHERE account_id = $2 \
+                     AND revoked_at IS NULL",
+                )
+                .bind(key.now)
+                .bind(&key.account_id),
             )
-            .bind(key.now)
-            .bind(&key.account_id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-        } else {
-            0
+            .await?;
+        // Subscribed endpoints hear of it, in the same transaction as the rotation.
+        let event_id = tidemark_domain::ids::new_event_id();
+        let event = EventRef {
+            event_id: &event_id,
+            event: Event::KeysRotated,
+            account_id: &key.account_id,
+            scan: None,
+            now: key.now,
+            raised: true,
         };
-        if revoke_others {
-            // Subscribed endpoints hear of it, in the same transaction as the rotation.
-            let event_id = tidemark_domain::ids::new_event_id();
-            let event = EventRef {
-                event_id: &event_id,
-                event: Event::KeysRotated,
-                account_id: &key.account_id,
-                scan: None,
-                now: key.now,
-                raised: true,
-            };
-            if let Some(stmt) = enqueue_statement(std::slice::from_ref(&event)) {
-                bound(&stmt.sql, stmt.args)?.execute(&mut *tx).await?;
-            }
+        if let Some(stmt) = enqueue_statement(std::slice::from_ref(&event)) {
+            tx.execute(stmt).await?;
         }
-        sqlx::query(
+        let change = Change {
+            account_id: Some(&key.account_id),
+            action: Action::KeysRotated,
+            target: "API keys".to_owned(),
+            before: Some(format!("{revoked} active")),
+            after: Some(format!("1 active: {}… ({})", key.prefix, key.machine)),
+        };
+        tx.audit(audit, change).await?;
+    }
+    tx.execute(
+        Stmt::new(
             "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6)",
         )
@@ -332,22 +343,10 @@ async fn issue_api_key(
         .bind(key.hash.as_str())
         .bind(&key.prefix)
         .bind(&key.machine)
-        .bind(key.now)
-        .execute(&mut *tx)
-        .await?;
-        if let Some(audit) = rotation {
-            let change = Change {
-                account_id: Some(&key.account_id),
-                action: Action::KeysRotated,
-                target: "API keys".to_owned(),
-                before: Some(format!("{revoked} active")),
-                after: Some(format!("1 active: {}… ({})", key.prefix, key.machine)),
-            };
-            record_in!(&mut *tx, audit, change)?;
-        }
-        tx.commit().await?;
-        revoked
-    });
+        .bind(key.now),
+    )
+    .await?;
+    tx.commit().await?;
     Ok(revoked)
 }
 
@@ -435,7 +434,7 @@ pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOw
 /// The license of an account (one per account).
 pub async fn find_license_for_account(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
 ) -> Result<Option<License>, StoreError> {
     let sql = format!("SELECT {LICENSE_COLUMNS} FROM licenses l WHERE l.account_id = $1");
     let row: Option<LicenseRow> = on_db!(db, pool => {
@@ -454,7 +453,7 @@ pub struct KeyRow {
     pub last_used_at: Option<Millis>,
 }
 
-pub async fn list_api_keys(db: &Db, account_id: &str) -> Result<Vec<KeyRow>, StoreError> {
+pub async fn list_api_keys(db: &Db, account_id: &AccountId) -> Result<Vec<KeyRow>, StoreError> {
     let rows: Vec<(String, String, String, i64, Option<i64>)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT id, prefix, machine, created_at, last_used_at FROM api_keys \
@@ -479,39 +478,36 @@ pub async fn list_api_keys(db: &Db, account_id: &str) -> Result<Vec<KeyRow>, Sto
 /// Revokes one active key of the account; `false` if there was none by that id.
 pub async fn revoke_api_key(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     key_id: &str,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
-    let done = on_db_write!(db, pool => {
-        let mut tx = pool.begin_write().await?;
-        let found: Option<(String, String)> = sqlx::query_as(
-            "SELECT prefix, machine FROM api_keys WHERE id = $1 AND account_id = $2 \
-             AND revoked_at IS NULL",
-        )
-        .bind(key_id)
-        .bind(account_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((prefix, machine)) = found else {
-            return Ok(false);
-        };
-        sqlx::query("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3")
-            .bind(audit.at)
-            .bind(key_id)
-            .bind(account_id)
-            .execute(&mut *tx)
-            .await?;
-        let change = Change {
-            account_id: Some(account_id),
-            action: Action::KeyRevoked,
-            target: format!("{prefix}… ({machine})"),
-            before: Some("active".to_owned()),
-            after: Some("revoked".to_owned()),
-        };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>(true)
-    })?;
-    Ok(done)
+    let lookup = Stmt::new(
+        "SELECT prefix, machine FROM api_keys WHERE id = $1 AND account_id = $2 \
+         AND revoked_at IS NULL",
+    )
+    .bind(key_id)
+    .bind(account_id);
+    audited_write(
+        db,
+        account_id,
+        audit,
+        lookup,
+        |(prefix, machine): (String, String)| {
+            let revoke =
+                Stmt::new("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND account_id = $3")
+                    .bind(audit.at)
+                    .bind(key_id)
+                    .bind(account_id);
+            let change = Change {
+                account_id: Some(account_id),
+                action: Action::KeyRevoked,
+                target: format!("{prefix}… ({machine})"),
+                before: Some("active".to_owned()),
+                after: Some("revoked".to_owned()),
+            };
+            (vec![revoke], change)
+        },
+    )
+    .await
 }

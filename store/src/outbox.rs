@@ -1,6 +1,7 @@
 //! The durable mail outbox. Requests only enqueue; a background sender delivers, retrying
 //! with back-off. Rows hold no secret: a message is composed at delivery time.
 
+use crate::ProjectId;
 use tidemark_domain::Millis;
 
 use crate::queue::{Claimable, Queue};
@@ -53,7 +54,7 @@ struct DueMailRow {
     recipient: String,
     attempts: i64,
     next_attempt_at: i64,
-    project_id: Option<String>,
+    project_id: Option<ProjectId>,
     #[sqlx(flatten)]
     scan: ScanFactsRow,
 }

@@ -1,6 +1,7 @@
 //! Keyless CI: trusted publishers, the job tokens already exchanged, and the short-lived push
 //! tokens an exchange hands out.
 
+use crate::AccountId;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::ci_identity::{
     Issuer, ProjectScope, Provider, PublisherDraft, PublisherSpec, TrustedGit,
@@ -20,7 +21,7 @@ pub const MAX_PUBLISHERS: i64 = 50;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Publisher {
     pub id: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub spec: PublisherSpec,
     pub created_at: Millis,
     pub last_used_at: Option<Millis>,
@@ -29,7 +30,7 @@ pub struct Publisher {
 #[derive(sqlx::FromRow)]
 struct PublisherRow {
     id: String,
-    account_id: String,
+    account_id: AccountId,
     provider: String,
     issuer: String,
     repository: String,
@@ -84,7 +85,7 @@ pub enum AddOutcome {
 
 pub async fn add_publisher(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     spec: &PublisherSpec,
     now: Millis,
@@ -134,7 +135,10 @@ pub async fn add_publisher(
 }
 
 /// The account's publishers, oldest first.
-pub async fn list_publishers(db: &Db, account_id: &str) -> Result<Vec<Publisher>, StoreError> {
+pub async fn list_publishers(
+    db: &Db,
+    account_id: &AccountId,
+) -> Result<Vec<Publisher>, StoreError> {
     let sql = format!(
         "SELECT {PUBLISHER_COLUMNS} FROM trusted_publishers WHERE account_id = $1 \
          ORDER BY created_at, id"
@@ -172,7 +176,7 @@ pub async fn is_trusted_issuer(db: &Db, issuer: &str) -> Result<bool, StoreError
 /// it already gave out stop working too.
 pub async fn remove_publisher(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
@@ -217,7 +221,7 @@ pub async fn remove_publisher(
 /// A successful exchange, as it is written.
 #[derive(Debug, Clone)]
 pub struct Exchange {
-    pub account_id: String,
+    pub account_id: AccountId,
     /// The publisher that matched (its push tokens end with it).
     pub publisher_id: String,
     /// Ids to pin on the publisher, when it had none yet.

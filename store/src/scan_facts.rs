@@ -2,6 +2,7 @@
 //! is sent. Rows point at `(project_id, scan_seq)`: scans are append-only, so the facts read
 //! at delivery are the facts of the push.
 
+use crate::{ProjectId, ScanId};
 use tidemark_domain::Millis;
 use tidemark_wire::SeverityCounts;
 
@@ -23,9 +24,9 @@ pub(crate) const SCAN_FACTS_JOIN: &str = "LEFT JOIN projects p ON p.id = o.proje
 /// A pushed scan as events and alerts describe it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanFacts {
-    pub project_id: String,
+    pub project_id: ProjectId,
     pub project_label: String,
-    pub scan_id: String,
+    pub scan_id: ScanId,
     pub score: f64,
     pub score_delta: f64,
     pub passed: i64,
@@ -46,7 +47,7 @@ pub struct ScanFacts {
 #[derive(sqlx::FromRow)]
 pub(crate) struct ScanFactsRow {
     label: Option<String>,
-    scan_id: Option<String>,
+    scan_id: Option<ScanId>,
     score: Option<f64>,
     score_delta: Option<f64>,
     passed: Option<i64>,
@@ -72,7 +73,7 @@ pub(crate) struct ScanFactsRow {
 }
 
 impl ScanFactsRow {
-    pub(crate) fn into_facts(self, project_id: Option<String>) -> Option<ScanFacts> {
+    pub(crate) fn into_facts(self, project_id: Option<ProjectId>) -> Option<ScanFacts> {
         let r = self;
         match (project_id, r.label, r.scan_id, r.score, r.scanned_at) {
             (Some(project_id), Some(label), Some(scan_id), Some(score), Some(scanned_at)) => {

@@ -1,6 +1,7 @@
 //! The service's verdict-signing keys: their public halves and schedule in the clear, their
 //! private halves sealed (the store never opens them; the server does).
 
+use crate::AccountId;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::signing::{KeyStage, KeyWindow, Schedule};
 use tidemark_domain::Millis;
@@ -150,7 +151,7 @@ pub async fn record_offline_file(
     db: &Writer,
     kid: &str,
     exp: Millis,
-    account_id: &str,
+    account_id: &AccountId,
     jti: &str,
     audit: &AuditContext,
 ) -> Result<(), StoreError> {

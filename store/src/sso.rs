@@ -3,6 +3,7 @@
 //! most one (a partial unique index), so the rules hold on every replica without a lock:
 //! claiming and verifying are each one conditional statement.
 
+use crate::AccountId;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::sso::{ClaimState, ClaimableDomain};
 use tidemark_domain::Millis;
@@ -14,7 +15,7 @@ use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SsoConnection {
     pub id: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub domain: String,
     pub state: ClaimState,
     /// The TXT value the domain must publish is `tidemark-domain-verification=<token>`.
@@ -39,7 +40,7 @@ pub struct SsoConnection {
 #[derive(sqlx::FromRow)]
 struct ConnectionRow {
     id: String,
-    account_id: String,
+    account_id: AccountId,
     domain: String,
     state: String,
     challenge_token: String,
@@ -111,7 +112,7 @@ const UNBIND_DOMAIN: &str = "DELETE FROM identities WHERE provider = 'saml' AND 
 /// What a claim says about the IdP.
 #[derive(Debug, Clone)]
 pub struct NewClaim<'a> {
-    pub account_id: &'a str,
+    pub account_id: &'a AccountId,
     pub domain: &'a ClaimableDomain,
     pub idp_entity_id: &'a str,
     pub idp_sso_url: &'a str,
@@ -410,7 +411,7 @@ pub async fn take_due_checks(
 /// The verified connection for a domain: the only one that routes or enforces anything.
 /// Whether the account has proved it owns a domain (one indexed read, no IdP metadata): what
 /// SCIM asks on every request.
-pub async fn has_verified_domain(db: &Db, account_id: &str) -> Result<bool, StoreError> {
+pub async fn has_verified_domain(db: &Db, account_id: &AccountId) -> Result<bool, StoreError> {
     let (verified,): (i64,) = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT COUNT(*) FROM sso_connections WHERE account_id = $1 AND state = 'verified'",
@@ -445,7 +446,7 @@ async fn find_where(
 /// Every claim, or one account's, by domain.
 pub async fn list_connections(
     db: &Db,
-    account_id: Option<&str>,
+    account_id: Option<&AccountId>,
 ) -> Result<Vec<SsoConnection>, StoreError> {
     let sql = format!(
         "SELECT {COLUMNS} FROM sso_connections WHERE ($1 IS NULL OR account_id = $1) \
@@ -462,13 +463,13 @@ pub async fn list_connections(
 pub async fn remove(
     db: &Writer,
     domain: &str,
-    account_id: Option<&str>,
+    account_id: Option<&AccountId>,
     audit: &AuditContext,
 ) -> Result<u64, StoreError> {
     let removed = on_db_write!(db, pool => {
         let mut tx = pool.begin_domain_write(domain).await?;
         sqlx::query(UNBIND_DOMAIN).bind(domain).bind(account_id).execute(&mut *tx).await?;
-        let gone: Vec<(String, String)> = sqlx::query_as(
+        let gone: Vec<(String, AccountId)> = sqlx::query_as(
             "DELETE FROM sso_connections WHERE domain = $1 AND ($2 IS NULL OR account_id = $2) \
              RETURNING state, account_id",
         )

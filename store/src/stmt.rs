@@ -65,6 +65,37 @@ impl From<&Option<String>> for Arg {
         s.clone().into()
     }
 }
+macro_rules! id_args {
+    ($($id:ty),*) => {$(
+        impl From<$id> for Arg {
+            fn from(id: $id) -> Self {
+                Arg::Text(id.into())
+            }
+        }
+        impl From<&$id> for Arg {
+            fn from(id: &$id) -> Self {
+                Arg::Text(id.as_str().to_owned())
+            }
+        }
+        impl From<Option<$id>> for Arg {
+            fn from(id: Option<$id>) -> Self {
+                id.map_or(Arg::NoText, |id| Arg::Text(id.into()))
+            }
+        }
+        impl From<&Option<$id>> for Arg {
+            fn from(id: &Option<$id>) -> Self {
+                id.clone().into()
+            }
+        }
+    )*};
+}
+id_args!(
+    crate::AccountId,
+    crate::FindingId,
+    crate::ProjectId,
+    crate::ScanId
+);
+
 impl From<i64> for Arg {
     fn from(n: i64) -> Self {
         Arg::Int(n)

@@ -5,6 +5,7 @@
 //! it). PostgreSQL is never skipped silently: without that variable the run fails, unless
 //! `TIDEMARK_TEST_SKIP_POSTGRES=1` says on purpose that only SQLite is wanted.
 
+use crate::{AccountId, ProjectId};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{Backend, Db, Writer};
@@ -186,14 +187,15 @@ macro_rules! test_each_backend {
 
 /// An account with a license (team tier, far expiry) whose e-mail is its first admin, as
 /// `license create` makes one; returns the account id.
-pub async fn insert_license(db: &Writer, email: &str) -> String {
+pub async fn insert_license(db: &Writer, email: &str) -> AccountId {
     let account_id = tidemark_domain::ids::new_account_id();
     insert_licensed_account(db, &account_id, email).await;
     account_id
 }
 
 /// A push by `account_id`'s key (see [`insert_pushing_account`]) under a generous write limit.
-pub fn push_context(account_id: &str) -> crate::pushes::PushContext {
+pub fn push_context(account_id: &(impl AsRef<str> + ?Sized)) -> crate::pushes::PushContext {
+    let account_id = &AccountId::trusted(account_id.as_ref());
     crate::pushes::PushContext {
         account_id: account_id.to_owned(),
         key_id: push_key_id(account_id),
@@ -234,17 +236,18 @@ pub fn appended(outcome: crate::pushes::PushOutcome) -> crate::pushes::StoredSca
 
 /// The id of the API key [`insert_license`] and [`insert_pushing_account`] give an account:
 /// pushes in the store tests name it (a push is refused unless its key is live).
-pub fn push_key_id(account_id: &str) -> String {
-    format!("key_{account_id}")
+pub fn push_key_id(account_id: &(impl AsRef<str> + ?Sized)) -> String {
+    format!("key_{}", account_id.as_ref())
 }
 
 /// `account_id` with an active license and a live API key ([`push_key_id`]): an account that
 /// can push.
-pub async fn insert_pushing_account(db: &Writer, account_id: &str) {
+pub async fn insert_pushing_account(db: &Writer, account_id: &(impl AsRef<str> + ?Sized)) {
+    let account_id = &AccountId::trusted(account_id.as_ref());
     insert_licensed_account(db, account_id, &format!("{account_id}@example.com")).await;
 }
 
-async fn insert_licensed_account(db: &Writer, account_id: &str, email: &str) {
+async fn insert_licensed_account(db: &Writer, account_id: &AccountId, email: &str) {
     let account_id = account_id.to_owned();
     crate::licenses::create_license(
         db,
@@ -331,7 +334,8 @@ pub async fn store_as_rows(db: &Writer) {
 /// Stores one scan as rows the way a replica of the previous release writes it during a
 /// rolling upgrade, between scans stored as spans: its rows in `findings`, while the spans
 /// around it stay as they are.
-pub async fn store_scan_as_rows(db: &Writer, project_id: &str, seq: i64) {
+pub async fn store_scan_as_rows(db: &Writer, project_id: &(impl AsRef<str> + ?Sized), seq: i64) {
+    let project_id = &ProjectId::trusted(project_id.as_ref());
     copy_to_rows(db, Some((project_id, seq))).await;
 }
 

@@ -3,6 +3,7 @@
 //! change, commit) written once instead of once per backend or per macro. Dropped without
 //! [`WriteTx::commit`], it rolls back.
 
+use crate::AccountId;
 use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{FromRow, Postgres, Sqlite, Transaction};
@@ -54,7 +55,7 @@ macro_rules! with_query {
 impl WriteTx {
     /// A transaction in which no other write to `account_id`'s data runs until it ends (see
     /// [`crate::BeginWrite::begin_account_write`]).
-    pub async fn begin_account(db: &Writer, account_id: &str) -> Result<Self, sqlx::Error> {
+    pub async fn begin_account(db: &Writer, account_id: &AccountId) -> Result<Self, sqlx::Error> {
         Ok(match db.db() {
             Db::Sqlite { writer, .. } => {
                 WriteTx::Sqlite(writer.begin_account_write(account_id).await?)
@@ -110,7 +111,7 @@ impl WriteTx {
     ) -> Result<(), sqlx::Error> {
         let stmt = Stmt::new(crate::audit::INSERT_SQL)
             .bind(tidemark_domain::ids::new_audit_id())
-            .bind(change.account_id.map(str::to_owned))
+            .bind(change.account_id.cloned())
             .bind(ctx.at)
             .bind(ctx.actor.kind())
             .bind(ctx.actor.name())
@@ -167,7 +168,7 @@ pub(crate) async fn read_one<T: EitherRow>(db: &Db, stmt: Stmt) -> Result<T, cra
 /// of it and record its change, in one account-locked transaction.
 pub(crate) async fn audited_write<'a, T: EitherRow>(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     audit: &AuditContext,
     lookup: Stmt,
     plan: impl FnOnce(T) -> (Vec<Stmt>, Change<'a>),

@@ -4,6 +4,7 @@
 //! that projects compare with each other; the database's own size is in `/metrics`.
 
 use crate::{on_db, Db, StoreError};
+use crate::{AccountId, ProjectId};
 
 /// Bytes a row costs beyond its texts, by table: what a page of that table holds per row,
 /// measured on SQLite (numbers, keys, headers and the indexes' share).
@@ -16,7 +17,7 @@ const TRACKED_ROW: i64 = 200;
 /// One project's share.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ProjectBytes {
-    pub project_id: String,
+    pub project_id: ProjectId,
     pub label: String,
     pub scans: i64,
     /// Scans whose findings housekeeping removed (their rows stay).
@@ -25,7 +26,10 @@ pub struct ProjectBytes {
 }
 
 /// Every project of the account, largest first.
-pub async fn project_bytes(db: &Db, account_id: &str) -> Result<Vec<ProjectBytes>, StoreError> {
+pub async fn project_bytes(
+    db: &Db,
+    account_id: &AccountId,
+) -> Result<Vec<ProjectBytes>, StoreError> {
     let sql = format!(
         "SELECT p.id, p.label, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id) AS scans, \
@@ -45,7 +49,7 @@ pub async fn project_bytes(db: &Db, account_id: &str) -> Result<Vec<ProjectBytes
             FROM tracked_findings tf WHERE tf.project_id = p.id), 0) AS BIGINT) AS bytes \
          FROM projects p WHERE p.account_id = $1 ORDER BY bytes DESC, p.label"
     );
-    type Row = (String, String, i64, i64, i64);
+    type Row = (ProjectId, String, i64, i64, i64);
     let rows: Vec<Row> = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(account_id).fetch_all(pool).await
     })?;

@@ -6,6 +6,7 @@
 //! one replica sends a given delivery at a time, and a sender that dies mid-send leaves the
 //! row due again when its lease ends.
 
+use crate::{AccountId, ProjectId};
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::webhook::{subscribed_pattern, Event, EventSet, PayloadFormat};
 use tidemark_domain::Millis;
@@ -26,7 +27,7 @@ pub const FINISHED_KEEP_MS: Millis = 30 * 24 * 60 * 60 * 1000;
 pub struct Webhook {
     pub id: String,
     /// `None`: every project of the account.
-    pub project_id: Option<String>,
+    pub project_id: Option<ProjectId>,
     pub project_label: Option<String>,
     pub url_display: String,
     pub format: PayloadFormat,
@@ -39,8 +40,8 @@ pub struct Webhook {
 #[derive(Debug, Clone)]
 pub struct NewWebhook {
     pub id: String,
-    pub account_id: String,
-    pub project_id: Option<String>,
+    pub account_id: AccountId,
+    pub project_id: Option<ProjectId>,
     pub url_sealed: String,
     pub url_display: String,
     pub format: PayloadFormat,
@@ -122,10 +123,10 @@ pub async fn create_webhook(
 }
 
 /// The account's endpoints, oldest first.
-pub async fn list_webhooks(db: &Db, account_id: &str) -> Result<Vec<Webhook>, StoreError> {
+pub async fn list_webhooks(db: &Db, account_id: &AccountId) -> Result<Vec<Webhook>, StoreError> {
     type Row = (
         String,
-        Option<String>,
+        Option<ProjectId>,
         Option<String>,
         String,
         String,
@@ -169,7 +170,7 @@ const URL_DISPLAY_OF: &str = "SELECT url_display FROM webhooks WHERE id = $1 AND
 /// Removes the endpoint and its deliveries. `false` when the account has no such endpoint.
 pub async fn delete_webhook(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
@@ -195,7 +196,7 @@ pub async fn delete_webhook(
 /// Replaces the endpoint's signing secret; deliveries from now on are signed with it.
 pub async fn replace_secret(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     secret_sealed: &str,
     audit: &AuditContext,
@@ -227,7 +228,7 @@ pub async fn replace_secret(
 pub struct EventRef<'a> {
     pub event_id: &'a str,
     pub event: Event,
-    pub account_id: &'a str,
+    pub account_id: &'a AccountId,
     /// For scan events: the project and the scan's position in it.
     pub scan: Option<(&'a str, i64)>,
     pub now: Millis,
@@ -307,7 +308,7 @@ pub(crate) fn enqueue_statement(events: &[EventRef<'_>]) -> Option<Stmt> {
 /// Queues the test event for one endpoint of the account. `false` when it has no such one.
 pub async fn enqueue_test_event(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     webhook_id: &str,
     event_id: &str,
     now: Millis,
@@ -337,7 +338,7 @@ pub async fn enqueue_test_event(
 /// no such delivery.
 pub async fn redeliver(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     event_id: &str,
     webhook_id: &str,
     now: Millis,
@@ -364,7 +365,7 @@ pub async fn redeliver(
 pub struct DueDelivery {
     pub event_id: String,
     pub webhook_id: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub event: Event,
     pub created_at: Millis,
     pub window_start: Millis,
@@ -382,7 +383,7 @@ use crate::scan_facts::ScanFacts;
 struct DueRow {
     event_id: String,
     webhook_id: String,
-    account_id: String,
+    account_id: AccountId,
     event: String,
     created_at: i64,
     window_start: i64,
@@ -391,7 +392,7 @@ struct DueRow {
     url_sealed: String,
     secret_sealed: String,
     format: String,
-    project_id: Option<String>,
+    project_id: Option<ProjectId>,
     #[sqlx(flatten)]
     scan: ScanFactsRow,
 }
@@ -516,7 +517,7 @@ pub struct DeliveryLogRow {
 /// The account's latest deliveries, newest first.
 pub async fn delivery_log(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     limit: i64,
 ) -> Result<Vec<DeliveryLogRow>, StoreError> {
     type Row = (

@@ -24,7 +24,7 @@ tidemark_store::test_each_backend! {
         let second = insert_license(&t.db, "owner@example.com").await;
         let user = &members[0].user_id;
         let accounts = access::memberships_of(&t.db, user).await.unwrap();
-        let mut found: Vec<String> = accounts.into_iter().map(|(a, _)| a).collect();
+        let mut found: Vec<_> = accounts.into_iter().map(|(a, _)| a).collect();
         let mut expected = vec![account, second];
         found.sort();
         expected.sort();
@@ -380,8 +380,8 @@ tidemark_store::test_each_backend! {
         let run = tidemark_store::on_db_write!(&t.db, pool => core.run(pool).await);
         run.unwrap();
         tidemark_store::on_db_write!(&t.db, pool => {
-            for (id, acct, mail) in [("lcn_aaaaaaaaaaaaaaaaaaaa", "acct_a", "A@x.example"),
-                                     ("lcn_bbbbbbbbbbbbbbbbbbbb", "acct_b", "a@x.example")] {
+            for (id, acct, mail) in [("lcn_aaaaaaaaaaaaaaaaaaaa", &acct("acct_a"), "A@x.example"),
+                                     ("lcn_bbbbbbbbbbbbbbbbbbbb", &acct("acct_b"), "a@x.example")] {
                 sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, 0)")
                     .bind(acct).execute(pool).await.unwrap();
                 sqlx::query(
@@ -393,7 +393,8 @@ tidemark_store::test_each_backend! {
             }
         });
         t.db.migrate().await.unwrap();
-        for acct in ["acct_a", "acct_b"] {
+        for id in ["acct_a", "acct_b"] {
+            let acct = &acct(id);
             let members = access::list_members(&t.db, acct).await.unwrap();
             assert_eq!(members.len(), 1, "{backend:?}");
             assert_eq!(members[0].email, "a@x.example");
@@ -401,4 +402,9 @@ tidemark_store::test_each_backend! {
             assert_eq!(members[0].user_id, "usr_aaaaaaaaaaaaaaaaaaaa");
         }
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

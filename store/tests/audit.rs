@@ -24,7 +24,7 @@ fn admin(at: i64) -> AuditContext {
     }
 }
 
-fn query(account: &str) -> AuditQuery {
+fn query(account: &tidemark_store::AccountId) -> AuditQuery {
     AuditQuery {
         account_id: Some(account.to_owned()),
         limit: 100,
@@ -45,27 +45,27 @@ fn summary(e: &AuditEvent) -> (String, String, String, Option<String>, Option<St
 tidemark_store::test_each_backend! {
     async fn changes_are_recorded_with_actor_address_and_before_after(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
-        insert_pushing_account(&t.db, "acct_b").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
+        insert_pushing_account(&t.db, &acct("acct_b")).await;
         // After the license's creation (now), in a known order.
         let t0 = tidemark_domain::now_millis() + 1_000;
-        let project = appended(record_push(&t.db, push_context("acct_a"), plain_push("web", 0, 80.0)).await.unwrap()).project_id;
+        let project = appended(record_push(&t.db, push_context(&acct("acct_a")), plain_push("web", 0, 80.0)).await.unwrap()).project_id;
 
         let dev = Email::parse("dev@example.com").unwrap();
-        let added = add_member(&t.db, "acct_a", &dev, Role::Member, &admin(t0 + 10)).await.unwrap().unwrap();
+        let added = add_member(&t.db, &acct("acct_a"), &dev, Role::Member, &admin(t0 + 10)).await.unwrap().unwrap();
         // Refused changes write nothing: already a member, another account's project.
         assert!(matches!(
-            add_member(&t.db, "acct_a", &dev, Role::Admin, &admin(t0 + 11)).await.unwrap(),
+            add_member(&t.db, &acct("acct_a"), &dev, Role::Admin, &admin(t0 + 11)).await.unwrap(),
             Err(MembershipError::AlreadyMember(_))
         ));
         let gate = QualityGate::new(Some(75.0), Some(3.0), None).unwrap().unwrap();
-        assert!(!set_project_gate(&t.db, "acct_b", &project, Some(&gate), &admin(t0 + 12)).await.unwrap());
-        assert!(set_project_gate(&t.db, "acct_a", &project, Some(&gate), &admin(t0 + 13)).await.unwrap());
-        assert!(set_project_gate(&t.db, "acct_a", &project, None, &admin(t0 + 14)).await.unwrap());
-        change_member(&t.db, "acct_a", &added.user_id, Some(Role::Admin), &admin(t0 + 15)).await.unwrap().unwrap();
-        change_member(&t.db, "acct_a", &added.user_id, None, &operator_context("root", t0 + 16)).await.unwrap().unwrap();
+        assert!(!set_project_gate(&t.db, &acct("acct_b"), &project, Some(&gate), &admin(t0 + 12)).await.unwrap());
+        assert!(set_project_gate(&t.db, &acct("acct_a"), &project, Some(&gate), &admin(t0 + 13)).await.unwrap());
+        assert!(set_project_gate(&t.db, &acct("acct_a"), &project, None, &admin(t0 + 14)).await.unwrap());
+        change_member(&t.db, &acct("acct_a"), &added.user_id, Some(Role::Admin), &admin(t0 + 15)).await.unwrap().unwrap();
+        change_member(&t.db, &acct("acct_a"), &added.user_id, None, &operator_context("root", t0 + 16)).await.unwrap().unwrap();
 
-        let log = list_audit(&t.db, &query("acct_a")).await.unwrap();
+        let log = list_audit(&t.db, &query(&acct("acct_a"))).await.unwrap();
         let got: Vec<_> = log.iter().map(summary).collect();
         let s = |v: &str| Some(v.to_owned());
         assert_eq!(got, [
@@ -84,7 +84,7 @@ tidemark_store::test_each_backend! {
 
         // Filters: actor, action, time; another account sees none of it.
         let by = |f: fn(&mut AuditQuery)| {
-            let mut q = query("acct_a");
+            let mut q = query(&acct("acct_a"));
             f(&mut q);
             q
         };
@@ -92,13 +92,18 @@ tidemark_store::test_each_backend! {
         assert_eq!(mine.len(), 1);
         let gates = list_audit(&t.db, &by(|q| q.action = Some(Action::GateSet))).await.unwrap();
         assert_eq!(gates.len(), 1);
-        let mut since = query("acct_a");
+        let mut since = query(&acct("acct_a"));
         since.since = Some(t0 + 14);
         let recent = list_audit(&t.db, &since).await.unwrap();
         assert_eq!(recent.len(), 3);
         let page = list_audit(&t.db, &by(|q| { q.offset = 1; q.limit = 2; })).await.unwrap();
         assert_eq!(page.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), ["member.role_changed", "gate.removed"]);
-        let theirs = list_audit(&t.db, &query("acct_b")).await.unwrap();
+        let theirs = list_audit(&t.db, &query(&acct("acct_b"))).await.unwrap();
         assert_eq!(theirs.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), ["license.created"]);
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

@@ -52,11 +52,14 @@ fn pull_request(number: u64, head: &str, base: &str) -> Value {
 }
 
 async fn stored(db: &Writer, p: ValidPush) -> StoredScan {
-    appended(record_push(db, ctx("acct_a"), p).await.unwrap())
+    appended(record_push(db, ctx(&acct("acct_a")), p).await.unwrap())
 }
 
 /// (line name, line_seq, score, score_delta) of every scan of the project, in arrival order.
-async fn history(db: &Writer, project: &str) -> Vec<(Option<String>, i64, f64, f64)> {
+async fn history(
+    db: &Writer,
+    project: &tidemark_store::ProjectId,
+) -> Vec<(Option<String>, i64, f64, f64)> {
     on_db!(db, pool => {
         sqlx::query_as(
             "SELECT b.name, s.line_seq, s.score, s.score_delta FROM scans s \
@@ -71,7 +74,7 @@ async fn history(db: &Writer, project: &str) -> Vec<(Option<String>, i64, f64, f
 }
 
 /// The project row's head, which the projects list, badges and alerts read.
-async fn project_head(db: &Writer, project: &str) -> (f64, f64) {
+async fn project_head(db: &Writer, project: &tidemark_store::ProjectId) -> (f64, f64) {
     on_db!(db, pool => {
         sqlx::query_as("SELECT last_score, last_delta FROM projects WHERE id = $1")
             .bind(project)
@@ -87,12 +90,12 @@ tidemark_store::test_each_backend! {
     /// sequence has no gap and each delta is against the line's own predecessor.
     async fn concurrent_pushes_to_two_branches_chain_per_branch(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         let first = stored(&t.db, push(0, 50.0, &[], branch("main"))).await;
         let pushes = (1..=40)
             .map(|i| {
                 let name = if i % 2 == 0 { "main" } else { "feature/x" };
-                (ctx("acct_a"), push(i, 50.0 + i as f64, &[], branch(name)))
+                (ctx(&acct("acct_a")), push(i, 50.0 + i as f64, &[], branch(name)))
             })
             .collect();
         for result in push_together(&t.db, pushes).await {
@@ -114,11 +117,11 @@ tidemark_store::test_each_backend! {
         let last_main = rows.iter().rev().find(|r| r.0.as_deref() == Some("main")).unwrap();
         assert_eq!(project_head(&t.db, &first.project_id).await, (last_main.2, last_main.3));
 
-        let lines = list_lines(&t.db, "acct_a", &first.project_id).await.unwrap();
+        let lines = list_lines(&t.db, &acct("acct_a"), &first.project_id).await.unwrap();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].is_default && lines[0].name.as_deref() == Some("main"));
         assert_eq!((lines[0].scan_count, lines[1].scan_count), (21, 20));
-        assert!(list_lines(&t.db, "acct_b", &first.project_id).await.unwrap().is_empty(),
+        assert!(list_lines(&t.db, &acct("acct_b"), &first.project_id).await.unwrap().is_empty(),
             "another account sees no lines");
     }
 }
@@ -126,7 +129,7 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn a_replay_is_recognised_on_its_own_line_only(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         let main = stored(&t.db, push(0, 80.0, &[], branch("main"))).await;
         let feature_push = push(1, 70.0, &[], branch("feature"));
         let feature = stored(&t.db, feature_push.clone()).await;
@@ -134,12 +137,12 @@ tidemark_store::test_each_backend! {
         assert_eq!(feature.score_delta, 0.0, "the branch's first scan");
         // Main moves on; the feature branch's latest scan is still a replay.
         stored(&t.db, push(2, 81.0, &[], branch("main"))).await;
-        let again = record_push(&t.db, ctx("acct_a"), feature_push).await.unwrap();
+        let again = record_push(&t.db, ctx(&acct("acct_a")), feature_push).await.unwrap();
         let PushOutcome::Replayed(replayed, _) = again else { panic!("{again:?}") };
         assert_eq!((replayed.scan_id.as_str(), replayed.branch.as_deref()), (feature.scan_id.as_str(), Some("feature")));
         // The same content on another branch is a scan of that branch, not a replay.
         let same_on_other = push(1, 70.0, &[], branch("other"));
-        assert!(matches!(record_push(&t.db, ctx("acct_a"), same_on_other).await.unwrap(), PushOutcome::Appended(..)));
+        assert!(matches!(record_push(&t.db, ctx(&acct("acct_a")), same_on_other).await.unwrap(), PushOutcome::Appended(..)));
         assert_eq!(history(&t.db, &main.project_id).await.len(), 4);
     }
 }
@@ -148,10 +151,10 @@ tidemark_store::test_each_backend! {
     /// The gate counts only what a pull request adds to its base; the score minimum applies.
     async fn a_pull_request_passes_with_pre_existing_findings_and_fails_on_an_added_one(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         let main = stored(&t.db, push(0, 90.0, &[("r-1", "bucket.a"), ("r-2", "bucket.b")], branch("main"))).await;
         let gate = QualityGate::new(Some(60.0), None, Some(Severity::Low)).unwrap().unwrap();
-        assert!(set_project_gate(&t.db, "acct_a", &main.project_id, Some(&gate), &audit()).await.unwrap());
+        assert!(set_project_gate(&t.db, &acct("acct_a"), &main.project_id, Some(&gate), &audit()).await.unwrap());
 
         // The same open findings as main, one fixed: nothing added.
         let clean = stored(&t.db, push(1, 85.0, &[("r-1", "bucket.a")], pull_request(7, "feature", "main"))).await;
@@ -174,11 +177,11 @@ tidemark_store::test_each_backend! {
         assert_eq!(low.gate.reasons, ["score 50 is below the gate's minimum of 60"]);
 
         // A replay answers with the comparison it had.
-        let replay = record_push(&t.db, ctx("acct_a"), push(3, 50.0, &[("r-1", "bucket.a")], pull_request(7, "feature", "main"))).await.unwrap();
+        let replay = record_push(&t.db, ctx(&acct("acct_a")), push(3, 50.0, &[("r-1", "bucket.a")], pull_request(7, "feature", "main"))).await.unwrap();
         let PushOutcome::Replayed(replayed, _) = replay else { panic!("{replay:?}") };
         assert_eq!((replayed.base, replayed.pull_request, replayed.gate), (low.base.clone(), Some(7), low.gate.clone()));
 
-        let lines = list_lines(&t.db, "acct_a", &main.project_id).await.unwrap();
+        let lines = list_lines(&t.db, &acct("acct_a"), &main.project_id).await.unwrap();
         let pr = lines.iter().find(|l| l.pull_request.is_some()).unwrap();
         assert_eq!(pr.scan_count, 3);
         assert_eq!(pr.head.as_ref().unwrap().scan_id, low.scan_id);
@@ -192,19 +195,19 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn a_pull_request_before_its_base_has_a_scan_is_judged_on_its_own(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         // The project's very first push is a pull request: main exists, empty, as the default.
         let pr = stored(&t.db, push(0, 70.0, &[("r-1", "a")], pull_request(3, "feature", "main"))).await;
         let base = pr.base.unwrap();
         assert_eq!((base.branch.as_str(), base.scan_id, base.new_findings), ("main", None, None));
         assert!(base.message.contains("main has no scan yet"), "{}", base.message);
-        let lines = list_lines(&t.db, "acct_a", &pr.project_id).await.unwrap();
+        let lines = list_lines(&t.db, &acct("acct_a"), &pr.project_id).await.unwrap();
         assert_eq!(lines.len(), 2);
         assert!(lines[0].is_default && lines[0].name.as_deref() == Some("main") && lines[0].head.is_none());
 
         // With a gate whose minimum it misses: only that applies.
         let gate = QualityGate::new(Some(75.0), Some(1.0), Some(Severity::Low)).unwrap().unwrap();
-        set_project_gate(&t.db, "acct_a", &pr.project_id, Some(&gate), &audit()).await.unwrap();
+        set_project_gate(&t.db, &acct("acct_a"), &pr.project_id, Some(&gate), &audit()).await.unwrap();
         let again = stored(&t.db, push(1, 70.0, &[("r-1", "a"), ("r-2", "b")], pull_request(3, "feature", "main"))).await;
         assert_eq!(again.gate.reasons, ["score 70 is below the gate's minimum of 75"]);
         // Once main has a scan, the next push compares with it.
@@ -220,7 +223,7 @@ tidemark_store::test_each_backend! {
     /// or of the default branch the CI names; an admin can then change the default.
     async fn the_default_branch_is_named_once_and_changed_by_an_admin(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         let old = stored(&t.db, push(0, 60.0, &[], Value::Null)).await;
         assert_eq!(old.branch, None, "no name yet");
         stored(&t.db, push(1, 61.0, &[], Value::Null)).await;
@@ -236,15 +239,15 @@ tidemark_store::test_each_backend! {
         assert_eq!(project_head(&t.db, &old.project_id).await, (66.0, 1.0));
 
         let to = |n: &str| BranchName::parse("branch", n).unwrap();
-        assert_eq!(set_default_branch(&t.db, "acct_b", &old.project_id, &to("feature"), &audit()).await.unwrap(), DefaultBranchChange::NoProject);
-        assert_eq!(set_default_branch(&t.db, "acct_a", &old.project_id, &to("nope"), &audit()).await.unwrap(), DefaultBranchChange::NoBranch);
-        assert_eq!(set_default_branch(&t.db, "acct_a", &old.project_id, &to("trunk"), &audit()).await.unwrap(), DefaultBranchChange::Unchanged);
-        assert_eq!(set_default_branch(&t.db, "acct_a", &old.project_id, &to("feature"), &audit()).await.unwrap(), DefaultBranchChange::Changed);
+        assert_eq!(set_default_branch(&t.db, &acct("acct_b"), &old.project_id, &to("feature"), &audit()).await.unwrap(), DefaultBranchChange::NoProject);
+        assert_eq!(set_default_branch(&t.db, &acct("acct_a"), &old.project_id, &to("nope"), &audit()).await.unwrap(), DefaultBranchChange::NoBranch);
+        assert_eq!(set_default_branch(&t.db, &acct("acct_a"), &old.project_id, &to("trunk"), &audit()).await.unwrap(), DefaultBranchChange::Unchanged);
+        assert_eq!(set_default_branch(&t.db, &acct("acct_a"), &old.project_id, &to("feature"), &audit()).await.unwrap(), DefaultBranchChange::Changed);
         // The project row takes feature's head at once, and plain pushes go there now.
         assert_eq!(project_head(&t.db, &old.project_id).await, (40.0, 0.0));
         let plain = stored(&t.db, push(5, 45.0, &[], Value::Null)).await;
         assert_eq!((plain.branch.as_deref(), plain.score_delta), (Some("feature"), 5.0));
-        let lines = list_lines(&t.db, "acct_a", &old.project_id).await.unwrap();
+        let lines = list_lines(&t.db, &acct("acct_a"), &old.project_id).await.unwrap();
         assert_eq!(lines[0].name.as_deref(), Some("feature"));
         assert!(lines[0].is_default && !lines[1].is_default);
         let (audited,): (i64,) = on_db!(&t.db, pool => {
@@ -259,8 +262,8 @@ tidemark_store::test_each_backend! {
     /// The project cap counts projects: any number of branches fits in a team's one project.
     async fn branches_never_count_against_the_project_cap(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
-        let capped = || tidemark_store::pushes::PushContext { project_cap: Some(1), ..ctx("acct_a") };
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
+        let capped = || tidemark_store::pushes::PushContext { project_cap: Some(1), ..ctx(&acct("acct_a")) };
         for (i, name) in ["main", "a", "b", "c"].into_iter().enumerate() {
             let outcome = record_push(&t.db, capped(), push(i as i64, 50.0, &[], branch(name))).await.unwrap();
             assert!(matches!(outcome, PushOutcome::Appended(..)), "{outcome:?}");
@@ -289,14 +292,14 @@ tidemark_store::test_each_backend! {
     /// pull request raises pull_request.gate_failed; a feature branch only scan.pushed.
     async fn only_the_default_branch_alarms(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         let main = stored(&t.db, push(0, 90.0, &[], branch("main"))).await;
         let gate = QualityGate::new(Some(80.0), None, None).unwrap().unwrap();
-        set_project_gate(&t.db, "acct_a", &main.project_id, Some(&gate), &audit()).await.unwrap();
+        set_project_gate(&t.db, &acct("acct_a"), &main.project_id, Some(&gate), &audit()).await.unwrap();
         let events = EventSet::parse(["scan.pushed", "gate.failed", "score.regressed", "pull_request.gate_failed"]).unwrap();
         let hook = NewWebhook {
             id: tidemark_domain::ids::new_webhook_id(),
-            account_id: "acct_a".into(),
+            account_id: acct("acct_a"),
             project_id: None,
             url_sealed: "sealed".into(),
             url_display: "https://hooks.example.com/…".into(),
@@ -326,7 +329,7 @@ tidemark_store::test_each_backend! {
         let t = tidemark_store::testing::fresh_unmigrated(backend).await;
         // The last migration before branches, and a history as that release wrote it.
         tidemark_store::testing::migrate_until(&t.db, 20261127000001).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         tidemark_store::on_db_write!(&t.db, pool => {
             sqlx::query(
                 "INSERT INTO projects (id, account_id, label, created_at, scan_count, last_score, \
@@ -357,7 +360,7 @@ tidemark_store::test_each_backend! {
         });
         t.db.migrate().await.unwrap();
 
-        let lines = list_lines(&t.db, "acct_a", "prj_old").await.unwrap();
+        let lines = list_lines(&t.db, &acct("acct_a"), &tidemark_store::ProjectId::trusted("prj_old")).await.unwrap();
         assert_eq!(lines.len(), 1);
         let line = &lines[0];
         assert!(line.is_default && line.name.is_none());
@@ -366,7 +369,7 @@ tidemark_store::test_each_backend! {
 
         let next = stored(&t.db, push(0, 72.0, &[], branch("main"))).await;
         assert_eq!((next.project_id.as_str(), next.score_delta), ("prj_old", 2.0));
-        let rows = history(&t.db, "prj_old").await;
+        let rows = history(&t.db, &tidemark_store::ProjectId::trusted("prj_old")).await;
         assert_eq!(
             rows,
             [
@@ -384,34 +387,34 @@ tidemark_store::test_each_backend! {
     async fn the_dashboard_reads_each_line_on_its_own(backend) {
         use tidemark_store::dashboard::{find_project, find_scan, list_scans, project_history};
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         let m1 = stored(&t.db, push(0, 80.0, &[], branch("main"))).await;
         let f1 = stored(&t.db, push(1, 20.0, &[], branch("feature"))).await;
         let m2 = stored(&t.db, push(2, 82.0, &[], branch("main"))).await;
         let f2 = stored(&t.db, push(3, 25.0, &[], branch("feature"))).await;
         let project = m1.project_id.clone();
-        let lines = list_lines(&t.db, "acct_a", &project).await.unwrap();
+        let lines = list_lines(&t.db, &acct("acct_a"), &project).await.unwrap();
         let (main, feature) = (&lines[0].id, &lines[1].id);
 
-        let card = find_project(&t.db, "acct_a", &project).await.unwrap().unwrap();
+        let card = find_project(&t.db, &acct("acct_a"), &project).await.unwrap().unwrap();
         assert_eq!((card.scan_count, card.recent_scores.clone()), (2, vec![80.0, 82.0]));
         assert_eq!((card.last_score, card.last_scan_id.as_deref()), (Some(82.0), Some(m2.scan_id.as_str())));
 
-        let (points, total) = project_history(&t.db, "acct_a", &project, Some(feature), None, 500).await.unwrap();
+        let (points, total) = project_history(&t.db, &acct("acct_a"), &project, Some(feature), None, 500).await.unwrap();
         assert_eq!(total, 2);
         assert_eq!(points.iter().map(|p| p.score).collect::<Vec<_>>(), [20.0, 25.0]);
-        let (_, all) = project_history(&t.db, "acct_a", &project, None, None, 500).await.unwrap();
+        let (_, all) = project_history(&t.db, &acct("acct_a"), &project, None, None, 500).await.unwrap();
         assert_eq!(all, 4);
-        let (none, _) = project_history(&t.db, "acct_b", &project, Some(main), None, 500).await.unwrap();
+        let (none, _) = project_history(&t.db, &acct("acct_b"), &project, Some(main), None, 500).await.unwrap();
         assert!(none.is_empty(), "another account reads nothing");
 
-        let page = list_scans(&t.db, "acct_a", &project, Some(main), 0, 10).await.unwrap();
+        let page = list_scans(&t.db, &acct("acct_a"), &project, Some(main), 0, 10).await.unwrap();
         assert_eq!(page.iter().map(|s| s.scan_id.as_str()).collect::<Vec<_>>(), [m2.scan_id.as_str(), m1.scan_id.as_str()]);
         assert_eq!((page[0].branch.as_deref(), page[0].line_seq), (Some("main"), Some(2)));
         assert_eq!(page[0].commit.as_deref(), Some("0123456789abcdef0123456789abcdef01234567"));
-        assert!(list_scans(&t.db, "acct_b", &project, Some(main), 0, 10).await.unwrap().is_empty());
+        assert!(list_scans(&t.db, &acct("acct_b"), &project, Some(main), 0, 10).await.unwrap().is_empty());
 
-        let (scan, previous) = find_scan(&t.db, "acct_a", &project, &f2.scan_id).await.unwrap().unwrap();
+        let (scan, previous) = find_scan(&t.db, &acct("acct_a"), &project, &f2.scan_id).await.unwrap().unwrap();
         assert_eq!(scan.branch.as_deref(), Some("feature"));
         assert_eq!(previous.unwrap().scan_id, f1.scan_id, "the previous scan on its own line");
     }
@@ -423,10 +426,10 @@ tidemark_store::test_each_backend! {
     async fn pruning_removes_quiet_lines_but_never_the_default(backend) {
         use tidemark_store::branches::prune_lines;
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
         let day = 86_400_000;
         let now = tidemark_domain::now_millis();
-        let at = |days_ago: i64| tidemark_store::pushes::PushContext { now: now - days_ago * day, ..ctx("acct_a") };
+        let at = |days_ago: i64| tidemark_store::pushes::PushContext { now: now - days_ago * day, ..ctx(&acct("acct_a")) };
         let push_at = |days_ago: i64, p: ValidPush| {
             let db = &t.db;
             async move { appended(record_push(db, at(days_ago), p).await.unwrap()) }
@@ -447,11 +450,11 @@ tidemark_store::test_each_backend! {
             v
         };
         assert_eq!(names(&dry), ["#3", "old-feature"]);
-        assert_eq!(list_lines(&t.db, "acct_a", &main.project_id).await.unwrap().len(), 4, "a dry run removes nothing");
+        assert_eq!(list_lines(&t.db, &acct("acct_a"), &main.project_id).await.unwrap().len(), 4, "a dry run removes nothing");
 
         let pruned = prune_lines(&t.db, cutoff, false, &audit()).await.unwrap();
         assert_eq!(names(&pruned), ["#3", "old-feature"]);
-        let left: Vec<Option<String>> = list_lines(&t.db, "acct_a", &main.project_id).await.unwrap()
+        let left: Vec<Option<String>> = list_lines(&t.db, &acct("acct_a"), &main.project_id).await.unwrap()
             .into_iter().map(|l| l.name).collect();
         assert_eq!(left, [Some("main".to_owned()), Some("fresh".to_owned())]);
         let counts: (i64, i64, i64) = on_db!(&t.db, pool => {
@@ -467,4 +470,9 @@ tidemark_store::test_each_backend! {
         let again = stored(&t.db, push(9, 60.0, &[], branch("old-feature"))).await;
         assert_eq!(again.score_delta, 0.0);
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

@@ -210,7 +210,7 @@ tidemark_store::test_each_backend! {
         let t = fresh(backend).await;
         let caller = t.db.detached(|db| async move {
             tokio::time::sleep(Duration::from_millis(200)).await;
-            insert_account(&db, "acct_written_late").await;
+            insert_account(&db, &acct("acct_written_late")).await;
             Ok(())
         });
         // The caller (a request whose client hung up) is dropped long before the write runs.
@@ -236,4 +236,9 @@ tidemark_store::test_each_backend! {
             "{backend:?}: the write was cut short with its caller"
         );
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

@@ -9,7 +9,7 @@ use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
 use tidemark_store::testing::{fresh, insert_license};
 use tidemark_store::Writer;
 
-async fn account(db: &Writer) -> String {
+async fn account(db: &Writer) -> tidemark_store::AccountId {
     let address = format!("{}@example.com", tidemark_domain::ids::new_user_id());
     insert_license(db, &address).await
 }
@@ -22,12 +22,12 @@ fn finding(rule: &str, resource: &str, status: &str, severity: &str, message: &s
 /// Pushes a scan at `day` (days after 2026-01-01) and returns its scan id.
 async fn push(
     db: &Writer,
-    account: &str,
+    account: &tidemark_store::AccountId,
     label: &str,
     day: i64,
     score: f64,
     findings: Vec<Value>,
-) -> String {
+) -> tidemark_store::ScanId {
     let at = 1_767_225_600_000 + day * 86_400_000;
     let body = json!({
         "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",

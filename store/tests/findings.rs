@@ -43,13 +43,18 @@ fn push(second: i64, findings: &[(&str, &str, &str)], branch: &str) -> ValidPush
 }
 
 async fn push_at(db: &Writer, now: i64, p: ValidPush) -> StoredScan {
-    let mut ctx = push_context("acct_a");
+    let mut ctx = push_context(&acct("acct_a"));
     ctx.now = now;
     appended(record_push(db, ctx, p).await.unwrap())
 }
 
-async fn tracked(db: &Writer, project: &str, branch: Option<&str>, now: i64) -> Vec<TrackedRow> {
-    let line = find_line(db.as_ref(), "acct_a", project, branch)
+async fn tracked(
+    db: &Writer,
+    project: &tidemark_store::ProjectId,
+    branch: Option<&str>,
+    now: i64,
+) -> Vec<TrackedRow> {
+    let line = find_line(db.as_ref(), &acct("acct_a"), project, branch)
         .await
         .unwrap()
         .unwrap();
@@ -70,7 +75,7 @@ tidemark_store::test_each_backend! {
     async fn a_finding_is_followed_across_its_branch_scans(backend) {
         let t = fresh(backend).await;
         let db = t.writer();
-        insert_pushing_account(&db, "acct_a").await;
+        insert_pushing_account(&db, &acct("acct_a")).await;
         let now = tidemark_domain::now_millis();
         let s1 = push_at(&db, now, push(1, &[("r1", "a", "FAIL"), ("r2", "a", "WARN"), ("r3", "a", "PASS")], "main")).await;
         let project = s1.project_id.clone();
@@ -100,7 +105,7 @@ tidemark_store::test_each_backend! {
         assert_ne!(feature[0].id, r1.id, "one identity per branch");
         assert_eq!(feature[0].branch.as_deref(), Some("feature/x"));
 
-        let line = find_line(db.as_ref(), "acct_a", &project, Some("main")).await.unwrap().unwrap();
+        let line = find_line(db.as_ref(), &acct("acct_a"), &project, Some("main")).await.unwrap().unwrap();
         let counts = state_counts(db.as_ref(), &line.id, now).await.unwrap();
         assert_eq!((counts.open, counts.triaged, counts.fixed), (1, 0, 1));
         let fixed_only = TrackedQuery { state: Some(FindingState::Fixed), limit: 10, ..TrackedQuery::default() };
@@ -113,16 +118,16 @@ tidemark_store::test_each_backend! {
         assert_eq!(statuses, [(s3.scan_id.as_str(), Some("FAIL")), (s2.scan_id.as_str(), None), (s1.scan_id.as_str(), Some("WARN"))]);
 
         // The account overview: open findings of the default branch only, by severity.
-        let open = open_counts_by_project(db.as_ref(), "acct_a", now).await.unwrap();
+        let open = open_counts_by_project(db.as_ref(), &acct("acct_a"), now).await.unwrap();
         assert_eq!(open.get(&project), Some(&[0, 1, 0, 0]));
-        let oldest = oldest_open(db.as_ref(), "acct_a", Severity::High, now, 5).await.unwrap();
+        let oldest = oldest_open(db.as_ref(), &acct("acct_a"), Severity::High, now, 5).await.unwrap();
         assert_eq!(oldest.iter().map(|f| (f.label.as_str(), f.row.rule_id.as_str())).collect::<Vec<_>>(), [("api", "r2")]);
-        assert!(oldest_open(db.as_ref(), "acct_a", Severity::Critical, now, 5).await.unwrap().is_empty());
-        assert!(open_counts_by_project(db.as_ref(), "acct_b", now).await.unwrap().is_empty());
+        assert!(oldest_open(db.as_ref(), &acct("acct_a"), Severity::Critical, now, 5).await.unwrap().is_empty());
+        assert!(open_counts_by_project(db.as_ref(), &acct("acct_b"), now).await.unwrap().is_empty());
 
         // Another account sees nothing of it.
-        assert!(find_tracked(db.as_ref(), "acct_b", &project, &r2.id).await.unwrap().is_none());
-        assert!(find_line(db.as_ref(), "acct_b", &project, None).await.unwrap().is_none());
+        assert!(find_tracked(db.as_ref(), &acct("acct_b"), &project, &r2.id).await.unwrap().is_none());
+        assert!(find_line(db.as_ref(), &acct("acct_b"), &project, None).await.unwrap().is_none());
     }
 }
 
@@ -130,12 +135,12 @@ tidemark_store::test_each_backend! {
     async fn a_triage_holds_until_it_expires_and_the_gate_respects_it(backend) {
         let t = fresh(backend).await;
         let db = t.writer();
-        insert_pushing_account(&db, "acct_a").await;
+        insert_pushing_account(&db, &acct("acct_a")).await;
         let now = tidemark_domain::now_millis();
         let s1 = push_at(&db, now, push(1, &[("r1", "a", "FAIL")], "main")).await;
         let project = s1.project_id.clone();
         let gate = QualityGate::new(None, None, Some(Severity::High)).unwrap().unwrap();
-        assert!(set_project_gate(&db, "acct_a", &project, Some(&gate), &audit()).await.unwrap());
+        assert!(set_project_gate(&db, &acct("acct_a"), &project, Some(&gate), &audit()).await.unwrap());
         // r1 fixed, then triaged: triage belongs to the identity, whatever its state.
         push_at(&db, now, push(2, &[], "main")).await;
         let r1 = tracked(&db, &project, None, now).await.remove(0);
@@ -144,12 +149,12 @@ tidemark_store::test_each_backend! {
             reason: "Public by design".into(),
             expires_at: Some(now + 7 * DAY),
         };
-        let done = set_triage(&db, "acct_a", &project, &r1.id, Some(&change), &audit()).await.unwrap();
+        let done = set_triage(&db, &acct("acct_a"), &project, &r1.id, Some(&change), &audit()).await.unwrap();
         let TriageOutcome::Done(row) = done else { panic!("{done:?}") };
         assert_eq!(row.triage_state(), Some(TriageState::AcceptedRisk));
         // Another account's attempt changes nothing.
         assert_eq!(
-            set_triage(&db, "acct_b", &project, &r1.id, None, &audit()).await.unwrap(),
+            set_triage(&db, &acct("acct_b"), &project, &r1.id, None, &audit()).await.unwrap(),
             TriageOutcome::NotFound
         );
 
@@ -170,7 +175,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(s5.gate.reasons, ["1 new open finding at high severity or above; the gate allows none"]);
 
         // Undone: the history has both changes, the audit log each one.
-        let undone = set_triage(&db, "acct_a", &project, &r1.id, None, &audit()).await.unwrap();
+        let undone = set_triage(&db, &acct("acct_a"), &project, &r1.id, None, &audit()).await.unwrap();
         let TriageOutcome::Done(row) = undone else { panic!("{undone:?}") };
         assert_eq!(row.triage_state, None);
         let history = triage_history(db.as_ref(), &r1.id).await.unwrap();
@@ -215,7 +220,7 @@ tidemark_store::test_each_backend! {
     async fn the_upgrade_tracks_the_findings_of_scans_already_stored(backend) {
         let t = fresh(backend).await;
         let db = t.writer();
-        insert_pushing_account(&db, "acct_a").await;
+        insert_pushing_account(&db, &acct("acct_a")).await;
         let now = tidemark_domain::now_millis();
         let s1 = push_at(&db, now, push(1, &[("r1", "a", "FAIL"), ("r2", "a", "FAIL")], "main")).await;
         let s2 = push_at(&db, now, push(2, &[("r1", "a", "FAIL")], "main")).await;
@@ -253,4 +258,9 @@ tidemark_store::test_each_backend! {
         assert_eq!((r2.last_scan_id.as_str(), r2.reopened_count), (s4.scan_id.as_str(), 1));
         assert!(r2.id.starts_with("fnd_m"));
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

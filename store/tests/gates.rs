@@ -35,28 +35,28 @@ fn push(second: i64, score: f64, findings: &[(&str, &str)]) -> ValidPush {
 tidemark_store::test_each_backend! {
     async fn a_gate_judges_each_push_against_the_latest_scan_and_a_replay_repeats_the_verdict(backend) {
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_a").await;
-        insert_pushing_account(&t.db, "acct_b").await;
+        insert_pushing_account(&t.db, &acct("acct_a")).await;
+        insert_pushing_account(&t.db, &acct("acct_b")).await;
 
-        let first = appended(record_push(&t.db, ctx("acct_a"), push(0, 90.0, &[("r-1", "high")])).await.unwrap());
+        let first = appended(record_push(&t.db, ctx(&acct("acct_a")), push(0, 90.0, &[("r-1", "high")])).await.unwrap());
         assert_eq!(first.gate, GateResult::none(), "no gate yet");
         let project = first.project_id.clone();
 
         let gate = QualityGate::new(Some(80.0), Some(5.0), Some(Severity::High)).unwrap().unwrap();
-        assert!(!set_project_gate(&t.db, "acct_b", &project, Some(&gate), &tidemark_store::testing::audit()).await.unwrap(),
+        assert!(!set_project_gate(&t.db, &acct("acct_b"), &project, Some(&gate), &tidemark_store::testing::audit()).await.unwrap(),
             "another account's project is not found");
-        assert_eq!(project_gate(&t.db, "acct_a", &project).await.unwrap(), None);
-        assert!(set_project_gate(&t.db, "acct_a", &project, Some(&gate), &tidemark_store::testing::audit()).await.unwrap());
-        assert_eq!(project_gate(&t.db, "acct_a", &project).await.unwrap(), Some(gate));
+        assert_eq!(project_gate(&t.db, &acct("acct_a"), &project).await.unwrap(), None);
+        assert!(set_project_gate(&t.db, &acct("acct_a"), &project, Some(&gate), &tidemark_store::testing::audit()).await.unwrap());
+        assert_eq!(project_gate(&t.db, &acct("acct_a"), &project).await.unwrap(), Some(gate));
 
         // r-1 was open before; r-2 is new but below the threshold; a drop of 4.
-        let passed = appended(record_push(&t.db, ctx("acct_a"),
+        let passed = appended(record_push(&t.db, ctx(&acct("acct_a")),
             push(1, 86.0, &[("r-1", "high"), ("r-2", "medium")])).await.unwrap());
         assert_eq!(passed.gate, GateResult { status: GateStatus::Passed, reasons: vec![] });
 
         // Below the minimum, a drop of 16, and a new critical finding.
         let failing = push(2, 70.0, &[("r-1", "high"), ("r-3", "critical")]);
-        let failed = appended(record_push(&t.db, ctx("acct_a"), failing.clone()).await.unwrap());
+        let failed = appended(record_push(&t.db, ctx(&acct("acct_a")), failing.clone()).await.unwrap());
         assert_eq!(failed.gate.status, GateStatus::Failed);
         assert_eq!(failed.gate.reasons, [
             "score 70 is below the gate's minimum of 80",
@@ -65,19 +65,19 @@ tidemark_store::test_each_backend! {
         ]);
 
         // The gate is removed; a retry of the failed push still answers with its verdict.
-        assert!(set_project_gate(&t.db, "acct_a", &project, None, &tidemark_store::testing::audit()).await.unwrap());
-        match record_push(&t.db, ctx("acct_a"), failing).await.unwrap() {
+        assert!(set_project_gate(&t.db, &acct("acct_a"), &project, None, &tidemark_store::testing::audit()).await.unwrap());
+        match record_push(&t.db, ctx(&acct("acct_a")), failing).await.unwrap() {
             PushOutcome::Replayed(scan, _) => assert_eq!(scan.gate, failed.gate),
             other => panic!("expected a replay: {other:?}"),
         }
-        let next = appended(record_push(&t.db, ctx("acct_a"), push(3, 10.0, &[])).await.unwrap());
+        let next = appended(record_push(&t.db, ctx(&acct("acct_a")), push(3, 10.0, &[])).await.unwrap());
         assert_eq!(next.gate, GateResult::none());
 
         // The history keeps each verdict.
-        let scans = list_scans(&t.db, "acct_a", &project, None, 0, 10).await.unwrap();
+        let scans = list_scans(&t.db, &acct("acct_a"), &project, None, 0, 10).await.unwrap();
         let verdicts: Vec<GateStatus> = scans.iter().map(|s| s.gate.status).collect();
         assert_eq!(verdicts, [GateStatus::None, GateStatus::Failed, GateStatus::Passed, GateStatus::None]);
-        let (scan, _) = find_scan(&t.db, "acct_a", &project, &failed.scan_id).await.unwrap().unwrap();
+        let (scan, _) = find_scan(&t.db, &acct("acct_a"), &project, &failed.scan_id).await.unwrap().unwrap();
         assert_eq!(scan.gate, failed.gate);
     }
 }
@@ -89,7 +89,7 @@ tidemark_store::test_each_backend! {
         // Six accounts: even ones gated on new findings, odd ones not. Each first scan has
         // its own open finding r-<a>.
         for a in 0..6 {
-            let account = format!("acct_{a}");
+            let account = tidemark_store::AccountId::trusted(format!("acct_{a}"));
             insert_pushing_account(&t.db, &account).await;
             let rule = format!("r-{a}");
             let first = appended(record_push(&t.db, ctx(&account), push(0, 90.0, &[(&rule, "high")])).await.unwrap());
@@ -131,4 +131,9 @@ tidemark_store::test_each_backend! {
             assert_eq!(after.groups - before.groups, 1, "the six shared one group");
         }
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

@@ -13,7 +13,7 @@ use tidemark_store::housekeeping::{
 };
 use tidemark_store::pushes::{record_push, StoredScan};
 use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context};
-use tidemark_store::{leases, on_db, Writer};
+use tidemark_store::{leases, on_db, ProjectId, ScanId, Writer};
 
 const DAY: i64 = 86_400_000;
 /// 2027-01-15 08:00 UTC: "now" for the pass.
@@ -38,13 +38,13 @@ fn push(at: i64, n: usize, score: f64, git: Value) -> ValidPush {
 }
 
 async fn pushed(db: &Writer, at: i64, p: ValidPush) -> StoredScan {
-    let mut ctx = push_context("acct_a");
+    let mut ctx = push_context(&acct("acct_a"));
     ctx.now = at;
     appended(record_push(db, ctx, p).await.unwrap())
 }
 
-async fn findings_of(db: &Writer, project: &str, scan_id: &str) -> Vec<FindingRow> {
-    let (scan, _) = find_scan(db.as_ref(), "acct_a", project, scan_id)
+async fn findings_of(db: &Writer, project: &ProjectId, scan_id: &ScanId) -> Vec<FindingRow> {
+    let (scan, _) = find_scan(db.as_ref(), &acct("acct_a"), project, scan_id)
         .await
         .unwrap()
         .unwrap();
@@ -70,7 +70,7 @@ tidemark_store::test_each_backend! {
     async fn a_pass_thins_old_detail_and_keeps_what_it_must(backend) {
         let t = fresh(backend).await;
         let db = t.writer();
-        insert_pushing_account(&db, "acct_a").await;
+        insert_pushing_account(&db, &acct("acct_a")).await;
         let main = json!({"branch": "main", "default_branch": "main"});
         // Main: a scan every 12 hours for 60 days, the failing count wandering.
         let mut scans = Vec::new();
@@ -97,15 +97,15 @@ tidemark_store::test_each_backend! {
         // A dry run counts and changes nothing.
         let policy = Policy::default();
         let planned = plan_all(db.as_ref(), NOW, &policy).await.unwrap();
-        let dry: u64 = planned.iter().map(|(_, seqs, _)| seqs.len() as u64).sum();
+        let dry: u64 = planned.iter().map(|(_, seqs)| seqs.len() as u64).sum();
         assert!(dry > 0, "{planned:?}");
         assert_eq!(count(&db, "finding_spans").await, spans_before);
 
         // Stopped after its first batch (as if killed): every scan reads as before or is gone.
-        let (line, seqs, _) = planned.iter().max_by_key(|(_, seqs, _)| seqs.len()).unwrap();
+        let (line, seqs) = planned.iter().max_by_key(|(_, seqs)| seqs.len()).unwrap();
         thin_scans(&db, &line.account_id, &line.project_id, &seqs[..3]).await.unwrap();
         for ((_, s), expected) in scans.iter().zip(&before) {
-            let (row, _) = find_scan(db.as_ref(), "acct_a", &project, &s.scan_id).await.unwrap().unwrap();
+            let (row, _) = find_scan(db.as_ref(), &acct("acct_a"), &project, &s.scan_id).await.unwrap().unwrap();
             if !is_thinned(db.as_ref(), &project, row.seq).await.unwrap() {
                 assert_eq!(&findings_of(&db, &project, &s.scan_id).await, expected);
             }
@@ -114,7 +114,7 @@ tidemark_store::test_each_backend! {
         // The rest, a line at a time as the server's worker does (its lease and pacing are
         // tested with it, in the server's tests).
         let (mut thinned_now, mut spans_removed) = (0, 0);
-        for (line, seqs, _) in plan_all(db.as_ref(), NOW, &policy).await.unwrap() {
+        for (line, seqs) in plan_all(db.as_ref(), NOW, &policy).await.unwrap() {
             for chunk in seqs.chunks(SCANS_PER_BATCH) {
                 thinned_now += thin_scans(&db, &line.account_id, &line.project_id, chunk).await.unwrap();
             }
@@ -127,7 +127,7 @@ tidemark_store::test_each_backend! {
         let mut thinned = 0;
         let mut kept_by_day = std::collections::BTreeMap::<i64, usize>::new();
         for ((at, s), expected) in scans.iter().zip(&before) {
-            let (row, _) = find_scan(db.as_ref(), "acct_a", &project, &s.scan_id).await.unwrap().unwrap();
+            let (row, _) = find_scan(db.as_ref(), &acct("acct_a"), &project, &s.scan_id).await.unwrap().unwrap();
             if is_thinned(db.as_ref(), &project, row.seq).await.unwrap() {
                 thinned += 1;
                 assert!(NOW - at >= DAY, "{backend:?}: a scan of the last day was thinned");
@@ -145,7 +145,7 @@ tidemark_store::test_each_backend! {
         assert!(kept_by_day.values().filter(|&&n| n > 1).count() <= 1, "{kept_by_day:?}");
         assert!(kept_by_day.len() >= 26, "{kept_by_day:?}");
         // Every scan's row stays: the score history does not thin.
-        let rows = list_scans(db.as_ref(), "acct_a", &project, None, 0, 1000).await.unwrap();
+        let rows = list_scans(db.as_ref(), &acct("acct_a"), &project, None, 0, 1000).await.unwrap();
         assert_eq!(rows.len(), 123);
         // The latest scan of the pull request stays (its next push is compared with it);
         // its earlier ones went with it quiet for 40 days. Main's latest stays.
@@ -153,20 +153,20 @@ tidemark_store::test_each_backend! {
             let s = s.scan_id.clone();
             let db = &db;
             let project = project.clone();
-            async move { find_scan(db.as_ref(), "acct_a", &project, &s).await.unwrap().unwrap().0.seq }
+            async move { find_scan(db.as_ref(), &acct("acct_a"), &project, &s).await.unwrap().unwrap().0.seq }
         };
         assert!(is_thinned(db.as_ref(), &project, pr_seq(&pr_scans[0]).await).await.unwrap());
         assert!(!is_thinned(db.as_ref(), &project, pr_seq(&pr_scans[2]).await).await.unwrap());
         assert!(!is_thinned(db.as_ref(), &project, pr_seq(&scans[119].1).await).await.unwrap());
         // The scans the pull request was judged against stay.
-        let (pr_row, _) = find_scan(db.as_ref(), "acct_a", &project, &pr_scans[0].scan_id).await.unwrap().unwrap();
+        let (pr_row, _) = find_scan(db.as_ref(), &acct("acct_a"), &project, &pr_scans[0].scan_id).await.unwrap().unwrap();
         let base = pr_row.base_seq.unwrap();
         assert!(!is_thinned(db.as_ref(), &project, base).await.unwrap(), "{backend:?}");
 
         // A second pass finds nothing more to do.
         let again = plan_all(db.as_ref(), NOW, &policy).await.unwrap();
-        assert!(again.iter().all(|(_, seqs, _)| seqs.is_empty()), "{backend:?}");
-        for (line, _, _) in &again {
+        assert!(again.iter().all(|(_, seqs)| seqs.is_empty()), "{backend:?}");
+        for (line, _) in &again {
             assert_eq!(collect_spans(&db, &line.account_id, line).await.unwrap(), 0, "{backend:?}");
         }
         assert_eq!(lines(db.as_ref()).await.unwrap().len(), 2);
@@ -199,4 +199,9 @@ tidemark_store::test_each_backend! {
         assert!(!leases::acquire(db, "housekeeping", "a", 100_001, 60_000).await.unwrap());
         assert_eq!(holder(100_001).await.map(|h| h.holder).as_deref(), Some("c"));
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

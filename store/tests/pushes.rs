@@ -26,7 +26,7 @@ fn push(label: &str, second: i64, score: f64) -> ValidPush {
 }
 
 /// Makes the database refuse to create a project for `account` (a trigger per dialect).
-async fn refuse_projects_of(db: &Writer, account: &str) {
+async fn refuse_projects_of(db: &Writer, account: &tidemark_store::AccountId) {
     let statements = match db.backend() {
         tidemark_store::Backend::Sqlite => vec![format!(
             "CREATE TRIGGER doomed BEFORE INSERT ON projects WHEN NEW.account_id = '{account}' \
@@ -61,9 +61,9 @@ tidemark_store::test_each_backend! {
         }
         // An account whose project row the database refuses (a trigger), mid-group. It passes
         // every check the push itself makes: only the write fails.
-        insert_pushing_account(&t.db, "acct_doomed").await;
-        refuse_projects_of(&t.db, "acct_doomed").await;
-        pushes.insert(3, (ctx("acct_doomed"), push("api", 9, 10.0)));
+        insert_pushing_account(&t.db, &acct("acct_doomed")).await;
+        refuse_projects_of(&t.db, &acct("acct_doomed")).await;
+        pushes.insert(3, (ctx(&acct("acct_doomed")), push("api", 9, 10.0)));
 
         let results = push_together(&t.db, pushes).await;
         if let Some(stats) = t.db.push_group_stats() {
@@ -165,15 +165,15 @@ tidemark_store::test_each_backend! {
     async fn rotation_and_suspension_between_authentication_and_write_refuse_the_push(backend) {
         use tidemark_store::licenses::{find_license_for_account, rotate_api_keys, set_suspended, NewApiKey};
         let t = fresh(backend).await;
-        insert_pushing_account(&t.db, "acct_r").await;
+        insert_pushing_account(&t.db, &acct("acct_r")).await;
         // Authenticated a moment ago: the request holds a context naming the live key.
-        let authenticated = ctx("acct_r");
+        let authenticated = ctx(&acct("acct_r"));
         // Then an admin rotates.
         rotate_api_keys(
             &t.db,
             &NewApiKey {
                 id: "key_new".into(),
-                account_id: "acct_r".into(),
+                account_id: acct("acct_r"),
                 hash: tidemark_domain::secrets::ApiKey::generate().hash(),
                 prefix: "svc_api_new".into(),
                 machine: "ci".into(),
@@ -183,7 +183,7 @@ tidemark_store::test_each_backend! {
         )
         .await
         .unwrap();
-        let mut with_new_key = ctx("acct_r");
+        let mut with_new_key = ctx(&acct("acct_r"));
         with_new_key.key_id = "key_new".into();
         // Written together (one committer group on SQLite), each judged on its own.
         let outcomes = push_together(
@@ -202,7 +202,7 @@ tidemark_store::test_each_backend! {
             PushOutcome::KeyRevoked
         );
         // Then the operator suspends the license.
-        let license = find_license_for_account(&t.db, "acct_r").await.unwrap().unwrap();
+        let license = find_license_for_account(&t.db, &acct("acct_r")).await.unwrap().unwrap();
         assert!(set_suspended(&t.db, &license.id, true, &tidemark_store::testing::audit()).await.unwrap());
         assert_eq!(
             record_push(&t.db, with_new_key, push("web", 3, 70.0)).await.unwrap(),
@@ -222,21 +222,21 @@ tidemark_store::test_each_backend! {
 #[tokio::test]
 async fn one_accounts_flood_delays_another_account_by_about_one_group() {
     let t = fresh(tidemark_store::Backend::Sqlite).await;
-    insert_pushing_account(&t.db, "acct_flood").await;
-    insert_pushing_account(&t.db, "acct_quiet").await;
+    insert_pushing_account(&t.db, &acct("acct_flood")).await;
+    insert_pushing_account(&t.db, &acct("acct_quiet")).await;
     let held = match t.db.db() {
         Db::Sqlite { writer, .. } => writer.acquire().await.unwrap(),
         Db::Postgres(_) => unreachable!("a SQLite database"),
     };
-    let submit = |account: &str, second: i64| {
+    let submit = |account: &tidemark_store::AccountId, second: i64| {
         let db = Writer::for_tests(t.db.db().clone());
         let (ctx, push) = (ctx(account), push("api", second, 50.0));
         tokio::spawn(async move { record_push(&db, ctx, push).await.unwrap() })
     };
     // Forty pushes of one account wait before the other account's one push arrives.
-    let flood: Vec<_> = (0..40).map(|n| submit("acct_flood", n)).collect();
+    let flood: Vec<_> = (0..40).map(|n| submit(&acct("acct_flood"), n)).collect();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let quiet = submit("acct_quiet", 0);
+    let quiet = submit(&acct("acct_quiet"), 0);
     tokio::time::sleep(Duration::from_millis(200)).await;
     drop(held);
     appended(quiet.await.unwrap());
@@ -259,4 +259,9 @@ async fn one_accounts_flood_delays_another_account_by_about_one_group() {
         before <= 2,
         "{before} of the flood's pushes were written first"
     );
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

@@ -63,8 +63,12 @@ struct Reads {
     diff: Option<ScanDiff>,
 }
 
-async fn reads(db: &Writer, project: &str, scan_id: &str) -> Reads {
-    let (scan, previous) = find_scan(db.as_ref(), "acct_a", project, scan_id)
+async fn reads(
+    db: &Writer,
+    project: &tidemark_store::ProjectId,
+    scan_id: &tidemark_store::ScanId,
+) -> Reads {
+    let (scan, previous) = find_scan(db.as_ref(), &acct("acct_a"), project, scan_id)
         .await
         .unwrap()
         .unwrap();
@@ -131,14 +135,14 @@ tidemark_store::test_each_backend! {
     async fn every_scan_reads_back_exactly_as_pushed_in_either_layout(backend) {
         let t = fresh(backend).await;
         let db = t.writer();
-        insert_pushing_account(&db, "acct_a").await;
+        insert_pushing_account(&db, &acct("acct_a")).await;
         let mut rng = StdRng::seed_from_u64(36);
         let mut lines: Vec<(&str, Vec<Pushed>)> = vec![
             ("main", (0..30).map(|_| random_finding(&mut rng)).collect()),
             ("feature/x", Vec::new()),
         ];
-        let mut pushed: Vec<(String, Vec<Pushed>)> = Vec::new();
-        let mut project = String::new();
+        let mut pushed: Vec<(tidemark_store::ScanId, Vec<Pushed>)> = Vec::new();
+        let mut project = tidemark_store::ProjectId::default();
         for second in 0..40 {
             // Mostly main; the branch starts from main's findings.
             let which = usize::from(rng.gen_range(0..4) == 0);
@@ -172,7 +176,7 @@ tidemark_store::test_each_backend! {
                     _ => {}
                 }
             }
-            let mut ctx = push_context("acct_a");
+            let mut ctx = push_context(&acct("acct_a"));
             ctx.now = 1_795_000_000_000 + second * 1000;
             let stored = appended(
                 record_push(&db, ctx, push(second, findings, branch)).await.unwrap(),
@@ -218,7 +222,7 @@ tidemark_store::test_each_backend! {
         }
         assert!(cursor.is_some(), "half-way");
         assert!(scans_as_rows(db.as_ref()).await.unwrap() > 0);
-        let mut ctx = push_context("acct_a");
+        let mut ctx = push_context(&acct("acct_a"));
         ctx.now = 1_795_000_100_000;
         let late = appended(record_push(&db, ctx, push(100, &lines[0].1, "main")).await.unwrap());
         pushed.push((late.scan_id.clone(), lines[0].1.clone()));
@@ -249,20 +253,20 @@ tidemark_store::test_each_backend! {
     async fn a_scan_a_previous_release_wrote_between_pushes_stays_as_rows(backend) {
         let t = fresh(backend).await;
         let db = t.writer();
-        insert_pushing_account(&db, "acct_a").await;
+        insert_pushing_account(&db, &acct("acct_a")).await;
         let mut rng = StdRng::seed_from_u64(7);
         let mut findings: Vec<Pushed> = (0..12).map(|_| random_finding(&mut rng)).collect();
         let mut scans = Vec::new();
         for second in 0..3 {
             findings[second as usize].2 = "FAIL".into();
             findings.swap(3, 4);
-            let mut ctx = push_context("acct_a");
+            let mut ctx = push_context(&acct("acct_a"));
             ctx.now = 1_795_000_000_000 + second * 1000;
             scans.push(appended(record_push(&db, ctx, push(second, &findings, "main")).await.unwrap()));
         }
         let project = scans[0].project_id.clone();
         let before: Vec<Reads> = futures_reads(&db, &project, &scans).await;
-        let (middle, _) = find_scan(db.as_ref(), "acct_a", &project, &scans[1].scan_id).await.unwrap().unwrap();
+        let (middle, _) = find_scan(db.as_ref(), &acct("acct_a"), &project, &scans[1].scan_id).await.unwrap().unwrap();
         tidemark_store::testing::store_scan_as_rows(&db, &project, middle.seq).await;
         assert_eq!(futures_reads(&db, &project, &scans).await, before, "{backend:?}: read as rows");
         let report = move_all(&db, 1_000).await.unwrap();
@@ -273,7 +277,7 @@ tidemark_store::test_each_backend! {
 
 async fn futures_reads(
     db: &Writer,
-    project: &str,
+    project: &tidemark_store::ProjectId,
     scans: &[tidemark_store::pushes::StoredScan],
 ) -> Vec<Reads> {
     let mut out = Vec::new();
@@ -281,4 +285,9 @@ async fn futures_reads(
         out.push(without_ordinals(reads(db, project, &s.scan_id).await));
     }
     out
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

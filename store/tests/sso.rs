@@ -17,7 +17,12 @@ fn domain() -> ClaimableDomain {
     ClaimableDomain::parse(DOMAIN).unwrap()
 }
 
-async fn claim_as(db: &Writer, account: &str, entity: &str, vouched: Vouched) -> ClaimOutcome {
+async fn claim_as(
+    db: &Writer,
+    account: &tidemark_store::AccountId,
+    entity: &str,
+    vouched: Vouched,
+) -> ClaimOutcome {
     let certs = vec![format!("cert-of-{entity}")];
     sso::claim(
         db,
@@ -48,12 +53,12 @@ fn stored(outcome: ClaimOutcome) -> SsoConnection {
 tidemark_store::test_each_backend! {
     async fn pending_claims_route_nobody_and_the_first_verifier_wins(backend) {
         let t = fresh(backend).await;
-        for account in ["acct_owner", "acct_attacker", "acct_third"] {
+        for account in ["acct_owner", &acct("acct_attacker"), &acct("acct_third")] {
             insert_account(&t.db, account).await;
         }
-        let attacker = stored(claim_as(&t.db, "acct_attacker", "evil", Vouched::ByDnsRecord).await);
-        let owner = stored(claim_as(&t.db, "acct_owner", "good", Vouched::ByDnsRecord).await);
-        let third = stored(claim_as(&t.db, "acct_third", "other", Vouched::ByDnsRecord).await);
+        let attacker = stored(claim_as(&t.db, &acct("acct_attacker"), "evil", Vouched::ByDnsRecord).await);
+        let owner = stored(claim_as(&t.db, &acct("acct_owner"), "good", Vouched::ByDnsRecord).await);
+        let third = stored(claim_as(&t.db, &acct("acct_third"), "other", Vouched::ByDnsRecord).await);
         for c in [&attacker, &owner, &third] {
             assert_eq!(c.state, ClaimState::Pending, "{backend:?}");
             assert_eq!(c.challenge_token.len(), 32);
@@ -76,7 +81,7 @@ tidemark_store::test_each_backend! {
                 .await
                 .unwrap()
                 .map(|c| c.account_id),
-            Some("acct_owner".to_owned())
+            Some(acct("acct_owner"))
         );
         // Everybody else's claim is over, and says why.
         for loser in [&attacker, &third] {
@@ -100,28 +105,28 @@ tidemark_store::test_each_backend! {
         }
         // Nobody else can claim (or re-claim) the domain now.
         assert_eq!(
-            claim_as(&t.db, "acct_attacker", "evil", Vouched::ByDnsRecord).await,
+            claim_as(&t.db, &acct("acct_attacker"), "evil", Vouched::ByDnsRecord).await,
             ClaimOutcome::VerifiedByAnotherAccount,
             "{backend:?}"
         );
         assert_eq!(
-            claim_as(&t.db, "acct_third", "other", Vouched::ByOperator).await,
+            claim_as(&t.db, &acct("acct_third"), "other", Vouched::ByOperator).await,
             ClaimOutcome::VerifiedByAnotherAccount
         );
         // The owner may replace its IdP: still verified, still the only one.
-        let replaced = stored(claim_as(&t.db, "acct_owner", "good-2", Vouched::ByDnsRecord).await);
+        let replaced = stored(claim_as(&t.db, &acct("acct_owner"), "good-2", Vouched::ByDnsRecord).await);
         assert_eq!(replaced.state, ClaimState::Verified);
         assert_eq!(replaced.idp_entity_id, "good-2");
         assert_eq!(replaced.id, owner.id);
 
         // Removing the verified claim frees the domain for a new, again pending, claim.
         assert_eq!(
-            sso::remove(&t.db, DOMAIN, Some("acct_owner"), &tidemark_store::testing::audit())
+            sso::remove(&t.db, DOMAIN, Some(&acct("acct_owner")), &tidemark_store::testing::audit())
                 .await
                 .unwrap(),
             1
         );
-        let again = stored(claim_as(&t.db, "acct_attacker", "evil", Vouched::ByDnsRecord).await);
+        let again = stored(claim_as(&t.db, &acct("acct_attacker"), "evil", Vouched::ByDnsRecord).await);
         assert_eq!(again.state, ClaimState::Pending, "{backend:?}");
         assert_ne!(
             again.challenge_token, attacker.challenge_token,
@@ -135,10 +140,10 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn the_operator_vouches_at_once_and_ends_pending_claims(backend) {
         let t = fresh(backend).await;
-        insert_account(&t.db, "acct_owner").await;
-        insert_account(&t.db, "acct_attacker").await;
-        let attacker = stored(claim_as(&t.db, "acct_attacker", "evil", Vouched::ByDnsRecord).await);
-        let owner = stored(claim_as(&t.db, "acct_owner", "good", Vouched::ByOperator).await);
+        insert_account(&t.db, &acct("acct_owner")).await;
+        insert_account(&t.db, &acct("acct_attacker")).await;
+        let attacker = stored(claim_as(&t.db, &acct("acct_attacker"), "evil", Vouched::ByDnsRecord).await);
+        let owner = stored(claim_as(&t.db, &acct("acct_owner"), "good", Vouched::ByOperator).await);
         assert_eq!(owner.state, ClaimState::Verified, "{backend:?}");
         assert_eq!(owner.next_check_at, None);
         let attacker = sso::find_connection(&t.db, &attacker.id)
@@ -147,9 +152,9 @@ tidemark_store::test_each_backend! {
             .unwrap();
         assert_eq!(attacker.state, ClaimState::Ended, "{backend:?}");
         // A pending claim of a verified domain found when it checks: lost, and ended.
-        insert_account(&t.db, "acct_late").await;
+        insert_account(&t.db, &acct("acct_late")).await;
         assert_eq!(
-            claim_as(&t.db, "acct_late", "late", Vouched::ByDnsRecord).await,
+            claim_as(&t.db, &acct("acct_late"), "late", Vouched::ByDnsRecord).await,
             ClaimOutcome::VerifiedByAnotherAccount
         );
     }
@@ -158,7 +163,7 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn concurrent_claims_and_verifications_leave_one_owner(backend) {
         let t = fresh(backend).await;
-        let accounts: Vec<String> = (0..6).map(|i| format!("acct_racer_{i}")).collect();
+        let accounts: Vec<_> = (0..6).map(|i| acct(&format!("acct_racer_{i}"))).collect();
         for a in &accounts {
             insert_account(&t.db, a).await;
         }
@@ -246,13 +251,13 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn saml_and_oidc_identities_never_meet(backend) {
         let t = fresh(backend).await;
-        insert_account(&t.db, "acct_a").await;
+        insert_account(&t.db, &acct("acct_a")).await;
         let add = |address: &'static str| {
             let db = t.writer();
             async move {
                 access::add_member(
                     &db,
-                    "acct_a",
+                    &acct("acct_a"),
                     &Email::parse(address).unwrap(),
                     Role::Member,
                     &tidemark_store::testing::audit(),
@@ -328,11 +333,11 @@ async fn count_identities(db: &Db) -> i64 {
 tidemark_store::test_each_backend! {
     async fn replacing_a_connections_idp_unbinds_its_identities(backend) {
         let t = fresh(backend).await;
-        insert_account(&t.db, "acct_a").await;
-        let c = stored(claim_as(&t.db, "acct_a", "idp-1", Vouched::ByOperator).await);
+        insert_account(&t.db, &acct("acct_a")).await;
+        let c = stored(claim_as(&t.db, &acct("acct_a"), "idp-1", Vouched::ByOperator).await);
         access::add_member(
             &t.db,
-            "acct_a",
+            &acct("acct_a"),
             &Email::parse("p@victim.example").unwrap(),
             Role::Member,
             &tidemark_store::testing::audit(),
@@ -348,10 +353,10 @@ tidemark_store::test_each_backend! {
             .await
             .unwrap();
         // The same IdP saved again keeps the binding...
-        claim_as(&t.db, "acct_a", "idp-1", Vouched::ByOperator).await;
+        claim_as(&t.db, &acct("acct_a"), "idp-1", Vouched::ByOperator).await;
         assert_eq!(count_identities(&t.db).await, 1, "{backend:?}");
         // ...another IdP (entity id or certificate) drops it.
-        claim_as(&t.db, "acct_a", "idp-2", Vouched::ByOperator).await;
+        claim_as(&t.db, &acct("acct_a"), "idp-2", Vouched::ByOperator).await;
         assert_eq!(count_identities(&t.db).await, 0, "{backend:?}");
     }
 }
@@ -359,9 +364,9 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn due_checks_are_taken_once_and_stop_after_their_window(backend) {
         let t = fresh(backend).await;
-        insert_account(&t.db, "acct_a").await;
-        insert_account(&t.db, "acct_b").await;
-        let a = stored(claim_as(&t.db, "acct_a", "a", Vouched::ByDnsRecord).await);
+        insert_account(&t.db, &acct("acct_a")).await;
+        insert_account(&t.db, &acct("acct_b")).await;
+        let a = stored(claim_as(&t.db, &acct("acct_a"), "a", Vouched::ByDnsRecord).await);
         assert_eq!(a.next_check_at, Some(1_000));
         // Two replicas look at the same moment: each claim goes to one of them.
         let first = sso::take_due_checks(&t.db, 1_500, 9_000, 0, 10)
@@ -391,16 +396,16 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn sign_in_lands_in_the_account_used_last(backend) {
         let t = fresh(backend).await;
-        for a in ["acct_1_old", "acct_2_new"] {
+        for a in ["acct_1_old", &acct("acct_2_new")] {
             insert_account(&t.db, a).await;
         }
         let who = Email::parse("multi@example.com").unwrap();
-        let user = access::add_member(&t.db, "acct_1_old", &who, Role::Admin, &tidemark_store::testing::audit())
+        let user = access::add_member(&t.db, &acct("acct_1_old"), &who, Role::Admin, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap()
             .user_id;
-        access::add_member(&t.db, "acct_2_new", &who, Role::Member, &tidemark_store::testing::audit())
+        access::add_member(&t.db, &acct("acct_2_new"), &who, Role::Member, &tidemark_store::testing::audit())
             .await
             .unwrap()
             .unwrap();
@@ -410,8 +415,8 @@ tidemark_store::test_each_backend! {
                 .0
                 .clone()
         };
-        assert_eq!(first(t.db.clone(), user.clone()).await, "acct_1_old");
-        access::mark_account_used(&t.db, "acct_2_new", &user, 10)
+        assert_eq!(first(t.db.clone(), user.clone()).await, &acct("acct_1_old"));
+        access::mark_account_used(&t.db, &acct("acct_2_new"), &user, 10)
             .await
             .unwrap();
         assert_eq!(
@@ -419,13 +424,13 @@ tidemark_store::test_each_backend! {
             "acct_2_new",
             "{backend:?}"
         );
-        access::mark_account_used(&t.db, "acct_1_old", &user, 20)
+        access::mark_account_used(&t.db, &acct("acct_1_old"), &user, 20)
             .await
             .unwrap();
-        assert_eq!(first(t.db.clone(), user.clone()).await, "acct_1_old");
+        assert_eq!(first(t.db.clone(), user.clone()).await, &acct("acct_1_old"));
         let listed = access::accounts_of(&t.db, &user).await.unwrap();
         assert_eq!(listed.len(), 2);
-        assert_eq!(listed[0].account_id, "acct_1_old");
+        assert_eq!(listed[0].account_id, &acct("acct_1_old"));
         assert_eq!(listed[1].role, Role::Member);
     }
 }
@@ -482,4 +487,9 @@ tidemark_store::test_each_backend! {
             IdentityOutcome::User("usr_x".into())
         );
     }
+}
+
+/// A test account's id (tests name theirs `acct_a`, `acct_b`).
+fn acct(s: &str) -> tidemark_store::AccountId {
+    tidemark_store::AccountId::trusted(s)
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub mod findings;
+pub mod ids;
 mod keyless;
 pub mod verdict;
 mod webhook;

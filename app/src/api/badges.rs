@@ -44,7 +44,7 @@ pub async fn load_badges() -> Result<BadgesView, DashboardError> {
 pub async fn issue_badge(project_id: String) -> Result<(), DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
-    well_formed(&project_id, None)?;
+    let project_id = parse_project_id(&project_id)?;
     let token = tidemark_domain::badge::BadgeToken::generate();
     let audit = viewer.audit();
     let account = viewer.account_id.clone();
@@ -67,7 +67,7 @@ pub async fn issue_badge(project_id: String) -> Result<(), DashboardError> {
 pub async fn revoke_badge(project_id: String) -> Result<(), DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
-    well_formed(&project_id, None)?;
+    let project_id = parse_project_id(&project_id)?;
     let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let revoked = db()
         .detached(|db| async move {

@@ -16,16 +16,14 @@ pub async fn load_finding(
     use crate::model::LifeEntry;
     use crate::time::{ago, format_time};
     use tidemark_domain::access::Role;
-    use tidemark_domain::findings::{could_be_finding_id, may_triage};
+    use tidemark_domain::findings::may_triage;
     use tidemark_store::findings::{find_tracked, sightings, triage_history};
 
     let viewer = crate::auth::require_viewer()?;
-    well_formed(&project_id, None)?;
-    if !could_be_finding_id(&finding_id) {
-        return not_found();
-    }
+    let project_id = parse_project_id(&project_id)?;
+    let finding_id = parse_finding_id(&finding_id)?;
     let db = db();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let Some(project) =
         or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
     else {

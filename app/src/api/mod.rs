@@ -24,6 +24,7 @@ pub use ssr::FormSealKeys;
 mod ssr {
     use leptos::prelude::*;
     use tidemark_store::dashboard as store;
+    use tidemark_wire::ids::{FindingId, ProjectId, ScanId};
 
     use crate::error::DashboardError;
     use crate::model::{
@@ -201,14 +202,18 @@ mod ssr {
 
     /// Ids from the URL that cannot exist are "not found" before any query: the database
     /// never sees a NUL byte or a megabyte of text from a path.
-    pub fn well_formed(project_id: &str, scan_id: Option<&str>) -> Result<(), DashboardError> {
-        let project_ok = tidemark_domain::ids::is_project_id(project_id);
-        let scan_ok = scan_id.is_none_or(tidemark_domain::ids::could_be_scan_id);
-        if project_ok && scan_ok {
-            Ok(())
-        } else {
-            not_found()
-        }
+    pub fn parse_project_id(s: &str) -> Result<ProjectId, DashboardError> {
+        ProjectId::parse(s).map_or_else(not_found, Ok)
+    }
+
+    /// A scan id from the URL, "not found" when it cannot be one (see [`parse_project_id`]).
+    pub fn parse_scan_id(s: &str) -> Result<ScanId, DashboardError> {
+        ScanId::parse(s).map_or_else(not_found, Ok)
+    }
+
+    /// A finding id from the URL, "not found" when it cannot be one (see [`parse_project_id`]).
+    pub fn parse_finding_id(s: &str) -> Result<FindingId, DashboardError> {
+        FindingId::parse(s).map_or_else(not_found, Ok)
     }
 }
 

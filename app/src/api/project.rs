@@ -14,8 +14,8 @@ use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
 #[cfg(feature = "ssr")]
 async fn chosen_line(
     store: &tidemark_store::Db,
-    account: &str,
-    project_id: &str,
+    account: &tidemark_wire::ids::AccountId,
+    project_id: &tidemark_wire::ids::ProjectId,
     choice: &LineChoice,
 ) -> Result<
     (
@@ -48,9 +48,9 @@ pub async fn load_project_chart(
 ) -> Result<ProjectChart, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
-    well_formed(&project_id, None)?;
+    let project_id = parse_project_id(&project_id)?;
     let db = db();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let Some(project) =
         or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
     else {
@@ -136,7 +136,7 @@ pub async fn set_default_branch(
     use super::ssr::*;
     use tidemark_store::branches::DefaultBranchChange;
     let viewer = crate::auth::require_admin()?;
-    well_formed(&project_id, None)?;
+    let project_id = parse_project_id(&project_id)?;
     let name = tidemark_domain::git::BranchName::parse("branch", &branch)
         .map_err(|e| DashboardError::Invalid(e.message))?;
     let (account, audit) = (viewer.account_id.clone(), viewer.audit());
@@ -177,7 +177,7 @@ pub async fn set_project_gate(
 ) -> Result<Option<GateSettings>, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
-    well_formed(&project_id, None)?;
+    let project_id = parse_project_id(&project_id)?;
     let gate =
         tidemark_domain::gate::QualityGate::parse_form(&min_score, &max_drop, &new_findings_at)
             .map_err(|e| {
@@ -218,7 +218,7 @@ pub async fn project_scans(
 ) -> Result<ScansPage, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
-    well_formed(&project_id, None)?;
+    let project_id = parse_project_id(&project_id)?;
     let page = page.max(0);
     let db = db();
     let choice = LineChoice::from_query(branch, pr.map(|n| n.to_string()));

@@ -38,7 +38,7 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
     use super::ssr::*;
     use tidemark_store::dashboard::ArchiveOutcome;
     let viewer = crate::auth::require_admin()?;
-    well_formed(&project_id, None)?;
+    let project_id = parse_project_id(&project_id)?;
     let db = db();
     let license = or_unavailable(
         tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
@@ -77,7 +77,7 @@ pub async fn load_glance() -> Result<crate::model::ProjectsGlance, DashboardErro
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
     let db = db();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let now = tidemark_domain::now_millis();
     let rows = or_unavailable(tidemark_store::dashboard::list_projects(&db, account).await)?;
     let open =
@@ -104,7 +104,7 @@ const OVERVIEW_DAYS: usize = 90;
 #[cfg(feature = "ssr")]
 async fn overview(
     db: &tidemark_store::Db,
-    account_id: &str,
+    account_id: &tidemark_wire::ids::AccountId,
     projects: &[tidemark_store::dashboard::ProjectRow],
     now: i64,
 ) -> Result<crate::model::AccountOverview, DashboardError> {

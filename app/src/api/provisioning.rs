@@ -13,7 +13,7 @@ pub async fn load_provisioning() -> Result<ProvisioningView, DashboardError> {
     use crate::model::{ScimGroupRow, ScimTokenView};
     let viewer = crate::auth::require_admin()?;
     let config = expect_context::<crate::DashboardConfig>();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let db = db();
     let license =
         or_unavailable(tidemark_store::licenses::find_license_for_account(&db, account).await)?;

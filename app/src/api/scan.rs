@@ -12,9 +12,10 @@ use crate::model::{DiffView, FindingQuery, FindingsPage, ScanView};
 pub async fn load_scan(project_id: String, scan_id: String) -> Result<ScanView, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
-    well_formed(&project_id, Some(&scan_id))?;
+    let project_id = parse_project_id(&project_id)?;
+    let scan_id = parse_scan_id(&scan_id)?;
     let db = db();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let Some(project) =
         or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
     else {
@@ -49,7 +50,8 @@ pub async fn scan_findings(
 ) -> Result<FindingsPage, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
-    well_formed(&project_id, Some(&scan_id))?;
+    let project_id = parse_project_id(&project_id)?;
+    let scan_id = parse_scan_id(&scan_id)?;
     let db = db();
     let Some((found, _)) = or_unavailable(
         tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
@@ -125,19 +127,18 @@ pub async fn scan_diff(
     use tidemark_store::dashboard::{diff_scans, find_scan, list_scans};
     let viewer = crate::auth::require_viewer()?;
     let base = base.filter(|b| !b.is_empty() && *b != scan_id);
-    well_formed(&project_id, Some(&scan_id))?;
-    if let Some(b) = &base {
-        well_formed(&project_id, Some(b))?;
-    }
+    let project_id = parse_project_id(&project_id)?;
+    let scan_id = parse_scan_id(&scan_id)?;
+    let base = base.as_deref().map(parse_scan_id).transpose()?;
     let db = db();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let Some((found, previous)) =
         or_unavailable(find_scan(&db, account, &project_id, &scan_id).await)?
     else {
         return not_found();
     };
     let recent = or_unavailable(list_scans(&db, account, &project_id, None, 0, 51).await)?;
-    let choices: Vec<String> = recent
+    let choices: Vec<_> = recent
         .into_iter()
         .map(|s| s.scan_id)
         .filter(|id| *id != scan_id)
@@ -203,7 +204,8 @@ pub async fn scan_triaged(
     use tidemark_store::findings::{list_tracked, state_counts, TrackedQuery};
     use tidemark_wire::findings::FindingState;
     let viewer = crate::auth::require_viewer()?;
-    well_formed(&project_id, Some(&scan_id))?;
+    let project_id = parse_project_id(&project_id)?;
+    let scan_id = parse_scan_id(&scan_id)?;
     let db = db();
     let Some((found, _)) = or_unavailable(
         tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
@@ -254,7 +256,7 @@ pub async fn scan_triaged(
 #[cfg(feature = "ssr")]
 async fn tag_tracked(
     db: &tidemark_store::Db,
-    project: &str,
+    project: &tidemark_wire::ids::ProjectId,
     scan: &tidemark_store::dashboard::ScanRow,
     rows: &mut [crate::model::FindingView],
 ) -> Result<(), DashboardError> {

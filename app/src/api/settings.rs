@@ -61,7 +61,7 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
     use crate::error::unavailable;
     let viewer = crate::auth::require_viewer()?;
     let db = expect_context::<tidemark_store::Db>();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let fmt = crate::time::format_time;
     let license = match tidemark_store::licenses::find_license_for_account(&db, account).await {
         Ok(l) => l,
@@ -235,7 +235,7 @@ pub trait SsoAdmin: Send + Sync {
     /// replaces the IdP of its existing claim.
     fn configure(
         &self,
-        account_id: String,
+        account_id: tidemark_wire::ids::AccountId,
         domain: String,
         metadata_xml: String,
         enforce: bool,
@@ -245,14 +245,14 @@ pub trait SsoAdmin: Send + Sync {
     /// Looks the claim's DNS record up now.
     fn verify(
         &self,
-        account_id: String,
+        account_id: tidemark_wire::ids::AccountId,
         domain: String,
         audit: tidemark_domain::audit::AuditContext,
     ) -> SsoAdminFuture<SsoSummary>;
 
     fn remove(
         &self,
-        account_id: String,
+        account_id: tidemark_wire::ids::AccountId,
         domain: String,
         audit: tidemark_domain::audit::AuditContext,
     ) -> SsoAdminFuture<()>;

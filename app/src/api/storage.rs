@@ -16,7 +16,7 @@ pub async fn load_storage() -> Result<StorageView, DashboardError> {
     use super::ssr::*;
     use crate::model::StorageRow;
     let viewer = crate::auth::require_viewer()?;
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let db = db();
     let rows = or_unavailable(tidemark_store::usage::project_bytes(&db, account).await)?;
     let own =

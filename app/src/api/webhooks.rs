@@ -50,7 +50,7 @@ pub async fn load_webhooks() -> Result<WebhooksView, DashboardError> {
     use crate::time::format_time;
     let viewer = crate::auth::require_admin()?;
     let db = db();
-    let account = viewer.account_id.as_str();
+    let account = &viewer.account_id;
     let endpoints = or_unavailable(tidemark_store::webhooks::list_webhooks(&db, account).await)?;
     let deliveries =
         or_unavailable(tidemark_store::webhooks::delivery_log(&db, account, LOG_ROWS).await)?;
@@ -128,10 +128,7 @@ pub async fn create_webhook(
         .map_err(invalid)?;
     let project_id = match project_id.trim() {
         "" => None,
-        id => {
-            well_formed(id, None)?;
-            Some(id.to_owned())
-        }
+        id => Some(parse_project_id(id)?),
     };
     let outbox = outbox()?;
     let secret = WebhookSecret::generate();

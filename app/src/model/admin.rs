@@ -14,7 +14,7 @@ pub struct BadgesView {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BadgeRow {
-    pub project_id: String,
+    pub project_id: tidemark_wire::ids::ProjectId,
     pub label: String,
     /// The badge's own path (for the preview) and the Markdown to paste; `None` without one.
     pub image: Option<String>,
@@ -33,7 +33,7 @@ pub struct StorageView {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StorageRow {
-    pub project_id: String,
+    pub project_id: tidemark_wire::ids::ProjectId,
     pub label: String,
     pub scans: i64,
     pub scans_thinned: i64,
@@ -114,7 +114,7 @@ pub struct PublishersView {
     /// The audience jobs must request (`aud`).
     pub audience: String,
     /// The account's id, for `TIDEMARK_ACCOUNT` when two accounts trust one repository.
-    pub account_id: String,
+    pub account_id: tidemark_wire::ids::AccountId,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,7 +141,7 @@ pub struct WebhooksView {
     pub endpoints: Vec<WebhookRow>,
     pub deliveries: Vec<DeliveryRow>,
     /// Active projects, (id, label), for "only this project".
-    pub projects: Vec<(String, String)>,
+    pub projects: Vec<(tidemark_wire::ids::ProjectId, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

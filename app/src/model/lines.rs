@@ -61,7 +61,7 @@ pub struct PullSummary {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LineHeadSummary {
-    pub scan_id: String,
+    pub scan_id: tidemark_wire::ids::ScanId,
     pub score: f64,
     pub score_delta: f64,
     pub gate: GateStatus,

@@ -6,13 +6,13 @@ use super::*;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProjectCard {
-    pub id: String,
+    pub id: tidemark_wire::ids::ProjectId,
     pub label: String,
     pub archived: bool,
     pub scan_count: i64,
     pub last_score: Option<f64>,
     pub last_delta: Option<f64>,
-    pub last_scan_id: Option<String>,
+    pub last_scan_id: Option<tidemark_wire::ids::ScanId>,
     /// "2026-11-22 06:43 UTC".
     pub last_scanned_at: Option<String>,
     pub recent_scores: Vec<f64>,
@@ -30,14 +30,18 @@ pub struct ProjectsGlance {
     pub overview: AccountOverview,
     /// Per project id: its default branch's latest verdict and its open findings (not
     /// triaged) by severity, critical first.
-    pub projects: Vec<(String, tidemark_wire::GateResult, [i64; 4])>,
+    pub projects: Vec<(
+        tidemark_wire::ids::ProjectId,
+        tidemark_wire::GateResult,
+        [i64; 4],
+    )>,
 }
 
 /// The account at a glance, above its projects.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AccountOverview {
     /// Active projects whose default branch's latest scan failed its gate: id, label, reasons.
-    pub failing: Vec<(String, String, Vec<String>)>,
+    pub failing: Vec<(tidemark_wire::ids::ProjectId, String, Vec<String>)>,
     /// The oldest open critical findings across the default branches.
     pub oldest_criticals: Vec<OldFinding>,
     /// Open findings by severity per day, stacked, drawn on the server.
@@ -74,9 +78,9 @@ pub struct DayColumn {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OldFinding {
-    pub project_id: String,
+    pub project_id: tidemark_wire::ids::ProjectId,
     pub label: String,
-    pub finding_id: String,
+    pub finding_id: tidemark_wire::ids::FindingId,
     pub rule_id: String,
     pub resource: String,
     /// "first seen 40 days ago".
@@ -232,7 +236,7 @@ impl Range {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChartPoint {
-    pub scan_id: String,
+    pub scan_id: tidemark_wire::ids::ScanId,
     /// Unix milliseconds.
     pub at: i64,
     pub score: f64,
@@ -300,7 +304,7 @@ mod arrange_tests {
 
     fn card(label: &str, score: Option<f64>, delta: Option<f64>, at: Option<&str>) -> ProjectCard {
         ProjectCard {
-            id: format!("prj_{label}"),
+            id: tidemark_wire::ids::ProjectId::trusted(format!("prj_{label}")),
             label: label.to_owned(),
             archived: false,
             scan_count: i64::from(score.is_some()),

@@ -6,7 +6,7 @@ use super::*;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScanSummary {
-    pub scan_id: String,
+    pub scan_id: tidemark_wire::ids::ScanId,
     pub score: f64,
     pub score_delta: f64,
     pub passed: i64,
@@ -35,7 +35,7 @@ pub struct ScanSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaseSummary {
     pub branch: String,
-    pub scan_id: Option<String>,
+    pub scan_id: Option<tidemark_wire::ids::ScanId>,
     pub new_findings: Option<i64>,
     pub fixed_findings: Option<i64>,
     /// This scan's score minus the base scan's (as the push's `base.score_delta` said).
@@ -76,10 +76,10 @@ pub struct ScansPage {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScanView {
-    pub project_id: String,
+    pub project_id: tidemark_wire::ids::ProjectId,
     pub project_label: String,
     pub scan: ScanSummary,
-    pub previous_scan_id: Option<String>,
+    pub previous_scan_id: Option<tidemark_wire::ids::ScanId>,
     /// Housekeeping removed its findings (its row stays in the history).
     #[serde(default)]
     pub findings_removed: bool,
@@ -122,7 +122,7 @@ pub struct TriagedView {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriagedRow {
-    pub finding_id: String,
+    pub finding_id: tidemark_wire::ids::FindingId,
     pub rule_id: String,
     pub resource: String,
     pub severity: String,
@@ -135,7 +135,7 @@ pub struct TriagedRow {
 /// What a scan's row says of the tracked finding behind it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindingTag {
-    pub id: String,
+    pub id: tidemark_wire::ids::FindingId,
     /// First seen in this very scan.
     pub new_here: bool,
     /// "first seen 12 days ago".
@@ -149,7 +149,7 @@ pub struct FindingTag {
 /// A tracked finding's own page: what it is, its life on its branch and its triage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FindingPageView {
-    pub project_id: String,
+    pub project_id: tidemark_wire::ids::ProjectId,
     pub project_label: String,
     pub finding: tidemark_wire::findings::TrackedFinding,
     /// From the latest scan that had it.
@@ -225,11 +225,11 @@ pub struct DiffView {
     pub has_previous: bool,
     /// For a pull request's scan: its base branch, and the base scan it was judged against
     /// (what the diff shows unless another scan is chosen).
-    pub pr_base: Option<(String, String)>,
+    pub pr_base: Option<(String, tidemark_wire::ids::ScanId)>,
     /// The scan compared with, when one was chosen (`None`: the previous scan).
-    pub base_scan_id: Option<String>,
+    pub base_scan_id: Option<tidemark_wire::ids::ScanId>,
     /// The project's other recent scans (newest first, at most 50), to choose a base from.
-    pub choices: Vec<String>,
+    pub choices: Vec<tidemark_wire::ids::ScanId>,
     pub new: Vec<FindingView>,
     pub fixed: Vec<FindingView>,
     pub new_count: i64,

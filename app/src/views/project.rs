@@ -280,7 +280,7 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
                                 <tr>
                                     <th scope="row"><a href=format!("/projects/{project_id}?pr={number}")>{format!("#{number}")}</a> " " {title}</th>
                                     <td data-label="Branch"><span class="branch-name">{l.name.clone().unwrap_or_default()}</span> " → " <span class="branch-name">{base}</span></td>
-                                    <td data-label="Head scan">{head.as_ref().map(|h| view! { <a href=format!("/projects/{project_id}/scans/{}", h.scan_id)>{h.scan_id.clone()}</a> })}</td>
+                                    <td data-label="Head scan">{head.as_ref().map(|h| view! { <a href=format!("/projects/{project_id}/scans/{}", h.scan_id)>{h.scan_id.to_string()}</a> })}</td>
                                     <td data-label="Score" class="score">{head.as_ref().map(|h| fmt_score(h.score))}</td>
                                     <td data-label="Verdict against base">{head.as_ref().map(|h| gate_badge(h.gate))}</td>
                                     <td data-label="New findings">{head.as_ref().map(|h| match (h.compared, h.new_findings) {
@@ -303,7 +303,7 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
 /// `set_default_branch` server function, which sends the browser back here (the page loads
 /// no WASM; see [`super::form_outcome`]).
 fn default_branch_panel(
-    project_id: String,
+    project_id: tidemark_wire::ids::ProjectId,
     branches: Vec<String>,
     current: Option<String>,
 ) -> impl IntoView {
@@ -313,7 +313,7 @@ fn default_branch_panel(
             <p class="muted small">"The projects list, badges, alerts and " <code>"score.regressed"</code>
                 " follow the default branch; pushes without a branch go to it."</p>
             <form method="post" action=SetDefaultBranch::PATH>
-                <input type="hidden" name="project_id" value=project_id/>
+                <input type="hidden" name="project_id" value=project_id.to_string()/>
                 <label>"Default branch "
                     <select name="branch">
                         {branches.into_iter().map(|b| {
@@ -335,7 +335,11 @@ fn default_branch_panel(
 /// The project's quality gate: what every push is judged by, and for admins a plain form
 /// posting to the `set_project_gate` server function, which sends the browser back here with
 /// the gate saved (or the reason it was not).
-fn gate_panel(project_id: String, gate: Option<GateSettings>, is_admin: bool) -> impl IntoView {
+fn gate_panel(
+    project_id: tidemark_wire::ids::ProjectId,
+    gate: Option<GateSettings>,
+    is_admin: bool,
+) -> impl IntoView {
     let number = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
     let threshold = gate.and_then(|g| g.new_findings_at);
     view! {
@@ -357,7 +361,7 @@ fn gate_panel(project_id: String, gate: Option<GateSettings>, is_admin: bool) ->
             }}
             {is_admin.then(|| view! {
                 <form method="post" action=SetProjectGate::PATH class="gate-form">
-                    <input type="hidden" name="project_id" value=project_id.clone()/>
+                    <input type="hidden" name="project_id" value=project_id.to_string()/>
                     <label>"Minimum score "
                         <input name="min_score" type="number" min="0" max="100" step="any"
                             placeholder="none" value=number(gate.and_then(|g| g.min_score))/>
@@ -535,7 +539,7 @@ fn history_chart(chart: ProjectChart) -> AnyView {
 /// scan; `public/dashboard.js` fills it in for the point hovered or focused, so the page does
 /// not carry that line once per point.
 fn chart_points(
-    project_id: String,
+    project_id: tidemark_wire::ids::ProjectId,
     points: Vec<ChartPoint>,
     dots: Vec<(i32, i32)>,
     grid: Vec<(i32, u32)>,
@@ -545,7 +549,7 @@ fn chart_points(
         let failed = p.gate == GateStatus::Failed;
         view! {
             <p>
-                <a href=scan_href(p)>{p.scan_id.clone()}</a>
+                <a href=scan_href(p)>{p.scan_id.to_string()}</a>
                 " · score " <strong>{fmt_score(p.score)}</strong> " · "
                 <span data-gate hidden=!failed><span class="gate failed">"gate failed"</span> " · "</span>
                 {severity_chips(p.severities)}
@@ -633,7 +637,7 @@ fn scans_table(
                             .into_iter()
                             .map(|s| view! {
                                 <tr>
-                                    <th scope="row"><a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.clone()}</a></th>
+                                    <th scope="row"><a href=format!("/projects/{project_id}/scans/{}", s.scan_id)>{s.scan_id.to_string()}</a></th>
                                     <td data-label="Scanned">{super::utc_time(s.scanned_at.clone())}</td>
                                     <td data-label="Branch">{branch_cell(&s)}</td>
                                     <td data-label="Commit">{commit_link(&s)}</td>

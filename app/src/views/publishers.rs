@@ -23,7 +23,7 @@ pub fn PublishersPanel() -> impl IntoView {
                                 "CI jobs these identities run push with no stored key: the job's own OpenID Connect token, requested with the audience "
                                 <code data-testid="oidc-audience">{v.audience.clone()}</code>
                                 ", is exchanged for a push token that lasts 15 minutes. Repositories are matched by their numeric ids as well as their name, so a repository created again under the same name is not trusted. This account's id is "
-                                <code>{v.account_id.clone()}</code>
+                                <code>{v.account_id.to_string()}</code>
                                 " (TIDEMARK_ACCOUNT, needed only when another account trusts the same repository). See docs/ci.md."
                             </p>
                             {form_notice(AddPublisher::PATH, "Publisher added: its CI jobs can push without a key.")}

@@ -105,7 +105,7 @@ fn scan_head(v: ScanView) -> impl IntoView {
             {pr_crumb}
         </nav>
         <section class="page-head">
-            <h1>{s.scan_id.clone()}</h1>
+            <h1>{s.scan_id.to_string()}</h1>
             <p class="headline">
                 <span class="big-score" data-testid="scan-score">{fmt_score(s.score)}</span>
                 <span data-testid="scan-change">{change}</span>
@@ -156,7 +156,7 @@ fn scan_head(v: ScanView) -> impl IntoView {
             </dl>
             {v.previous_scan_id.map(|prev| view! {
                 <p class="muted">"Previous scan: "
-                    <a href=format!("/projects/{}/scans/{prev}", v.project_id)>{prev.clone()}</a></p>
+                    <a href=format!("/projects/{}/scans/{prev}", v.project_id)>{prev.to_string()}</a></p>
             })}
         </section>
     }
@@ -522,7 +522,7 @@ fn finding_table(
                                 view! {
                                     <td class="select" data-label="Select">
                                         {f.tracked.as_ref().map(|t| view! {
-                                            <input type="checkbox" name="finding" value=t.id.clone()
+                                            <input type="checkbox" name="finding" value=t.id.to_string()
                                                 form=BULK_FORM aria-label=label.clone()/>
                                         })}
                                     </td>
@@ -655,7 +655,7 @@ fn diff_section(project_id: &str, d: DiffView) -> impl IntoView {
                         <option value="">{default_option}</option>
                         {d.choices.iter().map(|id| {
                             let selected = current.as_deref() == Some(id.as_str());
-                            view! { <option value=id.clone() selected=selected>{id.clone()}</option> }
+                            view! { <option value=id.to_string() selected=selected>{id.to_string()}</option> }
                         }).collect_view()}
                     </select>
                 </label>

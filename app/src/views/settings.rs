@@ -139,9 +139,9 @@ fn badge_rows(v: BadgesView) -> impl IntoView {
             {v.rows.into_iter().map(|row| {
                 let label = row.label.clone();
                 let has_badge = row.markdown.is_some();
-                let (issue_id, revoke_id) = (row.project_id.clone(), row.project_id.clone());
+                let (issue_id, revoke_id) = (row.project_id.to_string(), row.project_id.to_string());
                 view! {
-                    <li data-testid="badge-row" data-project=row.project_id.clone()>
+                    <li data-testid="badge-row" data-project=row.project_id.to_string()>
                         <strong>{row.label.clone()}</strong>
                         {row.image.map(|src| view! { <img src=src alt=format!("Badge of {label}")/> })}
                         {row.markdown.map(|md| view! { <pre class="badge-markdown" tabindex="0"><code>{md}</code></pre> })}
@@ -509,7 +509,7 @@ fn archive_section(v: ProjectsView) -> impl IntoView {
                         {p.archived.then_some(" (archived)")}
                         {admin.then(|| view! {
                             <form method="post" action=SetArchived::PATH class="inline">
-                                <input type="hidden" name="project_id" value=p.id.clone()/>
+                                <input type="hidden" name="project_id" value=p.id.to_string()/>
                                 <input type="hidden" name="archived" value=(!p.archived).to_string()/>
                                 <button type="submit" class="link" aria-label=format!("{} {}", if p.archived { "Unarchive" } else { "Archive" }, p.label)>
                                     {if p.archived { "Unarchive" } else { "Archive" }}

@@ -111,7 +111,7 @@ fn endpoint_table(endpoints: Vec<WebhookRow>) -> AnyView {
     .into_any()
 }
 
-fn add_form(projects: Vec<(String, String)>) -> impl IntoView {
+fn add_form(projects: Vec<(tidemark_wire::ids::ProjectId, String)>) -> impl IntoView {
     // Open again when the server refused what was sent, so that it can be corrected.
     let refused = matches!(super::form_outcome(CreateWebhook::PATH), Some(Err(_)));
     view! {
@@ -122,7 +122,7 @@ fn add_form(projects: Vec<(String, String)>) -> impl IntoView {
                 <label>"Projects"
                     <select name="project_id">
                         <option value="">"All projects"</option>
-                        {projects.into_iter().map(|(id, label)| view! { <option value=id>{label}</option> }).collect_view()}
+                        {projects.into_iter().map(|(id, label)| view! { <option value=id.to_string()>{label}</option> }).collect_view()}
                     </select>
                 </label>
                 <label>"Format"

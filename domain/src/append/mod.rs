@@ -35,7 +35,7 @@ pub struct PushHead {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectHead {
-    pub id: String,
+    pub id: crate::ids::ProjectId,
     pub archived: bool,
     /// Scans of the project on all its lines: storage numbers them 1, 2, … in arrival order.
     pub scan_count: i64,
@@ -84,14 +84,14 @@ pub struct BaseHead {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct BaseScan {
-    pub scan_id: String,
+    pub scan_id: crate::ids::ScanId,
     pub score: f64,
 }
 
 /// The line's latest scan, as much of it as a replay answers with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LastScan {
-    pub scan_id: String,
+    pub scan_id: crate::ids::ScanId,
     pub score_delta: f64,
     pub body_hash: String,
     /// The gate's verdict as it was when that scan was pushed.
@@ -348,7 +348,7 @@ pub fn compare_with_base(
         .count() as u64;
     base_comparison(
         branch.as_str(),
-        Some((base.scan_id.clone(), base.score)),
+        Some((base.scan_id.to_string(), base.score)),
         score,
         Some((new, fixed)),
     )
@@ -418,7 +418,7 @@ mod tests {
 
     fn last_scan() -> LastScan {
         LastScan {
-            scan_id: "20261122-101500-api".into(),
+            scan_id: crate::ids::ScanId::trusted("20261122-101500-api"),
             score_delta: -1.0,
             body_hash: "old".into(),
             gate: GateResult::none(),
@@ -428,7 +428,7 @@ mod tests {
 
     fn project() -> ProjectHead {
         ProjectHead {
-            id: "prj".into(),
+            id: crate::ids::ProjectId::trusted("prj"),
             archived: false,
             scan_count: 7,
             scans_in_same_second: 0,
@@ -696,7 +696,7 @@ mod tests {
             base: Some(BaseHead {
                 id: "br_main".into(),
                 last: Some(BaseScan {
-                    scan_id: "20261122-090000-api".into(),
+                    scan_id: crate::ids::ScanId::trusted("20261122-090000-api"),
                     score: 90.0,
                 }),
             }),

@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use tidemark_store::licenses::{KeyOwner, Via};
+use tidemark_wire::ids::{ProjectId, ScanId};
 use tidemark_wire::ErrorBody;
 
 use super::extract::{authenticate, ensure_dashboard_license};
@@ -39,12 +40,12 @@ pub(super) async fn reader(
     state: &AppState,
     headers: &HeaderMap,
     project: &str,
-) -> Result<(KeyOwner, String), ApiError> {
+) -> Result<(KeyOwner, ProjectId), ApiError> {
     let owner = authenticate(&state.db, headers).await?;
     ensure_dashboard_license(&owner.license)?;
     let account_id = &owner.license.account_id;
-    let project_id = if tidemark_domain::ids::is_project_id(project) {
-        project.to_owned()
+    let project_id = if let Some(id) = ProjectId::parse(project) {
+        id
     } else if tidemark_domain::input::bounded_text(
         "project",
         project,
@@ -83,18 +84,19 @@ async fn findings(
     format: FindingsFormat,
 ) -> Result<Response, ApiError> {
     let (owner, project_id) = reader(state, headers, project_id).await?;
+    let scan_id = ScanId::parse(scan_id).ok_or_else(|| ApiError::no_scan(&project_id, scan_id))?;
     match export::scan_findings(
         &state.db,
         &owner.license.account_id,
         &project_id,
-        scan_id,
+        &scan_id,
         format,
         &state.config.http.dashboard_url,
     )
     .await?
     {
         export::ScanFindings::File(file) => Ok(file.into_response()),
-        export::ScanFindings::Missing => Err(ApiError::no_scan(&project_id, scan_id)),
+        export::ScanFindings::Missing => Err(ApiError::no_scan(&project_id, &scan_id)),
         export::ScanFindings::Thinned => Err(ApiError::ScanThinned),
     }
 }

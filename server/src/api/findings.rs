@@ -4,6 +4,7 @@
 //! only, so a branch's CI job cannot loosen its own gate or wave its findings through.
 
 use std::net::SocketAddr;
+use tidemark_wire::ids::{AccountId, FindingId, ProjectId};
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, State};
@@ -11,7 +12,7 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde::Deserialize;
 use tidemark_domain::audit::{Actor, AuditContext};
-use tidemark_domain::findings::{could_be_finding_id, triage_batch, FindingsCursor, TriageChange};
+use tidemark_domain::findings::{triage_batch, FindingsCursor, TriageChange};
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::now_millis;
 use tidemark_store::findings::{
@@ -200,9 +201,9 @@ pub async fn get_finding(
     headers: HeaderMap,
 ) -> Result<Json<TrackedFinding>, ApiError> {
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
-    if !could_be_finding_id(&finding_id) {
+    let Some(finding_id) = FindingId::parse(&finding_id) else {
         return Err(ApiError::no_finding(&project_id, &finding_id));
-    }
+    };
     let row = find_tracked(
         &state.db,
         &owner.license.account_id,
@@ -220,7 +221,7 @@ async fn changer(
     peer: SocketAddr,
     headers: &HeaderMap,
     project: &str,
-) -> Result<(KeyOwner, AuditContext, String), ApiError> {
+) -> Result<(KeyOwner, AuditContext, ProjectId), ApiError> {
     let (owner, project_id) = reader(state, headers, project).await?;
     let audit = writer_audit(state, &owner, peer, headers)?;
     Ok((owner, audit, project_id))
@@ -228,13 +229,13 @@ async fn changer(
 
 async fn change_triage(
     state: &AppState,
-    (owner, audit, project_id): (KeyOwner, AuditContext, String),
-    finding_id: String,
+    (owner, audit, project_id): (KeyOwner, AuditContext, ProjectId),
+    finding_id: &str,
     change: Option<TriageChange>,
 ) -> Result<Json<TrackedFinding>, ApiError> {
-    if !could_be_finding_id(&finding_id) {
-        return Err(ApiError::no_finding(&project_id, &finding_id));
-    }
+    let Some(finding_id) = FindingId::parse(finding_id) else {
+        return Err(ApiError::no_finding(&project_id, finding_id));
+    };
     let account_id = owner.license.account_id.clone();
     let missing = ApiError::no_finding(&project_id, &finding_id);
     let outcome = state
@@ -293,16 +294,16 @@ pub async fn put_triage(
 ) -> Result<Json<TrackedFinding>, ApiError> {
     let who = changer(&state, peer, &headers, &project_id).await?;
     // No such finding is 404 whatever the body says.
-    if !could_be_finding_id(&finding_id)
-        || find_tracked(&state.db, &who.0.license.account_id, &who.2, &finding_id)
-            .await?
-            .is_none()
-    {
+    let found = match FindingId::parse(&finding_id) {
+        Some(id) => find_tracked(&state.db, &who.0.license.account_id, &who.2, &id).await?,
+        None => None,
+    };
+    if found.is_none() {
         return Err(ApiError::no_finding(&who.2, &finding_id));
     }
     let request: TriageRequest = read_json(&headers, body, BODY_LIMIT).await?;
     let change = triage_change(&request)?;
-    change_triage(&state, who, finding_id, Some(change)).await
+    change_triage(&state, who, &finding_id, Some(change)).await
 }
 
 fn triage_change(request: &TriageRequest) -> Result<TriageChange, ApiError> {
@@ -419,7 +420,7 @@ pub async fn delete_triage(
     headers: HeaderMap,
 ) -> Result<Json<TrackedFinding>, ApiError> {
     let who = changer(&state, peer, &headers, &project_id).await?;
-    change_triage(&state, who, finding_id, None).await
+    change_triage(&state, who, &finding_id, None).await
 }
 
 fn project_gate(gate: Option<&QualityGate>) -> ProjectGate {
@@ -518,8 +519,8 @@ pub async fn put_gate(
 /// What a findings list names that has no line: the project itself, or a branch of it.
 async fn missing_line(
     state: &AppState,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     branch: Option<&str>,
 ) -> ApiError {
     match tidemark_store::dashboard::find_project(&state.db, account_id, project_id).await {

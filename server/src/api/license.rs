@@ -218,7 +218,7 @@ pub async fn activate_license(
         StatusCode::CREATED,
         Json(ActivateResponse {
             api_key: key.expose().to_owned(),
-            account_id: license.account_id,
+            account_id: license.account_id.into(),
             tier: license.tier,
             verdict: Some(verdict),
         }),

@@ -243,14 +243,14 @@ async fn exchange(
         return Err(invalid(replayed(&jti)));
     }
     tracing::info!(
-        account = publisher.account_id,
+        account = %publisher.account_id,
         publisher = publisher.id,
         repository = matched.identity.repository,
         "keyless CI push token issued"
     );
     Ok(OidcExchangeResponse {
         token: push_token.expose().to_owned(),
-        account_id: publisher.account_id.clone(),
+        account_id: publisher.account_id.to_string(),
         expires_at: to_rfc3339(expires_at),
         projects: match &publisher.spec.projects {
             ProjectScope::All => None,

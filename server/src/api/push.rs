@@ -13,6 +13,7 @@ use tidemark_store::licenses::{KeyOwner, Via};
 use tidemark_store::pushes::{
     record_push, write_rate_status, PushContext, PushOutcome, RateStatus, RawReplay, StoredScan,
 };
+use tidemark_wire::ids::AccountId;
 use tidemark_wire::{ErrorBody, PushRequest, PushResponse};
 
 use super::extract::{
@@ -196,7 +197,7 @@ async fn push(
             ))
         }
         PushOutcome::ProjectArchived { project_id, rate } => {
-            Err((ApiError::ProjectArchived(project_id), Some(rate)))
+            Err((ApiError::ProjectArchived(project_id.into()), Some(rate)))
         }
         // Rotated or suspended after authentication, before the write: refused like a request
         // that came a moment later.
@@ -227,8 +228,8 @@ fn accepted(
         state.config.http.dashboard_url, scan.project_id, scan.scan_id
     );
     let answer = PushResponse {
-        project_id: scan.project_id,
-        scan_id: scan.scan_id,
+        project_id: scan.project_id.into(),
+        scan_id: scan.scan_id.into(),
         score_delta: scan.score_delta,
         dashboard_url,
         gate: scan.gate,
@@ -325,7 +326,7 @@ fn keyless_checks(owner: &KeyOwner, push: ValidPush) -> Result<ValidPush, ApiErr
 /// the replay it is); anything else is `429`.
 async fn spent_budget(
     state: &AppState,
-    account_id: &str,
+    account_id: &AccountId,
     limit: &RollingLimit,
     rate: RateStatus,
     body: Body,
@@ -337,7 +338,9 @@ async fn spent_budget(
     };
     match tidemark_store::pushes::replay_by_raw_hash(&state.db, account_id, &raw).await? {
         Some(RawReplay::Replay(scan)) => Ok(Admitted::Replayed(scan, rate)),
-        Some(RawReplay::Archived { project_id }) => Err(ApiError::ProjectArchived(project_id)),
+        Some(RawReplay::Archived { project_id }) => {
+            Err(ApiError::ProjectArchived(project_id.into()))
+        }
         None => Err(refused()),
     }
 }
@@ -363,7 +366,7 @@ const BUSY_RETRY_SECS: u64 = 2;
 /// largest push when it does not say.
 fn reserve_body(
     state: &AppState,
-    account_id: &str,
+    account_id: &AccountId,
     headers: &HeaderMap,
 ) -> Result<Reservation, ApiError> {
     let announced = headers
@@ -393,7 +396,7 @@ fn reserve_body(
 
 /// The `403 license_inactive` for a license found inactive inside the write transaction,
 /// explained as the license says now.
-async fn license_inactive_now(state: &AppState, account_id: &str) -> ApiError {
+async fn license_inactive_now(state: &AppState, account_id: &AccountId) -> ApiError {
     match tidemark_store::licenses::find_license_for_account(&state.db, account_id).await {
         Ok(Some(license)) => ensure_active(&license).err(),
         _ => None,

@@ -6,6 +6,7 @@
 //! the callback succeeds, and the browser then reaches the dashboard by a same-site
 //! navigation from our own page.
 
+use tidemark_wire::ids::AccountId;
 pub mod attempt;
 pub mod cookie_keys;
 pub mod domain_verification;
@@ -79,7 +80,7 @@ pub async fn resolve_viewer(
         Ok(user) => user,
         Err(err) => return unreadable(err, req.method()),
     };
-    let account = match session.get::<String>(ACCOUNT_ID).await {
+    let account = match session.get::<AccountId>(ACCOUNT_ID).await {
         Ok(account) => account,
         Err(err) => return unreadable(err, req.method()),
     };
@@ -281,7 +282,7 @@ pub enum Landing<'a> {
     LastUsed,
     /// SAML: only the account whose verified connection signed the person in. Not a member
     /// of it means no access, never another membership.
-    Only(&'a str),
+    Only(&'a AccountId),
 }
 
 /// Starts the session for a member who has just proved who they are, then leaves the
@@ -317,7 +318,7 @@ pub async fn complete_sign_in(
         tracing::error!(%err, "could not start a session");
         return sign_in_failed(SignInRefusal::Unavailable, next);
     }
-    tracing::info!(user_id, account_id, via, "signed in");
+    tracing::info!(user_id, %account_id, via, "signed in");
     let next_attr = html_escape::encode_double_quoted_attribute(next);
     let page = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -340,7 +341,7 @@ async fn enter_account(
     state: &AppState,
     session: &Session,
     user_id: &str,
-    account_id: &str,
+    account_id: &AccountId,
     via: &str,
 ) -> anyhow::Result<()> {
     session.cycle_id().await?;
@@ -360,7 +361,7 @@ async fn enter_account(
 #[derive(Debug, Deserialize)]
 pub struct SwitchForm {
     #[serde(default)]
-    account_id: String,
+    account_id: AccountId,
 }
 
 /// `POST /auth/switch`: the header's account switcher. Opens another account the signed-in

@@ -268,7 +268,7 @@ async fn verify(
     state: &AppState,
     attempt: &SamlAttempt,
     xml: &str,
-) -> Result<(String, String), SignInRefusal> {
+) -> Result<(String, tidemark_wire::ids::AccountId), SignInRefusal> {
     // The connection must still be the domain's verified one: one removed, replaced or
     // ended while the person was at the IdP signs nobody in.
     let sso = tidemark_store::sso::find_connection(&state.db, &attempt.connection_id)

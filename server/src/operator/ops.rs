@@ -12,6 +12,7 @@ use tidemark_store::bundles::{self, Bundle};
 use tidemark_store::licenses::{self, License, NewLicense};
 use tidemark_store::sso::{ClaimOutcome, NewClaim, SsoConnection, Vouched};
 use tidemark_store::{Db, Writer};
+use tidemark_wire::ids::AccountId;
 use tidemark_wire::Tier;
 
 use crate::crypto::SecretBox;
@@ -22,7 +23,7 @@ use crate::crypto::SecretBox;
 pub struct CreatedLicense {
     pub license_key: String,
     pub license_id: String,
-    pub account_id: String,
+    pub account_id: AccountId,
 }
 
 pub async fn create_license(
@@ -61,7 +62,7 @@ pub async fn create_license(
 /// new key, in one transaction. Returns the new key (shown once) and how many were revoked.
 pub async fn rotate_api_keys(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     machine: &str,
     audit: &AuditContext,
 ) -> anyhow::Result<(ApiKey, u64)> {
@@ -86,7 +87,7 @@ pub async fn rotate_api_keys(
 #[derive(Debug, Serialize)]
 pub struct LicenseSummary {
     pub license_id: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub email: String,
     pub tier: Tier,
     pub state: &'static str,
@@ -196,7 +197,7 @@ pub async fn publish_bundle(
 pub struct AuditView {
     pub id: String,
     pub at: String,
-    pub account_id: Option<String>,
+    pub account_id: Option<AccountId>,
     pub actor_kind: String,
     pub actor: String,
     pub client_ip: Option<String>,
@@ -209,7 +210,7 @@ pub struct AuditView {
 /// `audit list`: the events that match, newest first.
 pub async fn list_audit(
     db: &Db,
-    account_id: Option<&str>,
+    account_id: Option<&AccountId>,
     since: Option<&str>,
     actor: Option<&str>,
     action: Option<&str>,
@@ -228,7 +229,7 @@ pub async fn list_audit(
         .transpose()?;
     anyhow::ensure!((1..=10_000).contains(&limit), "--limit must be 1 to 10000");
     let query = tidemark_store::audit::AuditQuery {
-        account_id: account_id.map(str::to_owned),
+        account_id: account_id.cloned(),
         actor: actor.map(str::to_owned),
         action,
         since: since.map(parse_timestamp).transpose()?,
@@ -282,18 +283,18 @@ impl From<tidemark_store::access::Member> for MemberView {
     }
 }
 
-async fn require_account(db: &Db, account_id: &str) -> anyhow::Result<()> {
+async fn require_account(db: &Db, account_id: &AccountId) -> anyhow::Result<()> {
     let known = tidemark_store::licenses::list_licenses(db)
         .await?
         .iter()
-        .any(|l| l.account_id == account_id);
+        .any(|l| l.account_id == *account_id);
     anyhow::ensure!(known, "no account {account_id}");
     Ok(())
 }
 
 pub async fn add_member(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     email: &str,
     role: tidemark_domain::access::Role,
     audit: &AuditContext,
@@ -306,7 +307,7 @@ pub async fn add_member(
     Ok(member.into())
 }
 
-pub async fn list_members(db: &Db, account_id: &str) -> anyhow::Result<Vec<MemberView>> {
+pub async fn list_members(db: &Db, account_id: &AccountId) -> anyhow::Result<Vec<MemberView>> {
     require_account(db, account_id).await?;
     Ok(tidemark_store::access::list_members(db, account_id)
         .await?
@@ -317,7 +318,7 @@ pub async fn list_members(db: &Db, account_id: &str) -> anyhow::Result<Vec<Membe
 
 pub async fn remove_member(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     email: &str,
     audit: &AuditContext,
 ) -> anyhow::Result<()> {
@@ -335,7 +336,7 @@ pub async fn remove_member(
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SsoView {
     pub domain: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     /// `pending` (routes nobody), `verified` (routes and enforces) or `ended`.
     pub state: &'static str,
     pub idp_entity_id: String,
@@ -384,7 +385,7 @@ pub enum SsoRefusal {
 /// when the operator vouches, pending until its DNS record is found when an admin does.
 pub async fn claim_sso(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     domain: &str,
     metadata_xml: &str,
     enforce: bool,
@@ -433,7 +434,7 @@ pub async fn claim_sso(
 /// its users' sessions end.
 pub async fn set_sso(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     domain: &str,
     metadata_xml: &str,
     enforce: bool,
@@ -452,7 +453,7 @@ pub async fn set_sso(
     Ok(connection.into())
 }
 
-pub async fn list_sso(db: &Db, account_id: Option<&str>) -> anyhow::Result<Vec<SsoView>> {
+pub async fn list_sso(db: &Db, account_id: Option<&AccountId>) -> anyhow::Result<Vec<SsoView>> {
     Ok(tidemark_store::sso::list_connections(db, account_id)
         .await?
         .into_iter()
@@ -487,7 +488,7 @@ fn unavailable(err: impl std::fmt::Display) -> app::api::settings::SsoAdminError
 impl DashboardSso {
     async fn own_claim(
         db: &Db,
-        account_id: &str,
+        account_id: &AccountId,
         domain: &str,
     ) -> Result<SsoConnection, app::api::settings::SsoAdminError> {
         let domain = ClaimableDomain::parse(domain)
@@ -504,7 +505,7 @@ impl DashboardSso {
 impl app::api::settings::SsoAdmin for DashboardSso {
     fn configure(
         &self,
-        account_id: String,
+        account_id: AccountId,
         domain: String,
         metadata_xml: String,
         enforce: bool,
@@ -540,7 +541,7 @@ impl app::api::settings::SsoAdmin for DashboardSso {
 
     fn verify(
         &self,
-        account_id: String,
+        account_id: AccountId,
         domain: String,
         audit: AuditContext,
     ) -> SsoFuture<app::model::SsoSummary> {
@@ -564,7 +565,7 @@ impl app::api::settings::SsoAdmin for DashboardSso {
         })
     }
 
-    fn remove(&self, account_id: String, domain: String, audit: AuditContext) -> SsoFuture<()> {
+    fn remove(&self, account_id: AccountId, domain: String, audit: AuditContext) -> SsoFuture<()> {
         let db = self.db.clone();
         Box::pin(async move {
             let claim = Self::own_claim(&db, &account_id, &domain).await?;

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
+use tidemark_wire::ids::AccountId;
 
 use serde_json::Value;
 use tidemark_domain::audit::AuditContext;
@@ -47,7 +48,7 @@ impl Resource for Groups {
 
     fn find(
         db: &Db,
-        account_id: &str,
+        account_id: &AccountId,
         id: &str,
     ) -> impl Future<Output = Result<Option<ScimGroup>, StoreError>> + Send {
         store::find_group(db, account_id, id)
@@ -56,14 +57,14 @@ impl Resource for Groups {
     /// With their members (read even when an answer leaves them out: a filter may name them).
     fn list(
         db: &Db,
-        account_id: &str,
+        account_id: &AccountId,
     ) -> impl Future<Output = Result<Vec<ScimGroup>, StoreError>> + Send {
         store::list_groups(db, account_id, true)
     }
 
     async fn create(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         (record, members): Self::Record,
         audit: AuditContext,
     ) -> Outcome<String> {
@@ -72,7 +73,7 @@ impl Resource for Groups {
 
     async fn update(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         id: String,
         change: Change<Self>,
         audit: AuditContext,
@@ -89,7 +90,7 @@ impl Resource for Groups {
 
     async fn delete(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         id: String,
         audit: AuditContext,
     ) -> Outcome<()> {

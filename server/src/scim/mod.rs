@@ -6,6 +6,7 @@
 //! Every answer is `application/scim+json`; every refusal is a SCIM Error body with the
 //! status as a string and, where RFC 7644 §3.12 has one, a `scimType`.
 
+use tidemark_wire::ids::AccountId;
 mod discovery;
 mod groups;
 mod resource;
@@ -338,7 +339,7 @@ impl IntoResponse for ScimFailure {
 /// The identity provider calling: the account its token belongs to, and how its changes are
 /// audited.
 pub(crate) struct ScimClient {
-    pub account_id: String,
+    pub account_id: AccountId,
     pub audit: AuditContext,
     /// `…/scim/v2` as the client reaches it, for `meta.location`.
     pub base_url: String,
@@ -405,7 +406,7 @@ impl FromRequestParts<AppState> for ScimClient {
 
 /// SCIM is for enterprise accounts that proved their domain (the people it provisions sign
 /// in through that domain's IdP), within the token's request budget.
-async fn admit(state: &AppState, account_id: &str) -> Result<(), ScimFailure> {
+async fn admit(state: &AppState, account_id: &AccountId) -> Result<(), ScimFailure> {
     let license = tidemark_store::licenses::find_license_for_account(&state.db, account_id).await?;
     let verified = tidemark_store::sso::has_verified_domain(&state.db, account_id).await?;
     if !license.is_some_and(|l| allows_sso(l.tier)) || !verified {
@@ -581,7 +582,7 @@ pub(crate) async fn provision<T, F, Fut>(
     write: F,
 ) -> Result<T, ScimFailure>
 where
-    F: FnOnce(tidemark_store::Writer, String, AuditContext) -> Fut,
+    F: FnOnce(tidemark_store::Writer, AccountId, AuditContext) -> Fut,
     Fut: std::future::Future<Output = tidemark_store::scim::Outcome<T>> + Send + 'static,
     T: Send + 'static,
 {

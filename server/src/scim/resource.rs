@@ -3,6 +3,7 @@
 //! differs: how a body parses, how a stored row renders, which store functions write it.
 
 use std::future::Future;
+use tidemark_wire::ids::AccountId;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -40,31 +41,31 @@ pub(super) trait Resource: Sized + Send + 'static {
 
     fn find(
         db: &Db,
-        account_id: &str,
+        account_id: &AccountId,
         id: &str,
     ) -> impl Future<Output = Result<Option<Self::Stored>, StoreError>> + Send;
     /// Every resource of the account, with what a filter may name.
     fn list(
         db: &Db,
-        account_id: &str,
+        account_id: &AccountId,
     ) -> impl Future<Output = Result<Vec<Self::Stored>, StoreError>> + Send;
 
     fn create(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         record: Self::Record,
         audit: AuditContext,
     ) -> impl Future<Output = Outcome<String>> + Send + 'static;
     fn update(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         id: String,
         change: Change<Self>,
         audit: AuditContext,
     ) -> impl Future<Output = Outcome<()>> + Send + 'static;
     fn delete(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         id: String,
         audit: AuditContext,
     ) -> impl Future<Output = Outcome<()>> + Send + 'static;

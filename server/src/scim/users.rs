@@ -2,6 +2,7 @@
 //! ends their membership (and sessions) in this account at once.
 
 use std::future::Future;
+use tidemark_wire::ids::AccountId;
 
 use serde_json::Value;
 use tidemark_domain::audit::AuditContext;
@@ -46,7 +47,7 @@ impl Resource for Users {
 
     fn find(
         db: &Db,
-        account_id: &str,
+        account_id: &AccountId,
         id: &str,
     ) -> impl Future<Output = Result<Option<ScimUser>, StoreError>> + Send {
         store::find_user(db, account_id, id)
@@ -54,14 +55,14 @@ impl Resource for Users {
 
     fn list(
         db: &Db,
-        account_id: &str,
+        account_id: &AccountId,
     ) -> impl Future<Output = Result<Vec<ScimUser>, StoreError>> + Send {
         store::list_users(db, account_id)
     }
 
     async fn create(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         record: UserRecord,
         audit: AuditContext,
     ) -> Outcome<String> {
@@ -70,7 +71,7 @@ impl Resource for Users {
 
     async fn update(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         id: String,
         change: Change<Self>,
         audit: AuditContext,
@@ -87,7 +88,7 @@ impl Resource for Users {
 
     async fn delete(
         db: Writer,
-        account_id: String,
+        account_id: AccountId,
         id: String,
         audit: AuditContext,
     ) -> Outcome<()> {

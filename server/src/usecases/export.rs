@@ -13,6 +13,7 @@ use tidemark_store::dashboard::{
     find_project, find_scan, list_findings, scans_after, FindingFilter, FindingRow, ScanRow,
 };
 use tidemark_store::{Db, StoreError};
+use tidemark_wire::ids::{AccountId, ProjectId, ScanId};
 
 /// History rows read per query while streaming a history export.
 const HISTORY_PAGE: i64 = 2_000;
@@ -76,17 +77,12 @@ pub use tidemark_domain::housekeeping::THINNED_MESSAGE;
 /// A scan's findings in `format`.
 pub async fn scan_findings(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
-    scan_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    scan_id: &ScanId,
     format: FindingsFormat,
     dashboard_url: &str,
 ) -> Result<ScanFindings, StoreError> {
-    if !tidemark_domain::ids::is_project_id(project_id)
-        || !tidemark_domain::ids::could_be_scan_id(scan_id)
-    {
-        return Ok(ScanFindings::Missing);
-    }
     let Some(project) = find_project(db, account_id, project_id).await? else {
         return Ok(ScanFindings::Missing);
     };
@@ -143,19 +139,16 @@ pub async fn scan_findings(
 /// may have hundreds of thousands of scans); `None` when the account has no such project.
 pub async fn project_history(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
 ) -> Result<Option<Download>, StoreError> {
-    if !tidemark_domain::ids::is_project_id(project_id) {
-        return Ok(None);
-    }
     let Some(project) = find_project(db, account_id, project_id).await? else {
         return Ok(None);
     };
     struct Cursor {
         db: Db,
-        account_id: String,
-        project_id: String,
+        account_id: AccountId,
+        project_id: ProjectId,
         after_seq: i64,
         first: bool,
         done: bool,
@@ -207,7 +200,7 @@ pub async fn project_history(
 
 /// The project a file is about (named in the file and its download name).
 pub struct ExportProject<'a> {
-    pub id: &'a str,
+    pub id: &'a ProjectId,
     pub label: &'a str,
 }
 
@@ -287,7 +280,7 @@ pub fn history_csv(scans: &[ScanRow], with_header: bool) -> Vec<u8> {
     let rows = scans.iter().map(|s| {
         vec![
             to_rfc3339(s.scanned_at),
-            s.scan_id.clone(),
+            s.scan_id.to_string(),
             s.score.to_string(),
             s.score_delta.to_string(),
             s.passed.to_string(),
@@ -460,9 +453,9 @@ struct ResultProperties {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RunProperties {
-    project_id: String,
+    project_id: ProjectId,
     project_label: String,
-    scan_id: String,
+    scan_id: ScanId,
     score: f64,
     score_delta: f64,
     dashboard_url: String,
@@ -626,7 +619,7 @@ pub fn findings_sarif(
             }],
             results,
             properties: RunProperties {
-                project_id: project.id.to_owned(),
+                project_id: project.id.clone(),
                 project_label: project.label.to_owned(),
                 scan_id: scan.scan_id.clone(),
                 score: scan.score,

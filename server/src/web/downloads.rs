@@ -5,6 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
+use tidemark_wire::ids::{ProjectId, ScanId};
 
 use crate::state::AppState;
 use crate::usecases::export::{self, Download, FindingsFormat, ScanFindings};
@@ -42,6 +43,12 @@ async fn findings(
 ) -> Response {
     let Some(Extension(viewer)) = viewer else {
         return StatusCode::UNAUTHORIZED.into_response();
+    };
+    // Ids that cannot exist are "not found" before the database sees them.
+    let (Some(project_id), Some(scan_id)) =
+        (ProjectId::parse(&project_id), ScanId::parse(&scan_id))
+    else {
+        return answer(Ok(Ok(None)));
     };
     let found = export::scan_findings(
         &state.db,
@@ -82,6 +89,9 @@ pub async fn history_csv(
 ) -> Response {
     let Some(Extension(viewer)) = viewer else {
         return StatusCode::UNAUTHORIZED.into_response();
+    };
+    let Some(project_id) = ProjectId::parse(&project_id) else {
+        return answer(Ok(Ok(None)));
     };
     answer(
         export::project_history(&state.db, &viewer.account_id, &project_id)

@@ -10,9 +10,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use serde::Deserialize;
 use tidemark_domain::access::Role;
-use tidemark_domain::findings::{could_be_finding_id, may_triage, TriageChange};
+use tidemark_domain::findings::{may_triage, TriageChange};
 use tidemark_store::findings::{find_tracked, set_triage, TriageOutcome};
 use tidemark_wire::findings::TriageState;
+use tidemark_wire::ids::{FindingId, ProjectId, ScanId};
 
 use crate::state::AppState;
 
@@ -60,9 +61,11 @@ pub async fn triage_finding(
         return refuse(StatusCode::UNAUTHORIZED, "Sign in first.");
     };
     let not_found = || refuse(StatusCode::NOT_FOUND, "No such finding in this account.");
-    if !tidemark_domain::ids::is_project_id(&project_id) || !could_be_finding_id(&finding_id) {
+    let (Some(project_id), Some(finding_id)) =
+        (ProjectId::parse(&project_id), FindingId::parse(&finding_id))
+    else {
         return not_found();
-    }
+    };
     let page = format!("/projects/{project_id}/findings/{finding_id}");
     let back = |code: &str| Redirect::to(&format!("{page}?triage={code}")).into_response();
     let account = viewer.account_id.clone();
@@ -123,8 +126,8 @@ pub async fn triage_finding(
 /// finding page's codes, `count` how many were triaged and `skipped` how many a member could
 /// not replace. Numbers and fixed codes only, so an address cannot put words on the page.
 fn back_to_scan(
-    project_id: &str,
-    scan_id: &str,
+    project_id: &ProjectId,
+    scan_id: &ScanId,
     view: &str,
     code: &str,
     counts: Option<(usize, usize)>,
@@ -153,9 +156,9 @@ pub async fn triage_findings(
         return refuse(StatusCode::UNAUTHORIZED, "Sign in first.");
     };
     let not_found = || refuse(StatusCode::NOT_FOUND, "No such project in this account.");
-    if !tidemark_domain::ids::is_project_id(&project_id) {
+    let Some(project_id) = ProjectId::parse(&project_id) else {
         return not_found();
-    }
+    };
     let (mut ids, mut field) = (Vec::new(), std::collections::HashMap::new());
     for (key, value) in url::form_urlencoded::parse(&body) {
         match key.as_ref() {
@@ -167,14 +170,13 @@ pub async fn triage_findings(
         }
     }
     let text = |name: &str| field.get(name).map(String::as_str).unwrap_or("");
-    let scan_id = text("scan_id");
-    if !tidemark_domain::ids::could_be_scan_id(scan_id) {
+    let Some(scan_id) = ScanId::parse(text("scan_id")) else {
         return refuse(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Which scan's page is this?",
         );
-    }
-    let back = |code: &str, counts| back_to_scan(&project_id, scan_id, text("view"), code, counts);
+    };
+    let back = |code: &str, counts| back_to_scan(&project_id, &scan_id, text("view"), code, counts);
     if ids.is_empty() {
         return back("none", None);
     }

@@ -326,9 +326,9 @@ mod tests {
 
     fn scan(delta: f64, gate: tidemark_wire::GateResult) -> super::ScanFacts {
         super::ScanFacts {
-            project_id: "prj_a".into(),
+            project_id: tidemark_wire::ids::ProjectId::trusted("prj_a"),
             project_label: "web".into(),
-            scan_id: "scn_b".into(),
+            scan_id: tidemark_wire::ids::ScanId::trusted("scn_b"),
             score: 76.0,
             score_delta: delta,
             passed: 10,

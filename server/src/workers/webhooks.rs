@@ -112,13 +112,13 @@ fn event_body(d: &DueDelivery, dashboard_url: &str) -> WebhookEvent {
         id: d.event_id.clone(),
         event_type: d.event.as_str().to_owned(),
         created_at: to_rfc3339(d.created_at),
-        account_id: d.account_id.clone(),
+        account_id: d.account_id.to_string(),
         project: scan.map(|s| WebhookProject {
-            id: s.project_id.clone(),
+            id: s.project_id.to_string(),
             label: s.project_label.clone(),
         }),
         scan: scan.map(|s| WebhookScan {
-            scan_id: s.scan_id.clone(),
+            scan_id: s.scan_id.to_string(),
             score: s.score,
             score_delta: s.score_delta,
             passed: u64::try_from(s.passed).unwrap_or(0),

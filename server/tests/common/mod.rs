@@ -57,7 +57,7 @@ pub struct TestLicense {
     /// What the scanner sends in `X-License-Key-Hash`.
     pub hash: String,
     pub license_id: String,
-    pub account_id: String,
+    pub account_id: tidemark_wire::ids::AccountId,
     pub email: String,
 }
 
@@ -318,7 +318,7 @@ impl TestApp {
     /// Adds `email` to the account with `role`, as an admin would in Settings.
     pub async fn add_member(
         &self,
-        account_id: &str,
+        account_id: &tidemark_wire::ids::AccountId,
         email: &str,
         role: tidemark_domain::access::Role,
     ) {

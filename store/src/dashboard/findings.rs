@@ -1,6 +1,7 @@
 //! A scan's findings as the dashboard filters, sorts, counts and compares them.
 
 use crate::spans::{scan_findings, texts_of, Texts};
+use crate::ProjectId;
 
 use super::*;
 use crate::{on_db, Db, StoreError};
@@ -121,7 +122,7 @@ const FINDING_FILTER: &str = "($3 IS NULL OR severity = $3) \
 /// A page of a scan's findings (in `filter.sort` order) and how many match in all.
 pub async fn list_findings(
     db: &Db,
-    project_id: &str,
+    project_id: &ProjectId,
     scan_seq: i64,
     filter: &FindingFilter,
     offset: i64,
@@ -212,7 +213,7 @@ pub async fn list_findings(
 /// say they hold. One index range of the scan.
 pub async fn finding_counts(
     db: &Db,
-    project_id: &str,
+    project_id: &ProjectId,
     scan_seq: i64,
 ) -> Result<Vec<(String, String, i64)>, StoreError> {
     let sql = format!(
@@ -234,7 +235,7 @@ pub async fn finding_counts(
 /// with `<framework>-`). One statement, a branch of a `UNION ALL` per framework.
 pub async fn framework_counts(
     db: &Db,
-    project_id: &str,
+    project_id: &ProjectId,
     scan_seq: i64,
     frameworks: &[String],
 ) -> Result<Vec<(String, String, String, i64)>, StoreError> {
@@ -283,7 +284,7 @@ const OPEN: &str = "status IN ('FAIL', 'WARN', 'ERROR')";
 /// minute for two scans of 50,000 findings).
 pub async fn diff_scans(
     db: &Db,
-    project_id: &str,
+    project_id: &ProjectId,
     seq: i64,
     base_seq: i64,
     limit: i64,
@@ -327,7 +328,7 @@ pub async fn diff_scans(
 /// the rows it shows (at most 200 keys are looked up).
 pub async fn open_among(
     db: &Db,
-    project_id: &str,
+    project_id: &ProjectId,
     seq: i64,
     keys: &[(&str, &str)],
 ) -> Result<std::collections::HashSet<(String, String)>, StoreError> {
@@ -363,7 +364,7 @@ pub async fn open_among(
 /// The findings of the project's scan `seq` at `ordinals`, whole, in the scanner's order.
 async fn rows_at(
     db: &Db,
-    project_id: &str,
+    project_id: &ProjectId,
     seq: i64,
     ordinals: &[i64],
 ) -> Result<Vec<FindingRow>, StoreError> {

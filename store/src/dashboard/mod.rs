@@ -1,6 +1,7 @@
 //! What the dashboard reads, always within one account: every query is scoped by the
 //! account id, so a project id from another account finds nothing.
 
+use crate::{AccountId, ProjectId, ScanId};
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::Millis;
 use tidemark_wire::{GateResult, SeverityCounts};
@@ -16,14 +17,14 @@ pub const SPARKLINE_POINTS: i64 = 20;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectRow {
-    pub id: String,
+    pub id: ProjectId,
     pub label: String,
     pub created_at: Millis,
     pub archived_at: Option<Millis>,
     pub scan_count: i64,
     pub last_score: Option<f64>,
     pub last_delta: Option<f64>,
-    pub last_scan_id: Option<String>,
+    pub last_scan_id: Option<ScanId>,
     pub last_scanned_at: Option<Millis>,
     /// Oldest first.
     pub recent_scores: Vec<f64>,
@@ -33,14 +34,14 @@ pub struct ProjectRow {
 
 #[derive(sqlx::FromRow)]
 struct ProjectHeadRow {
-    id: String,
+    id: ProjectId,
     label: String,
     created_at: i64,
     archived_at: Option<i64>,
     scan_count: i64,
     last_score: Option<f64>,
     last_delta: Option<f64>,
-    last_scan_id: Option<String>,
+    last_scan_id: Option<ScanId>,
     last_gate_status: Option<String>,
     last_gate_reasons: Option<String>,
 }
@@ -48,7 +49,7 @@ struct ProjectHeadRow {
 /// One of a project's latest scores, for its sparkline.
 #[derive(sqlx::FromRow)]
 struct SparkPoint {
-    project_id: String,
+    project_id: ProjectId,
     score: f64,
     scanned_at: i64,
 }
@@ -62,15 +63,15 @@ struct FindingPageRow {
 }
 
 /// Every project of the account, active first then archived, by label.
-pub async fn list_projects(db: &Db, account_id: &str) -> Result<Vec<ProjectRow>, StoreError> {
+pub async fn list_projects(db: &Db, account_id: &AccountId) -> Result<Vec<ProjectRow>, StoreError> {
     projects_of(db, account_id, None).await
 }
 
 /// One project of the account, or none (another account's id finds nothing).
 pub async fn find_project(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
 ) -> Result<Option<ProjectRow>, StoreError> {
     Ok(projects_of(db, account_id, Some(project_id)).await?.pop())
 }
@@ -79,7 +80,7 @@ pub async fn find_project(
 /// `since`: what the projects page's overview sums day by day.
 pub async fn default_line_counts(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     since: Millis,
 ) -> Result<Vec<tidemark_domain::overview::ScanCounts>, StoreError> {
     let rows: Vec<(String, i64, i64, i64, i64, i64)> = on_db!(db, pool => {
@@ -108,10 +109,10 @@ pub async fn default_line_counts(
 /// The id of the account's project labelled `label`, if it has one.
 pub async fn project_id_by_label(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     label: &str,
-) -> Result<Option<String>, StoreError> {
-    let id: Option<(String,)> = on_db!(db, pool => {
+) -> Result<Option<ProjectId>, StoreError> {
+    let id: Option<(ProjectId,)> = on_db!(db, pool => {
         sqlx::query_as("SELECT id FROM projects WHERE account_id = $1 AND label = $2")
             .bind(account_id)
             .bind(label)
@@ -124,8 +125,8 @@ pub async fn project_id_by_label(
 /// The account's projects, or just `only` among them, with their sparkline points.
 async fn projects_of(
     db: &Db,
-    account_id: &str,
-    only: Option<&str>,
+    account_id: &AccountId,
+    only: Option<&ProjectId>,
 ) -> Result<Vec<ProjectRow>, StoreError> {
     let (projects, points): (Vec<ProjectHeadRow>, Vec<SparkPoint>) = on_db!(db, pool => {
         // The project's line is its default branch: its count, head and sparkline.
@@ -183,7 +184,7 @@ async fn projects_of(
 #[derive(sqlx::FromRow)]
 struct HistoryRow {
     seq: i64,
-    scan_id: String,
+    scan_id: ScanId,
     scanned_at: i64,
     score: f64,
     sev_critical: i64,
@@ -199,7 +200,7 @@ struct HistoryRow {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryPoint {
     pub seq: i64,
-    pub scan_id: String,
+    pub scan_id: ScanId,
     pub scanned_at: Millis,
     pub score: f64,
     pub severities: SeverityCounts,
@@ -241,8 +242,8 @@ impl From<HistoryRow> for HistoryPoint {
 /// [`crate::branches`]); `None` is every scan of the project.
 pub async fn project_history(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     line: Option<&str>,
     since: Option<Millis>,
     buckets: i64,
@@ -283,8 +284,8 @@ type ChartBucket = (i64, i64, i64, i64, i64);
 
 async fn history_of(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     column: &'static str,
     key: &str,
     since: Option<Millis>,
@@ -384,8 +385,8 @@ pub enum ArchiveOutcome {
 /// free slot under `cap`; the check and the change are one step per account.
 pub async fn set_archived(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     archived: bool,
     cap: Option<u64>,
     audit: &AuditContext,

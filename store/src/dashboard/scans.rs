@@ -1,5 +1,6 @@
 //! A project's scans as the dashboard lists and opens them.
 
+use crate::{AccountId, ProjectId, ScanId};
 use tidemark_domain::Millis;
 use tidemark_wire::{GateResult, SeverityCounts};
 
@@ -10,7 +11,7 @@ use crate::{on_db, Db, StoreError};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanRow {
     pub seq: i64,
-    pub scan_id: String,
+    pub scan_id: ScanId,
     pub score: f64,
     pub score_delta: f64,
     pub passed: i64,
@@ -35,7 +36,7 @@ pub struct ScanRow {
     pub repository_url: Option<String>,
     /// For a pull request's scan: the base it was compared with when pushed.
     pub base_branch: Option<String>,
-    pub base_scan_id: Option<String>,
+    pub base_scan_id: Option<ScanId>,
     pub base_seq: Option<i64>,
     pub base_new: Option<i64>,
     pub base_fixed: Option<i64>,
@@ -64,7 +65,7 @@ const SCAN_FROM: &str = "FROM scans s LEFT JOIN branches b ON b.id = s.branch_id
 #[derive(sqlx::FromRow)]
 struct ScanTuple {
     seq: i64,
-    scan_id: String,
+    scan_id: ScanId,
     score: f64,
     score_delta: f64,
     passed: i64,
@@ -89,7 +90,7 @@ struct ScanTuple {
     commit_sha: Option<String>,
     repository_url: Option<String>,
     base_branch: Option<String>,
-    base_scan_id: Option<String>,
+    base_scan_id: Option<ScanId>,
     base_seq: Option<i64>,
     base_new: Option<i64>,
     base_fixed: Option<i64>,
@@ -150,8 +151,8 @@ impl From<ScanTuple> for ScanRow {
 /// request's id), or with `None` of every line.
 pub async fn list_scans(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     line: Option<&str>,
     offset: i64,
     limit: i64,
@@ -183,8 +184,8 @@ pub async fn list_scans(
 /// export pages through a whole history this way, each page one index range.
 pub async fn scans_after(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     after_seq: i64,
     limit: i64,
 ) -> Result<Vec<ScanRow>, StoreError> {
@@ -207,9 +208,9 @@ pub async fn scans_after(
 /// The scan, and the one before it on its line (for the diff).
 pub async fn find_scan(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
-    scan_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    scan_id: &ScanId,
 ) -> Result<Option<(ScanRow, Option<ScanRow>)>, StoreError> {
     let sql = format!(
         "SELECT {SCAN_COLUMNS} {SCAN_FROM} \

@@ -2,6 +2,7 @@
 //! push adds to its transaction to follow its branch's findings, the reads of the finding
 //! pages and `/v1`, and triage. The rules are `tidemark_domain::findings`.
 
+use crate::{AccountId, FindingId, ProjectId, ScanId};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -32,7 +33,7 @@ pub const TRACK_CONFLICT: &str = " ON CONFLICT (branch_id, rule_id, resource) DO
 
 /// Where a push's scan went: what its tracking statements need.
 pub(crate) struct TrackedScan<'a> {
-    pub account_id: &'a str,
+    pub account_id: &'a AccountId,
     pub project_id: &'a str,
     pub line_id: &'a str,
     pub seq: i64,
@@ -190,21 +191,21 @@ pub(crate) fn triaged_set_column(backend: Backend, when: &str, line: &str, now: 
 /// A tracked finding as stored, with its branch's name and the ids of the scans it names.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct TrackedRow {
-    pub id: String,
-    pub project_id: String,
+    pub id: FindingId,
+    pub project_id: ProjectId,
     pub branch_id: String,
     pub branch: Option<String>,
     pub rule_id: String,
     pub resource: String,
     pub severity: String,
     pub first_seq: i64,
-    pub first_scan_id: String,
+    pub first_scan_id: ScanId,
     pub first_seen_at: i64,
     pub last_seq: i64,
-    pub last_scan_id: String,
+    pub last_scan_id: ScanId,
     pub last_seen_at: i64,
     pub fixed_seq: Option<i64>,
-    pub fixed_scan_id: Option<String>,
+    pub fixed_scan_id: Option<ScanId>,
     pub fixed_at: Option<i64>,
     pub reopened_count: i64,
     pub reopened_at: Option<i64>,
@@ -250,17 +251,17 @@ impl TrackedRow {
     pub fn to_wire(&self, now: Millis) -> TrackedFinding {
         use tidemark_domain::to_rfc3339;
         TrackedFinding {
-            id: self.id.clone(),
+            id: self.id.to_string(),
             branch: self.branch.clone(),
             rule_id: self.rule_id.clone(),
             resource: self.resource.clone(),
             severity: self.severity(),
             state: self.state(now),
-            first_seen_scan_id: self.first_scan_id.clone(),
+            first_seen_scan_id: self.first_scan_id.to_string(),
             first_seen_at: to_rfc3339(self.first_seen_at),
-            last_seen_scan_id: self.last_scan_id.clone(),
+            last_seen_scan_id: self.last_scan_id.to_string(),
             last_seen_at: to_rfc3339(self.last_seen_at),
-            fixed_scan_id: self.fixed_scan_id.clone(),
+            fixed_scan_id: self.fixed_scan_id.as_ref().map(ToString::to_string),
             fixed_at: self.fixed_at.map(to_rfc3339),
             reopened_count: u64::try_from(self.reopened_count).unwrap_or(0),
             triage: self.triage_state().map(|state| Triage {
@@ -323,8 +324,8 @@ pub struct Line {
 /// line. `Ok(None)` when the account has no such project or line.
 pub async fn find_line(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     branch: Option<&str>,
 ) -> Result<Option<Line>, StoreError> {
     let key = branch.map(|b| match b.strip_prefix("pr:") {
@@ -434,9 +435,9 @@ pub async fn state_counts(db: &Db, line_id: &str, now: Millis) -> Result<StateCo
 /// One tracked finding of the account's project.
 pub async fn find_tracked(
     db: &Db,
-    account_id: &str,
-    project_id: &str,
-    finding_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    finding_id: &FindingId,
 ) -> Result<Option<TrackedRow>, StoreError> {
     let sql = format!(
         "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} \
@@ -512,7 +513,7 @@ pub async fn triaged_on_line(
 /// One scan of a finding's branch, and what the finding was in it.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct Sighting {
-    pub scan_id: String,
+    pub scan_id: ScanId,
     pub scanned_at: i64,
     pub score: f64,
     /// The finding's status in that scan (`FAIL`, `PASS`, …); `None`: not in it.
@@ -569,19 +570,19 @@ pub use triage::*;
 /// severity: `project id -> [critical, high, medium, low]`.
 pub async fn open_counts_by_project(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     now: Millis,
-) -> Result<HashMap<String, [i64; 4]>, StoreError> {
+) -> Result<HashMap<ProjectId, [i64; 4]>, StoreError> {
     let sql = format!(
         "SELECT tf.project_id, tf.severity, COUNT(*) FROM projects p \
          JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id \
          WHERE p.account_id = $1 AND {} GROUP BY tf.project_id, tf.severity",
         state_condition(FindingState::Open, "$2")
     );
-    let rows: Vec<(String, String, i64)> = on_db!(db, pool => {
+    let rows: Vec<(ProjectId, String, i64)> = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(account_id).bind(now).fetch_all(pool).await
     })?;
-    let mut counts: HashMap<String, [i64; 4]> = HashMap::new();
+    let mut counts: HashMap<ProjectId, [i64; 4]> = HashMap::new();
     for (project, severity, n) in rows {
         let i = Severity::ALL
             .iter()
@@ -604,7 +605,7 @@ pub struct AccountFinding {
 /// oldest first (at most `limit`).
 pub async fn oldest_open(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     severity: Severity,
     now: Millis,
     limit: i64,
@@ -657,19 +658,26 @@ mod tests {
             .collect()
     }
 
-    const SCAN: TrackedScan<'static> = TrackedScan {
-        account_id: "a",
-        project_id: "p",
-        line_id: "b",
-        seq: 3,
-        scanned_at: 3_000,
-        previous: Some((2, 2_000)),
-    };
+    static ACCOUNT: std::sync::LazyLock<AccountId> =
+        std::sync::LazyLock::new(|| AccountId::trusted("a"));
+    static PROJECT: std::sync::LazyLock<ProjectId> =
+        std::sync::LazyLock::new(|| ProjectId::trusted("p"));
+
+    fn scan() -> TrackedScan<'static> {
+        TrackedScan {
+            account_id: &ACCOUNT,
+            project_id: &PROJECT,
+            line_id: "b",
+            seq: 3,
+            scanned_at: 3_000,
+            previous: Some((2, 2_000)),
+        }
+    }
 
     #[test]
     fn a_scan_like_the_last_writes_nothing() {
         let findings = [finding("x", Severity::High), finding("y", Severity::Low)];
-        let writes = tracking_statements(&SCAN, &findings, &open(&[("x", "high"), ("y", "low")]));
+        let writes = tracking_statements(&scan(), &findings, &open(&[("x", "high"), ("y", "low")]));
         assert!(writes.is_empty(), "{writes:?}");
     }
 
@@ -680,7 +688,7 @@ mod tests {
             finding("x", Severity::High),
             finding("y", Severity::Critical),
         ];
-        let writes = tracking_statements(&SCAN, &findings, &open(&[("y", "low"), ("z", "low")]));
+        let writes = tracking_statements(&scan(), &findings, &open(&[("y", "low"), ("z", "low")]));
         assert_eq!(writes.len(), 3, "{writes:?}");
         assert!(writes[0].sql.starts_with("INSERT INTO tracked_findings"));
         assert_eq!(

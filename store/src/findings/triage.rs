@@ -1,6 +1,7 @@
 //! Triage: a finding's triage history, and setting (or undoing) the triage of one or several
 //! findings in one transaction, each change its own history entry and audit event.
 
+use crate::{AccountId, FindingId, ProjectId};
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::findings::TriageChange;
 use tidemark_wire::findings::TriageState;
@@ -22,7 +23,10 @@ pub struct TriageEvent {
 }
 
 /// The finding's triage changes, oldest first.
-pub async fn triage_history(db: &Db, finding_id: &str) -> Result<Vec<TriageEvent>, StoreError> {
+pub async fn triage_history(
+    db: &Db,
+    finding_id: &FindingId,
+) -> Result<Vec<TriageEvent>, StoreError> {
     let rows = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT at, actor, state, reason, expires_at FROM finding_triage_events \
@@ -47,9 +51,9 @@ pub enum TriageOutcome {
 /// (`tidemark_domain::findings::may_triage`).
 pub async fn set_triage(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
-    finding_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    finding_id: &FindingId,
     change: Option<&TriageChange>,
     audit: &AuditContext,
 ) -> Result<TriageOutcome, StoreError> {
@@ -78,19 +82,19 @@ pub enum TriageEach {
 /// any of them is not the project's, nothing is changed.
 pub async fn set_triage_many(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
-    finding_ids: &[String],
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    finding_ids: &[FindingId],
     change: Option<&TriageChange>,
     audit: &AuditContext,
     may: impl Fn(&TrackedRow) -> bool + Send + Sync,
-) -> Result<Vec<(String, TriageEach)>, StoreError> {
+) -> Result<Vec<(FindingId, TriageEach)>, StoreError> {
     let actor = audit.actor.name();
     let found_sql = format!(
         "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} \
          WHERE tf.id = $1 AND tf.project_id = $2 AND tf.account_id = $3"
     );
-    let mut ids: Vec<&String> = Vec::with_capacity(finding_ids.len());
+    let mut ids: Vec<&FindingId> = Vec::with_capacity(finding_ids.len());
     for id in finding_ids {
         if !ids.contains(&id) {
             ids.push(id);

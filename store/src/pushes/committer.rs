@@ -175,8 +175,8 @@ async fn run(writer: SqlitePool, mut queue: mpsc::Receiver<Job>, counters: Arc<C
 /// next served.
 #[derive(Default)]
 struct Waiting {
-    lines: HashMap<String, VecDeque<Job>>,
-    turns: VecDeque<String>,
+    lines: HashMap<crate::AccountId, VecDeque<Job>>,
+    turns: VecDeque<crate::AccountId>,
 }
 
 impl Waiting {

@@ -6,6 +6,7 @@
 //! account's row lock. SQLite has a single writer anyway, so its pushes go through one
 //! committer task that applies several at once ([`committer`]).
 
+use crate::{AccountId, ProjectId, ScanId};
 use std::collections::HashSet;
 
 use tidemark_domain::append::{
@@ -43,7 +44,7 @@ use write::{write_statements, Placed};
 /// Who pushes, and under which limits.
 #[derive(Debug, Clone)]
 pub struct PushContext {
-    pub account_id: String,
+    pub account_id: AccountId,
     pub key_id: String,
     /// Active-project cap; `None` is unlimited.
     pub project_cap: Option<u64>,
@@ -62,8 +63,8 @@ pub struct PushContext {
 /// The scan a push created (or, for a replay, had created).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredScan {
-    pub project_id: String,
-    pub scan_id: String,
+    pub project_id: ProjectId,
+    pub scan_id: ScanId,
     pub score_delta: f64,
     pub gate: GateResult,
     /// The branch the scan is on (for a pull request, its source branch), if known.
@@ -96,7 +97,7 @@ pub enum PushOutcome {
         rate: RateStatus,
     },
     ProjectArchived {
-        project_id: String,
+        project_id: ProjectId,
         rate: RateStatus,
     },
     RateLimited {
@@ -162,7 +163,7 @@ struct HeadRow {
     writes: i64,
     oldest_write: Option<i64>,
     active: i64,
-    id: Option<String>,
+    id: Option<ProjectId>,
     archived_at: Option<i64>,
     scan_count: Option<i64>,
     gate_min_score: Option<f64>,
@@ -180,7 +181,7 @@ struct HeadRow {
     line_pr: Option<i64>,
     line_count: Option<i64>,
     last_score: Option<f64>,
-    last_scan_id: Option<String>,
+    last_scan_id: Option<ScanId>,
     last_delta: Option<f64>,
     last_body_hash: Option<String>,
     last_gate_status: Option<String>,
@@ -191,7 +192,7 @@ struct HeadRow {
     last_base_new: Option<i64>,
     last_base_fixed: Option<i64>,
     base_id: Option<String>,
-    base_scan_id: Option<String>,
+    base_scan_id: Option<ScanId>,
     base_score: Option<f64>,
     base_seq: Option<i64>,
 }
@@ -431,7 +432,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
 /// The answer to a push that stores nothing: refused, or a replay of the line's latest scan.
 fn refused_outcome(
     decision: PushDecision,
-    project_id: String,
+    project_id: ProjectId,
     line_name: Option<String>,
     line_pr: Option<u64>,
     rate: RateStatus,
@@ -590,14 +591,14 @@ pub enum RawReplay {
     /// The latest scan of one of the account's lines was pushed as exactly these bytes.
     Replay(Box<StoredScan>),
     /// It was, but its project is archived now (`409 project_archived`, as for any push).
-    Archived { project_id: String },
+    Archived { project_id: ProjectId },
 }
 
 #[derive(sqlx::FromRow)]
 struct RawReplayRow {
-    project_id: String,
+    project_id: ProjectId,
     archived_at: Option<i64>,
-    scan_id: String,
+    scan_id: ScanId,
     score: f64,
     score_delta: f64,
     gate_status: Option<String>,
@@ -616,7 +617,7 @@ struct RawReplayRow {
 /// before its body is parsed (decisions.md). A read: it appends nothing and uses no budget.
 pub async fn replay_by_raw_hash(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     raw_body_hash: &str,
 ) -> Result<Option<RawReplay>, StoreError> {
     let row: Option<RawReplayRow> = on_db!(db, pool => {
@@ -666,7 +667,7 @@ pub async fn replay_by_raw_hash(
 /// The account's write budget without writing anything (for refused pushes).
 pub async fn write_rate_status(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     limit: &RollingLimit,
     now: Millis,
 ) -> Result<RateStatus, StoreError> {
@@ -723,7 +724,7 @@ mod tests {
             ValidPush::parse(body.to_string().as_bytes()).expect("a valid push")
         };
         let mut ctx = PushContext {
-            account_id: "acct".into(),
+            account_id: AccountId::trusted("acct"),
             key_id: "key".into(),
             project_cap: None,
             write_limit: RollingLimit::per_minute(100),

@@ -2,6 +2,7 @@
 //! row, its spans and tracked findings, in the order the database checks them. What they say
 //! was decided in `tidemark_domain::append`; this file only spells it in SQL.
 
+use crate::ProjectId;
 use tidemark_domain::append::{line_ref_key, Append, LineIds};
 use tidemark_domain::git::{branch_ref_key, BranchName, PullRequest};
 use tidemark_domain::push::ValidPush;
@@ -12,7 +13,7 @@ use crate::stmt::Stmt;
 
 /// Where an appended scan goes.
 pub(super) struct Placed<'a> {
-    pub(super) project_id: &'a str,
+    pub(super) project_id: &'a ProjectId,
     pub(super) scan_id: &'a str,
     pub(super) line_id: &'a str,
     /// A pull request's base scan (its storage position).
@@ -75,7 +76,7 @@ fn project_row_statements(
     push: &ValidPush,
     append: &Append,
     lines: &LineIds,
-    project_id: &str,
+    project_id: &ProjectId,
 ) -> Vec<Stmt> {
     let mut writes = Vec::new();
     if append.new_project {

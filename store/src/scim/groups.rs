@@ -1,6 +1,7 @@
 //! Provisioning groups: create, change, delete, and marking the group whose members are the
 //! account's admins; every write re-syncs the membership of the people it touched.
 
+use crate::AccountId;
 use std::collections::BTreeSet;
 
 use tidemark_domain::audit::{Action, AuditContext};
@@ -24,7 +25,7 @@ async fn ids(tx: &mut WriteTx, stmt: Stmt) -> Result<BTreeSet<String>, sqlx::Err
 /// admin was lost.
 async fn write_members(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     group_id: &str,
     members: &BTreeSet<String>,
     audit: &AuditContext,
@@ -71,7 +72,7 @@ async fn write_members(
 /// A `uniqueness` refusal when another group of the account has `record`'s name.
 async fn group_conflict(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     except: &str,
     record: &GroupRecord,
 ) -> Result<Option<Refusal>, sqlx::Error> {
@@ -96,7 +97,7 @@ async fn group_conflict(
 
 pub async fn create_group(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     record: &GroupRecord,
     members: &BTreeSet<String>,
     audit: &AuditContext,
@@ -139,7 +140,7 @@ pub async fn create_group(
 /// Replaces a group's record and members with what `change` makes of them.
 pub async fn update_group(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     change: impl Fn(GroupRecord, BTreeSet<String>) -> Result<(GroupRecord, BTreeSet<String>), ScimError>,
     audit: &AuditContext,
@@ -201,7 +202,7 @@ pub async fn update_group(
 
 pub async fn delete_group(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     audit: &AuditContext,
 ) -> Outcome<()> {
@@ -244,7 +245,7 @@ pub async fn delete_group(
 /// applies what that means to every provisioned person at once.
 pub async fn set_group_admin(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     grants_admin: bool,
     audit: &AuditContext,

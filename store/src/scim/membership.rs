@@ -1,6 +1,7 @@
 //! What every provisioning write ends with: the `members` row each touched person should have,
 //! applied and audited, and the refusal when the account would be left without an admin.
 
+use crate::AccountId;
 use tidemark_domain::access::Role;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::scim::{provisioned_role, AdminGroups};
@@ -19,7 +20,7 @@ const LAST_ADMIN: &str = "this change would leave the account without an admin; 
 /// membership.
 pub(super) async fn sync_membership(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     scim_user_id: &str,
     audit: &AuditContext,
 ) -> Result<bool, sqlx::Error> {
@@ -82,7 +83,7 @@ pub(super) async fn sync_membership(
 /// The role `user_id` has in the account, if a member.
 pub(super) async fn member_role(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     user_id: &str,
 ) -> Result<Option<Role>, sqlx::Error> {
     let row: Option<(String,)> = tx
@@ -99,7 +100,7 @@ pub(super) async fn member_role(
 /// removal also ends the person's sessions in the account and drops their alert settings.
 async fn apply_role(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     user_id: &str,
     current: Option<Role>,
     desired: Option<Role>,
@@ -149,7 +150,7 @@ async fn apply_role(
 /// Re-syncs every provisioned person of the account (after the set of admin groups changed).
 pub(super) async fn sync_everyone(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     audit: &AuditContext,
 ) -> Result<bool, sqlx::Error> {
     let everyone: Vec<(String,)> = tx
@@ -166,7 +167,7 @@ pub(super) async fn sync_everyone(
 /// returns it, and the transaction, dropped, rolls back).
 pub(super) async fn adminless(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     lost_admin: bool,
 ) -> Result<Option<Refusal>, sqlx::Error> {
     if !lost_admin {

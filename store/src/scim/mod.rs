@@ -8,6 +8,7 @@
 //! all in one account-locked transaction that is rolled back if the account would be left
 //! without an admin.
 
+use crate::AccountId;
 use std::collections::{BTreeMap, BTreeSet};
 
 use tidemark_domain::access::Role;
@@ -54,7 +55,7 @@ pub struct TokenInfo {
 /// Stores a new token for the account, replacing (and so ending) the one it had.
 pub async fn set_token(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     hash: &HashedApiKey,
     prefix: &str,
     audit: &AuditContext,
@@ -96,7 +97,7 @@ pub async fn set_token(
 /// Ends the account's token; false when it had none.
 pub async fn revoke_token(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
     let revoked = on_db_write!(db, pool => {
@@ -123,7 +124,7 @@ pub async fn revoke_token(
     Ok(revoked)
 }
 
-pub async fn token_info(db: &Db, account_id: &str) -> Result<Option<TokenInfo>, StoreError> {
+pub async fn token_info(db: &Db, account_id: &AccountId) -> Result<Option<TokenInfo>, StoreError> {
     Ok(on_db!(db, pool => {
         sqlx::query_as(
             "SELECT prefix, created_at, last_used_at FROM scim_tokens WHERE account_id = $1",
@@ -138,10 +139,10 @@ pub async fn token_info(db: &Db, account_id: &str) -> Result<Option<TokenInfo>, 
 pub async fn find_token(
     db: &Db,
     hash: &HashedApiKey,
-) -> Result<Option<(String, TokenInfo)>, StoreError> {
+) -> Result<Option<(AccountId, TokenInfo)>, StoreError> {
     #[derive(sqlx::FromRow)]
     struct Row {
-        account_id: String,
+        account_id: AccountId,
         prefix: String,
         created_at: i64,
         last_used_at: Option<i64>,
@@ -167,7 +168,11 @@ pub async fn find_token(
     }))
 }
 
-pub async fn note_token_used(db: &Writer, account_id: &str, now: Millis) -> Result<(), StoreError> {
+pub async fn note_token_used(
+    db: &Writer,
+    account_id: &AccountId,
+    now: Millis,
+) -> Result<(), StoreError> {
     on_db_write!(db, pool => {
         sqlx::query("UPDATE scim_tokens SET last_used_at = $2 WHERE account_id = $1")
             .bind(account_id)
@@ -297,7 +302,12 @@ const LINKS_SQL: &str = "SELECT g.id, g.display_name, u.id, u.user_name \
 
 type Link = (String, String, String, String);
 
-async fn links(db: &Db, account_id: &str, extra: &str, arg: &str) -> Result<Vec<Link>, StoreError> {
+async fn links(
+    db: &Db,
+    account_id: &AccountId,
+    extra: &str,
+    arg: &str,
+) -> Result<Vec<Link>, StoreError> {
     let sql = format!("{LINKS_SQL}{extra}");
     Ok(on_db!(db, pool => {
         let q = sqlx::query_as(&sql).bind(account_id);
@@ -329,7 +339,7 @@ fn users_by_group(links: Vec<Link>) -> BTreeMap<String, Vec<(String, String)>> {
 }
 
 /// Every provisioned person of the account, oldest first.
-pub async fn list_users(db: &Db, account_id: &str) -> Result<Vec<ScimUser>, StoreError> {
+pub async fn list_users(db: &Db, account_id: &AccountId) -> Result<Vec<ScimUser>, StoreError> {
     let sql = format!(
         "SELECT {USER_COLUMNS} FROM scim_users WHERE account_id = $1 ORDER BY created_at, id"
     );
@@ -347,7 +357,7 @@ pub async fn list_users(db: &Db, account_id: &str) -> Result<Vec<ScimUser>, Stor
 
 pub async fn find_user(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
 ) -> Result<Option<ScimUser>, StoreError> {
     let sql = format!("SELECT {USER_COLUMNS} FROM scim_users WHERE account_id = $1 AND id = $2");
@@ -363,7 +373,7 @@ pub async fn find_user(
 /// Every provisioned group of the account, by name; members only when asked for.
 pub async fn list_groups(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     with_members: bool,
 ) -> Result<Vec<ScimGroup>, StoreError> {
     let sql = format!(
@@ -389,7 +399,7 @@ pub async fn list_groups(
 
 pub async fn find_group(
     db: &Db,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
 ) -> Result<Option<ScimGroup>, StoreError> {
     let sql = format!("SELECT {GROUP_COLUMNS} FROM scim_groups WHERE account_id = $1 AND id = $2");
@@ -403,7 +413,10 @@ pub async fn find_group(
 }
 
 /// The user ids of the account's members that SCIM manages (active or not), for Settings.
-pub async fn managed_user_ids(db: &Db, account_id: &str) -> Result<BTreeSet<String>, StoreError> {
+pub async fn managed_user_ids(
+    db: &Db,
+    account_id: &AccountId,
+) -> Result<BTreeSet<String>, StoreError> {
     let rows: Vec<(String,)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT user_id FROM scim_users WHERE account_id = $1 AND user_id IS NOT NULL",

@@ -1,6 +1,7 @@
 //! Provisioning people: create, change (PUT or PATCH), delete, each in one account-locked
 //! transaction that also keeps the person's membership in line.
 
+use crate::AccountId;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::scim::user::UserRecord;
 use tidemark_domain::scim::{ScimError, ScimType};
@@ -33,7 +34,7 @@ fn target(address: &Option<Email>, record: &UserRecord) -> String {
 /// userName (case-insensitively) or signs in as `user_id`.
 async fn user_conflict(
     tx: &mut WriteTx,
-    account_id: &str,
+    account_id: &AccountId,
     except: &str,
     record: &UserRecord,
     user_id: &Option<String>,
@@ -81,7 +82,7 @@ async fn signs_in_as(
 /// their role.
 pub async fn create_user(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     record: &UserRecord,
     audit: &AuditContext,
 ) -> Outcome<String> {
@@ -148,7 +149,7 @@ pub async fn create_user(
 /// applied to the current record), in one transaction.
 pub async fn update_user(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     change: impl Fn(UserRecord) -> Result<UserRecord, ScimError>,
     audit: &AuditContext,
@@ -231,7 +232,7 @@ pub async fn update_user(
 /// accounts) stay.
 pub async fn delete_user(
     db: &Writer,
-    account_id: &str,
+    account_id: &AccountId,
     id: &str,
     audit: &AuditContext,
 ) -> Outcome<()> {

@@ -2,6 +2,7 @@
 //! them, and the one derived table every read of a scan's findings goes through. Scans
 //! stored before spans are moved to them by [`moving`].
 
+use crate::ProjectId;
 pub mod moving;
 
 use std::fmt::Write as _;
@@ -156,7 +157,7 @@ pub(crate) fn parse_live_spans(json: &str) -> Result<Vec<LiveSpan>, StoreError> 
 
 /// Where a scan's spans go.
 pub(crate) struct SpanScan<'a> {
-    pub project_id: &'a str,
+    pub project_id: &'a ProjectId,
     pub line_id: &'a str,
     pub seq: i64,
 }
@@ -247,7 +248,7 @@ impl<'a> NewSpan<'a> {
 /// Stores each of `texts` (hash, message, remediation) once for the project: a text the
 /// project has already is left as it is.
 pub(crate) fn texts_statements<'a>(
-    project_id: &str,
+    project_id: &ProjectId,
     texts: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
 ) -> Vec<Stmt> {
     let mut unique: Vec<(&str, &str, &str)> = texts.into_iter().collect();
@@ -352,22 +353,27 @@ mod tests {
             .collect()
     }
 
-    const SCAN: SpanScan<'static> = SpanScan {
-        project_id: "prj_1",
-        line_id: "br_1",
-        seq: 7,
-    };
+    static PROJECT: std::sync::LazyLock<ProjectId> =
+        std::sync::LazyLock::new(|| ProjectId::trusted("prj_1"));
+
+    fn scan() -> SpanScan<'static> {
+        SpanScan {
+            project_id: &PROJECT,
+            line_id: "br_1",
+            seq: 7,
+        }
+    }
 
     #[test]
     fn a_scan_like_the_last_writes_nothing() {
         let findings = [finding("a", "FAIL"), finding("b", "PASS")];
-        assert!(span_statements(&SCAN, &findings, &live_after(&findings)).is_empty());
+        assert!(span_statements(&scan(), &findings, &live_after(&findings)).is_empty());
     }
 
     #[test]
     fn a_first_scan_writes_its_texts_once_and_a_span_per_finding() {
         let findings = [finding("a", "FAIL"), finding("b", "PASS")];
-        let writes = span_statements(&SCAN, &findings, &[]);
+        let writes = span_statements(&scan(), &findings, &[]);
         assert_eq!(writes.len(), 2, "{writes:?}");
         assert!(writes[0].sql.starts_with("INSERT INTO finding_texts"));
         assert_eq!(writes[0].sql.matches("($").count(), 1, "one text for both");
@@ -379,7 +385,7 @@ mod tests {
     fn a_changed_status_ends_one_span_and_starts_one() {
         let before = [finding("a", "FAIL"), finding("b", "FAIL")];
         let after = [finding("a", "FAIL"), finding("b", "PASS")];
-        let writes = span_statements(&SCAN, &after, &live_after(&before));
+        let writes = span_statements(&scan(), &after, &live_after(&before));
         // The text is the project's already, but a new span may bring one: it is offered, and
         // kept once.
         assert_eq!(writes.len(), 3, "{writes:?}");

@@ -14,6 +14,7 @@
 //! it stopped. A scan that spans already cover (one a replica of the previous release wrote
 //! between two pushes of this release during a rolling upgrade) stays as rows.
 
+use crate::{AccountId, ProjectId};
 use tidemark_domain::spans::{plan_spans, text_hash, SpanKey};
 
 use super::{insert_spans, texts_statements, LiveSpan, NewSpan, STORED_AS_SPANS};
@@ -26,7 +27,7 @@ const SCANS_PER_BATCH: i64 = 50;
 pub const ROWS_PER_STEP: usize = 500;
 
 /// Where a move has got to: the last scan it looked at, by (project, storage position).
-pub type Cursor = Option<(String, i64)>;
+pub type Cursor = Option<(ProjectId, i64)>;
 
 /// What one batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,9 +43,9 @@ pub struct MoveBatch {
 
 #[derive(sqlx::FromRow)]
 struct Candidate {
-    project_id: String,
+    project_id: ProjectId,
     seq: i64,
-    account_id: String,
+    account_id: AccountId,
     branch_id: Option<String>,
     line_seq: Option<i64>,
     finding_count: i64,
@@ -118,7 +119,7 @@ struct Row {
 
 /// Runs `writes` in transactions of at most [`ROWS_PER_STEP`] rows' worth each (statements
 /// are built that small), under the account's write lock.
-async fn run_steps(db: &Writer, account: &str, writes: Vec<Stmt>) -> Result<(), StoreError> {
+async fn run_steps(db: &Writer, account: &AccountId, writes: Vec<Stmt>) -> Result<(), StoreError> {
     for stmt in writes {
         on_db_write!(db, pool => {
             let mut tx = pool.begin_account_write(account).await?;
@@ -340,8 +341,8 @@ async fn move_scan(db: &Writer, scan: &Candidate) -> Result<Option<u64>, StoreEr
 /// moved to spans, or thinned), [`ROWS_PER_STEP`] per transaction.
 pub async fn delete_rows(
     db: &Writer,
-    account_id: &str,
-    project_id: &str,
+    account_id: &AccountId,
+    project_id: &ProjectId,
     seq: i64,
 ) -> Result<(), StoreError> {
     loop {
@@ -373,7 +374,7 @@ pub async fn delete_rows(
 /// between marking a scan and deleting its rows), up to `scans` scans' worth. Returns how
 /// many scans it cleared.
 pub async fn sweep_rows(db: &Writer, scans: i64) -> Result<u64, StoreError> {
-    let left: Vec<(String, String, i64)> = on_db!(db, pool => {
+    let left: Vec<(AccountId, ProjectId, i64)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT DISTINCT s.account_id, f.project_id, f.scan_seq FROM findings f \
              JOIN scans s ON s.project_id = f.project_id AND s.seq = f.scan_seq \

@@ -1,18 +1,20 @@
 //! `account list`, `project list`, `scan list`, `key list|revoke`.
 
+use super::account_arg;
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::json;
 use tidemark_domain::audit::AuditContext;
 use tidemark_domain::to_rfc3339;
 use tidemark_store::{inventory, licenses, Db, Writer};
+use tidemark_wire::ids::{AccountId, ProjectId, ScanId};
 
 use super::{lines, Report};
 use crate::operator::cli::{AccountCommand, Command, KeyCommand, ProjectCommand, ScanCommand};
 
 #[derive(Debug, Serialize)]
 pub struct AccountView {
-    pub account_id: String,
+    pub account_id: AccountId,
     pub created_at: String,
     pub license_id: Option<String>,
     pub email: Option<String>,
@@ -25,13 +27,13 @@ pub struct AccountView {
 
 #[derive(Debug, Serialize)]
 pub struct ProjectView {
-    pub project_id: String,
+    pub project_id: ProjectId,
     pub label: String,
     pub created_at: String,
     pub archived: bool,
     pub scan_count: i64,
     pub last_score: Option<f64>,
-    pub last_scan_id: Option<String>,
+    pub last_scan_id: Option<ScanId>,
     /// About how many bytes its data takes (`tidemark_store::usage`), and how many of its
     /// scans housekeeping has removed the findings of.
     pub stored_bytes: i64,
@@ -40,7 +42,7 @@ pub struct ProjectView {
 
 #[derive(Debug, Serialize)]
 pub struct ScanView {
-    pub scan_id: String,
+    pub scan_id: ScanId,
     pub seq: i64,
     pub scanned_at: String,
     pub received_at: String,
@@ -61,7 +63,7 @@ pub struct KeyView {
     pub last_used_at: Option<String>,
 }
 
-pub async fn projects(db: &Db, account: &str) -> anyhow::Result<Vec<ProjectView>> {
+pub async fn projects(db: &Db, account: &AccountId) -> anyhow::Result<Vec<ProjectView>> {
     let rows = inventory::list_projects(db, account)
         .await?
         .with_context(|| format!("no account with id {account}"))?;
@@ -86,7 +88,7 @@ pub async fn projects(db: &Db, account: &str) -> anyhow::Result<Vec<ProjectView>
 }
 
 /// The account's active keys.
-pub async fn keys(db: &Db, account: &str) -> anyhow::Result<Vec<KeyView>> {
+pub async fn keys(db: &Db, account: &AccountId) -> anyhow::Result<Vec<KeyView>> {
     Ok(licenses::list_api_keys(db, account)
         .await?
         .into_iter()
@@ -132,9 +134,11 @@ async fn account_list(db: &Writer) -> anyhow::Result<Report> {
 }
 
 async fn scan_list(db: &Writer, project: String, limit: i64) -> anyhow::Result<Report> {
-    let (account, rows) = inventory::list_scans(db, &project, limit)
+    let missing = || format!("no project with id {project}");
+    let id = ProjectId::parse(&project).with_context(missing)?;
+    let (account, rows) = inventory::list_scans(db, &id, limit)
         .await?
-        .with_context(|| format!("no project with id {project}"))?;
+        .with_context(missing)?;
     let scans: Vec<ScanView> = rows
         .into_iter()
         .map(|s| ScanView {
@@ -165,7 +169,7 @@ pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow:
     match command {
         Command::Account(AccountCommand::List) => account_list(db).await,
         Command::Project(ProjectCommand::List { account }) => {
-            let projects = projects(db, &account).await?;
+            let projects = projects(db, &account_arg(&account)?).await?;
             let human = lines(&projects, |p| {
                 format!(
                     "{}  {:<30}  {:>7} scans  last score {}  {}{}",
@@ -191,10 +195,10 @@ pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow:
         Command::Scan(ScanCommand::List { project, limit }) => scan_list(db, project, limit).await,
         Command::Key(KeyCommand::List { account }) => {
             // An unknown account is an error, not an empty list.
-            if !inventory::account_exists(db, &account).await? {
+            if !inventory::account_exists(db, &account_arg(&account)?).await? {
                 anyhow::bail!("no account with id {account}");
             }
-            let keys = keys(db, &account).await?;
+            let keys = keys(db, &account_arg(&account)?).await?;
             let human = lines(&keys, |k| {
                 format!(
                     "{}  {}…  {:<24}  created {}  last used {}",

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tidemark_domain::audit::AuditContext;
 use tidemark_store::Writer;
+use tidemark_wire::ids::AccountId;
 
 use crate::config::Config;
 use crate::operator::cli::{
@@ -126,8 +127,7 @@ async fn housekeeping(
             None => Vec::new(),
         }
         .into_iter()
-        .filter(|(_, seqs, _)| !seqs.is_empty())
-        .map(|(line, seqs, _)| (line, seqs))
+        .filter(|(_, seqs)| !seqs.is_empty())
         .collect();
         let scans_thinned: usize = planned.iter().map(|(_, seqs)| seqs.len()).sum();
         let mut human = format!(
@@ -212,11 +212,17 @@ async fn housekeeping(
     Report::new(&done, human)
 }
 
+/// An account named on the command line. Text that cannot be an account id is answered as an
+/// unknown account is, before any query.
+pub(crate) fn account_arg(s: &str) -> anyhow::Result<AccountId> {
+    AccountId::parse(s).with_context(|| format!("no account with id {s}"))
+}
+
 /// `housekeeping policy`: an account's policy, shown or changed.
 async fn housekeeping_policy(
     state: &AppState,
     db: &Writer,
-    account: &str,
+    account: &AccountId,
     set: &[String],
     reset: bool,
     audit: &AuditContext,
@@ -343,7 +349,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
                     reset,
                 }),
             ..
-        } => housekeeping_policy(state, db, &account, &set, reset, &audit).await,
+        } => housekeeping_policy(state, db, &account_arg(&account)?, &set, reset, &audit).await,
         Command::License(command) => license::run(command, state, db, &audit).await,
         Command::Publisher(command) => publisher::run(command, state, db, &audit).await,
         Command::Scim(command) => scim::run(command, db, &audit).await,
@@ -377,7 +383,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
         }) => {
             let events = ops::list_audit(
                 db,
-                account.as_deref(),
+                account.as_deref().map(account_arg).transpose()?.as_ref(),
                 since.as_deref(),
                 actor.as_deref(),
                 action.as_deref(),
@@ -412,12 +418,13 @@ async fn member(
             email,
             role,
         } => {
-            let member = ops::add_member(db, &account, &email, role.into(), audit).await?;
+            let member =
+                ops::add_member(db, &account_arg(&account)?, &email, role.into(), audit).await?;
             let human = format!("{} is now {} of {account}\n", member.email, member.role);
             Report::new(&member, human)
         }
         MemberCommand::List { account } => {
-            let members = ops::list_members(db, &account).await?;
+            let members = ops::list_members(db, &account_arg(&account)?).await?;
             let human = lines(&members, |m| {
                 format!(
                     "{:<40}  {:<6}  last sign-in {}",
@@ -429,7 +436,7 @@ async fn member(
             Report::new(&json!({ "members": members }), human)
         }
         MemberCommand::Remove { account, email } => {
-            ops::remove_member(db, &account, &email, audit).await?;
+            ops::remove_member(db, &account_arg(&account)?, &email, audit).await?;
             Report::new(
                 &json!({ "account_id": account, "email": email, "removed": true }),
                 format!("{email} removed from {account}; their sessions there have ended\n"),
@@ -448,7 +455,8 @@ async fn sso(command: SsoCommand, db: &Writer, audit: &AuditContext) -> anyhow::
         } => {
             let xml = std::fs::read_to_string(&idp_metadata)
                 .with_context(|| format!("could not read {}", idp_metadata.display()))?;
-            let sso = ops::set_sso(db, &account, &domain, &xml, enforce, audit).await?;
+            let sso =
+                ops::set_sso(db, &account_arg(&account)?, &domain, &xml, enforce, audit).await?;
             let human = format!(
                 "{} is verified for {account} (the operator vouches for it) and now signs in \
                  with SAML at {} ({} signing certificate(s)){}\n",
@@ -464,7 +472,11 @@ async fn sso(command: SsoCommand, db: &Writer, audit: &AuditContext) -> anyhow::
             Report::new(&sso, human)
         }
         SsoCommand::List { account } => {
-            let list = ops::list_sso(db, account.as_deref()).await?;
+            let list = ops::list_sso(
+                db,
+                account.as_deref().map(account_arg).transpose()?.as_ref(),
+            )
+            .await?;
             let human = lines(&list, |s| {
                 let mut line = format!(
                     "{:<30}  {}  {:<8}  {}  enforce={}",

@@ -1,5 +1,6 @@
 //! `publisher add|list|remove`: keyless CI's trusted publishers, for operators.
 
+use super::account_arg;
 use serde::Serialize;
 use serde_json::json;
 use tidemark_domain::audit::AuditContext;
@@ -85,7 +86,7 @@ pub async fn run(
             };
             let spec = PublisherSpec::parse(&draft, state.config.keyless.allow_private_issuers)
                 .map_err(|e| anyhow::anyhow!("{}: {}", e.field, e.message))?;
-            if tidemark_store::licenses::find_license_for_account(db.db(), &account)
+            if tidemark_store::licenses::find_license_for_account(db.db(), &account_arg(&account)?)
                 .await?
                 .is_none()
             {
@@ -93,7 +94,9 @@ pub async fn run(
             }
             let id = tidemark_domain::ids::new_publisher_id();
             let now = tidemark_domain::now_millis();
-            match publishers::add_publisher(db, &account, &id, &spec, now, audit).await? {
+            match publishers::add_publisher(db, &account_arg(&account)?, &id, &spec, now, audit)
+                .await?
+            {
                 AddOutcome::Added => {}
                 AddOutcome::TooMany => {
                     anyhow::bail!("the account already has {MAX_PUBLISHERS} trusted publishers")
@@ -103,7 +106,7 @@ pub async fn run(
             Report::new(&json!({ "id": id, "account_id": account }), human)
         }
         PublisherCommand::List { account } => {
-            let list = publishers::list_publishers(db.db(), &account).await?;
+            let list = publishers::list_publishers(db.db(), &account_arg(&account)?).await?;
             let human = lines(&list, |p| {
                 let pinned = match (&p.spec.owner_id, &p.spec.repository_id) {
                     (Some(o), Some(r)) => format!("ids {o}/{r}"),
@@ -120,7 +123,7 @@ pub async fn run(
             Report::new(&views, human)
         }
         PublisherCommand::Remove { account, id } => {
-            if !publishers::remove_publisher(db, &account, &id, audit).await? {
+            if !publishers::remove_publisher(db, &account_arg(&account)?, &id, audit).await? {
                 anyhow::bail!("account {account} has no trusted publisher {id}");
             }
             Report::new(

@@ -1,5 +1,6 @@
 //! `scim token`: an account's SCIM bearer token, for operators.
 
+use super::account_arg;
 use serde_json::json;
 use tidemark_domain::audit::AuditContext;
 use tidemark_domain::secrets::ScimToken;
@@ -15,14 +16,14 @@ pub async fn run(
 ) -> anyhow::Result<Report> {
     match command {
         ScimCommand::Token { account, revoke } => {
-            if tidemark_store::licenses::find_license_for_account(db.db(), &account)
+            if tidemark_store::licenses::find_license_for_account(db.db(), &account_arg(&account)?)
                 .await?
                 .is_none()
             {
                 anyhow::bail!("no account with id {account}");
             }
             if revoke {
-                if !tidemark_store::scim::revoke_token(db, &account, audit).await? {
+                if !tidemark_store::scim::revoke_token(db, &account_arg(&account)?, audit).await? {
                     anyhow::bail!("account {account} has no SCIM token");
                 }
                 return Report::new(
@@ -34,7 +35,14 @@ pub async fn run(
             }
             let token = ScimToken::generate();
             let prefix = token.display_prefix();
-            tidemark_store::scim::set_token(db, &account, &token.hash(), &prefix, audit).await?;
+            tidemark_store::scim::set_token(
+                db,
+                &account_arg(&account)?,
+                &token.hash(),
+                &prefix,
+                audit,
+            )
+            .await?;
             Report::new(
                 &json!({ "account_id": account, "token": token.expose(), "prefix": prefix }),
                 format!(
