@@ -18,6 +18,7 @@ pub mod ids;
 pub mod input;
 pub mod license;
 pub mod overview;
+pub mod posture;
 pub mod push;
 pub mod rate;
 pub mod retention;

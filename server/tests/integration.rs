@@ -25,6 +25,7 @@ mod openapi;
 mod operations;
 mod operator_cli;
 mod operator_inventory;
+mod posture;
 mod push_api;
 mod push_budget;
 mod saml_login;

@@ -371,6 +371,10 @@ async fn prune_line(
             .bind(&c.id)
             .execute(&mut *tx)
             .await?;
+        sqlx::query("DELETE FROM scan_posture WHERE branch_id = $1")
+            .bind(&c.id)
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM scans WHERE branch_id = $1")
             .bind(&c.id)
             .execute(&mut *tx)

@@ -34,6 +34,7 @@ pub mod inventory;
 pub mod leases;
 pub mod licenses;
 pub mod outbox;
+pub mod posture;
 pub mod publishers;
 pub mod pushes;
 mod queue;

@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 pub mod findings;
 pub mod ids;
 mod keyless;
+pub mod posture;
 pub mod verdict;
 mod webhook;
 
@@ -277,6 +278,18 @@ impl FindingStatus {
             FindingStatus::Skip => "SKIP",
             FindingStatus::Error => "ERROR",
         }
+    }
+
+    pub fn parse(text: &str) -> Option<FindingStatus> {
+        [
+            FindingStatus::Pass,
+            FindingStatus::Fail,
+            FindingStatus::Warn,
+            FindingStatus::Skip,
+            FindingStatus::Error,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
     }
 }
 

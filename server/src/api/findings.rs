@@ -517,7 +517,7 @@ pub async fn put_gate(
 }
 
 /// What a findings list names that has no line: the project itself, or a branch of it.
-async fn missing_line(
+pub(super) async fn missing_line(
     state: &AppState,
     account_id: &AccountId,
     project_id: &ProjectId,

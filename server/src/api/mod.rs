@@ -10,6 +10,7 @@ mod findings;
 pub mod keys;
 pub mod license;
 mod oidc_exchange;
+mod posture;
 mod push;
 pub mod push_budget;
 
@@ -36,7 +37,7 @@ pub(crate) const API_KEY_REFUSED: &str =
     info(
         title = "Tidemark scanner API",
         version = "1",
-        description = "License validation, activation and resend, scan pushes, findings and their triage, quality gates, and exports \
+        description = "License validation, activation and resend, scan pushes, findings and their triage, quality gates, compliance posture, and exports \
             (findings as SARIF 2.1.0 or CSV, history as CSV) for the Tidemark compliance scanner. Every error body is {\"error\", \"message\"}; every \
             response carries X-Request-Id. /v1 only grows: new optional response fields and new \
             endpoints, never a removed or retyped field. Webhooks: Tidemark POSTs a \
@@ -58,6 +59,7 @@ pub(crate) const API_KEY_REFUSED: &str =
         (name = "exports", description = "A scan's findings (SARIF 2.1.0, CSV) and a project's history (CSV)"),
         (name = "findings", description = "Findings followed across scans, per branch, and their triage"),
         (name = "gates", description = "A project's quality gate, to keep beside the workflow that pushes"),
+        (name = "posture", description = "Compliance posture per framework: requirements passed, failed, triaged and not evaluated, now and over time"),
     )
 )]
 struct ApiDoc;
@@ -177,6 +179,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(findings::put_triage, findings::delete_triage))
         .routes(routes!(findings::triage_many))
         .routes(routes!(findings::get_gate, findings::put_gate))
+        .routes(routes!(posture::get_posture))
 }
 
 /// The `/v1` routes, the OpenAPI document at `/v1/openapi.json`, and JSON answers for

@@ -170,11 +170,23 @@ pub(crate) fn tracking_statements(
     writes
 }
 
+/// The triage states that set a failing requirement aside in posture (counted as triaged):
+/// accepted risk and false positive. "Won't fix" is a failure someone decided to live with,
+/// so it stays failed.
+pub(crate) const POSTURE_SET_ASIDE: &str = "'accepted_risk', 'false_positive'";
+
 /// A column of the push head: the (rule id, resource) pairs of line `line` (an SQL
 /// expression) whose triage holds at `now` (a placeholder), as JSON pairs like
 /// `gates::open_set_column`'s, read only when `when` holds. The gate's "no new findings"
-/// rule does not count them.
-pub(crate) fn triaged_set_column(backend: Backend, when: &str, line: &str, now: &str) -> String {
+/// rule does not count them (any triage); posture counts apart only `set_aside` ones (see
+/// [`POSTURE_SET_ASIDE`]).
+pub(crate) fn triaged_set_column(
+    backend: Backend,
+    when: &str,
+    line: &str,
+    now: &str,
+    states: Option<&str>,
+) -> String {
     let pairs = match backend {
         Backend::Sqlite => "json_group_array(json_array(tf.rule_id, tf.resource))",
         Backend::Postgres => {
@@ -184,7 +196,8 @@ pub(crate) fn triaged_set_column(backend: Backend, when: &str, line: &str, now: 
     format!(
         "CASE WHEN {when} THEN (SELECT {pairs} FROM tracked_findings tf \
          WHERE tf.branch_id = {line} AND tf.triage_state IS NOT NULL \
-         AND (tf.triage_expires_at IS NULL OR tf.triage_expires_at > {now})) END"
+         AND (tf.triage_expires_at IS NULL OR tf.triage_expires_at > {now}){}) END",
+        states.map_or(String::new(), |s| format!(" AND tf.triage_state IN ({s})"))
     )
 }
 

@@ -154,6 +154,7 @@ pub async fn record_push(
 #[derive(sqlx::FromRow)]
 struct HeadRow {
     triaged: Option<String>,
+    set_aside: Option<String>,
     open_tracked: Option<String>,
     live_spans: Option<String>,
     line_head_seq: Option<i64>,
@@ -228,11 +229,21 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
         "p.gate_new_severity IS NOT NULL AND t.id IS NOT NULL",
         "t.id",
         "nw.now_ms",
+        None,
+    );
+    // Posture tells set-aside failures apart on every push, not only for a gate.
+    let set_aside = crate::findings::triaged_set_column(
+        backend,
+        "t.id IS NOT NULL",
+        "t.id",
+        "nw.now_ms",
+        Some(crate::findings::POSTURE_SET_ASIDE),
     );
     let open_tracked = crate::findings::open_tracked_column(backend, "t.id IS NOT NULL", "t.id");
     let live_spans = crate::spans::live_spans_column(backend, "t.id IS NOT NULL", "t.id");
     Stmt::new(format!(
         "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
+         {set_aside} AS set_aside, \
          {open_tracked} AS open_tracked, {live_spans} AS live_spans, \
          t.head_seq AS line_head_seq, \
          ls.scanned_at AS line_head_at, \
@@ -313,6 +324,8 @@ pub(crate) struct Head {
     base_open: Option<HashSet<(String, String)>>,
     /// The line's triaged findings, when the project's gate looks for new ones.
     triaged: Option<HashSet<(String, String)>>,
+    /// The line's findings set aside as accepted risk or false positive (posture).
+    set_aside: Option<HashSet<(String, String)>>,
     /// The line's open tracked findings, and its latest scan (storage position, time).
     open_tracked: crate::findings::OpenTracked,
     /// The spans the line's latest scan has.
@@ -336,6 +349,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         .transpose()?;
     let base_open = row.base_open.as_deref().map(parse_open_set).transpose()?;
     let triaged = row.triaged.as_deref().map(parse_open_set).transpose()?;
+    let set_aside = row.set_aside.as_deref().map(parse_open_set).transpose()?;
     let open_tracked = row
         .open_tracked
         .as_deref()
@@ -419,6 +433,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         previous_open,
         base_open,
         triaged,
+        set_aside,
         open_tracked,
         live_spans,
         line_head,
@@ -472,6 +487,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         previous_open,
         base_open,
         triaged,
+        set_aside,
         open_tracked,
         live_spans,
         line_head,
@@ -527,6 +543,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         open_tracked: &open_tracked,
         live_spans: &live_spans,
         line_head,
+        set_aside: set_aside.as_ref(),
     };
     let mut writes = write_statements(ctx, push, &append, &placed, &lines);
     let kind = append.lines.kind(git);

@@ -23,6 +23,8 @@ pub(super) struct Placed<'a> {
     /// The spans the line's latest scan has.
     pub(super) live_spans: &'a [crate::spans::LiveSpan],
     pub(super) line_head: Option<(i64, i64)>,
+    /// The line's findings set aside now (accepted risk, false positive).
+    pub(super) set_aside: Option<&'a std::collections::HashSet<(String, String)>>,
 }
 
 pub(super) fn write_statements(
@@ -59,6 +61,18 @@ pub(super) fn write_statements(
         },
         &req.findings,
         placed.open_tracked,
+    ));
+    writes.extend(crate::posture::posture_statement(
+        &crate::posture::PostureScan {
+            project_id,
+            seq: append.seq,
+            line_id: placed.line_id,
+            scanned_at: push.scanned_at().timestamp_millis(),
+        },
+        &req.frameworks,
+        &req.findings,
+        placed.set_aside,
+        placed.live_spans,
     ));
     if ctx.touch_key {
         writes.push(

@@ -1,0 +1,181 @@
+//! `GET /v1/projects/{project_id}/posture`: a branch's compliance posture per framework, as its
+//! latest scan stands now and as each scan in a range stood when pushed. Reads take the API key
+//! or a keyless CI push token, scoped like the other project reads.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Uri};
+use axum::Json;
+use serde::Deserialize;
+use tidemark_domain::posture::Tally;
+use tidemark_domain::{now_millis, to_rfc3339};
+use tidemark_store::findings::find_line;
+use tidemark_store::posture::{current_posture, posture_history, PostureRow};
+use tidemark_wire::posture::{
+    FrameworkPosture, PostureCounts, PosturePoint, PostureRange, ProjectPosture, SectionPosture,
+};
+use tidemark_wire::ErrorBody;
+
+use super::exports::reader;
+use super::findings::missing_line;
+use super::ApiError;
+use crate::state::AppState;
+
+/// The query of a posture read.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PostureQuery {
+    /// A branch name, or `pr:<number>` for a pull request; default: the project's default branch.
+    #[param(
+        min_length = 1,
+        max_length = 255,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
+    branch: Option<String>,
+    /// One framework id as scans name it (`cis-aws-2.0`); default: every framework of the
+    /// branch's latest scan.
+    #[param(min_length = 1, max_length = 128)]
+    framework: Option<String>,
+    /// How far back the history goes; default `90d`.
+    #[param(inline)]
+    range: Option<PostureRange>,
+}
+
+impl PostureQuery {
+    fn parse(uri: &Uri) -> Result<PostureQuery, ApiError> {
+        let query = axum::extract::Query::<PostureQuery>::try_from_uri(uri)
+            .map(|q| q.0)
+            .map_err(|e| {
+                ApiError::InvalidRequest(format!(
+                    "the query is not one this endpoint reads ({e}): range is 7d, 30d, 90d, \
+                     365d or all"
+                ))
+            })?;
+        // What a push could have named; anything else is refused before the database sees it.
+        if let Some(branch) = &query.branch {
+            tidemark_domain::input::bounded_text("branch", branch, 255)
+                .map_err(|e| ApiError::InvalidRequest(e.message))?;
+        }
+        if let Some(framework) = &query.framework {
+            tidemark_domain::input::bounded_text("framework", framework, 128)
+                .map_err(|e| ApiError::InvalidRequest(e.message))?;
+        }
+        Ok(query)
+    }
+}
+
+fn counts(t: Tally) -> PostureCounts {
+    PostureCounts {
+        passed: t.passed,
+        failed: t.failed,
+        triaged: t.triaged,
+        not_evaluated: t.not_evaluated,
+        share_passing: t.share_passing(),
+    }
+}
+
+fn point(row: &PostureRow) -> PosturePoint {
+    PosturePoint {
+        scan_id: row.scan_id.to_string(),
+        scanned_at: to_rfc3339(row.scanned_at),
+        counts: counts(row.tally()),
+        drifted: row.drifted(),
+    }
+}
+
+/// A project's compliance posture
+///
+/// Per framework the branch's latest scan named: its requirements (each rule, judged over every
+/// resource it was checked on) passed, failed, triaged (failing, every failing finding set aside
+/// as accepted risk or false positive; never counted as passed) and not evaluated (only
+/// skipped), with the share passing, now and per section (a rule's number up to its first dot);
+/// and each scan in the range as it stood when pushed, with the requirements that drifted (passed
+/// in the branch's previous scan, failed in that one). A rule id is a framework id, a dash and
+/// the rule's number; a rule of no framework the scan named is in no framework's posture.
+#[utoipa::path(
+    get,
+    path = "/v1/projects/{project_id}/posture",
+    tag = "posture",
+    security(("api_key" = []), ("ci_push_token" = [])),
+    params(("project_id" = String, Path, description = "The project's id (from a push response) or its label"), PostureQuery),
+    responses(
+        (status = 200, description = "The branch's posture", body = ProjectPosture),
+        (status = 401, description = crate::api::API_KEY_REFUSED, body = ErrorBody),
+        (status = 403, description = "`insufficient_tier` or `license_inactive`", body = ErrorBody),
+        (status = 404, description = "`not_found`: no such project (or branch) in the key's account", body = ErrorBody),
+        (status = 422, description = "`invalid_request`: an unknown range, or a branch or framework no push could name", body = ErrorBody),
+    )
+)]
+pub async fn get_posture(
+    State(state): State<AppState>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Json<ProjectPosture>, ApiError> {
+    let query = PostureQuery::parse(&uri)?;
+    let (owner, project_id) = reader(&state, &headers, &project).await?;
+    let account_id = &owner.license.account_id;
+    let branch = query.branch.as_deref();
+    let Some(line) = find_line(&state.db, account_id, &project_id, branch).await? else {
+        return Err(missing_line(&state, account_id, &project_id, branch).await);
+    };
+    let now = now_millis();
+    let since = query
+        .range
+        .unwrap_or_default()
+        .days()
+        .map(|d| now - d * 86_400_000);
+    let framework = query.framework.as_deref();
+    let current = current_posture(&state.db, account_id, &project_id, &line.id, now).await?;
+    let rows = posture_history(
+        &state.db,
+        account_id,
+        &project_id,
+        &line.id,
+        framework,
+        since,
+    )
+    .await?;
+    let mut history: BTreeMap<&str, Vec<&PostureRow>> = BTreeMap::new();
+    for row in &rows {
+        history.entry(row.framework.as_str()).or_default().push(row);
+    }
+    let frameworks = current
+        .iter()
+        .flat_map(|c| c.frameworks.iter().map(move |f| (c, f)))
+        .filter(|(_, f)| framework.is_none_or(|only| f.framework == only))
+        .map(|(c, f)| {
+            let stored = history.get(f.framework.as_str());
+            let drifted = stored
+                .and_then(|rows| rows.iter().find(|r| r.scan_seq == c.scan_seq))
+                .map(|r| r.drifted())
+                .unwrap_or_default();
+            FrameworkPosture {
+                framework: f.framework.clone(),
+                current: PosturePoint {
+                    scan_id: c.scan_id.to_string(),
+                    scanned_at: to_rfc3339(c.scanned_at),
+                    counts: counts(f.tally),
+                    drifted,
+                },
+                sections: f
+                    .sections
+                    .iter()
+                    .map(|(section, t)| SectionPosture {
+                        section: section.clone(),
+                        counts: counts(*t),
+                    })
+                    .collect(),
+                history: stored
+                    .map(|rows| rows.iter().map(|r| point(r)).collect())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    Ok(Json(ProjectPosture {
+        project_id: project_id.to_string(),
+        branch: line.name.clone(),
+        frameworks,
+    }))
+}

@@ -1,0 +1,282 @@
+//! Compliance posture kept by the push (issue 47): one `scan_posture` row per scan and
+//! framework it named, judged by `tidemark_domain::posture`, so a year of a line's posture is
+//! read from these rows and never from findings.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+
+use tidemark_domain::posture::{
+    drifted, posture, requirements, split_rule, FrameworkPosture, Judged, Requirement, Tally,
+};
+use tidemark_domain::Millis;
+use tidemark_wire::{Finding, FindingStatus};
+
+use crate::spans::LiveSpan;
+use crate::stmt::Stmt;
+use crate::{on_db, AccountId, Db, ProjectId, ScanId, StoreError};
+
+/// The scan a posture is written for.
+pub(crate) struct PostureScan<'a> {
+    pub project_id: &'a ProjectId,
+    pub seq: i64,
+    pub line_id: &'a str,
+    pub scanned_at: Millis,
+}
+
+/// The requirements of the line's latest scan before this one, from its spans (a triage does
+/// not change whether a requirement passed, which is all drift asks of the previous scan).
+fn previous_requirements(previous: &[LiveSpan]) -> BTreeMap<&str, Requirement> {
+    requirements(previous.iter().filter_map(|span| {
+        let (_, key) = span.key();
+        Some(Judged {
+            rule_id: key.rule_id,
+            status: FindingStatus::parse(key.status)?,
+            triaged: false,
+        })
+    }))
+}
+
+/// The scan's posture, one row per framework it named: its tallies, its sections and its
+/// drift against the line's previous scan. `set_aside` holds the line's findings whose triage
+/// (accepted risk or false positive) holds now.
+pub(crate) fn posture_statement(
+    scan: &PostureScan<'_>,
+    frameworks: &[String],
+    findings: &[Finding],
+    set_aside: Option<&HashSet<(String, String)>>,
+    previous: &[LiveSpan],
+) -> Option<Stmt> {
+    let set_aside = set_aside.filter(|t| !t.is_empty());
+    let now = requirements(findings.iter().map(|f| Judged {
+        rule_id: &f.rule_id,
+        status: f.status,
+        triaged: f.status.is_open()
+            && set_aside.is_some_and(|t| t.contains(&(f.rule_id.clone(), f.resource.clone()))),
+    }));
+    let previous = previous_requirements(previous);
+    let mut drift: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for rule in drifted(&previous, &now) {
+        if let Some((i, _)) = split_rule(rule, frameworks) {
+            drift.entry(frameworks[i].as_str()).or_default().push(rule);
+        }
+    }
+    let posture = posture(frameworks, &now);
+    if posture.is_empty() {
+        return None;
+    }
+    let mut sql = String::from(
+        "INSERT INTO scan_posture (project_id, scan_seq, branch_id, scanned_at, framework, \
+         passed, failed, triaged, not_evaluated, sections, drifted) VALUES ",
+    );
+    let mut stmt = Stmt::new(String::new());
+    for (i, framework) in posture.iter().enumerate() {
+        let drifted = drift
+            .get(framework.framework.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let n = 1 + 11 * i;
+        let placeholders: Vec<String> = (n..n + 11).map(|k| format!("${k}")).collect();
+        let _ = write!(
+            sql,
+            "{}({})",
+            if i == 0 { "" } else { "," },
+            placeholders.join(",")
+        );
+        stmt = stmt
+            .bind(scan.project_id)
+            .bind(scan.seq)
+            .bind(scan.line_id)
+            .bind(scan.scanned_at)
+            .bind(framework.framework.as_str())
+            .bind(i64::from(framework.tally.passed))
+            .bind(i64::from(framework.tally.failed))
+            .bind(i64::from(framework.tally.triaged))
+            .bind(i64::from(framework.tally.not_evaluated))
+            .bind(sections_json(framework))
+            .bind(serde_json::to_string(drifted).unwrap_or_else(|_| "[]".to_owned()));
+    }
+    stmt.sql = sql;
+    Some(stmt)
+}
+
+/// `{"1": [passed, failed, triaged, not_evaluated], …}`.
+fn sections_json(framework: &FrameworkPosture) -> String {
+    let sections: BTreeMap<&str, [u32; 4]> = framework
+        .sections
+        .iter()
+        .map(|(s, t)| (s.as_str(), [t.passed, t.failed, t.triaged, t.not_evaluated]))
+        .collect();
+    serde_json::to_string(&sections).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// One framework's posture in one scan, as stored.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct PostureRow {
+    pub scan_seq: i64,
+    pub scan_id: ScanId,
+    pub scanned_at: Millis,
+    pub framework: String,
+    passed: i64,
+    failed: i64,
+    triaged: i64,
+    not_evaluated: i64,
+    sections: String,
+    drifted: String,
+}
+
+fn count(n: i64) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+impl PostureRow {
+    pub fn tally(&self) -> Tally {
+        Tally {
+            passed: count(self.passed),
+            failed: count(self.failed),
+            triaged: count(self.triaged),
+            not_evaluated: count(self.not_evaluated),
+        }
+    }
+
+    /// Per section, in section order.
+    pub fn sections(&self) -> Vec<(String, Tally)> {
+        let parsed: BTreeMap<String, [u32; 4]> =
+            serde_json::from_str(&self.sections).unwrap_or_default();
+        parsed
+            .into_iter()
+            .map(|(s, [passed, failed, triaged, not_evaluated])| {
+                (
+                    s,
+                    Tally {
+                        passed,
+                        failed,
+                        triaged,
+                        not_evaluated,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// The requirements that passed in the line's previous scan and failed in this one.
+    pub fn drifted(&self) -> Vec<String> {
+        serde_json::from_str(&self.drifted).unwrap_or_default()
+    }
+}
+
+/// A line's posture, oldest first: every framework (or only `framework`) of every scan since
+/// `since`. Nothing for another account's project.
+pub async fn posture_history(
+    db: &Db,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    line_id: &str,
+    framework: Option<&str>,
+    since: Option<Millis>,
+) -> Result<Vec<PostureRow>, StoreError> {
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT sp.scan_seq, s.scan_id, sp.scanned_at, sp.framework, sp.passed, sp.failed, \
+             sp.triaged, sp.not_evaluated, sp.sections, sp.drifted \
+             FROM scan_posture sp \
+             JOIN projects p ON p.id = sp.project_id \
+             JOIN scans s ON s.project_id = sp.project_id AND s.seq = sp.scan_seq \
+             WHERE p.account_id = $1 AND sp.project_id = $2 AND sp.branch_id = $3 \
+             AND ($4 = '' OR sp.framework = $4) AND sp.scanned_at >= $5 \
+             ORDER BY sp.scanned_at, sp.scan_seq, sp.framework",
+        )
+        .bind(account_id)
+        .bind(project_id)
+        .bind(line_id)
+        .bind(framework.unwrap_or(""))
+        .bind(since.unwrap_or(i64::MIN))
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows)
+}
+
+/// A line's latest scan, judged with triage as it stands now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurrentPosture {
+    pub scan_seq: i64,
+    pub scan_id: ScanId,
+    pub scanned_at: Millis,
+    pub frameworks: Vec<FrameworkPosture>,
+}
+
+#[derive(sqlx::FromRow)]
+struct HeadScan {
+    seq: i64,
+    scan_id: ScanId,
+    scanned_at: Millis,
+    frameworks: String,
+}
+
+/// The posture of line `line_id`'s latest scan at `now`: its findings (the scan's own rows or
+/// spans) with the triage that holds now, so setting a finding aside, or its triage lapsing,
+/// shows without a new push. `None` when the line has no scan (or is not the account's), and
+/// for a scan whose findings housekeeping removed (its stored posture stands for it).
+pub async fn current_posture(
+    db: &Db,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    line_id: &str,
+    now: Millis,
+) -> Result<Option<CurrentPosture>, StoreError> {
+    let head: Option<HeadScan> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT s.seq, s.scan_id, s.scanned_at, s.frameworks FROM branches b \
+             JOIN projects p ON p.id = b.project_id \
+             JOIN scans s ON s.project_id = b.project_id AND s.seq = b.head_seq \
+             WHERE b.id = $1 AND b.project_id = $2 AND p.account_id = $3 \
+             AND (s.findings_stored IS NULL OR s.findings_stored <> $4)",
+        )
+        .bind(line_id)
+        .bind(project_id)
+        .bind(account_id)
+        .bind(crate::spans::THINNED)
+        .fetch_optional(pool)
+        .await
+    })?;
+    let Some(head) = head else {
+        return Ok(None);
+    };
+    let set_aside: Vec<(String, String)> = on_db!(db, pool => {
+        sqlx::query_as(&format!(
+            "SELECT rule_id, resource FROM tracked_findings WHERE branch_id = $1 \
+             AND triage_state IN ({}) \
+             AND (triage_expires_at IS NULL OR triage_expires_at > $2)",
+            crate::findings::POSTURE_SET_ASIDE
+        ))
+        .bind(line_id)
+        .bind(now)
+        .fetch_all(pool)
+        .await
+    })?;
+    let set_aside: HashSet<(String, String)> = set_aside.into_iter().collect();
+    let (findings, _) = crate::dashboard::list_findings(
+        db,
+        project_id,
+        head.seq,
+        &crate::dashboard::FindingFilter::default(),
+        0,
+        i64::MAX,
+    )
+    .await?;
+    let frameworks: Vec<String> = serde_json::from_str(&head.frameworks).unwrap_or_default();
+    let judged = requirements(findings.iter().filter_map(|f| {
+        let status = FindingStatus::parse(&f.status)?;
+        Some(Judged {
+            rule_id: &f.rule_id,
+            status,
+            triaged: status.is_open()
+                && set_aside.contains(&(f.rule_id.clone(), f.resource.clone())),
+        })
+    }));
+    Ok(Some(CurrentPosture {
+        scan_seq: head.seq,
+        scan_id: head.scan_id,
+        scanned_at: head.scanned_at,
+        frameworks: posture(&frameworks, &judged),
+    }))
+}
