@@ -139,6 +139,9 @@ pub enum Command {
     /// A project's quality gate: keep it beside the workflow that pushes (`gate set`).
     #[command(subcommand)]
     Gate(crate::manage::GateCommand),
+    /// A project's compliance posture per framework: requirements passed, failed, triaged and
+    /// not evaluated now, the share passing and its trend, and what drifted.
+    Posture(crate::posture::PostureArgs),
     /// Say who pushes from here: the API key in use, or (keyless CI, with no API key in a
     /// GitHub Actions or GitLab CI job) the CI identity the service matched and what it may
     /// push to.
@@ -250,6 +253,7 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         Command::Bundle(BundleCommand::Pull { dir }) => pull_bundle(&client, env, out, dir).await,
         Command::Findings(command) => crate::manage::findings(&client, env, out, command).await,
         Command::Gate(command) => crate::manage::gate(&client, env, out, command).await,
+        Command::Posture(args) => crate::posture::posture(&client, env, out, args).await,
         Command::Logout => logout(env, out),
         Command::Whoami => whoami(&client, env, out).await,
         // Answered above, before a client exists.

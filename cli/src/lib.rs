@@ -30,6 +30,7 @@ pub mod keyless;
 pub mod license;
 pub mod machine;
 pub mod manage;
+pub mod posture;
 pub mod push;
 pub mod verdict;
 

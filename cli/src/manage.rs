@@ -93,7 +93,7 @@ pub enum GateCommand {
 }
 
 /// A path segment, percent-encoded (labels may hold `/`, spaces, anything).
-fn segment(text: &str) -> String {
+pub(crate) fn segment(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
@@ -104,7 +104,7 @@ fn segment(text: &str) -> String {
         .collect()
 }
 
-fn query(pairs: &[(&str, Option<&str>)]) -> String {
+pub(crate) fn query(pairs: &[(&str, Option<&str>)]) -> String {
     let parts: Vec<String> = pairs
         .iter()
         .filter_map(|(k, v)| v.map(|v| format!("{k}={}", segment(v))))

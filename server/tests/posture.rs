@@ -3,6 +3,7 @@
 //! and another account getting nothing.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
+use crate::cli_client::{env, tidemark};
 use crate::common::{assert_error, sample_push, TestApp};
 
 use reqwest::StatusCode;
@@ -92,5 +93,23 @@ tidemark_store::test_each_backend! {
         assert_error(get(&app, &other_key, &path).await, StatusCode::NOT_FOUND, "not_found").await;
         let framework_nul = format!("{path}?framework=%00");
         assert_error(get(&app, &key, &framework_nul).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+
+        // From the command line: a table with the share passing, its trend and the drift.
+        let config = tempfile::tempdir().unwrap();
+        let e = env(&app.base_url, config.path(), "unused", &[("TIDEMARK_API_KEY", key.as_str())], chrono::Utc::now());
+        let r = tidemark(&e, &["posture", "payments api", "--range", "7d"]).await;
+        assert_eq!(r.code, Ok(0), "{}", r.out);
+        let lines: Vec<&str> = r.out.lines().collect();
+        assert!(lines[0].starts_with("framework"), "{}", r.out);
+        assert!(lines[1].starts_with("cis-gcp-2.0"), "{}", r.out);
+        assert_eq!(lines[1].split_whitespace().skip(1).take(5).collect::<Vec<_>>(), ["0%", "0", "1", "0", "0"], "{}", r.out);
+        assert!(lines[1].ends_with("0% → 0%"), "{}", r.out);
+        assert_eq!(lines[2].trim(), "drifted in the latest scan: cis-gcp-2.0-4.1");
+        assert!(lines[3].starts_with("soc2"), "{}", r.out);
+        let r = tidemark(&e, &["posture", &project, "--framework", "soc2", "--json"]).await;
+        let answer: Value = serde_json::from_str(&r.out).unwrap();
+        assert_eq!(answer["frameworks"][0]["current"]["triaged"], 1);
+        let r = tidemark(&e, &["posture", "no-such-project"]).await;
+        assert_eq!(r.status, 1, "{:?}", r.code);
     }
 }

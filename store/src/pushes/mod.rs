@@ -548,14 +548,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
     let mut writes = write_statements(ctx, push, &append, &placed, &lines);
     let kind = append.lines.kind(git);
     let raised = push_events(kind, append.gate.status, append.score_delta);
-    let event_ids: Vec<(String, Event)> = if listeners.webhooks {
-        SCAN_EVENTS
-            .into_iter()
-            .map(|e| (tidemark_domain::ids::new_event_id(), e))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let event_ids = scan_event_ids(listeners.webhooks);
     let events: Vec<EventRef<'_>> = event_ids
         .iter()
         .map(|(id, event)| EventRef {
@@ -600,6 +593,17 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         alerts_queued,
     };
     (PushOutcome::Appended(scan, rate), writes)
+}
+
+/// A fresh id for each scan event, when the account has webhooks to hear them.
+fn scan_event_ids(webhooks: bool) -> Vec<(String, Event)> {
+    if !webhooks {
+        return Vec::new();
+    }
+    SCAN_EVENTS
+        .into_iter()
+        .map(|e| (tidemark_domain::ids::new_event_id(), e))
+        .collect()
 }
 
 /// What a byte-identical retry found ([`replay_by_raw_hash`]).
