@@ -13,12 +13,7 @@ use tidemark_wire::Tier;
 const DAY: i64 = 86_400_000;
 
 async fn get(app: &TestApp, key: &str, path: &str) -> reqwest::Response {
-    app.client
-        .get(app.url(path))
-        .header("X-API-Key", key)
-        .send()
-        .await
-        .unwrap()
+    app.get_with_key(key, path).await
 }
 
 fn last_json(out: &str) -> Value {

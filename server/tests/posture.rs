@@ -11,12 +11,7 @@ use serde_json::{json, Value};
 use tidemark_wire::Tier;
 
 async fn get(app: &TestApp, key: &str, path: &str) -> reqwest::Response {
-    app.client
-        .get(app.url(path))
-        .header("X-API-Key", key)
-        .send()
-        .await
-        .unwrap()
+    app.get_with_key(key, path).await
 }
 
 async fn get_json(app: &TestApp, key: &str, path: &str) -> Value {

@@ -288,6 +288,16 @@ impl TestApp {
         self.client.get(self.url(path)).send().await.expect("GET")
     }
 
+    /// `GET path` with an API key (or a CI push token) in `X-API-Key`.
+    pub async fn get_with_key(&self, key: &str, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .header("X-API-Key", key)
+            .send()
+            .await
+            .expect("GET")
+    }
+
     /// One series' value in a fresh `/metrics` scrape (`name{labels}` exactly as exposed).
     pub async fn metric(&self, series: &str) -> Option<f64> {
         metric_value(
