@@ -224,6 +224,69 @@ tidemark_store::test_each_backend! {
 }
 
 tidemark_store::test_each_backend! {
+    /// Issue 47: scans stored before the push kept posture are judged by housekeeping, one
+    /// transaction each; killed half-way, every scan is judged (as its push would have) or
+    /// pending, and the next run finishes what is left.
+    async fn a_posture_backfill_killed_half_way_carries_on(backend) {
+        use tidemark_store::posture::backfill::scans_pending;
+        use tidemark_store::testing::{dump_posture, forget_posture};
+        let app = TestApp::spawn_with(backend, &[("TIDEMARK_HOUSEKEEPING", "off")]).await;
+        tidemark_store::testing::insert_pushing_account(&app.db, "acct_post").await;
+        for n in 0..150_i64 {
+            let findings: Vec<Value> = (0..300)
+                .map(|i| serde_json::json!({"rule_id": format!("cis-{}.{}", i % 6, i % 30), "resource": format!("r{i}"),
+                    "status": if (i + n) % 29 == 0 { "FAIL" } else { "PASS" }, "severity": "high",
+                    "message": "check", "remediation": "fix"}))
+                .collect();
+            let body = serde_json::json!({"project_label": "judged", "cloud": "aws",
+                "cloud_account_id": "123456789012", "frameworks": ["cis"], "score": 70.0,
+                "passed": 1, "failed": 1, "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
+                "findings": findings, "state_source": "ci",
+                "scanned_at": tidemark_domain::to_rfc3339(1_790_000_000_000 + n * 60_000)});
+            let push = tidemark_domain::push::ValidPush::parse(body.to_string().as_bytes()).unwrap();
+            let mut ctx = tidemark_store::testing::push_context("acct_post");
+            ctx.now = 1_790_000_000_000 + n * 60_000;
+            tidemark_store::testing::appended(
+                tidemark_store::pushes::record_push(&app.db, ctx, push).await.unwrap(),
+            );
+        }
+        let kept = dump_posture(app.db.as_ref()).await;
+        assert_eq!(kept.len(), 150, "{backend:?}");
+        assert!(kept.iter().any(|r| r.8 != "[]"), "{backend:?}: nothing drifted");
+        forget_posture(&app.db).await;
+        assert_eq!(app.metric("tidemark_scans_posture_pending").await, Some(150.0));
+        let off = [("TIDEMARK_HOUSEKEEPING", "off")];
+        let (ok, out, err) = app.command(&["housekeeping", "--dry-run"], &off).await;
+        assert!(ok, "{err}");
+        assert!(out.contains("would judge the posture of 150 scans stored before it was kept"), "{out}");
+
+        let mut child = app.command_child(&["housekeeping"], &off);
+        let left = crate::common::wait_for_async(std::time::Duration::from_secs(60), || async {
+            let left = scans_pending(app.db.as_ref()).await.unwrap();
+            (left < 140).then_some(left)
+        })
+        .await
+        .expect("the backfill goes on");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(left > 0, "{backend:?}: killed too late to show anything");
+        let left = scans_pending(app.db.as_ref()).await.unwrap();
+        assert!(left > 0 && left < 150, "{backend:?}: {left} left");
+        // Judged scans have exactly the rows their push wrote; pending ones none.
+        let judged = dump_posture(app.db.as_ref()).await;
+        assert_eq!(judged.len() as i64, 150 - left, "{backend:?}");
+        assert!(judged.iter().all(|r| kept.contains(r)), "{backend:?}: a judged scan differs from its push");
+
+        let (ok, out, err) = app.command(&["housekeeping", "--force", "--json"], &off).await;
+        assert!(ok, "{err}");
+        let done = last_json(&out);
+        assert_eq!(done["posture_judged"].as_i64().unwrap(), left, "{done}");
+        assert_eq!(scans_pending(app.db.as_ref()).await.unwrap(), 0);
+        assert_eq!(dump_posture(app.db.as_ref()).await, kept, "{backend:?}");
+    }
+}
+
+tidemark_store::test_each_backend! {
     /// The worker's thinning holds its lease line by line: a pass whose lease another replica
     /// holds stops before its first line; holding it, it thins what the policy says, and a
     /// second pass finds nothing more to do.

@@ -26,6 +26,8 @@ pub struct Backlog {
     pub database_bytes: i64,
     /// Scans still stored one row per finding (housekeeping moves them to spans).
     pub scans_as_rows: i64,
+    /// Scans stored before posture was kept, not yet judged (housekeeping backfills them).
+    pub scans_posture_pending: i64,
 }
 
 /// The backlog's counts as one row reads them (every column named, none by position).
@@ -39,6 +41,7 @@ struct BacklogRow {
     webhooks_failing: i64,
     sessions_active: i64,
     scans_as_rows: i64,
+    scans_posture_pending: i64,
 }
 
 pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
@@ -50,7 +53,8 @@ pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
         (SELECT MIN(created_at) FROM webhook_deliveries WHERE state = 'pending') AS webhooks_oldest_at, \
         (SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND attempts > 0) AS webhooks_failing, \
         (SELECT COUNT(*) FROM sessions WHERE expires_at > $1 AND absolute_expires_at > $1) AS sessions_active, \
-        (SELECT COUNT(*) FROM scans WHERE findings_stored IS NULL) AS scans_as_rows";
+        (SELECT COUNT(*) FROM scans WHERE findings_stored IS NULL) AS scans_as_rows, \
+        (SELECT COUNT(*) FROM scans WHERE posture_pending = 1) AS scans_posture_pending";
     let row: BacklogRow = on_db!(db, pool => sqlx::query_as(sql).bind(now).fetch_one(pool).await)?;
     let database_bytes = database_bytes(db).await?;
     Ok(Backlog {
@@ -63,6 +67,7 @@ pub async fn backlog(db: &Db, now: Millis) -> Result<Backlog, StoreError> {
         sessions_active: row.sessions_active,
         database_bytes,
         scans_as_rows: row.scans_as_rows,
+        scans_posture_pending: row.scans_posture_pending,
     })
 }
 

@@ -371,3 +371,48 @@ async fn copy_to_rows(db: &Writer, only: Option<(&str, i64)>) {
     });
     result.unwrap_or_else(|e| panic!("storing scans as rows: {e}"));
 }
+
+/// Forgets every scan's posture, as if every scan had been stored before the push kept it
+/// (issue 47): no `scan_posture` rows, every scan pending for the backfill.
+pub async fn forget_posture(db: &Writer) {
+    let result: Result<(), sqlx::Error> = crate::on_db_write!(db, pool => {
+        async {
+            sqlx::query("DELETE FROM scan_posture").execute(pool).await?;
+            sqlx::query("UPDATE scans SET posture_pending = 1").execute(pool).await?;
+            Ok(())
+        }
+        .await
+    });
+    result.unwrap_or_else(|e| panic!("forgetting posture: {e}"));
+}
+
+/// Every stored posture row, as text, in a fixed order: (project, scan, framework, passed,
+/// failed, triaged, not evaluated, sections, drifted).
+pub type PostureDump = Vec<(String, i64, String, i64, i64, i64, i64, String, String)>;
+
+pub async fn dump_posture(db: &Db) -> PostureDump {
+    let rows: Result<PostureDump, sqlx::Error> = crate::on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT project_id, scan_seq, framework, passed, failed, triaged, not_evaluated, \
+             sections, drifted FROM scan_posture ORDER BY project_id, scan_seq, framework",
+        )
+        .fetch_all(pool)
+        .await
+    });
+    rows.unwrap_or_else(|e| panic!("reading posture: {e}"))
+}
+
+/// Marks the project's scan `seq` as thinned (its findings read as gone).
+pub async fn mark_thinned(db: &Writer, project_id: &(impl AsRef<str> + ?Sized), seq: i64) {
+    let project_id = project_id.as_ref();
+    let result: Result<(), sqlx::Error> = crate::on_db_write!(db, pool => {
+        sqlx::query("UPDATE scans SET findings_stored = $1 WHERE project_id = $2 AND seq = $3")
+            .bind(crate::spans::THINNED)
+            .bind(project_id)
+            .bind(seq)
+            .execute(pool)
+            .await
+            .map(|_| ())
+    });
+    result.unwrap_or_else(|e| panic!("thinning: {e}"));
+}

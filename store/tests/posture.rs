@@ -242,3 +242,77 @@ tidemark_store::test_each_backend! {
         }
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// Scans stored before the push kept posture are judged by the backfill as their push
+    /// would have judged them: the same rows, with the triage that held when each arrived
+    /// (set, changed, undone or lapsed between pushes) and drift against the previous scan.
+    async fn the_backfill_judges_old_scans_as_their_push_did(backend) {
+        use tidemark_store::posture::backfill::{backfill_all, backfill_batch, scans_pending};
+        use tidemark_store::testing::{dump_posture, forget_posture};
+        let t = fresh(backend).await;
+        let db = t.writer();
+        let account = AccountId::trusted("acct_a");
+        insert_pushing_account(&db, &account).await;
+        let frameworks = ["cis-aws-2.0", "soc2"];
+        let states = [TriageState::AcceptedRisk, TriageState::FalsePositive, TriageState::WontFix];
+        let tick = || tokio::time::sleep(std::time::Duration::from_millis(3));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4747);
+        let mut project = ProjectId::default();
+        for n in 0..10_i64 {
+            let findings: Vec<(String, String, &str)> = (0..rng.gen_range(5..40))
+                .map(|_| {
+                    let prefix = frameworks[rng.gen_range(0..2)];
+                    let rule = format!("{prefix}-{}.{}", rng.gen_range(1..3), rng.gen_range(1..4));
+                    (rule, format!("r{}", rng.gen_range(0..4)), ["PASS", "FAIL", "SKIP"][rng.gen_range(0..3)])
+                })
+                .collect();
+            project = pushed(&db, &account, push(n, &frameworks, &findings)).await.project_id;
+            tick().await;
+            // Between pushes: a few open findings triaged, changed or undone; some triage
+            // lapsing before the next push.
+            let line = find_line(db.as_ref(), &account, &project, None).await.unwrap().unwrap();
+            let now = tidemark_domain::now_millis();
+            let open = list_tracked(db.as_ref(), &line.id, &TrackedQuery { limit: 200, ..TrackedQuery::default() }, now)
+                .await
+                .unwrap();
+            for f in &open {
+                if !rng.gen_bool(0.3) {
+                    continue;
+                }
+                let state = states[rng.gen_range(0..3)];
+                let expires_at = rng.gen_bool(0.3).then_some(now + 2);
+                let change = rng.gen_bool(0.8).then(|| TriageChange {
+                    state,
+                    reason: "reviewed".into(),
+                    expires_at,
+                });
+                set_triage(&db, &account, &project, &f.id, change.as_ref(), &audit()).await.unwrap();
+            }
+            tick().await;
+        }
+        let kept = dump_posture(db.as_ref()).await;
+        assert!(kept.iter().any(|r| r.5 > 0), "{backend:?}: no scan had a triaged requirement");
+        assert!(kept.iter().any(|r| r.8 != "[]"), "{backend:?}: no scan drifted");
+        assert_eq!(scans_pending(db.as_ref()).await.unwrap(), 0, "pushes of this release are judged");
+
+        forget_posture(&db).await;
+        assert_eq!(scans_pending(db.as_ref()).await.unwrap(), 10);
+        // One batch judges that many and leaves the rest pending.
+        let first = backfill_batch(&db, 4).await.unwrap();
+        assert_eq!((first.judged, first.nothing_to_judge), (4, 0), "{backend:?}");
+        assert_eq!(scans_pending(db.as_ref()).await.unwrap(), 6);
+        let rest = backfill_all(&db, 4).await.unwrap();
+        assert_eq!(rest.judged, 6);
+        assert_eq!(dump_posture(db.as_ref()).await, kept, "{backend:?}: the backfill judged differently");
+
+        // A scan whose findings are gone has nothing to judge; a second run finds nothing.
+        forget_posture(&db).await;
+        tidemark_store::testing::mark_thinned(&db, &project, 10).await;
+        let again = backfill_all(&db, 50).await.unwrap();
+        assert_eq!((again.judged, again.nothing_to_judge), (9, 1), "{backend:?}");
+        let without_last: Vec<_> = kept.iter().filter(|r| r.1 != 10).cloned().collect();
+        assert_eq!(dump_posture(db.as_ref()).await, without_last);
+        assert_eq!(backfill_all(&db, 50).await.unwrap().scans(), 0);
+    }
+}

@@ -133,6 +133,7 @@ struct Sampled {
     disk_size: Gauge,
     database_size: Gauge,
     scans_as_rows: Gauge,
+    scans_posture_pending: Gauge,
     log_lines_dropped: Counter,
 }
 
@@ -304,6 +305,12 @@ impl Sampled {
             "scans_stored_as_rows",
             "Scans still stored one row per finding, which housekeeping moves to spans",
             self.scans_as_rows.clone(),
+        );
+        registry.register(
+            "scans_posture_pending",
+            "Scans stored before compliance posture was kept, whose posture housekeeping has \
+             yet to judge",
+            self.scans_posture_pending.clone(),
         );
         registry.register(
             "log_lines_dropped",
@@ -595,6 +602,7 @@ impl Metrics {
                 s.sessions_active.set(b.sessions_active);
                 s.database_size.set(b.database_bytes);
                 s.scans_as_rows.set(b.scans_as_rows);
+                s.scans_posture_pending.set(b.scans_posture_pending);
             }
             // The scrape still answers, with the last figures; the log says why.
             Err(err) => tracing::warn!(%err, "metrics: could not read the outbox figures"),

@@ -1,6 +1,6 @@
 //! Housekeeping in the background (issue 36): every so often one replica (the one holding
-//! the `housekeeping` lease) moves scans stored as rows to spans, then thins old scans'
-//! findings as the policy says. Each step is a short transaction with a pause after it, so
+//! the `housekeeping` lease) moves scans stored as rows to spans, judges the posture of scans
+//! stored before it was kept, then thins old scans' findings as the policy says. Each step is a short transaction with a pause after it, so
 //! pushes wait behind it a few milliseconds at most; a replica that dies mid-pass leaves a
 //! consistent database and its lease lapses for another to carry on.
 
@@ -9,6 +9,7 @@ use std::time::Duration;
 use tidemark_domain::housekeeping::Policy;
 use tidemark_domain::{now_millis, Millis};
 use tidemark_store::housekeeping;
+use tidemark_store::posture::backfill::backfill_batch;
 use tidemark_store::spans::moving::{move_batch, Cursor};
 use tidemark_store::{leases, StoreError, Writer};
 
@@ -19,6 +20,8 @@ pub const LEASE: &str = "housekeeping";
 pub const LEASE_MS: Millis = 10 * 60_000;
 /// Findings moved per transaction at most, and the pause after each step.
 const MOVE_FINDINGS: i64 = 2_000;
+/// Scans judged per batch by the posture backfill (each its own transaction).
+const POSTURE_SCANS: i64 = 50;
 const PAUSE: Duration = Duration::from_millis(20);
 
 /// What one pass did.
@@ -27,6 +30,9 @@ pub struct Done {
     pub scans_moved: u64,
     pub findings_moved: u64,
     pub scans_left_as_rows: u64,
+    /// Scans stored before posture was kept, judged now (or with nothing to judge).
+    pub posture_judged: u64,
+    pub posture_nothing_to_judge: u64,
     pub lines: u64,
     pub scans_thinned: u64,
     pub spans_removed: u64,
@@ -67,6 +73,19 @@ async fn pass_holding(
         cursor = batch.cursor;
         tokio::time::sleep(PAUSE).await;
         // Still ours (renewed), or another replica took over after a stall: stop then.
+        if !leases::acquire(db, LEASE, holder, now_millis(), LEASE_MS).await? {
+            return Ok(done);
+        }
+    }
+    // Before thinning, so no scan loses its findings before its posture is judged.
+    loop {
+        let batch = backfill_batch(db, POSTURE_SCANS).await?;
+        if batch.scans() == 0 {
+            break;
+        }
+        done.posture_judged += batch.judged;
+        done.posture_nothing_to_judge += batch.nothing_to_judge;
+        tokio::time::sleep(PAUSE).await;
         if !leases::acquire(db, LEASE, holder, now_millis(), LEASE_MS).await? {
             return Ok(done);
         }

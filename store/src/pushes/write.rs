@@ -242,9 +242,9 @@ fn scan_statement(
              frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
              gate_status, gate_reasons, branch_id, line_seq, commit_sha, base_branch, \
              base_scan_id, base_seq, base_score, base_new, base_fixed, pushed_by, \
-             findings_stored) \
+             findings_stored, posture_pending) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, 0)",
     )
     .bind(project_id)
     .bind(append.seq)

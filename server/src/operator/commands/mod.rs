@@ -115,6 +115,7 @@ async fn housekeeping(
     let policy = state.config.housekeeping.policy;
     if dry_run {
         let rows = tidemark_store::spans::moving::scans_as_rows(db.as_ref()).await?;
+        let pending = tidemark_store::posture::backfill::scans_pending(db.as_ref()).await?;
         let planned: Vec<_> = match &policy {
             Some(policy) => {
                 tidemark_store::housekeeping::plan_all(
@@ -132,8 +133,10 @@ async fn housekeeping(
         let scans_thinned: usize = planned.iter().map(|(_, seqs)| seqs.len()).sum();
         let mut human = format!(
             "would move {rows} {} stored one row per finding to spans\n\
+             would judge the posture of {pending} {} stored before it was kept\n\
              would remove the findings of {} {} on {} {} (their rows stay in the history)\n",
             if rows == 1 { "scan" } else { "scans" },
+            if pending == 1 { "scan" } else { "scans" },
             scans_thinned,
             if scans_thinned == 1 { "scan" } else { "scans" },
             planned.len(),
@@ -162,7 +165,7 @@ async fn housekeeping(
             })
             .collect();
         return Report::new(
-            &json!({ "dry_run": true, "scans_as_rows": rows,
+            &json!({ "dry_run": true, "scans_as_rows": rows, "posture_pending": pending,
                      "scans_to_thin": scans_thinned, "lines": listed }),
             human,
         );
@@ -201,10 +204,13 @@ async fn housekeeping(
     };
     let human = format!(
         "moved {} scans ({} findings) to spans ({} left as rows)\n\
+         judged the posture of {} scans stored before it was kept ({} had nothing to judge)\n\
          removed the findings of {} scans on {} lines, and {} spans nothing needed\n",
         done.scans_moved,
         done.findings_moved,
         done.scans_left_as_rows,
+        done.posture_judged,
+        done.posture_nothing_to_judge,
         done.scans_thinned,
         done.lines,
         done.spans_removed

@@ -15,6 +15,8 @@ use crate::spans::LiveSpan;
 use crate::stmt::Stmt;
 use crate::{on_db, AccountId, Db, ProjectId, ScanId, StoreError};
 
+pub mod backfill;
+
 /// The scan a posture is written for.
 pub(crate) struct PostureScan<'a> {
     pub project_id: &'a ProjectId,
@@ -53,14 +55,24 @@ pub(crate) fn posture_statement(
         triaged: f.status.is_open()
             && set_aside.is_some_and(|t| t.contains(&(f.rule_id.clone(), f.resource.clone()))),
     }));
-    let previous = previous_requirements(previous);
+    rows_statement(scan, frameworks, &now, &previous_requirements(previous))
+}
+
+/// The `scan_posture` rows of a scan whose requirements are `now`, the line's previous scan's
+/// `previous` (empty: no drift); `None` when the scan named no framework any rule is in.
+pub(crate) fn rows_statement(
+    scan: &PostureScan<'_>,
+    frameworks: &[String],
+    now: &BTreeMap<&str, Requirement>,
+    previous: &BTreeMap<&str, Requirement>,
+) -> Option<Stmt> {
     let mut drift: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for rule in drifted(&previous, &now) {
+    for rule in drifted(previous, now) {
         if let Some((i, _)) = split_rule(rule, frameworks) {
             drift.entry(frameworks[i].as_str()).or_default().push(rule);
         }
     }
-    let posture = posture(frameworks, &now);
+    let posture = posture(frameworks, now);
     if posture.is_empty() {
         return None;
     }
@@ -254,29 +266,54 @@ pub async fn current_posture(
         .await
     })?;
     let set_aside: HashSet<(String, String)> = set_aside.into_iter().collect();
-    let (findings, _) = crate::dashboard::list_findings(
-        db,
-        project_id,
-        head.seq,
-        &crate::dashboard::FindingFilter::default(),
-        0,
-        i64::MAX,
-    )
-    .await?;
+    let findings = scan_statuses(db, project_id, head.seq).await?;
     let frameworks: Vec<String> = serde_json::from_str(&head.frameworks).unwrap_or_default();
-    let judged = requirements(findings.iter().filter_map(|f| {
-        let status = FindingStatus::parse(&f.status)?;
-        Some(Judged {
-            rule_id: &f.rule_id,
-            status,
-            triaged: status.is_open()
-                && set_aside.contains(&(f.rule_id.clone(), f.resource.clone())),
-        })
-    }));
+    let judged = judge(&findings, |rule, resource| {
+        set_aside.contains(&(rule.to_owned(), resource.to_owned()))
+    });
     Ok(Some(CurrentPosture {
         scan_seq: head.seq,
         scan_id: head.scan_id,
         scanned_at: head.scanned_at,
         frameworks: posture(&frameworks, &judged),
+    }))
+}
+
+/// A scan's findings as posture reads them: rule, resource, status.
+#[derive(sqlx::FromRow)]
+pub(crate) struct StatusRow {
+    rule_id: String,
+    resource: String,
+    status: String,
+}
+
+/// The findings of the project's scan at `seq` (its spans or its rows; none once thinned).
+pub(crate) async fn scan_statuses(
+    db: &Db,
+    project_id: &ProjectId,
+    seq: i64,
+) -> Result<Vec<StatusRow>, StoreError> {
+    let sql = format!(
+        "SELECT rule_id, resource, status FROM {} f",
+        crate::spans::scan_findings("$1", "$2", crate::spans::Texts::None)
+    );
+    let rows = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(project_id).bind(seq).fetch_all(pool).await
+    })?;
+    Ok(rows)
+}
+
+/// Requirements of `findings`, an open finding triaged when `set_aside(rule, resource)`.
+pub(crate) fn judge(
+    findings: &[StatusRow],
+    set_aside: impl Fn(&str, &str) -> bool,
+) -> BTreeMap<&str, Requirement> {
+    requirements(findings.iter().filter_map(|f| {
+        let status = FindingStatus::parse(&f.status)?;
+        Some(Judged {
+            rule_id: &f.rule_id,
+            status,
+            triaged: status.is_open() && set_aside(&f.rule_id, &f.resource),
+        })
     }))
 }
