@@ -203,6 +203,7 @@ fn context(account: &AccountId) -> PushContext {
         touch_key: false,
         raw_body_hash: None,
         pushed_by: None,
+        custom_frameworks: false,
     }
 }
 

@@ -142,6 +142,10 @@ pub enum Command {
     /// A project's compliance posture per framework: requirements passed, failed, triaged and
     /// not evaluated now, the share passing and its trend, and what drifted.
     Posture(crate::posture::PostureArgs),
+    /// The account's custom frameworks: its own controls mapped to scanned rules, kept as code
+    /// (`frameworks set FILE`).
+    #[command(subcommand)]
+    Frameworks(crate::frameworks::FrameworksCommand),
     /// Say who pushes from here: the API key in use, or (keyless CI, with no API key in a
     /// GitHub Actions or GitLab CI job) the CI identity the service matched and what it may
     /// push to.
@@ -254,6 +258,9 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         Command::Findings(command) => crate::manage::findings(&client, env, out, command).await,
         Command::Gate(command) => crate::manage::gate(&client, env, out, command).await,
         Command::Posture(args) => crate::posture::posture(&client, env, out, args).await,
+        Command::Frameworks(command) => {
+            crate::frameworks::frameworks(&client, env, out, command).await
+        }
         Command::Logout => logout(env, out),
         Command::Whoami => whoami(&client, env, out).await,
         // Answered above, before a client exists.

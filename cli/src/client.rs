@@ -286,8 +286,9 @@ impl Client {
             .and_then(|v| v.parse().ok());
         let bytes = res.bytes().await.map_err(|e| self.failed(&e))?;
         if status.is_success() {
-            return serde_json::from_slice(&bytes)
-                .map_err(|e| ClientError::Protocol(e.to_string()));
+            // `204 No Content` reads as JSON null (what `()` and `Option` take).
+            let body: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+            return serde_json::from_slice(body).map_err(|e| ClientError::Protocol(e.to_string()));
         }
         match serde_json::from_slice::<ErrorBody>(&bytes) {
             // The documented server errors say what happened (and when to come back); any
@@ -557,6 +558,31 @@ impl Client {
                     if let Some(body) = body {
                         req = req.json(body);
                     }
+                    self.answer(req.send().await).await
+                },
+                say_wait,
+            )
+            .await
+    }
+
+    /// Sends `body` as it is (a document in `content_type`), with the API key.
+    pub async fn send_document<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        api_key: &str,
+        body: &[u8],
+        content_type: &str,
+    ) -> Result<T, ClientError> {
+        self.retry
+            .run(
+                || async {
+                    let req = self
+                        .http
+                        .request(method.clone(), format!("{}{path}", self.base_url))
+                        .header("X-API-Key", api_key)
+                        .header("Content-Type", content_type)
+                        .body(body.to_vec());
                     self.answer(req.send().await).await
                 },
                 say_wait,

@@ -25,6 +25,7 @@ pub mod credentials;
 pub mod decorate;
 pub mod env;
 pub mod exit;
+pub mod frameworks;
 pub mod git;
 pub mod keyless;
 pub mod license;

@@ -80,6 +80,8 @@ actions! {
     FindingTriaged => "finding.triaged", "Finding triaged";
     FindingTriageUndone => "finding.triage_undone", "Finding's triage undone";
     HousekeepingPolicySet => "housekeeping.policy_set", "Housekeeping policy set";
+    FrameworkSet => "framework.set", "Custom framework set";
+    FrameworkDeleted => "framework.deleted", "Custom framework deleted";
 }
 
 /// Who made a change.

@@ -10,6 +10,7 @@ pub mod ci_identity;
 pub mod findings;
 pub mod form_seal;
 pub mod forwarded;
+pub mod frameworks;
 pub mod freshness;
 pub mod gate;
 pub mod git;

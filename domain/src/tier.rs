@@ -19,6 +19,14 @@ pub fn base_features(tier: Tier) -> &'static [Feature] {
     }
 }
 
+/// The lowest tier whose licences carry `feature` (Enterprise for one no tier carries).
+pub fn lowest_tier_with(feature: Feature) -> Tier {
+    Tier::ALL
+        .into_iter()
+        .find(|t| base_features(*t).contains(&feature))
+        .unwrap_or(Tier::Enterprise)
+}
+
 /// The features a license carries: its tier's, plus operator-added, minus operator-removed.
 /// Sorted in the contract's order.
 pub fn effective_features(tier: Tier, added: &[Feature], removed: &[Feature]) -> Vec<Feature> {
@@ -69,6 +77,14 @@ pub fn allows_sso(tier: Tier) -> bool {
 mod tests {
     use super::*;
     use Feature::*;
+
+    #[test]
+    fn each_feature_names_the_lowest_tier_that_has_it() {
+        assert_eq!(lowest_tier_with(HostedDashboard), Tier::Team);
+        assert_eq!(lowest_tier_with(DriftDetection), Tier::Team);
+        assert_eq!(lowest_tier_with(CustomFrameworks), Tier::Agency);
+        assert_eq!(lowest_tier_with(PrioritySupport), Tier::Enterprise);
+    }
 
     #[test]
     fn tiers_carry_the_decided_features_and_caps() {

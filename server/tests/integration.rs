@@ -16,6 +16,7 @@ mod deployment;
 mod exports;
 mod faults;
 mod findings;
+mod frameworks;
 mod gates;
 mod housekeeping;
 mod key_rotation;

@@ -25,13 +25,14 @@ async fn every_documented_operation_is_routed() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let doc = serde_json::to_value(server::api::openapi()).unwrap();
     let paths = doc["paths"].as_object().unwrap();
-    assert_eq!(paths.len(), 16);
+    assert_eq!(paths.len(), 18);
     for (path, ops) in paths {
         let concrete = path
             .replace("{bundle_id}", "bnd_x")
             .replace("{project_id}", "prj_x")
             .replace("{scan_id}", "scn_x")
-            .replace("{finding_id}", "fnd_x");
+            .replace("{finding_id}", "fnd_x")
+            .replace("{framework_id}", "acme");
         for method in ops.as_object().unwrap().keys() {
             let req = app
                 .client

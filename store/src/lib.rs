@@ -27,6 +27,7 @@ pub mod bundles;
 pub mod dashboard;
 pub mod fault;
 pub mod findings;
+pub mod frameworks;
 pub mod gates;
 pub mod gauges;
 pub mod housekeeping;

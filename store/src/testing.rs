@@ -205,6 +205,7 @@ pub fn push_context(account_id: &(impl AsRef<str> + ?Sized)) -> crate::pushes::P
         touch_key: false,
         raw_body_hash: None,
         pushed_by: None,
+        custom_frameworks: false,
     }
 }
 

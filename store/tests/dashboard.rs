@@ -49,6 +49,7 @@ async fn push(
         touch_key: false,
         raw_body_hash: None,
         pushed_by: None,
+        custom_frameworks: false,
     };
     match record_push(db, ctx, push).await.unwrap() {
         PushOutcome::Appended(scan, _) => scan.scan_id,

@@ -127,14 +127,14 @@ tidemark_store::test_each_backend! {
         let current = |at: i64| {
             let (db, account, project, line) = (db.clone(), account.clone(), project.clone(), line.id.clone());
             async move {
-                current_posture(db.as_ref(), &account, &project, &line, at).await.unwrap().unwrap()
+                current_posture(db.as_ref(), &account, &project, &line, at, &[]).await.unwrap().unwrap()
             }
         };
         let before_push = current(now).await;
         assert_eq!(before_push.scan_id, s1.scan_id);
         assert_eq!(before_push.frameworks[0].tally, tally(1, 1, 1, 1), "{backend:?}");
         assert_eq!(current(now + 31 * 86_400_000).await.frameworks[0].tally, tally(1, 2, 0, 1));
-        assert!(current_posture(db.as_ref(), &AccountId::trusted("acct_b"), &project, &line.id, now)
+        assert!(current_posture(db.as_ref(), &AccountId::trusted("acct_b"), &project, &line.id, now, &[])
             .await
             .unwrap()
             .is_none());

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub mod findings;
+pub mod frameworks;
 pub mod ids;
 mod keyless;
 pub mod posture;

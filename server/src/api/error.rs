@@ -2,7 +2,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tidemark_store::Fault;
-use tidemark_wire::{ErrorBody, Tier};
+use tidemark_wire::{ErrorBody, Feature, Tier};
 
 /// The one error type of the `/v1` API. Each variant is one row of the contract's error
 /// table: its status, its machine-readable code and its human message.
@@ -24,6 +24,9 @@ pub enum ApiError {
     InvalidApiKey,
     #[error("The hosted dashboard requires the Team tier or above; this license is on the {} tier. Upgrade to push scans.", .0.as_str())]
     InsufficientTier(Tier),
+    /// A licence without the feature an endpoint needs (other than the hosted dashboard).
+    #[error("{} require the {} tier or above; this license is on the {} tier.", .feature.label(), tier_name(tidemark_domain::tier::lowest_tier_with(*.feature)), .tier.as_str())]
+    FeatureNotInTier { feature: Feature, tier: Tier },
     #[error("{0}")]
     ProjectLimitReached(String),
     #[error("The project {0} is archived. Unarchive it in the dashboard (Settings, Projects) to push to it again.")]
@@ -149,6 +152,7 @@ impl ApiError {
             InvalidOidcToken(_) => StatusCode::UNAUTHORIZED,
             LicenseInactive(_)
             | InsufficientTier(_)
+            | FeatureNotInTier { .. }
             | NoTrustedPublisher(_)
             | ProjectNotAllowed(_)
             | ApiKeyRequired => StatusCode::FORBIDDEN,
@@ -179,7 +183,7 @@ impl ApiError {
             MissingApiKey => "missing_api_key",
             MalformedApiKey => "malformed_api_key",
             InvalidApiKey => "invalid_api_key",
-            InsufficientTier(_) => "insufficient_tier",
+            InsufficientTier(_) | FeatureNotInTier { .. } => "insufficient_tier",
             ProjectLimitReached(_) => "project_limit_reached",
             ProjectArchived(_) => "project_archived",
             RateLimited { .. } => "rate_limit_exceeded",
@@ -290,5 +294,15 @@ impl From<tidemark_store::StoreError> for ApiError {
             Some(fault) => Self::from_fault(fault, &err),
             None => ApiError::Internal(err.into()),
         }
+    }
+}
+
+/// A tier as the contract's messages name it ("Agency").
+pub fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Individual => "Individual",
+        Tier::Team => "Team",
+        Tier::Agency => "Agency",
+        Tier::Enterprise => "Enterprise",
     }
 }

@@ -101,7 +101,7 @@ impl FindingsQuery {
 }
 
 /// Who changes something through `/v1`: the API key's owner, named by the key's prefix.
-fn writer_audit(
+pub(super) fn writer_audit(
     state: &AppState,
     owner: &KeyOwner,
     peer: SocketAddr,

@@ -7,6 +7,7 @@ mod error;
 mod exports;
 mod extract;
 mod findings;
+mod frameworks;
 pub mod keys;
 pub mod license;
 mod oidc_exchange;
@@ -60,6 +61,7 @@ pub(crate) const API_KEY_REFUSED: &str =
         (name = "findings", description = "Findings followed across scans, per branch, and their triage"),
         (name = "gates", description = "A project's quality gate, to keep beside the workflow that pushes"),
         (name = "posture", description = "Compliance posture per framework: requirements passed, failed, triaged and not evaluated, now and over time"),
+        (name = "frameworks", description = "Custom frameworks: an account's own controls, each mapped to rule ids of scanned frameworks, judged like a scanned framework"),
     )
 )]
 struct ApiDoc;
@@ -180,6 +182,12 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(findings::triage_many))
         .routes(routes!(findings::get_gate, findings::put_gate))
         .routes(routes!(posture::get_posture))
+        .routes(routes!(frameworks::list_custom_frameworks))
+        .routes(routes!(
+            frameworks::put_framework,
+            frameworks::get_framework,
+            frameworks::remove_framework
+        ))
 }
 
 /// The `/v1` routes, the OpenAPI document at `/v1/openapi.json`, and JSON answers for

@@ -8,9 +8,11 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde::Deserialize;
+use tidemark_domain::frameworks::ValidFramework;
 use tidemark_domain::posture::Tally;
 use tidemark_domain::{now_millis, to_rfc3339};
 use tidemark_store::findings::find_line;
+use tidemark_store::frameworks::list_frameworks;
 use tidemark_store::posture::{current_posture, posture_history, PostureRow};
 use tidemark_wire::posture::{
     FrameworkPosture, PostureCounts, PosturePoint, PostureRange, ProjectPosture, SectionPosture,
@@ -127,7 +129,21 @@ pub async fn get_posture(
         .days()
         .map(|d| now - d * 86_400_000);
     let framework = query.framework.as_deref();
-    let current = current_posture(&state.db, account_id, &project_id, &line.id, now).await?;
+    let customs: Vec<ValidFramework> = if owner
+        .license
+        .features()
+        .contains(&tidemark_wire::Feature::CustomFrameworks)
+    {
+        list_frameworks(&state.db, account_id)
+            .await?
+            .into_iter()
+            .map(|f| f.framework)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let current =
+        current_posture(&state.db, account_id, &project_id, &line.id, now, &customs).await?;
     let rows = posture_history(
         &state.db,
         account_id,

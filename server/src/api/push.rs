@@ -160,6 +160,10 @@ async fn push(
     let (project_cap, account) = (owner.license.project_cap(), account_id.clone());
     // Settings shows "last used" to the minute: no need to write it on every push.
     let touch_key = owner.last_used_at.is_none_or(|t| now - t >= 60_000);
+    let custom_frameworks = owner
+        .license
+        .features()
+        .contains(&tidemark_wire::Feature::CustomFrameworks);
     let outcome = state
         .db
         .detached(|db| async move {
@@ -175,6 +179,7 @@ async fn push(
                 touch_key,
                 raw_body_hash: Some(raw_body_hash),
                 pushed_by,
+                custom_frameworks,
             };
             record_push(&db, ctx, push).await
         })

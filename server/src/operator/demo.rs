@@ -209,6 +209,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
                 touch_key: false,
                 raw_body_hash: None,
                 pushed_by: None,
+                custom_frameworks: false,
             };
             let outcome = record_push(db, ctx, push).await?;
             // The first project gets a quality gate a third of the way in, so the chart and

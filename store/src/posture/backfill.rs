@@ -17,7 +17,7 @@ use std::collections::HashSet;
 
 use tidemark_domain::Millis;
 
-use super::{judge, rows_statement, scan_statuses, PostureScan};
+use super::{framework_rows, insert_statement, judge, scan_statuses, PostureScan};
 use crate::spans::THINNED;
 use crate::stmt::bound;
 use crate::{on_db, on_db_write, AccountId, BeginWrite as _, Db, ProjectId, StoreError, Writer};
@@ -114,16 +114,14 @@ async fn backfill_scan(db: &Writer, scan: &Pending) -> Result<bool, StoreError> 
             });
             let previous_findings = previous_scan_findings(db, scan, line, line_seq).await?;
             let previous = judge(&previous_findings, |_, _| false);
-            rows_statement(
+            insert_statement(
                 &PostureScan {
                     project_id: &scan.project_id,
                     seq: scan.seq,
                     line_id: line,
                     scanned_at: scan.scanned_at,
                 },
-                &frameworks,
-                &now,
-                &previous,
+                &framework_rows(&frameworks, &now, &previous),
             )
         }
         _ => None,

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
+use tidemark_domain::frameworks::{ValidFramework, POSTURE_PREFIX};
 use tidemark_domain::posture::{
     drifted, posture, requirements, split_rule, FrameworkPosture, Judged, Requirement, Tally,
 };
@@ -38,15 +39,17 @@ fn previous_requirements(previous: &[LiveSpan]) -> BTreeMap<&str, Requirement> {
     }))
 }
 
-/// The scan's posture, one row per framework it named: its tallies, its sections and its
-/// drift against the line's previous scan. `set_aside` holds the line's findings whose triage
-/// (accepted risk or false positive) holds now.
+/// The scan's posture, one row per framework it named and per custom framework of the
+/// account: its tallies, its sections and its drift against the line's previous scan.
+/// `set_aside` holds the line's findings whose triage (accepted risk or false positive) holds
+/// now.
 pub(crate) fn posture_statement(
     scan: &PostureScan<'_>,
     frameworks: &[String],
     findings: &[Finding],
     set_aside: Option<&HashSet<(String, String)>>,
     previous: &[LiveSpan],
+    customs: &[ValidFramework],
 ) -> Option<Stmt> {
     let set_aside = set_aside.filter(|t| !t.is_empty());
     let now = requirements(findings.iter().map(|f| Judged {
@@ -55,25 +58,81 @@ pub(crate) fn posture_statement(
         triaged: f.status.is_open()
             && set_aside.is_some_and(|t| t.contains(&(f.rule_id.clone(), f.resource.clone()))),
     }));
-    rows_statement(scan, frameworks, &now, &previous_requirements(previous))
+    let previous = previous_requirements(previous);
+    let mut rows = framework_rows(frameworks, &now, &previous);
+    rows.extend(custom_rows(customs, &now, &previous));
+    insert_statement(scan, &rows)
 }
 
-/// The `scan_posture` rows of a scan whose requirements are `now`, the line's previous scan's
-/// `previous` (empty: no drift); `None` when the scan named no framework any rule is in.
-pub(crate) fn rows_statement(
-    scan: &PostureScan<'_>,
+/// One framework's row: its posture and the requirements that drifted.
+pub(crate) type PostureRowOut = (FrameworkPosture, Vec<String>);
+
+/// The rows of the frameworks a scan named (but none named like a custom framework's
+/// posture), from its requirements `now` and the line's previous scan's `previous` (empty:
+/// no drift).
+pub(crate) fn framework_rows(
     frameworks: &[String],
     now: &BTreeMap<&str, Requirement>,
     previous: &BTreeMap<&str, Requirement>,
-) -> Option<Stmt> {
-    let mut drift: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+) -> Vec<PostureRowOut> {
+    let frameworks: Vec<String> = frameworks
+        .iter()
+        .filter(|f| !f.starts_with(POSTURE_PREFIX))
+        .cloned()
+        .collect();
+    let mut drift: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for rule in drifted(previous, now) {
-        if let Some((i, _)) = split_rule(rule, frameworks) {
-            drift.entry(frameworks[i].as_str()).or_default().push(rule);
+        if let Some((i, _)) = split_rule(rule, &frameworks) {
+            drift
+                .entry(frameworks[i].as_str())
+                .or_default()
+                .push(rule.to_owned());
         }
     }
-    let posture = posture(frameworks, now);
-    if posture.is_empty() {
+    posture(&frameworks, now)
+        .into_iter()
+        .map(|f| {
+            let drifted = drift.remove(f.framework.as_str()).unwrap_or_default();
+            (f, drifted)
+        })
+        .collect()
+}
+
+/// The rows of the account's custom frameworks: each control judged from the rules mapped
+/// to it, drift by control.
+pub(crate) fn custom_rows(
+    customs: &[ValidFramework],
+    now: &BTreeMap<&str, Requirement>,
+    previous: &BTreeMap<&str, Requirement>,
+) -> Vec<PostureRowOut> {
+    customs
+        .iter()
+        .filter_map(|custom| {
+            let controls_now = custom.judge(now);
+            let controls_before = custom.judge(previous);
+            let now: BTreeMap<&str, Requirement> =
+                controls_now.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+            let before: BTreeMap<&str, Requirement> = if previous.is_empty() {
+                BTreeMap::new()
+            } else {
+                controls_before
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), *v))
+                    .collect()
+            };
+            let drifted = drifted(&before, &now)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            let posture = posture(&[custom.posture_name()], &now).pop()?;
+            Some((posture, drifted))
+        })
+        .collect()
+}
+
+/// One `scan_posture` row per framework in `rows`; `None` when there are none.
+pub(crate) fn insert_statement(scan: &PostureScan<'_>, rows: &[PostureRowOut]) -> Option<Stmt> {
+    if rows.is_empty() {
         return None;
     }
     let mut sql = String::from(
@@ -81,10 +140,7 @@ pub(crate) fn rows_statement(
          passed, failed, triaged, not_evaluated, sections, drifted) VALUES ",
     );
     let mut stmt = Stmt::new(String::new());
-    for (i, framework) in posture.iter().enumerate() {
-        let drifted = drift
-            .get(framework.framework.as_str())
-            .map_or(&[][..], Vec::as_slice);
+    for (i, (framework, drifted)) in rows.iter().enumerate() {
         let n = 1 + 11 * i;
         let placeholders: Vec<String> = (n..n + 11).map(|k| format!("${k}")).collect();
         let _ = write!(
@@ -108,6 +164,18 @@ pub(crate) fn rows_statement(
     }
     stmt.sql = sql;
     Some(stmt)
+}
+
+/// The custom frameworks a push's head read (`[doc, …]`), skipping any no longer valid.
+pub(crate) fn parse_customs(documents: Option<&str>) -> Vec<ValidFramework> {
+    let Some(documents) = documents else {
+        return Vec::new();
+    };
+    let parsed: Vec<serde_json::Value> = serde_json::from_str(documents).unwrap_or_default();
+    parsed
+        .into_iter()
+        .filter_map(|doc| ValidFramework::from_stored(&doc.to_string()))
+        .collect()
 }
 
 /// `{"1": [passed, failed, triaged, not_evaluated], …}`.
@@ -234,6 +302,7 @@ pub async fn current_posture(
     project_id: &ProjectId,
     line_id: &str,
     now: Millis,
+    customs: &[ValidFramework],
 ) -> Result<Option<CurrentPosture>, StoreError> {
     let head: Option<HeadScan> = on_db!(db, pool => {
         sqlx::query_as(
@@ -253,7 +322,33 @@ pub async fn current_posture(
     let Some(head) = head else {
         return Ok(None);
     };
-    let set_aside: Vec<(String, String)> = on_db!(db, pool => {
+    let set_aside = set_aside_now(db, line_id, now).await?;
+    let findings = scan_statuses(db, project_id, head.seq).await?;
+    let frameworks: Vec<String> = serde_json::from_str(&head.frameworks).unwrap_or_default();
+    let judged = judge(&findings, |rule, resource| {
+        set_aside.contains(&(rule.to_owned(), resource.to_owned()))
+    });
+    let frameworks: Vec<FrameworkPosture> = framework_rows(&frameworks, &judged, &BTreeMap::new())
+        .into_iter()
+        .chain(custom_rows(customs, &judged, &BTreeMap::new()))
+        .map(|(posture, _)| posture)
+        .collect();
+    Ok(Some(CurrentPosture {
+        scan_seq: head.seq,
+        scan_id: head.scan_id,
+        scanned_at: head.scanned_at,
+        frameworks,
+    }))
+}
+
+/// The line's findings set aside (accepted risk, false positive) by a triage that holds at
+/// `now`.
+pub(crate) async fn set_aside_now(
+    db: &Db,
+    line_id: &str,
+    now: Millis,
+) -> Result<HashSet<(String, String)>, StoreError> {
+    let rows: Vec<(String, String)> = on_db!(db, pool => {
         sqlx::query_as(&format!(
             "SELECT rule_id, resource FROM tracked_findings WHERE branch_id = $1 \
              AND triage_state IN ({}) \
@@ -265,18 +360,7 @@ pub async fn current_posture(
         .fetch_all(pool)
         .await
     })?;
-    let set_aside: HashSet<(String, String)> = set_aside.into_iter().collect();
-    let findings = scan_statuses(db, project_id, head.seq).await?;
-    let frameworks: Vec<String> = serde_json::from_str(&head.frameworks).unwrap_or_default();
-    let judged = judge(&findings, |rule, resource| {
-        set_aside.contains(&(rule.to_owned(), resource.to_owned()))
-    });
-    Ok(Some(CurrentPosture {
-        scan_seq: head.seq,
-        scan_id: head.scan_id,
-        scanned_at: head.scanned_at,
-        frameworks: posture(&frameworks, &judged),
-    }))
+    Ok(rows.into_iter().collect())
 }
 
 /// A scan's findings as posture reads them: rule, resource, status.

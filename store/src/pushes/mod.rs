@@ -58,6 +58,8 @@ pub struct PushContext {
     pub raw_body_hash: Option<String>,
     /// How the scan was pushed (`wire::PushedBy` as JSON), kept with it.
     pub pushed_by: Option<String>,
+    /// The licence has `custom_frameworks`: the push judges the account's own frameworks too.
+    pub custom_frameworks: bool,
 }
 
 /// The scan a push created (or, for a replay, had created).
@@ -157,6 +159,7 @@ struct HeadRow {
     set_aside: Option<String>,
     open_tracked: Option<String>,
     live_spans: Option<String>,
+    custom_frameworks: Option<String>,
     line_head_seq: Option<i64>,
     line_head_at: Option<i64>,
     key_live: i64,
@@ -245,6 +248,7 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
         "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
          {set_aside} AS set_aside, \
          {open_tracked} AS open_tracked, {live_spans} AS live_spans, \
+         cf.documents AS custom_frameworks, \
          t.head_seq AS line_head_seq, \
          ls.scanned_at AS line_head_at, \
          k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
@@ -284,13 +288,19 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
          CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $18) wh \
          CROSS JOIN (SELECT COUNT(*) AS alerts FROM alert_prefs \
                      WHERE account_id = $19 AND (gate_failed OR score_regressed)) al \
-         CROSS JOIN (SELECT $20 AS now_ms) nw",
+         CROSS JOIN (SELECT $20 AS now_ms) nw \
+         CROSS JOIN (SELECT '[' || {} || ']' AS documents FROM custom_frameworks \
+                     WHERE account_id = $21) cf",
         open_set_column(
             backend,
             "p.gate_new_severity IS NOT NULL AND t.head_seq IS NOT NULL",
             "t.head_seq"
         ),
         open_set_column(backend, "bs.head_seq IS NOT NULL", "bs.head_seq"),
+        match backend {
+            Backend::Sqlite => "group_concat(document, ',')",
+            Backend::Postgres => "string_agg(document, ',')",
+        },
     ))
     .bind(second)
     .bind(second + 1000)
@@ -312,6 +322,12 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
     .bind(ctx.account_id.as_str())
     .bind(ctx.account_id.as_str())
     .bind(ctx.now)
+    // No account's id when the licence lacks the feature: its frameworks are not read.
+    .bind(if ctx.custom_frameworks {
+        ctx.account_id.as_str()
+    } else {
+        ""
+    })
 }
 
 /// What a push's transaction reads before it decides.
@@ -330,6 +346,8 @@ pub(crate) struct Head {
     open_tracked: crate::findings::OpenTracked,
     /// The spans the line's latest scan has.
     live_spans: Vec<crate::spans::LiveSpan>,
+    /// The account's custom frameworks (none without the feature).
+    customs: Vec<tidemark_domain::frameworks::ValidFramework>,
     line_head: Option<(i64, i64)>,
     /// The push's line as stored: its name and pull-request number (what a replay answers).
     line_name: Option<String>,
@@ -436,6 +454,7 @@ fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
         set_aside,
         open_tracked,
         live_spans,
+        customs: crate::posture::parse_customs(row.custom_frameworks.as_deref()),
         line_head,
         line_name: row.line_name,
         line_pr: row.line_pr.and_then(|n| u64::try_from(n).ok()),
@@ -490,6 +509,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         set_aside,
         open_tracked,
         live_spans,
+        customs,
         line_head,
         line_name,
         line_pr,
@@ -544,6 +564,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         live_spans: &live_spans,
         line_head,
         set_aside: set_aside.as_ref(),
+        customs: &customs,
     };
     let mut writes = write_statements(ctx, push, &append, &placed, &lines);
     let kind = append.lines.kind(git);
@@ -753,6 +774,7 @@ mod tests {
             touch_key: false,
             raw_body_hash: None,
             pushed_by: None,
+            custom_frameworks: false,
         };
         let first = head_statement(&ctx, &push(1), Backend::Sqlite);
         ctx.now += 60_000;

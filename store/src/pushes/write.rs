@@ -25,6 +25,7 @@ pub(super) struct Placed<'a> {
     pub(super) line_head: Option<(i64, i64)>,
     /// The line's findings set aside now (accepted risk, false positive).
     pub(super) set_aside: Option<&'a std::collections::HashSet<(String, String)>>,
+    pub(super) customs: &'a [tidemark_domain::frameworks::ValidFramework],
 }
 
 pub(super) fn write_statements(
@@ -73,6 +74,7 @@ pub(super) fn write_statements(
         &req.findings,
         placed.set_aside,
         placed.live_spans,
+        placed.customs,
     ));
     if ctx.touch_key {
         writes.push(
