@@ -204,6 +204,7 @@ fn context(account: &AccountId) -> PushContext {
         raw_body_hash: None,
         pushed_by: None,
         custom_frameworks: false,
+        drift_detection: false,
     }
 }
 

@@ -29,6 +29,9 @@ pub enum Event {
     ScoreRegressed,
     /// A pull request's scan failed the gate against its base.
     PullRequestGateFailed,
+    /// A push on the default branch where a requirement that passed before fails now (only
+    /// for licences with `drift_detection`).
+    PostureDrifted,
     KeysRotated,
     /// "Send a test event" in Settings: goes to the one endpoint, whatever it subscribes to.
     Test,
@@ -36,11 +39,12 @@ pub enum Event {
 
 impl Event {
     /// What an endpoint can subscribe to, in the order Settings lists them.
-    pub const SUBSCRIBABLE: [Event; 5] = [
+    pub const SUBSCRIBABLE: [Event; 6] = [
         Event::ScanPushed,
         Event::GateFailed,
         Event::ScoreRegressed,
         Event::PullRequestGateFailed,
+        Event::PostureDrifted,
         Event::KeysRotated,
     ];
 
@@ -50,6 +54,7 @@ impl Event {
             Event::GateFailed => "gate.failed",
             Event::ScoreRegressed => "score.regressed",
             Event::PullRequestGateFailed => "pull_request.gate_failed",
+            Event::PostureDrifted => "posture.drifted",
             Event::KeysRotated => "keys.rotated",
             Event::Test => "webhook.test",
         }
@@ -70,6 +75,7 @@ impl Event {
                 | Event::GateFailed
                 | Event::ScoreRegressed
                 | Event::PullRequestGateFailed
+                | Event::PostureDrifted
         )
     }
 
@@ -80,6 +86,7 @@ impl Event {
             Event::ScoreRegressed => 4,
             Event::KeysRotated => 8,
             Event::PullRequestGateFailed => 16,
+            Event::PostureDrifted => 32,
             Event::Test => 0,
         }
     }
@@ -159,9 +166,15 @@ pub enum LineKind {
 /// The events a stored push raises: always `scan.pushed`. On the default branch,
 /// `gate.failed` when the gate failed and `score.regressed` when the score fell below the
 /// previous scan's; on a pull request, `pull_request.gate_failed` when it failed the gate
-/// against its base. Other branches raise nothing more: their half-finished states are not the
-/// project's.
-pub fn push_events(line: LineKind, gate: GateStatus, score_delta: f64) -> Vec<Event> {
+/// against its base; on the default branch, `posture.drifted` when `drifted` (a requirement
+/// that passed in the previous scan fails now, for a licence with drift detection). Other
+/// branches raise nothing more: their half-finished states are not the project's.
+pub fn push_events(
+    line: LineKind,
+    gate: GateStatus,
+    score_delta: f64,
+    drifted: bool,
+) -> Vec<Event> {
     let mut events = vec![Event::ScanPushed];
     match line {
         LineKind::Default => {
@@ -171,6 +184,9 @@ pub fn push_events(line: LineKind, gate: GateStatus, score_delta: f64) -> Vec<Ev
             // A line's first scan has a delta of exactly 0.
             if score_delta < 0.0 {
                 events.push(Event::ScoreRegressed);
+            }
+            if drifted {
+                events.push(Event::PostureDrifted);
             }
         }
         LineKind::PullRequest if gate == GateStatus::Failed => {
@@ -496,6 +512,18 @@ pub fn slack_message(event: &EventBody) -> serde_json::Value {
             ":chart_with_downwards_trend: *{project}* regressed: score {} ({:+})",
             scan.score, scan.score_delta
         ),
+        ("posture.drifted", Some(scan)) => {
+            let n: usize = scan.drifted.iter().map(|d| d.requirements.len()).sum();
+            format!(
+                ":warning: Compliance drift in *{project}*: {n} {} that passed before {} now",
+                if n == 1 {
+                    "requirement"
+                } else {
+                    "requirements"
+                },
+                if n == 1 { "fails" } else { "fail" }
+            )
+        }
         (_, Some(scan)) => format!(
             "New scan of *{project}*: score {} ({:+}), gate {}",
             scan.score,
@@ -511,6 +539,15 @@ pub fn slack_message(event: &EventBody) -> serde_json::Value {
     if let Some(scan) = &event.scan {
         for reason in &scan.gate.reasons {
             text.push_str(&format!("\n• {}", esc(reason)));
+        }
+        if event.event_type == "posture.drifted" {
+            for d in &scan.drifted {
+                text.push_str(&format!(
+                    "\n• {}: {}",
+                    esc(&d.framework),
+                    esc(&d.requirements.join(", "))
+                ));
+            }
         }
     }
     text.push_str(&format!("\n<{}|Open in Tidemark>", event.dashboard_url));
@@ -544,20 +581,33 @@ mod tests {
     fn a_push_raises_scan_pushed_and_failure_or_regression_when_they_happen() {
         use LineKind::*;
         assert_eq!(
-            push_events(Default, GateStatus::None, 0.0),
+            push_events(Default, GateStatus::None, 0.0, false),
             [Event::ScanPushed]
         );
         assert_eq!(
-            push_events(Default, GateStatus::Passed, 2.0),
+            push_events(Default, GateStatus::Passed, 2.0, false),
             [Event::ScanPushed]
         );
         assert_eq!(
-            push_events(Default, GateStatus::Failed, -0.5),
+            push_events(Default, GateStatus::Failed, -0.5, false),
             [Event::ScanPushed, Event::GateFailed, Event::ScoreRegressed]
         );
         assert_eq!(
-            push_events(Default, GateStatus::Passed, -1.0),
+            push_events(Default, GateStatus::Passed, -1.0, false),
             [Event::ScanPushed, Event::ScoreRegressed]
+        );
+        assert_eq!(
+            push_events(Default, GateStatus::Passed, 1.0, true),
+            [Event::ScanPushed, Event::PostureDrifted]
+        );
+        // Drift on a branch or pull request is theirs, not the project's.
+        assert_eq!(
+            push_events(Branch, GateStatus::Passed, 1.0, true),
+            [Event::ScanPushed]
+        );
+        assert_eq!(
+            push_events(PullRequest, GateStatus::Passed, 1.0, true),
+            [Event::ScanPushed]
         );
     }
 
@@ -565,15 +615,15 @@ mod tests {
     fn branches_never_alarm_and_pull_requests_raise_their_own_failure() {
         use LineKind::*;
         assert_eq!(
-            push_events(Branch, GateStatus::Failed, -30.0),
+            push_events(Branch, GateStatus::Failed, -30.0, false),
             [Event::ScanPushed]
         );
         assert_eq!(
-            push_events(PullRequest, GateStatus::Failed, -30.0),
+            push_events(PullRequest, GateStatus::Failed, -30.0, false),
             [Event::ScanPushed, Event::PullRequestGateFailed]
         );
         assert_eq!(
-            push_events(PullRequest, GateStatus::Passed, -30.0),
+            push_events(PullRequest, GateStatus::Passed, -30.0, false),
             [Event::ScanPushed]
         );
     }
@@ -735,6 +785,7 @@ mod tests {
                 commit: None,
                 pull_request: None,
                 pushed_by: None,
+                drifted: Vec::new(),
             }),
             dashboard_url: "https://t.example/projects/prj_x/scans/s".into(),
         };

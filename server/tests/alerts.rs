@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::common;
 
+use common::receiver::Receiver;
 use common::smtp::{SinkMessage, SmtpSink};
 use common::{sample_push, wait_for_async, TestApp};
 use reqwest::StatusCode;
@@ -58,7 +59,8 @@ tidemark_store::test_each_backend! {
         let before: Value = dev.post_form("/api/alerts", &[]).await.json().await.unwrap();
         assert_eq!(
             before,
-            json!({"email": "dev@example.com", "gate_failed": false, "score_regressed": false})
+            json!({"email": "dev@example.com", "gate_failed": false, "score_regressed": false,
+                   "posture_drifted": false, "drift_detection": true})
         );
         let res = admin.post_form("/api/save_alerts", &[("score_regressed", "true")]).await;
         assert_eq!(res.status(), StatusCode::OK);
@@ -112,5 +114,75 @@ tidemark_store::test_each_backend! {
         assert_eq!(messages[3].to, license.email);
         assert_eq!(messages[3].subject, "web: score dropped 0.3 points to 78.2");
         assert!(messages[3].text.contains("Quality gate: passed"), "{}", messages[3].text);
+    }
+}
+
+/// The sample push with the web instance's and the logs bucket's statuses, on `branch`.
+fn drift_scan(web: &str, logs: &str, at: &str, branch: &str) -> Value {
+    let mut body = sample_push("web", 80.0, at);
+    body["findings"][0]["status"] = json!(web);
+    body["findings"][1]["status"] = json!(logs);
+    body["git"] = json!({"branch": branch, "default_branch": "main"});
+    body
+}
+
+tidemark_store::test_each_backend! {
+    /// Issue 47: a requirement that passed in the default branch's previous scan and fails
+    /// now is drift: one `posture.drifted` webhook event and one alert mail per push, naming
+    /// what drifted; none for a replay, a requirement that was already failing, another
+    /// branch, or a licence without drift detection.
+    async fn drift_is_sent_once_to_webhooks_and_mail(backend) {
+        let sink = SmtpSink::start_anywhere();
+        let receiver = Receiver::start().await;
+        let (app, provider) = TestApp::spawn_with_oidc_and(backend, &[
+            ("TIDEMARK_SMTP_URL", &sink.url()),
+            ("TIDEMARK_WEBHOOK_ALLOW_PRIVATE", "1"),
+        ]).await;
+        let (license, key) = app.with_key(Tier::Team).await;
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let res = admin.post_form("/api/save_alerts", &[("posture_drifted", "true")]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let prefs: Value = admin.post_form("/api/alerts", &[]).await.json().await.unwrap();
+        assert_eq!((prefs["posture_drifted"].as_bool(), prefs["drift_detection"].as_bool()), (Some(true), Some(true)));
+        let url = format!("{}/hooks/drift", receiver.base);
+        let res = admin.post_form("/api/create_webhook", &[("url", &url), ("posture_drifted", "true")]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+
+        app.push_json(&key, &drift_scan("PASS", "PASS", "2026-11-20T10:00:00Z", "main")).await;
+        let drifted = app.push_json(&key, &drift_scan("FAIL", "PASS", "2026-11-20T11:00:00Z", "main")).await;
+        let got = receiver.wait_for(1).await;
+        let body = got[0].json();
+        assert_eq!(body["type"], "posture.drifted", "{body}");
+        assert_eq!(body["scan"]["scan_id"], drifted["scan_id"]);
+        assert_eq!(body["scan"]["drifted"], json!([{"framework": "cis-gcp-2.0", "requirements": ["cis-gcp-2.0-4.1"]}]));
+        let messages = exactly(&sink, 1).await;
+        assert_eq!(messages[0].to, license.email);
+        assert_eq!(messages[0].subject, "web: compliance drift (1 requirement passed before and fails now)");
+        assert!(messages[0].text.contains("    - cis-gcp-2.0: cis-gcp-2.0-4.1"), "{}", messages[0].text);
+
+        // Sent once: the same push again is a replay; still failing is no new drift; a
+        // feature branch's drift is its own.
+        app.push_json(&key, &drift_scan("FAIL", "PASS", "2026-11-20T11:00:00Z", "main")).await;
+        app.push_json(&key, &drift_scan("FAIL", "PASS", "2026-11-20T12:00:00Z", "main")).await;
+        app.push_json(&key, &drift_scan("PASS", "PASS", "2026-11-20T12:00:00Z", "feature")).await;
+        app.push_json(&key, &drift_scan("FAIL", "PASS", "2026-11-20T13:00:00Z", "feature")).await;
+        exactly(&sink, 1).await;
+        assert_eq!(receiver.received().len(), 1, "one event");
+        assert_eq!(app.count("scans WHERE drifted IS NOT NULL").await, 2, "the branch's scan keeps its drift too");
+
+        // A licence without drift detection (an operator's override): drift is not kept and
+        // raises nothing.
+        let account = license.account_id.clone();
+        tidemark_store::on_db_write!(&app.db, pool => {
+            sqlx::query("UPDATE licenses SET features_removed = 'drift_detection' WHERE account_id = $1")
+                .bind(account.as_str()).execute(pool).await.map(drop)
+        }).unwrap();
+        app.push_json(&key, &drift_scan("PASS", "PASS", "2026-11-20T14:00:00Z", "main")).await;
+        app.push_json(&key, &drift_scan("FAIL", "PASS", "2026-11-20T15:00:00Z", "main")).await;
+        exactly(&sink, 1).await;
+        assert_eq!(receiver.received().len(), 1);
+        assert_eq!(app.count("scans WHERE drifted IS NOT NULL").await, 2, "{backend:?}");
+        let prefs: Value = admin.post_form("/api/alerts", &[]).await.json().await.unwrap();
+        assert_eq!(prefs["drift_detection"], false, "the choice is not offered");
     }
 }

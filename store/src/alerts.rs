@@ -16,6 +16,8 @@ pub const ALERT_MAIL_KIND: &str = "push_alert";
 pub struct AlertPrefs {
     pub gate_failed: bool,
     pub score_regressed: bool,
+    /// A push on a default branch drifted (licences with drift detection).
+    pub posture_drifted: bool,
 }
 
 /// The member's preferences in the account (the default when never set).
@@ -24,9 +26,9 @@ pub async fn alert_prefs(
     account_id: &AccountId,
     user_id: &str,
 ) -> Result<AlertPrefs, StoreError> {
-    let row: Option<(bool, bool)> = on_db!(db, pool => {
+    let row: Option<(bool, bool, bool)> = on_db!(db, pool => {
         sqlx::query_as(
-            "SELECT gate_failed, score_regressed FROM alert_prefs \
+            "SELECT gate_failed, score_regressed, posture_drifted FROM alert_prefs \
              WHERE account_id = $1 AND user_id = $2",
         )
         .bind(account_id)
@@ -34,14 +36,14 @@ pub async fn alert_prefs(
         .fetch_optional(pool)
         .await
     })?;
-    Ok(
-        row.map_or_else(AlertPrefs::default, |(gate_failed, score_regressed)| {
-            AlertPrefs {
-                gate_failed,
-                score_regressed,
-            }
-        }),
-    )
+    Ok(row.map_or_else(
+        AlertPrefs::default,
+        |(gate_failed, score_regressed, posture_drifted)| AlertPrefs {
+            gate_failed,
+            score_regressed,
+            posture_drifted,
+        },
+    ))
 }
 
 /// Stores the member's preferences. `false` (and nothing stored) when the user is not a
@@ -56,15 +58,17 @@ pub async fn set_alert_prefs(
     let stored = on_db_write!(db, pool => {
         // One statement: the membership check and the write cannot be split by a removal.
         sqlx::query(
-            "INSERT INTO alert_prefs (account_id, user_id, gate_failed, score_regressed, updated_at) \
-             SELECT m.account_id, m.user_id, $1, $2, $3 FROM members m \
-             WHERE m.account_id = $4 AND m.user_id = $5 \
+            "INSERT INTO alert_prefs (account_id, user_id, gate_failed, score_regressed, \
+             posture_drifted, updated_at) \
+             SELECT m.account_id, m.user_id, $1, $2, $3, $4 FROM members m \
+             WHERE m.account_id = $5 AND m.user_id = $6 \
              ON CONFLICT (account_id, user_id) DO UPDATE SET \
              gate_failed = excluded.gate_failed, score_regressed = excluded.score_regressed, \
-             updated_at = excluded.updated_at",
+             posture_drifted = excluded.posture_drifted, updated_at = excluded.updated_at",
         )
         .bind(prefs.gate_failed)
         .bind(prefs.score_regressed)
+        .bind(prefs.posture_drifted)
         .bind(now)
         .bind(account_id)
         .bind(user_id)
@@ -83,6 +87,7 @@ pub(crate) struct AlertScan<'a> {
     pub seq: i64,
     pub gate_failed: bool,
     pub score_regressed: bool,
+    pub posture_drifted: bool,
     pub now: Millis,
 }
 
@@ -90,13 +95,20 @@ pub(crate) struct AlertScan<'a> {
 /// per push and person however many reasons apply — or `None` when the push raised nothing
 /// an alert is about. Mail ids are `alr_<random>_<user id>`: unique per push and member.
 pub(crate) fn enqueue_statement(scan: &AlertScan<'_>) -> Option<Stmt> {
-    // A literal condition rather than bound flags: three fixed statement texts, each
+    // A literal condition rather than bound flags: a few fixed statement texts, each
     // prepared once.
-    let wanted = match (scan.gate_failed, scan.score_regressed) {
-        (true, true) => "(ap.gate_failed OR ap.score_regressed)",
-        (true, false) => "ap.gate_failed",
-        (false, true) => "ap.score_regressed",
-        (false, false) => return None,
+    let reasons: Vec<&str> = [
+        (scan.gate_failed, "ap.gate_failed"),
+        (scan.score_regressed, "ap.score_regressed"),
+        (scan.posture_drifted, "ap.posture_drifted"),
+    ]
+    .into_iter()
+    .filter_map(|(raised, column)| raised.then_some(column))
+    .collect();
+    let wanted = match reasons.as_slice() {
+        [] => return None,
+        [one] => (*one).to_owned(),
+        many => format!("({})", many.join(" OR ")),
     };
     let prefix = format!("alr_{}_", tidemark_domain::ids::random_base62(16));
     Some(
@@ -130,6 +142,7 @@ mod tests {
             seq: 3,
             gate_failed,
             score_regressed,
+            posture_drifted: false,
             now: 1,
         })
     }
@@ -145,5 +158,18 @@ mod tests {
         assert!(sql(true, false).ends_with("AND ap.gate_failed"));
         assert!(sql(false, true).ends_with("AND ap.score_regressed"));
         assert!(sql(true, true).ends_with("(ap.gate_failed OR ap.score_regressed)"));
+        let drifted = enqueue_statement(&AlertScan {
+            account_id: &AccountId::trusted("acc_1"),
+            project_id: "prj_1",
+            seq: 3,
+            gate_failed: true,
+            score_regressed: false,
+            posture_drifted: true,
+            now: 1,
+        });
+        assert!(drifted
+            .unwrap()
+            .sql
+            .ends_with("(ap.gate_failed OR ap.posture_drifted)"));
     }
 }

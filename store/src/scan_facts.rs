@@ -14,7 +14,7 @@ pub(crate) const SCAN_FACTS_COLUMNS: &str = "p.label, s.scan_id, s.score, s.scor
      s.passed, s.failed, s.sev_critical, s.sev_high, s.sev_medium, s.sev_low, s.scanned_at, \
      s.gate_status, s.gate_reasons, b.name AS branch_name, b.pr_number, b.pr_title, b.pr_url, \
      s.commit_sha, s.base_branch, s.base_scan_id, s.base_score, s.base_new, s.base_fixed, \
-     s.pushed_by";
+     s.pushed_by, s.drifted";
 
 /// Joins for a row alias `o` with `project_id` and `scan_seq` columns.
 pub(crate) const SCAN_FACTS_JOIN: &str = "LEFT JOIN projects p ON p.id = o.project_id \
@@ -41,6 +41,8 @@ pub struct ScanFacts {
     pub pull_request: Option<tidemark_wire::WebhookPullRequest>,
     /// How it was pushed (an API key, or a keyless CI identity).
     pub pushed_by: Option<tidemark_wire::PushedBy>,
+    /// What drifted (a licence with drift detection; empty otherwise).
+    pub drifted: Vec<tidemark_wire::DriftedRequirements>,
 }
 
 /// [`SCAN_FACTS_COLUMNS`] as read (all null when the row is about no scan).
@@ -70,6 +72,7 @@ pub(crate) struct ScanFactsRow {
     base_new: Option<i64>,
     base_fixed: Option<i64>,
     pushed_by: Option<String>,
+    drifted: Option<String>,
 }
 
 impl ScanFactsRow {
@@ -118,6 +121,11 @@ impl ScanFactsRow {
                         .pushed_by
                         .as_deref()
                         .and_then(|j| serde_json::from_str(j).ok()),
+                    drifted: r
+                        .drifted
+                        .as_deref()
+                        .and_then(|j| serde_json::from_str(j).ok())
+                        .unwrap_or_default(),
                 })
             }
             _ => None,

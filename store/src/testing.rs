@@ -206,6 +206,7 @@ pub fn push_context(account_id: &(impl AsRef<str> + ?Sized)) -> crate::pushes::P
         raw_body_hash: None,
         pushed_by: None,
         custom_frameworks: false,
+        drift_detection: false,
     }
 }
 

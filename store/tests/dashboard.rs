@@ -50,6 +50,7 @@ async fn push(
         raw_body_hash: None,
         pushed_by: None,
         custom_frameworks: false,
+        drift_detection: false,
     };
     match record_push(db, ctx, push).await.unwrap() {
         PushOutcome::Appended(scan, _) => scan.scan_id,

@@ -17,7 +17,7 @@ pub struct WebhookEvent {
     #[cfg_attr(feature = "openapi", schema(example = "evt_3k5v7x2m4q6s8u0w1y3a"))]
     pub id: String,
     /// `scan.pushed`, `gate.failed`, `score.regressed`, `pull_request.gate_failed`,
-    /// `keys.rotated` or `webhook.test`.
+    /// `posture.drifted`, `keys.rotated` or `webhook.test`.
     #[serde(rename = "type")]
     #[cfg_attr(feature = "openapi", schema(example = "gate.failed"))]
     pub event_type: String,
@@ -71,6 +71,20 @@ pub struct WebhookScan {
     /// How the scan was pushed: an API key (prefix and machine) or a keyless CI identity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pushed_by: Option<PushedBy>,
+    /// Requirements that passed in the branch's previous scan and fail in this one, per
+    /// framework (only for licences with `drift_detection`; absent when nothing drifted).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drifted: Vec<DriftedRequirements>,
+}
+
+/// One framework's requirements that drifted in a scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DriftedRequirements {
+    /// As posture names it (`cis-aws-2.0`, or `custom:<id>`).
+    pub framework: String,
+    /// Rule ids (for a custom framework, `custom:<id>-<control id>`).
+    pub requirements: Vec<String>,
 }
 
 /// A pull request as a scan event describes it.

@@ -1,5 +1,6 @@
 //! E-mail alerts in Settings: every member (not only admins) chooses, for the account they
-//! are signed in to, whether a failed quality gate or a lower score mails them.
+//! are signed in to, whether a failed quality gate, a lower score or compliance drift mails
+//! them.
 
 use leptos::prelude::*;
 
@@ -14,9 +15,17 @@ pub async fn load_alerts() -> Result<AlertsView, DashboardError> {
         tidemark_store::alerts::alert_prefs(&db(), &viewer.account_id, &viewer.user_id).await,
     )?;
     Ok(AlertsView {
-        email: viewer.email,
+        email: viewer.email.clone(),
         gate_failed: prefs.gate_failed,
         score_regressed: prefs.score_regressed,
+        posture_drifted: prefs.posture_drifted,
+        drift_detection: or_unavailable(
+            tidemark_store::licenses::find_license_for_account(&db(), &viewer.account_id).await,
+        )?
+        .is_some_and(|l| {
+            l.features()
+                .contains(&tidemark_wire::Feature::DriftDetection)
+        }),
     })
 }
 
@@ -26,6 +35,7 @@ pub async fn load_alerts() -> Result<AlertsView, DashboardError> {
 pub async fn save_alerts(
     #[server(default)] gate_failed: bool,
     #[server(default)] score_regressed: bool,
+    #[server(default)] posture_drifted: bool,
 ) -> Result<(), DashboardError> {
     use super::ssr::*;
     use tidemark_store::alerts::{set_alert_prefs, AlertPrefs};
@@ -33,6 +43,7 @@ pub async fn save_alerts(
     let prefs = AlertPrefs {
         gate_failed,
         score_regressed,
+        posture_drifted,
     };
     let now = tidemark_domain::now_millis();
     let stored = db()

@@ -59,6 +59,7 @@ mod ssr {
             .map(|(repo, sha)| tidemark_domain::git::commit_url(repo, sha));
         ScanSummary {
             pushed_by: s.pushed_by,
+            drifted: s.drifted,
             branch: s.branch,
             pull_request: s.pull_request,
             commit: s.commit,

@@ -106,6 +106,7 @@ pub async fn create_webhook(
     #[server(default)] gate_failed: bool,
     #[server(default)] score_regressed: bool,
     #[server(default)] pr_gate_failed: bool,
+    #[server(default)] posture_drifted: bool,
     #[server(default)] keys_rotated: bool,
 ) -> Result<WebhookSecretShown, DashboardError> {
     use super::ssr::*;
@@ -122,6 +123,7 @@ pub async fn create_webhook(
         (gate_failed, "gate.failed"),
         (score_regressed, "score.regressed"),
         (pr_gate_failed, "pull_request.gate_failed"),
+        (posture_drifted, "posture.drifted"),
         (keys_rotated, "keys.rotated"),
     ];
     let events = EventSet::parse(chosen.iter().filter(|(on, _)| *on).map(|(_, name)| *name))

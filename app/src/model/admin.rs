@@ -181,6 +181,9 @@ pub struct AlertsView {
     pub email: String,
     pub gate_failed: bool,
     pub score_regressed: bool,
+    pub posture_drifted: bool,
+    /// The account's licence has drift detection (the drift choice is offered only then).
+    pub drift_detection: bool,
 }
 
 /// The audit log page's filters and page number (from its URL).

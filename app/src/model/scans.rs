@@ -30,6 +30,10 @@ pub struct ScanSummary {
     pub base: Option<BaseSummary>,
     /// How it was pushed: an API key, or a keyless CI identity (`None` for older scans).
     pub pushed_by: Option<tidemark_wire::PushedBy>,
+    /// Requirements that passed in the branch's previous scan and fail in this one (drift
+    /// detection), per framework.
+    #[serde(default)]
+    pub drifted: Vec<tidemark_wire::DriftedRequirements>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -52,6 +52,12 @@ fn alerts_form(v: AlertsView) -> impl IntoView {
                     <input type="checkbox" name="score_regressed" value="true" checked=v.score_regressed data-testid="alert-score-regressed"/>
                     " lowers the project's score"
                 </label>
+                {v.drift_detection.then(|| view! {
+                    <label>
+                        <input type="checkbox" name="posture_drifted" value="true" checked=v.posture_drifted data-testid="alert-posture-drifted"/>
+                        " drifts: a compliance requirement that passed in the previous scan fails"
+                    </label>
+                })}
             </fieldset>
             <button type="submit" class="primary">"Save alert settings"</button>
         </form>

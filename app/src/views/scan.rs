@@ -153,6 +153,17 @@ fn scan_head(v: ScanView) -> impl IntoView {
                         </ul>
                     })}
                 </dd>
+                {(!s.drifted.is_empty()).then(|| view! {
+                    <dt>"Drift"</dt>
+                    <dd data-testid="scan-drift">
+                        "Passed in the previous scan, failing now:"
+                        <ul class="gate-reasons">
+                            {s.drifted.iter().map(|d| view! {
+                                <li><strong>{d.framework.clone()}</strong>": "{d.requirements.join(", ")}</li>
+                            }).collect_view()}
+                        </ul>
+                    </dd>
+                })}
             </dl>
             {v.previous_scan_id.map(|prev| view! {
                 <p class="muted">"Previous scan: "

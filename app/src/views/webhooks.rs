@@ -137,6 +137,7 @@ fn add_form(projects: Vec<(tidemark_wire::ids::ProjectId, String)>) -> impl Into
                     <label><input type="checkbox" name="gate_failed" value="true"/>" gate.failed"</label>
                     <label><input type="checkbox" name="score_regressed" value="true"/>" score.regressed"</label>
                     <label><input type="checkbox" name="pr_gate_failed" value="true"/>" pull_request.gate_failed"</label>
+                    <label><input type="checkbox" name="posture_drifted" value="true"/>" posture.drifted"</label>
                     <label><input type="checkbox" name="keys_rotated" value="true"/>" keys.rotated"</label>
                 </fieldset>
                 <button type="submit" class="primary">"Add endpoint"</button>

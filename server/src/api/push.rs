@@ -160,10 +160,9 @@ async fn push(
     let (project_cap, account) = (owner.license.project_cap(), account_id.clone());
     // Settings shows "last used" to the minute: no need to write it on every push.
     let touch_key = owner.last_used_at.is_none_or(|t| now - t >= 60_000);
-    let custom_frameworks = owner
-        .license
-        .features()
-        .contains(&tidemark_wire::Feature::CustomFrameworks);
+    let features = owner.license.features();
+    let custom_frameworks = features.contains(&tidemark_wire::Feature::CustomFrameworks);
+    let drift_detection = features.contains(&tidemark_wire::Feature::DriftDetection);
     let outcome = state
         .db
         .detached(|db| async move {
@@ -180,6 +179,7 @@ async fn push(
                 raw_body_hash: Some(raw_body_hash),
                 pushed_by,
                 custom_frameworks,
+                drift_detection,
             };
             record_push(&db, ctx, push).await
         })

@@ -210,6 +210,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
                 raw_body_hash: None,
                 pushed_by: None,
                 custom_frameworks: false,
+                drift_detection: false,
             };
             let outcome = record_push(db, ctx, push).await?;
             // The first project gets a quality gate a third of the way in, so the chart and

@@ -276,12 +276,23 @@ async fn compose_alert(state: &AppState, mail: &OutboxMail) -> anyhow::Result<Co
 pub fn alert_message(scan: &ScanFacts, dashboard_url: &str) -> (String, String) {
     let failed = scan.gate.status == GateStatus::Failed;
     let label = &scan.project_label;
+    let drifted: usize = scan.drifted.iter().map(|d| d.requirements.len()).sum();
     let subject = if failed {
         format!("{label}: quality gate failed (score {:.1})", scan.score)
-    } else {
+    } else if scan.score_delta < 0.0 || drifted == 0 {
         format!(
             "{label}: score dropped {:.1} points to {:.1}",
             -scan.score_delta, scan.score
+        )
+    } else {
+        format!(
+            "{label}: compliance drift ({drifted} {} passed before and {} now)",
+            if drifted == 1 {
+                "requirement"
+            } else {
+                "requirements"
+            },
+            if drifted == 1 { "fails" } else { "fail" }
         )
     };
     let mut body = format!(
@@ -306,6 +317,16 @@ pub fn alert_message(scan: &ScanFacts, dashboard_url: &str) -> (String, String) 
         "  Findings:     {} failed (critical {}, high {}, medium {}, low {}), {} passed\n",
         scan.failed, s.critical, s.high, s.medium, s.low, scan.passed
     ));
+    if drifted > 0 {
+        body.push_str("  Drifted (passed in the previous scan, failing now):\n");
+        for d in &scan.drifted {
+            body.push_str(&format!(
+                "    - {}: {}\n",
+                d.framework,
+                d.requirements.join(", ")
+            ));
+        }
+    }
     body.push_str(&format!(
         "\nOpen the scan: {dashboard_url}/projects/{}/scans/{}\n\n\
          You get this e-mail because you asked for alerts on this account. Change that in \
@@ -345,6 +366,7 @@ mod tests {
             commit: None,
             pull_request: None,
             pushed_by: None,
+            drifted: Vec::new(),
         }
     }
 
@@ -385,5 +407,27 @@ mod tests {
         let (subject, body) = super::alert_message(&scan(-2.5, gate), "https://t.example");
         assert_eq!(subject, "web: score dropped 2.5 points to 76.0");
         assert!(body.contains("Quality gate: none set"), "{body}");
+    }
+
+    #[test]
+    fn drift_alone_is_named_with_what_drifted() {
+        let gate = tidemark_wire::GateResult {
+            status: tidemark_wire::GateStatus::Passed,
+            reasons: vec![],
+        };
+        let mut drifted = scan(1.0, gate);
+        drifted.drifted = vec![tidemark_wire::DriftedRequirements {
+            framework: "cis-aws-2.0".into(),
+            requirements: vec!["cis-aws-2.0-1.4".into(), "cis-aws-2.0-2.1".into()],
+        }];
+        let (subject, body) = super::alert_message(&drifted, "https://t.example");
+        assert_eq!(
+            subject,
+            "web: compliance drift (2 requirements passed before and fail now)"
+        );
+        assert!(
+            body.contains("    - cis-aws-2.0: cis-aws-2.0-1.4, cis-aws-2.0-2.1\n"),
+            "{body}"
+        );
     }
 }

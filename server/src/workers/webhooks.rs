@@ -130,6 +130,7 @@ fn event_body(d: &DueDelivery, dashboard_url: &str) -> WebhookEvent {
             commit: s.commit.clone(),
             pull_request: s.pull_request.clone(),
             pushed_by: s.pushed_by.clone(),
+            drifted: s.drifted.clone(),
         }),
         dashboard_url: match scan {
             Some(s) => format!(

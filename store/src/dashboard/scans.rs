@@ -48,6 +48,9 @@ pub struct ScanRow {
     pub pushed_by: Option<tidemark_wire::PushedBy>,
     /// Housekeeping removed its findings (its row stays: see `crate::housekeeping`).
     pub thinned: bool,
+    /// Requirements that passed in the line's previous scan and fail in this one, as its
+    /// push found them (a licence with drift detection; empty otherwise).
+    pub drifted: Vec<tidemark_wire::DriftedRequirements>,
 }
 
 /// A scan `s` and its line `b` (`FROM scans s LEFT JOIN branches b ON b.id = s.branch_id`).
@@ -57,7 +60,7 @@ const SCAN_COLUMNS: &str = "s.seq, s.scan_id, s.score, s.score_delta, s.passed, 
      s.gate_status, s.gate_reasons, s.branch_id, b.name AS branch_name, s.line_seq, \
      b.pr_number, s.commit_sha, b.repository_url, s.base_branch, s.base_scan_id, s.base_seq, \
      s.base_new, s.base_fixed, s.pushed_by, s.findings_stored, bs.score AS base_score, \
-     bs.branch_id AS base_line_id";
+     bs.branch_id AS base_line_id, s.drifted";
 /// With the pull request's base scan `bs`, whose score the page compares with.
 const SCAN_FROM: &str = "FROM scans s LEFT JOIN branches b ON b.id = s.branch_id \
      LEFT JOIN scans bs ON bs.project_id = s.project_id AND bs.seq = s.base_seq";
@@ -98,6 +101,7 @@ struct ScanTuple {
     findings_stored: Option<String>,
     base_score: Option<f64>,
     base_line_id: Option<String>,
+    drifted: Option<String>,
 }
 
 impl From<ScanTuple> for ScanRow {
@@ -143,6 +147,11 @@ impl From<ScanTuple> for ScanRow {
                 .as_deref()
                 .and_then(|j| serde_json::from_str(j).ok()),
             thinned: t.findings_stored.as_deref() == Some(crate::spans::THINNED),
+            drifted: t
+                .drifted
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok())
+                .unwrap_or_default(),
         }
     }
 }

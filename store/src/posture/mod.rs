@@ -39,18 +39,17 @@ fn previous_requirements(previous: &[LiveSpan]) -> BTreeMap<&str, Requirement> {
     }))
 }
 
-/// The scan's posture, one row per framework it named and per custom framework of the
-/// account: its tallies, its sections and its drift against the line's previous scan.
-/// `set_aside` holds the line's findings whose triage (accepted risk or false positive) holds
-/// now.
-pub(crate) fn posture_statement(
-    scan: &PostureScan<'_>,
+/// A pushed scan's posture, one row per framework it named and per custom framework of the
+/// account: its tallies, its sections and its drift against the line's previous scan
+/// (`previous`: its spans). `set_aside` holds the line's findings whose triage (accepted risk
+/// or false positive) holds now.
+pub(crate) fn push_rows(
     frameworks: &[String],
     findings: &[Finding],
     set_aside: Option<&HashSet<(String, String)>>,
     previous: &[LiveSpan],
     customs: &[ValidFramework],
-) -> Option<Stmt> {
+) -> Vec<PostureRowOut> {
     let set_aside = set_aside.filter(|t| !t.is_empty());
     let now = requirements(findings.iter().map(|f| Judged {
         rule_id: &f.rule_id,
@@ -61,7 +60,23 @@ pub(crate) fn posture_statement(
     let previous = previous_requirements(previous);
     let mut rows = framework_rows(frameworks, &now, &previous);
     rows.extend(custom_rows(customs, &now, &previous));
-    insert_statement(scan, &rows)
+    rows
+}
+
+/// What drifted, as the scan keeps it: `[{"framework", "requirements"}]`, or `None` when
+/// nothing did.
+pub(crate) fn drifted_json(rows: &[PostureRowOut]) -> Option<String> {
+    let drifted: Vec<tidemark_wire::DriftedRequirements> = rows
+        .iter()
+        .filter(|(_, drifted)| !drifted.is_empty())
+        .map(|(posture, drifted)| tidemark_wire::DriftedRequirements {
+            framework: posture.framework.clone(),
+            requirements: drifted.clone(),
+        })
+        .collect();
+    (!drifted.is_empty())
+        .then(|| serde_json::to_string(&drifted).ok())
+        .flatten()
 }
 
 /// One framework's row: its posture and the requirements that drifted.

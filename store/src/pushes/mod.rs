@@ -29,11 +29,12 @@ use crate::{on_db, Backend, BeginWrite as _, Db, StoreError};
 use tidemark_domain::webhook::{push_events, Event};
 
 /// The events a push may raise, in a fixed order (see [`EventRef::raised`]).
-const SCAN_EVENTS: [Event; 4] = [
+const SCAN_EVENTS: [Event; 5] = [
     Event::ScanPushed,
     Event::GateFailed,
     Event::ScoreRegressed,
     Event::PullRequestGateFailed,
+    Event::PostureDrifted,
 ];
 
 pub mod committer;
@@ -60,6 +61,9 @@ pub struct PushContext {
     pub pushed_by: Option<String>,
     /// The licence has `custom_frameworks`: the push judges the account's own frameworks too.
     pub custom_frameworks: bool,
+    /// The licence has `drift_detection`: the scan keeps what drifted, and a push on the
+    /// default branch where something did raises `posture.drifted`.
+    pub drift_detection: bool,
 }
 
 /// The scan a push created (or, for a replay, had created).
@@ -287,7 +291,8 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
                      WHERE account_id = $16 AND suspended_at IS NULL AND expires_at > $17) l \
          CROSS JOIN (SELECT COUNT(*) AS webhooks FROM webhooks WHERE account_id = $18) wh \
          CROSS JOIN (SELECT COUNT(*) AS alerts FROM alert_prefs \
-                     WHERE account_id = $19 AND (gate_failed OR score_regressed)) al \
+                     WHERE account_id = $19 \
+                     AND (gate_failed OR score_regressed OR posture_drifted)) al \
          CROSS JOIN (SELECT $20 AS now_ms) nw \
          CROSS JOIN (SELECT '[' || {} || ']' AS documents FROM custom_frameworks \
                      WHERE account_id = $21) cf",
@@ -555,6 +560,17 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         .unwrap_or_else(tidemark_domain::ids::new_project_id);
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
     let lines = LineIds::assign(&append.lines, default_id);
+    let posture = crate::posture::push_rows(
+        &req.frameworks,
+        &req.findings,
+        set_aside.as_ref(),
+        &live_spans,
+        &customs,
+    );
+    let drifted = ctx
+        .drift_detection
+        .then(|| crate::posture::drifted_json(&posture))
+        .flatten();
     let placed = Placed {
         project_id: &project_id,
         scan_id: &scan_id,
@@ -563,12 +579,17 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         open_tracked: &open_tracked,
         live_spans: &live_spans,
         line_head,
-        set_aside: set_aside.as_ref(),
-        customs: &customs,
+        posture: &posture,
+        drifted: drifted.as_deref(),
     };
     let mut writes = write_statements(ctx, push, &append, &placed, &lines);
     let kind = append.lines.kind(git);
-    let raised = push_events(kind, append.gate.status, append.score_delta);
+    let raised = push_events(
+        kind,
+        append.gate.status,
+        append.score_delta,
+        drifted.is_some(),
+    );
     let event_ids = scan_event_ids(listeners.webhooks);
     let events: Vec<EventRef<'_>> = event_ids
         .iter()
@@ -590,6 +611,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
                 seq: append.seq,
                 gate_failed: raised.contains(&Event::GateFailed),
                 score_regressed: raised.contains(&Event::ScoreRegressed),
+                posture_drifted: raised.contains(&Event::PostureDrifted),
                 now: ctx.now,
             })
         })
@@ -775,6 +797,7 @@ mod tests {
             raw_body_hash: None,
             pushed_by: None,
             custom_frameworks: false,
+            drift_detection: false,
         };
         let first = head_statement(&ctx, &push(1), Backend::Sqlite);
         ctx.now += 60_000;

@@ -23,9 +23,10 @@ pub(super) struct Placed<'a> {
     /// The spans the line's latest scan has.
     pub(super) live_spans: &'a [crate::spans::LiveSpan],
     pub(super) line_head: Option<(i64, i64)>,
-    /// The line's findings set aside now (accepted risk, false positive).
-    pub(super) set_aside: Option<&'a std::collections::HashSet<(String, String)>>,
-    pub(super) customs: &'a [tidemark_domain::frameworks::ValidFramework],
+    /// The scan's posture per framework, and what drifted as the scan keeps it (JSON; only
+    /// for a licence with drift detection).
+    pub(super) posture: &'a [crate::posture::PostureRowOut],
+    pub(super) drifted: Option<&'a str>,
 }
 
 pub(super) fn write_statements(
@@ -63,18 +64,14 @@ pub(super) fn write_statements(
         &req.findings,
         placed.open_tracked,
     ));
-    writes.extend(crate::posture::posture_statement(
+    writes.extend(crate::posture::insert_statement(
         &crate::posture::PostureScan {
             project_id,
             seq: append.seq,
             line_id: placed.line_id,
             scanned_at: push.scanned_at().timestamp_millis(),
         },
-        &req.frameworks,
-        &req.findings,
-        placed.set_aside,
-        placed.live_spans,
-        placed.customs,
+        placed.posture,
     ));
     if ctx.touch_key {
         writes.push(
@@ -244,9 +241,10 @@ fn scan_statement(
              frameworks, state_source, scanned_at, received_at, finding_count, body_hash, \
              gate_status, gate_reasons, branch_id, line_seq, commit_sha, base_branch, \
              base_scan_id, base_seq, base_score, base_new, base_fixed, pushed_by, \
-             findings_stored, posture_pending) \
+             findings_stored, drifted, posture_pending) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, 0)",
+             $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, \
+             $34, 0)",
     )
     .bind(project_id)
     .bind(append.seq)
@@ -281,6 +279,7 @@ fn scan_statement(
     .bind(count(base.and_then(|b| b.fixed_findings)))
     .bind(ctx.pushed_by.clone())
     .bind(crate::spans::STORED_AS_SPANS)
+    .bind(placed.drifted.map(str::to_owned))
 }
 
 fn as_i64(n: u64) -> i64 {
