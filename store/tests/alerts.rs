@@ -35,6 +35,7 @@ fn prefs(gate_failed: bool, score_regressed: bool) -> AlertPrefs {
     AlertPrefs {
         gate_failed,
         score_regressed,
+        posture_drifted: false,
     }
 }
 

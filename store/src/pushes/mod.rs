@@ -560,17 +560,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         .unwrap_or_else(tidemark_domain::ids::new_project_id);
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
     let lines = LineIds::assign(&append.lines, default_id);
-    let posture = crate::posture::push_rows(
-        &req.frameworks,
-        &req.findings,
-        set_aside.as_ref(),
-        &live_spans,
-        &customs,
-    );
-    let drifted = ctx
-        .drift_detection
-        .then(|| crate::posture::drifted_json(&posture))
-        .flatten();
+    let (posture, drifted) = push_posture(ctx, push, set_aside.as_ref(), &live_spans, &customs);
     let placed = Placed {
         project_id: &project_id,
         scan_id: &scan_id,
@@ -604,17 +594,7 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         .collect();
     writes.extend(enqueue_statement(&events));
     let alerts = alerts_due(kind, listeners.alerts)
-        .then(|| {
-            crate::alerts::enqueue_statement(&AlertScan {
-                account_id: &ctx.account_id,
-                project_id: &project_id,
-                seq: append.seq,
-                gate_failed: raised.contains(&Event::GateFailed),
-                score_regressed: raised.contains(&Event::ScoreRegressed),
-                posture_drifted: raised.contains(&Event::PostureDrifted),
-                now: ctx.now,
-            })
-        })
+        .then(|| alert_statement(ctx, &project_id, append.seq, &raised))
         .flatten();
     let alerts_queued = alerts.is_some();
     writes.extend(alerts);
@@ -636,6 +616,48 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         alerts_queued,
     };
     (PushOutcome::Appended(scan, rate), writes)
+}
+
+/// The pushed scan's posture rows, and what drifted as the scan keeps it (only for a licence
+/// with drift detection).
+fn push_posture(
+    ctx: &PushContext,
+    push: &ValidPush,
+    set_aside: Option<&HashSet<(String, String)>>,
+    live_spans: &[crate::spans::LiveSpan],
+    customs: &[tidemark_domain::frameworks::ValidFramework],
+) -> (Vec<crate::posture::PostureRowOut>, Option<String>) {
+    let req = push.request();
+    let rows = crate::posture::push_rows(
+        &req.frameworks,
+        &req.findings,
+        set_aside,
+        live_spans,
+        customs,
+    );
+    let drifted = ctx
+        .drift_detection
+        .then(|| crate::posture::drifted_json(&rows))
+        .flatten();
+    (rows, drifted)
+}
+
+/// The alert mails of a push that raised `raised`, for the members who asked for them.
+fn alert_statement(
+    ctx: &PushContext,
+    project_id: &ProjectId,
+    seq: i64,
+    raised: &[Event],
+) -> Option<Stmt> {
+    crate::alerts::enqueue_statement(&AlertScan {
+        account_id: &ctx.account_id,
+        project_id,
+        seq,
+        gate_failed: raised.contains(&Event::GateFailed),
+        score_regressed: raised.contains(&Event::ScoreRegressed),
+        posture_drifted: raised.contains(&Event::PostureDrifted),
+        now: ctx.now,
+    })
 }
 
 /// A fresh id for each scan event, when the account has webhooks to hear them.
