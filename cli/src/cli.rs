@@ -146,6 +146,10 @@ pub enum Command {
     /// (`frameworks set FILE`).
     #[command(subcommand)]
     Frameworks(crate::frameworks::FrameworksCommand),
+    /// Compliance reports: `report verify FILE` checks a signed report's signature and
+    /// integrity (offline with --keys).
+    #[command(subcommand)]
+    Report(crate::report::ReportCommand),
     /// Say who pushes from here: the API key in use, or (keyless CI, with no API key in a
     /// GitHub Actions or GitLab CI job) the CI identity the service matched and what it may
     /// push to.
@@ -261,6 +265,7 @@ pub async fn run(cli: Cli, env: &Env, out: &mut (dyn Write + Send)) -> anyhow::R
         Command::Frameworks(command) => {
             crate::frameworks::frameworks(&client, env, out, command).await
         }
+        Command::Report(command) => crate::report::report(&client, out, command).await,
         Command::Logout => logout(env, out),
         Command::Whoami => whoami(&client, env, out).await,
         // Answered above, before a client exists.

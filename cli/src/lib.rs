@@ -33,6 +33,7 @@ pub mod machine;
 pub mod manage;
 pub mod posture;
 pub mod push;
+pub mod report;
 pub mod verdict;
 
 use sha2::{Digest as _, Sha256};

@@ -222,6 +222,21 @@ impl TrustedKeys {
         Ok(added)
     }
 
+    /// The payload of `jws` (of kind `typ`, any signed document: a verdict, a report) if a
+    /// trusted key signed it, with the key; the caller checks the time against its window.
+    pub fn verify_signed<T: serde::de::DeserializeOwned>(
+        &self,
+        jws: &str,
+        typ: &str,
+    ) -> Result<(T, &TrustedKey), VerdictError> {
+        let header = jws_header(jws)?;
+        let kid = header
+            .kid
+            .ok_or_else(|| VerdictError::Malformed("no kid".into()))?;
+        let key = self.get(&kid).ok_or(VerdictError::UnknownKey(kid))?;
+        Ok((verify_with(jws, typ, &key.x)?, key))
+    }
+
     /// The payload of `jws` (a verdict of kind `typ`) if a trusted key signed it within the
     /// time that key signs.
     pub fn verify(&self, jws: &str, typ: &str) -> Result<VerdictClaims, VerdictError> {

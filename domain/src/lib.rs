@@ -22,6 +22,7 @@ pub mod overview;
 pub mod posture;
 pub mod push;
 pub mod rate;
+pub mod report;
 pub mod retention;
 pub mod saml;
 pub mod scim;

@@ -269,6 +269,18 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
             get(web::downloads::history_csv),
         )
         .route(
+            "/projects/{project_id}/scans/{scan_id}/report.html",
+            get(web::downloads::report_html),
+        )
+        .route(
+            "/projects/{project_id}/scans/{scan_id}/report.csv",
+            get(web::downloads::report_csv),
+        )
+        .route(
+            "/projects/{project_id}/scans/{scan_id}/report.json",
+            get(web::downloads::report_json),
+        )
+        .route(
             "/settings/licence/offline-file",
             post(web::offline_licence::download_offline_file),
         )

@@ -29,6 +29,7 @@ mod operator_inventory;
 mod posture;
 mod push_api;
 mod push_budget;
+mod report;
 mod saml_login;
 mod scim;
 mod secrets_at_rest;

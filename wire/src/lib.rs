@@ -15,6 +15,7 @@ pub mod frameworks;
 pub mod ids;
 mod keyless;
 pub mod posture;
+pub mod report;
 pub mod verdict;
 mod webhook;
 

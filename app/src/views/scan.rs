@@ -201,12 +201,20 @@ fn select(
 /// spreadsheets (the same files as `/v1/projects/…/findings.*`).
 fn downloads(project_id: &str, scan_id: &str) -> impl IntoView {
     let base = format!("/projects/{project_id}/scans/{scan_id}/findings");
+    let report = format!("/projects/{project_id}/scans/{scan_id}/report");
     view! {
         <p class="downloads small" data-testid="scan-downloads">
             "Download all findings: "
             <a href=format!("{base}.sarif") download>"SARIF"</a>
             " · "
             <a href=format!("{base}.csv") download>"CSV"</a>
+            <br/>
+            "Compliance report: "
+            <a href=format!("{report}.html") target="_blank" data-testid="report-html">"printable page"</a>
+            " · "
+            <a href=format!("{report}.csv") download>"CSV"</a>
+            " · "
+            <a href=format!("{report}.json") download data-testid="report-json">"signed JSON"</a>
         </p>
     }
 }

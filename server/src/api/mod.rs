@@ -14,6 +14,7 @@ mod oidc_exchange;
 mod posture;
 mod push;
 pub mod push_budget;
+mod report;
 
 use std::sync::Arc;
 
@@ -182,6 +183,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(findings::triage_many))
         .routes(routes!(findings::get_gate, findings::put_gate))
         .routes(routes!(posture::get_posture))
+        .routes(routes!(report::get_scan_report))
         .routes(routes!(frameworks::list_custom_frameworks))
         .routes(routes!(
             frameworks::put_framework,

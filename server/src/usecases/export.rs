@@ -30,11 +30,32 @@ pub struct Download {
     content_type: &'static str,
     filename: String,
     body: Body,
+    /// Shown in the browser (a page to read or print) rather than saved.
+    inline: bool,
+}
+
+impl Download {
+    pub fn new(content_type: &'static str, filename: String, body: Body) -> Self {
+        Download {
+            content_type,
+            filename,
+            body,
+            inline: false,
+        }
+    }
+
+    pub fn inline(content_type: &'static str, filename: String, body: Body) -> Self {
+        Download {
+            inline: true,
+            ..Download::new(content_type, filename, body)
+        }
+    }
 }
 
 impl IntoResponse for Download {
     fn into_response(self) -> Response {
-        let disposition = format!("attachment; filename=\"{}\"", self.filename);
+        let kind = if self.inline { "inline" } else { "attachment" };
+        let disposition = format!("{kind}; filename=\"{}\"", self.filename);
         let mut res = self.body.into_response();
         let h = res.headers_mut();
         h.insert(
@@ -49,7 +70,7 @@ impl IntoResponse for Download {
 }
 
 /// A project label as part of a file name: labels may hold `/` and spaces.
-fn file_stem(label: &str) -> String {
+pub(crate) fn file_stem(label: &str) -> String {
     label
         .chars()
         .map(|c| {
@@ -108,6 +129,7 @@ pub async fn scan_findings(
             content_type: "text/csv; charset=utf-8",
             filename: format!("{stem}-findings.csv"),
             body: Body::from(findings_csv(&findings)),
+            inline: false,
         },
         FindingsFormat::Sarif => {
             let target = ExportProject {
@@ -130,6 +152,7 @@ pub async fn scan_findings(
                 content_type: "application/sarif+json",
                 filename: format!("{stem}.sarif"),
                 body: Body::from(serde_json::to_vec(&log).unwrap_or_default()),
+                inline: false,
             }
         }
     }))
@@ -195,6 +218,7 @@ pub async fn project_history(
         // Fused: a body may be polled again after its end (the compression layer does), and
         // an `unfold` stream panics when it is.
         body: Body::from_stream(futures_util::StreamExt::fuse(pages)),
+        inline: false,
     }))
 }
 

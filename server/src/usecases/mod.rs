@@ -4,4 +4,5 @@
 
 pub mod export;
 pub mod licensing;
+pub mod report;
 pub mod validation_cache;

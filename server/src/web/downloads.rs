@@ -9,6 +9,7 @@ use tidemark_wire::ids::{ProjectId, ScanId};
 
 use crate::state::AppState;
 use crate::usecases::export::{self, Download, FindingsFormat, ScanFindings};
+use crate::usecases::report::{scan_report, ReportFormat};
 
 type Viewer = Option<Extension<app::auth::Viewer>>;
 
@@ -98,4 +99,60 @@ pub async fn history_csv(
             .await
             .map(Ok),
     )
+}
+
+/// The scan's compliance report (issue 47): the page, the CSV or the signed JSON.
+async fn report(
+    state: &AppState,
+    viewer: Viewer,
+    (project_id, scan_id): (String, String),
+    format: ReportFormat,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return StatusCode::UNAUTHORIZED.into_response();
+    };
+    let (Some(project_id), Some(scan_id)) =
+        (ProjectId::parse(&project_id), ScanId::parse(&scan_id))
+    else {
+        return answer(Ok(Ok(None)));
+    };
+    match scan_report(state, &viewer.account_id, &project_id, &scan_id, format).await {
+        Ok(found) => answer(Ok(match found {
+            ScanFindings::File(file) => Ok(Some(file)),
+            ScanFindings::Missing => Ok(None),
+            ScanFindings::Thinned => Err(Thinned),
+        })),
+        Err(err) => {
+            tracing::error!(%err, "report failed");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The service is unavailable right now. Try again shortly.",
+            )
+                .into_response()
+        }
+    }
+}
+
+pub async fn report_html(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(ids): Path<(String, String)>,
+) -> Response {
+    report(&state, viewer, ids, ReportFormat::Html).await
+}
+
+pub async fn report_csv(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(ids): Path<(String, String)>,
+) -> Response {
+    report(&state, viewer, ids, ReportFormat::Csv).await
+}
+
+pub async fn report_json(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(ids): Path<(String, String)>,
+) -> Response {
+    report(&state, viewer, ids, ReportFormat::Signed).await
 }
