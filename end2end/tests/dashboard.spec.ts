@@ -295,6 +295,17 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   expect(csv[0]).toBe("rule_id,resource,status,severity,message,remediation");
   expect(csv).toHaveLength(5);
 
+  // The compliance report: a printable page, accessible in both schemes.
+  const reportUrl = (await links.getByTestId("report-html").getAttribute("href")) ?? "";
+  expect(reportUrl).toMatch(/\/scans\/[^/]+\/report\.html$/);
+  await expect(links.getByTestId("report-json")).toHaveAttribute("href", /\/report\.json$/);
+  await page.goto(reportUrl);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(/^Compliance report: /);
+  await expectAccessible(page, "the compliance report");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await expectAccessible(page, "the compliance report in the dark scheme");
+  await page.emulateMedia({ colorScheme: "light" });
+
   await page.goto(projectUrl);
   const [history] = await Promise.all([
     page.waitForEvent("download"),

@@ -181,10 +181,12 @@ fn esc(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-const PRINT_CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;color:#1a1a1a;margin:2rem;}\
+const PRINT_CSS: &str = "body{font:14px/1.45 system-ui,sans-serif;color:#1a1a1a;\
+background:#fff;margin:2rem;}\
 h1{font-size:1.5rem;margin:0 0 .25rem}h2{font-size:1.2rem;margin:2rem 0 .5rem;\
 border-bottom:2px solid #333}table{border-collapse:collapse;width:100%;margin:.5rem 0}\
-th,td{border:1px solid #999;padding:.25rem .4rem;text-align:left;vertical-align:top}\
+th,td{border:1px solid #999;padding:.25rem .4rem;text-align:left;vertical-align:top;\
+overflow-wrap:anywhere}table{table-layout:fixed}\
 th{background:#eee}.passed{color:#0a5d1a}.failed{color:#9b1111;font-weight:600}\
 .triaged{color:#7a4b00}.not_evaluated{color:#555}dl{display:grid;\
 grid-template-columns:max-content 1fr;gap:.15rem 1rem}dt{font-weight:600}\
@@ -197,8 +199,9 @@ pub fn report_html(r: &ComplianceReport) -> String {
     let s = &r.scan;
     let mut out = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>Compliance report · {} · {}</title><style>{PRINT_CSS}</style></head><body>\
-         <h1>Compliance report: {}</h1><p class=\"muted\">Scan {} · generated {} \
+         <main><h1>Compliance report: {}</h1><p class=\"muted\">Scan {} · generated {} \
          (triage as it stood then)</p><dl>",
         esc(&r.project.label),
         esc(&s.scan_id),
@@ -252,7 +255,7 @@ pub fn report_html(r: &ComplianceReport) -> String {
     for fw in &r.frameworks {
         framework_html(&mut out, fw);
     }
-    out.push_str("</body></html>");
+    out.push_str("</main></body></html>");
     out
 }
 
