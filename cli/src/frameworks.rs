@@ -21,6 +21,7 @@ pub enum FrameworksCommand {
     /// .yaml or .yml. Its id is the document's `id` (or --id). Needs the API key and a
     /// licence with custom frameworks (Agency tier or above).
     Set {
+        /// The framework's file: JSON, or YAML (.yaml, .yml).
         file: PathBuf,
         /// The framework's id, when the document has none.
         #[arg(long)]
@@ -36,9 +37,15 @@ pub enum FrameworksCommand {
         json: bool,
     },
     /// Print one custom framework as JSON.
-    Show { id: String },
+    Show {
+        /// The framework's id.
+        id: String,
+    },
     /// Remove a custom framework and the posture kept for it. Needs the API key.
-    Delete { id: String },
+    Delete {
+        /// The framework's id.
+        id: String,
+    },
 }
 
 /// The id a framework file gives itself (YAML reads JSON too).

@@ -21,6 +21,7 @@ pub enum ReportCommand {
     /// "signed JSON"): its signature against the installation's published keys, and that the
     /// report is the one signed. Exits 0 when it holds.
     Verify {
+        /// The signed report (JSON).
         file: PathBuf,
         /// The key set to check against, saved earlier from `/v1/keys` (offline); default:
         /// fetched from the service.
