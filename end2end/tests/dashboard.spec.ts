@@ -296,9 +296,10 @@ test("a scan: counts, filters, search and the diff", async ({ page }) => {
   expect(csv).toHaveLength(5);
 
   // The compliance report: a printable page, accessible in both schemes.
-  const reportUrl = (await links.getByTestId("report-html").getAttribute("href")) ?? "";
+  const report = page.getByTestId("scan-report");
+  const reportUrl = (await report.getByTestId("report-html").getAttribute("href")) ?? "";
   expect(reportUrl).toMatch(/\/scans\/[^/]+\/report\.html$/);
-  await expect(links.getByTestId("report-json")).toHaveAttribute("href", /\/report\.json$/);
+  await expect(report.getByTestId("report-json")).toHaveAttribute("href", /\/report\.json$/);
   await page.goto(reportUrl);
   await expect(page.getByRole("heading", { level: 1 })).toHaveText(/^Compliance report: /);
   await expectAccessible(page, "the compliance report");

@@ -208,11 +208,12 @@ fn downloads(project_id: &str, scan_id: &str) -> impl IntoView {
             <a href=format!("{base}.sarif") download>"SARIF"</a>
             " · "
             <a href=format!("{base}.csv") download>"CSV"</a>
-            <br/>
+        </p>
+        <p class="downloads small" data-testid="scan-report">
             "Compliance report: "
             <a href=format!("{report}.html") target="_blank" data-testid="report-html">"printable page"</a>
             " · "
-            <a href=format!("{report}.csv") download>"CSV"</a>
+            <a href=format!("{report}.csv") download>"compliance CSV"</a>
             " · "
             <a href=format!("{report}.json") download data-testid="report-json">"signed JSON"</a>
         </p>

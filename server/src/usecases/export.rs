@@ -32,6 +32,8 @@ pub struct Download {
     body: Body,
     /// Shown in the browser (a page to read or print) rather than saved.
     inline: bool,
+    /// The page's own Content-Security-Policy (otherwise the site's: nothing allowed).
+    policy: Option<String>,
 }
 
 impl Download {
@@ -41,6 +43,15 @@ impl Download {
             filename,
             body,
             inline: false,
+            policy: None,
+        }
+    }
+
+    /// Served with `policy` as its Content-Security-Policy.
+    pub fn with_policy(self, policy: String) -> Self {
+        Download {
+            policy: Some(policy),
+            ..self
         }
     }
 
@@ -64,6 +75,9 @@ impl IntoResponse for Download {
         );
         if let Ok(v) = HeaderValue::from_str(&disposition) {
             h.insert(header::CONTENT_DISPOSITION, v);
+        }
+        if let Some(v) = self.policy.and_then(|p| HeaderValue::from_str(&p).ok()) {
+            h.insert(header::CONTENT_SECURITY_POLICY, v);
         }
         res
     }
@@ -130,6 +144,7 @@ pub async fn scan_findings(
             filename: format!("{stem}-findings.csv"),
             body: Body::from(findings_csv(&findings)),
             inline: false,
+            policy: None,
         },
         FindingsFormat::Sarif => {
             let target = ExportProject {
@@ -153,6 +168,7 @@ pub async fn scan_findings(
                 filename: format!("{stem}.sarif"),
                 body: Body::from(serde_json::to_vec(&log).unwrap_or_default()),
                 inline: false,
+                policy: None,
             }
         }
     }))
@@ -219,6 +235,7 @@ pub async fn project_history(
         // an `unfold` stream panics when it is.
         body: Body::from_stream(futures_util::StreamExt::fuse(pages)),
         inline: false,
+        policy: None,
     }))
 }
 
