@@ -73,6 +73,19 @@ impl Tally {
 }
 
 /// One framework's posture in one scan: in total and per section (sections in rule order).
+/// As `/v1` and reports show a tally: the counts and the share passing.
+impl From<Tally> for tidemark_wire::posture::PostureCounts {
+    fn from(t: Tally) -> Self {
+        tidemark_wire::posture::PostureCounts {
+            passed: t.passed,
+            failed: t.failed,
+            triaged: t.triaged,
+            not_evaluated: t.not_evaluated,
+            share_passing: t.share_passing(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrameworkPosture {
     pub framework: String,

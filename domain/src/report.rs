@@ -29,13 +29,7 @@ pub struct ReportInput {
 const SET_ASIDE: [&str; 2] = ["accepted_risk", "false_positive"];
 
 fn counts(t: Tally) -> PostureCounts {
-    PostureCounts {
-        passed: t.passed,
-        failed: t.failed,
-        triaged: t.triaged,
-        not_evaluated: t.not_evaluated,
-        share_passing: t.share_passing(),
-    }
+    t.into()
 }
 
 /// The report of a scan: `frameworks` as it named them, `findings` as stored, `triage` the

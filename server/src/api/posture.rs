@@ -68,13 +68,7 @@ impl PostureQuery {
 }
 
 fn counts(t: Tally) -> PostureCounts {
-    PostureCounts {
-        passed: t.passed,
-        failed: t.failed,
-        triaged: t.triaged,
-        not_evaluated: t.not_evaluated,
-        share_passing: t.share_passing(),
-    }
+    t.into()
 }
 
 fn point(row: &PostureRow) -> PosturePoint {
