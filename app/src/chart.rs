@@ -239,6 +239,36 @@ pub fn draw_sparkline(scores: &[f64], width: u32, height: u32) -> String {
     svg
 }
 
+/// One framework's share passing over `t0..t1` (every framework on the same time axis, so the
+/// small multiples compare), on 0-100 % with grid lines at 0, 50 and 100; a dot on each scan
+/// when there are few, so one scan still shows.
+pub fn draw_share_trend(points: &[(i64, f64)], t0: i64, t1: i64) -> String {
+    use crate::model::{TREND_HEIGHT, TREND_WIDTH};
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (TREND_WIDTH, TREND_HEIGHT)).into_drawing_area();
+        let t1 = t1.max(t0 + 1);
+        if let Ok(mut chart) =
+            ChartBuilder::on(&root.margin(4, 4, 4, 4)).build_cartesian_2d(t0..t1, 0f64..100f64)
+        {
+            for y in [0.0, 50.0, 100.0] {
+                let _ =
+                    chart.draw_series(LineSeries::new([(t0, y), (t1, y)], GRID.stroke_width(1)));
+            }
+            let line = points.iter().map(|&(at, share)| (at, share * 100.0));
+            let _ = chart.draw_series(LineSeries::new(line.clone(), ACCENT.stroke_width(2)));
+            if points.len() <= 30 {
+                let _ = chart.draw_series(
+                    line.map(|p| Circle::new(p, 3, ShapeStyle::from(ACCENT).filled())),
+                );
+            }
+        }
+        let _ = root.present();
+    }
+    svg
+}
+
 /// The drawing's size (its overlay uses the same view box).
 pub const DAYS_WIDTH: u32 = 880;
 pub const DAYS_HEIGHT: u32 = 190;

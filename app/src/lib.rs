@@ -119,6 +119,16 @@ pub fn App() -> impl IntoView {
                         path=(
                             StaticSegment("projects"),
                             ParamSegment("project_id"),
+                            StaticSegment("frameworks"),
+                            ParamSegment("framework"),
+                        )
+                        view=views::posture::FrameworkPage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
+                        path=(
+                            StaticSegment("projects"),
+                            ParamSegment("project_id"),
                             StaticSegment("findings"),
                             ParamSegment("finding_id"),
                         )

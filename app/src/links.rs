@@ -12,6 +12,20 @@ const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b'/');
 
+/// A path segment keeps RFC 3986's unreserved characters and `:` (a custom framework's
+/// `custom:` prefix) as they are; `/` is encoded so the segment stays one.
+const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b':');
+
+/// `text`, encoded to stand as one segment of a path.
+pub fn path_segment(text: &str) -> String {
+    utf8_percent_encode(text, PATH_SEGMENT).to_string()
+}
+
 /// `text`, encoded to stand as one value in a query string.
 pub fn query_value(text: &str) -> String {
     utf8_percent_encode(text, QUERY_VALUE).to_string()

@@ -198,6 +198,56 @@ pub fn drifted<'a>(
         .collect()
 }
 
+/// Tallies rolled up by `K` (a framework, a cloud account) across projects: the sum of the
+/// requirements of each project's latest scan, and how many projects gave some.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rolled<K> {
+    pub key: K,
+    pub tally: Tally,
+    pub projects: usize,
+}
+
+impl Tally {
+    fn plus(self, other: Tally) -> Tally {
+        Tally {
+            passed: self.passed + other.passed,
+            failed: self.failed + other.failed,
+            triaged: self.triaged + other.triaged,
+            not_evaluated: self.not_evaluated + other.not_evaluated,
+        }
+    }
+}
+
+/// Rolls `(key, project, tally)` up by key, worst first: the lowest share passing, then the
+/// most failed; keys with nothing evaluated last. A project counts once per key however many
+/// tallies it gives it.
+pub fn roll_up<K: Ord + Clone>(
+    items: impl IntoIterator<Item = (K, String, Tally)>,
+) -> Vec<Rolled<K>> {
+    let mut by_key: BTreeMap<K, (Tally, std::collections::BTreeSet<String>)> = BTreeMap::new();
+    for (key, project, tally) in items {
+        let entry = by_key.entry(key).or_default();
+        entry.0 = entry.0.plus(tally);
+        entry.1.insert(project);
+    }
+    let mut rolled: Vec<Rolled<K>> = by_key
+        .into_iter()
+        .map(|(key, (tally, projects))| Rolled {
+            key,
+            tally,
+            projects: projects.len(),
+        })
+        .collect();
+    // Stable: equal keys keep their order (by key).
+    rolled.sort_by(|a, b| {
+        let share = |r: &Rolled<K>| r.tally.share_passing().unwrap_or(f64::INFINITY);
+        share(a)
+            .total_cmp(&share(b))
+            .then(b.tally.failed.cmp(&a.tally.failed))
+    });
+    rolled
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,5 +412,40 @@ mod tests {
                 prop_assert_eq!(summed, expected);
             }
         }
+    }
+    fn t(passed: u32, failed: u32, triaged: u32, not_evaluated: u32) -> Tally {
+        Tally {
+            passed,
+            failed,
+            triaged,
+            not_evaluated,
+        }
+    }
+
+    #[test]
+    fn a_roll_up_sums_by_key_counts_each_project_once_and_puts_the_worst_first() {
+        let rolled = roll_up([
+            ("soc2", "web".to_owned(), t(8, 2, 0, 1)),
+            ("cis", "web".to_owned(), t(1, 3, 0, 0)),
+            ("cis", "api".to_owned(), t(4, 0, 1, 0)),
+            ("cis", "api".to_owned(), t(1, 1, 0, 0)),
+            ("iso", "web".to_owned(), t(0, 0, 0, 5)),
+            ("pci", "api".to_owned(), t(8, 2, 0, 0)),
+        ]);
+        let keys: Vec<&str> = rolled.iter().map(|r| r.key).collect();
+        // cis 6/11, then soc2 and pci tie at 8/10 (pci failed as many: key order), iso last.
+        assert_eq!(keys, ["cis", "pci", "soc2", "iso"]);
+        assert_eq!(rolled[0].tally, t(6, 4, 1, 0));
+        assert_eq!(rolled[0].projects, 2);
+        assert_eq!(rolled[3].tally.share_passing(), None);
+    }
+
+    #[test]
+    fn at_equal_shares_more_failures_come_first() {
+        let rolled = roll_up([
+            ("a", "p".to_owned(), t(1, 1, 0, 0)),
+            ("b", "p".to_owned(), t(5, 5, 0, 0)),
+        ]);
+        assert_eq!(rolled[0].key, "b");
     }
 }

@@ -27,6 +27,7 @@ mod operations;
 mod operator_cli;
 mod operator_inventory;
 mod posture;
+mod posture_pages;
 mod push_api;
 mod push_budget;
 mod report;

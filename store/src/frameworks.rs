@@ -57,6 +57,25 @@ pub async fn list_frameworks(
     Ok(rows.into_iter().filter_map(Row::parse).collect())
 }
 
+/// The custom frameworks posture judges for the account: its documents while its licence
+/// has `custom_frameworks`, none otherwise (they are kept, and count again if it comes back).
+pub async fn in_force(db: &Db, account_id: &AccountId) -> Result<Vec<ValidFramework>, StoreError> {
+    let licensed = crate::licenses::find_license_for_account(db, account_id)
+        .await?
+        .is_some_and(|l| {
+            l.features()
+                .contains(&tidemark_wire::Feature::CustomFrameworks)
+        });
+    if !licensed {
+        return Ok(Vec::new());
+    }
+    Ok(list_frameworks(db, account_id)
+        .await?
+        .into_iter()
+        .map(|f| f.framework)
+        .collect())
+}
+
 /// One of the account's custom frameworks.
 pub async fn find_framework(
     db: &Db,

@@ -12,7 +12,7 @@ use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
 /// The project's lines, and the one `branch` or `pr` names (neither: the default branch);
 /// "not found" when the project has no such line.
 #[cfg(feature = "ssr")]
-async fn chosen_line(
+pub(crate) async fn chosen_line(
     store: &tidemark_store::Db,
     account: &tidemark_wire::ids::AccountId,
     project_id: &tidemark_wire::ids::ProjectId,

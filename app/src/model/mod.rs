@@ -13,10 +13,12 @@ pub const HISTORY_BUCKETS: i64 = 500;
 
 mod admin;
 mod lines;
+mod posture;
 mod projects;
 mod scans;
 
 pub use admin::*;
 pub use lines::*;
+pub use posture::*;
 pub use projects::*;
 pub use scans::*;

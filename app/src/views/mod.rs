@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod audit;
 pub mod finding;
+pub mod posture;
 pub mod project;
 pub mod projects;
 pub mod provisioning;

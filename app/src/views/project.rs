@@ -39,6 +39,13 @@ pub fn ProjectPage() -> impl IntoView {
             load_project_chart(id, range, branch, pr, full)
         },
     );
+    let posture = Resource::new(
+        move || (project_id(), range(), line()),
+        |(id, range, line)| {
+            let (branch, pr) = line_args(&line);
+            crate::api::posture::load_project_posture(id, range, branch, pr)
+        },
+    );
     let scans = Resource::new(
         move || (project_id(), page(), line()),
         |(id, page, line)| {
@@ -52,6 +59,17 @@ pub fn ProjectPage() -> impl IntoView {
                 match chart.await {
                     Ok(chart) => chart_section(chart, pulls_tab()).into_any(),
                     Err(err) => error_view(err),
+                }
+            })}
+        </Suspense>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                // Extra: the page shows without it if it fails.
+                match posture.await {
+                    Ok(view) if !pulls_tab() => {
+                        super::posture::posture_card(&project_id(), &line(), range(), view)
+                    }
+                    _ => ().into_any(),
                 }
             })}
         </Suspense>

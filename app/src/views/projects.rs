@@ -25,6 +25,7 @@ pub fn ProjectsPage() -> impl IntoView {
     };
     let data = Resource::new(|| (), |_| list_projects());
     let glance = Resource::new(|| (), |_| load_glance());
+    let rollup = Resource::new(|| (), |_| crate::api::posture::load_rollup());
     view! {
         <Title text="Projects · Tidemark"/>
         <Suspense fallback=loading>
@@ -32,8 +33,9 @@ pub fn ProjectsPage() -> impl IntoView {
                 let a = arrangement();
                 // The glance is extra: the list shows without it if it fails.
                 let glance = glance.await.unwrap_or_default();
+                let rollup = rollup.await.unwrap_or_default();
                 match data.await {
-                    Ok(view) => projects(view, glance, a).into_any(),
+                    Ok(view) => projects(view, glance, rollup, a).into_any(),
                     Err(err) => error_view(err),
                 }
             })}
@@ -63,7 +65,12 @@ fn arrange_form(a: &Arrangement) -> impl IntoView {
     }
 }
 
-fn projects(v: ProjectsView, g: ProjectsGlance, a: Arrangement) -> impl IntoView {
+fn projects(
+    v: ProjectsView,
+    g: ProjectsGlance,
+    rollup: crate::model::PostureRollup,
+    a: Arrangement,
+) -> impl IntoView {
     let usage = match v.cap {
         Some(cap) => format!("{} of {} projects", v.active, cap),
         None => format!(
@@ -84,6 +91,7 @@ fn projects(v: ProjectsView, g: ProjectsGlance, a: Arrangement) -> impl IntoView
             <p class="usage" data-testid="usage">{usage} " · " {v.tier} " plan"</p>
         </section>
         {any_project.then(|| overview_section(&g.overview))}
+        {super::posture::rollup_section(rollup)}
         {any_project.then(|| arrange_form(&a))}
         {if !any_project {
             first_scan_help(&v.base_url).into_any()

@@ -2,20 +2,16 @@
 //! latest scan stands now and as each scan in a range stood when pushed. Reads take the API key
 //! or a keyless CI push token, scoped like the other project reads.
 
-use std::collections::BTreeMap;
-
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde::Deserialize;
-use tidemark_domain::frameworks::ValidFramework;
-use tidemark_domain::posture::Tally;
 use tidemark_domain::{now_millis, to_rfc3339};
 use tidemark_store::findings::find_line;
-use tidemark_store::frameworks::list_frameworks;
-use tidemark_store::posture::{current_posture, posture_history, PostureRow};
+use tidemark_store::posture::read::line_posture;
+use tidemark_store::posture::PostureRow;
 use tidemark_wire::posture::{
-    FrameworkPosture, PostureCounts, PosturePoint, PostureRange, ProjectPosture, SectionPosture,
+    FrameworkPosture, PosturePoint, PostureRange, ProjectPosture, SectionPosture,
 };
 use tidemark_wire::ErrorBody;
 
@@ -67,15 +63,11 @@ impl PostureQuery {
     }
 }
 
-fn counts(t: Tally) -> PostureCounts {
-    t.into()
-}
-
 fn point(row: &PostureRow) -> PosturePoint {
     PosturePoint {
         scan_id: row.scan_id.to_string(),
         scanned_at: to_rfc3339(row.scanned_at),
-        counts: counts(row.tally()),
+        counts: row.tally().into(),
         drifted: row.drifted(),
     }
 }
@@ -123,66 +115,42 @@ pub async fn get_posture(
         .days()
         .map(|d| now - d * 86_400_000);
     let framework = query.framework.as_deref();
-    let customs: Vec<ValidFramework> = if owner
-        .license
-        .features()
-        .contains(&tidemark_wire::Feature::CustomFrameworks)
-    {
-        list_frameworks(&state.db, account_id)
-            .await?
-            .into_iter()
-            .map(|f| f.framework)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let current =
-        current_posture(&state.db, account_id, &project_id, &line.id, now, &customs).await?;
-    let rows = posture_history(
+    let posture = line_posture(
         &state.db,
         account_id,
         &project_id,
         &line.id,
         framework,
         since,
+        now,
     )
     .await?;
-    let mut history: BTreeMap<&str, Vec<&PostureRow>> = BTreeMap::new();
-    for row in &rows {
-        history.entry(row.framework.as_str()).or_default().push(row);
-    }
-    let frameworks = current
-        .iter()
-        .flat_map(|c| c.frameworks.iter().map(move |f| (c, f)))
-        .filter(|(_, f)| framework.is_none_or(|only| f.framework == only))
-        .map(|(c, f)| {
-            let stored = history.get(f.framework.as_str());
-            let drifted = stored
-                .and_then(|rows| rows.iter().find(|r| r.scan_seq == c.scan_seq))
-                .map(|r| r.drifted())
-                .unwrap_or_default();
-            FrameworkPosture {
-                framework: f.framework.clone(),
-                current: PosturePoint {
-                    scan_id: c.scan_id.to_string(),
-                    scanned_at: to_rfc3339(c.scanned_at),
-                    counts: counts(f.tally),
-                    drifted,
-                },
-                sections: f
-                    .sections
-                    .iter()
-                    .map(|(section, t)| SectionPosture {
-                        section: section.clone(),
-                        counts: counts(*t),
-                    })
-                    .collect(),
-                history: stored
-                    .map(|rows| rows.iter().map(|r| point(r)).collect())
-                    .unwrap_or_default(),
-            }
+    let frameworks = posture
+        .map(|p| {
+            let (scan_id, scanned_at) = (p.scan_id.to_string(), to_rfc3339(p.scanned_at));
+            p.frameworks
+                .into_iter()
+                .map(|f| FrameworkPosture {
+                    framework: f.framework,
+                    current: PosturePoint {
+                        scan_id: scan_id.clone(),
+                        scanned_at: scanned_at.clone(),
+                        counts: f.tally.into(),
+                        drifted: f.drifted,
+                    },
+                    sections: f
+                        .sections
+                        .into_iter()
+                        .map(|(section, t)| SectionPosture {
+                            section,
+                            counts: t.into(),
+                        })
+                        .collect(),
+                    history: f.history.iter().map(point).collect(),
+                })
+                .collect()
         })
-        .collect();
+        .unwrap_or_default();
     Ok(Json(ProjectPosture {
         project_id: project_id.to_string(),
         branch: line.name.clone(),

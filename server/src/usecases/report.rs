@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 
 use axum::body::Body;
 use sha2::{Digest as _, Sha256};
-use tidemark_domain::frameworks::ValidFramework;
 use tidemark_domain::push::MAX_FINDINGS;
 use tidemark_domain::report::{build_report, report_csv, ReportInput};
 use tidemark_domain::{now_millis, to_rfc3339};
@@ -93,19 +92,7 @@ pub async fn scan_report(
             .collect(),
         None => HashMap::new(),
     };
-    let license = tidemark_store::licenses::find_license_for_account(db, account_id).await?;
-    let customs: Vec<ValidFramework> = if license.is_some_and(|l| {
-        l.features()
-            .contains(&tidemark_wire::Feature::CustomFrameworks)
-    }) {
-        tidemark_store::frameworks::list_frameworks(db, account_id)
-            .await?
-            .into_iter()
-            .map(|f| f.framework)
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let customs = tidemark_store::frameworks::in_force(db, account_id).await?;
     let report = build_report(
         ReportProject {
             id: project.id.to_string(),

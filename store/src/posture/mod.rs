@@ -17,6 +17,7 @@ use crate::stmt::Stmt;
 use crate::{on_db, AccountId, Db, ProjectId, ScanId, StoreError};
 
 pub mod backfill;
+pub mod read;
 
 /// The scan a posture is written for.
 pub(crate) struct PostureScan<'a> {
@@ -300,26 +301,22 @@ pub struct CurrentPosture {
 }
 
 #[derive(sqlx::FromRow)]
-struct HeadScan {
+pub(crate) struct HeadScan {
     seq: i64,
-    scan_id: ScanId,
-    scanned_at: Millis,
+    pub scan_id: ScanId,
+    pub scanned_at: Millis,
     frameworks: String,
 }
 
-/// The posture of line `line_id`'s latest scan at `now`: its findings (the scan's own rows or
-/// spans) with the triage that holds now, so setting a finding aside, or its triage lapsing,
-/// shows without a new push. `None` when the line has no scan (or is not the account's), and
-/// for a scan whose findings housekeeping removed (its stored posture stands for it).
-pub async fn current_posture(
+/// Line `line_id`'s latest scan while its findings are kept (`None`: no scan, another
+/// account's line, or thinned: its stored posture stands for it).
+pub(crate) async fn head_scan(
     db: &Db,
     account_id: &AccountId,
     project_id: &ProjectId,
     line_id: &str,
-    now: Millis,
-    customs: &[ValidFramework],
-) -> Result<Option<CurrentPosture>, StoreError> {
-    let head: Option<HeadScan> = on_db!(db, pool => {
+) -> Result<Option<HeadScan>, StoreError> {
+    let head = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT s.seq, s.scan_id, s.scanned_at, s.frameworks FROM branches b \
              JOIN projects p ON p.id = b.project_id \
@@ -334,15 +331,48 @@ pub async fn current_posture(
         .fetch_optional(pool)
         .await
     })?;
-    let Some(head) = head else {
-        return Ok(None);
-    };
+    Ok(head)
+}
+
+/// The head scan's requirements with the triage that holds at `now`, and the frameworks it
+/// named.
+pub(crate) async fn judged_now(
+    db: &Db,
+    project_id: &ProjectId,
+    line_id: &str,
+    head: &HeadScan,
+    now: Millis,
+) -> Result<(BTreeMap<String, Requirement>, Vec<String>), StoreError> {
     let set_aside = set_aside_now(db, line_id, now).await?;
     let findings = scan_statuses(db, project_id, head.seq).await?;
     let frameworks: Vec<String> = serde_json::from_str(&head.frameworks).unwrap_or_default();
     let judged = judge(&findings, |rule, resource| {
         set_aside.contains(&(rule.to_owned(), resource.to_owned()))
-    });
+    })
+    .into_iter()
+    .map(|(rule, r)| (rule.to_owned(), r))
+    .collect();
+    Ok((judged, frameworks))
+}
+
+/// The posture of line `line_id`'s latest scan at `now`: its findings (the scan's own rows or
+/// spans) with the triage that holds now, so setting a finding aside, or its triage lapsing,
+/// shows without a new push. `None` when the line has no scan (or is not the account's), and
+/// for a scan whose findings housekeeping removed (its stored posture stands for it).
+pub async fn current_posture(
+    db: &Db,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    line_id: &str,
+    now: Millis,
+    customs: &[ValidFramework],
+) -> Result<Option<CurrentPosture>, StoreError> {
+    let Some(head) = head_scan(db, account_id, project_id, line_id).await? else {
+        return Ok(None);
+    };
+    let (judged, frameworks) = judged_now(db, project_id, line_id, &head, now).await?;
+    let judged: BTreeMap<&str, Requirement> =
+        judged.iter().map(|(rule, r)| (rule.as_str(), *r)).collect();
     let frameworks: Vec<FrameworkPosture> = framework_rows(&frameworks, &judged, &BTreeMap::new())
         .into_iter()
         .chain(custom_rows(customs, &judged, &BTreeMap::new()))

@@ -1,0 +1,383 @@
+//! The compliance views (issue 47): a line's posture card on the project page, a framework's
+//! page, and the account's rollup on the projects page. Every drawing is made here, on the
+//! server, so the views cost the browser no WASM.
+
+use leptos::prelude::*;
+
+use crate::error::DashboardError;
+use crate::model::{FrameworkView, PostureRollup, ProjectPostureView, Range};
+
+/// The posture card of a project's line (`branch`, `pr`; neither: the default branch): each
+/// framework of its latest scan now, and its share passing over `range`.
+#[server(endpoint = "project_posture")]
+pub async fn load_project_posture(
+    project_id: String,
+    range: Range,
+    #[server(default)] branch: Option<String>,
+    #[server(default)] pr: Option<i64>,
+) -> Result<ProjectPostureView, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let project_id = parse_project_id(&project_id)?;
+    let db = db();
+    let account = &viewer.account_id;
+    let choice = crate::model::LineChoice::from_query(branch, pr.map(|n| n.to_string()));
+    let (line, _) = super::project::chosen_line(&db, account, &project_id, &choice).await?;
+    let now = tidemark_domain::now_millis();
+    let since = range.days().map(|d| now - d * 86_400_000);
+    let posture = or_unavailable(
+        tidemark_store::posture::read::line_posture(
+            &db,
+            account,
+            &project_id,
+            &line.id,
+            None,
+            since,
+            now,
+        )
+        .await,
+    )?;
+    let names = ssr::names(&db, account).await?;
+    let Some(posture) = posture else {
+        return Ok(ProjectPostureView::default());
+    };
+    let t0 = since.unwrap_or_else(|| {
+        posture
+            .frameworks
+            .iter()
+            .filter_map(|f| f.history.first().map(|r| r.scanned_at))
+            .min()
+            .unwrap_or(now)
+    });
+    Ok(ProjectPostureView {
+        drift_detection: ssr::has_feature(&db, account, tidemark_wire::Feature::DriftDetection)
+            .await?,
+        frameworks: posture
+            .frameworks
+            .into_iter()
+            .map(|f| ssr::trend(f, &names, range, t0, now))
+            .collect(),
+    })
+}
+
+/// A framework's page: its sections, every requirement with the findings behind it, for the
+/// line's latest scan judged now.
+#[server(endpoint = "framework_posture")]
+pub async fn load_framework(
+    project_id: String,
+    framework: String,
+    #[server(default)] branch: Option<String>,
+    #[server(default)] pr: Option<i64>,
+) -> Result<FrameworkView, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let project_id = parse_project_id(&project_id)?;
+    if tidemark_domain::input::bounded_text("framework", &framework, 200).is_err() {
+        return not_found();
+    }
+    let db = db();
+    let account = &viewer.account_id;
+    let Some(project) =
+        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
+    else {
+        return not_found();
+    };
+    let choice = crate::model::LineChoice::from_query(branch, pr.map(|n| n.to_string()));
+    let (line, _) = super::project::chosen_line(&db, account, &project_id, &choice).await?;
+    let now = tidemark_domain::now_millis();
+    let detail = or_unavailable(
+        tidemark_store::posture::read::framework_now(
+            &db,
+            account,
+            &project_id,
+            &line.id,
+            &framework,
+            now,
+        )
+        .await,
+    )?;
+    let Some(detail) = detail else {
+        return not_found();
+    };
+    // What drifted, as the latest scan's push found it.
+    let stored = or_unavailable(
+        tidemark_store::posture::read::line_posture(
+            &db,
+            account,
+            &project_id,
+            &line.id,
+            Some(&framework),
+            Some(detail.scanned_at),
+            now,
+        )
+        .await,
+    )?;
+    let drifted: Vec<String> = stored
+        .and_then(|p| p.frameworks.into_iter().next())
+        .map(|f| f.drifted)
+        .unwrap_or_default();
+    let drift_detection =
+        ssr::has_feature(&db, account, tidemark_wire::Feature::DriftDetection).await?;
+    let summary = line_summary(line);
+    Ok(ssr::framework_view(
+        ssr::FrameworkPage {
+            project_id: project.id.to_string(),
+            project_label: project.label,
+            line_query: summary.choice().query(),
+            line_label: summary.label(),
+            framework,
+            drifted,
+            drift_detection,
+        },
+        detail,
+        now,
+    ))
+}
+
+/// The account's posture across its projects' latest default-branch scans: per framework and
+/// per cloud account, worst first.
+#[server(endpoint = "posture_rollup")]
+pub async fn load_rollup() -> Result<PostureRollup, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let rows = or_unavailable(
+        tidemark_store::posture::read::account_rollup(&db, &viewer.account_id).await,
+    )?;
+    let names = ssr::names(&db, &viewer.account_id).await?;
+    Ok(ssr::rollup(rows, &names))
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use std::collections::BTreeMap;
+
+    use tidemark_domain::posture::{roll_up, Requirement, Tally};
+    use tidemark_store::posture::read::{FrameworkLine, FrameworkNow, OpenFinding, RollupRow};
+    use tidemark_wire::ids::AccountId;
+
+    use crate::error::DashboardError;
+    use crate::model::{
+        percent, FrameworkTrend, FrameworkView, PostureRollup, Range, RequirementFinding,
+        RequirementView, RollupLine, SectionView,
+    };
+
+    /// Custom frameworks' titles by posture name (`custom:<id>`).
+    pub async fn names(
+        db: &tidemark_store::Db,
+        account: &AccountId,
+    ) -> Result<BTreeMap<String, String>, DashboardError> {
+        let customs = super::super::ssr::or_unavailable(
+            tidemark_store::frameworks::in_force(db, account).await,
+        )?;
+        Ok(customs
+            .into_iter()
+            .map(|c| (c.posture_name(), format!("{} (custom)", c.document().title)))
+            .collect())
+    }
+
+    pub async fn has_feature(
+        db: &tidemark_store::Db,
+        account: &AccountId,
+        feature: tidemark_wire::Feature,
+    ) -> Result<bool, DashboardError> {
+        let license = super::super::ssr::or_unavailable(
+            tidemark_store::licenses::find_license_for_account(db, account).await,
+        )?;
+        Ok(license.is_some_and(|l| l.features().contains(&feature)))
+    }
+
+    fn name_of(framework: &str, names: &BTreeMap<String, String>) -> String {
+        names
+            .get(framework)
+            .cloned()
+            .unwrap_or_else(|| framework.to_owned())
+    }
+
+    /// One framework's small multiple: its trend drawn, and what a reader takes from it.
+    pub fn trend(
+        f: FrameworkLine,
+        names: &BTreeMap<String, String>,
+        range: Range,
+        t0: i64,
+        now: i64,
+    ) -> FrameworkTrend {
+        let points: Vec<(i64, f64)> = f
+            .history
+            .iter()
+            .filter_map(|r| Some((r.scanned_at, r.tally().share_passing()?)))
+            .collect();
+        let shares = points.iter().map(|p| p.1);
+        let low = shares.clone().reduce(f64::min);
+        let high = shares.reduce(f64::max);
+        let first = points.first().map(|p| p.1);
+        let name = name_of(&f.framework, names);
+        let now_share = f.tally.share_passing();
+        let summary = if points.is_empty() {
+            format!(
+                "{name}: {} of requirements passing now; no scan in the last {} with posture.",
+                percent(now_share),
+                range.as_str()
+            )
+        } else {
+            format!(
+                "{name}: {} of requirements passing now; over {}, {} scans from {} to {}, lowest {}, highest {}.",
+                percent(now_share),
+                range.as_str(),
+                points.len(),
+                percent(first),
+                percent(points.last().map(|p| p.1)),
+                percent(low),
+                percent(high),
+            )
+        };
+        FrameworkTrend {
+            svg: crate::chart::draw_share_trend(&points, t0, now),
+            summary,
+            name,
+            counts: f.tally.into(),
+            drifted: f.drifted,
+            scans: points.len(),
+            first,
+            low,
+            high,
+            framework: f.framework,
+        }
+    }
+
+    /// The page's frame: which project, line and framework.
+    pub struct FrameworkPage {
+        pub project_id: String,
+        pub project_label: String,
+        pub line_query: String,
+        pub line_label: String,
+        pub framework: String,
+        pub drifted: Vec<String>,
+        pub drift_detection: bool,
+    }
+
+    fn triage_text(f: &OpenFinding, now: i64) -> Option<String> {
+        let state = match f.triage_state.as_deref()? {
+            "accepted_risk" => "accepted risk",
+            "false_positive" => "false positive",
+            "wont_fix" => "won't fix (still failing)",
+            other => other,
+        };
+        let by = f.triaged_by.clone().unwrap_or_default();
+        let until = match f.triage_expires_at {
+            Some(at) if at <= now => format!(", lapsed {}", crate::time::date(at)),
+            Some(at) => format!(" until {}", crate::time::date(at)),
+            None => String::new(),
+        };
+        let reason = f
+            .triage_reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        Some(format!("{state} by {by}{until}{reason}"))
+    }
+
+    pub fn framework_view(page: FrameworkPage, detail: FrameworkNow, now: i64) -> FrameworkView {
+        let mut sections: BTreeMap<String, Tally> = BTreeMap::new();
+        let mut total = Tally::default();
+        for r in &detail.requirements {
+            let t = sections.entry(r.section.clone()).or_default();
+            for tally in [t, &mut total] {
+                match r.status {
+                    Requirement::Passed => tally.passed += 1,
+                    Requirement::Failed => tally.failed += 1,
+                    Requirement::Triaged => tally.triaged += 1,
+                    Requirement::NotEvaluated => tally.not_evaluated += 1,
+                }
+            }
+        }
+        // Drift names a rule, or a custom framework's control as posture names it.
+        let posture_name = |id: &str| match detail.title {
+            Some(_) => format!("{}-{id}", page.framework),
+            None => id.to_owned(),
+        };
+        let requirements = detail
+            .requirements
+            .iter()
+            .map(|r| RequirementView {
+                drifted: page.drifted.contains(&posture_name(&r.id)),
+                id: r.id.clone(),
+                number: r.number.clone(),
+                section: r.section.clone(),
+                title: r.title.clone(),
+                status: r.status.as_str().to_owned(),
+                failing_since: r.failing_since().map(crate::time::format_time),
+                findings: r
+                    .open
+                    .iter()
+                    .map(|f| RequirementFinding {
+                        finding_id: f.id.clone(),
+                        rule_id: f.rule_id.clone(),
+                        resource: f.resource.clone(),
+                        severity: f.severity.clone(),
+                        failing_since: crate::time::format_time(f.failing_since()),
+                        triage: triage_text(f, now),
+                    })
+                    .collect(),
+            })
+            .collect();
+        FrameworkView {
+            name: detail
+                .title
+                .map_or_else(|| page.framework.clone(), |t| format!("{t} (custom)")),
+            project_id: page.project_id,
+            project_label: page.project_label,
+            line_query: page.line_query,
+            line_label: page.line_label,
+            framework: page.framework,
+            scan_id: detail.scan_id.to_string(),
+            scanned_at: crate::time::format_time(detail.scanned_at),
+            counts: total.into(),
+            sections: sections
+                .into_iter()
+                .map(|(section, t)| SectionView {
+                    section,
+                    failing: (t.evaluated() > 0)
+                        .then(|| f64::from(t.failed) / f64::from(t.evaluated())),
+                    counts: t.into(),
+                })
+                .collect(),
+            requirements,
+            drift_detection: page.drift_detection,
+        }
+    }
+
+    pub fn rollup(rows: Vec<RollupRow>, names: &BTreeMap<String, String>) -> PostureRollup {
+        let frameworks = roll_up(
+            rows.iter()
+                .filter_map(|r| Some((r.framework.clone()?, r.project_id.to_string(), r.tally))),
+        );
+        let accounts = roll_up(rows.iter().map(|r| {
+            (
+                (r.cloud.clone(), r.cloud_account_id.clone()),
+                r.project_id.to_string(),
+                r.tally,
+            )
+        }));
+        PostureRollup {
+            frameworks: frameworks
+                .into_iter()
+                .map(|f| RollupLine {
+                    name: name_of(&f.key, names),
+                    cloud: None,
+                    projects: f.projects,
+                    counts: f.tally.into(),
+                })
+                .collect(),
+            accounts: accounts
+                .into_iter()
+                .map(|a| RollupLine {
+                    name: a.key.1,
+                    cloud: Some(a.key.0),
+                    projects: a.projects,
+                    counts: a.tally.into(),
+                })
+                .collect(),
+        }
+    }
+}
