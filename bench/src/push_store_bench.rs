@@ -16,6 +16,11 @@
 //! `branches` (issue 26): the same A B A B, between pushes without git context (the default
 //! branch) and pull-request pushes, each compared with its base branch's latest scan (50 open
 //! findings) inside the transaction.
+//!
+//! `posture` (issue 47: a push costs at most 10 % more): the same A B A B, between pushes whose
+//! scan names no framework (nothing to judge or keep) and the same pushes naming the framework
+//! all their rules are in (each judged, its sections and drift against the previous scan kept
+//! in a `scan_posture` row, with drift detection on), in one run and one database.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -29,6 +34,9 @@ use tidemark_store::{Db, Writer};
 
 const ACCOUNTS: usize = 200;
 
+/// Drift detection on the pushes' licences (the posture mode measures its whole path).
+static DRIFT_DETECTION: AtomicBool = AtomicBool::new(false);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Plain,
@@ -36,6 +44,8 @@ enum Mode {
     Gates,
     /// The default branch against pull requests judged with their base.
     Branches,
+    /// Scans naming no framework against scans whose posture is kept.
+    Posture,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -47,6 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mode = match args.get(5).map(String::as_str) {
         Some("compare") => Mode::Gates,
         Some("branches") => Mode::Branches,
+        Some("posture") => Mode::Posture,
         _ => Mode::Plain,
     };
     tokio::runtime::Builder::new_multi_thread()
@@ -63,6 +74,7 @@ async fn run(
     spread: usize,
     mode: Mode,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    DRIFT_DETECTION.store(mode == Mode::Posture, Ordering::Relaxed);
     let dir = tempfile::tempdir()?;
     let url = format!("sqlite://{}", dir.path().join("tidemark.db").display());
     let db = Db::connect(&url, 16).await?;
@@ -80,11 +92,15 @@ async fn run(
     }
     let other = match mode {
         Mode::Branches => "pr",
+        Mode::Posture => "bare",
         _ => "gated",
     };
     for a in 0..ACCOUNTS {
         match mode {
             Mode::Branches => with_main(&db, &AccountId::trusted(format!("pr{a}")), findings).await,
+            Mode::Posture => {
+                tidemark_store::testing::insert_pushing_account(&db, &format!("bare{a}")).await
+            }
             _ => equip(&db, &AccountId::trusted(format!("gated{a}")), findings).await,
         }
     }
@@ -98,6 +114,7 @@ async fn run(
         let p = phase(&db, prefix, round, secs, concurrency, findings, spread).await?;
         let names = match mode {
             Mode::Branches => ["default branch", "pull request vs base"],
+            Mode::Posture => ["posture kept", "no framework"],
             _ => ["plain", "gate+webhook"],
         };
         println!(
@@ -109,6 +126,16 @@ async fn run(
         totals[slot].1 += p.elapsed;
     }
     let rate = |(n, s): (u64, f64)| n as f64 / s;
+    if mode == Mode::Posture {
+        println!(
+            "{{\"posture_scans_per_second\": {:.1}, \"no_framework_scans_per_second\": {:.1}, \"cost\": {:.3}}}",
+            rate(totals[0]),
+            rate(totals[1]),
+            rate(totals[1]) / rate(totals[0]) - 1.0
+        );
+        db.close().await;
+        return Ok(());
+    }
     if mode == Mode::Branches {
         println!(
             "{{\"default_branch_scans_per_second\": {:.1}, \"pull_request_scans_per_second\": {:.1}, \"ratio\": {:.3}}}",
@@ -204,7 +231,7 @@ fn context(account: &AccountId) -> PushContext {
         raw_body_hash: None,
         pushed_by: None,
         custom_frameworks: false,
-        drift_detection: false,
+        drift_detection: DRIFT_DETECTION.load(Ordering::Relaxed),
     }
 }
 
@@ -263,6 +290,8 @@ async fn phase(
                     let git = serde_json::json!({"branch": format!("feature-{}", n % 20),
                         "pull_request": {"number": 1 + n % 20, "base_branch": "main"}});
                     body_on(at, size, Some(git))
+                } else if prefix == "bare" {
+                    body_framing(at, size, &[])
                 } else {
                     body(at, size)
                 };
@@ -303,8 +332,19 @@ fn body(n: u64, findings: usize) -> ValidPush {
     body_on(n, findings, None)
 }
 
+/// A scan naming `frameworks` (its rules are all `cis-gcp-2.0`'s).
+fn body_framing(n: u64, findings: usize, frameworks: &[&str]) -> ValidPush {
+    let mut push = body_json(n, findings, None);
+    push["frameworks"] = serde_json::json!(frameworks);
+    ValidPush::parse(push.to_string().as_bytes()).expect("a valid push")
+}
+
 /// A scan of `findings` open findings; with `git`, on the line it names.
 fn body_on(n: u64, findings: usize, git: Option<serde_json::Value>) -> ValidPush {
+    ValidPush::parse(body_json(n, findings, git).to_string().as_bytes()).expect("a valid push")
+}
+
+fn body_json(n: u64, findings: usize, git: Option<serde_json::Value>) -> serde_json::Value {
     let finding = |i: usize| {
         serde_json::json!({"rule_id": format!("cis-gcp-2.0-{i}"),
             "resource": format!("google_compute_instance.web_{i}"), "status": "FAIL",
@@ -322,7 +362,7 @@ fn body_on(n: u64, findings: usize, git: Option<serde_json::Value>) -> ValidPush
     if let Some(git) = git {
         json["git"] = git;
     }
-    ValidPush::parse(json.to_string().as_bytes()).expect("a valid push")
+    json
 }
 
 /// `VmHWM` of this process, in KiB (0 where /proc is not available).

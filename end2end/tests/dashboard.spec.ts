@@ -200,6 +200,54 @@ test("projects, the score chart and its ranges", async ({ page, request }) => {
   await page.screenshot({ path: "test-results/project.png", fullPage: true });
 });
 
+test("compliance: each framework's trend, a framework's heatmap and failing requirements, the rollup", async ({ page }) => {
+  await signIn(page, ADMIN);
+  await page.goto(`${projectUrl}?range=all`);
+  // One small multiple per framework of the latest scan, each with its text alternative.
+  const card = page.getByTestId("posture-card");
+  await expect(card.locator("li.trend")).toHaveCount(2);
+  const cis = card.locator('li.trend[data-framework="cis-aws-2.0"]');
+  await expect(cis).toContainText("0% passing");
+  await expect(cis.locator("figure")).toHaveAttribute("aria-label", /^cis-aws-2\.0: 0% of requirements passing now; since the first scan, 6 scans from 0% to 0%/);
+  await expect(card.locator('li.trend[data-framework="soc2"]')).toContainText("50% passing");
+  // The same as a table.
+  await card.getByText("The same as a table").click();
+  await expect(page.getByTestId("posture-table").locator("tbody tr")).toHaveCount(2);
+  await expect(page.getByTestId("posture-table")).toContainText("cis-aws-2.0");
+
+  // A framework's page, by keyboard: its sections shaded by the share failing.
+  await cis.getByRole("link", { name: "cis-aws-2.0" }).focus();
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(/\/frameworks\/cis-aws-2\.0$/);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("cis-aws-2.0");
+  await expect(page.getByTestId("framework-headline")).toContainText("0 passed · 2 failed");
+  const heat = page.getByTestId("heatmap");
+  await expect(heat.locator("li")).toHaveCount(2);
+  await expect(heat.locator("li.heat-4")).toHaveCount(2);
+  await expect(heat.locator("li").first()).toContainText("100% failing");
+  // The top failing requirements with their resources, each linked to its finding's life.
+  const top = page.getByTestId("top-failing");
+  await expect(top.locator("tbody tr")).toHaveCount(2);
+  await expect(top).toContainText("bucket.logs");
+  await expect(top).toContainText("vpc.main");
+  await heat.getByRole("link").nth(1).click();
+  await expect(page).toHaveURL(/#section-3$/);
+  await expectAccessible(page, "a framework page");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await expectAccessible(page, "a framework page in the dark scheme");
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.getByTestId("top-failing").getByRole("link", { name: "vpc.main" }).click();
+  await expect(page).toHaveURL(/\/findings\/fnd_/);
+
+  // Across projects: per framework and per cloud account, worst first.
+  await page.goto("/projects");
+  const rollup = page.getByTestId("posture-rollup");
+  await expect(page.getByTestId("rollup-frameworks").locator("tbody tr").first()).toContainText("cis-aws-2.0");
+  await expect(page.getByTestId("rollup-accounts")).toContainText("123456789012");
+  await expect(rollup).toContainText("aws");
+  await expectAccessible(page, "the projects page with its rollup");
+});
+
 test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await signIn(page, ADMIN);
   await page.goto(projectUrl);
@@ -546,13 +594,15 @@ test("tables read as cards on a phone and use the width of a desktop; pagers cou
 
   const pages = [
     "/projects", project, `${project}?pr=7`, `${project}?tab=pulls`, `${scanUrl}?view=all`, findingUrl, "/settings/audit",
+    `${project}/frameworks/cis-aws-2.0`,
   ];
   // Rows 4 and 5: on a 390 px phone each cell is labelled with its own column, rule ids stay
   // whole, the header bar is short and the charts' labels readable.
   await page.setViewportSize({ width: 390, height: 900 });
   // docs/dashboard.md's pictures (the last phase's are kept): taken here, while the project
   // still has its open findings and pull request.
-  const shots = new Map([["/projects", "projects"], [`${project}?pr=7`, "pull-request"], [`${scanUrl}?view=all`, "scan-all"]]);
+  const shots = new Map([["/projects", "projects"], [project, "project"], [`${project}?pr=7`, "pull-request"],
+    [`${scanUrl}?view=all`, "scan-all"], [`${project}/frameworks/cis-aws-2.0`, "framework"]]);
   const shoot = async (url: string, width: number) => {
     const name = shots.get(url);
     if (name) await page.screenshot({ path: `test-results/docs/${name}-${width}.png`, fullPage: true });
@@ -1008,6 +1058,7 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
     ["project", new URL(projectUrl, page.url()).pathname],
     ["pull-request", `${new URL(projectUrl, page.url()).pathname}?pr=7`],
     ["pull-requests", `${new URL(projectUrl, page.url()).pathname}?tab=pulls`],
+    ["framework", `${new URL(projectUrl, page.url()).pathname}/frameworks/cis-aws-2.0`],
     ["scan", scanUrl],
     ["scan-all", `${scanUrl}?view=all`],
     ["scan-triaged", `${scanUrl}?view=triaged`],

@@ -93,7 +93,7 @@ test("pages without islands load no WASM and stay within 120 KiB", async ({ brow
   const signOutState = await signedOut.storageState();
   await signedOut.close();
   expectWithin(await firstVisit(browser, signOutState, "/signin"), PLAIN, "/signin");
-  for (const [path, what] of [["/projects", "/projects"], [scanPath, "a scan page"], [findingPath, "a finding page"], ["/no/such/page", "the 404 page"]]) {
+  for (const [path, what] of [["/projects", "/projects"], [scanPath, "a scan page"], [findingPath, "a finding page"], [`${projectPath}/frameworks/cis-aws-2.0`, "a framework page"], ["/no/such/page", "the 404 page"]]) {
     expectWithin(await firstVisit(browser, state, path), PLAIN, what);
   }
 });

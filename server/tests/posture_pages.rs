@@ -94,7 +94,7 @@ tidemark_store::test_each_backend! {
         ] {
             position(card, needle, "posture card");
         }
-        assert!(card.contains("cis-gcp-2.0: 0% of requirements passing now; over 90d, 3 scans from 0% to 0%, lowest 0%, highest 100%."), "{card}");
+        assert!(card.contains("cis-gcp-2.0: 0% of requirements passing now; over the last 90d, 3 scans from 0% to 0%, lowest 0%, highest 100%."), "{card}");
 
         // cis: section 4 all failing, the instance its top failing requirement, drifted.
         let (status, html) = page(&app, &mut browser, format!("/projects/{project}/frameworks/cis-gcp-2.0")).await;

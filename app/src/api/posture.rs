@@ -213,18 +213,17 @@ mod ssr {
         let first = points.first().map(|p| p.1);
         let name = name_of(&f.framework, names);
         let now_share = f.tally.share_passing();
+        let over = crate::model::over_range(range);
         let summary = if points.is_empty() {
             format!(
-                "{name}: {} of requirements passing now; no scan in the last {} with posture.",
+                "{name}: {} of requirements passing now; no scan {over} has posture yet.",
                 percent(now_share),
-                range.as_str()
             )
         } else {
             format!(
-                "{name}: {} of requirements passing now; over {}, {} scans from {} to {}, lowest {}, highest {}.",
+                "{name}: {} of requirements passing now; {over}, {} from {} to {}, lowest {}, highest {}.",
                 percent(now_share),
-                range.as_str(),
-                points.len(),
+                if points.len() == 1 { "1 scan".to_owned() } else { format!("{} scans", points.len()) },
                 percent(first),
                 percent(points.last().map(|p| p.1)),
                 percent(low),

@@ -138,6 +138,14 @@ pub fn percent(share: Option<f64>) -> String {
     )
 }
 
+/// A chart's range as a sentence says it: "over the last 30d", "since the first scan".
+pub fn over_range(range: super::Range) -> String {
+    match range.days() {
+        Some(_) => format!("over the last {}", range.as_str()),
+        None => "since the first scan".to_owned(),
+    }
+}
+
 /// The heatmap's shade of a share failing: 0 (none) to 4 (half or more).
 pub fn heat(failing: Option<f64>) -> u8 {
     match failing {

@@ -43,16 +43,16 @@ fn counts_line(c: &PostureCounts) -> String {
 }
 
 /// A requirement's status as a tag.
-fn status_tag(status: &str) -> impl IntoView {
+fn status_tag(status: &str) -> AnyView {
     let text = match status {
         "not_evaluated" => "not evaluated",
         other => other,
     };
-    view! { <span class=format!("req-status {status}")>{text.to_owned()}</span> }
+    view! { <span class=format!("req-status {status}")>{text.to_owned()}</span> }.into_any()
 }
 
 /// The share passing as a bar under its figure (the figure is the text; the bar decoration).
-fn share_bar(share: Option<f64>) -> impl IntoView {
+fn share_bar(share: Option<f64>) -> AnyView {
     let width = share.map_or(0.0, |s| (s * 100.0).clamp(0.0, 100.0));
     view! {
         <span class="share">
@@ -63,6 +63,7 @@ fn share_bar(share: Option<f64>) -> impl IntoView {
             </svg>
         </span>
     }
+    .into_any()
 }
 
 /// The project page's compliance card: one small multiple per framework (its share passing
@@ -91,7 +92,7 @@ pub fn posture_card(
         <section class="card" aria-labelledby="posture-heading" data-testid="posture-card">
             <div class="card-head">
                 <h2 id="posture-heading">"Compliance"</h2>
-                <span class="muted small">{format!("Share of requirements passing, now and over {}", range.as_str())}</span>
+                <span class="muted small">{format!("Share of requirements passing, now and {}", crate::model::over_range(range))}</span>
             </div>
             <ul class="trends" data-testid="posture-trends">
                 {view.frameworks.into_iter().map(|f| trend_tile(project_id, &line_query, drift, f)).collect_view()}
@@ -100,12 +101,12 @@ pub fn posture_card(
                 <summary>"The same as a table"</summary>
                 <div class="table-wrap" tabindex="0">
                     <table data-testid="posture-table">
-                        <caption class="visually-hidden">{format!("Each framework's share of requirements passing now and over {}", range.as_str())}</caption>
+                        <caption class="visually-hidden">{format!("Each framework's share of requirements passing, now and {}", crate::model::over_range(range))}</caption>
                         <thead><tr>
                             <th scope="col">"Framework"</th><th scope="col">"Passing now"</th>
                             <th scope="col">"Passed"</th><th scope="col">"Failed"</th>
                             <th scope="col">"Triaged"</th><th scope="col">"Not evaluated"</th>
-                            <th scope="col">{format!("First in {}", range.as_str())}</th>
+                            <th scope="col">"First in range"</th>
                             <th scope="col">"Lowest"</th><th scope="col">"Highest"</th>
                             <th scope="col">"Scans"</th>
                         </tr></thead>
@@ -133,7 +134,7 @@ pub fn posture_card(
     .into_any()
 }
 
-fn trend_tile(project_id: &str, line_query: &str, drift: bool, f: FrameworkTrend) -> impl IntoView {
+fn trend_tile(project_id: &str, line_query: &str, drift: bool, f: FrameworkTrend) -> AnyView {
     let href = framework_href(project_id, &f.framework, line_query);
     let drifted = (drift && !f.drifted.is_empty()).then(|| {
         view! {
@@ -158,6 +159,7 @@ fn trend_tile(project_id: &str, line_query: &str, drift: bool, f: FrameworkTrend
             {drifted}
         </li>
     }
+    .into_any()
 }
 
 /// `/projects/{project_id}/frameworks/{framework}`: one framework in the line's latest scan.
@@ -245,7 +247,7 @@ fn framework_page(v: FrameworkView) -> impl IntoView {
 
 /// Each section's share of requirements failing as a shaded tile (darker is worse), linked
 /// to its requirements below; the table under it says the same in numbers.
-fn heatmap(v: &FrameworkView) -> impl IntoView {
+fn heatmap(v: &FrameworkView) -> AnyView {
     view! {
         <section class="card" aria-labelledby="sections-heading">
             <h2 id="sections-heading">"Sections"</h2>
@@ -287,19 +289,21 @@ fn heatmap(v: &FrameworkView) -> impl IntoView {
             </details>
         </section>
     }
+    .into_any()
 }
 
 /// A requirement's name: its rule id (a custom control: its id and title).
-fn requirement_name(r: &RequirementView) -> impl IntoView {
+fn requirement_name(r: &RequirementView) -> AnyView {
     view! {
         <code>{r.id.clone()}</code>
         {r.title.clone().map(|t| view! { " " <span>{t}</span> })}
     }
+    .into_any()
 }
 
 /// The findings behind a requirement: each resource linked to its finding's page (its whole
 /// life), since when it fails, and its triage.
-fn findings_list(project_id: &str, r: &RequirementView) -> impl IntoView {
+fn findings_list(project_id: &str, r: &RequirementView) -> AnyView {
     let custom = r.title.is_some();
     view! {
         <ul class="req-findings">
@@ -313,9 +317,10 @@ fn findings_list(project_id: &str, r: &RequirementView) -> impl IntoView {
             }).collect_view()}
         </ul>
     }
+    .into_any()
 }
 
-fn top_failing(v: &FrameworkView, top: Vec<RequirementView>, failing: usize) -> impl IntoView {
+fn top_failing(v: &FrameworkView, top: Vec<RequirementView>, failing: usize) -> AnyView {
     let project_id = v.project_id.clone();
     view! {
         <section class="card" aria-labelledby="top-heading">
@@ -346,9 +351,10 @@ fn top_failing(v: &FrameworkView, top: Vec<RequirementView>, failing: usize) -> 
             }}
         </section>
     }
+    .into_any()
 }
 
-fn every_requirement(v: &FrameworkView) -> impl IntoView {
+fn every_requirement(v: &FrameworkView) -> AnyView {
     let project_id = v.project_id.clone();
     let mut previous = String::new();
     let rows = v
@@ -384,6 +390,7 @@ fn every_requirement(v: &FrameworkView) -> impl IntoView {
             </div>
         </section>
     }
+    .into_any()
 }
 
 /// The projects page's rollup: frameworks and cloud accounts across the account's projects,
@@ -440,4 +447,5 @@ fn rollup_table(
             </table>
         </div>
     }
+    .into_any()
 }

@@ -56,20 +56,17 @@ pub fn ProjectPage() -> impl IntoView {
     view! {
         <Suspense fallback=loading>
             {move || Suspend::new(async move {
-                match chart.await {
-                    Ok(chart) => chart_section(chart, pulls_tab()).into_any(),
-                    Err(err) => error_view(err),
-                }
-            })}
-        </Suspense>
-        <Suspense fallback=|| ()>
-            {move || Suspend::new(async move {
+                let chart = chart.await;
                 // Extra: the page shows without it if it fails.
-                match posture.await {
+                let posture = match posture.await {
                     Ok(view) if !pulls_tab() => {
-                        super::posture::posture_card(&project_id(), &line(), range(), view)
+                        Some(super::posture::posture_card(&project_id(), &line(), range(), view))
                     }
-                    _ => ().into_any(),
+                    _ => None,
+                };
+                match chart {
+                    Ok(chart) => chart_section(chart, pulls_tab(), posture).into_any(),
+                    Err(err) => error_view(err),
                 }
             })}
         </Suspense>
@@ -93,7 +90,9 @@ fn line_args(line: &LineChoice) -> (Option<String>, Option<i64>) {
     }
 }
 
-fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
+/// The line's head, its score history, its compliance card (`posture`) and the project's
+/// settings.
+fn chart_section(chart: ProjectChart, pulls_tab: bool, posture: Option<AnyView>) -> impl IntoView {
     let project = chart.project.clone();
     let id = project.id.clone();
     let (gate, is_admin) = (chart.gate, chart.is_admin);
@@ -157,6 +156,7 @@ fn chart_section(chart: ProjectChart, pulls_tab: bool) -> impl IntoView {
             view! {
                 {line.pull_request.is_some().then(|| pull_request_card(&line))}
                 {history_card(line.choice(), chart)}
+                {posture}
             }
             .into_any()
         }}
