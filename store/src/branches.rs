@@ -371,7 +371,10 @@ async fn prune_line(
             .bind(&c.id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM scan_posture WHERE branch_id = $1")
+        sqlx::query(
+            "DELETE FROM scan_posture WHERE (project_id, scan_seq) IN \
+             (SELECT project_id, seq FROM scans WHERE branch_id = $1)",
+        )
             .bind(&c.id)
             .execute(&mut *tx)
             .await?;

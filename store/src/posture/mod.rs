@@ -271,14 +271,15 @@ pub async fn posture_history(
 ) -> Result<Vec<PostureRow>, StoreError> {
     let rows = on_db!(db, pool => {
         sqlx::query_as(
+            // Through the line's scans (`scans_line`) and the posture's primary key.
             "SELECT sp.scan_seq, s.scan_id, sp.scanned_at, sp.framework, sp.passed, sp.failed, \
              sp.triaged, sp.not_evaluated, sp.sections, sp.drifted \
-             FROM scan_posture sp \
-             JOIN projects p ON p.id = sp.project_id \
-             JOIN scans s ON s.project_id = sp.project_id AND s.seq = sp.scan_seq \
-             WHERE p.account_id = $1 AND sp.project_id = $2 AND sp.branch_id = $3 \
-             AND ($4 = '' OR sp.framework = $4) AND sp.scanned_at >= $5 \
-             ORDER BY sp.scanned_at, sp.scan_seq, sp.framework",
+             FROM scans s \
+             JOIN projects p ON p.id = s.project_id \
+             JOIN scan_posture sp ON sp.project_id = s.project_id AND sp.scan_seq = s.seq \
+             WHERE p.account_id = $1 AND s.project_id = $2 AND s.branch_id = $3 \
+             AND ($4 = '' OR sp.framework = $4) AND s.scanned_at >= $5 \
+             ORDER BY s.scanned_at, s.seq, sp.framework",
         )
         .bind(account_id)
         .bind(project_id)
@@ -396,7 +397,7 @@ pub(crate) async fn set_aside_now(
     let rows: Vec<(String, String)> = on_db!(db, pool => {
         sqlx::query_as(&format!(
             "SELECT rule_id, resource FROM tracked_findings WHERE branch_id = $1 \
-             AND triage_state IN ({}) \
+             AND triage_state IS NOT NULL AND triage_state IN ({}) \
              AND (triage_expires_at IS NULL OR triage_expires_at > $2)",
             crate::findings::POSTURE_SET_ASIDE
         ))
