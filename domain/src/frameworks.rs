@@ -147,17 +147,23 @@ impl ValidFramework {
         format!("{POSTURE_PREFIX}{}", self.id())
     }
 
+    /// Each control with its requirement judged from a scan's rules, in the document's order.
+    pub fn judge_controls<'s>(
+        &'s self,
+        rules: &'s BTreeMap<&str, Requirement>,
+    ) -> impl Iterator<Item = (&'s ControlDocument, Requirement)> + 's {
+        self.document.controls.iter().map(move |c| {
+            let mapped = c.rules.iter().map(|r| rules.get(r.as_str()).copied());
+            (c, control_requirement(mapped))
+        })
+    }
+
     /// Its controls judged from a scan's requirements, each named as posture counts a rule:
     /// `custom:<id>-<control id>`, so its section is the control id up to its first dot.
     pub fn judge(&self, rules: &BTreeMap<&str, Requirement>) -> BTreeMap<String, Requirement> {
         let name = self.posture_name();
-        self.document
-            .controls
-            .iter()
-            .map(|c| {
-                let mapped = c.rules.iter().map(|r| rules.get(r.as_str()).copied());
-                (format!("{name}-{}", c.id), control_requirement(mapped))
-            })
+        self.judge_controls(rules)
+            .map(|(c, r)| (format!("{name}-{}", c.id), r))
             .collect()
     }
 }

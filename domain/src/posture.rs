@@ -51,7 +51,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, r: Requirement) {
+    /// Counts one more requirement.
+    pub fn add(&mut self, r: Requirement) {
         match r {
             Requirement::Passed => self.passed += 1,
             Requirement::Failed => self.failed += 1,

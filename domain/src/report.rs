@@ -123,24 +123,12 @@ fn custom_framework(
     judged: &BTreeMap<&str, Requirement>,
     failures: &BTreeMap<&str, Vec<ReportFinding>>,
 ) -> ReportFramework {
-    let controls = custom.judge(judged);
     let name = custom.posture_name();
     let mut tally = Tally::default();
     let requirements = custom
-        .document()
-        .controls
-        .iter()
-        .map(|c| {
-            let status = controls
-                .get(&format!("{name}-{}", c.id))
-                .copied()
-                .unwrap_or(Requirement::NotEvaluated);
-            match status {
-                Requirement::Passed => tally.passed += 1,
-                Requirement::Failed => tally.failed += 1,
-                Requirement::Triaged => tally.triaged += 1,
-                Requirement::NotEvaluated => tally.not_evaluated += 1,
-            }
+        .judge_controls(judged)
+        .map(|(c, status)| {
+            tally.add(status);
             ReportRequirement {
                 id: c.id.clone(),
                 section: section_of(&c.id).to_owned(),

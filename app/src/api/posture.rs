@@ -152,7 +152,7 @@ pub async fn load_rollup() -> Result<PostureRollup, DashboardError> {
 mod ssr {
     use std::collections::BTreeMap;
 
-    use tidemark_domain::posture::{roll_up, Requirement, Tally};
+    use tidemark_domain::posture::{roll_up, Tally};
     use tidemark_store::posture::read::{FrameworkLine, FrameworkNow, OpenFinding, RollupRow};
     use tidemark_wire::ids::AccountId;
 
@@ -281,14 +281,8 @@ mod ssr {
         let mut total = Tally::default();
         for r in &detail.requirements {
             let t = sections.entry(r.section.clone()).or_default();
-            for tally in [t, &mut total] {
-                match r.status {
-                    Requirement::Passed => tally.passed += 1,
-                    Requirement::Failed => tally.failed += 1,
-                    Requirement::Triaged => tally.triaged += 1,
-                    Requirement::NotEvaluated => tally.not_evaluated += 1,
-                }
-            }
+            t.add(r.status);
+            total.add(r.status);
         }
         // Drift names a rule, or a custom framework's control as posture names it.
         let posture_name = |id: &str| match detail.title {

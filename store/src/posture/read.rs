@@ -171,17 +171,9 @@ pub async fn framework_now(
         let Some(custom) = customs.into_iter().find(|c| c.id() == custom_id) else {
             return Ok(None);
         };
-        let controls = custom.judge(&rules);
-        let prefix = format!("{framework}-");
         let requirements = custom
-            .document()
-            .controls
-            .iter()
-            .map(|c| {
-                let status = controls
-                    .get(&format!("{prefix}{}", c.id))
-                    .copied()
-                    .unwrap_or(Requirement::NotEvaluated);
+            .judge_controls(&rules)
+            .map(|(c, status)| {
                 let open = if status == Requirement::Passed {
                     Vec::new()
                 } else {
