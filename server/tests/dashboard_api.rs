@@ -66,6 +66,20 @@ tidemark_store::test_each_backend! {
                         ("scan_id", scan.to_owned()),
                     ],
                 ),
+                (
+                    "/api/project_posture",
+                    vec![
+                        ("project_id", project.to_owned()),
+                        ("range", "All".to_owned()),
+                    ],
+                ),
+                (
+                    "/api/framework_posture",
+                    vec![
+                        ("project_id", project.to_owned()),
+                        ("framework", "soc2".to_owned()),
+                    ],
+                ),
             ]
         };
         for (path, form) in calls(my_project, my_scan) {
@@ -99,6 +113,19 @@ tidemark_store::test_each_backend! {
         })
         .unwrap();
         assert_eq!(archived, vec![(None,)], "their project is untouched");
+
+        // The compliance rollup counts only my project (theirs has the same label and cloud
+        // account: counted, it would make two).
+        let rollup = browser
+            .post_form("/api/posture_rollup", &[])
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            rollup.contains("\"projects\":1") && !rollup.contains("\"projects\":2"),
+            "{rollup}"
+        );
 
         // The project list is only mine.
         let list = browser
