@@ -99,22 +99,23 @@ pub async fn load_framework(
     let Some(detail) = detail else {
         return not_found();
     };
-    // What drifted, as the latest scan's push found it.
+    // What drifted, as the latest scan's push found it: its stored row, not a second judging
+    // of its findings.
     let stored = or_unavailable(
-        tidemark_store::posture::read::line_posture(
+        tidemark_store::posture::posture_history(
             &db,
             account,
             &project_id,
             &line.id,
             Some(&framework),
             Some(detail.scanned_at),
-            now,
         )
         .await,
     )?;
     let drifted: Vec<String> = stored
-        .and_then(|p| p.frameworks.into_iter().next())
-        .map(|f| f.drifted)
+        .iter()
+        .find(|r| r.scan_id == detail.scan_id)
+        .map(|r| r.drifted())
         .unwrap_or_default();
     let drift_detection =
         ssr::has_feature(&db, account, tidemark_wire::Feature::DriftDetection).await?;
