@@ -224,10 +224,21 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     outermost_layers(app, &state)
 }
 
+/// The dashboard's routes, listed once per process. Listing them renders the app with
+/// resource loading switched off, and leptos keeps that switch in one process-wide flag
+/// (`leptos_server`'s `IS_SUPPRESSING_RESOURCE_LOAD`): a second listing while another server
+/// in the same process renders a page (tests, benchmarks and a restart in place run several)
+/// would leave that page's resources unloaded and its response hanging for ever.
+fn app_routes() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> =
+        std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 /// Everything a browser signs in to, with the layers only it has: sessions, the viewer,
 /// same-origin checks, the server functions' context.
 fn dashboard_router(state: &AppState) -> Router<AppState> {
-    let routes = generate_route_list(App);
+    let routes = app_routes();
     let leptos_state = state.clone();
     let db = state.db.clone();
     let housekeeping = state.config.housekeeping.policy;

@@ -587,3 +587,54 @@ async fn refused_pages_answer_with_their_status() {
         assert!(page.contains("<html"), "{path}: the whole friendly page");
     }
 }
+
+/// Several servers in one process (these tests, the benchmarks, a restart in place): one
+/// starting must not stop another's pages from loading. Listing the app's routes switches
+/// resource loading off process-wide while it runs; it happened at every start, and a page
+/// rendered in that moment never finished (CI saw `/settings/keys` hang for its whole
+/// time-out). Pages of one server are rendered without pause while others start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_load_while_other_servers_start_in_the_same_process() {
+    let (app, provider) = TestApp::spawn_with_oidc(tidemark_store::Backend::Sqlite).await;
+    let (license, key) = app.with_key(Tier::Team).await;
+    let res = app
+        .push(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let admin = app.signed_in(&provider, &license.email).await;
+    let cookie = admin.cookie_header();
+    let starting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let readers: Vec<_> = (0..4)
+        .map(|i| {
+            let (starting, cookie) = (starting.clone(), cookie.clone());
+            let url = app.url(["/projects", "/settings/keys"][i % 2]);
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let mut pages = 0;
+                while starting.load(std::sync::atomic::Ordering::Relaxed) {
+                    let page = tokio::time::timeout(std::time::Duration::from_secs(15), async {
+                        let res = client.get(&url).header("cookie", &cookie).send().await?;
+                        let status = res.status();
+                        res.text().await.map(|body| (status, body))
+                    })
+                    .await
+                    .unwrap_or_else(|_| panic!("{url} did not finish within 15 s"))
+                    .expect("the page");
+                    assert_eq!(page.0, StatusCode::OK, "{url}");
+                    assert!(page.1.contains("</html>"), "{url}: the whole page");
+                    pages += 1;
+                }
+                pages
+            })
+        })
+        .collect();
+    for _ in 0..20 {
+        drop(TestApp::spawn(tidemark_store::Backend::Sqlite).await);
+    }
+    starting.store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut pages = 0;
+    for reader in readers {
+        pages += reader.await.expect("a reader");
+    }
+    assert!(pages >= 20, "pages rendered meanwhile: {pages}");
+}

@@ -10,6 +10,33 @@ use reqwest::header::{HeaderMap, COOKIE, LOCATION, SET_COOKIE};
 /// a frozen database is answered within 10 s). The bench tool includes this file too.
 pub const REQUEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 
+/// How long a client keeps an idle connection for reuse: under the server's own idle bound
+/// (`TIDEMARK_HEADER_TIMEOUT_SECONDS`, 30 s), as the nginx site file's `keepalive_timeout`
+/// is, so no request is sent on a connection the server is closing at that moment.
+pub const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Sends `req`, or fails the test saying what was asked, how long it waited and why it got
+/// no answer (a time-out and a dropped connection read alike in `expect`).
+pub async fn send(req: reqwest::RequestBuilder, what: &str) -> reqwest::Response {
+    let started = std::time::Instant::now();
+    match req.send().await {
+        Ok(res) => res,
+        Err(err) => {
+            let mut why = format!("{err}");
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                why.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            panic!(
+                "{what}: no answer after {:.1} s (timed out: {}): {why}",
+                started.elapsed().as_secs_f64(),
+                err.is_timeout()
+            )
+        }
+    }
+}
+
 pub struct Browser {
     client: reqwest::Client,
     /// Cookies for the app's origin only (the provider needs none here).
@@ -25,6 +52,7 @@ impl Browser {
                 // A request the server never answers fails its test, naming it, instead of
                 // holding the whole run until CI's limit.
                 .timeout(REQUEST_LIMIT)
+                .pool_idle_timeout(POOL_IDLE)
                 .build()
                 .expect("client"),
             jar: BTreeMap::new(),
@@ -32,7 +60,7 @@ impl Browser {
         }
     }
 
-    fn cookie_header(&self) -> String {
+    pub fn cookie_header(&self) -> String {
         self.jar
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -61,7 +89,7 @@ impl Browser {
         if url.starts_with(&self.origin) && !self.jar.is_empty() {
             req = req.header(COOKIE, self.cookie_header());
         }
-        let res = req.send().await.expect("GET");
+        let res = send(req, &format!("GET {url}")).await;
         if url.starts_with(&self.origin) {
             self.absorb(res.headers());
         }
@@ -87,7 +115,7 @@ impl Browser {
         } else {
             format!("{}{page}", self.origin)
         };
-        let res = self
+        let req = self
             .client
             .post(format!("{}{path}", self.origin))
             .form(form)
@@ -95,10 +123,8 @@ impl Browser {
             .header("Sec-Fetch-Site", "same-origin")
             .header("Accept", "text/html,application/xhtml+xml")
             .header("Referer", page)
-            .header(COOKIE, self.cookie_header())
-            .send()
-            .await
-            .expect("POST");
+            .header(COOKIE, self.cookie_header());
+        let res = send(req, &format!("POST {path}")).await;
         self.absorb(res.headers());
         res
     }
@@ -126,7 +152,7 @@ impl Browser {
         if !self.jar.is_empty() {
             req = req.header(COOKIE, self.cookie_header());
         }
-        let res = req.send().await.expect("POST");
+        let res = send(req, &format!("POST {path}")).await;
         self.absorb(res.headers());
         res
     }

@@ -187,6 +187,15 @@ impl TestApp {
             .expect("bind the test server's port");
         let addr = listener.local_addr().expect("local addr");
         let base_url = format!("http://{addr}");
+        // `TIDEMARK_TEST_LOG=<filter>` shows the servers' logs with a failing test's output.
+        if std::env::var("TIDEMARK_TEST_LOG").is_ok() {
+            let _ = tracing_subscriber::fmt()
+                .with_test_writer()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(
+                    std::env::var("TIDEMARK_TEST_LOG").unwrap_or_default(),
+                ))
+                .try_init();
+        }
         // What the test chose, for a restart (which listens on another port).
         let chosen = env.clone();
         // A test may name the public URL (as behind a TLS proxy); requests still go here.
@@ -214,6 +223,7 @@ impl TestApp {
                 // A request the server never answers fails its test, naming it, instead of
                 // holding the whole run until CI's limit.
                 .timeout(crate::common::REQUEST_LIMIT)
+                .pool_idle_timeout(browser::POOL_IDLE)
                 .build()
                 .expect("client"),
             db: Writer::for_tests(test_db.db.db().clone()),
