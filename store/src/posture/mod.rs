@@ -17,6 +17,7 @@ use crate::stmt::Stmt;
 use crate::{on_db, AccountId, Db, ProjectId, ScanId, StoreError};
 
 pub mod backfill;
+pub(crate) mod push;
 pub mod read;
 
 /// The scan a posture is written for.
@@ -29,7 +30,7 @@ pub(crate) struct PostureScan<'a> {
 
 /// The requirements of the line's latest scan before this one, from its spans (a triage does
 /// not change whether a requirement passed, which is all drift asks of the previous scan).
-fn previous_requirements(previous: &[LiveSpan]) -> BTreeMap<&str, Requirement> {
+pub(crate) fn previous_requirements(previous: &[LiveSpan]) -> BTreeMap<&str, Requirement> {
     requirements(previous.iter().filter_map(|span| {
         let (_, key) = span.key();
         Some(Judged {
@@ -43,7 +44,8 @@ fn previous_requirements(previous: &[LiveSpan]) -> BTreeMap<&str, Requirement> {
 /// A pushed scan's posture, one row per framework it named and per custom framework of the
 /// account: its tallies, its sections and its drift against the line's previous scan
 /// (`previous`: its spans). `set_aside` holds the line's findings whose triage (accepted risk
-/// or false positive) holds now.
+/// or false positive) holds now. The push path judges the scan before it queues
+/// ([`push::PushPosture`]) and comes here only when the line has findings set aside.
 pub(crate) fn push_rows(
     frameworks: &[String],
     findings: &[Finding],
@@ -69,10 +71,10 @@ pub(crate) fn push_rows(
 pub(crate) fn drifted_json(rows: &[PostureRowOut]) -> Option<String> {
     let drifted: Vec<tidemark_wire::DriftedRequirements> = rows
         .iter()
-        .filter(|(_, drifted)| !drifted.is_empty())
-        .map(|(posture, drifted)| tidemark_wire::DriftedRequirements {
-            framework: posture.framework.clone(),
-            requirements: drifted.clone(),
+        .filter(|row| !row.drifted.is_empty())
+        .map(|row| tidemark_wire::DriftedRequirements {
+            framework: row.posture.framework.clone(),
+            requirements: row.drifted.clone(),
         })
         .collect();
     (!drifted.is_empty())
@@ -80,8 +82,31 @@ pub(crate) fn drifted_json(rows: &[PostureRowOut]) -> Option<String> {
         .flatten()
 }
 
-/// One framework's row: its posture and the requirements that drifted.
-pub(crate) type PostureRowOut = (FrameworkPosture, Vec<String>);
+/// One framework's row of a scan, as it will be stored.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PostureRowOut {
+    pub posture: FrameworkPosture,
+    /// The requirements that passed in the line's previous scan and fail in this one.
+    pub drifted: Vec<String>,
+    /// The sections as stored, when written out before the row is (off the writer's path).
+    sections: Option<String>,
+}
+
+impl PostureRowOut {
+    fn new(posture: FrameworkPosture, drifted: Vec<String>) -> Self {
+        PostureRowOut {
+            posture,
+            drifted,
+            sections: None,
+        }
+    }
+
+    /// The same row with its sections written out now.
+    fn with_sections_written(mut self) -> Self {
+        self.sections = Some(sections_json(&self.posture));
+        self
+    }
+}
 
 /// The rows of the frameworks a scan named (but none named like a custom framework's
 /// posture), from its requirements `now` and the line's previous scan's `previous` (empty:
@@ -109,7 +134,7 @@ pub(crate) fn framework_rows(
         .into_iter()
         .map(|f| {
             let drifted = drift.remove(f.framework.as_str()).unwrap_or_default();
-            (f, drifted)
+            PostureRowOut::new(f, drifted)
         })
         .collect()
 }
@@ -141,7 +166,7 @@ pub(crate) fn custom_rows(
                 .map(str::to_owned)
                 .collect();
             let posture = posture(&[custom.posture_name()], &now).pop()?;
-            Some((posture, drifted))
+            Some(PostureRowOut::new(posture, drifted))
         })
         .collect()
 }
@@ -156,7 +181,8 @@ pub(crate) fn insert_statement(scan: &PostureScan<'_>, rows: &[PostureRowOut]) -
          passed, failed, triaged, not_evaluated, sections, drifted) VALUES ",
     );
     let mut stmt = Stmt::new(String::new());
-    for (i, (framework, drifted)) in rows.iter().enumerate() {
+    for (i, row) in rows.iter().enumerate() {
+        let framework = &row.posture;
         let n = 1 + 11 * i;
         let placeholders: Vec<String> = (n..n + 11).map(|k| format!("${k}")).collect();
         let _ = write!(
@@ -175,8 +201,12 @@ pub(crate) fn insert_statement(scan: &PostureScan<'_>, rows: &[PostureRowOut]) -
             .bind(i64::from(framework.tally.failed))
             .bind(i64::from(framework.tally.triaged))
             .bind(i64::from(framework.tally.not_evaluated))
-            .bind(sections_json(framework))
-            .bind(serde_json::to_string(drifted).unwrap_or_else(|_| "[]".to_owned()));
+            .bind(
+                row.sections
+                    .clone()
+                    .unwrap_or_else(|| sections_json(framework)),
+            )
+            .bind(serde_json::to_string(&row.drifted).unwrap_or_else(|_| "[]".to_owned()));
     }
     stmt.sql = sql;
     Some(stmt)
@@ -377,7 +407,7 @@ pub async fn current_posture(
     let frameworks: Vec<FrameworkPosture> = framework_rows(&frameworks, &judged, &BTreeMap::new())
         .into_iter()
         .chain(custom_rows(customs, &judged, &BTreeMap::new()))
-        .map(|(posture, _)| posture)
+        .map(|row| row.posture)
         .collect();
     Ok(Some(CurrentPosture {
         scan_seq: head.seq,

@@ -28,6 +28,7 @@ use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{head_from_row, head_statement, plan, HeadRow, PushContext, PushOutcome};
+use crate::posture::push::PushPosture;
 use crate::stmt::{add_args, positional};
 use crate::{Backend, StoreError};
 
@@ -41,6 +42,7 @@ const QUEUE_DEPTH: usize = 1024;
 struct Job {
     ctx: PushContext,
     push: ValidPush,
+    posture: PushPosture,
     reply: oneshot::Sender<Result<PushOutcome, StoreError>>,
 }
 
@@ -126,10 +128,16 @@ impl PushQueue {
         &self,
         ctx: PushContext,
         push: ValidPush,
+        posture: PushPosture,
     ) -> Result<PushOutcome, StoreError> {
         let _in_flight = InFlight::enter(&self.counters.in_flight);
         let (reply, answer) = oneshot::channel();
-        let job = Job { ctx, push, reply };
+        let job = Job {
+            ctx,
+            push,
+            posture,
+            reply,
+        };
         self.jobs.send(job).await.map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
     }
@@ -290,7 +298,7 @@ async fn apply_on(
     let mut sql = String::new();
     let mut args = SqliteArguments::default();
     for (job, row) in group.iter().zip(rows) {
-        let (outcome, writes) = plan(&job.ctx, &job.push, head_from_row(row)?);
+        let (outcome, writes) = plan(&job.ctx, &job.push, &job.posture, head_from_row(row)?);
         for stmt in writes {
             sql.push_str(&positional(&stmt.sql));
             sql.push(';');

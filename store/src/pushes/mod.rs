@@ -22,6 +22,7 @@ use tidemark_wire::{BaseComparison, GateResult};
 use crate::gates::{gate_from_columns, open_set_column, parse_open_set, verdict_from_columns};
 
 use crate::alerts::AlertScan;
+use crate::posture::push::PushPosture;
 use crate::stmt::{add_args, Stmt};
 use crate::webhooks::{enqueue_statement, EventRef};
 use crate::Writer;
@@ -130,8 +131,10 @@ pub async fn record_push(
     ctx: PushContext,
     push: ValidPush,
 ) -> Result<PushOutcome, StoreError> {
+    // Judged here, by the caller, not in the one writer's turn (`posture::push`).
+    let posture = PushPosture::prepare(&push.request().frameworks, &push.request().findings);
     match db.db() {
-        Db::Sqlite { pushes, .. } => pushes.submit(ctx, push).await,
+        Db::Sqlite { pushes, .. } => pushes.submit(ctx, push, posture).await,
         Db::Postgres(pool) => {
             let mut tx = pool.begin_account_write(&ctx.account_id).await?;
             let head = head_statement(&ctx, &push, Backend::Postgres);
@@ -141,7 +144,7 @@ pub async fn record_push(
                 .fetch_one(&mut *tx)
                 .await?;
             let head = head_from_row(row)?;
-            let (outcome, writes) = plan(&ctx, &push, head);
+            let (outcome, writes) = plan(&ctx, &push, &posture, head);
             for stmt in writes {
                 let mut args = sqlx::postgres::PgArguments::default();
                 add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
@@ -504,7 +507,12 @@ fn refused_outcome(
 }
 
 /// The answer for this push and the statements that make it true.
-fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<Stmt>) {
+fn plan(
+    ctx: &PushContext,
+    push: &ValidPush,
+    prepared: &PushPosture,
+    head: Head,
+) -> (PushOutcome, Vec<Stmt>) {
     let Head {
         rules: head,
         listeners,
@@ -560,7 +568,14 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
         .unwrap_or_else(tidemark_domain::ids::new_project_id);
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
     let lines = LineIds::assign(&append.lines, default_id);
-    let (posture, drifted) = push_posture(ctx, push, set_aside.as_ref(), &live_spans, &customs);
+    let (posture, drifted) = push_posture(
+        ctx,
+        push,
+        prepared,
+        set_aside.as_ref(),
+        &live_spans,
+        &customs,
+    );
     let placed = Placed {
         project_id: &project_id,
         scan_id: &scan_id,
@@ -623,12 +638,13 @@ fn plan(ctx: &PushContext, push: &ValidPush, head: Head) -> (PushOutcome, Vec<St
 fn push_posture(
     ctx: &PushContext,
     push: &ValidPush,
+    prepared: &PushPosture,
     set_aside: Option<&HashSet<(String, String)>>,
     live_spans: &[crate::spans::LiveSpan],
     customs: &[tidemark_domain::frameworks::ValidFramework],
 ) -> (Vec<crate::posture::PostureRowOut>, Option<String>) {
     let req = push.request();
-    let rows = crate::posture::push_rows(
+    let rows = prepared.rows(
         &req.frameworks,
         &req.findings,
         set_aside,

@@ -96,6 +96,23 @@ pub(crate) struct LiveSpan {
 }
 
 impl LiveSpan {
+    #[cfg(test)]
+    pub(crate) fn for_tests(
+        position: i64,
+        rule_id: &str,
+        resource: &str,
+        status: tidemark_wire::FindingStatus,
+    ) -> Self {
+        LiveSpan {
+            position,
+            rule_id: rule_id.to_owned(),
+            resource: resource.to_owned(),
+            status: status.as_str().to_owned(),
+            severity: "high".to_owned(),
+            text: String::new(),
+        }
+    }
+
     pub(crate) fn position(&self) -> i64 {
         self.position
     }
