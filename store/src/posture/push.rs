@@ -7,7 +7,7 @@
 //! line's head (drift against the previous scan, the account's custom frameworks) or judges
 //! again when a finding of the scan is set aside.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use tidemark_domain::frameworks::{ValidFramework, POSTURE_PREFIX};
 use tidemark_domain::posture::{posture, requirements, split_rule, Judged, Requirement};
@@ -16,11 +16,11 @@ use tidemark_wire::Finding;
 use super::{custom_rows, previous_requirements, push_rows, PostureRowOut};
 use crate::spans::LiveSpan;
 
-/// What a push's posture is with nothing set aside.
+/// What a push's posture is with nothing set aside. Held while the push waits for the writer,
+/// so it keeps what the writer needs and no more (the requirements of a custom framework's
+/// controls are judged again there: few accounts have one).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PushPosture {
-    /// Every rule of the scan and its requirement, in rule order.
-    requirements: Vec<(String, Requirement)>,
     /// The rows of the frameworks the scan named, sections written out, no drift yet.
     rows: Vec<PostureRowOut>,
     /// Each failing rule that belongs to a named framework, in rule order, and its row.
@@ -55,11 +55,7 @@ impl PushPosture {
                 Some(((*rule).to_owned(), row))
             })
             .collect();
-        PushPosture {
-            requirements: now.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-            rows,
-            failing,
-        }
+        PushPosture { rows, failing }
     }
 
     /// The rows to store for the scan (`frameworks`, `findings`: the push) on a line whose
@@ -89,11 +85,11 @@ impl PushPosture {
             }
         }
         if !customs.is_empty() {
-            let now: BTreeMap<&str, Requirement> = self
-                .requirements
-                .iter()
-                .map(|(rule, r)| (rule.as_str(), *r))
-                .collect();
+            let now = requirements(findings.iter().map(|f| Judged {
+                rule_id: &f.rule_id,
+                status: f.status,
+                triaged: false,
+            }));
             rows.extend(custom_rows(customs, &now, &previous));
         }
         rows
