@@ -11,9 +11,9 @@ use std::collections::HashSet;
 
 use tidemark_domain::frameworks::{ValidFramework, POSTURE_PREFIX};
 use tidemark_domain::posture::{posture, requirements, split_rule, Judged, Requirement};
-use tidemark_wire::Finding;
+use tidemark_wire::{Finding, PushRequest};
 
-use super::{custom_rows, previous_requirements, push_rows, PostureRowOut};
+use super::{custom_rows, drifted_json, previous_requirements, push_rows, PostureRowOut};
 use crate::spans::LiveSpan;
 
 /// What a push's posture is with nothing set aside. Held while the push waits for the writer,
@@ -93,6 +93,35 @@ impl PushPosture {
             rows.extend(custom_rows(customs, &now, &previous));
         }
         rows
+    }
+}
+
+/// What a push's judgement needs of the line's head: its findings set aside now, its latest
+/// scan's spans, and the account's custom frameworks.
+pub(crate) type HeadFacts<'a> = (
+    Option<&'a HashSet<(String, String)>>,
+    &'a [LiveSpan],
+    &'a [ValidFramework],
+);
+
+impl PushPosture {
+    /// The pushed scan's rows, and what drifted as the scan keeps it (only for a licence with
+    /// drift detection: `drift_detection`).
+    pub(crate) fn judge(
+        &self,
+        push: &PushRequest,
+        (set_aside, previous, customs): HeadFacts<'_>,
+        drift_detection: bool,
+    ) -> (Vec<PostureRowOut>, Option<String>) {
+        let rows = self.rows(
+            &push.frameworks,
+            &push.findings,
+            set_aside,
+            previous,
+            customs,
+        );
+        let drifted = drift_detection.then(|| drifted_json(&rows)).flatten();
+        (rows, drifted)
     }
 }
 

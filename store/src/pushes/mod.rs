@@ -568,13 +568,10 @@ fn plan(
         .unwrap_or_else(tidemark_domain::ids::new_project_id);
     let scan_id = scan_id_candidate(&push.scan_id_base(), append.scan_id_n);
     let lines = LineIds::assign(&append.lines, default_id);
-    let (posture, drifted) = push_posture(
-        ctx,
-        push,
-        prepared,
-        set_aside.as_ref(),
-        &live_spans,
-        &customs,
+    let (posture, drifted) = prepared.judge(
+        push.request(),
+        (set_aside.as_ref(), &live_spans, &customs),
+        ctx.drift_detection,
     );
     let placed = Placed {
         project_id: &project_id,
@@ -596,18 +593,12 @@ fn plan(
         drifted.is_some(),
     );
     let event_ids = scan_event_ids(listeners.webhooks);
-    let events: Vec<EventRef<'_>> = event_ids
-        .iter()
-        .map(|(id, event)| EventRef {
-            event_id: id,
-            event: *event,
-            account_id: &ctx.account_id,
-            scan: Some((&project_id, append.seq)),
-            now: ctx.now,
-            raised: raised.contains(event),
-        })
-        .collect();
-    writes.extend(enqueue_statement(&events));
+    writes.extend(webhook_statement(
+        ctx,
+        &event_ids,
+        (&project_id, append.seq),
+        &raised,
+    ));
     let alerts = alerts_due(kind, listeners.alerts)
         .then(|| alert_statement(ctx, &project_id, append.seq, &raised))
         .flatten();
@@ -633,31 +624,6 @@ fn plan(
     (PushOutcome::Appended(scan, rate), writes)
 }
 
-/// The pushed scan's posture rows, and what drifted as the scan keeps it (only for a licence
-/// with drift detection).
-fn push_posture(
-    ctx: &PushContext,
-    push: &ValidPush,
-    prepared: &PushPosture,
-    set_aside: Option<&HashSet<(String, String)>>,
-    live_spans: &[crate::spans::LiveSpan],
-    customs: &[tidemark_domain::frameworks::ValidFramework],
-) -> (Vec<crate::posture::PostureRowOut>, Option<String>) {
-    let req = push.request();
-    let rows = prepared.rows(
-        &req.frameworks,
-        &req.findings,
-        set_aside,
-        live_spans,
-        customs,
-    );
-    let drifted = ctx
-        .drift_detection
-        .then(|| crate::posture::drifted_json(&rows))
-        .flatten();
-    (rows, drifted)
-}
-
 /// The alert mails of a push that raised `raised`, for the members who asked for them.
 fn alert_statement(
     ctx: &PushContext,
@@ -674,6 +640,27 @@ fn alert_statement(
         posture_drifted: raised.contains(&Event::PostureDrifted),
         now: ctx.now,
     })
+}
+
+/// The deliveries of the events a pushed scan raised, one per endpoint that hears them.
+fn webhook_statement(
+    ctx: &PushContext,
+    event_ids: &[(String, Event)],
+    scan: (&ProjectId, i64),
+    raised: &[Event],
+) -> Option<Stmt> {
+    let events: Vec<EventRef<'_>> = event_ids
+        .iter()
+        .map(|(id, event)| EventRef {
+            event_id: id,
+            event: *event,
+            account_id: &ctx.account_id,
+            scan: Some((scan.0.as_str(), scan.1)),
+            now: ctx.now,
+            raised: raised.contains(event),
+        })
+        .collect();
+    enqueue_statement(&events)
 }
 
 /// A fresh id for each scan event, when the account has webhooks to hear them.
