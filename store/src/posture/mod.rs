@@ -53,17 +53,26 @@ pub(crate) fn push_rows(
     previous: &[LiveSpan],
     customs: &[ValidFramework],
 ) -> Vec<PostureRowOut> {
-    let set_aside = set_aside.filter(|t| !t.is_empty());
-    let now = requirements(findings.iter().map(|f| Judged {
-        rule_id: &f.rule_id,
-        status: f.status,
-        triaged: f.status.is_open()
-            && set_aside.is_some_and(|t| t.contains(&(f.rule_id.clone(), f.resource.clone()))),
-    }));
+    let now = judge_pushed(findings, set_aside);
     let previous = previous_requirements(previous);
     let mut rows = framework_rows(frameworks, &now, &previous);
     rows.extend(custom_rows(customs, &now, &previous));
     rows
+}
+
+/// Each rule's requirement in a pushed scan's `findings`, an open finding triaged when it is
+/// among `set_aside`.
+pub(crate) fn judge_pushed<'a>(
+    findings: &'a [Finding],
+    set_aside: Option<&HashSet<(String, String)>>,
+) -> BTreeMap<&'a str, Requirement> {
+    let set_aside = set_aside.filter(|t| !t.is_empty());
+    requirements(findings.iter().map(|f| Judged {
+        rule_id: &f.rule_id,
+        status: f.status,
+        triaged: f.status.is_open()
+            && set_aside.is_some_and(|t| t.contains(&(f.rule_id.clone(), f.resource.clone()))),
+    }))
 }
 
 /// What drifted, as the scan keeps it: `[{"framework", "requirements"}]`, or `None` when

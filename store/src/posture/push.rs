@@ -10,10 +10,12 @@
 use std::collections::HashSet;
 
 use tidemark_domain::frameworks::{ValidFramework, POSTURE_PREFIX};
-use tidemark_domain::posture::{posture, requirements, split_rule, Judged, Requirement};
+use tidemark_domain::posture::{posture, split_rule, Requirement};
 use tidemark_wire::{Finding, PushRequest};
 
-use super::{custom_rows, drifted_json, previous_requirements, push_rows, PostureRowOut};
+use super::{
+    custom_rows, drifted_json, judge_pushed, previous_requirements, push_rows, PostureRowOut,
+};
 use crate::spans::LiveSpan;
 
 /// What a push's posture is with nothing set aside. Held while the push waits for the writer,
@@ -35,11 +37,7 @@ impl PushPosture {
             .filter(|f| !f.starts_with(POSTURE_PREFIX))
             .cloned()
             .collect();
-        let now = requirements(findings.iter().map(|f| Judged {
-            rule_id: &f.rule_id,
-            status: f.status,
-            triaged: false,
-        }));
+        let now = judge_pushed(findings, None);
         let rows: Vec<PostureRowOut> = posture(&named, &now)
             .into_iter()
             .map(|p| PostureRowOut::new(p, Vec::new()).with_sections_written())
@@ -85,11 +83,7 @@ impl PushPosture {
             }
         }
         if !customs.is_empty() {
-            let now = requirements(findings.iter().map(|f| Judged {
-                rule_id: &f.rule_id,
-                status: f.status,
-                triaged: false,
-            }));
+            let now = judge_pushed(findings, None);
             rows.extend(custom_rows(customs, &now, &previous));
         }
         rows
