@@ -188,12 +188,10 @@ impl TestApp {
         let addr = listener.local_addr().expect("local addr");
         let base_url = format!("http://{addr}");
         // `TIDEMARK_TEST_LOG=<filter>` shows the servers' logs with a failing test's output.
-        if std::env::var("TIDEMARK_TEST_LOG").is_ok() {
+        if let Ok(filter) = std::env::var("TIDEMARK_TEST_LOG") {
             let _ = tracing_subscriber::fmt()
                 .with_test_writer()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(
-                    std::env::var("TIDEMARK_TEST_LOG").unwrap_or_default(),
-                ))
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
                 .try_init();
         }
         // What the test chose, for a restart (which listens on another port).

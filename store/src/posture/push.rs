@@ -21,7 +21,7 @@ use crate::spans::LiveSpan;
 /// What a push's posture is with nothing set aside. Held while the push waits for the writer,
 /// so it keeps what the writer needs and no more (the requirements of a custom framework's
 /// controls are judged again there: few accounts have one).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct PushPosture {
     /// The rows of the frameworks the scan named, sections written out, no drift yet.
     rows: Vec<PostureRowOut>,
@@ -37,6 +37,10 @@ impl PushPosture {
             .filter(|f| !f.starts_with(POSTURE_PREFIX))
             .cloned()
             .collect();
+        // A scan naming no framework has no rows: its rules need no judging here.
+        if named.is_empty() {
+            return PushPosture::default();
+        }
         let now = judge_pushed(findings, None);
         let rows: Vec<PostureRowOut> = posture(&named, &now)
             .into_iter()
@@ -181,16 +185,20 @@ mod tests {
         )
         .expect("a custom framework");
         let customs = [custom];
-        let prepared = PushPosture::prepare(&frameworks, &now);
+        let unnamed = vec!["custom:x".to_owned()];
         let aside_other: HashSet<(String, String)> =
             [("cis-aws-1.4-9.9".to_owned(), "z".to_owned())].into();
         let aside_one: HashSet<(String, String)> =
             [("cis-aws-1.4-2.1".to_owned(), "b".to_owned())].into();
-        for previous in [Vec::new(), spans_of(&before)] {
+        for (frameworks, previous) in [&frameworks, &unnamed]
+            .into_iter()
+            .flat_map(|f| [(f, Vec::new()), (f, spans_of(&before))])
+        {
+            let prepared = PushPosture::prepare(frameworks, &now);
             for customs in [&[][..], &customs[..]] {
                 for set_aside in [None, Some(&aside_other), Some(&aside_one)] {
-                    let want = push_rows(&frameworks, &now, set_aside, &previous, customs);
-                    let got = prepared.rows(&frameworks, &now, set_aside, &previous, customs);
+                    let want = push_rows(frameworks, &now, set_aside, &previous, customs);
+                    let got = prepared.rows(frameworks, &now, set_aside, &previous, customs);
                     let strip = |rows: Vec<PostureRowOut>| {
                         rows.into_iter()
                             .map(|r| (r.posture, r.drifted))
@@ -200,6 +208,7 @@ mod tests {
                 }
             }
         }
+        let prepared = PushPosture::prepare(&frameworks, &now);
         let drifted = prepared.rows(&frameworks, &now, None, &spans_of(&before), &[]);
         assert_eq!(
             drifted[0].drifted,
