@@ -13,6 +13,7 @@
 #                      with pgbench (bench/pgbench/push.sql) on the same server and schema
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 secs=${1:-15}
 db=${BENCH_DB:-sqlite}
@@ -29,7 +30,7 @@ server_pid=
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 url="http://127.0.0.1:$port"
 export TIDEMARK_DATA_DIR="$work/data" LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" \
   TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 TIDEMARK_TRUSTED_PROXIES=127.0.0.1/32 RUST_LOG=error \
@@ -44,23 +45,14 @@ fi
 target/release/tidemark-server migrate >/dev/null
 
 echo "== creating 200 accounts"
-: >"$work/hashes"; : >"$work/keys"
-for i in $(seq 1 200); do
-  key=$(target/release/tidemark-server license create --email "bench$i@example.com" --tier enterprise --json 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["license_key"])')
-  printf '%s' "$key" | sha256sum | cut -d' ' -f1 >>"$work/hashes"
-done
+create_licences target/release/tidemark-server "$work/hashes"
 head -c 3000000 /dev/urandom >"$work/bundle.tar"
 target/release/tidemark-server bundle publish "$work/bundle.tar" >/dev/null
 
 target/release/tidemark-server serve >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
-while read -r hash; do
-  curl -fsS -X POST "$url/v1/license/activate" -H "X-License-Key-Hash: $hash" \
-    -H 'Content-Type: application/json' -d '{"machine":"bench"}' |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["api_key"])' >>"$work/keys"
-done <"$work/hashes"
+activate_keys "$url" "$work/hashes" "$work/keys"
 
 run() { echo; echo "== $1"; shift; wrk --latency "$@" | grep -E 'Requests/sec|Latency  |  50%|  99%|Non-2xx|Socket errors'; }
 run "static JSON route GET /healthz" -t2 -c64 -d"${secs}s" "$url/healthz"

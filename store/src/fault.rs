@@ -27,7 +27,17 @@ pub enum Fault {
 impl StoreError {
     /// Whether a unique constraint refused the write (a race that a check before it lost).
     pub fn is_unique_violation(&self) -> bool {
-        matches!(self, StoreError::Sqlx(sqlx::Error::Database(db)) if db.is_unique_violation())
+        match self {
+            StoreError::Sqlx(sqlx::Error::Database(db)) => db.is_unique_violation(),
+            StoreError::Sqlite(err) => matches!(
+                err.sqlite_error().map(|e| e.extended_code),
+                Some(
+                    rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                        | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+                )
+            ),
+            _ => false,
+        }
     }
 
     /// Whether this error is one of the database's [`Fault`]s.
@@ -35,6 +45,9 @@ impl StoreError {
         match self {
             StoreError::Sqlx(err) => fault_of(err),
             StoreError::Migrate(sqlx::migrate::MigrateError::Execute(err)) => fault_of(err),
+            StoreError::Sqlite(err) => err
+                .sqlite_error()
+                .and_then(|e| fault_of_sqlite_code(e.extended_code)),
             StoreError::Closed => Some(Fault::Unavailable),
             _ => None,
         }

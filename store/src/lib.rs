@@ -63,13 +63,8 @@ pub static MIGRATOR: Migrator = Migrator {
     ..sqlx::migrate!("../migrations")
 };
 
-/// Prepared statements the SQLite writer keeps. Push groups are cached whole (one entry per
-/// shape: pushes in the group, findings in each), and a large one holds hundreds of KB, so
-/// the cache stays small: the shapes that recur under load still hit it.
-const WRITER_STATEMENT_CACHE: usize = 24;
-
 /// How long a SQLite connection waits for the write lock before giving up.
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub use fault::Fault;
 /// The ids the store's functions take and its rows carry, one type each.
@@ -97,6 +92,9 @@ impl PoolSettings {
 pub enum StoreError {
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
+    /// From the SQLite push writer's own connection (`pushes::sqlite_writer`).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("the database is closed")]
@@ -243,7 +241,8 @@ impl Db {
                 .synchronous(SqliteSynchronous::Full)
                 .busy_timeout(SQLITE_BUSY_TIMEOUT)
                 .foreign_keys(true);
-            if let Some(parent) = options.get_filename().parent() {
+            let file = options.get_filename().to_path_buf();
+            if let Some(parent) = file.parent() {
                 if !parent.as_os_str().is_empty() {
                     create_dir(parent)?;
                 }
@@ -253,11 +252,7 @@ impl Db {
             let writer = SqlitePoolOptions::new()
                 .max_connections(1)
                 .test_before_acquire(false)
-                .connect_with(
-                    options
-                        .clone()
-                        .statement_cache_capacity(WRITER_STATEMENT_CACHE),
-                )
+                .connect_with(options.clone())
                 .await?;
             let pool = SqlitePoolOptions::new()
                 .max_connections(max_connections)
@@ -265,7 +260,7 @@ impl Db {
                 .test_before_acquire(false)
                 .connect_with(options)
                 .await?;
-            let pushes = pushes::committer::PushQueue::start(writer.clone());
+            let pushes = pushes::committer::PushQueue::start(file, writer.clone());
             Ok(Db::Sqlite {
                 pool,
                 writer,
@@ -365,7 +360,13 @@ impl Db {
 
     pub async fn close(&self) {
         match self {
-            Db::Sqlite { pool, writer, .. } => {
+            Db::Sqlite {
+                pool,
+                writer,
+                pushes,
+            } => {
+                // The committer's own connection first: the file may be replaced next.
+                pushes.close().await;
                 writer.close().await;
                 pool.close().await;
             }

@@ -1,5 +1,6 @@
 //! Statements as values: SQL text plus its arguments, built once and run on either backend,
-//! one at a time (PostgreSQL) or many in one call (SQLite, see `pushes::committer`).
+//! one at a time through sqlx, or prepared once and stepped by the SQLite push writer
+//! (`pushes::sqlite_writer`).
 
 use sqlx::{Arguments as _, Database, Encode, Type};
 
@@ -108,7 +109,7 @@ impl From<f64> for Arg {
 }
 
 /// SQL whose placeholders are `$1`, `$2`, … each used once and in that order, so the same
-/// text also reads correctly with SQLite's anonymous `?` (see [`positional`]).
+/// text binds by position on SQLite too (see [`placeholders_in_order`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Stmt {
     pub sql: String,
@@ -181,31 +182,26 @@ where
     Ok(sqlx::query_with(sql, out))
 }
 
-/// Turns `$1 … $n` into anonymous `?`s. SQLite numbers anonymous parameters per statement,
-/// so several statements joined into one string can each bind their own arguments in turn
-/// (sqlx hands them out in order), and no statement's numbers grow with the batch.
-pub(crate) fn positional(sql: &str) -> String {
-    let mut out = String::with_capacity(sql.len());
+/// Whether `sql`'s placeholders are `$1 … $n`, each once and in that order. SQLite numbers
+/// `$N` parameters by first appearance, not by their digits, so only then is the i-th
+/// argument bound to `$i` (the SQLite writer binds them by position).
+pub(crate) fn placeholders_in_order(sql: &str) -> bool {
     let mut chars = sql.chars().peekable();
     let mut expected = 1u32;
     while let Some(c) = chars.next() {
         if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
             let mut n = 0u32;
             while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
-                n = n * 10 + d;
+                n = n.saturating_mul(10).saturating_add(d);
                 chars.next();
             }
-            debug_assert_eq!(
-                n, expected,
-                "placeholders must be used once, in order: {sql}"
-            );
+            if n != expected {
+                return false;
+            }
             expected += 1;
-            out.push('?');
-        } else {
-            out.push(c);
         }
     }
-    out
+    true
 }
 
 #[cfg(test)]
@@ -213,18 +209,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numbered_placeholders_become_anonymous_ones() {
-        assert_eq!(
-            positional("UPDATE t SET a = $1, b = $2 WHERE id = $3 AND note = 'cost $'"),
-            "UPDATE t SET a = ?, b = ? WHERE id = ? AND note = 'cost $'"
-        );
+    fn placeholders_must_come_once_and_in_order() {
+        assert!(placeholders_in_order(
+            "UPDATE t SET a = $1, b = $2 WHERE id = $3 AND note = 'cost $'"
+        ));
         let many: Vec<String> = (1..=12).map(|n| format!("${n}")).collect();
-        assert_eq!(positional(&many.join(",")), ["?"; 12].join(","));
-    }
-
-    #[test]
-    #[should_panic(expected = "once, in order")]
-    fn out_of_order_placeholders_are_caught() {
-        positional("SELECT $2, $1");
+        assert!(placeholders_in_order(&many.join(",")));
+        assert!(!placeholders_in_order("SELECT $2, $1"));
+        assert!(!placeholders_in_order("SELECT $1, $1"));
+        assert!(!placeholders_in_order("SELECT $1, $3"));
     }
 }

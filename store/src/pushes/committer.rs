@@ -4,10 +4,10 @@
 //! statement is a message to that thread and a wake-up back. A push made of seven such round
 //! trips spent most of its time handing off, not writing (docs/benchmarks.md). So one task
 //! owns the push path on SQLite. It takes every push waiting in its queue
-//! (one per account, so each still sees the one before it), reads all their heads in one
-//! call, decides each with the shared rules, and writes them all and commits in a second
-//! call: two round trips and one fsync for the whole group. A push is answered only after its
-//! group is durable.
+//! (one per account, so each still sees the one before it) and hands the group to one
+//! blocking thread that reads each head, decides it with the shared rules and writes it, with
+//! statements prepared once ([`super::sqlite_writer`]), then commits: one hand-off and one
+//! fsync for the whole group. A push is answered only after its group is durable.
 //!
 //! Waiting pushes queue per account, and each group takes the oldest push of each account in
 //! turn (round robin), so an account that sends hundreds of pushes at once delays another
@@ -18,19 +18,18 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sqlx::pool::PoolConnection;
-use sqlx::sqlite::SqliteArguments;
-use sqlx::{Sqlite, SqlitePool};
+use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{head_from_row, head_statement, plan, HeadRow, PushContext, PushOutcome};
+use super::sqlite_writer::SqliteWriter;
+use super::{PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
-use crate::stmt::{add_args, positional};
-use crate::{Backend, StoreError};
+use crate::StoreError;
 
 /// Pushes in one group at most, and findings: a big push should not hold up many small ones
 /// for long, nor many small ones a big one.
@@ -39,17 +38,24 @@ const MAX_GROUP_FINDINGS: usize = 20_000;
 /// Pushes waiting beyond this make their callers wait to enqueue.
 const QUEUE_DEPTH: usize = 1024;
 
-struct Job {
-    ctx: PushContext,
-    push: ValidPush,
-    posture: PushPosture,
+pub(super) struct Job {
+    pub(super) ctx: PushContext,
+    pub(super) push: ValidPush,
+    pub(super) posture: PushPosture,
     reply: oneshot::Sender<Result<PushOutcome, StoreError>>,
+}
+
+/// What the committer task is asked.
+enum Message {
+    Push(Box<Job>),
+    /// Close the writer's connection, and say so.
+    Close(oneshot::Sender<()>),
 }
 
 /// The way into the committer task. Cheap to clone.
 #[derive(Clone)]
 pub struct PushQueue {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Message>,
     counters: Arc<Counters>,
 }
 
@@ -102,12 +108,26 @@ impl fmt::Debug for PushQueue {
 }
 
 impl PushQueue {
-    /// Starts the committer on the current runtime. It ends when every queue handle is gone.
-    pub(crate) fn start(writer: SqlitePool) -> Self {
+    /// Starts the committer on the current runtime, for the SQLite file at `path` whose
+    /// writer pool is `writer`. It ends when every queue handle is gone.
+    pub(crate) fn start(path: PathBuf, writer: SqlitePool) -> Self {
         let (jobs, queue) = mpsc::channel(QUEUE_DEPTH);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(run(writer, queue, counters.clone()));
+        tokio::spawn(run(
+            SqliteWriter::new(path, writer),
+            queue,
+            counters.clone(),
+        ));
         PushQueue { jobs, counters }
+    }
+
+    /// Closes the committer's connection once the pushes queued before are written; a later
+    /// push opens it again (the writer pool, closed with the database, refuses it first).
+    pub(crate) async fn close(&self) {
+        let (done, closed) = oneshot::channel();
+        if self.jobs.send(Message::Close(done)).await.is_ok() {
+            let _ = closed.await;
+        }
     }
 
     pub fn stats(&self) -> GroupStats {
@@ -138,28 +158,46 @@ impl PushQueue {
             posture,
             reply,
         };
-        self.jobs.send(job).await.map_err(|_| StoreError::Closed)?;
+        self.jobs
+            .send(Message::Push(Box::new(job)))
+            .await
+            .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)?
     }
 }
 
-async fn run(writer: SqlitePool, mut queue: mpsc::Receiver<Job>, counters: Arc<Counters>) {
+async fn run(
+    mut writer: SqliteWriter,
+    mut queue: mpsc::Receiver<Message>,
+    counters: Arc<Counters>,
+) {
     let mut waiting = Waiting::default();
+    let mut closing: Vec<oneshot::Sender<()>> = Vec::new();
     let mut open = true;
     loop {
+        // Asked between groups: the one being written has finished.
+        for done in closing.drain(..) {
+            writer.close();
+            let _ = done.send(());
+        }
         if waiting.is_empty() {
             if !open {
                 return;
             }
             match queue.recv().await {
-                Some(job) => waiting.add(job),
+                Some(Message::Push(job)) => waiting.add(*job),
+                Some(Message::Close(done)) => {
+                    closing.push(done);
+                    continue;
+                }
                 None => return,
             }
         }
         // Everything that arrived meanwhile takes its place in its account's line.
         loop {
             match queue.try_recv() {
-                Ok(job) => waiting.add(job),
+                Ok(Message::Push(job)) => waiting.add(*job),
+                Ok(Message::Close(done)) => closing.push(done),
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => {
                     open = false;
@@ -175,7 +213,7 @@ async fn run(writer: SqlitePool, mut queue: mpsc::Receiver<Job>, counters: Arc<C
         {
             formed.fetch_add(1, Ordering::Relaxed);
         }
-        commit_group(&writer, group, &counters).await;
+        commit_group(&mut writer, group, &counters).await;
     }
 }
 
@@ -231,82 +269,36 @@ impl Waiting {
     }
 }
 
-async fn commit_group(writer: &SqlitePool, group: Vec<Job>, counters: &Counters) {
+async fn commit_group(writer: &mut SqliteWriter, group: Vec<Job>, counters: &Counters) {
+    if group.is_empty() {
+        return;
+    }
     counters.groups.fetch_add(1, Ordering::Relaxed);
-    match apply(writer, &group).await {
-        Ok(outcomes) => {
+    match writer.apply(group).await {
+        (group, Ok(outcomes)) => {
             for (job, outcome) in group.into_iter().zip(outcomes) {
                 // A caller that stopped waiting does not need its answer.
                 let _ = job.reply.send(Ok(outcome));
             }
         }
-        Err(err) if group.len() == 1 => {
+        (group, Err(err)) if group.len() <= 1 => {
             if let Some(job) = group.into_iter().next() {
                 let _ = job.reply.send(Err(err));
             }
         }
-        Err(err) => {
+        (group, Err(err)) => {
             tracing::warn!(pushes = group.len(), error = %err, "push group failed; retrying each alone");
             for job in group {
                 counters.groups.fetch_add(1, Ordering::Relaxed);
                 counters.retried_alone.fetch_add(1, Ordering::Relaxed);
-                let answer =
-                    apply(writer, std::slice::from_ref(&job))
-                        .await
-                        .and_then(|mut outcomes| {
-                            outcomes.pop().ok_or(StoreError::Corrupt("push group"))
-                        });
-                let _ = job.reply.send(answer);
+                let (mut alone, answer) = writer.apply(vec![job]).await;
+                let answer = answer.and_then(|mut outcomes| {
+                    outcomes.pop().ok_or(StoreError::Corrupt("push group"))
+                });
+                if let Some(job) = alone.pop() {
+                    let _ = job.reply.send(answer);
+                }
             }
         }
     }
-}
-
-/// Applies a group in one transaction: heads and `BEGIN IMMEDIATE` in one call, every write
-/// and `COMMIT` in another. Rolls back on any failure.
-async fn apply(writer: &SqlitePool, group: &[Job]) -> Result<Vec<PushOutcome>, StoreError> {
-    let mut conn = writer.acquire().await?;
-    let result = apply_on(&mut conn, group).await;
-    if result.is_err() && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
-        // No transaction was open (the BEGIN itself failed), or the connection is in a state
-        // no one should reuse: a fresh one costs little.
-        conn.close_on_drop();
-    }
-    result
-}
-
-async fn apply_on(
-    conn: &mut PoolConnection<Sqlite>,
-    group: &[Job],
-) -> Result<Vec<PushOutcome>, StoreError> {
-    let mut sql = String::from("BEGIN IMMEDIATE;");
-    let mut args = SqliteArguments::default();
-    for job in group {
-        let head = head_statement(&job.ctx, &job.push, Backend::Sqlite);
-        sql.push_str(&positional(&head.sql));
-        sql.push(';');
-        add_args::<Sqlite>(&mut args, head.args)?;
-    }
-    let rows: Vec<HeadRow> = sqlx::query_as_with(&sql, args)
-        .fetch_all(&mut **conn)
-        .await?;
-    if rows.len() != group.len() {
-        return Err(StoreError::Corrupt("push head rows"));
-    }
-
-    let mut outcomes = Vec::with_capacity(group.len());
-    let mut sql = String::new();
-    let mut args = SqliteArguments::default();
-    for (job, row) in group.iter().zip(rows) {
-        let (outcome, writes) = plan(&job.ctx, &job.push, &job.posture, head_from_row(row)?);
-        for stmt in writes {
-            sql.push_str(&positional(&stmt.sql));
-            sql.push(';');
-            add_args::<Sqlite>(&mut args, stmt.args)?;
-        }
-        outcomes.push(outcome);
-    }
-    sql.push_str("COMMIT");
-    sqlx::query_with(&sql, args).execute(&mut **conn).await?;
-    Ok(outcomes)
 }

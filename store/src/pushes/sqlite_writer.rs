@@ -1,0 +1,174 @@
+//! The SQLite committer's own connection: each statement text prepared once and kept.
+//!
+//! Through sqlx every statement is a message to the connection's thread, so the committer
+//! sent a whole group as one multi-statement string; its text changed with every group's
+//! mix, so SQLite parsed and planned every statement of every push again (the profile's
+//! largest share after the writes themselves). Here the group runs on one blocking thread
+//! against a connection of our own, each statement taken from a cache keyed by its text and
+//! only bound and stepped, with no hand-off between statements.
+//!
+//! The connection is a second one on the same file, so the committer still takes the
+//! process's writer connection from its pool for each group, as a lock: pushes and every
+//! other write keep queueing in one line, first come first served, and never meet SQLite's
+//! busy handler (which sleeps) inside the process.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::{ToSqlOutput, Value, ValueRef};
+use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
+use sqlx::SqlitePool;
+
+use super::committer::Job;
+use super::{head_from_row, head_statement, plan, HeadRow, PushOutcome};
+use crate::stmt::{placeholders_in_order, Arg, Stmt};
+use crate::{Backend, StoreError, SQLITE_BUSY_TIMEOUT};
+
+/// Statement texts kept prepared: a push's statements have a few dozen shapes (the head,
+/// the scan, its line and project, findings and spans in chunks of a few sizes).
+const PREPARED_STATEMENTS: usize = 96;
+
+/// The committer's connection, opened at its first group.
+pub(super) struct SqliteWriter {
+    path: PathBuf,
+    /// The process's writer pool: its one connection is held as the write lock.
+    lock: SqlitePool,
+    conn: Option<Connection>,
+}
+
+impl SqliteWriter {
+    pub(super) fn new(path: PathBuf, lock: SqlitePool) -> Self {
+        SqliteWriter {
+            path,
+            lock,
+            conn: None,
+        }
+    }
+
+    /// Writes `group` in one transaction, all or nothing; the jobs come back with the
+    /// outcome, so a failed group can be retried push by push.
+    pub(super) async fn apply(
+        &mut self,
+        group: Vec<Job>,
+    ) -> (Vec<Job>, Result<Vec<PushOutcome>, StoreError>) {
+        let _turn = match self.lock.acquire().await {
+            Ok(turn) => turn,
+            Err(err) => {
+                // The pool is closed: so is the database, for this process.
+                self.conn = None;
+                return (group, Err(err.into()));
+            }
+        };
+        let conn = self.conn.take();
+        let path = self.path.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let conn = match conn {
+                Some(conn) => conn,
+                None => match open(&path) {
+                    Ok(conn) => conn,
+                    Err(err) => return (None, group, Err(err.into())),
+                },
+            };
+            let result = write_group(&conn, &group);
+            (Some(conn), group, result)
+        })
+        .await;
+        match joined {
+            Ok((conn, group, result)) => {
+                self.conn = conn;
+                (group, result)
+            }
+            // The thread panicked: its jobs are gone, and their callers hear `Closed`.
+            Err(err) => (Vec::new(), Err(StoreError::Interrupted(err.to_string()))),
+        }
+    }
+
+    /// Closes the connection (before the database's file may be replaced or removed).
+    pub(super) fn close(&mut self) {
+        self.conn = None;
+    }
+}
+
+fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    // The settings `Db::connect` gives sqlx's connections (WAL is the file's own).
+    conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.set_prepared_statement_cache_capacity(PREPARED_STATEMENTS);
+    Ok(conn)
+}
+
+/// One transaction for the group: each push's head read, its decision and its writes, in
+/// turn (each push is another account's, so none reads what another wrote).
+fn write_group(conn: &Connection, group: &[Job]) -> Result<Vec<PushOutcome>, StoreError> {
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+    let result = group
+        .iter()
+        .map(|job| write_push(conn, job))
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|outcomes| {
+            conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(outcomes)
+        });
+    if result.is_err() && !conn.is_autocommit() {
+        // A failed ROLLBACK leaves nothing to undo that a later BEGIN would not refuse.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    result
+}
+
+fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
+    let head = head_statement(&job.ctx, &job.push, Backend::Sqlite);
+    debug_assert!(placeholders_in_order(&head.sql), "{}", head.sql);
+    let row = conn
+        .prepare_cached(&head.sql)?
+        .query_row(params_from_iter(&head.args), head_row)?;
+    let (outcome, writes) = plan(&job.ctx, &job.push, &job.posture, head_from_row(row)?);
+    for stmt in &writes {
+        execute(conn, stmt)?;
+    }
+    Ok(outcome)
+}
+
+fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {
+    debug_assert!(placeholders_in_order(&stmt.sql), "{}", stmt.sql);
+    conn.prepare_cached(&stmt.sql)?
+        .execute(params_from_iter(&stmt.args))
+}
+
+/// Reads the head statement's row by column name (the same names sqlx's `FromRow` reads).
+fn head_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HeadRow> {
+    macro_rules! read {
+        ($($field:ident),* $(,)?; ids: $($id:ident: $ty:ty),* $(,)?) => {
+            HeadRow {
+                $($field: row.get(stringify!($field))?,)*
+                $($id: row.get::<_, Option<String>>(stringify!($id))?.map(<$ty>::trusted),)*
+            }
+        };
+    }
+    Ok(read!(
+        triaged, set_aside, open_tracked, live_spans, custom_frameworks, line_head_seq,
+        line_head_at, key_live, license_live, writes, oldest_write, active, archived_at,
+        scan_count, gate_min_score, gate_max_drop, gate_new_severity, same_second, webhooks,
+        alerts, previous_open, base_open, default_id, default_name, line_id, line_name, line_pr,
+        line_count, last_score, last_delta, last_body_hash, last_gate_status, last_gate_reasons,
+        last_base_branch, last_base_scan_id, last_base_score, last_base_new, last_base_fixed,
+        base_id, base_score, base_seq;
+        ids: id: crate::ProjectId, last_scan_id: crate::ScanId, base_scan_id: crate::ScanId,
+    ))
+}
+
+impl ToSql for Arg {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Arg::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Arg::Int(n) => ToSqlOutput::Owned(Value::Integer(*n)),
+            Arg::Real(x) => ToSqlOutput::Owned(Value::Real(*x)),
+            Arg::Bool(b) => ToSqlOutput::Owned(Value::Integer(i64::from(*b))),
+            Arg::NoText | Arg::NoInt | Arg::NoReal | Arg::NoBool => ToSqlOutput::Owned(Value::Null),
+        })
+    }
+}
