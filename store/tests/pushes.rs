@@ -261,6 +261,48 @@ async fn one_accounts_flood_delays_another_account_by_about_one_group() {
     );
 }
 
+/// SQLite only: the committer writes through a connection of its own
+/// (`pushes::sqlite_writer`). Closing the database closes it too, so nothing of the process
+/// holds the file afterwards (a restore may put another file in its place), and a push
+/// then is refused as the database being away, not written to the file left behind.
+#[tokio::test]
+async fn closing_the_database_closes_the_push_writers_own_connection() {
+    let t = fresh(tidemark_store::Backend::Sqlite).await;
+    let file = std::fs::canonicalize(t.url.trim_start_matches("sqlite://")).unwrap();
+    insert_pushing_account(&t.db, &acct("acct_a")).await;
+    appended(
+        record_push(&t.db, ctx(&acct("acct_a")), push("api", 1, 50.0))
+            .await
+            .unwrap(),
+    );
+    assert!(open_handles(&file) >= 2, "the pools' and the writer's");
+
+    t.db.db().close().await;
+    assert_eq!(
+        open_handles(&file),
+        0,
+        "every connection to {file:?} is closed"
+    );
+    let refused = record_push(&t.db, ctx(&acct("acct_a")), push("api", 2, 60.0))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.fault(),
+        Some(tidemark_store::Fault::Unavailable),
+        "{refused}"
+    );
+    assert_eq!(open_handles(&file), 0, "the refused push opened nothing");
+}
+
+/// How many of this process's open files are `file`.
+fn open_handles(file: &std::path::Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target == file)
+        .count()
+}
+
 /// A test account's id (tests name theirs `acct_a`, `acct_b`).
 fn acct(s: &str) -> tidemark_store::AccountId {
     tidemark_store::AccountId::trusted(s)
