@@ -109,7 +109,7 @@ impl From<f64> for Arg {
 }
 
 /// SQL whose placeholders are `$1`, `$2`, … each used once and in that order, so the same
-/// text binds by position on SQLite too (see [`placeholders_in_order`]).
+/// text also reads correctly with SQLite's anonymous `?` (see [`positional`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Stmt {
     pub sql: String,
@@ -182,26 +182,31 @@ where
     Ok(sqlx::query_with(sql, out))
 }
 
-/// Whether `sql`'s placeholders are `$1 … $n`, each once and in that order. SQLite numbers
-/// `$N` parameters by first appearance, not by their digits, so only then is the i-th
-/// argument bound to `$i` (the SQLite writer binds them by position).
-pub(crate) fn placeholders_in_order(sql: &str) -> bool {
+/// Turns `$1 … $n` into anonymous `?`s for SQLite. SQLite reads `$1` as a *named* parameter
+/// and looks each name up among those before it, so a statement of 5,000 rows (20,000
+/// names) took 1.4 s to prepare; anonymous ones are numbered as they come.
+pub(crate) fn positional(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
     let mut chars = sql.chars().peekable();
     let mut expected = 1u32;
     while let Some(c) = chars.next() {
         if c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
             let mut n = 0u32;
             while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
-                n = n.saturating_mul(10).saturating_add(d);
+                n = n * 10 + d;
                 chars.next();
             }
-            if n != expected {
-                return false;
-            }
+            debug_assert_eq!(
+                n, expected,
+                "placeholders must be used once, in order: {sql}"
+            );
             expected += 1;
+            out.push('?');
+        } else {
+            out.push(c);
         }
     }
-    true
+    out
 }
 
 #[cfg(test)]
@@ -209,14 +214,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_must_come_once_and_in_order() {
-        assert!(placeholders_in_order(
-            "UPDATE t SET a = $1, b = $2 WHERE id = $3 AND note = 'cost $'"
-        ));
+    fn numbered_placeholders_become_anonymous_ones() {
+        assert_eq!(
+            positional("UPDATE t SET a = $1, b = $2 WHERE id = $3 AND note = 'cost $'"),
+            "UPDATE t SET a = ?, b = ? WHERE id = ? AND note = 'cost $'"
+        );
         let many: Vec<String> = (1..=12).map(|n| format!("${n}")).collect();
-        assert!(placeholders_in_order(&many.join(",")));
-        assert!(!placeholders_in_order("SELECT $2, $1"));
-        assert!(!placeholders_in_order("SELECT $1, $1"));
-        assert!(!placeholders_in_order("SELECT $1, $3"));
+        assert_eq!(positional(&many.join(",")), ["?"; 12].join(","));
+    }
+
+    #[test]
+    #[should_panic(expected = "once, in order")]
+    fn out_of_order_placeholders_are_caught() {
+        positional("SELECT $2, $1");
     }
 }

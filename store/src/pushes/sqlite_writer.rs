@@ -20,7 +20,7 @@ use sqlx::SqlitePool;
 
 use super::committer::Job;
 use super::{head_from_row, head_statement, plan, HeadRow, PushOutcome};
-use crate::stmt::{placeholders_in_order, Arg, Stmt};
+use crate::stmt::{positional, Arg, Stmt};
 use crate::{Backend, StoreError, SQLITE_BUSY_TIMEOUT};
 
 /// Statement texts kept prepared: a push's statements have a few dozen shapes (the head,
@@ -122,9 +122,8 @@ fn write_group(conn: &Connection, group: &[Job]) -> Result<Vec<PushOutcome>, Sto
 
 fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
     let head = head_statement(&job.ctx, &job.push, Backend::Sqlite);
-    debug_assert!(placeholders_in_order(&head.sql), "{}", head.sql);
     let row = conn
-        .prepare_cached(&head.sql)?
+        .prepare_cached(&positional(&head.sql))?
         .query_row(params_from_iter(&head.args), head_row)?;
     let (outcome, writes) = plan(&job.ctx, &job.push, &job.posture, head_from_row(row)?);
     for stmt in &writes {
@@ -134,8 +133,7 @@ fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
 }
 
 fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {
-    debug_assert!(placeholders_in_order(&stmt.sql), "{}", stmt.sql);
-    conn.prepare_cached(&stmt.sql)?
+    conn.prepare_cached(&positional(&stmt.sql))?
         .execute(params_from_iter(&stmt.args))
 }
 
