@@ -55,8 +55,12 @@ for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && break; slee
 activate_keys "$url" "$work/hashes" "$work/keys"
 
 run() { echo; echo "== $1"; shift; wrk --latency "$@" | grep -E 'Requests/sec|Latency  |  50%|  99%|Non-2xx|Socket errors'; }
+# The server's memory after each step, so the step that sets the peak is known.
+rss() { awk -v step="$1" '/^(VmHWM|VmRSS|RssAnon):/ { v = v " " $1 " " $2 / 1024 " MB" } END { print "memory after " step ":" v }' "/proc/$server_pid/status"; }
 run "static JSON route GET /healthz" -t2 -c64 -d"${secs}s" "$url/healthz"
+rss healthz
 HASHES_FILE="$work/hashes" run "POST /v1/license/validate" -t2 -c64 -d"${secs}s" -s bench/wrk/validate.lua "$url"
+rss validate
 perf_pid=
 if [ -n "${BENCH_PERF:-}" ]; then
   perf record -g -F 499 -o "$BENCH_PERF" -p "$server_pid" >/dev/null 2>&1 &
@@ -67,6 +71,7 @@ if [ "$db" = postgres ]; then wal_before=$(psql -qXAt "$DATABASE_URL" -c 'SELECT
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
 cpu_before=$(cpu_ticks)
 KEYS_FILE="$work/keys" FINDINGS=50 run "POST /v1/dashboard/push, 50 findings" -t2 -c16 -d"${secs}s" -s bench/wrk/push.lua "$url"
+rss push
 if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
 cpu_after=$(cpu_ticks)
 if [ "$db" = postgres ]; then
@@ -84,6 +89,7 @@ half=$((secs / 2 + 1))
 RUN=1 EMAIL=nobody@example.com run "resend, no license" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 RUN=2 EMAIL=bench1@example.com run "resend, license exists" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
 RUN=3 EMAIL=nobody@example.com run "resend, no license (again)" -t2 -c16 -d"${half}s" -s bench/wrk/resend.lua "$url"
+rss resend
 
 echo; echo "== one push with 5,000 findings (5 runs, new scan each)"
 key=$(head -n 1 "$work/keys")
@@ -102,6 +108,7 @@ PY
   curl -sS -o /dev/null -w "status %{http_code}  %{size_upload} bytes  %{time_total}s\n" -X POST "$url/v1/dashboard/push" \
     -H "X-API-Key: $key" -H 'Content-Type: application/json' --data-binary @"$work/big.json"
 done
+rss "5,000-finding pushes"
 
 echo; echo "== storage growth: 5,000 findings over 250 rules pushed 20 times, 50 statuses changed each time (issue 36)"
 if [ "$db" = postgres ]; then
@@ -109,6 +116,7 @@ if [ "$db" = postgres ]; then
 else
   python3 bench/storage/growth.py "$url" "$key" sqlite "$work/data/tidemark.db" 20
 fi
+rss "storage growth"
 
 # fsync time on this kind of VM swings by a third between runs: compare with the median.
 if [ "$db" = postgres ]; then

@@ -27,6 +27,12 @@ use crate::{Backend, StoreError, SQLITE_BUSY_TIMEOUT};
 /// the scan, its line and project, findings and spans in chunks of a few sizes).
 const PREPARED_STATEMENTS: usize = 96;
 
+/// Statements longer than this are prepared for one use and dropped: only a push of a
+/// thousand new findings or more makes one (rows of a chunk share a statement), and kept,
+/// each held a program of megabytes for pushes that are rare (`scripts/bench.sh`'s memory by
+/// step: the 5,000-finding pushes added 12 MB that stayed).
+const CACHED_TEXT_MAX: usize = 32 * 1024;
+
 /// The committer's connection, opened at its first group.
 pub(super) struct SqliteWriter {
     path: PathBuf,
@@ -133,7 +139,11 @@ fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
 }
 
 fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {
-    conn.prepare_cached(&positional(&stmt.sql))?
+    let sql = positional(&stmt.sql);
+    if sql.len() > CACHED_TEXT_MAX {
+        return conn.prepare(&sql)?.execute(params_from_iter(&stmt.args));
+    }
+    conn.prepare_cached(&sql)?
         .execute(params_from_iter(&stmt.args))
 }
 
