@@ -121,8 +121,8 @@ impl PushQueue {
         PushQueue { jobs, counters }
     }
 
-    /// Closes the committer's connection once the pushes queued before are written; a later
-    /// push opens it again (the writer pool, closed with the database, refuses it first).
+    /// Closes the committer's connection once the group being written, if any, is done; a
+    /// later push opens it again (the writer pool, closed with the database, refuses it first).
     pub(crate) async fn close(&self) {
         let (done, closed) = oneshot::channel();
         if self.jobs.send(Message::Close(done)).await.is_ok() {

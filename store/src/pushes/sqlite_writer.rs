@@ -80,7 +80,9 @@ impl SqliteWriter {
         .await;
         match joined {
             Ok((conn, group, result)) => {
-                self.conn = conn;
+                // One that a failed ROLLBACK left inside a transaction would refuse every
+                // later BEGIN: closing it rolls back, and the next group opens a fresh one.
+                self.conn = conn.filter(Connection::is_autocommit);
                 (group, result)
             }
             // The thread panicked: its jobs are gone, and their callers hear `Closed`.
