@@ -26,7 +26,7 @@ use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
-use super::sqlite_writer::SqliteWriter;
+use super::sqlite_writer::{Job, SqliteWriter};
 use super::{PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
 use crate::StoreError;
@@ -37,13 +37,6 @@ pub const MAX_GROUP_PUSHES: usize = 32;
 const MAX_GROUP_FINDINGS: usize = 20_000;
 /// Pushes waiting beyond this make their callers wait to enqueue.
 const QUEUE_DEPTH: usize = 1024;
-
-pub(super) struct Job {
-    pub(super) ctx: PushContext,
-    pub(super) push: ValidPush,
-    pub(super) posture: PushPosture,
-    reply: oneshot::Sender<Result<PushOutcome, StoreError>>,
-}
 
 /// What the committer task is asked.
 enum Message {

@@ -17,9 +17,11 @@ use std::path::{Path, PathBuf};
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
 use sqlx::SqlitePool;
+use tidemark_domain::push::ValidPush;
+use tokio::sync::oneshot;
 
-use super::committer::Job;
-use super::{head_from_row, head_statement, plan, HeadRow, PushOutcome};
+use super::{head_from_row, head_statement, plan, HeadRow, PushContext, PushOutcome};
+use crate::posture::push::PushPosture;
 use crate::stmt::{positional, Arg, Stmt};
 use crate::{Backend, StoreError, SQLITE_BUSY_TIMEOUT};
 
@@ -32,6 +34,14 @@ const PREPARED_STATEMENTS: usize = 96;
 /// each held a program of megabytes for pushes that are rare (`scripts/bench.sh`'s memory by
 /// step: the 5,000-finding pushes added 12 MB that stayed).
 const CACHED_TEXT_MAX: usize = 32 * 1024;
+
+/// One push waiting to be written, and where its answer goes.
+pub(super) struct Job {
+    pub(super) ctx: PushContext,
+    pub(super) push: ValidPush,
+    pub(super) posture: PushPosture,
+    pub(super) reply: oneshot::Sender<Result<PushOutcome, StoreError>>,
+}
 
 /// The committer's connection, opened at its first group.
 pub(super) struct SqliteWriter {
