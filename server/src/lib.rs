@@ -1,6 +1,7 @@
 //! `tidemark-server`: serves the dashboard (Leptos SSR + hydration), the `/v1` scanner API,
 //! operations endpoints, and the operator subcommands.
 
+pub mod allocator;
 pub mod api;
 pub mod auth;
 pub mod config;

@@ -6,8 +6,7 @@ use server::config::{Config, Environment};
 use server::operator::cli::{Cli, Command, ConfigCommand};
 use server::operator::commands::{self, Report};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let matches = Cli::command()
         .after_help(server::config::variables_help())
         .get_matches();
@@ -16,7 +15,22 @@ async fn main() -> ExitCode {
         Err(err) => err.exit(),
     };
     let json = cli.json;
-    match run(cli.command.unwrap_or(Command::Serve)).await {
+    let command = cli.command.unwrap_or(Command::Serve);
+    if let Command::Serve = command {
+        // Before the runtime starts any thread: it may execute the program again.
+        server::allocator::apply_tunables();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: could not start the runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(command)) {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some(report)) => print_report(json, report),
         Err(err) => {
@@ -70,6 +84,7 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
         for (concern, line) in config.summary() {
             tracing::info!(concern, "{line}");
         }
+        tracing::info!(concern = "allocator", "{}", server::allocator::in_use());
         let state = server::build_state(config).await?;
         check_master_keys(&state).await?;
         // The first start creates the first verdict-signing key, so the key set is published

@@ -528,3 +528,60 @@ async fn the_example_alerting_rules_name_only_exposed_series() {
         );
     }
 }
+
+/// `serve` runs with the allocator settings that keep its memory down (issue 48), in the
+/// same process the operator started, and an operator's own `GLIBC_TUNABLES` wins.
+#[test]
+fn serve_runs_with_the_allocator_settings_unless_the_operator_chose_others() {
+    let dir = tempfile::tempdir().unwrap();
+    // What the server logs it runs with, and whether the process started is the one that
+    // serves with tunables set (its id is what an init system watches).
+    let serve = |tunables: Option<&str>| {
+        let port = common::free_port();
+        let log = dir.path().join(format!("serve-{port}.log"));
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-server"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("TIDEMARK_DATA_DIR", dir.path())
+            .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "info")
+            .arg("serve")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        if let Some(tunables) = tunables {
+            command.env("GLIBC_TUNABLES", tunables);
+        }
+        let mut child = command.spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server never listened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let environ = std::fs::read(format!("/proc/{}/environ", child.id())).unwrap();
+        let same_process = environ
+            .split(|b| *b == 0)
+            .any(|v| v.starts_with(b"GLIBC_TUNABLES="));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let said = std::fs::read_to_string(&log).unwrap();
+        let line = said
+            .lines()
+            .find(|l| l.contains("allocator"))
+            .unwrap_or_else(|| panic!("no allocator line in {said}"))
+            .to_owned();
+        (same_process, line)
+    };
+    let (same_process, line) = serve(None);
+    assert!(same_process, "the started process serves with the tunables");
+    assert!(
+        line.contains(&format!("GLIBC_TUNABLES={} ", server::allocator::TUNABLES)),
+        "{line}"
+    );
+    let own = "glibc.malloc.arena_max=4";
+    let (_, line) = serve(Some(own));
+    assert!(line.contains(&format!("GLIBC_TUNABLES={own} ")), "{line}");
+}
