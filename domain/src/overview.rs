@@ -42,6 +42,28 @@ pub fn daily_severity(scans: &[ScanCounts], days: usize, now: Millis) -> Vec<(Mi
         .collect()
 }
 
+/// Each of the `days` days from `first` (days since 1970, UTC) with the running total of
+/// `changes` up to and including it. `changes` holds each day's change, oldest first; days
+/// before `first` count towards every total.
+pub fn running_totals(
+    changes: &[(i64, [i64; 4])],
+    first: i64,
+    days: usize,
+) -> Vec<(i64, [i64; 4])> {
+    let mut total = [0; 4];
+    let mut next = changes.iter().peekable();
+    (first..first + days as i64)
+        .map(|day| {
+            while let Some((_, change)) = next.next_if(|(d, _)| *d <= day) {
+                for (sum, n) in total.iter_mut().zip(change) {
+                    *sum += n;
+                }
+            }
+            (day, total)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +97,16 @@ mod tests {
             "a's newer scan replaces its older"
         );
         assert_eq!(days[4], (10 * DAY, [0, 1, 0, 4]));
+    }
+
+    #[test]
+    fn running_totals_carry_the_days_before_the_window() {
+        let changes = [(3, [1, 0, 0, 0]), (9, [0, 2, 0, 0]), (11, [-1, 0, 0, 5])];
+        let days = running_totals(&changes, 10, 3);
+        assert_eq!(
+            days,
+            vec![(10, [1, 2, 0, 0]), (11, [0, 2, 0, 5]), (12, [0, 2, 0, 5])]
+        );
+        assert_eq!(running_totals(&[], 10, 2), vec![(10, [0; 4]), (11, [0; 4])]);
     }
 }

@@ -225,6 +225,8 @@ pub async fn set_default_branch(
         .bind(project_id)
         .execute(&mut *tx)
         .await?;
+        // The overview follows each project's default line: sum it again with this one.
+        crate::rollups::rebuild_account_days!(tx, account_id.as_str())?;
         let change = Change {
             account_id: Some(account_id),
             action: Action::DefaultBranchChanged,
@@ -379,6 +381,10 @@ async fn prune_line(
             .execute(&mut *tx)
             .await?;
         sqlx::query("DELETE FROM scans WHERE branch_id = $1")
+            .bind(&c.id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM line_days WHERE branch_id = $1")
             .bind(&c.id)
             .execute(&mut *tx)
             .await?;

@@ -40,6 +40,7 @@ pub mod publishers;
 pub mod pushes;
 mod queue;
 pub mod rate;
+pub mod rollups;
 pub mod scan_facts;
 pub mod scim;
 pub mod sealed;

@@ -396,3 +396,120 @@ tidemark_store::test_each_backend! {
         );
     }
 }
+
+/// A push of `label` on `branch` at `at` with these severity counts (and as many high
+/// findings), the main branch being the default.
+async fn push_counts(
+    db: &Writer,
+    account: &tidemark_store::AccountId,
+    label: &str,
+    branch: &str,
+    at: i64,
+    counts: [u64; 4],
+) {
+    let findings: Vec<Value> = (0..counts[1])
+        .map(|i| finding(&format!("r{i}"), "bucket", "FAIL", "high", "m"))
+        .collect();
+    let body = json!({
+        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
+        "frameworks": ["cis-aws-2.0"], "score": 50.0, "passed": 1, "failed": counts[1],
+        "severity_counts": {"critical": counts[0], "high": counts[1], "medium": counts[2], "low": counts[3]},
+        "findings": findings, "state_source": "ci",
+        "scanned_at": tidemark_domain::to_rfc3339(at),
+        "git": {"branch": branch, "default_branch": "main"},
+    });
+    let push = ValidPush::parse(body.to_string().as_bytes()).unwrap();
+    let mut ctx = tidemark_store::testing::push_context(account);
+    ctx.write_limit = RollingLimit::per_minute(100_000);
+    match record_push(db, ctx, push).await.unwrap() {
+        PushOutcome::Appended(..) => {}
+        other => panic!("push refused: {other:?}"),
+    }
+}
+
+tidemark_store::test_each_backend! {
+    /// The overview's roll-up, kept by each push, says what summing every default-branch scan
+    /// says, day by day: with scans arriving out of time order, several a day, on other
+    /// branches too, and after archiving, unarchiving and another default branch.
+    async fn the_overview_roll_up_matches_every_scan_summed(backend) {
+        use tidemark_domain::overview::daily_severity;
+        let t = fresh(backend).await;
+        let db = &t.db;
+        let account = account(db).await;
+        let now = tidemark_domain::now_millis();
+        let day = 86_400_000;
+        let days = 50;
+        let check = |what: &'static str| {
+            let account = account.clone();
+            async move {
+                let kept = tidemark_store::rollups::open_by_day(db.db(), &account, days, now)
+                    .await
+                    .unwrap();
+                let scans = dashboard::default_line_counts(db.db(), &account, 0).await.unwrap();
+                let summed = daily_severity(&scans, days, now);
+                assert_eq!(kept, summed, "{backend:?}, {what}");
+                assert!(summed.iter().any(|(_, c)| c.iter().sum::<i64>() > 0), "{what}: something to compare");
+            }
+        };
+        // A fixed pseudo-random walk: which project, branch, time and counts.
+        let mut x: u64 = 0x9e37_79b9;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for i in 0..80_i64 {
+            let label = ["api", "web", "etl"][next(3) as usize];
+            let branch = if next(4) == 0 { "feature" } else { "main" };
+            // Up to 60 days back (some before the window), each push its own minute.
+            let at = now - (next(60) as i64 + 1) * day + i * 60_000;
+            let counts = [next(3), next(9), next(5), next(4)];
+            push_counts(db, &account, label, branch, at, counts).await;
+        }
+        check("after the pushes").await;
+
+        let web = dashboard::project_id_by_label(db.db(), &account, "web").await.unwrap().unwrap();
+        let archived = dashboard::set_archived(db, &account, &web, true, None, &tidemark_store::testing::audit())
+            .await
+            .unwrap();
+        assert_eq!(archived, ArchiveOutcome::Done);
+        check("with web archived").await;
+        dashboard::set_archived(db, &account, &web, false, None, &tidemark_store::testing::audit())
+            .await
+            .unwrap();
+        check("with web back").await;
+
+        let api = dashboard::project_id_by_label(db.db(), &account, "api").await.unwrap().unwrap();
+        let feature = tidemark_domain::git::BranchName::parse("branch", "feature").unwrap();
+        tidemark_store::branches::set_default_branch(db, &account, &api, &feature, &tidemark_store::testing::audit())
+            .await
+            .unwrap();
+        check("with api's default branch changed").await;
+        for i in 0..20_i64 {
+            let at = now - (next(10) as i64 + 1) * day + (100 + i) * 60_000;
+            let branch = ["main", "feature"][next(2) as usize];
+            push_counts(db, &account, "api", branch, at, [next(3), next(9), next(5), next(4)]).await;
+        }
+        check("after more pushes").await;
+
+        // What the migration builds from the scans already stored says the same.
+        let migration = include_str!("../../migrations/20261207000001_overview_rollups.sql");
+        let backfill: Vec<String> = migration
+            .split(';')
+            .map(|s| s.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join("\n"))
+            .filter(|s| s.trim_start().starts_with("INSERT"))
+            .collect();
+        assert_eq!(backfill.len(), 2, "{backfill:?}");
+        tidemark_store::on_db!(db.db(), pool => {
+            sqlx::query("DELETE FROM line_days").execute(pool).await.unwrap();
+            sqlx::query("DELETE FROM account_days").execute(pool).await.unwrap();
+            for sql in &backfill {
+                sqlx::query(sql).execute(pool).await.unwrap();
+            }
+            Ok::<_, sqlx::Error>(())
+        })
+        .unwrap();
+        check("backfilled by the migration").await;
+    }
+}

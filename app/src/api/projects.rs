@@ -110,7 +110,6 @@ async fn overview(
 ) -> Result<crate::model::AccountOverview, DashboardError> {
     use super::ssr::or_unavailable;
     use crate::model::{AccountOverview, OldFinding};
-    use tidemark_domain::overview::{daily_severity, DAY};
     let failing = projects
         .iter()
         .filter(|p| p.archived_at.is_none() && p.gate.status == tidemark_wire::GateStatus::Failed)
@@ -126,12 +125,10 @@ async fn overview(
         )
         .await,
     )?;
-    // Two weeks before the window, so a project that scans weekly counts from its first day.
-    let since = now - (OVERVIEW_DAYS as i64 + 14) * DAY;
-    let scans = or_unavailable(
-        tidemark_store::dashboard::default_line_counts(db, account_id, since).await,
+    // The push keeps a per-day roll-up: one row a day, however many projects.
+    let days = or_unavailable(
+        tidemark_store::rollups::open_by_day(db, account_id, OVERVIEW_DAYS, now).await,
     )?;
-    let days = daily_severity(&scans, OVERVIEW_DAYS, now);
     let severity_days = crate::chart::draw_severity_days(&days);
     Ok(AccountOverview {
         failing,

@@ -77,7 +77,7 @@ pub async fn find_project(
 }
 
 /// The severity counts of every scan of the account's active projects' default branches since
-/// `since`: what the projects page's overview sums day by day.
+/// `since`: the reference the tests hold the overview's roll-up (`rollups`) to.
 pub async fn default_line_counts(
     db: &Db,
     account_id: &AccountId,
@@ -424,6 +424,8 @@ pub async fn set_archived(
             .await?;
         // Archiving an archived project (or the reverse) changes nothing worth a record.
         if archived_at.is_some() != archived {
+            // An archived project's findings leave the overview; an unarchived one's return.
+            crate::rollups::rebuild_account_days!(tx, account_id.as_str())?;
             let state = |a: bool| Some(if a { "archived" } else { "active" }.to_owned());
             let change = Change {
                 account_id: Some(account_id),

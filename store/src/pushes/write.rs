@@ -73,6 +73,16 @@ pub(super) fn write_statements(
         },
         placed.posture,
     ));
+    let counts = &req.severity_counts;
+    writes.extend(crate::rollups::push_statements(&crate::rollups::DayScan {
+        account_id: ctx.account_id.as_str(),
+        line_id: placed.line_id,
+        on_default_line: append.lines.on_default,
+        scanned_at: push.scanned_at().timestamp_millis(),
+        seq: append.seq,
+        counts: [counts.critical, counts.high, counts.medium, counts.low]
+            .map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+    }));
     if ctx.touch_key {
         writes.push(
             Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
