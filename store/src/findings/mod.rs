@@ -541,25 +541,29 @@ pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sigh
     // The finding's first row in each scan (a scanner may list it twice), found once per scan
     // and then read by its key: among the branch's spans covering the scan, or among the
     // scan's rows in `findings` for a scan stored before spans.
+    //
+    // The finding's own spans are read once (`fs`: a few rows, one per change of its status or
+    // text) and each scan looks among them: looking among all the branch's spans ending after
+    // each scan made a year-old line's page read millions of rows (470 ms at issue 48's
+    // scale benchmark).
     let sql = format!(
-        "SELECT x.scan_id, x.scanned_at, x.score, COALESCE(sp.status, f.status) AS status, \
+        "WITH fs AS MATERIALIZED (SELECT position, from_seq, to_seq, status, severity, text_hash \
+           FROM finding_spans WHERE branch_id = $3 AND rule_id = $1 AND resource = $2) \
+         SELECT x.scan_id, x.scanned_at, x.score, COALESCE(sp.status, f.status) AS status, \
          COALESCE(sp.severity, f.severity) AS severity, \
          COALESCE(tx.message, f.message) AS message, \
          COALESCE(tx.remediation, f.remediation) AS remediation \
          FROM (SELECT s.project_id, s.seq, s.line_seq, s.scan_id, s.scanned_at, s.score, \
-           (SELECT MIN(g.ordinal) FROM findings g \
+           CASE WHEN s.findings_stored IS NULL THEN (SELECT MIN(g.ordinal) FROM findings g \
              WHERE g.project_id = s.project_id AND g.scan_seq = s.seq \
-             AND g.rule_id = $1 AND g.resource = $2 AND s.findings_stored IS NULL) AS ord, \
-           (SELECT MIN(v.position) FROM finding_spans v \
-             WHERE v.branch_id = s.branch_id AND v.to_seq > s.seq AND v.from_seq <= s.seq \
-             AND v.rule_id = $1 AND v.resource = $2 \
-             AND s.findings_stored = '{STORED_AS_SPANS}') AS pos \
+             AND g.rule_id = $1 AND g.resource = $2) END AS ord, \
+           CASE WHEN s.findings_stored = '{STORED_AS_SPANS}' THEN (SELECT MIN(v.position) \
+             FROM fs v WHERE v.to_seq > s.seq AND v.from_seq <= s.seq) END AS pos \
            FROM scans s WHERE s.branch_id = $3 AND s.seq >= $4 \
            ORDER BY s.line_seq DESC LIMIT $5) x \
          LEFT JOIN findings f ON f.project_id = x.project_id AND f.scan_seq = x.seq \
            AND f.ordinal = x.ord \
-         LEFT JOIN finding_spans sp ON sp.branch_id = $3 AND sp.position = x.pos \
-           AND sp.to_seq > x.seq AND sp.from_seq <= x.seq \
+         LEFT JOIN fs sp ON sp.position = x.pos AND sp.to_seq > x.seq AND sp.from_seq <= x.seq \
          LEFT JOIN finding_texts tx ON tx.project_id = x.project_id AND tx.hash = sp.text_hash \
          ORDER BY x.line_seq DESC"
     );
