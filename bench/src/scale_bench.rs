@@ -1,0 +1,439 @@
+//! Cost at a large account's scale (issue 48): one account grown to N projects, each with a
+//! default branch, 5 feature branches and 20 pull requests and a year of history, written
+//! through the store's own push path (not HTTP); then, at each N, what the account costs:
+//! database size, push p50/p99 (through HTTP), the pages people read (p50/p95, signed in as a
+//! browser is), the `/v1` findings list, and a housekeeping pass.
+//!
+//! The workload, per project: one push a day on the default branch for 365 days; each feature
+//! branch pushed once a week; each pull request pushed three times over five days, the 20 spread
+//! over the year (685 pushes a year). Every scan has 2,000 findings, 1 % of which change status
+//! from one default-branch push to the next; a branch differs from the default by a few. 1 % of
+//! each project's findings are triaged.
+//!
+//! The account grows through the sizes given (each run adds projects to the same account), so
+//! the cost of N = 1,000 is paid once:
+//!
+//!   cargo run --release -p tidemark-bench --bin scale-bench -- 10,100,1000 > scale.jsonl
+//!   scripts/pg-throwaway.sh sh -c 'DATABASE_URL=$TIDEMARK_TEST_POSTGRES_URL \
+//!     cargo run --release -p tidemark-bench --bin scale-bench -- 10,100,1000' > scale-pg.jsonl
+//!
+//! Each size prints one JSON line (stdout) and a Markdown table (stderr, with progress);
+//! `bench/scale/chart.py` turns the JSON lines of both databases into the table and SVG chart
+//! of docs/benchmarks.md.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+#[path = "../../server/tests/common/browser.rs"]
+mod browser;
+#[path = "../../server/tests/common/oidc.rs"]
+mod oidc;
+#[path = "scale/workload.rs"]
+mod workload;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tidemark_store::{AccountId, Db, Writer};
+
+/// Requests timed per page and size.
+const RUNS: usize = 30;
+/// Pushes timed through HTTP per size.
+const TIMED_PUSHES: usize = 100;
+/// Projects written at once (each project's own pushes stay in order).
+const WRITERS: usize = 16;
+
+#[tokio::main]
+async fn main() {
+    let sizes: Vec<usize> = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "10,100,1000".into())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("sizes: a comma-separated list of N")
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let provider = oidc::ScriptedProvider::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let mut env: std::collections::HashMap<String, String> = provider
+        .env()
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    env.insert("TIDEMARK_DATA_DIR".into(), dir.path().display().to_string());
+    env.insert("TIDEMARK_BASE_URL".into(), base.clone());
+    env.insert("LEPTOS_SITE_ADDR".into(), base[7..].to_owned());
+    env.insert("RUST_LOG".into(), "warn".into());
+    env.insert("TIDEMARK_WRITES_PER_MINUTE".into(), "100000000".into());
+    // The bench runs each pass itself, timed (the worker's would hold the lease meanwhile).
+    env.insert("TIDEMARK_HOUSEKEEPING".into(), "off".into());
+    if let Ok(url) = std::env::var("DATABASE_URL") {
+        env.insert("DATABASE_URL".into(), url);
+    }
+    let backend = if env.contains_key("DATABASE_URL") {
+        "postgres"
+    } else {
+        "sqlite"
+    };
+    let config = server::config::Config::from_lookup(|k| env.get(k).cloned()).unwrap();
+    let state = server::build_state(config).await.unwrap();
+    let writer = Writer::for_tests(state.db.clone());
+    let email = "scale@example.com";
+    let license = server::operator::ops::create_license(
+        &writer,
+        &state.license_keys,
+        email,
+        tidemark_wire::Tier::Enterprise,
+        None,
+        None,
+        &tidemark_store::testing::audit(),
+    )
+    .await
+    .unwrap();
+    let account = license.account_id.clone();
+    // The key the store-level pushes name (the HTTP pushes use the activated one).
+    tidemark_store::licenses::insert_api_key(
+        &writer,
+        &tidemark_store::licenses::NewApiKey {
+            id: tidemark_store::testing::push_key_id(&account),
+            account_id: account.clone(),
+            hash: tidemark_domain::secrets::ApiKey::generate().hash(),
+            prefix: "svc_api_scale".into(),
+            machine: "scale-bench".into(),
+            now: tidemark_domain::now_millis(),
+        },
+    )
+    .await
+    .unwrap();
+    let serving = state.clone();
+    tokio::spawn(async move { server::serve(serving, listener).await.unwrap() });
+
+    provider.script(oidc::Script::user(email));
+    let mut browser = browser::Browser::new(&base);
+    assert_eq!(browser.sign_in_with_oidc(email).await.status(), 200);
+    let api_key = activate(&base, &license.license_key).await;
+
+    let clock = workload::Clock::now();
+    let mut built = 0;
+    for n in sizes {
+        let started = Instant::now();
+        grow(&writer, &account, &clock, built, n).await;
+        let grown = started.elapsed();
+        built = n;
+        if let Db::Postgres(pool) = &state.db {
+            // What autovacuum does within a minute of a bulk load.
+            sqlx::query("VACUUM ANALYZE").execute(pool).await.unwrap();
+        }
+        let mut figures = serde_json::Map::new();
+        figures.insert("backend".into(), json!(backend));
+        figures.insert("projects".into(), json!(n));
+        figures.insert("grown_s".into(), json!(grown.as_secs_f64()));
+        figures.insert("scans".into(), json!(n * workload::PUSHES_PER_PROJECT));
+        figures.insert(
+            "housekeeping_s".into(),
+            json!(housekeep(&writer).await.as_secs_f64()),
+        );
+        figures.insert(
+            "housekeeping_again_s".into(),
+            json!(housekeep(&writer).await.as_secs_f64()),
+        );
+        figures.insert(
+            "db_bytes".into(),
+            json!(db_size(&state.db, dir.path()).await),
+        );
+        let pushes = time_pushes(&base, &api_key, &clock, n).await;
+        figures.insert("push_ms".into(), percentiles(pushes));
+        let target = Target::find(&state.db, &account, &clock).await;
+        for (name, url, key) in target.pages(&base, &api_key).await {
+            let times = time_page(&mut browser, &url, key.as_deref(), name).await;
+            figures.insert(name.into(), percentiles(times));
+        }
+        let line = serde_json::Value::Object(figures);
+        println!("{line}");
+        eprintln!("{}", markdown(&line));
+    }
+    state.db.close().await;
+}
+
+/// Adds projects `from..to` to the account, `WRITERS` at a time, each project's year in order.
+async fn grow(
+    writer: &Writer,
+    account: &AccountId,
+    clock: &workload::Clock,
+    from: usize,
+    to: usize,
+) {
+    let next = Arc::new(AtomicUsize::new(from));
+    let done = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..WRITERS.min(to - from) {
+        let writer = Writer::for_tests(writer.db().clone());
+        let (account, clock) = (account.clone(), *clock);
+        let (next, done) = (next.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let p = next.fetch_add(1, Ordering::Relaxed);
+                if p >= to {
+                    break;
+                }
+                workload::write_project(&writer, &account, &clock, p, &done).await;
+            }
+        }));
+    }
+    let progress = {
+        let done = done.clone();
+        tokio::spawn(async move {
+            let total = (to - from) * workload::PUSHES_PER_PROJECT;
+            loop {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                let d = done.load(Ordering::Relaxed);
+                let secs = started.elapsed().as_secs_f64();
+                eprintln!(
+                    "  {d} of {total} pushes in {secs:.0} s ({:.0}/s, about {:.0} s left)",
+                    d as f64 / secs,
+                    (total - d) as f64 / (d.max(1) as f64 / secs)
+                );
+            }
+        })
+    };
+    for task in tasks {
+        task.await.unwrap();
+    }
+    progress.abort();
+}
+
+/// One housekeeping pass with the default policy (SonarQube's ages), timed.
+async fn housekeep(writer: &Writer) -> Duration {
+    let started = Instant::now();
+    let policy = tidemark_domain::housekeeping::Policy::default();
+    server::workers::housekeeping::run_pass(writer, "scale-bench", Some(&policy))
+        .await
+        .unwrap()
+        .expect("the lease is free");
+    started.elapsed()
+}
+
+async fn db_size(db: &Db, dir: &std::path::Path) -> u64 {
+    match db {
+        Db::Postgres(pool) => {
+            let (bytes,): (i64,) = sqlx::query_as("SELECT pg_database_size(current_database())")
+                .fetch_one(pool)
+                .await
+                .unwrap();
+            bytes as u64
+        }
+        Db::Sqlite { .. } => std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("tidemark.db"))
+            .map(|e| e.metadata().unwrap().len())
+            .sum(),
+    }
+}
+
+/// The licence's API key, as the scanner gets one.
+async fn activate(base: &str, license_key: &str) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(license_key.as_bytes());
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    let res = reqwest::Client::new()
+        .post(format!("{base}/v1/license/activate"))
+        .header("X-License-Key-Hash", hex)
+        .json(&json!({"machine": "scale-bench"}))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert!(status.is_success(), "activate: {status} {body}");
+    body["api_key"].as_str().unwrap().to_owned()
+}
+
+/// `TIMED_PUSHES` default-branch pushes through `/v1/dashboard/push`, one at a time, over the
+/// account's projects: each its project's next scan (today's, an hour apart).
+async fn time_pushes(
+    base: &str,
+    api_key: &str,
+    clock: &workload::Clock,
+    n: usize,
+) -> Vec<Duration> {
+    let client = reqwest::Client::new();
+    let mut times = Vec::with_capacity(TIMED_PUSHES);
+    for i in 0..TIMED_PUSHES {
+        let p = (i * 7919) % n;
+        let body = workload::todays_push(clock, p, i).to_string();
+        let started = Instant::now();
+        let res = client
+            .post(format!("{base}/v1/dashboard/push"))
+            .header("X-API-Key", api_key)
+            .header("Content-Type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status();
+        let text = res.text().await.unwrap();
+        times.push(started.elapsed());
+        assert!(status.is_success(), "push: {status} {text}");
+    }
+    times
+}
+
+/// What the pages are measured on: the account's first project, its latest default-branch
+/// scan and one of its tracked findings.
+struct Target {
+    project: String,
+    scan: String,
+    finding: String,
+}
+
+impl Target {
+    async fn find(db: &Db, account: &AccountId, clock: &workload::Clock) -> Target {
+        let project =
+            tidemark_store::dashboard::project_id_by_label(db, account, &workload::label(0))
+                .await
+                .unwrap()
+                .expect("project 0");
+        let row = tidemark_store::dashboard::find_project(db, account, &project)
+            .await
+            .unwrap()
+            .expect("project 0");
+        let line = tidemark_store::findings::find_line(db, account, &project, None)
+            .await
+            .unwrap()
+            .expect("its default line");
+        let query = tidemark_store::findings::TrackedQuery {
+            state: None,
+            severity: None,
+            after: None,
+            limit: 1,
+        };
+        let finding = tidemark_store::findings::list_tracked(db, &line.id, &query, clock.now)
+            .await
+            .unwrap()
+            .pop()
+            .expect("a tracked finding");
+        Target {
+            project: project.to_string(),
+            scan: row.last_scan_id.expect("a scan").to_string(),
+            finding: finding.id.to_string(),
+        }
+    }
+
+    /// Each page's name, address and the API key it is read with (`None`: the signed-in
+    /// browser). Page 50 of `/v1`'s findings list is reached by following 49 cursors first.
+    async fn pages(
+        &self,
+        base: &str,
+        api_key: &str,
+    ) -> Vec<(&'static str, String, Option<String>)> {
+        let p = &self.project;
+        let findings = format!("{base}/v1/projects/{p}/findings?limit=20");
+        let page_50 = cursor_page(&findings, api_key, 50).await;
+        let key = Some(api_key.to_owned());
+        vec![
+            ("overview", format!("{base}/projects"), None),
+            (
+                "project_all",
+                format!("{base}/projects/{p}?range=all"),
+                None,
+            ),
+            (
+                "project_90d",
+                format!("{base}/projects/{p}?range=90d"),
+                None,
+            ),
+            (
+                "scan",
+                format!("{base}/projects/{p}/scans/{}", self.scan),
+                None,
+            ),
+            (
+                "finding",
+                format!("{base}/projects/{p}/findings/{}", self.finding),
+                None,
+            ),
+            ("v1_findings", findings, key.clone()),
+            ("v1_findings_page_50", page_50, key),
+        ]
+    }
+}
+
+/// The address of page `page` of a cursor-paged `/v1` list.
+async fn cursor_page(first: &str, api_key: &str, page: usize) -> String {
+    let client = reqwest::Client::new();
+    let mut url = first.to_owned();
+    for _ in 1..page {
+        let body: serde_json::Value = client
+            .get(&url)
+            .header("X-API-Key", api_key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let cursor = body["next_cursor"].as_str().expect("a next page");
+        url = format!("{first}&cursor={cursor}");
+    }
+    url
+}
+
+async fn time_page(
+    b: &mut browser::Browser,
+    url: &str,
+    api_key: Option<&str>,
+    name: &str,
+) -> Vec<Duration> {
+    let api = reqwest::Client::new();
+    let mut times = Vec::with_capacity(RUNS);
+    // The first request warms caches and is not counted.
+    for run in 0..=RUNS {
+        let started = Instant::now();
+        let res = match api_key {
+            Some(key) => api.get(url).header("X-API-Key", key).send().await.unwrap(),
+            None => b.get(url).await,
+        };
+        assert_eq!(res.status(), 200, "{name}: {url}");
+        let _ = res.bytes().await.unwrap();
+        if run > 0 {
+            times.push(started.elapsed());
+        }
+    }
+    times
+}
+
+/// `{"p50": ms, "p95": ms, "p99": ms}` of `times`.
+fn percentiles(mut times: Vec<Duration>) -> serde_json::Value {
+    times.sort();
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e3;
+    json!({"p50": at(0.5), "p95": at(0.95), "p99": at(0.99)})
+}
+
+fn markdown(line: &serde_json::Value) -> String {
+    let mut out = format!(
+        "| {} | N = {} | {:.0} MiB | housekeeping {:.1} s, again {:.1} s |\n",
+        line["backend"],
+        line["projects"],
+        line["db_bytes"].as_f64().unwrap() / 1048576.0,
+        line["housekeeping_s"].as_f64().unwrap(),
+        line["housekeeping_again_s"].as_f64().unwrap(),
+    );
+    for (name, value) in line.as_object().unwrap() {
+        if let Some(p50) = value.get("p50") {
+            out.push_str(&format!(
+                "| {name} | p50 {:.1} ms | p95 {:.1} ms | p99 {:.1} ms |\n",
+                p50.as_f64().unwrap(),
+                value["p95"].as_f64().unwrap(),
+                value["p99"].as_f64().unwrap()
+            ));
+        }
+    }
+    out
+}
