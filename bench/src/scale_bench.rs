@@ -17,6 +17,11 @@
 //!   scripts/pg-throwaway.sh sh -c 'DATABASE_URL=$TIDEMARK_TEST_POSTGRES_URL \
 //!     cargo run --release -p tidemark-bench --bin scale-bench -- 10,100,1000' > scale-pg.jsonl
 //!
+//! With `SCALE_DATA_DIR=DIR` the account lives in DIR (the SQLite file, and the calendar its
+//! history was written by) and a later run carries on from it: a run stopped half-way (N =
+//! 1,000 takes hours on 2 cores) resumes after each project's latest scan. On PostgreSQL the
+//! database `DATABASE_URL` names keeps it.
+//!
 //! Each size prints one JSON line (stdout) and a Markdown table (stderr, with progress);
 //! `bench/scale/chart.py` turns the JSON lines of both databases into the table and SVG chart
 //! of docs/benchmarks.md.
@@ -56,7 +61,13 @@ async fn main() {
                 .expect("sizes: a comma-separated list of N")
         })
         .collect();
-    let dir = tempfile::tempdir().unwrap();
+    // A directory of its own keeps the account between runs (SQLite's file, and the clock the
+    // history was written by); a run stopped half-way carries on where it stopped.
+    let temp = tempfile::tempdir().unwrap();
+    let dir = std::env::var_os("SCALE_DATA_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| temp.path().to_owned());
+    std::fs::create_dir_all(&dir).unwrap();
     let provider = oidc::ScriptedProvider::start().await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -65,7 +76,7 @@ async fn main() {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-    env.insert("TIDEMARK_DATA_DIR".into(), dir.path().display().to_string());
+    env.insert("TIDEMARK_DATA_DIR".into(), dir.display().to_string());
     env.insert("TIDEMARK_BASE_URL".into(), base.clone());
     env.insert("LEPTOS_SITE_ADDR".into(), base[7..].to_owned());
     env.insert("RUST_LOG".into(), "warn".into());
@@ -83,48 +94,32 @@ async fn main() {
     let config = server::config::Config::from_lookup(|k| env.get(k).cloned()).unwrap();
     let state = server::build_state(config).await.unwrap();
     let writer = Writer::for_tests(state.db.clone());
-    let email = "scale@example.com";
-    let license = server::operator::ops::create_license(
-        &writer,
-        &state.license_keys,
-        email,
-        tidemark_wire::Tier::Enterprise,
-        None,
-        None,
-        &tidemark_store::testing::audit(),
-    )
-    .await
-    .unwrap();
-    let account = license.account_id.clone();
-    // The key the store-level pushes name (the HTTP pushes use the activated one).
-    tidemark_store::licenses::insert_api_key(
-        &writer,
-        &tidemark_store::licenses::NewApiKey {
-            id: tidemark_store::testing::push_key_id(&account),
-            account_id: account.clone(),
-            hash: tidemark_domain::secrets::ApiKey::generate().hash(),
-            prefix: "svc_api_scale".into(),
-            machine: "scale-bench".into(),
-            now: tidemark_domain::now_millis(),
-        },
-    )
-    .await
-    .unwrap();
+    let (account, api_key) = the_account(&state, &writer).await;
     let serving = state.clone();
     tokio::spawn(async move { server::serve(serving, listener).await.unwrap() });
 
-    provider.script(oidc::Script::user(email));
+    provider.script(oidc::Script::user(EMAIL));
     let mut browser = browser::Browser::new(&base);
-    assert_eq!(browser.sign_in_with_oidc(email).await.status(), 200);
-    let api_key = activate(&base, &license.license_key).await;
+    assert_eq!(browser.sign_in_with_oidc(EMAIL).await.status(), 200);
 
-    let clock = workload::Clock::now();
-    let mut built = 0;
+    let clock = workload::Clock::kept_in(&dir);
+    let mut built = tidemark_store::dashboard::list_projects(&state.db, &account)
+        .await
+        .unwrap()
+        .len();
     for n in sizes {
         let started = Instant::now();
-        grow(&writer, &account, &clock, built, n).await;
+        // The last projects written may be part-written: they carry on after their latest scan.
+        grow(
+            &writer,
+            &account,
+            &clock,
+            built.saturating_sub(WRITERS).min(n),
+            n,
+        )
+        .await;
         let grown = started.elapsed();
-        built = n;
+        built = built.max(n);
         if let Db::Postgres(pool) = &state.db {
             // What autovacuum does within a minute of a bulk load.
             sqlx::query("VACUUM ANALYZE").execute(pool).await.unwrap();
@@ -142,10 +137,7 @@ async fn main() {
             "housekeeping_again_s".into(),
             json!(housekeep(&writer).await.as_secs_f64()),
         );
-        figures.insert(
-            "db_bytes".into(),
-            json!(db_size(&state.db, dir.path()).await),
-        );
+        figures.insert("db_bytes".into(), json!(db_size(&state.db, &dir).await));
         let pushes = time_pushes(&base, &api_key, &clock, n).await;
         figures.insert("push_ms".into(), percentiles(pushes));
         let target = Target::find(&state.db, &account, &clock).await;
@@ -158,6 +150,56 @@ async fn main() {
         eprintln!("{}", markdown(&line));
     }
     state.db.close().await;
+}
+
+const EMAIL: &str = "scale@example.com";
+
+/// The bench's account (made on the first run) and an API key of its own for this run's
+/// `/v1` requests; the store-level pushes name the key [`tidemark_store::testing::push_key_id`].
+async fn the_account(state: &server::state::AppState, writer: &Writer) -> (AccountId, String) {
+    let known = tidemark_store::licenses::licenses_for_email(&state.db, EMAIL)
+        .await
+        .unwrap();
+    let account = match known.first() {
+        Some((license, _)) => license.account_id.clone(),
+        None => {
+            server::operator::ops::create_license(
+                writer,
+                &state.license_keys,
+                EMAIL,
+                tidemark_wire::Tier::Enterprise,
+                None,
+                None,
+                &tidemark_store::testing::audit(),
+            )
+            .await
+            .unwrap()
+            .account_id
+        }
+    };
+    let key = |id: String, secret: &tidemark_domain::secrets::ApiKey| {
+        tidemark_store::licenses::NewApiKey {
+            id,
+            account_id: account.clone(),
+            hash: secret.hash(),
+            prefix: secret.display_prefix(),
+            machine: "scale-bench".into(),
+            now: tidemark_domain::now_millis(),
+        }
+    };
+    if known.is_empty() {
+        let secret = tidemark_domain::secrets::ApiKey::generate();
+        let id = tidemark_store::testing::push_key_id(&account);
+        tidemark_store::licenses::insert_api_key(writer, &key(id, &secret))
+            .await
+            .unwrap();
+    }
+    let secret = tidemark_domain::secrets::ApiKey::generate();
+    let id = format!("key_scale_{}", tidemark_domain::now_millis());
+    tidemark_store::licenses::insert_api_key(writer, &key(id, &secret))
+        .await
+        .unwrap();
+    (account, secret.expose().to_owned())
 }
 
 /// Adds projects `from..to` to the account, `WRITERS` at a time, each project's year in order.
@@ -237,24 +279,6 @@ async fn db_size(db: &Db, dir: &std::path::Path) -> u64 {
     }
 }
 
-/// The licence's API key, as the scanner gets one.
-async fn activate(base: &str, license_key: &str) -> String {
-    use sha2::Digest as _;
-    let hash = sha2::Sha256::digest(license_key.as_bytes());
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    let res = reqwest::Client::new()
-        .post(format!("{base}/v1/license/activate"))
-        .header("X-License-Key-Hash", hex)
-        .json(&json!({"machine": "scale-bench"}))
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    let body: serde_json::Value = res.json().await.unwrap();
-    assert!(status.is_success(), "activate: {status} {body}");
-    body["api_key"].as_str().unwrap().to_owned()
-}
-
 /// `TIMED_PUSHES` default-branch pushes through `/v1/dashboard/push`, one at a time, over the
 /// account's projects: each its project's next scan (today's, an hour apart).
 async fn time_pushes(
@@ -267,7 +291,8 @@ async fn time_pushes(
     let mut times = Vec::with_capacity(TIMED_PUSHES);
     for i in 0..TIMED_PUSHES {
         let p = (i * 7919) % n;
-        let body = workload::todays_push(clock, p, i).to_string();
+        let body =
+            workload::todays_push(clock, p, n.ilog10() as usize * TIMED_PUSHES + i).to_string();
         let started = Instant::now();
         let res = client
             .post(format!("{base}/v1/dashboard/push"))

@@ -45,8 +45,18 @@ pub struct Clock {
 }
 
 impl Clock {
-    pub fn now() -> Clock {
-        let now = tidemark_domain::now_millis();
+    /// The clock kept in `dir` (`clock`), or now's, kept there: a run that carries on an
+    /// account's history writes it by the same calendar.
+    pub fn kept_in(dir: &std::path::Path) -> Clock {
+        let file = dir.join("clock");
+        let now = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or_else(|| {
+                let now = tidemark_domain::now_millis();
+                std::fs::write(&file, now.to_string()).expect("keep the clock");
+                now
+            });
         Clock {
             now,
             first_day: (now.div_euclid(DAY_MS) - DAYS) * DAY_MS,
@@ -88,6 +98,7 @@ pub async fn write_project(
     p: usize,
     done: &AtomicUsize,
 ) {
+    let (written, triaged) = written_before(writer, account, p).await;
     let mut rng = StdRng::seed_from_u64(p as u64);
     let mut failing: Vec<bool> = (0..FINDINGS)
         .map(|i| (i * 7 + p).is_multiple_of(10))
@@ -98,8 +109,12 @@ pub async fn write_project(
             failing[i] = !failing[i];
         }
         for line in schedule(day) {
-            let at = clock.first_day + day * DAY_MS + 10 * HOUR_MS;
-            let push = scan(p, line, &failing, at);
+            let push = scan(p, line, &failing, clock.first_day + day * DAY_MS);
+            // A project's pushes are in time order: what a stopped run wrote is skipped.
+            if written.is_some_and(|at| push.scanned_at().timestamp_millis() <= at) {
+                done.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let outcome = record_push(writer, context(account, clock.now), push)
                 .await
                 .expect("push");
@@ -110,7 +125,34 @@ pub async fn write_project(
             done.fetch_add(1, Ordering::Relaxed);
         }
     }
-    triage(writer, account, clock, p).await;
+    if !triaged {
+        triage(writer, account, clock, p).await;
+    }
+}
+
+/// The time of project `p`'s latest scan, if it has one, and whether its findings are
+/// triaged (the last thing its year does).
+async fn written_before(writer: &Writer, account: &AccountId, p: usize) -> (Option<i64>, bool) {
+    let db = writer.db();
+    let Some(project) = tidemark_store::dashboard::project_id_by_label(db, account, &label(p))
+        .await
+        .unwrap()
+    else {
+        return (None, false);
+    };
+    let (latest, triaged): (Option<i64>, i64) = tidemark_store::on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT (SELECT MAX(scanned_at) FROM scans WHERE project_id = $1), \
+             (SELECT COUNT(*) FROM tracked_findings WHERE project_id = $2 \
+              AND triage_state IS NOT NULL)",
+        )
+        .bind(&project)
+        .bind(&project)
+        .fetch_one(pool)
+        .await
+    })
+    .unwrap();
+    (latest, triaged > 0)
 }
 
 async fn triage(writer: &Writer, account: &AccountId, clock: &Clock, p: usize) {
@@ -188,7 +230,7 @@ fn scan(p: usize, line: Line, failing: &[bool], at: i64) -> ValidPush {
     };
     let differs = |i: usize| own > 0 && (i + FINDINGS - own % FINDINGS) % FINDINGS < 10;
     let status = |i: usize| failing[i] != differs(i);
-    request(p, branch, pull_request, at + hour * HOUR_MS, status)
+    request(p, branch, pull_request, at + (10 + hour) * HOUR_MS, status)
 }
 
 /// A default-branch push of project `p` made now (the `i`-th timed one).
