@@ -418,3 +418,34 @@ pub async fn mark_thinned(db: &Writer, project_id: &(impl AsRef<str> + ?Sized), 
     });
     result.unwrap_or_else(|e| panic!("thinning: {e}"));
 }
+
+/// The severity counts of every scan of the account's active projects' default branches since
+/// `since`: what the tests sum (`domain::overview::daily_severity`) to hold the overview's
+/// roll-up (`rollups`) to.
+pub async fn default_line_counts(
+    db: &Db,
+    account_id: &AccountId,
+    since: tidemark_domain::Millis,
+) -> Result<Vec<tidemark_domain::overview::ScanCounts>, crate::StoreError> {
+    let rows: Vec<(String, i64, i64, i64, i64, i64)> = crate::on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT s.project_id, s.scanned_at, s.sev_critical, s.sev_high, s.sev_medium, \
+             s.sev_low FROM projects p JOIN scans s ON s.branch_id = p.default_branch_id \
+             WHERE p.account_id = $1 AND p.archived_at IS NULL AND s.scanned_at >= $2",
+        )
+        .bind(account_id)
+        .bind(since)
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(project, at, c, h, m, l)| tidemark_domain::overview::ScanCounts {
+                project,
+                at,
+                counts: [c, h, m, l],
+            },
+        )
+        .collect())
+}

@@ -445,7 +445,9 @@ tidemark_store::test_each_backend! {
                 let kept = tidemark_store::rollups::open_by_day(db.db(), &account, days, now)
                     .await
                     .unwrap();
-                let scans = dashboard::default_line_counts(db.db(), &account, 0).await.unwrap();
+                let scans = tidemark_store::testing::default_line_counts(db.db(), &account, 0)
+                    .await
+                    .unwrap();
                 let summed = daily_severity(&scans, days, now);
                 assert_eq!(kept, summed, "{backend:?}, {what}");
                 assert!(summed.iter().any(|(_, c)| c.iter().sum::<i64>() > 0), "{what}: something to compare");

@@ -76,36 +76,6 @@ pub async fn find_project(
     Ok(projects_of(db, account_id, Some(project_id)).await?.pop())
 }
 
-/// The severity counts of every scan of the account's active projects' default branches since
-/// `since`: the reference the tests hold the overview's roll-up (`rollups`) to.
-pub async fn default_line_counts(
-    db: &Db,
-    account_id: &AccountId,
-    since: Millis,
-) -> Result<Vec<tidemark_domain::overview::ScanCounts>, StoreError> {
-    let rows: Vec<(String, i64, i64, i64, i64, i64)> = on_db!(db, pool => {
-        sqlx::query_as(
-            "SELECT s.project_id, s.scanned_at, s.sev_critical, s.sev_high, s.sev_medium, \
-             s.sev_low FROM projects p JOIN scans s ON s.branch_id = p.default_branch_id \
-             WHERE p.account_id = $1 AND p.archived_at IS NULL AND s.scanned_at >= $2",
-        )
-        .bind(account_id)
-        .bind(since)
-        .fetch_all(pool)
-        .await
-    })?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(project, at, c, h, m, l)| tidemark_domain::overview::ScanCounts {
-                project,
-                at,
-                counts: [c, h, m, l],
-            },
-        )
-        .collect())
-}
-
 /// The id of the account's project labelled `label`, if it has one.
 pub async fn project_id_by_label(
     db: &Db,
