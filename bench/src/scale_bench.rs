@@ -320,34 +320,15 @@ struct Target {
 
 impl Target {
     async fn find(db: &Db, account: &AccountId, clock: &workload::Clock) -> Target {
-        let project =
-            tidemark_store::dashboard::project_id_by_label(db, account, &workload::label(0))
-                .await
-                .unwrap()
-                .expect("project 0");
+        let (project, mut rows) = workload::tracked_of(db, account, 0, 1, clock.now).await;
         let row = tidemark_store::dashboard::find_project(db, account, &project)
             .await
             .unwrap()
             .expect("project 0");
-        let line = tidemark_store::findings::find_line(db, account, &project, None)
-            .await
-            .unwrap()
-            .expect("its default line");
-        let query = tidemark_store::findings::TrackedQuery {
-            state: None,
-            severity: None,
-            after: None,
-            limit: 1,
-        };
-        let finding = tidemark_store::findings::list_tracked(db, &line.id, &query, clock.now)
-            .await
-            .unwrap()
-            .pop()
-            .expect("a tracked finding");
         Target {
             project: project.to_string(),
             scan: row.last_scan_id.expect("a scan").to_string(),
-            finding: finding.id.to_string(),
+            finding: rows.pop().expect("a tracked finding").id.to_string(),
         }
     }
 

@@ -155,8 +155,17 @@ async fn written_before(writer: &Writer, account: &AccountId, p: usize) -> (Opti
     (latest, triaged > 0)
 }
 
-async fn triage(writer: &Writer, account: &AccountId, clock: &Clock, p: usize) {
-    let db = writer.db();
+/// Project `p`'s id and the first `limit` tracked findings of its default line.
+pub async fn tracked_of(
+    db: &tidemark_store::Db,
+    account: &AccountId,
+    p: usize,
+    limit: i64,
+    now: i64,
+) -> (
+    tidemark_store::ProjectId,
+    Vec<tidemark_store::findings::TrackedRow>,
+) {
     let project = tidemark_store::dashboard::project_id_by_label(db, account, &label(p))
         .await
         .unwrap()
@@ -169,14 +178,17 @@ async fn triage(writer: &Writer, account: &AccountId, clock: &Clock, p: usize) {
         state: None,
         severity: None,
         after: None,
-        limit: TRIAGED,
+        limit,
     };
-    let ids: Vec<_> = tidemark_store::findings::list_tracked(db, &line.id, &query, clock.now)
+    let rows = tidemark_store::findings::list_tracked(db, &line.id, &query, now)
         .await
-        .unwrap()
-        .into_iter()
-        .map(|f| f.id)
-        .collect();
+        .unwrap();
+    (project, rows)
+}
+
+async fn triage(writer: &Writer, account: &AccountId, clock: &Clock, p: usize) {
+    let (project, rows) = tracked_of(writer.db(), account, p, TRIAGED, clock.now).await;
+    let ids: Vec<_> = rows.into_iter().map(|f| f.id).collect();
     let change = tidemark_domain::findings::TriageChange {
         state: tidemark_wire::findings::TriageState::AcceptedRisk,
         reason: "Compensating control: the bucket is behind a VPC endpoint".into(),
