@@ -67,6 +67,14 @@ fn print_report(json: bool, report: Report) -> ExitCode {
 }
 
 async fn run(command: Command) -> anyhow::Result<Option<Report>> {
+    // The container's health probe: no configuration, no database, no log set-up.
+    if let Command::Healthcheck { url } = &command {
+        use server::operator::healthcheck;
+        let site_addr = std::env::var("LEPTOS_SITE_ADDR").ok();
+        let url = healthcheck::target(url.as_deref(), site_addr.as_deref())?;
+        let said = healthcheck::probe(&url).await?;
+        return Report::new(&serde_json::json!({ "url": url, "healthy": true }), said).map(Some);
+    }
     // `config check` reports a configuration it cannot load instead of failing on it.
     if let Command::Config(ConfigCommand::Check) = command {
         server::telemetry::init(false);

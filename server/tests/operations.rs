@@ -585,3 +585,47 @@ fn serve_runs_with_the_allocator_settings_unless_the_operator_chose_others() {
     let (_, line) = serve(Some(own));
     assert!(line.contains(&format!("GLIBC_TUNABLES={own} ")), "{line}");
 }
+
+/// `healthcheck` (the container image's HEALTHCHECK) says whether a server answers on the
+/// address it is configured to listen on, with no master key or database of its own.
+#[test]
+fn healthcheck_exits_zero_only_while_the_server_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let probe = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
+            .env_clear()
+            .env("LEPTOS_SITE_ADDR", format!("0.0.0.0:{port}"))
+            .args(["--json", "healthcheck"])
+            .output()
+            .unwrap()
+    };
+    let before = probe();
+    assert!(!before.status.success(), "nothing listens yet");
+    assert!(
+        String::from_utf8_lossy(&before.stdout).contains("\"error\""),
+        "{before:?}"
+    );
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_tidemark-server"))
+        .env("TIDEMARK_DATA_DIR", dir.path())
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .arg("serve")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let answered = loop {
+        let answer = probe();
+        if answer.status.success() || std::time::Instant::now() > deadline {
+            break answer;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(answered.status.success(), "{answered:?}");
+    let said: serde_json::Value = serde_json::from_slice(&answered.stdout).unwrap();
+    assert_eq!(said["url"], format!("http://127.0.0.1:{port}/healthz"));
+    assert_eq!(said["healthy"], true);
+}

@@ -25,6 +25,13 @@ pub enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Ask a running server's /healthz (on LEPTOS_SITE_ADDR, loopback for a wildcard) and exit
+    /// 0 only if it answers 2xx: the container image's HEALTHCHECK. Reads no other setting.
+    Healthcheck {
+        /// Ask this URL instead.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
     /// Create and manage licenses.
     #[command(subcommand)]
     License(LicenseCommand),
@@ -521,6 +528,7 @@ impl Command {
         use crate::Schema;
         match self {
             Command::Migrate => Schema::Migrate,
+            Command::Healthcheck { .. } => Schema::Leave,
             Command::Serve => match policy {
                 MigratePolicy::Auto => Schema::Migrate,
                 MigratePolicy::Never => Schema::Leave,

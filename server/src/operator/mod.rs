@@ -5,5 +5,6 @@ pub mod backup;
 pub mod cli;
 pub mod commands;
 pub mod demo;
+pub mod healthcheck;
 pub mod keys;
 pub mod ops;

@@ -312,13 +312,16 @@ fn user_of_uid(passwd: &str, uid: u32) -> Option<&str> {
     })
 }
 
-/// Runs a command that needs the database (all but `serve`, `restore` and `config check`).
+/// Runs a command that needs the database (all but `serve`, `restore`, `config check` and `healthcheck`).
 pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Result<Report> {
     // Every change a command makes is in the audit log under the OS user who ran it.
     let operator = operator_name();
     let audit = tidemark_store::audit::operator_context(&operator, tidemark_domain::now_millis());
     match command {
-        Command::Serve | Command::Restore { .. } | Command::Config(_) => {
+        Command::Serve
+        | Command::Restore { .. }
+        | Command::Config(_)
+        | Command::Healthcheck { .. } => {
             anyhow::bail!("this command does not run here")
         }
         Command::Migrate => Report::new(
