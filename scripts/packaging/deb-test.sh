@@ -33,7 +33,8 @@ log=$work/server.log
 cleanup() {
   if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; fi
   if [ -n "$installed" ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq tidemark tidemark-cli >/dev/null 2>&1 || true
+    # dpkg, not apt: apt no longer knows a package built here once it is purged.
+    dpkg --purge tidemark tidemark-cli >/dev/null 2>&1 || true
   fi
   rm -rf "$work"
 }
@@ -127,4 +128,5 @@ DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq tidemark >"$work/remove.log
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq tidemark >"$work/purge.log" 2>&1 || fail "apt-get purge failed"
 grep -q "purge deletes /var/lib/tidemark" "$work/purge.log" || fail "purge did not say what it deletes: $(cat "$work/purge.log")"
 [ ! -e /var/lib/tidemark ] && [ ! -e /etc/tidemark ] || fail "purge left /var/lib/tidemark or /etc/tidemark"
+dpkg --purge tidemark-cli >/dev/null || fail "the CLI package did not purge"
 echo "remove kept the data and settings; purge said so and deleted them"
