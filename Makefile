@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: run dev test setup
+.PHONY: run dev test setup package
 
 ## Run Tidemark on the embedded SQLite default at http://127.0.0.1:3000 (sign in as demo@tidemark.localhost)
 run:
@@ -21,3 +21,7 @@ test: setup
 
 setup:
 	scripts/setup.sh
+
+## Release artifacts for operators: the Debian packages and the OCI image, in target/packages/
+package: setup
+	scripts/package.sh

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 CARGO_LEPTOS_VERSION=0.3.10
 CARGO_DENY_VERSION=0.20.2
 CARGO_FUZZ_VERSION=0.13.2
+CARGO_DEB_VERSION=3.8.0
 SCHEMATHESIS_VERSION=4.32.5
 SCIM2_TESTER_VERSION=0.5.2
 SCIM2_CLI_VERSION=0.6.0
@@ -25,9 +26,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # Debian packages: Chromium for the browser tests, PostgreSQL for the second backend, nginx and
 # openssl for the tests behind a TLS proxy (a throwaway CA made by scripts/test-cert.sh), what
 # samael (SAML) builds against: xmlsec1 and libxml2, through clang's bindgen, and libfaketime
-# for the CLI's clock tests.
+# for the CLI's clock tests; podman builds the OCI image and python3-yaml reads its compose file.
 apt_packages=(pkg-config clang libclang-dev libxmlsec1-dev libxml2-dev libssl-dev)
-testing && apt_packages+=(chromium postgresql nginx openssl faketime)
+testing && apt_packages+=(chromium postgresql nginx openssl faketime podman python3-yaml)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -86,6 +87,10 @@ fi
 if testing && [ "$(cargo fuzz --version 2>/dev/null || true)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
   step "Installing cargo-fuzz $CARGO_FUZZ_VERSION from crates.io (once; about 2 minutes)"
   tool_install --locked cargo-fuzz --version "$CARGO_FUZZ_VERSION"
+fi
+if testing && [ "$(cargo deb --version 2>/dev/null || true)" != "cargo-deb $CARGO_DEB_VERSION" ]; then
+  step "Installing cargo-deb $CARGO_DEB_VERSION from crates.io (once; under a minute): the Debian packages"
+  tool_install --locked cargo-deb --version "$CARGO_DEB_VERSION"
 fi
 rm -rf "$tools_target"
 

@@ -86,4 +86,8 @@ scripts/api-schema.sh
 step "SCIM conformance (scim2-tester: discovery, CRUD, filters, PATCH add/remove/replace) against the test step's server"
 scripts/scim-conformance.sh
 
+step "packaging: the Debian package installed, served from its unit's lines, upgraded and purged; the OCI image's exported root serving a push (from the test step's binaries)"
+scripts/packaging/deb-test.sh
+scripts/packaging/image-test.sh
+
 step "all checks passed"
