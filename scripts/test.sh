@@ -64,6 +64,9 @@ if ! scripts/pg-throwaway.sh timeout --kill-after=30s "${TIDEMARK_TEST_LIMIT:-25
 fi
 rm -f "$test_log"
 
+step "the SAML tests again with the OCI image's empty ICU data library in place of ICU's (deploy/oci/icudata-stub.c)"
+scripts/packaging/icu-stub-check.sh
+
 # On CI (.ci/run sets TIDEMARK_CI_PRUNE=1) the test step's intermediate files go once it has
 # passed: the later steps use only the binaries it left in target/debug/, and a CI machine's
 # disk is small (about 4 GB freed). A workstation keeps them for the next run.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stages the root filesystem of Tidemark's OCI image from this machine's own Debian packages:
 # the server binary (stripped), exactly the shared libraries it links (ldd) with their
-# packages' copyright files, CA certificates, the site, and an unprivileged user (10001) that
+# packages' copyright files (ICU's data library replaced by an empty one: icudata-stub.c),
+# CA certificates, the site, and an unprivileged user (10001) that
 # owns /data. No base image and no registry: the result is `FROM scratch` plus this tree.
 #   deploy/oci/stage-rootfs.sh SERVER_BINARY SITE_DIR DEST
 # DEST/rootfs is the image's tree (owned by root in the image), DEST/data its /data (given to
@@ -31,7 +32,11 @@ for lib in $libs; do
     */ld-linux*) dest=$root/usr/lib64/$(basename "$lib") ;;
     *) dest=$root/usr/lib/$multiarch/$(basename "$lib") ;;
   esac
-  cp -L "$lib" "$dest"
+  case "$(basename "$lib")" in
+    # ICU's 31 MB of data, which nothing the server reads needs (icudata-stub.c says why).
+    libicudata.so.*) "$(dirname "$0")/build-icudata-stub.sh" "$lib" "$dest" ;;
+    *) cp -L "$lib" "$dest" ;;
+  esac
   # Each library's licence travels with it, as its Debian package ships it.
   pkg=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null | head -1 | cut -d: -f1) || true
   if [ -n "$pkg" ] && [ -f "/usr/share/doc/$pkg/copyright" ]; then
