@@ -13,5 +13,8 @@ trap 'rm -rf "$dir"' EXIT
 deploy/oci/build-icudata-stub.sh "$lib" "$dir/$(basename "$lib")"
 LD_LIBRARY_PATH=$dir ldd "$server" | grep -q "libicudata.* => $dir/" \
   || { echo "icu-stub-check: the stub is not the library the loader picks" >&2; exit 1; }
+# The test step's package set and features, so that cargo reuses its build rather than
+# compiling `app` and `server` again under another feature unification.
 LD_LIBRARY_PATH=$dir TIDEMARK_TEST_SKIP_POSTGRES=1 \
-  cargo test -p server --features app/ssr --test integration -- saml
+  cargo test -p tidemark-wire -p tidemark-domain -p tidemark-store -p tidemark-cli -p app -p server \
+  --features app/ssr --test integration -- saml
