@@ -510,6 +510,75 @@ tidemark_store::test_each_backend! {
     }
 }
 
+/// The projects page shows 50 projects a page, in the order and with the filter the URL
+/// asks for, with links between pages that keep both; the glance (gate, open findings) is
+/// the page's projects'.
+#[tokio::test]
+async fn the_projects_page_is_paged_in_the_order_asked() {
+    let (app, provider) = TestApp::spawn_with_oidc(tidemark_store::Backend::Sqlite).await;
+    let (license, key) = app.with_key(Tier::Enterprise).await;
+    for i in 0..55 {
+        let push = sample_push(&format!("svc-{i:02}"), f64::from(i), "2026-11-20T10:00:00Z");
+        app.push_json(&key, &push).await;
+    }
+    let mut admin = app.signed_in(&provider, &license.email).await;
+    let rows = |page: &str| page.matches("data-testid=\"project-row\"").count();
+    let first = admin.get(&app.url("/projects")).await.text().await.unwrap();
+    assert_eq!(rows(&first), 50);
+    assert!(first.contains("1–50 of 55 · page 1 of 2"), "{first}");
+    assert!(first.contains("href=\"/projects?page=2\""));
+    assert!(first.contains(">svc-00<") && !first.contains(">svc-54<"));
+    let second = admin
+        .get(&app.url("/projects?page=2"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(rows(&second), 5);
+    assert!(second.contains("51–55 of 55 · page 2 of 2") && second.contains(">svc-54<"));
+    // Lowest score first: svc-00 (score 0) leads page 1, so page 2 holds the highest five.
+    let by_score = admin
+        .get(&app.url("/projects?sort=score&page=2"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(by_score.contains(">svc-50<") && !by_score.contains(">svc-00<"));
+    assert!(
+        by_score.contains("href=\"/projects?sort=score\""),
+        "the previous page keeps the order"
+    );
+    // A filter pages what matches, and a page past the end is the last.
+    let filtered = admin
+        .get(&app.url("/projects?q=svc-5&page=9"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(rows(&filtered), 5);
+    assert!(
+        !filtered.contains("projects-pager"),
+        "one page needs no pager"
+    );
+    // The glance answers for the page asked.
+    let glance: serde_json::Value = admin
+        .post_form(
+            "/api/projects_glance",
+            &[("sort", "name"), ("q", ""), ("page", "2")],
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&serde_json::Value> = glance["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p[0])
+        .collect();
+    assert_eq!(ids.len(), 5, "{glance}");
+}
+
 /// Pages that refuse answer with the status they mean, around the same friendly page: a
 /// member on the admins' audit log `403`, another account's project and an unknown scan `404`.
 #[tokio::test]

@@ -22,6 +22,11 @@ const DAY: i64 = 86_400_000;
 
 /// A push at `second` whose findings are `(rule, resource, status)`, on branch `branch`.
 fn push(second: i64, findings: &[(&str, &str, &str)], branch: &str) -> ValidPush {
+    push_to("api", second, findings, branch)
+}
+
+/// The same, to the project labelled `label`.
+fn push_to(label: &str, second: i64, findings: &[(&str, &str, &str)], branch: &str) -> ValidPush {
     let at = tidemark_domain::to_rfc3339((1_795_000_000 + second) * 1000);
     let findings: Vec<Value> = findings
         .iter()
@@ -32,7 +37,7 @@ fn push(second: i64, findings: &[(&str, &str, &str)], branch: &str) -> ValidPush
         })
         .collect();
     let body = json!({
-        "project_label": "api", "cloud": "aws", "cloud_account_id": "123456789012",
+        "project_label": label, "cloud": "aws", "cloud_account_id": "123456789012",
         "frameworks": ["cis-aws-2.0"], "score": 70.0, "passed": 1, "failed": 1,
         "severity_counts": {"critical": 0, "high": 1, "medium": 0, "low": 0},
         "findings": findings, "state_source": "ci", "scanned_at": at,
@@ -118,16 +123,56 @@ tidemark_store::test_each_backend! {
         assert_eq!(statuses, [(s3.scan_id.as_str(), Some("FAIL")), (s2.scan_id.as_str(), None), (s1.scan_id.as_str(), Some("WARN"))]);
 
         // The account overview: open findings of the default branch only, by severity.
-        let open = open_counts_by_project(db.as_ref(), &acct("acct_a"), now).await.unwrap();
+        let open = open_counts_by_project(db.as_ref(), &acct("acct_a"), std::slice::from_ref(&project), now).await.unwrap();
         assert_eq!(open.get(&project), Some(&[0, 1, 0, 0]));
+        assert!(open_counts_by_project(db.as_ref(), &acct("acct_a"), &[], now).await.unwrap().is_empty());
         let oldest = oldest_open(db.as_ref(), &acct("acct_a"), Severity::High, now, 5).await.unwrap();
         assert_eq!(oldest.iter().map(|f| (f.label.as_str(), f.row.rule_id.as_str())).collect::<Vec<_>>(), [("api", "r2")]);
         assert!(oldest_open(db.as_ref(), &acct("acct_a"), Severity::Critical, now, 5).await.unwrap().is_empty());
-        assert!(open_counts_by_project(db.as_ref(), &acct("acct_b"), now).await.unwrap().is_empty());
+        assert!(open_counts_by_project(db.as_ref(), &acct("acct_b"), std::slice::from_ref(&project), now).await.unwrap().is_empty());
 
         // Another account sees nothing of it.
         assert!(find_tracked(db.as_ref(), &acct("acct_b"), &project, &r2.id).await.unwrap().is_none());
         assert!(find_line(db.as_ref(), &acct("acct_b"), &project, None).await.unwrap().is_none());
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn the_oldest_open_findings_are_active_default_lines_oldest_across_projects(backend) {
+        let t = fresh(backend).await;
+        let db = t.writer();
+        insert_pushing_account(&db, &acct("acct_a")).await;
+        let now = (1_795_000_000 + 100) * 1000;
+        let fail = |rule| [(rule, "res", "FAIL")];
+        // A feature branch begins before its project's default line: its finding is older
+        // than any, but the overview reads default lines only.
+        push_at(&db, now, push_to("late", 0, &fail("feature-only"), "feature/x")).await;
+        push_at(&db, now, push_to("late", 5, &fail("late-main"), "main")).await;
+        push_at(&db, now, push_to("old", 1, &fail("old-main"), "main")).await;
+        // Fixed since: not open.
+        push_at(&db, now, push_to("fixed", 0, &fail("gone"), "main")).await;
+        push_at(&db, now, push_to("fixed", 3, &[], "main")).await;
+        // Archived: not on the overview.
+        let shelved = push_at(&db, now, push_to("shelved", 2, &fail("shelved-main"), "main")).await;
+        tidemark_store::dashboard::set_archived(&db, &acct("acct_a"), &shelved.project_id, true, None, &audit())
+            .await
+            .unwrap();
+
+        let rules = |limit| {
+            let db = db.clone();
+            async move {
+                oldest_open(db.as_ref(), &acct("acct_a"), Severity::High, now, limit)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|f| (f.label, f.row.rule_id))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let pair = |label: &str, rule: &str| (label.to_owned(), rule.to_owned());
+        assert_eq!(rules(5).await, [pair("old", "old-main"), pair("late", "late-main")]);
+        assert_eq!(rules(1).await, [pair("old", "old-main")]);
+        assert!(oldest_open(db.as_ref(), &acct("acct_b"), Severity::High, now, 5).await.unwrap().is_empty());
     }
 }
 

@@ -1,4 +1,5 @@
-//! The projects page: every project with its latest score, and archiving.
+//! The projects page: a page of the account's projects with their latest scores (and
+//! Settings' list of them all), and archiving.
 
 use leptos::prelude::*;
 
@@ -7,6 +8,38 @@ use crate::error::DashboardError;
 use crate::model::ProjectCard;
 use crate::model::ProjectsView;
 
+/// One page of the projects list in the order and with the name filter the URL asks for:
+/// `sort` (`ProjectSort`'s names; unknown: by name), `q` (part of a name), `page` (from 1;
+/// past the end: the last).
+#[server(endpoint = "projects_page")]
+pub async fn projects_page(
+    sort: String,
+    q: String,
+    page: u32,
+) -> Result<ProjectsView, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    let db = db();
+    let account = &viewer.account_id;
+    let (rows, paging, active) = ssr::page_rows(&db, account, &sort, &q, page).await?;
+    let license =
+        or_unavailable(tidemark_store::licenses::find_license_for_account(&db, account).await)?;
+    Ok(ProjectsView {
+        active,
+        paging: Some(paging),
+        cap: license.as_ref().and_then(|l| l.project_cap()),
+        tier: license
+            .map(|l| l.tier.as_str().to_owned())
+            .unwrap_or_default(),
+        is_admin: viewer.is_admin,
+        base_url: use_context::<crate::DashboardConfig>()
+            .map(|c| c.base_url)
+            .unwrap_or_default(),
+        projects: rows.into_iter().map(card).collect(),
+    })
+}
+
+/// Every project of the account, for Settings' archiving list.
 #[server(endpoint = "projects")]
 pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
     use super::ssr::*;
@@ -28,6 +61,7 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
         base_url: use_context::<crate::DashboardConfig>()
             .map(|c| c.base_url)
             .unwrap_or_default(),
+        paging: None,
         projects,
     })
 }
@@ -71,18 +105,26 @@ pub async fn set_archived(project_id: String, archived: bool) -> Result<(), Dash
     }
 }
 
-/// The projects page's glance: each project's verdict and open findings, and the overview.
+/// The projects page's glance: the overview, and each project of the page (the same
+/// arguments as [`projects_page`]) with its verdict and open findings.
 #[server(endpoint = "projects_glance")]
-pub async fn load_glance() -> Result<crate::model::ProjectsGlance, DashboardError> {
+pub async fn load_glance(
+    sort: String,
+    q: String,
+    page: u32,
+) -> Result<crate::model::ProjectsGlance, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
     let db = db();
     let account = &viewer.account_id;
     let now = tidemark_domain::now_millis();
-    let rows = or_unavailable(tidemark_store::dashboard::list_projects(&db, account).await)?;
-    let open =
-        or_unavailable(tidemark_store::findings::open_counts_by_project(&db, account, now).await)?;
-    let overview = overview(&db, account, &rows, now).await?;
+    let failing = or_unavailable(tidemark_store::dashboard::failing_projects(&db, account).await)?;
+    let (rows, _, _) = ssr::page_rows(&db, account, &sort, &q, page).await?;
+    let ids: Vec<_> = rows.iter().map(|r| r.id.clone()).collect();
+    let open = or_unavailable(
+        tidemark_store::findings::open_counts_by_project(&db, account, &ids, now).await,
+    )?;
+    let overview = overview(&db, account, failing, now).await?;
     Ok(crate::model::ProjectsGlance {
         overview,
         projects: rows
@@ -105,16 +147,11 @@ const OVERVIEW_DAYS: usize = 90;
 async fn overview(
     db: &tidemark_store::Db,
     account_id: &tidemark_wire::ids::AccountId,
-    projects: &[tidemark_store::dashboard::ProjectRow],
+    failing: Vec<(tidemark_wire::ids::ProjectId, String, Vec<String>)>,
     now: i64,
 ) -> Result<crate::model::AccountOverview, DashboardError> {
     use super::ssr::or_unavailable;
     use crate::model::{AccountOverview, OldFinding};
-    let failing = projects
-        .iter()
-        .filter(|p| p.archived_at.is_none() && p.gate.status == tidemark_wire::GateStatus::Failed)
-        .map(|p| (p.id.clone(), p.label.clone(), p.gate.reasons.clone()))
-        .collect();
     let oldest = or_unavailable(
         tidemark_store::findings::oldest_open(
             db,
@@ -145,4 +182,39 @@ async fn overview(
             .collect(),
         severity_days,
     })
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use tidemark_store::dashboard::{self as store, ProjectRow};
+    use tidemark_wire::ids::AccountId;
+
+    use crate::error::DashboardError;
+    use crate::model::{page_of_projects, Paging, ProjectSort};
+
+    /// The rows of one page of the account's projects (with their sparklines), where the page
+    /// stands, and how many projects are active. Every project's head is read and arranged
+    /// (a row each, no sparkline); only the page's projects' points are read and drawn.
+    pub async fn page_rows(
+        db: &tidemark_store::Db,
+        account: &AccountId,
+        sort: &str,
+        q: &str,
+        page: u32,
+    ) -> Result<(Vec<ProjectRow>, Paging, u64), DashboardError> {
+        use super::super::ssr::{bare_card, or_unavailable};
+        let heads = or_unavailable(store::list_project_heads(db, account).await)?;
+        let active = heads.iter().filter(|p| p.archived_at.is_none()).count() as u64;
+        let filter: String = q.chars().take(200).collect();
+        let cards = heads.iter().map(bare_card).collect();
+        let (chosen, paging) = page_of_projects(cards, ProjectSort::parse(sort), &filter, page);
+        let mut by_id: std::collections::HashMap<_, _> =
+            heads.into_iter().map(|p| (p.id.clone(), p)).collect();
+        let mut rows: Vec<ProjectRow> = chosen
+            .into_iter()
+            .filter_map(|c| by_id.remove(&c.id))
+            .collect();
+        or_unavailable(store::fill_recent_scores(db, account, &mut rows, true).await)?;
+        Ok((rows, paging, active))
+    }
 }

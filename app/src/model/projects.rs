@@ -185,13 +185,62 @@ pub fn arrange_projects(
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProjectsView {
+    /// Every project (Settings), or one page of them in the page's order (the projects page).
     pub projects: Vec<ProjectCard>,
     pub active: u64,
+    /// Where `projects` is one page: which, of how many, out of how many projects that match
+    /// the name filter, and how many the account has in all.
+    #[serde(default)]
+    pub paging: Option<Paging>,
     /// `None`: unlimited.
     pub cap: Option<u64>,
     pub tier: String,
     pub is_admin: bool,
     pub base_url: String,
+}
+
+/// Where a page of the projects list is in the whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paging {
+    /// From 1.
+    pub page: u32,
+    pub pages: u32,
+    pub matching: u64,
+    pub total: u64,
+}
+
+/// Cards on one page of the projects list: the page's cost (sparklines, open findings) stays
+/// that of 50 projects however many the account holds.
+pub const PROJECTS_PER_PAGE: usize = 50;
+
+/// Page `page` (from 1; past the end: the last) of `projects` arranged by `sort` and
+/// `filter`, active projects before archived ones, with where it stands in the whole.
+pub fn page_of_projects(
+    projects: Vec<ProjectCard>,
+    sort: ProjectSort,
+    filter: &str,
+    page: u32,
+) -> (Vec<ProjectCard>, Paging) {
+    let total = projects.len() as u64;
+    let mut arranged = arrange_projects(projects, sort, filter);
+    // Stable: each part keeps the arrangement.
+    arranged.sort_by_key(|p| p.archived);
+    let matching = arranged.len();
+    let pages = matching.div_ceil(PROJECTS_PER_PAGE).max(1) as u32;
+    let page = page.clamp(1, pages);
+    let start = (page as usize - 1) * PROJECTS_PER_PAGE;
+    let cards = arranged
+        .into_iter()
+        .skip(start)
+        .take(PROJECTS_PER_PAGE)
+        .collect();
+    let paging = Paging {
+        page,
+        pages,
+        matching: matching as u64,
+        total,
+    };
+    (cards, paging)
 }
 
 /// Which part of a history the chart shows.
@@ -365,5 +414,48 @@ mod arrange_tests {
         assert!(arrange_projects(sample(), ProjectSort::Name, "zzz").is_empty());
         assert_eq!(ProjectSort::parse("change"), ProjectSort::Change);
         assert_eq!(ProjectSort::parse("<script>"), ProjectSort::Name);
+    }
+
+    #[test]
+    fn pages_hold_fifty_active_before_archived_and_past_the_end_is_the_last() {
+        // 110 projects, every tenth archived: 99 active, 11 archived.
+        let cards: Vec<ProjectCard> = (0..110)
+            .map(|i| {
+                let mut c = card(&format!("p{i:03}"), Some(f64::from(i)), None, None);
+                c.archived = i % 10 == 0;
+                c
+            })
+            .collect();
+        let page = |n, filter| page_of_projects(cards.clone(), ProjectSort::Name, filter, n);
+        let (first, paging) = page(1, "");
+        assert_eq!(
+            paging,
+            Paging {
+                page: 1,
+                pages: 3,
+                matching: 110,
+                total: 110
+            }
+        );
+        assert_eq!(first.len(), PROJECTS_PER_PAGE);
+        assert!(first.iter().all(|c| !c.archived));
+        assert_eq!(first[0].label, "p001");
+        let (last, paging) = page(3, "");
+        assert_eq!(last.len(), 10);
+        assert!(
+            last.iter().all(|c| c.archived),
+            "the 99 active fill pages 1-2 and one of 3"
+        );
+        assert_eq!(page(99, "").1.page, 3);
+        assert_eq!(page(0, "").1.page, 1);
+        assert_eq!(paging.pages, 3);
+        // The filter pages what matches: p05x and p050's archived one.
+        let (matched, paging) = page(1, "p05");
+        assert_eq!(labels(matched.clone())[..2], ["p051", "p052"]);
+        assert_eq!((paging.matching, paging.pages, paging.total), (10, 1, 110));
+        assert!(matched.last().unwrap().archived);
+        let (none, paging) = page(1, "zzz");
+        assert!(none.is_empty());
+        assert_eq!((paging.page, paging.pages), (1, 1));
     }
 }

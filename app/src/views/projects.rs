@@ -3,14 +3,35 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use super::{delta_badge, error_view, fmt_score, loading};
-use crate::api::projects::{list_projects, load_glance};
-use crate::model::{arrange_projects, ProjectCard, ProjectSort, ProjectsGlance, ProjectsView};
+use crate::api::projects::{load_glance, projects_page};
+use crate::model::{Paging, ProjectCard, ProjectSort, ProjectsGlance, ProjectsView};
 
-/// The page's order and name filter, from its URL (`?sort=score&q=api`).
+/// The page's order, name filter and page, from its URL (`?sort=score&q=api&page=2`).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Arrangement {
     sort: ProjectSort,
     filter: String,
+    page: u32,
+}
+
+impl Arrangement {
+    /// This arrangement's URL at page `page`.
+    fn href(&self, page: u32) -> String {
+        let mut query = Vec::new();
+        if self.sort != ProjectSort::default() {
+            query.push(format!("sort={}", self.sort.as_str()));
+        }
+        if !self.filter.is_empty() {
+            query.push(format!("q={}", crate::links::query_value(&self.filter)));
+        }
+        if page > 1 {
+            query.push(format!("page={page}"));
+        }
+        match query.is_empty() {
+            true => "/projects".to_owned(),
+            false => format!("/projects?{}", query.join("&")),
+        }
+    }
 }
 
 #[component]
@@ -21,10 +42,15 @@ pub fn ProjectsPage() -> impl IntoView {
         Arrangement {
             sort: ProjectSort::parse(&q.get("sort").unwrap_or_default()),
             filter: q.get("q").unwrap_or_default().chars().take(200).collect(),
+            page: q.get("page").and_then(|p| p.parse().ok()).unwrap_or(1),
         }
     };
-    let data = Resource::new(|| (), |_| list_projects());
-    let glance = Resource::new(|| (), |_| load_glance());
+    let data = Resource::new(arrangement, |a| {
+        projects_page(a.sort.as_str().to_owned(), a.filter, a.page)
+    });
+    let glance = Resource::new(arrangement, |a| {
+        load_glance(a.sort.as_str().to_owned(), a.filter, a.page)
+    });
     let rollup = Resource::new(|| (), |_| crate::api::posture::load_rollup());
     view! {
         <Title text="Projects · Tidemark"/>
@@ -78,12 +104,17 @@ fn projects(
             super::count_of(v.active as i64, "project", "projects")
         ),
     };
-    let any_project = !v.projects.is_empty();
+    let paging = v.paging.unwrap_or(Paging {
+        page: 1,
+        pages: 1,
+        matching: v.projects.len() as u64,
+        total: v.projects.len() as u64,
+    });
+    let any_project = paging.total > 0;
+    // The server arranged the page: active projects first, then archived ones.
     let (archived, active): (Vec<ProjectCard>, Vec<ProjectCard>) =
-        arrange_projects(v.projects, a.sort, &a.filter)
-            .into_iter()
-            .partition(|p| p.archived);
-    let empty = active.is_empty();
+        v.projects.into_iter().partition(|p| p.archived);
+    let empty = active.is_empty() && archived.is_empty();
     let filtered = !a.filter.trim().is_empty();
     view! {
         <section class="page-head">
@@ -97,8 +128,10 @@ fn projects(
             first_scan_help(&v.base_url).into_any()
         } else if empty && filtered {
             view! { <p class="muted" data-testid="no-match">"No project's name contains that."</p> }.into_any()
-        } else if empty {
+        } else if empty || active.is_empty() && paging.page == 1 {
             view! { <p class="muted">"No active projects."</p> }.into_any()
+        } else if active.is_empty() {
+            ().into_any()
         } else {
             project_table(active, &g, "Active projects").into_any()
         }}
@@ -109,6 +142,26 @@ fn projects(
                 {project_table(archived, &g, "Archived projects")}
             </section>
         })}
+        {(paging.pages > 1).then(|| pager(&a, paging))}
+    }
+}
+
+/// Links between the pages of the list, keeping its order and filter: an ordinary link each,
+/// so paging works before (and without) the WASM.
+fn pager(a: &Arrangement, p: Paging) -> impl IntoView {
+    let first = (p.page as u64 - 1) * crate::model::PROJECTS_PER_PAGE as u64 + 1;
+    let last = (first + crate::model::PROJECTS_PER_PAGE as u64 - 1).min(p.matching);
+    let link = |page: u32, text: &'static str, rel: &'static str| {
+        view! { <a href=a.href(page) rel=rel data-testid=format!("page-{rel}")>{text}</a> }
+    };
+    view! {
+        <nav class="pager" aria-label="Pages of projects" data-testid="projects-pager">
+            {(p.page > 1).then(|| link(p.page - 1, "← Previous", "prev"))}
+            <span data-testid="page-position">
+                {format!("{first}–{last} of {} · page {} of {}", p.matching, p.page, p.pages)}
+            </span>
+            {(p.page < p.pages).then(|| link(p.page + 1, "Next →", "next"))}
+        </nav>
     }
 }
 

@@ -44,6 +44,7 @@ struct ProjectHeadRow {
     last_scan_id: Option<ScanId>,
     last_gate_status: Option<String>,
     last_gate_reasons: Option<String>,
+    last_scanned_at: Option<i64>,
 }
 
 /// One of a project's latest scores, for its sparkline.
@@ -51,7 +52,6 @@ struct ProjectHeadRow {
 struct SparkPoint {
     project_id: ProjectId,
     score: f64,
-    scanned_at: i64,
 }
 
 /// A page of findings, each row carrying the filtered total (a window count) when filtered.
@@ -64,7 +64,19 @@ struct FindingPageRow {
 
 /// Every project of the account, active first then archived, by label.
 pub async fn list_projects(db: &Db, account_id: &AccountId) -> Result<Vec<ProjectRow>, StoreError> {
-    projects_of(db, account_id, None).await
+    let mut rows = project_heads(db, account_id, None).await?;
+    fill_recent_scores(db, account_id, &mut rows, false).await?;
+    Ok(rows)
+}
+
+/// Every project of the account as [`list_projects`] orders them, without their sparklines
+/// (`recent_scores` empty): what a page of them is chosen from, before
+/// [`fill_recent_scores`] reads the chosen ones' points.
+pub async fn list_project_heads(
+    db: &Db,
+    account_id: &AccountId,
+) -> Result<Vec<ProjectRow>, StoreError> {
+    project_heads(db, account_id, None).await
 }
 
 /// One project of the account, or none (another account's id finds nothing).
@@ -73,7 +85,35 @@ pub async fn find_project(
     account_id: &AccountId,
     project_id: &ProjectId,
 ) -> Result<Option<ProjectRow>, StoreError> {
-    Ok(projects_of(db, account_id, Some(project_id)).await?.pop())
+    let mut rows = project_heads(db, account_id, Some(project_id)).await?;
+    fill_recent_scores(db, account_id, &mut rows, true).await?;
+    Ok(rows.pop())
+}
+
+/// The account's active projects whose default line's latest scan failed its gate, by label:
+/// `(id, label, the gate's reasons)`.
+pub async fn failing_projects(
+    db: &Db,
+    account_id: &AccountId,
+) -> Result<Vec<(ProjectId, String, Vec<String>)>, StoreError> {
+    let rows: Vec<(ProjectId, String, Option<String>, Option<String>)> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT id, label, last_gate_status, last_gate_reasons FROM projects \
+             WHERE account_id = $1 AND archived_at IS NULL AND last_gate_status = $2 \
+             ORDER BY label",
+        )
+        .bind(account_id)
+        .bind(tidemark_wire::GateStatus::Failed.as_str())
+        .fetch_all(pool)
+        .await
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, label, status, reasons)| {
+            let gate = verdict_from_columns(status.as_deref(), reasons.as_deref());
+            (id, label, gate.reasons)
+        })
+        .collect())
 }
 
 /// The id of the account's project labelled `label`, if it has one.
@@ -92,63 +132,99 @@ pub async fn project_id_by_label(
     Ok(id.map(|(id,)| id))
 }
 
-/// The account's projects, or just `only` among them, with their sparkline points.
-async fn projects_of(
+/// The account's projects, or just `only` among them, without sparkline points. The latest
+/// scan time is the default line's head's (the sparkline's newest point).
+async fn project_heads(
     db: &Db,
     account_id: &AccountId,
     only: Option<&ProjectId>,
 ) -> Result<Vec<ProjectRow>, StoreError> {
-    let (projects, points): (Vec<ProjectHeadRow>, Vec<SparkPoint>) = on_db!(db, pool => {
-        // The project's line is its default branch: its count, head and sparkline.
-        let projects = sqlx::query_as(
+    let projects: Vec<ProjectHeadRow> = on_db!(db, pool => {
+        // The project's line is its default branch: its count and head.
+        sqlx::query_as(
             "SELECT p.id, p.label, p.created_at, p.archived_at, \
              COALESCE(d.scan_count, p.scan_count) AS scan_count, p.last_score, p.last_delta, \
-             p.last_scan_id, p.last_gate_status, p.last_gate_reasons \
+             p.last_scan_id, p.last_gate_status, p.last_gate_reasons, \
+             hs.scanned_at AS last_scanned_at \
              FROM projects p LEFT JOIN branches d ON d.id = p.default_branch_id \
+             LEFT JOIN scans hs ON hs.project_id = p.id AND hs.seq = d.head_seq \
              WHERE p.account_id = $1 AND ($2 IS NULL OR p.id = $2) \
              ORDER BY p.archived_at IS NOT NULL, p.label",
         )
         .bind(account_id)
         .bind(only)
         .fetch_all(pool)
-        .await?;
-        // The newest scans of every project's default line, one index range per project.
-        let points = sqlx::query_as(
-            "SELECT s.project_id, s.score, s.scanned_at FROM projects p \
-             JOIN branches d ON d.id = p.default_branch_id \
-             JOIN scans s ON s.branch_id = d.id AND s.line_seq > d.scan_count - $2 \
-             WHERE p.account_id = $1 AND ($3 IS NULL OR p.id = $3) \
-             ORDER BY s.project_id, s.line_seq",
-        )
-        .bind(account_id)
-        .bind(SPARKLINE_POINTS)
-        .bind(only)
-        .fetch_all(pool)
-        .await?;
-        Ok::<_, sqlx::Error>((projects, points))
+        .await
     })?;
     Ok(projects
         .into_iter()
-        .map(|p| {
-            let mine: Vec<&SparkPoint> = points.iter().filter(|s| s.project_id == p.id).collect();
-            ProjectRow {
-                recent_scores: mine.iter().map(|s| s.score).collect(),
-                last_scanned_at: mine.last().map(|s| s.scanned_at),
-                id: p.id,
-                label: p.label,
-                created_at: p.created_at,
-                archived_at: p.archived_at,
-                scan_count: p.scan_count,
-                last_score: p.last_score,
-                last_delta: p.last_delta,
-                last_scan_id: p.last_scan_id,
-                gate: verdict_from_columns(
-                    p.last_gate_status.as_deref(),
-                    p.last_gate_reasons.as_deref(),
-                ),
-            }
+        .map(|p| ProjectRow {
+            recent_scores: Vec::new(),
+            last_scanned_at: p.last_scanned_at,
+            id: p.id,
+            label: p.label,
+            created_at: p.created_at,
+            archived_at: p.archived_at,
+            scan_count: p.scan_count,
+            last_score: p.last_score,
+            last_delta: p.last_delta,
+            last_scan_id: p.last_scan_id,
+            gate: verdict_from_columns(
+                p.last_gate_status.as_deref(),
+                p.last_gate_reasons.as_deref(),
+            ),
         })
         .collect())
+}
+
+/// Reads the sparkline points of `rows`' projects (the newest [`SPARKLINE_POINTS`] scores of
+/// each default line, oldest first) into their `recent_scores`: of these projects only
+/// (`by_id`, a page of them), or of the whole account's in one pass.
+pub async fn fill_recent_scores(
+    db: &Db,
+    account_id: &AccountId,
+    rows: &mut [ProjectRow],
+    by_id: bool,
+) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    // One index range of the default line per project; a page names its projects.
+    let only = if by_id {
+        let list: Vec<String> = (0..rows.len()).map(|i| format!("${}", i + 3)).collect();
+        format!("AND p.id IN ({})", list.join(", "))
+    } else {
+        String::new()
+    };
+    let sql = format!(
+        "SELECT s.project_id, s.score FROM projects p \
+         JOIN branches d ON d.id = p.default_branch_id \
+         JOIN scans s ON s.branch_id = d.id AND s.line_seq > d.scan_count - $2 \
+         WHERE p.account_id = $1 {only} ORDER BY s.project_id, s.line_seq"
+    );
+    let ids: Vec<&ProjectId> = if by_id {
+        rows.iter().map(|r| &r.id).collect()
+    } else {
+        Vec::new()
+    };
+    let points: Vec<SparkPoint> = on_db!(db, pool => {
+        let mut query = sqlx::query_as(&sql).bind(account_id).bind(SPARKLINE_POINTS);
+        for id in &ids {
+            query = query.bind(*id);
+        }
+        query.fetch_all(pool).await
+    })?;
+    let mut by_project: std::collections::HashMap<ProjectId, Vec<f64>> = Default::default();
+    for point in points {
+        by_project
+            .entry(point.project_id)
+            .or_default()
+            .push(point.score);
+    }
+    for row in rows {
+        row.recent_scores = by_project.remove(&row.id).unwrap_or_default();
+    }
+    Ok(())
 }
 
 #[derive(sqlx::FromRow)]

@@ -583,21 +583,32 @@ pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sigh
 mod triage;
 pub use triage::*;
 
-/// The open findings (not fixed, no triage holding) of each project's default branch, by
-/// severity: `project id -> [critical, high, medium, low]`.
+/// The open findings (not fixed, no triage holding) of each of `projects`' default branch,
+/// by severity: `project id -> [critical, high, medium, low]`. The projects page asks for the
+/// page's projects only: the cost is theirs, however many the account holds.
 pub async fn open_counts_by_project(
     db: &Db,
     account_id: &AccountId,
+    projects: &[ProjectId],
     now: Millis,
 ) -> Result<HashMap<ProjectId, [i64; 4]>, StoreError> {
+    if projects.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let list: Vec<String> = (0..projects.len()).map(|i| format!("${}", i + 3)).collect();
     let sql = format!(
         "SELECT tf.project_id, tf.severity, COUNT(*) FROM projects p \
          JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id \
-         WHERE p.account_id = $1 AND {} GROUP BY tf.project_id, tf.severity",
+         WHERE p.account_id = $1 AND p.id IN ({}) AND {} GROUP BY tf.project_id, tf.severity",
+        list.join(", "),
         state_condition(FindingState::Open, "$2")
     );
     let rows: Vec<(ProjectId, String, i64)> = on_db!(db, pool => {
-        sqlx::query_as(&sql).bind(account_id).bind(now).fetch_all(pool).await
+        let mut query = sqlx::query_as(&sql).bind(account_id).bind(now);
+        for id in projects {
+            query = query.bind(id);
+        }
+        query.fetch_all(pool).await
     })?;
     let mut counts: HashMap<ProjectId, [i64; 4]> = HashMap::new();
     for (project, severity, n) in rows {
@@ -627,13 +638,22 @@ pub async fn oldest_open(
     now: Millis,
     limit: i64,
 ) -> Result<Vec<AccountFinding>, StoreError> {
+    // Oldest first through `tracked_findings_oldest_open` (the account's unfixed findings by
+    // severity and age), keeping those of active projects' default lines, until `limit`: the
+    // oldest rows are default lines' (other lines begin later), so the walk stops early
+    // whatever the number of projects (CROSS JOIN: SQLite keeps that order). The joins to
+    // the scans come after the limit.
     let sql = format!(
-        "SELECT p.label, {TRACKED_COLUMNS} FROM projects p \
-         JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id {} \
-         WHERE p.account_id = $1 AND p.archived_at IS NULL AND tf.severity = $2 AND {} \
-         ORDER BY tf.first_seen_at, tf.id LIMIT $4",
-        tracked_joins!(),
-        state_condition(FindingState::Open, "$3")
+        "WITH oldest AS ( \
+           SELECT tf.id, p.label FROM tracked_findings tf CROSS JOIN projects p \
+           WHERE p.id = tf.project_id AND p.default_branch_id = tf.branch_id \
+           AND tf.account_id = $1 AND tf.severity = $2 AND p.archived_at IS NULL AND {} \
+           ORDER BY tf.first_seen_at, tf.id LIMIT $4) \
+         SELECT oldest.label, {TRACKED_COLUMNS} FROM oldest \
+         JOIN tracked_findings tf ON tf.id = oldest.id {} \
+         ORDER BY tf.first_seen_at, tf.id",
+        state_condition(FindingState::Open, "$3"),
+        tracked_joins!()
     );
     let rows = on_db!(db, pool => {
         sqlx::query_as(&sql)
