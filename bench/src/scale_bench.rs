@@ -138,7 +138,7 @@ async fn main() {
             json!(housekeep(&writer).await.as_secs_f64()),
         );
         figures.insert("db_bytes".into(), json!(db_size(&state.db, &dir).await));
-        let pushes = time_pushes(&base, &api_key, &clock, n).await;
+        let pushes = time_pushes(&writer, &account, &base, &api_key, &clock, n).await;
         figures.insert("push_ms".into(), percentiles(pushes));
         let target = Target::find(&state.db, &account, &clock).await;
         for (name, url, key) in target.pages(&base, &api_key).await {
@@ -280,8 +280,10 @@ async fn db_size(db: &Db, dir: &std::path::Path) -> u64 {
 }
 
 /// `TIMED_PUSHES` default-branch pushes through `/v1/dashboard/push`, one at a time, over the
-/// account's projects: each its project's next scan (today's, an hour apart).
+/// account's projects: each its project's next scan, 1 % changed from its latest.
 async fn time_pushes(
+    writer: &Writer,
+    account: &AccountId,
     base: &str,
     api_key: &str,
     clock: &workload::Clock,
@@ -291,8 +293,10 @@ async fn time_pushes(
     let mut times = Vec::with_capacity(TIMED_PUSHES);
     for i in 0..TIMED_PUSHES {
         let p = (i * 7919) % n;
-        let body =
-            workload::todays_push(clock, p, n.ilog10() as usize * TIMED_PUSHES + i).to_string();
+        let seed = (n.ilog10() as usize * TIMED_PUSHES + i) as u64;
+        let body = workload::next_default_push(writer, account, p, seed, clock.now)
+            .await
+            .to_string();
         let started = Instant::now();
         let res = client
             .post(format!("{base}/v1/dashboard/push"))

@@ -245,11 +245,38 @@ fn scan(p: usize, line: Line, failing: &[bool], at: i64) -> ValidPush {
     request(p, branch, pull_request, at + (10 + hour) * HOUR_MS, status)
 }
 
-/// A default-branch push of project `p` made now (the `i`-th timed one).
-pub fn todays_push(clock: &Clock, p: usize, i: usize) -> serde_json::Value {
-    let failing = |f: usize| (f * 7 + p + i).is_multiple_of(10);
-    let at = clock.now - DAY_MS / 2 + i as i64 * 1_000;
-    let push = request(p, "main".into(), None, at, failing);
+/// Project `p`'s next default-branch push: its default line's latest scan as stored (its
+/// unfixed findings read back) with `CHANGES` findings (1 %) flipped, as each day of the
+/// year flipped them, a minute after the project's latest scan. `seed` picks the flips.
+/// (Timed pushes used to fail a fixed tenth of the findings chosen by their number: each
+/// project's first changed about a fifth of its findings, and at N = 10 the nine after it
+/// on the same project changed none, which made the push look cheaper at N = 10.)
+pub async fn next_default_push(
+    writer: &Writer,
+    account: &AccountId,
+    p: usize,
+    seed: u64,
+    now: i64,
+) -> serde_json::Value {
+    let (latest, _) = written_before(writer, account, p).await;
+    let (_, rows) = tracked_of(writer.db(), account, p, FINDINGS as i64 * 4, now).await;
+    let mut failing = vec![false; FINDINGS];
+    for row in rows.iter().filter(|r| r.fixed_seq.is_none()) {
+        let index = row
+            .resource
+            .rsplit_once("-r")
+            .and_then(|(_, i)| i.parse::<usize>().ok());
+        if let Some(i) = index.filter(|i| *i < FINDINGS) {
+            failing[i] = true;
+        }
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    for _ in 0..CHANGES {
+        let i = rng.gen_range(0..FINDINGS);
+        failing[i] = !failing[i];
+    }
+    let at = latest.unwrap_or(now) + 60_000;
+    let push = request(p, "main".into(), None, at, |i| failing[i]);
     serde_json::to_value(push.request()).unwrap()
 }
 
