@@ -127,17 +127,16 @@ tidemark_store::test_each_backend! {
             "{rollup}"
         );
 
-        // The project list is only mine.
-        let list = browser
-            .post_form("/api/projects", &[])
-            .await
-            .text()
-            .await
-            .unwrap();
-        assert!(
-            list.contains(my_project) && !list.contains(their_project),
-            "{list}"
-        );
+        // The project list is only mine, and so are the projects page and its glance.
+        let page = [("sort", "name"), ("q", ""), ("page", "1")];
+        for endpoint in ["/api/projects", "/api/projects_page", "/api/projects_glance"] {
+            let args: &[(&str, &str)] = if endpoint == "/api/projects" { &[] } else { &page };
+            let list = browser.post_form(endpoint, args).await.text().await.unwrap();
+            assert!(
+                list.contains(my_project) && !list.contains(their_project),
+                "{endpoint}: {list}"
+            );
+        }
     }
 }
 
