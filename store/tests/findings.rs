@@ -211,9 +211,22 @@ tidemark_store::test_each_backend! {
         assert_eq!(by_rule(&rows, "r1").state(now), FindingState::Triaged);
         assert_eq!(by_rule(&rows, "r1").reopened_count, 1);
         assert_eq!(by_rule(&rows, "r2").state(now), FindingState::Open);
+        // The projects page counts r2 only, while the triage holds.
+        let open = |at| {
+            let db = db.clone();
+            let project = project.clone();
+            async move {
+                open_counts_by_project(db.as_ref(), &acct("acct_a"), std::slice::from_ref(&project), at)
+                    .await
+                    .unwrap()
+                    .remove(&project)
+            }
+        };
+        assert_eq!(open(now).await, Some([0, 1, 0, 0]));
 
         // A week and a day later the triage has lapsed: open again, and new again to the gate.
         let later = now + 8 * DAY;
+        assert_eq!(open(later).await, Some([0, 2, 0, 0]), "a lapsed triage counts as open");
         assert_eq!(by_rule(&tracked(&db, &project, None, later).await, "r1").state(later), FindingState::Open);
         push_at(&db, later, push(4, &[], "main")).await;
         let s5 = push_at(&db, later, push(5, &[("r1", "a", "FAIL")], "main")).await;
