@@ -597,9 +597,10 @@ pub async fn open_counts_by_project(
     }
     let list: Vec<String> = (0..projects.len()).map(|i| format!("${}", i + 3)).collect();
     let sql = format!(
-        "SELECT tf.project_id, tf.severity, COUNT(*) FROM projects p \
+        // p.id, not tf.project_id (the same row's): `tracked_findings_open` then answers alone.
+        "SELECT p.id, tf.severity, COUNT(*) FROM projects p \
          JOIN tracked_findings tf ON tf.branch_id = p.default_branch_id \
-         WHERE p.account_id = $1 AND p.id IN ({}) AND {} GROUP BY tf.project_id, tf.severity",
+         WHERE p.account_id = $1 AND p.id IN ({}) AND {} GROUP BY p.id, tf.severity",
         list.join(", "),
         state_condition(FindingState::Open, "$2")
     );
