@@ -22,21 +22,8 @@ pub async fn projects_page(
     let db = db();
     let account = &viewer.account_id;
     let (rows, paging, active) = ssr::page_rows(&db, account, &sort, &q, page).await?;
-    let license =
-        or_unavailable(tidemark_store::licenses::find_license_for_account(&db, account).await)?;
-    Ok(ProjectsView {
-        active,
-        paging: Some(paging),
-        cap: license.as_ref().and_then(|l| l.project_cap()),
-        tier: license
-            .map(|l| l.tier.as_str().to_owned())
-            .unwrap_or_default(),
-        is_admin: viewer.is_admin,
-        base_url: use_context::<crate::DashboardConfig>()
-            .map(|c| c.base_url)
-            .unwrap_or_default(),
-        projects: rows.into_iter().map(card).collect(),
-    })
+    let projects = rows.into_iter().map(card).collect();
+    ssr::view(&db, &viewer, projects, active, Some(paging)).await
 }
 
 /// Every project of the account, for Settings' archiving list.
@@ -47,23 +34,9 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
     let db = db();
     let rows =
         or_unavailable(tidemark_store::dashboard::list_projects(&db, &viewer.account_id).await)?;
-    let license = or_unavailable(
-        tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
-    )?;
     let projects: Vec<ProjectCard> = rows.into_iter().map(card).collect();
-    Ok(ProjectsView {
-        active: projects.iter().filter(|p| !p.archived).count() as u64,
-        cap: license.as_ref().and_then(|l| l.project_cap()),
-        tier: license
-            .map(|l| l.tier.as_str().to_owned())
-            .unwrap_or_default(),
-        is_admin: viewer.is_admin,
-        base_url: use_context::<crate::DashboardConfig>()
-            .map(|c| c.base_url)
-            .unwrap_or_default(),
-        paging: None,
-        projects,
-    })
+    let active = projects.iter().filter(|p| !p.archived).count() as u64;
+    ssr::view(&db, &viewer, projects, active, None).await
 }
 
 /// Archives or unarchives a project (admins only). Unarchiving needs a free slot.
@@ -190,7 +163,35 @@ mod ssr {
     use tidemark_wire::ids::AccountId;
 
     use crate::error::DashboardError;
-    use crate::model::{page_of_projects, Paging, ProjectSort};
+    use crate::model::{page_of_projects, Paging, ProjectCard, ProjectSort, ProjectsView};
+
+    /// The projects list as both server functions answer it: these cards, with the plan's
+    /// usage and what the viewer may do.
+    pub async fn view(
+        db: &tidemark_store::Db,
+        viewer: &crate::auth::Viewer,
+        projects: Vec<ProjectCard>,
+        active: u64,
+        paging: Option<Paging>,
+    ) -> Result<ProjectsView, DashboardError> {
+        use leptos::prelude::use_context;
+        let license = super::super::ssr::or_unavailable(
+            tidemark_store::licenses::find_license_for_account(db, &viewer.account_id).await,
+        )?;
+        Ok(ProjectsView {
+            active,
+            paging,
+            cap: license.as_ref().and_then(|l| l.project_cap()),
+            tier: license
+                .map(|l| l.tier.as_str().to_owned())
+                .unwrap_or_default(),
+            is_admin: viewer.is_admin,
+            base_url: use_context::<crate::DashboardConfig>()
+                .map(|c| c.base_url)
+                .unwrap_or_default(),
+            projects,
+        })
+    }
 
     /// The rows of one page of the account's projects (with their sparklines), where the page
     /// stands, and how many projects are active. Every project's head is read and arranged
