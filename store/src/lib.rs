@@ -368,11 +368,27 @@ impl Db {
             } => {
                 // The committer's own connection first: the file may be replaced next.
                 pushes.close().await;
-                writer.close().await;
-                pool.close().await;
+                close_pool(writer).await;
+                close_pool(pool).await;
             }
-            Db::Postgres(pool) => pool.close().await,
+            Db::Postgres(pool) => close_pool(pool).await,
         }
+    }
+}
+
+/// Closes every connection of `pool`. sqlx 0.8's `Pool::close` can return with one still
+/// open (launchbadge/sqlx#3217): a connection being handed back checks that the pool is open,
+/// pings it, then puts it among the idle ones, and if `close` drained those meanwhile it
+/// stays there, open, for the pool's life (a SQLite file still held after the database was
+/// closed, one run in five under load). Closing again drains it.
+async fn close_pool<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) {
+    pool.close().await;
+    for _ in 0..100 {
+        if pool.size() == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        pool.close().await;
     }
 }
 
