@@ -399,10 +399,16 @@ pub async fn list_tracked(
     } else {
         String::new()
     };
+    // The page's rows are chosen first, then joined to their scans: planned as one query,
+    // PostgreSQL joined every scan of the account to find each finding's last one before
+    // the limit (a merge join growing with the account, 13.6 -> 29.1 ms from N = 10 to 100).
     let sql = format!(
-        "SELECT {TRACKED_COLUMNS} {TRACKED_FROM} \
+        "WITH tf AS MATERIALIZED (SELECT tf.* FROM tracked_findings tf \
          WHERE tf.branch_id = $1 AND ($2 IS NULL OR tf.severity = $2){state}{after} \
-         ORDER BY {SEVERITY_RANK}, tf.first_seen_at, tf.id LIMIT $4"
+         ORDER BY {SEVERITY_RANK}, tf.first_seen_at, tf.id LIMIT $4) \
+         SELECT {TRACKED_COLUMNS} FROM tf {joins} \
+         ORDER BY {SEVERITY_RANK}, tf.first_seen_at, tf.id",
+        joins = tracked_joins!()
     );
     let rows = on_db!(db, pool => {
         let mut q = sqlx::query_as(&sql)
