@@ -22,6 +22,9 @@
 //! 1,000 takes hours on 2 cores) resumes after each project's latest scan. On PostgreSQL the
 //! database `DATABASE_URL` names keeps it.
 //!
+//! With `SCALE_GROW_ONLY=1` a run only grows the account (no server measured): the hours of
+//! growth can run niced beside other work, and the measurement later on a quiet machine.
+//!
 //! Each size prints one JSON line (stdout) and a Markdown table (stderr, with progress);
 //! `bench/scale/chart.py` turns the JSON lines of both databases into the table and SVG chart
 //! of docs/benchmarks.md.
@@ -120,6 +123,10 @@ async fn main() {
         .await;
         let grown = started.elapsed();
         built = built.max(n);
+        if std::env::var_os("SCALE_GROW_ONLY").is_some() {
+            eprintln!("grown to N = {n} in {:.0} s", grown.as_secs_f64());
+            continue;
+        }
         if let Db::Postgres(pool) = &state.db {
             // What autovacuum does within a minute of a bulk load.
             sqlx::query("VACUUM ANALYZE").execute(pool).await.unwrap();
