@@ -83,6 +83,7 @@ async fn main() {
     let mut b = browser::Browser::new(&base);
     assert_eq!(b.sign_in_with_oidc(email).await.status(), 200);
 
+    let by_link = page_500_by_link(&mut b, &base, project.as_ref(), &last_scan).await;
     let pages = [
         (
             "project page, range all (100,000 scans)",
@@ -101,6 +102,10 @@ async fn main() {
         (
             "scan page, page 500",
             format!("/projects/{project}/scans/{last_scan}?page=500"),
+        ),
+        (
+            "scan page, page 500 by its link (keyset)",
+            format!("/projects/{project}/scans/{last_scan}{by_link}"),
         ),
     ];
     println!("| page (full server-rendered HTML) | p50 | p95 | max | size |");
@@ -127,6 +132,33 @@ async fn main() {
             body.len() / 1024
         );
     }
+}
+
+/// `?page=500` of the scan as its pager link reaches it: after the last finding of
+/// `?page=499`.
+async fn page_500_by_link(
+    b: &mut browser::Browser,
+    base: &str,
+    project: &str,
+    scan: &str,
+) -> String {
+    let before_it = b
+        .get(&format!(
+            "{base}/projects/{project}/scans/{scan}?view=all&page=499"
+        ))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let at = before_it.find("rel=\"next\"").expect("a next page");
+    let start = before_it[..at].rfind("href=\"").unwrap() + 6;
+    let link = before_it[start..at]
+        .split('"')
+        .next()
+        .unwrap()
+        .replace("&amp;", "&");
+    assert!(link.contains("after="), "{link}");
+    link
 }
 
 /// One project with `SCANS` scans over two years; the last scan has `FINDINGS` findings.

@@ -509,6 +509,91 @@ tidemark_store::test_each_backend! {
     }
 }
 
+/// The scan page's pager links carry the finding next to the page they lead to (a keyset),
+/// and those pages are the pages of the same number; a link whose finding is not in the
+/// scan falls back to the page's number.
+#[tokio::test]
+async fn the_scan_pages_links_start_next_to_a_finding() {
+    let (app, provider) = TestApp::spawn_with_oidc(tidemark_store::Backend::Sqlite).await;
+    let (license, key) = app.with_key(Tier::Team).await;
+    let mut body = sample_push("web", 70.0, "2026-11-20T10:00:00Z");
+    body["findings"] = (0..120)
+        .map(|i| {
+            let (status, severity) = (
+                ["FAIL", "WARN", "PASS"][i % 3],
+                ["critical", "high", "medium", "low"][i % 4],
+            );
+            serde_json::json!({
+                "rule_id": format!("cis-{}", i % 7), "resource": format!("r-{i:03}"),
+                "status": status, "severity": severity, "message": "m", "remediation": "x"})
+        })
+        .collect();
+    let pushed = app.push_json(&key, &body).await;
+    let scan = format!(
+        "/projects/{}/scans/{}",
+        pushed["project_id"].as_str().unwrap(),
+        pushed["scan_id"].as_str().unwrap()
+    );
+    let mut admin = app.signed_in(&provider, &license.email).await;
+    let mut get = async |query: String| {
+        let page = admin.get(&app.url(&format!("{scan}{query}"))).await;
+        assert_eq!(page.status(), StatusCode::OK, "{query}");
+        page.text().await.unwrap()
+    };
+    // The resources shown, in order, and the pager's links.
+    let resources = |page: &str| {
+        let mut seen: Vec<String> = Vec::new();
+        for (at, _) in page.match_indices(">r-") {
+            let name = page[at + 1..at + 6].to_owned();
+            if !seen.contains(&name) {
+                seen.push(name);
+            }
+        }
+        seen
+    };
+    let link = |page: &str, rel: &str| {
+        let at = page.find(&format!("rel=\"{rel}\"")).expect(rel);
+        let start = page[..at].rfind("href=\"").unwrap() + 6;
+        page[start..at]
+            .split('"')
+            .next()
+            .unwrap()
+            .replace("&amp;", "&")
+    };
+    let sorted = "?view=all&sort=rule&dir=desc";
+    let first = get(sorted.to_owned()).await;
+    assert_eq!(resources(&first).len(), 50);
+    let next = link(&first, "next");
+    assert!(next.contains("page=1") && next.contains("after="), "{next}");
+    let second = get(next).await;
+    assert!(second.contains("Page 2 of 3"));
+    let by_number = get(format!("{sorted}&page=1")).await;
+    assert_eq!(resources(&second), resources(&by_number));
+    let third = get(link(&second, "next")).await;
+    assert_eq!(
+        resources(&third),
+        resources(&get(format!("{sorted}&page=2")).await)
+    );
+    assert_eq!(resources(&third).len(), 20);
+    let back = link(&third, "prev");
+    assert!(
+        back.contains("page=1") && back.contains("before="),
+        "{back}"
+    );
+    assert_eq!(resources(&get(back).await), resources(&by_number));
+    let all: Vec<String> = [&first, &second, &third]
+        .iter()
+        .flat_map(|p| resources(p))
+        .collect();
+    let mut unique = all.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 120, "every finding once");
+    // A finding the scan does not have: the page by its number.
+    let made_up = get(format!("{sorted}&page=1&after=99999")).await;
+    assert_eq!(resources(&made_up), resources(&by_number));
+}
+
 /// The projects page shows 50 projects a page, in the order and with the filter the URL
 /// asks for, with links between pages that keep both; the glance (gate, open findings) is
 /// the page's projects'.

@@ -10,8 +10,8 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tidemark_domain::push::ValidPush;
 use tidemark_store::dashboard::{
-    diff_scans, find_scan, finding_counts, framework_counts, list_findings, FindingFilter,
-    FindingRow, FindingSort, ScanDiff,
+    diff_scans, find_scan, finding_counts, finding_key, framework_counts, list_findings,
+    list_findings_from, FindingFilter, FindingRow, FindingSort, PageStart, ScanDiff, SortDirection,
 };
 use tidemark_store::pushes::record_push;
 use tidemark_store::spans::moving::{move_all, move_batch, scans_as_rows};
@@ -285,6 +285,97 @@ async fn futures_reads(
         out.push(without_ordinals(reads(db, project, &s.scan_id).await));
     }
     out
+}
+
+tidemark_store::test_each_backend! {
+    async fn pages_reached_by_key_are_the_pages_by_number_in_every_order(backend) {
+        let t = fresh(backend).await;
+        let db = t.writer();
+        insert_pushing_account(&db, &acct("acct_a")).await;
+        let mut rng = StdRng::seed_from_u64(48);
+        // Few rules and resources: many ties, which only the scanner's order breaks.
+        let findings: Vec<Pushed> = (0..97).map(|_| random_finding(&mut rng)).collect();
+        let stored = appended(
+            record_push(&db, push_context(&acct("acct_a")), push(0, &findings, "main"))
+                .await
+                .unwrap(),
+        );
+        let project = stored.project_id;
+        let (scan, _) = find_scan(db.as_ref(), &acct("acct_a"), &project, &stored.scan_id)
+            .await
+            .unwrap()
+            .unwrap();
+        let read = |filter: FindingFilter, start: PageStart, limit: i64| {
+            let (db, project) = (db.clone(), project.clone());
+            async move {
+                list_findings_from(db.as_ref(), &project, scan.seq, &filter, &start, limit)
+                    .await
+                    .unwrap()
+            }
+        };
+        let key = |ordinal: i64| {
+            let (db, project) = (db.clone(), project.clone());
+            async move {
+                finding_key(db.as_ref(), &project, scan.seq, ordinal)
+                    .await
+                    .unwrap()
+                    .expect("a finding of the scan")
+            }
+        };
+        const SIZE: i64 = 7;
+        let filters = [
+            FindingFilter::default(),
+            FindingFilter { status: Some("FAIL".into()), ..FindingFilter::default() },
+            FindingFilter { text: Some("bucket-1".into()), ..FindingFilter::default() },
+        ];
+        for sort in FindingSort::ALL {
+            for direction in [SortDirection::Ascending, SortDirection::Descending] {
+                for base in &filters {
+                    let filter = FindingFilter { sort, direction, ..base.clone() };
+                    let what = format!("{backend:?} {sort:?} {direction:?} {base:?}");
+                    let (all, total) = read(filter.clone(), PageStart::Offset(0), 10_000).await;
+                    assert_eq!(total, all.len() as i64, "{what}");
+                    assert!(all.len() > 2 * SIZE as usize, "{what}: enough for three pages");
+                    // Forwards: each page starts after the last row of the one before.
+                    let mut walked: Vec<FindingRow> = Vec::new();
+                    let mut page = 0;
+                    loop {
+                        let start = match walked.last() {
+                            None => PageStart::Offset(0),
+                            Some(last) => PageStart::After(key(last.ordinal).await),
+                        };
+                        let (rows, counted) = read(filter.clone(), start, SIZE).await;
+                        assert_eq!(counted, total, "{what}: page {page}'s total");
+                        let (by_number, _) =
+                            read(filter.clone(), PageStart::Offset(page * SIZE), SIZE).await;
+                        assert_eq!(rows, by_number, "{what}: page {page}");
+                        if rows.is_empty() {
+                            break;
+                        }
+                        walked.extend(rows);
+                        page += 1;
+                    }
+                    assert_eq!(walked, all, "{what}: forwards");
+                    // Backwards: each page ends before the first row of the one after.
+                    let mut back: Vec<FindingRow> = Vec::new();
+                    let mut first = all.last().unwrap().ordinal;
+                    let (last_page, _) =
+                        read(filter.clone(), PageStart::After(key(all[all.len() - 2].ordinal).await), SIZE).await;
+                    assert_eq!(last_page, all[all.len() - 1..], "{what}: after the last but one");
+                    back.push(last_page[0].clone());
+                    loop {
+                        let (rows, _) = read(filter.clone(), PageStart::Before(key(first).await), SIZE).await;
+                        if rows.is_empty() {
+                            break;
+                        }
+                        first = rows[0].ordinal;
+                        back.splice(0..0, rows);
+                    }
+                    assert_eq!(back, all, "{what}: backwards");
+                }
+            }
+        }
+    }
 }
 
 /// A test account's id (tests name theirs `acct_a`, `acct_b`).

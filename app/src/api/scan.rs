@@ -79,22 +79,31 @@ pub async fn scan_findings(
         framework: query_text(query.framework, 128),
         text: query_text(query.text, 200),
     };
+    use tidemark_store::dashboard::{finding_key, list_findings_from, PageStart};
     let page = query.page.max(0);
+    // A pager link's finding gone from the scan (or made up) falls back to the page's number.
+    let anchor = match query.after.or(query.before) {
+        Some(ordinal) if page > 0 => {
+            or_unavailable(finding_key(&db, &project_id, found.seq, ordinal).await)?
+        }
+        _ => None,
+    };
+    let start = match anchor {
+        Some(key) if query.after.is_some() => PageStart::After(key),
+        Some(key) => PageStart::Before(key),
+        None => PageStart::Offset(page_offset(page, PAGE_SIZE)),
+    };
     let (rows, total) = or_unavailable(
-        tidemark_store::dashboard::list_findings(
-            &db,
-            &project_id,
-            found.seq,
-            &filter,
-            page_offset(page, PAGE_SIZE),
-            PAGE_SIZE,
-        )
-        .await,
+        list_findings_from(&db, &project_id, found.seq, &filter, &start, PAGE_SIZE).await,
     )?;
     if rows.is_empty() && page > 0 {
         // A page past the end does not exist.
         return not_found();
     }
+    let (first, last) = (
+        rows.first().map(|r| r.ordinal),
+        rows.last().map(|r| r.ordinal),
+    );
     let mut findings: Vec<_> = rows.into_iter().map(finding).collect();
     tag_tracked(&db, &project_id, &found, &mut findings).await?;
     let counts = or_unavailable(
@@ -109,6 +118,8 @@ pub async fn scan_findings(
         total,
         page,
         page_size: PAGE_SIZE,
+        first,
+        last,
         counts,
         by_framework,
     })

@@ -100,6 +100,13 @@ pub struct FindingQuery {
     pub framework: Option<String>,
     pub text: Option<String>,
     pub page: i64,
+    /// The page starts right after this finding (its place in the scanner's order): the
+    /// "next" link's keyset, so a deep page costs what the first does. `page` still numbers it.
+    #[serde(default)]
+    pub after: Option<i64>,
+    /// The page ends right before this finding: the "previous" link's keyset.
+    #[serde(default)]
+    pub before: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,6 +194,12 @@ pub struct FindingsPage {
     pub total: i64,
     pub page: i64,
     pub page_size: i64,
+    /// The scanner's places of the page's first and last findings: where the pager's links
+    /// start the pages before and after.
+    #[serde(default)]
+    pub first: Option<i64>,
+    #[serde(default)]
+    pub last: Option<i64>,
     /// How many of the scan's findings each filter choice holds, by (severity, status).
     #[serde(default)]
     pub counts: Vec<(String, String, i64)>,

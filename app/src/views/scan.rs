@@ -32,6 +32,8 @@ pub fn ScanPage() -> impl IntoView {
             page: q.get("page").and_then(|p| p.parse().ok()).unwrap_or(0),
             sort: q.get("sort"),
             dir: q.get("dir"),
+            after: q.get("after").and_then(|p| p.parse().ok()),
+            before: q.get("before").and_then(|p| p.parse().ok()),
         }
     };
     let base = move || query.read().get("base").filter(|b| !b.is_empty());
@@ -220,9 +222,14 @@ fn downloads(project_id: &str, scan_id: &str) -> impl IntoView {
     }
 }
 
-/// The query string for page `page` of `q` (filters and order kept across pages).
-fn findings_href(q: &FindingQuery, page: i64) -> String {
+/// The query string for page `page` of `q` (filters and order kept across pages), starting
+/// next to a finding of the page beside it when `anchor` names one (`after` or `before`, and
+/// its place in the scanner's order).
+fn findings_href(q: &FindingQuery, page: i64, anchor: Option<(&str, i64)>) -> String {
     let mut parts = vec!["view=all".to_owned(), format!("page={page}")];
+    if let Some((side, ordinal)) = anchor.filter(|_| page > 0) {
+        parts.push(format!("{side}={ordinal}"));
+    }
     for (k, v) in [
         ("severity", &q.severity),
         ("status", &q.status),
@@ -329,8 +336,10 @@ fn findings_section(
     choice: Option<String>,
 ) -> impl IntoView {
     let pages = (page.total + page.page_size - 1) / page.page_size;
-    let prev = (page.page > 0).then(|| findings_href(&q, page.page - 1));
-    let next = (page.page + 1 < pages).then(|| findings_href(&q, page.page + 1));
+    let prev = (page.page > 0)
+        .then(|| findings_href(&q, page.page - 1, page.first.map(|o| ("before", o))));
+    let next = (page.page + 1 < pages)
+        .then(|| findings_href(&q, page.page + 1, page.last.map(|o| ("after", o))));
     let showing_triaged = choice.as_deref() == Some("triaged");
     let showing_new = !showing_triaged && shows_new(choice.as_deref(), &q, new.as_ref());
     let filtered =
@@ -476,6 +485,8 @@ fn heading(
         sort: Some(key.to_owned()),
         dir: (active && !reversed).then(|| "desc".to_owned()),
         page: 0,
+        after: None,
+        before: None,
         ..q.clone()
     };
     let arrow = match (active, reversed) {
@@ -485,7 +496,7 @@ fn heading(
     };
     view! {
         <th scope="col" aria-sort=aria_sort>
-            <a class="sort" href=findings_href(&target, 0) data-testid=format!("sort-{key}")>{label}{arrow}</a>
+            <a class="sort" href=findings_href(&target, 0, None) data-testid=format!("sort-{key}")>{label}{arrow}</a>
         </th>
     }
     .into_any()

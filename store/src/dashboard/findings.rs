@@ -49,6 +49,59 @@ const SEVERITY_RANK: &str = "CASE severity WHEN 'critical' THEN 0 WHEN 'high' TH
 const STATUS_RANK: &str = "CASE status WHEN 'FAIL' THEN 0 WHEN 'ERROR' THEN 1 WHEN 'WARN' THEN 2 \
      WHEN 'SKIP' THEN 3 ELSE 4 END";
 
+/// One column of an order: the expression over a finding row, and the same over a bound
+/// key value (`{}` stands for its placeholder), so a key compares exactly as rows sort.
+#[derive(Clone, Copy)]
+enum KeyColumn {
+    SeverityRank,
+    StatusRank,
+    Rule,
+    Resource,
+    Ordinal,
+}
+
+impl KeyColumn {
+    fn over_row(self) -> &'static str {
+        match self {
+            KeyColumn::SeverityRank => SEVERITY_RANK,
+            KeyColumn::StatusRank => STATUS_RANK,
+            KeyColumn::Rule => "rule_id",
+            KeyColumn::Resource => "resource",
+            KeyColumn::Ordinal => "ordinal",
+        }
+    }
+
+    fn over_value(self, placeholder: &str) -> String {
+        match self {
+            KeyColumn::SeverityRank => SEVERITY_RANK.replacen("severity", placeholder, 1),
+            KeyColumn::StatusRank => STATUS_RANK.replacen("status", placeholder, 1),
+            _ => placeholder.to_owned(),
+        }
+    }
+}
+
+/// Where a page of a scan's findings starts: by number (an offset: a page asked for by its
+/// number), or next to a finding of the page before or after it (a keyset: what the pager's
+/// links carry, so a deep page costs what the first does).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageStart {
+    Offset(i64),
+    /// The rows right after this one, in the filter's order.
+    After(FindingKey),
+    /// The rows right before this one (returned in the filter's order).
+    Before(FindingKey),
+}
+
+/// A finding's place in every order a scan's findings are listed in ([`finding_key`]).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct FindingKey {
+    pub ordinal: i64,
+    pub rule_id: String,
+    pub resource: String,
+    pub status: String,
+    pub severity: String,
+}
+
 impl FindingSort {
     pub const ALL: [FindingSort; 5] = [
         FindingSort::Severity,
@@ -72,24 +125,83 @@ impl FindingSort {
         Self::ALL.into_iter().find(|s| s.as_str() == text)
     }
 
-    /// The ORDER BY clause (fixed texts only: nothing from the request reaches the SQL).
-    fn order_by(self, direction: SortDirection) -> String {
-        let dir = match direction {
-            SortDirection::Ascending => "ASC",
-            SortDirection::Descending => "DESC",
-        };
+    /// The order's columns: the first in the chosen direction, the rest ascending, the
+    /// scanner's order last (unique within a scan).
+    fn columns(self) -> &'static [KeyColumn] {
+        use KeyColumn::*;
         match self {
-            FindingSort::Scanner => format!("ordinal {dir}"),
-            FindingSort::Severity => {
-                format!("{SEVERITY_RANK} {dir}, {STATUS_RANK}, rule_id, resource, ordinal")
-            }
-            FindingSort::Status => {
-                format!("{STATUS_RANK} {dir}, {SEVERITY_RANK}, rule_id, resource, ordinal")
-            }
-            FindingSort::Rule => format!("rule_id {dir}, resource, ordinal"),
-            FindingSort::Resource => format!("resource {dir}, rule_id, ordinal"),
+            FindingSort::Scanner => &[Ordinal],
+            FindingSort::Severity => &[SeverityRank, StatusRank, Rule, Resource, Ordinal],
+            FindingSort::Status => &[StatusRank, SeverityRank, Rule, Resource, Ordinal],
+            FindingSort::Rule => &[Rule, Resource, Ordinal],
+            FindingSort::Resource => &[Resource, Rule, Ordinal],
         }
     }
+
+    /// The ORDER BY clause (fixed texts only: nothing from the request reaches the SQL);
+    /// `reversed` lists the same order backwards.
+    fn order_by(self, direction: SortDirection, reversed: bool) -> String {
+        let (first, rest) = match (direction, reversed) {
+            (SortDirection::Ascending, false) => ("ASC", "ASC"),
+            (SortDirection::Descending, false) => ("DESC", "ASC"),
+            (SortDirection::Ascending, true) => ("DESC", "DESC"),
+            (SortDirection::Descending, true) => ("ASC", "DESC"),
+        };
+        self.columns()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{} {}", c.over_row(), if i == 0 { first } else { rest }))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The rows after (or, `before`, before) a key bound from placeholder `$first` on: the
+    /// key's values in [`key_values`] order. Row values compare in order (SQLite 3.15+,
+    /// PostgreSQL), so an ascending order is one comparison; a first column reversed is
+    /// compared alone, then the rest as a row.
+    fn keyset_condition(self, direction: SortDirection, before: bool, first: usize) -> String {
+        let columns = self.columns();
+        let value = |i: usize| columns[i].over_value(&format!("${}", first + i));
+        let row = |from: usize| {
+            let rows: Vec<_> = columns[from..].iter().map(|c| c.over_row()).collect();
+            let values: Vec<_> = (from..columns.len()).map(value).collect();
+            (rows.join(", "), values.join(", "))
+        };
+        let (later, earlier) = if before { ("<", ">") } else { (">", "<") };
+        match direction {
+            SortDirection::Ascending => {
+                let (rows, values) = row(0);
+                format!("({rows}) {later} ({values})")
+            }
+            SortDirection::Descending if columns.len() == 1 => {
+                format!("{} {earlier} {}", columns[0].over_row(), value(0))
+            }
+            SortDirection::Descending => {
+                let (c0, v0) = (columns[0].over_row(), value(0));
+                let (rows, values) = row(1);
+                format!("({c0} {earlier} {v0} OR ({c0} = {v0} AND ({rows}) {later} ({values})))")
+            }
+        }
+    }
+}
+
+/// The values a key binds for `sort`'s columns, in order.
+fn key_values(sort: FindingSort, key: &FindingKey) -> Vec<KeyValue<'_>> {
+    sort.columns()
+        .iter()
+        .map(|c| match c {
+            KeyColumn::SeverityRank => KeyValue::Text(&key.severity),
+            KeyColumn::StatusRank => KeyValue::Text(&key.status),
+            KeyColumn::Rule => KeyValue::Text(&key.rule_id),
+            KeyColumn::Resource => KeyValue::Text(&key.resource),
+            KeyColumn::Ordinal => KeyValue::Int(key.ordinal),
+        })
+        .collect()
+}
+
+enum KeyValue<'a> {
+    Text(&'a str),
+    Int(i64),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -128,25 +240,61 @@ pub async fn list_findings(
     offset: i64,
     limit: i64,
 ) -> Result<(Vec<FindingRow>, i64), StoreError> {
+    list_findings_from(
+        db,
+        project_id,
+        scan_seq,
+        filter,
+        &PageStart::Offset(offset),
+        limit,
+    )
+    .await
+}
+
+/// [`list_findings`] from where `start` says: an offset, or next to a finding's key.
+pub async fn list_findings_from(
+    db: &Db,
+    project_id: &ProjectId,
+    scan_seq: i64,
+    filter: &FindingFilter,
+    start: &PageStart,
+    limit: i64,
+) -> Result<(Vec<FindingRow>, i64), StoreError> {
     let text = filter
         .text
         .as_deref()
         .filter(|t| !t.trim().is_empty())
         .map(|t| like_pattern(t.trim()));
-    // Unfiltered, the page stops after `limit` rows and the total is an index-only count.
-    // Filtered, both need a pass over the scan's findings, so the total comes with the page
-    // (a window count) in that one pass.
     let filtered = filter.severity.is_some()
         || filter.status.is_some()
         || filter.framework.is_some()
         || text.is_some();
-    let total_column = if filtered {
+    let (offset, key, reversed) = match start {
+        PageStart::Offset(offset) => (*offset, None, false),
+        PageStart::After(key) => (0, Some(key), false),
+        PageStart::Before(key) => (0, Some(key), true),
+    };
+    // Unfiltered, the page stops after `limit` rows and the total is an index-only count.
+    // Filtered from an offset, both need a pass over the scan's findings, so the total comes
+    // with the page (a window count) in that one pass; from a key the window would count only
+    // the rows past it, so the total is counted on its own.
+    let windowed = filtered && key.is_none();
+    let total_column = if windowed {
         "COUNT(*) OVER ()"
     } else {
         "CAST(0 AS BIGINT)"
     };
+    let keyset = key
+        .map(|_| {
+            format!(
+                " AND {}",
+                filter.sort.keyset_condition(filter.direction, reversed, 9)
+            )
+        })
+        .unwrap_or_default();
     // Searching reads every finding's texts; otherwise only the page's rows get theirs.
-    let order = filter.sort.order_by(filter.direction);
+    let order = filter.sort.order_by(filter.direction, false);
+    let fetch_order = filter.sort.order_by(filter.direction, reversed);
     let texts = if text.is_some() {
         Texts::Joined
     } else {
@@ -154,7 +302,7 @@ pub async fn list_findings(
     };
     let inner = format!(
         "SELECT f.*, {total_column} AS total FROM {} f \
-         WHERE {FINDING_FILTER} ORDER BY {order} LIMIT $7 OFFSET $8",
+         WHERE {FINDING_FILTER}{keyset} ORDER BY {fetch_order} LIMIT $7 OFFSET $8",
         scan_findings("$1", "$2", texts)
     );
     let page_sql = if texts == Texts::Joined {
@@ -174,7 +322,7 @@ pub async fn list_findings(
         scan_findings("$1", "$2", texts)
     );
     let rows: Vec<FindingPageRow> = on_db!(db, pool => {
-        sqlx::query_as(&page_sql)
+        let mut q = sqlx::query_as(&page_sql)
             .bind(project_id)
             .bind(scan_seq)
             .bind(filter.severity.as_deref())
@@ -182,14 +330,19 @@ pub async fn list_findings(
             .bind(filter.framework.as_deref())
             .bind(text.as_deref())
             .bind(limit)
-            .bind(offset)
-            .fetch_all(pool)
-            .await
+            .bind(offset);
+        for value in key.map(|k| key_values(filter.sort, k)).unwrap_or_default() {
+            q = match value {
+                KeyValue::Text(t) => q.bind(t),
+                KeyValue::Int(i) => q.bind(i),
+            };
+        }
+        q.fetch_all(pool).await
     })?;
     let total = match rows.first() {
-        Some(first) if filtered => first.total,
+        Some(first) if windowed => first.total,
         // A page past the end has no row to carry the total.
-        _ if !filtered || offset > 0 => {
+        _ if !windowed || offset > 0 => {
             let (total,): (i64,) = on_db!(db, pool => {
                 sqlx::query_as(&count_sql)
                     .bind(project_id)
@@ -207,6 +360,29 @@ pub async fn list_findings(
     };
     let rows = rows.into_iter().map(|r| r.finding).collect();
     Ok((rows, total))
+}
+
+/// The key of the scan's finding at `ordinal` (the scanner's order), if it has one: where a
+/// pager's link starts its page.
+pub async fn finding_key(
+    db: &Db,
+    project_id: &ProjectId,
+    scan_seq: i64,
+    ordinal: i64,
+) -> Result<Option<FindingKey>, StoreError> {
+    let sql = format!(
+        "SELECT ordinal, rule_id, resource, status, severity FROM {} f WHERE ordinal = $3",
+        scan_findings("$1", "$2", Texts::None)
+    );
+    let key = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(project_id)
+            .bind(scan_seq)
+            .bind(ordinal)
+            .fetch_optional(pool)
+            .await
+    })?;
+    Ok(key)
 }
 
 /// How many of the scan's findings have each (severity, status): what the filters' choices
