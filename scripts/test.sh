@@ -17,11 +17,14 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 # Each step says how much disk the build has taken and how much is left: a CI machine's disk
 # is smaller than a workstation's, and this is where to see it going.
+# It also says when it began (minutes:seconds into the run): what each step costs, as the
+# README reports it.
 step() {
   local used free
   used=$(du -sh target 2>/dev/null | cut -f1) || true
   free=$(df -h --output=avail . 2>/dev/null | tail -1 | tr -d ' ') || true
-  printf '\n\033[1m==> %s\033[0m  (target/ %s, %s free)\n' "$*" "${used:-0}" "${free:-?}"
+  printf '\n\033[1m==> %s\033[0m  (at %d:%02d; target/ %s, %s free)\n' "$*" \
+    $((SECONDS / 60)) $((SECONDS % 60)) "${used:-0}" "${free:-?}"
 }
 SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p tidemark-cli -p app -p server)
 # The benchmarks are linted (not run) so that they keep compiling as the code they measure changes.
