@@ -319,3 +319,67 @@ tidemark_store::test_each_backend! {
         assert_eq!(backfill_all(&db, 50).await.unwrap().scans(), 0);
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// The posture a page shows now (the head scan's findings read a row per rule and status,
+    /// a row per resource only for rules with a finding set aside) equals the push's own
+    /// judgement of every finding, when nothing changed between: random scans, findings
+    /// listed twice, and random set-asides before each push.
+    async fn the_posture_read_now_equals_the_pushs_judgement_of_every_finding(backend) {
+        let t = fresh(backend).await;
+        let db = t.writer();
+        let account = AccountId::trusted("acct_a");
+        insert_pushing_account(&db, &account).await;
+        let statuses = ["PASS", "FAIL", "WARN", "SKIP", "ERROR"];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4848);
+        let mut project = ProjectId::default();
+        let mut set_aside_seen = 0;
+        for n in 0..12_i64 {
+            let mut findings: Vec<(String, String, &str)> = (0..rng.gen_range(5..80))
+                .map(|_| {
+                    let prefix = FRAMEWORKS[rng.gen_range(0..2)];
+                    let rule = format!("{prefix}-{}.{}", rng.gen_range(1..3), rng.gen_range(1..5));
+                    (rule, format!("r{}", rng.gen_range(0..4)), statuses[rng.gen_range(0..5)])
+                })
+                .collect();
+            let twice = findings[0].clone();
+            findings.push(twice);
+            // Findings set aside now are judged so by the push that follows.
+            if n > 0 {
+                let line = find_line(db.as_ref(), &account, &project, None).await.unwrap().unwrap();
+                let now = tidemark_domain::now_millis();
+                let mut open = list_tracked(db.as_ref(), &line.id, &TrackedQuery { limit: 500, ..TrackedQuery::default() }, now)
+                    .await
+                    .unwrap();
+                open.sort_by(|a, b| (&a.rule_id, &a.resource).cmp(&(&b.rule_id, &b.resource)));
+                for f in &open {
+                    if rng.gen_bool(0.25) {
+                        let state = [TriageState::AcceptedRisk, TriageState::FalsePositive][rng.gen_range(0..2)];
+                        let change = TriageChange { state, reason: "reviewed".into(), expires_at: None };
+                        set_triage(&db, &account, &project, &f.id, Some(&change), &audit()).await.unwrap();
+                    }
+                }
+            }
+            let stored = pushed(&db, &account, push(n, &FRAMEWORKS, &findings)).await;
+            project = stored.project_id.clone();
+            let line = find_line(db.as_ref(), &account, &project, None).await.unwrap().unwrap();
+            let now = tidemark_domain::now_millis();
+            let read = current_posture(db.as_ref(), &account, &project, &line.id, now, &[])
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(read.scan_id, stored.scan_id);
+            let kept = history(&db, &account, &project).await;
+            for framework in read.frameworks {
+                let row = kept
+                    .iter()
+                    .find(|r| r.scan_id == stored.scan_id && r.framework == framework.framework)
+                    .unwrap();
+                set_aside_seen += framework.tally.triaged;
+                assert_eq!(framework.tally, row.tally(), "{backend:?}: scan {n}, {}", framework.framework);
+                assert_eq!(framework.sections, row.sections(), "{backend:?}: scan {n}, {}", framework.framework);
+            }
+        }
+        assert!(set_aside_seen > 0, "{backend:?}: no requirement was set aside");
+    }
+}

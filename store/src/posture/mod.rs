@@ -2,7 +2,7 @@
 //! framework it named, judged by `tidemark_domain::posture`, so a year of a line's posture is
 //! read from these rows and never from findings.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write as _;
 
 use tidemark_domain::frameworks::{ValidFramework, POSTURE_PREFIX};
@@ -384,7 +384,8 @@ pub(crate) async fn judged_now(
     now: Millis,
 ) -> Result<(BTreeMap<String, Requirement>, Vec<String>), StoreError> {
     let set_aside = set_aside_now(db, line_id, now).await?;
-    let findings = scan_statuses(db, project_id, head.seq).await?;
+    let set_aside_rules: BTreeSet<&str> = set_aside.iter().map(|(rule, _)| rule.as_str()).collect();
+    let findings = scan_rule_statuses(db, project_id, head.seq, &set_aside_rules).await?;
     let frameworks: Vec<String> = serde_json::from_str(&head.frameworks).unwrap_or_default();
     let judged = judge(&findings, |rule, resource| {
         set_aside.contains(&(rule.to_owned(), resource.to_owned()))
@@ -468,6 +469,49 @@ pub(crate) async fn scan_statuses(
     );
     let rows = on_db!(db, pool => {
         sqlx::query_as(&sql).bind(project_id).bind(seq).fetch_all(pool).await
+    })?;
+    Ok(rows)
+}
+
+/// Rules with more findings set aside than this are judged from every finding's row.
+const RULES_BY_RESOURCE: usize = 500;
+
+/// [`scan_statuses`] reduced to what judging needs: one row per rule and status, except that
+/// the rules in `by_resource` (those with a finding set aside) keep a row per resource.
+/// [`requirements`] asks only, per rule, whether some finding has a status and whether it is
+/// set aside, so the rows collapsed judge the same; and a 50,000-finding scan hands over a few
+/// hundred rows from the database instead of 50,000 (about 3 µs each through sqlx: the project
+/// page's posture card took 120 ms of a 194 ms page).
+pub(crate) async fn scan_rule_statuses(
+    db: &Db,
+    project_id: &ProjectId,
+    seq: i64,
+    by_resource: &BTreeSet<&str>,
+) -> Result<Vec<StatusRow>, StoreError> {
+    if by_resource.len() > RULES_BY_RESOURCE {
+        return scan_statuses(db, project_id, seq).await;
+    }
+    let resource = if by_resource.is_empty() {
+        "CAST('' AS TEXT)".to_owned()
+    } else {
+        let list: Vec<String> = (3..3 + by_resource.len())
+            .map(|i| format!("${i}"))
+            .collect();
+        format!(
+            "CASE WHEN rule_id IN ({}) THEN resource ELSE '' END",
+            list.join(", ")
+        )
+    };
+    let sql = format!(
+        "SELECT rule_id, {resource} AS resource, status FROM {} f GROUP BY 1, 2, 3",
+        crate::spans::scan_findings("$1", "$2", crate::spans::Texts::None)
+    );
+    let rows = on_db!(db, pool => {
+        let mut q = sqlx::query_as(&sql).bind(project_id).bind(seq);
+        for rule in by_resource {
+            q = q.bind(*rule);
+        }
+        q.fetch_all(pool).await
     })?;
     Ok(rows)
 }
