@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# validate against /healthz on one release server, alternated round by round so the machine's
+# drift between runs falls on both alike, from two load generators: wrk (a fixed POST, no Lua
+# per request) and nghttp2's h2load (posting a 2-byte body: it cannot post an empty one).
+# Issue 48's goal is validate >= 90 % of /healthz (docs/benchmarks.md, fifth step).
+#   bench/validate-ab.sh [ROUNDS] [SECONDS]     (after `cargo leptos build --release`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+rounds=${1:-3} secs=${2:-5}
+command -v wrk >/dev/null && command -v h2load >/dev/null ||
+  { echo "validate-ab: needs wrk and h2load (apt-get install wrk nghttp2-client)" >&2; exit 1; }
+work=$(mktemp -d); port=$(free_port); url="http://127.0.0.1:$port"
+export TIDEMARK_DATA_DIR="$work/data" LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" \
+  TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 RUST_LOG=error \
+  TIDEMARK_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
+target/release/tidemark-server migrate >/dev/null
+key=$(target/release/tidemark-server license create --email ab@example.com --tier enterprise --json 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["license_key"])')
+hash=$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)
+target/release/tidemark-server serve >"$work/server.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+printf 'wrk.method = "POST"\n' >"$work/post.lua"
+printf '{}' >"$work/body.json"
+rate() { "$@" 2>&1 | sed -nE 's/^Requests\/sec: *([0-9.]+).*/\1/p; s/^finished in [0-9.]+s, ([0-9.]+) req\/s.*/\1/p'; }
+echo "| round | wrk /healthz | wrk validate | h2load /healthz | h2load validate |"
+echo "|---|---|---|---|---|"
+for r in $(seq 1 "$rounds"); do
+  a=$(rate wrk -t2 -c64 -d"${secs}s" "$url/healthz")
+  b=$(rate wrk -t2 -c64 -d"${secs}s" -s "$work/post.lua" -H "X-License-Key-Hash: $hash" "$url/v1/license/validate")
+  c=$(rate h2load --h1 -t2 -c64 -D "$secs" "$url/healthz")
+  d=$(rate h2load --h1 -t2 -c64 -D "$secs" -d "$work/body.json" -H "X-License-Key-Hash: $hash" "$url/v1/license/validate")
+  awk -v r="$r" -v a="$a" -v b="$b" -v c="$c" -v d="$d" \
+    'BEGIN { printf "| %d | %.1f | %.1f (%.0f %%) | %.1f | %.1f (%.0f %%) |\n", r, a, b, 100 * b / a, c, d, 100 * d / c }'
+done
