@@ -87,7 +87,8 @@ pypi_tool() { # pypi_tool NAME VERSION SHA256-OF-THE-X86-64-WHEEL
   local dir
   dir=$(mktemp -d)
   echo "astral-dev-toolchain-$1==$2 --hash=sha256:$3" >"$dir/requirements.txt"
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+  # As root pip warns about the system's packages; this one writes only to a temporary directory.
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
     --no-deps --require-hashes \
     --only-binary :all: --target "$dir/site" -r "$dir/requirements.txt"
   install -m 0755 "$dir/site/bin/$1" "${CARGO_HOME:-$HOME/.cargo}/bin/$1"
