@@ -50,7 +50,7 @@ const STATUS_RANK: &str = "CASE status WHEN 'FAIL' THEN 0 WHEN 'ERROR' THEN 1 WH
      WHEN 'SKIP' THEN 3 ELSE 4 END";
 
 /// One column of an order: the expression over a finding row, and the same over a bound
-/// key value (`{}` stands for its placeholder), so a key compares exactly as rows sort.
+/// key value (`over_value` of its placeholder), so a key compares exactly as rows sort.
 #[derive(Clone, Copy)]
 enum KeyColumn {
     SeverityRank,

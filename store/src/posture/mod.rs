@@ -473,7 +473,8 @@ pub(crate) async fn scan_statuses(
     Ok(rows)
 }
 
-/// Rules with more findings set aside than this are judged from every finding's row.
+/// With more rules than this having a finding set aside (each a bound parameter), the scan
+/// is judged from every finding's row instead.
 const RULES_BY_RESOURCE: usize = 500;
 
 /// [`scan_statuses`] reduced to what judging needs: one row per rule and status, except that
