@@ -4,21 +4,22 @@
 # per request) and nghttp2's h2load (posting a 2-byte body: it cannot post an empty one).
 # Issue 48's goal is validate >= 90 % of /healthz (docs/benchmarks.md, fifth step).
 #   bench/validate-ab.sh [ROUNDS] [SECONDS]     (after `cargo leptos build --release`)
+#   BIN=/path/to/tidemark-server bench/validate-ab.sh   (another build, for a before/after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-rounds=${1:-3} secs=${2:-5}
+rounds=${1:-3} secs=${2:-5} bin=${BIN:-target/release/tidemark-server}
 command -v wrk >/dev/null && command -v h2load >/dev/null ||
   { echo "validate-ab: needs wrk and h2load (apt-get install wrk nghttp2-client)" >&2; exit 1; }
 work=$(mktemp -d); port=$(free_port); url="http://127.0.0.1:$port"
 export TIDEMARK_DATA_DIR="$work/data" LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" \
   TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 RUST_LOG=error \
   TIDEMARK_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
-target/release/tidemark-server migrate >/dev/null
-key=$(target/release/tidemark-server license create --email ab@example.com --tier enterprise --json 2>/dev/null |
+"$bin" migrate >/dev/null
+key=$("$bin" license create --email ab@example.com --tier enterprise --json 2>/dev/null |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["license_key"])')
 hash=$(printf '%s' "$key" | sha256sum | cut -d' ' -f1)
-target/release/tidemark-server serve >"$work/server.log" 2>&1 &
+"$bin" serve >"$work/server.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && break; sleep 0.1; done

@@ -206,10 +206,17 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .layer(axum::middleware::from_fn(http::metrics::note_matched_path));
     // Around the whole router, not each route: a form that made a secret is answered by
     // another route (its page), rendered with the secret on it.
-    let app = Router::new().fallback_service(tower::Layer::layer(
-        &http::shown_once::ShowSecretsOnceLayer,
-        app,
-    ));
+    let app = Router::new()
+        .fallback_service(tower::Layer::layer(
+            &http::shown_once::ShowSecretsOnceLayer,
+            app,
+        ))
+        // Validations the cache can answer stop here, ahead of everything only the dashboard
+        // or the router needs (the hottest request's cost is then mostly what every one pays).
+        .layer(axum::middleware::from_fn_with_state(
+            state.validation_cache.clone(),
+            api::license::answer_cached_validation,
+        ));
     let hsts = state.config.environment == Environment::Production
         && state.config.http.base_url.starts_with("https://");
     // Pages and JSON go compressed as the client accepts: a project page is about 127 KB of

@@ -595,6 +595,92 @@ async fn validation_reflects_operator_changes_within_the_cache_time() {
     );
 }
 
+/// A validation the cache holds is answered ahead of the router (the hottest request skips
+/// what only the dashboard and the router need), and that answer is the handler's, header for
+/// header, counted under the same route; a question the cache does not hold, or one the
+/// handler refuses, still reaches the handler.
+#[tokio::test]
+async fn a_kept_validation_is_answered_ahead_of_the_router_as_the_handler_answers_it() {
+    let app = TestApp::spawn_with(
+        tidemark_store::Backend::Sqlite,
+        &[("TIDEMARK_VALIDATION_CACHE_MS", "60000")],
+    )
+    .await;
+    let license = app.create_license(Tier::Team).await;
+    let early = r#"tidemark_http_requests_answered_early_total{route="/v1/license/validate"}"#;
+    let answered =
+        r#"tidemark_http_requests_total{method="POST",route="/v1/license/validate",status="200"}"#;
+    let shape = |res: &reqwest::Response| {
+        let mut headers: Vec<(String, String)> = res
+            .headers()
+            .iter()
+            .filter(|(name, _)| !["date", "x-request-id"].contains(&name.as_str()))
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        headers.sort();
+        (res.status(), headers)
+    };
+    // A machine each: the first question of each round is the handler's.
+    for (machine, accept) in [("laptop-1", None), ("laptop-2", Some("gzip, br"))] {
+        let ask = || {
+            let req = app
+                .client
+                .post(app.url("/v1/license/validate?from=scanner"))
+                .header("X-License-Key-Hash", &license.hash)
+                .header("X-Machine-Fingerprint", machine);
+            match accept {
+                Some(encodings) => req.header("Accept-Encoding", encodings),
+                None => req,
+            }
+            .send()
+        };
+        let before = app.metric(early).await.unwrap_or(0.0);
+        let first = ask().await.unwrap();
+        let (first_shape, first_body) = (shape(&first), first.bytes().await.unwrap());
+        let second = ask().await.unwrap();
+        let (second_shape, second_body) = (shape(&second), second.bytes().await.unwrap());
+        assert_eq!(first_shape.0, StatusCode::OK);
+        assert_eq!(second_shape, first_shape, "accept-encoding {accept:?}");
+        assert_eq!(second_body, first_body, "the kept answer, byte for byte");
+        assert_eq!(
+            app.metric(early).await,
+            Some(before + 1.0),
+            "the second answer came from ahead of the router"
+        );
+    }
+    assert_eq!(
+        app.metric(answered).await,
+        Some(4.0),
+        "counted under its route"
+    );
+    // Refusals are the handler's: a malformed fingerprint, a GET, an unknown licence.
+    let res = app
+        .client
+        .post(app.url("/v1/license/validate"))
+        .header("X-License-Key-Hash", &license.hash)
+        .header("X-Machine-Fingerprint", "not ok")
+        .send()
+        .await
+        .unwrap();
+    assert_error(res, StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+    let res = app
+        .client
+        .get(app.url("/v1/license/validate"))
+        .header("X-License-Key-Hash", &license.hash)
+        .send()
+        .await
+        .unwrap();
+    assert_error(res, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed").await;
+    let unknown = sha256_hex(b"no such licence");
+    assert_error(
+        validate(&app, &unknown).await,
+        StatusCode::NOT_FOUND,
+        "license_not_found",
+    )
+    .await;
+    assert_eq!(app.metric(early).await, Some(2.0));
+}
+
 /// A whole answer kept for one machine lives no longer than the licence read it was built
 /// from: a licence read early in the window and answered late for a new machine still shows
 /// a suspension once the window after that read has passed (not a window after the answer).

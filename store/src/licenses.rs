@@ -400,10 +400,57 @@ impl KeyOwner {
 }
 
 pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOwner>, StoreError> {
+    Ok(find_key_owner_and_writes(db, hash, Millis::MAX)
+        .await?
+        .map(|(owner, _)| owner))
+}
+
+/// An account's writes (scans received) after the start of the write budget's window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Writes {
+    pub in_window: u32,
+    /// When the oldest of them was received.
+    pub oldest: Option<Millis>,
+}
+
+/// The columns `writes` and `oldest_write`: the writes of licence `l`'s account received
+/// after the parameter `$n` (`scans_account_received` answers both).
+pub(crate) fn writes_columns(n: u8) -> String {
+    format!(
+        "(SELECT COUNT(*) FROM scans w WHERE w.account_id = l.account_id AND w.received_at > ${n}) \
+         AS writes, \
+         (SELECT MIN(w.received_at) FROM scans w WHERE w.account_id = l.account_id \
+         AND w.received_at > ${n}) AS oldest_write"
+    )
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct WritesRow {
+    writes: i64,
+    oldest_write: Option<i64>,
+}
+
+impl From<WritesRow> for Writes {
+    fn from(r: WritesRow) -> Self {
+        Self {
+            in_window: u32::try_from(r.writes).unwrap_or(u32::MAX),
+            oldest: r.oldest_write,
+        }
+    }
+}
+
+/// [`find_key_owner`], and the account's writes since `window_start`, in one read: a push
+/// needs both before it reads its body, and each read is a round trip to a database thread.
+pub async fn find_key_owner_and_writes(
+    db: &Db,
+    hash: &HashedApiKey,
+    window_start: Millis,
+) -> Result<Option<(KeyOwner, Writes)>, StoreError> {
     let sql = format!(
-        "SELECT k.id AS key_id, k.last_used_at, k.prefix, k.machine, {LICENSE_COLUMNS} \
+        "SELECT k.id AS key_id, k.last_used_at, k.prefix, k.machine, {LICENSE_COLUMNS}, {} \
          FROM api_keys k JOIN licenses l ON l.account_id = k.account_id \
-         WHERE k.key_hash = $1 AND k.revoked_at IS NULL"
+         WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
+        writes_columns(2)
     );
     #[derive(sqlx::FromRow)]
     struct Row {
@@ -413,12 +460,18 @@ pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOw
         machine: String,
         #[sqlx(flatten)]
         license: LicenseRow,
+        #[sqlx(flatten)]
+        writes: WritesRow,
     }
     let row: Option<Row> = on_db!(db, pool => {
-        sqlx::query_as(&sql).bind(hash.as_str()).fetch_optional(pool).await
+        sqlx::query_as(&sql)
+            .bind(hash.as_str())
+            .bind(window_start)
+            .fetch_optional(pool)
+            .await
     })?;
     row.map(|r| {
-        Ok(KeyOwner {
+        let owner = KeyOwner {
             key_id: r.key_id,
             last_used_at: r.last_used_at,
             license: License::try_from(r.license)?,
@@ -426,7 +479,8 @@ pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOw
                 prefix: r.prefix,
                 machine: r.machine,
             },
-        })
+        };
+        Ok((owner, r.writes.into()))
     })
     .transpose()
 }

@@ -11,7 +11,9 @@ use tidemark_domain::Millis;
 use tidemark_wire::CiIdentity;
 
 use crate::audit::{record_in, Change};
-use crate::licenses::{KeyOwner, License, LicenseRow, Via, LICENSE_COLUMNS};
+use crate::licenses::{
+    writes_columns, KeyOwner, License, LicenseRow, Via, Writes, WritesRow, LICENSE_COLUMNS,
+};
 use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError, Writer};
 
 /// Publishers one account may declare.
@@ -337,10 +339,24 @@ pub async fn find_ci_token_owner(
     hash: &HashedApiKey,
     now: Millis,
 ) -> Result<Option<KeyOwner>, StoreError> {
+    Ok(find_ci_token_owner_and_writes(db, hash, now, Millis::MAX)
+        .await?
+        .map(|(owner, _)| owner))
+}
+
+/// [`find_ci_token_owner`], and the account's writes since `window_start`, in one read
+/// (as [`crate::licenses::find_key_owner_and_writes`]).
+pub async fn find_ci_token_owner_and_writes(
+    db: &Db,
+    hash: &HashedApiKey,
+    now: Millis,
+    window_start: Millis,
+) -> Result<Option<(KeyOwner, Writes)>, StoreError> {
     let sql = format!(
-        "SELECT t.id AS token_id, t.projects, t.identity, t.trusted_git, {LICENSE_COLUMNS} \
+        "SELECT t.id AS token_id, t.projects, t.identity, t.trusted_git, {LICENSE_COLUMNS}, {} \
          FROM ci_tokens t JOIN licenses l ON l.account_id = t.account_id \
-         WHERE t.token_hash = $1 AND t.expires_at > $2"
+         WHERE t.token_hash = $1 AND t.expires_at > $2",
+        writes_columns(3)
     );
     #[derive(sqlx::FromRow)]
     struct Row {
@@ -350,15 +366,23 @@ pub async fn find_ci_token_owner(
         trusted_git: String,
         #[sqlx(flatten)]
         license: LicenseRow,
+        #[sqlx(flatten)]
+        writes: WritesRow,
     }
     let row: Option<Row> = on_db!(db, pool => {
-        sqlx::query_as(&sql).bind(hash.as_str()).bind(now).fetch_optional(pool).await
+        sqlx::query_as(&sql)
+            .bind(hash.as_str())
+            .bind(now)
+            .bind(window_start)
+            .fetch_optional(pool)
+            .await
     })?;
     let Some(r) = row else {
         return Ok(None);
     };
     let corrupt = |_| StoreError::Corrupt("ci_tokens");
-    Ok(Some(KeyOwner {
+    let writes = r.writes.into();
+    let owner = KeyOwner {
         key_id: r.token_id,
         // Push tokens have no "last used" to keep.
         last_used_at: Some(now),
@@ -373,5 +397,6 @@ pub async fn find_ci_token_owner(
             identity: Box::new(serde_json::from_str(&r.identity).map_err(corrupt)?),
             trusted_git: Box::new(serde_json::from_str(&r.trusted_git).map_err(corrupt)?),
         },
-    }))
+    };
+    Ok(Some((owner, writes)))
 }

@@ -5,8 +5,11 @@ use axum::http::{header, HeaderMap};
 use serde::de::DeserializeOwned;
 use tidemark_domain::input::{parse_json, JsonError};
 use tidemark_domain::secrets::{ApiKeyError, Credential, LicenseKeyHash};
-use tidemark_store::licenses::{find_key_owner, find_license_by_lookup, KeyOwner, License};
-use tidemark_store::publishers::find_ci_token_owner;
+use tidemark_domain::Millis;
+use tidemark_store::licenses::{
+    find_key_owner, find_key_owner_and_writes, find_license_by_lookup, KeyOwner, License, Writes,
+};
+use tidemark_store::publishers::{find_ci_token_owner, find_ci_token_owner_and_writes};
 use tidemark_store::Db;
 
 use super::ApiError;
@@ -163,6 +166,34 @@ pub fn ensure_dashboard_license(license: &License) -> Result<(), ApiError> {
 /// The account behind `X-API-Key` (or `Authorization: Bearer`): an API key, or a keyless CI
 /// push token. 401 `missing_api_key`, `malformed_api_key` or `invalid_api_key`.
 pub async fn authenticate(db: &Db, headers: &HeaderMap) -> Result<KeyOwner, ApiError> {
+    match credential(headers)? {
+        Credential::ApiKey(key) => find_key_owner(db, &key.hash()).await?,
+        Credential::CiToken(token) => {
+            find_ci_token_owner(db, &token.hash(), tidemark_domain::now_millis()).await?
+        }
+    }
+    .ok_or(ApiError::InvalidApiKey)
+}
+
+/// [`authenticate`], and the account's writes since `window_start` (the write budget's
+/// window), in one read: what a push needs before it reads its body.
+pub async fn authenticate_writer(
+    db: &Db,
+    headers: &HeaderMap,
+    now: Millis,
+    window_start: Millis,
+) -> Result<(KeyOwner, Writes), ApiError> {
+    match credential(headers)? {
+        Credential::ApiKey(key) => find_key_owner_and_writes(db, &key.hash(), window_start).await?,
+        Credential::CiToken(token) => {
+            find_ci_token_owner_and_writes(db, &token.hash(), now, window_start).await?
+        }
+    }
+    .ok_or(ApiError::InvalidApiKey)
+}
+
+/// The credential in `X-API-Key` or `Authorization: Bearer`, not yet looked up.
+fn credential(headers: &HeaderMap) -> Result<Credential, ApiError> {
     let header = match headers.get(API_KEY_HEADER) {
         Some(v) => Some(v.to_str().map_err(|_| ApiError::MalformedApiKey)?),
         None => match headers.get(header::AUTHORIZATION) {
@@ -177,15 +208,8 @@ pub async fn authenticate(db: &Db, headers: &HeaderMap) -> Result<KeyOwner, ApiE
             }
         },
     };
-    let credential = Credential::parse(header.map(str::trim)).map_err(|e| match e {
+    Credential::parse(header.map(str::trim)).map_err(|e| match e {
         ApiKeyError::Missing => ApiError::MissingApiKey,
         ApiKeyError::Malformed => ApiError::MalformedApiKey,
-    })?;
-    match credential {
-        Credential::ApiKey(key) => find_key_owner(db, &key.hash()).await?,
-        Credential::CiToken(token) => {
-            find_ci_token_owner(db, &token.hash(), tidemark_domain::now_millis()).await?
-        }
-    }
-    .ok_or(ApiError::InvalidApiKey)
+    })
 }

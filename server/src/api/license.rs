@@ -1,10 +1,12 @@
 //! `/v1/license/*`: validation, activation and the enumeration-safe resend.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tidemark_domain::rate::RollingLimit;
@@ -23,8 +25,10 @@ use tidemark_wire::{
 use super::extract::{ensure_active, license_from_header, license_hash, read_json};
 use super::ApiError;
 use crate::http::client_ip::client_ip;
+use crate::http::metrics::AnsweredEarly;
 use crate::state::AppState;
 use crate::usecases::licensing::licence_answer;
+use crate::usecases::validation_cache::{AnswerKey, ValidationCache};
 
 /// The optional header that binds a verdict to one machine.
 #[derive(utoipa::IntoParams)]
@@ -73,12 +77,8 @@ pub async fn validate_license(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let hash = license_hash(&headers)?;
-    let machine = machine_fingerprint(&headers)?;
-    let key = (
-        hash.lookup().as_str().to_owned(),
-        machine.as_ref().map(|m| m.as_str().to_owned()),
-    );
+    let (hash, machine) = question(&headers)?;
+    let key = answer_key(&hash, machine.as_ref());
     if let Some(body) = state.validation_cache.answer(&key) {
         return Ok(json_body(body));
     }
@@ -110,6 +110,51 @@ pub async fn validate_license(
         .validation_cache
         .remember_answer(key, body.clone(), oldest_read);
     Ok(json_body(body))
+}
+
+/// The path [`validate_license`] is routed at (also [`answer_cached_validation`]'s).
+pub const VALIDATE_PATH: &str = "/v1/license/validate";
+
+/// What a validation asks: which licence, and for which machine if one is named.
+fn question(headers: &HeaderMap) -> Result<(LicenseKeyHash, Option<MachineFingerprint>), ApiError> {
+    Ok((license_hash(headers)?, machine_fingerprint(headers)?))
+}
+
+fn answer_key(hash: &LicenseKeyHash, machine: Option<&MachineFingerprint>) -> AnswerKey {
+    (
+        hash.lookup().as_str().to_owned(),
+        machine.map(|m| m.as_str().to_owned()),
+    )
+}
+
+/// Answers a validation the cache already holds before the request reaches the router.
+///
+/// Every scanner run asks this, many times a second across a fleet, and a kept answer is
+/// ready bytes; what a request pays on its way to the handler (the layers only the dashboard
+/// needs: its assets, island scripts, secrets shown once; routing; the `/v1` deadline's timer;
+/// the app state cloned for the handler) would otherwise be most of its cost. This layer sits
+/// inside the ones every response needs (request id, access log, metrics, panics, security
+/// headers, compression), so the answer is the one the handler gives, header for header
+/// (`tests/license_api.rs` pins that). Anything else, including any request the handler would
+/// refuse, goes on to the router unchanged.
+pub async fn answer_cached_validation(
+    State(cache): State<Arc<ValidationCache>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if req.method() == Method::POST && req.uri().path() == VALIDATE_PATH {
+        if let Ok((hash, machine)) = question(req.headers()) {
+            if let Some(body) = cache.answer(&answer_key(&hash, machine.as_ref())) {
+                let mut res = json_body(body);
+                // What the `/v1` router adds to every answer (`security_headers::no_store`).
+                res.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                res.extensions_mut().insert(AnsweredEarly(VALIDATE_PATH));
+                return res;
+            }
+        }
+    }
+    next.run(req).await
 }
 
 fn json_body(body: Bytes) -> Response {

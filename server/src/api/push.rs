@@ -11,14 +11,14 @@ use tidemark_domain::push::{PushError, ValidPush, MAX_BODY_BYTES, MAX_FINDINGS};
 use tidemark_domain::rate::RollingLimit;
 use tidemark_store::licenses::{KeyOwner, Via};
 use tidemark_store::pushes::{
-    record_push, write_rate_status, PushContext, PushOutcome, RateStatus, RawReplay, StoredScan,
+    rate_after, record_push, PushContext, PushOutcome, RateStatus, RawReplay, StoredScan,
 };
 use tidemark_wire::ids::AccountId;
 use tidemark_wire::{ErrorBody, PushRequest, PushResponse};
 
 use super::extract::{
-    authenticate, discard_body, ensure_active, ensure_dashboard_license, hash_body, json_error,
-    read_body, require_json,
+    authenticate_writer, discard_body, ensure_active, ensure_dashboard_license, hash_body,
+    json_error, read_body, require_json,
 };
 use super::push_budget::{Busy, Reservation};
 use super::ApiError;
@@ -125,33 +125,31 @@ async fn push(
     headers: &HeaderMap,
     body: Body,
 ) -> PushResult {
-    let owner = match authenticate(&state.db, headers).await {
-        Ok(owner) => owner,
-        Err(err) => {
-            discard_body(headers, body, MAX_BODY_BYTES).await;
-            return Err((err, None));
-        }
-    };
     let now = now_millis();
+    // The credential and the account's write budget in one read.
+    let (owner, writes) =
+        match authenticate_writer(&state.db, headers, now, limit.window_start(now)).await {
+            Ok(found) => found,
+            Err(err) => {
+                discard_body(headers, body, MAX_BODY_BYTES).await;
+                return Err((err, None));
+            }
+        };
     let account_id = owner.license.account_id.clone();
+    let rate = rate_after(limit, now, writes);
     // Past authentication every answer reports the account's budget (unless the database
-    // is what failed: asking it again would only double the caller's wait).
-    let refuse = |err: ApiError| async {
-        if matches!(err, ApiError::DatabaseUnavailable) {
-            return (err, None);
-        }
-        match write_rate_status(&state.db, &account_id, limit, now).await {
-            Ok(rate) => (err, Some(rate)),
-            Err(e) => (ApiError::from(e), None),
-        }
+    // is what failed since: its figure may no longer be the database's).
+    let refuse = |err: ApiError| {
+        let rate = (!matches!(err, ApiError::DatabaseUnavailable)).then_some(rate);
+        (err, rate)
     };
     let (push, reservation, raw_body_hash) =
-        match check_and_parse(state, &owner, headers, body, limit, now).await {
+        match check_and_parse(state, &owner, headers, body, limit, rate).await {
             Ok(Admitted::Push(push, reservation, raw)) => (*push, reservation, raw),
             Ok(Admitted::Replayed(scan, rate)) => {
                 return Ok(accepted(state, *scan, Stored::Replayed, rate))
             }
-            Err(err) => return Err(refuse(err).await),
+            Err(err) => return Err(refuse(err)),
         };
 
     let label = push.label().to_owned();
@@ -263,7 +261,7 @@ async fn check_and_parse(
     headers: &HeaderMap,
     body: Body,
     limit: &RollingLimit,
-    now: tidemark_domain::Millis,
+    rate: RateStatus,
 ) -> Result<Admitted, ApiError> {
     if let Err(err) = ensure_dashboard_license(&owner.license).and_then(|()| require_json(headers))
     {
@@ -271,7 +269,6 @@ async fn check_and_parse(
         return Err(err);
     }
     let account_id = &owner.license.account_id;
-    let rate = write_rate_status(&state.db, account_id, limit, now).await?;
     if rate.remaining == 0 {
         return spent_budget(state, account_id, limit, rate, body).await;
     }

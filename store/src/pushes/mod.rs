@@ -754,28 +754,13 @@ pub async fn replay_by_raw_hash(
     }))
 }
 
-/// The account's write budget without writing anything (for refused pushes).
-pub async fn write_rate_status(
-    db: &Db,
-    account_id: &AccountId,
+/// The write budget left after `writes` (read with the credential that pushes).
+pub fn rate_after(
     limit: &RollingLimit,
     now: Millis,
-) -> Result<RateStatus, StoreError> {
-    let (count, oldest): (i64, Option<i64>) = on_db!(db, pool => {
-        sqlx::query_as(
-            "SELECT COUNT(*), MIN(received_at) FROM scans WHERE account_id = $1 AND received_at > $2",
-        )
-        .bind(account_id)
-        .bind(limit.window_start(now))
-        .fetch_one(pool)
-        .await
-    })?;
-    Ok(rate_status(
-        limit,
-        now,
-        u32::try_from(count).unwrap_or(u32::MAX),
-        oldest,
-    ))
+    writes: crate::licenses::Writes,
+) -> RateStatus {
+    rate_status(limit, now, writes.in_window, writes.oldest)
 }
 
 fn rate_status(
