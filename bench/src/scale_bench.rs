@@ -23,7 +23,9 @@
 //! database `DATABASE_URL` names keeps it.
 //!
 //! With `SCALE_GROW_ONLY=1` a run only grows the account (no server measured): the hours of
-//! growth can run niced beside other work, and the measurement later on a quiet machine.
+//! growth can run beside other work, and the measurement later on a quiet machine. Growing
+//! may run under Debian's `eatmydata` (fsync returns at once: the same rows, written sooner);
+//! the measuring run goes without it. Stop a growing run by killing it, never by pausing it.
 //!
 //! Each size prints one JSON line (stdout) and a Markdown table (stderr, with progress);
 //! `bench/scale/chart.py` turns the JSON lines of both databases into the table and SVG chart
