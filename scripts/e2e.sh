@@ -16,13 +16,21 @@
 #
 # Not `cargo leptos end-to-end`: cargo-leptos 0.3.10 exits 0 even when the server fails to
 # compile, which would let a broken build pass.
+#
+# `scripts/e2e.sh --build-only` builds the site and stops (make test starts it early, beside
+# the integration tests; the run here then finds it built and checks it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+build=(cargo leptos build --release --precompress --split)
+[ -n "${TIDEMARK_SERVER_BIN:-}" ] && build+=(--frontend-only)
+if [ "${1:-}" = --build-only ]; then
+  exec "${build[@]}"
+fi
 # Phase 2 needs PostgreSQL: run under a throwaway server unless one is named.
 if [ -z "${TIDEMARK_TEST_POSTGRES_URL:-}" ]; then
   exec scripts/pg-throwaway.sh "$0" "$@"
 fi
-export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 log=$(mktemp /tmp/tidemark-build.XXXXXX.log)
 work=$(mktemp -d /tmp/tidemark-e2e.XXXXXX)
@@ -36,8 +44,6 @@ cleanup() {
 trap cleanup EXIT
 
 server_bin=${TIDEMARK_SERVER_BIN:-target/release/tidemark-server}
-build=(cargo leptos build --release --precompress --split)
-[ -n "${TIDEMARK_SERVER_BIN:-}" ] && build+=(--frontend-only)
 set +e
 "${build[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

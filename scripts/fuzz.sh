@@ -3,6 +3,7 @@
 # runs for SECONDS (default 10: the smoke run `make test` does; 600 for a real session).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   scripts/fuzz.sh --build-only        (the targets built, none run: make test builds them early)
 #
 # Starts from the seeds committed in fuzz/seeds/<target>/ plus whatever earlier runs found
 # (target/fuzz/corpus/<target>/, not committed). A crash stops the run, leaves its input in
@@ -15,15 +16,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH" RUSTC_BOOTSTRAP=1
 
+build=(--sanitizer none --target-dir target/fuzz)
+build_targets() { cargo fuzz build "${build[@]}" || { echo "fuzz: the targets do not build" >&2; exit 1; }; }
+if [ "${1:-}" = --build-only ]; then
+  build_targets
+  exit 0
+fi
+
 seconds=${1:-10}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(cargo fuzz list)
 fi
-build=(--sanitizer none --target-dir target/fuzz)
 
-cargo fuzz build "${build[@]}" || { echo "fuzz: the targets do not build" >&2; exit 1; }
+build_targets
 
 for target in "${targets[@]}"; do
   corpus=target/fuzz/corpus/$target

@@ -55,6 +55,16 @@ cargo clippy -p frontend --target wasm32-unknown-unknown -- -D warnings
 
 step "unit and integration tests on SQLite and PostgreSQL"
 cargo test "${SERVER_PKGS[@]}" --features app/ssr --no-run
+# The tests keep about a third of the two cores busy (they wait on sockets, timers, fsyncs and
+# the databases: 318 s, 198 s of it on a CPU, measured 2026-11-29), so the later steps' builds
+# run beside them: the fuzz targets and the site's release WASM (4:41 of a fresh machine's run),
+# each in a target directory of its own (target/fuzz, target/front). Their steps then find them
+# built. In a session of its own, so that a failing run stops the whole build with it.
+early_log=$(mktemp /tmp/tidemark-early-builds.XXXXXX)
+setsid bash -c 'scripts/fuzz.sh --build-only && TIDEMARK_SERVER_BIN=target/debug/tidemark-server scripts/e2e.sh --build-only' \
+  >"$early_log" 2>&1 &
+early_builds=$!
+trap 'kill -- -"$early_builds" 2>/dev/null || true' EXIT
 # The tests themselves take about 5 minutes on 2 cores. A test that hangs must fail the run
 # naming itself, not hold it until CI's limit with its name far above the tail CI shows: the
 # run is bounded, and what libtest said of slow tests is repeated last.
@@ -66,6 +76,12 @@ if ! scripts/pg-throwaway.sh timeout --kill-after=30s "${TIDEMARK_TEST_LIMIT:-25
   exit 1
 fi
 rm -f "$test_log"
+if ! wait "$early_builds"; then
+  cat "$early_log"
+  echo "make test: building the fuzz targets or the site beside the tests failed (above)" >&2
+  exit 1
+fi
+rm -f "$early_log"
 
 step "the SAML tests again with the OCI image's empty ICU data library in place of ICU's (deploy/oci/icudata-stub.c)"
 scripts/packaging/icu-stub-check.sh
