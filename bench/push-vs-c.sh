@@ -15,16 +15,9 @@ rounds=${1:-3} secs=${2:-15} bin=${BIN:-target/release/tidemark-server}
 command -v wrk >/dev/null || { echo "push-vs-c: needs wrk (apt-get install wrk)" >&2; exit 1; }
 [ -x target/release/sqlite-baseline ] ||
   { echo "push-vs-c: needs target/release/sqlite-baseline (cargo build --release -p tidemark-bench --bin sqlite-baseline)" >&2; exit 1; }
-work=$(mktemp -d); port=$(free_port); url="http://127.0.0.1:$port"
-export TIDEMARK_DATA_DIR="$work/data" LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" \
-  TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 RUST_LOG=error \
-  TIDEMARK_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
-"$bin" migrate >/dev/null
-create_licences "$bin" "$work/hashes"
-"$bin" serve >"$work/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+work=$(mktemp -d)
+trap 'kill ${server_pid:-} 2>/dev/null; rm -rf "$work"' EXIT
+serve_with_licences "$bin" "$work"
 activate_keys "$url" "$work/hashes" "$work/keys"
 c_rate() { target/release/sqlite-baseline 8000 50 migrations 8 | sed -nE 's/.*"scans_per_second": ([0-9.]+).*/\1/p'; }
 echo "| round | C grouped before | push (scans/s) | push p99 | C grouped after | push ÷ C |"

@@ -11,18 +11,11 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3} secs=${2:-5} bin=${BIN:-target/release/tidemark-server}
 command -v wrk >/dev/null && command -v h2load >/dev/null ||
   { echo "validate-ab: needs wrk and h2load (apt-get install wrk nghttp2-client)" >&2; exit 1; }
-work=$(mktemp -d); port=$(free_port); url="http://127.0.0.1:$port"
-export TIDEMARK_DATA_DIR="$work/data" LEPTOS_SITE_ROOT=target/site LEPTOS_SITE_ADDR="127.0.0.1:$port" \
-  TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 RUST_LOG=error \
-  TIDEMARK_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
-"$bin" migrate >/dev/null
+work=$(mktemp -d)
+trap 'kill ${server_pid:-} 2>/dev/null; rm -rf "$work"' EXIT
+serve_with_licences "$bin" "$work"
 # 200 licences, as scripts/bench.sh asks them in turn (its Lua script); the fixed runs ask the first.
-create_licences "$bin" "$work/hashes"
 hash=$(head -n 1 "$work/hashes")
-"$bin" serve >"$work/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
 printf 'wrk.method = "POST"\n' >"$work/post.lua"
 printf '{}' >"$work/body.json"
 rate() { "$@" 2>&1 | sed -nE 's/^Requests\/sec: *([0-9.]+).*/\1/p; s/^finished in [0-9.]+s, ([0-9.]+) req\/s.*/\1/p'; }
