@@ -399,12 +399,6 @@ impl KeyOwner {
     }
 }
 
-pub async fn find_key_owner(db: &Db, hash: &HashedApiKey) -> Result<Option<KeyOwner>, StoreError> {
-    Ok(find_key_owner_and_writes(db, hash, Millis::MAX)
-        .await?
-        .map(|(owner, _)| owner))
-}
-
 /// An account's writes (scans received) after the start of the write budget's window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Writes {
@@ -439,8 +433,9 @@ impl From<WritesRow> for Writes {
     }
 }
 
-/// [`find_key_owner`], and the account's writes since `window_start`, in one read: a push
-/// needs both before it reads its body, and each read is a round trip to a database thread.
+/// The account behind a live API key, and its writes since `window_start`, in one read: a
+/// push needs both before it reads its body, and each read is a round trip to a database
+/// thread. A `window_start` past every write (`Millis::MAX`) reads no budget.
 pub async fn find_key_owner_and_writes(
     db: &Db,
     hash: &HashedApiKey,

@@ -333,19 +333,8 @@ pub async fn record_exchange(
     Ok(outcome)
 }
 
-/// The account behind a live CI push token.
-pub async fn find_ci_token_owner(
-    db: &Db,
-    hash: &HashedApiKey,
-    now: Millis,
-) -> Result<Option<KeyOwner>, StoreError> {
-    Ok(find_ci_token_owner_and_writes(db, hash, now, Millis::MAX)
-        .await?
-        .map(|(owner, _)| owner))
-}
-
-/// [`find_ci_token_owner`], and the account's writes since `window_start`, in one read
-/// (as [`crate::licenses::find_key_owner_and_writes`]).
+/// The account behind a live CI push token, and its writes since `window_start`, in one
+/// read (as [`crate::licenses::find_key_owner_and_writes`]).
 pub async fn find_ci_token_owner_and_writes(
     db: &Db,
     hash: &HashedApiKey,
