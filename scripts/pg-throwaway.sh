@@ -2,7 +2,9 @@
 # Runs a command with TIDEMARK_TEST_POSTGRES_URL pointing at a PostgreSQL server.
 # If the variable is already set, that server is used as it is. Otherwise a throwaway server
 # is started (new data directory, free port, sockets in the same directory) and stopped and
-# deleted afterwards, whatever the command's outcome.
+# deleted afterwards, whatever the command's outcome. PG_KEEP_DIR=<dir> keeps the server's
+# directory instead (created on first use, stopped cleanly but not deleted, reused next time):
+# how the scale bench grows a large account across sittings.
 set -euo pipefail
 
 if [ -n "${TIDEMARK_TEST_POSTGRES_URL:-}" ]; then
@@ -15,7 +17,12 @@ if [ -z "$pg_bin" ] || [ ! -x "$pg_bin/initdb" ]; then
   exit 1
 fi
 
-dir=$(mktemp -d /tmp/tidemark-pg.XXXXXX)
+if [ -n "${PG_KEEP_DIR:-}" ]; then
+  dir=$PG_KEEP_DIR
+  mkdir -p "$dir"
+else
+  dir=$(mktemp -d /tmp/tidemark-pg.XXXXXX)
+fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # PostgreSQL refuses to run as root: use the postgres account when we are root.
 if [ "$(id -u)" = 0 ]; then
@@ -26,13 +33,20 @@ else
 fi
 
 cleanup() {
-  run_pg "$pg_bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$dir"
+  if [ -n "${PG_KEEP_DIR:-}" ]; then
+    # A clean shutdown: the kept data must survive (durability is off below).
+    run_pg "$pg_bin/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1 || true
+  else
+    run_pg "$pg_bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$dir"
+  fi
 }
 trap cleanup EXIT
 
-run_pg "$pg_bin/initdb" -D "$dir/data" -U tidemark --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
-  { cat "$dir/initdb.log" >&2; exit 1; }
+if [ ! -f "$dir/data/PG_VERSION" ]; then
+  run_pg "$pg_bin/initdb" -D "$dir/data" -U tidemark --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; exit 1; }
+fi
 # Durability off: this server lives for one test run only. PG_DURABLE=1 (the benchmarks) keeps
 # PostgreSQL's durable defaults: fsync, synchronous_commit and full_page_writes on.
 durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
