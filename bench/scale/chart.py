@@ -35,6 +35,12 @@ def load(paths):
     return rows
 
 
+def latest(rows):
+    """The last line for each backend and size: a later file re-measures what an earlier one
+    had (the table and the chart both show only the later figure)."""
+    return list({(r["backend"], r["projects"]): r for r in rows}.values())
+
+
 def table(rows):
     sizes = sorted({r["projects"] for r in rows})
     backends = sorted({r["backend"] for r in rows}, reverse=True)
@@ -120,7 +126,7 @@ def main():
     parser.add_argument("jsonl", nargs="+")
     parser.add_argument("--svg")
     args = parser.parse_args()
-    rows = load(args.jsonl)
+    rows = latest(load(args.jsonl))
     if not rows:
         sys.exit("chart: no figures in " + ", ".join(args.jsonl))
     print(table(rows))
