@@ -531,7 +531,7 @@ async fn development_seeds_a_demo_account_once_whose_admin_can_sign_in() {
     let backend = backends()[0];
     let (app, provider) = app_with_provider(backend, &[("TIDEMARK_DEV_DEMO", "1")]).await;
     assert_eq!(app.count("projects").await, 3);
-    assert_eq!(app.count("scans").await, 3 * 45);
+    assert_eq!(app.count("scans").await, 3 * 45 + 3);
     provider.script(Script::user(server::operator::demo::DEMO_EMAIL));
     let mut browser = Browser::new(&app.base_url);
     assert_eq!(
@@ -549,7 +549,7 @@ async fn development_seeds_a_demo_account_once_whose_admin_can_sign_in() {
     assert!(viewer.contains("\"is_admin\":true"), "{viewer}");
     // A restart finds the demo and adds nothing.
     let app = app.restart(&[]).await;
-    assert_eq!(app.count("scans").await, 3 * 45);
+    assert_eq!(app.count("scans").await, 3 * 45 + 3);
     assert_eq!(app.count("licenses").await, 1);
 }
 

@@ -66,6 +66,20 @@ fn share_bar(share: Option<f64>) -> AnyView {
     .into_any()
 }
 
+/// Why a posture reads 0 % when requirements were judged but none passed: a requirement
+/// passes only on a PASS finding, and a scanner that sends only its failures never has one.
+fn none_passed(counts: &tidemark_wire::posture::PostureCounts) -> Option<AnyView> {
+    (counts.passed == 0 && counts.failed + counts.triaged > 0).then(|| {
+        view! {
+            <p class="muted small" data-testid="none-passed">
+                "No requirement passed: one passes only on a " <code>"PASS"</code>
+                " finding, and the scan had none for these rules. A scanner that sends its passing checks as well as its failures shows what holds."
+            </p>
+        }
+        .into_any()
+    })
+}
+
 /// The project page's compliance card: one small multiple per framework (its share passing
 /// over the chart's range on one time axis), and the same as a table.
 pub fn posture_card(
@@ -156,6 +170,7 @@ fn trend_tile(project_id: &str, line_query: &str, drift: bool, f: FrameworkTrend
                 </svg>
             </figure>
             <p class="muted small">{counts_line(&f.counts)}</p>
+            {none_passed(&f.counts)}
             {drifted}
         </li>
     }
@@ -232,6 +247,7 @@ fn framework_page(v: FrameworkView) -> impl IntoView {
             <p class="muted small">"As the latest scan, " <a href=scan_href.clone()>{v.scan_id.clone()}</a>
                 " of " {utc_time(v.scanned_at.clone())} ", stands with the triage that holds now. "
                 <a href=format!("{scan_href}/report.html")>"Its compliance report"</a> " is the evidence to hand an auditor."</p>
+            {none_passed(&v.counts)}
         </section>
         {(!drifted.is_empty()).then(|| view! {
             <p class="notice drift" data-testid="framework-drift">
