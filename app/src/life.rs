@@ -9,9 +9,12 @@ use serde::{Deserialize, Serialize};
 pub struct Seen {
     pub scan_id: tidemark_wire::ids::ScanId,
     pub at: i64,
-    /// `FAIL`, `PASS`, …; `None`: not in the scan.
+    /// `FAIL`, `PASS`, …; `None`: not in the scan (or unknown, when not `known`).
     pub status: Option<String>,
     pub severity: Option<String>,
+    /// Whether the scan still holds its findings. Housekeeping removes old scans' findings:
+    /// what the finding was in such a scan is unknown, which is never a change.
+    pub known: bool,
 }
 
 /// One triage change.
@@ -73,6 +76,10 @@ pub struct LifeEvent {
     pub unchanged: i64,
     pub last_scan_id: Option<tidemark_wire::ids::ScanId>,
     pub last_at: Option<i64>,
+    /// Scans after it whose findings are no longer stored, so nobody can say what the
+    /// finding was in them.
+    #[serde(default)]
+    pub unknown: i64,
 }
 
 fn is_open(status: Option<&str>) -> bool {
@@ -85,11 +92,18 @@ fn is_open(status: Option<&str>) -> bool {
 pub fn life(seen: &[Seen], from_first: bool, triage: &[TriageChange]) -> Vec<LifeEvent> {
     let mut events: Vec<LifeEvent> = Vec::new();
     let mut before: Option<&Seen> = None;
-    for s in seen {
+    for (n, s) in seen.iter().enumerate() {
+        if !s.known {
+            if let Some(last) = events.last_mut() {
+                last.unknown += 1;
+            }
+            continue;
+        }
         let open = is_open(s.status.as_deref());
         let change = match before {
+            // "Opened" only when this is the scan that first saw it.
             None if open => Some((
-                if from_first {
+                if from_first && n == 0 {
                     LifeKind::Opened
                 } else {
                     LifeKind::Open
@@ -119,6 +133,7 @@ pub fn life(seen: &[Seen], from_first: bool, triage: &[TriageChange]) -> Vec<Lif
                 unchanged: 0,
                 last_scan_id: None,
                 last_at: None,
+                unknown: 0,
             }),
             (None, Some(last)) => {
                 last.unchanged += 1;
@@ -145,6 +160,7 @@ pub fn life(seen: &[Seen], from_first: bool, triage: &[TriageChange]) -> Vec<Lif
         unchanged: 0,
         last_scan_id: None,
         last_at: None,
+        unknown: 0,
     }));
     all.sort_by_key(|e| (e.at, e.scan_id.is_none()));
     all
@@ -193,7 +209,60 @@ mod tests {
             at: n * 1000,
             status: status.map(str::to_owned),
             severity: status.map(|_| severity.to_owned()),
+            known: true,
         }
+    }
+
+    fn removed(n: i64) -> Seen {
+        Seen {
+            known: false,
+            ..seen(n, None, "")
+        }
+    }
+
+    #[test]
+    fn a_scan_whose_findings_were_removed_is_unknown_never_a_fix() {
+        // As housekeeping leaves a line: every few scans keep their findings, the rest lost them.
+        let runs: Vec<Seen> = (1..=12)
+            .map(|n| {
+                if n % 4 == 1 {
+                    seen(n, Some("FAIL"), "critical")
+                } else {
+                    removed(n)
+                }
+            })
+            .collect();
+        let events = life(&runs, true, &[]);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].kind, LifeKind::Opened);
+        assert_eq!(events[0].unchanged, 2);
+        assert_eq!(events[0].unknown, 9);
+        assert_eq!(events[0].last_scan_id.as_deref(), Some("s9"));
+    }
+
+    #[test]
+    fn a_fix_is_seen_only_in_a_scan_that_kept_its_findings() {
+        let runs = vec![
+            removed(1),
+            seen(2, Some("FAIL"), "high"),
+            removed(3),
+            seen(4, None, ""),
+            removed(5),
+            seen(6, Some("FAIL"), "high"),
+        ];
+        let kinds: Vec<(LifeKind, Option<String>, i64)> = life(&runs, true, &[])
+            .into_iter()
+            .map(|e| (e.kind, e.scan_id.as_deref().map(str::to_owned), e.unknown))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                // The scan that first saw it lost its findings: open since before the first known.
+                (LifeKind::Open, Some("s2".into()), 1),
+                (LifeKind::Fixed, Some("s4".into()), 1),
+                (LifeKind::Reopened, Some("s6".into()), 0),
+            ]
+        );
     }
 
     #[test]

@@ -138,6 +138,46 @@ tidemark_store::test_each_backend! {
 }
 
 tidemark_store::test_each_backend! {
+    async fn a_scan_whose_findings_housekeeping_removed_is_unknown_not_a_fix(backend) {
+        let t = fresh(backend).await;
+        let db = t.writer();
+        insert_pushing_account(&db, &acct("acct_a")).await;
+        let now = tidemark_domain::now_millis();
+        // Six scans, each with the failing check beside passing and skipped ones, as a scanner
+        // sends them; housekeeping then removes the findings of the second, third and fifth.
+        let findings = [("r1", "a", "FAIL"), ("r2", "a", "PASS"), ("r3", "a", "SKIP")];
+        let mut scans = Vec::new();
+        for second in 1..=6 {
+            scans.push(push_at(&db, now, push(second, &findings, "main")).await);
+        }
+        let project = scans[0].project_id.clone();
+        let mut seqs = Vec::new();
+        for s in [&scans[1], &scans[2], &scans[4]] {
+            let (row, _) = tidemark_store::dashboard::find_scan(db.as_ref(), &acct("acct_a"), &project, &s.scan_id)
+                .await.unwrap().unwrap();
+            seqs.push(row.seq);
+        }
+        let thinned = tidemark_store::housekeeping::thin_scans(&db, &acct("acct_a"), &project, &seqs).await.unwrap();
+        assert_eq!(thinned, 3);
+
+        let r1 = tracked(&db, &project, None, now).await;
+        let r1 = by_rule(&r1, "r1");
+        let seen = sightings(db.as_ref(), r1, 10).await.unwrap();
+        let kept: Vec<_> = seen.iter().map(|s| (s.scan_id.as_str(), s.findings_kept, s.status.as_deref())).collect();
+        assert_eq!(kept, [
+            (scans[5].scan_id.as_str(), true, Some("FAIL")),
+            (scans[4].scan_id.as_str(), false, None),
+            (scans[3].scan_id.as_str(), true, Some("FAIL")),
+            (scans[2].scan_id.as_str(), false, None),
+            (scans[1].scan_id.as_str(), false, None),
+            (scans[0].scan_id.as_str(), true, Some("FAIL")),
+        ], "{backend:?}");
+        // Never fixed: the tracked row says so, and so must every scan its life is read from.
+        assert_eq!((r1.fixed_seq, r1.reopened_count), (None, 0));
+    }
+}
+
+tidemark_store::test_each_backend! {
     async fn the_oldest_open_findings_are_active_default_lines_oldest_across_projects(backend) {
         let t = fresh(backend).await;
         let db = t.writer();

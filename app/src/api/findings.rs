@@ -14,7 +14,7 @@ pub async fn load_finding(
     use super::ssr::*;
     use crate::life::life;
     use crate::model::LifeEntry;
-    use crate::time::{ago, format_time};
+    use crate::time::format_time;
     use tidemark_domain::access::Role;
     use tidemark_domain::findings::may_triage;
     use tidemark_store::findings::{find_tracked, sightings, triage_history};
@@ -43,7 +43,7 @@ pub async fn load_finding(
         Role::Member
     };
     let holds = row.triage_holds(now);
-    let when = |ms: i64| format!("{} ({})", ago(ms, now), format_time(ms));
+    let when = format_time;
     Ok(FindingPageView {
         project_id,
         project_label: project.label,
@@ -88,6 +88,7 @@ fn changes_from(seen: &[tidemark_store::findings::Sighting]) -> Vec<crate::life:
             at: s.scanned_at,
             status: s.status.clone(),
             severity: s.severity.clone(),
+            known: s.findings_kept,
         })
         .collect()
 }

@@ -40,7 +40,7 @@ pub fn FindingPage() -> impl IntoView {
         let (role, text, refused) = match query.read().get("triage").as_deref() {
             Some("saved") => (
                 "status",
-                "Triaged: the gate no longer counts it as new.",
+                "Triaged: its life below shows who set it, why and until when.",
                 None,
             ),
             Some("undone") => ("status", "Triage undone: the finding is open again.", None),
@@ -127,15 +127,15 @@ fn page(v: FindingPageView) -> impl IntoView {
                 <dt>"Branch"</dt><dd>{branch}</dd>
                 <dt>"First seen"</dt>
                 <dd data-testid="finding-first-seen">
-                    {v.first_seen.clone()} " in "
+                    {super::utc_time(v.first_seen.clone())} " in "
                     <a href=scan_href(&f.first_seen_scan_id)>{f.first_seen_scan_id.clone()}</a>
                 </dd>
                 <dt>"Last seen"</dt>
-                <dd>{v.last_seen.clone()} " in "
+                <dd data-testid="finding-last-seen">{super::utc_time(v.last_seen.clone())} " in "
                     <a href=scan_href(&f.last_seen_scan_id)>{f.last_seen_scan_id.clone()}</a></dd>
                 {v.fixed.clone().zip(f.fixed_scan_id.clone()).map(|(when, scan)| view! {
                     <dt>"Fixed"</dt>
-                    <dd data-testid="finding-fixed">{when} " in " <a href=scan_href(&scan)>{scan.clone()}</a></dd>
+                    <dd data-testid="finding-fixed">{super::utc_time(when)} " in " <a href=scan_href(&scan)>{scan.clone()}</a></dd>
                 })}
                 {(f.reopened_count > 0).then(|| view! {
                     <dt>"Came back"</dt>
@@ -228,19 +228,29 @@ fn timeline(v: &FindingPageView) -> impl IntoView {
                         view! {
                             <div class="muted small" data-testid="timeline-folded">
                                 {format!("Then unchanged in {} ", super::count_of(e.unchanged, "scan", "scans"))}
-                                "(latest " {scan_link(&last)} " · " {entry.last_at.clone()} ")"
+                                "(latest " {scan_link(&last)} " · " {super::utc_time_or(entry.last_at.clone(), "")} ")"
                             </div>
                         }
+                    });
+                    let unknown = (e.unknown > 0).then(|| view! {
+                        <div class="muted small" data-testid="timeline-unknown">
+                            {format!(
+                                "{} after it no longer {} findings (housekeeping removed them): unknown there, not a change.",
+                                super::count_of(e.unknown, "scan", "scans"),
+                                if e.unknown == 1 { "keeps its" } else { "keep their" },
+                            )}
+                        </div>
                     });
                     view! {
                         <li class=e.kind.class() data-kind=format!("{:?}", e.kind).to_lowercase()>
                             <strong class="tl-status">{e.kind.label()}</strong>
                             " " {e.text.clone()}
-                            <span class="muted small">" · " {entry.at.clone()}
+                            <span class="muted small">" · " {super::utc_time(entry.at.clone())}
                                 {e.scan_id.clone().map(|scan| view! { " · " {scan_link(&scan)} })}
                             </span>
                             {e.reason.clone().map(|r| view! { <div class="reason">{r}</div> })}
                             {folded}
+                            {unknown}
                         </li>
                     }
                 }).collect_view()}

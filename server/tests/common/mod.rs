@@ -446,6 +446,11 @@ impl TestApp {
         .expect("count");
         n
     }
+
+    /// Rows in a table that meet `condition` (SQL both databases read alike).
+    pub async fn count_where(&self, table: &str, condition: &str) -> i64 {
+        self.count(&format!("{table} WHERE {condition}")).await
+    }
 }
 
 impl Drop for TestApp {

@@ -11,7 +11,7 @@ use tidemark_domain::Millis;
 use tidemark_wire::findings::{FindingState, TrackedFinding, Triage, TriageState};
 use tidemark_wire::{Finding, Severity};
 
-use crate::spans::STORED_AS_SPANS;
+use crate::spans::{STORED_AS_SPANS, THINNED};
 use crate::stmt::Stmt;
 use crate::{on_db, Backend, Db, StoreError};
 
@@ -567,6 +567,9 @@ pub struct Sighting {
     pub severity: Option<String>,
     pub message: Option<String>,
     pub remediation: Option<String>,
+    /// Whether the scan's findings are still stored: housekeeping removes old scans'
+    /// findings, and then `status` is `None` because nobody knows it any more.
+    pub findings_kept: bool,
 }
 
 /// The finding's branch's scans since it was first seen, newest first (at most `limit`).
@@ -585,8 +588,9 @@ pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sigh
          SELECT x.scan_id, x.scanned_at, x.score, COALESCE(sp.status, f.status) AS status, \
          COALESCE(sp.severity, f.severity) AS severity, \
          COALESCE(tx.message, f.message) AS message, \
-         COALESCE(tx.remediation, f.remediation) AS remediation \
+         COALESCE(tx.remediation, f.remediation) AS remediation, x.findings_kept \
          FROM (SELECT s.project_id, s.seq, s.line_seq, s.scan_id, s.scanned_at, s.score, \
+           (s.findings_stored IS NULL OR s.findings_stored <> '{THINNED}') AS findings_kept, \
            CASE WHEN s.findings_stored IS NULL THEN (SELECT MIN(g.ordinal) FROM findings g \
              WHERE g.project_id = s.project_id AND g.scan_seq = s.seq \
              AND g.rule_id = $1 AND g.resource = $2) END AS ord, \
