@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use tidemark_wire::findings::TriageState;
 use tidemark_wire::posture::PostureCounts;
 use tidemark_wire::report::{
     ComplianceReport, ReportFinding, ReportFramework, ReportProject, ReportRequirement, ReportScan,
@@ -26,7 +27,10 @@ pub struct ReportInput {
 }
 
 /// Triage states that set a finding aside (the rest, "won't fix", keep it failed).
-const SET_ASIDE: [&str; 2] = ["accepted_risk", "false_positive"];
+/// Whether a triage sets its failure aside (accepted risk, false positive; not won't fix).
+fn sets_aside(t: &ReportTriage) -> bool {
+    TriageState::parse(&t.state).is_some_and(TriageState::sets_aside)
+}
 
 fn counts(t: Tally) -> PostureCounts {
     t.into()
@@ -49,8 +53,7 @@ pub fn build_report(
         Some(Judged {
             rule_id: &f.rule_id,
             status,
-            triaged: status.is_open()
-                && triage_of(f).is_some_and(|t| SET_ASIDE.contains(&t.state.as_str())),
+            triaged: status.is_open() && triage_of(f).is_some_and(sets_aside),
         })
     }));
     let mut failures: BTreeMap<&str, Vec<ReportFinding>> = BTreeMap::new();
@@ -197,14 +200,24 @@ pub fn report_csv(report: &ComplianceReport) -> String {
                 row("", "", &check, "False", "");
             }
             for f in &r.failures {
-                let (muted, why) = match &f.triage {
-                    Some(t) => (
+                // A won't-fix failure is a failure: not muted, its triage said in the text.
+                let (extended, muted, why) = match &f.triage {
+                    Some(t) if sets_aside(t) => (
+                        f.message.clone(),
                         "True",
                         format!("{}: {} ({}, {})", t.state, t.reason, t.by, t.at),
                     ),
-                    None => ("False", String::new()),
+                    Some(t) => (
+                        format!(
+                            "{} (won't fix, by {} at {}: {})",
+                            f.message, t.by, t.at, t.reason
+                        ),
+                        "False",
+                        String::new(),
+                    ),
+                    None => (f.message.clone(), "False", String::new()),
                 };
-                row(&f.message, &f.resource, &f.rule_id, muted, &why);
+                row(&extended, &f.resource, &f.rule_id, muted, &why);
             }
         }
     }
@@ -328,6 +341,34 @@ mod tests {
             .iter()
             .any(|l| l.contains(";cis-1.1;;1;PASS;;;cis-1.1;False;")));
         assert_eq!(lines.len(), 5);
+    }
+
+    #[test]
+    fn a_wont_fix_failure_is_failed_and_not_muted_in_the_csv() {
+        let mut triage = HashMap::new();
+        triage.insert(
+            ("cis-2.1".to_owned(), "c".to_owned()),
+            ReportTriage {
+                state: "wont_fix".into(),
+                reason: "legacy bucket".into(),
+                by: "ana@example.com".into(),
+                at: "2026-11-20T11:00:00Z".into(),
+                expires_at: None,
+            },
+        );
+        let r = report(&triage);
+        let req = &r.frameworks[0].requirements[2];
+        assert_eq!(req.status, "failed");
+        let csv = report_csv(&r);
+        let row = csv
+            .lines()
+            .find(|l| l.contains(";cis-2.1;"))
+            .expect("the failure's row");
+        assert!(
+            row.contains(";FAIL;cis-2.1 on c (won't fix, by ana@example.com at 2026-11-20T11:00:00Z: legacy bucket);c;cis-2.1;False;"),
+            "{row}"
+        );
+        assert!(!csv.contains(";True;"), "nothing muted: {csv}");
     }
 
     #[test]

@@ -104,3 +104,28 @@ mod bytes_tests {
         assert_eq!(super::bytes(1_288_490_189), "1.2 GiB");
     }
 }
+
+/// A difference of two scores as text with the decimals the scores have: `71.3 - 74.1` is
+/// `-2.8`, not the float's `-2.799999999999997`. Scores are sent with a few decimals at most,
+/// so six are kept and the shortest text of the rounded value is written.
+pub fn score_delta(delta: f64) -> String {
+    let rounded = (delta * 1e6).round() / 1e6;
+    if rounded == 0.0 {
+        // Never "-0".
+        return "0".to_owned();
+    }
+    rounded.to_string()
+}
+
+#[cfg(test)]
+mod score_delta_tests {
+    #[test]
+    fn a_delta_has_the_decimals_of_its_scores() {
+        assert_eq!(super::score_delta(71.3 - 74.1), "-2.8");
+        assert_eq!(super::score_delta(88.25 - 80.0), "8.25");
+        assert_eq!(super::score_delta(0.1 + 0.2), "0.3");
+        assert_eq!(super::score_delta(70.0 - 70.0), "0");
+        assert_eq!(super::score_delta(-0.0), "0");
+        assert_eq!(super::score_delta(-100.0), "-100");
+    }
+}

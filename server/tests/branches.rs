@@ -176,12 +176,12 @@ async fn the_history_csv_names_each_scans_branch_pull_request_and_commit() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let (_, key) = app.with_key(Tier::Team).await;
     let first = app
-        .push_json(&key, &sample_push("api", 80.0, "2026-11-22T10:00:00Z"))
+        .push_json(&key, &sample_push("api", 74.1, "2026-11-22T10:00:00Z"))
         .await;
     app.push_json(
         &key,
         &with_git(
-            sample_push("api", 81.0, "2026-11-22T11:00:00Z"),
+            sample_push("api", 71.3, "2026-11-22T11:00:00Z"),
             json!({"branch": "=cmd", "commit": "ABCDEF0"}),
         ),
     )
@@ -211,8 +211,10 @@ async fn the_history_csv_names_each_scans_branch_pull_request_and_commit() {
     let tail = |r: &Vec<String>| r[13..16].to_vec();
     assert!(text.starts_with("scanned_at,scan_id,score,score_delta,passed,failed,critical,high,medium,low,gate_status,gate_reasons,received_at,branch,pull_request,commit,pushed_by,ci_run_url\n"));
     // Pushed with an API key: its prefix and machine, and no CI run.
-    assert!(rows[0][16].starts_with("api key svc_api_"), "{:?}", rows[0]);
+    assert!(rows[0][16].starts_with("API key svc_api_"), "{:?}", rows[0]);
     assert_eq!(rows[0][17], "");
+    // The delta with the decimals the scores have (74.1 to 71.3), not the float's 17 digits.
+    assert_eq!(rows[1][2..4], ["71.3".to_owned(), "-2.8".to_owned()]);
     // The first branch named ("=cmd") names the history pushed without one; a cell that a
     // spreadsheet would run as a formula is quoted.
     assert_eq!(tail(&rows[0]), ["'=cmd", "", ""]);

@@ -45,6 +45,14 @@ tidemark_store::test_each_backend! {
             .json(&json!({"state": "accepted_risk", "reason": "Logs bucket, versioning not needed"}))
             .send().await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
+        // The instance kept as it is: won't fix, which keeps its requirement failed.
+        let instance = findings["findings"].as_array().unwrap().iter()
+            .find(|f| f["rule_id"] == "cis-gcp-2.0-4.1").unwrap()["id"].as_str().unwrap().to_owned();
+        let res = app.client.put(app.url(&format!("/v1/projects/{project}/findings/{instance}/triage")))
+            .header("X-API-Key", &key)
+            .json(&json!({"state": "wont_fix", "reason": "Legacy instance, retired in Q1"}))
+            .send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
         let path = format!("/v1/projects/{project}/scans/{scan_id}/report");
 
         // The page: provenance, each requirement, the failure and its triage.
@@ -58,12 +66,19 @@ tidemark_store::test_each_backend! {
         assert!(html.contains("accepted risk</em> by api-key:"), "{html}");
         assert!(html.contains("Logs bucket, versioning not needed"));
         assert!(html.contains("@media print"));
+        // Who pushed it, in words an auditor reads (as the scan page says it), not JSON.
+        let key_prefix = &key[..12];
+        assert!(html.contains(&format!("<dt>Pushed by</dt><dd>API key {key_prefix}… (")), "{html}");
+        assert!(!html.contains("&quot;kind&quot;") && !html.contains("{\"kind\""), "{html}");
 
         // The CSV.
         let csv = app.get_with_key(&key, &format!("{path}?format=csv")).await.text().await.unwrap();
         let lines: Vec<&str> = csv.lines().collect();
         assert!(lines[0].starts_with("PROVIDER;ACCOUNTID;ASSESSMENTDATE;FRAMEWORK;REQUIREMENTS_ID"), "{csv}");
-        assert!(lines.iter().any(|l| l.starts_with("gcp;acme-prod-123;2026-11-20T10:00:00Z;cis-gcp-2.0;cis-gcp-2.0-4.1;;4;FAIL;")), "{csv}");
+        // Won't fix: still a failure, never muted; the triage said in its text.
+        let instance_row = lines.iter().find(|l| l.contains(";cis-gcp-2.0-4.1;")).unwrap();
+        assert!(instance_row.starts_with("gcp;acme-prod-123;2026-11-20T10:00:00Z;cis-gcp-2.0;cis-gcp-2.0-4.1;;4;FAIL;"), "{csv}");
+        assert!(instance_row.contains(": Legacy instance, retired in Q1)") && instance_row.contains("(won't fix, by ") && instance_row.ends_with(";False;"), "{csv}");
         assert!(lines.iter().any(|l| l.contains(";soc2-cc6.1;;cc6;MUTED;") && l.contains(";True;accepted_risk: Logs bucket")), "{csv}");
 
         // The signed JSON, verified by Python's cryptography against /v1/keys, and by the CLI

@@ -38,6 +38,12 @@ impl TriageState {
         TriageState::ALL.into_iter().find(|s| s.as_str() == text)
     }
 
+    /// Whether the triage sets the failure aside in posture (and mutes it in a Prowler-shaped
+    /// report). Won't fix does not: a known failure is still a failure.
+    pub fn sets_aside(self) -> bool {
+        !matches!(self, TriageState::WontFix)
+    }
+
     /// What the dashboard calls it.
     pub fn label(self) -> &'static str {
         match self {

@@ -22,6 +22,59 @@ pub enum PushedBy {
     Ci(CiIdentity),
 }
 
+impl PushedBy {
+    /// The words the dashboard, the report and the exports say it in:
+    /// `API key svc_api_Cw46… (posture-ci)`, `Keyless CI · GitHub Actions acme/api · …`.
+    pub fn describe(&self) -> String {
+        match self {
+            PushedBy::ApiKey {
+                key_prefix,
+                machine,
+            } => format!("API key {key_prefix}… ({machine})"),
+            PushedBy::Ci(id) => {
+                let mut out = format!("Keyless CI · {} {}", id.provider_name(), id.repository);
+                for part in id.details() {
+                    out.push_str(" · ");
+                    out.push_str(&part);
+                }
+                if let Some(run) = &id.run_id {
+                    out.push_str(&format!(" · run {run}"));
+                }
+                out
+            }
+        }
+    }
+}
+
+impl CiIdentity {
+    /// The CI service by name.
+    pub fn provider_name(&self) -> &'static str {
+        match self.provider.as_str() {
+            "github" => "GitHub Actions",
+            "gitlab" => "GitLab CI",
+            _ => "CI",
+        }
+    }
+
+    /// Workflow, ref, environment and short commit, those it has, in that order.
+    pub fn details(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        out.extend(self.workflow.clone());
+        out.extend(self.git_ref.clone());
+        out.extend(
+            self.environment
+                .as_ref()
+                .map(|e| format!("environment {e}")),
+        );
+        out.extend(
+            self.sha
+                .as_ref()
+                .map(|s| format!("commit {}", s.chars().take(7).collect::<String>())),
+        );
+        out
+    }
+}
+
 /// A CI job's identity as Tidemark verified it (every field comes from the job's signed
 /// OpenID Connect token, none from the request body).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -200,29 +200,3 @@ pub fn apply_trusted_git(
     }
     Ok(Some(git))
 }
-
-/// One line saying how a scan was pushed, for exports and logs.
-pub fn describe_pushed_by(pushed_by: &tidemark_wire::PushedBy) -> String {
-    match pushed_by {
-        tidemark_wire::PushedBy::ApiKey {
-            key_prefix,
-            machine,
-        } => {
-            format!("api key {key_prefix}… ({machine})")
-        }
-        tidemark_wire::PushedBy::Ci(id) => {
-            let mut out = format!("{} {}", id.provider, id.repository);
-            for part in [&id.workflow, &id.git_ref, &id.environment]
-                .into_iter()
-                .flatten()
-            {
-                out.push(' ');
-                out.push_str(part);
-            }
-            if let Some(run) = &id.run_id {
-                out.push_str(&format!(" run {run}"));
-            }
-            out
-        }
-    }
-}

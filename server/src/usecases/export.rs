@@ -323,7 +323,7 @@ pub fn history_csv(scans: &[ScanRow], with_header: bool) -> Vec<u8> {
             to_rfc3339(s.scanned_at),
             s.scan_id.to_string(),
             s.score.to_string(),
-            s.score_delta.to_string(),
+            tidemark_domain::text::score_delta(s.score_delta),
             s.passed.to_string(),
             s.failed.to_string(),
             s.severities.critical.to_string(),
@@ -339,7 +339,7 @@ pub fn history_csv(scans: &[ScanRow], with_header: bool) -> Vec<u8> {
             cell(
                 &s.pushed_by
                     .as_ref()
-                    .map(tidemark_domain::ci_identity::describe_pushed_by)
+                    .map(tidemark_wire::PushedBy::describe)
                     .unwrap_or_default(),
             )
             .into_owned(),

@@ -228,7 +228,7 @@ pub fn report_html(r: &ComplianceReport) -> String {
         fact("Commit", c.clone());
     }
     if let Some(p) = &s.pushed_by {
-        fact("Pushed by", serde_json::to_string(p).unwrap_or_default());
+        fact("Pushed by", p.describe());
     }
     out.push_str(
         "</dl><h2>Summary</h2><table><thead><tr><th scope=\"col\">Framework</th>\
