@@ -93,7 +93,20 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
             tracing::info!(concern, "{line}");
         }
         tracing::info!(concern = "allocator", "{}", server::allocator::in_use());
-        let state = server::build_state(config).await?;
+        // Installed before the migrations: a stop asked for while they run (or wait for
+        // another process's) drops them, and the one under way rolls back with its
+        // transaction. Stopping is then what was asked for, not a failure.
+        let shutdown = server::shutdown_signal();
+        tokio::pin!(shutdown);
+        let state = tokio::select! {
+            state = server::build_state(config) => state?,
+            () = &mut shutdown => {
+                tracing::info!(
+                    "stopped before serving; a migration under way was rolled back and runs again at the next start"
+                );
+                return Ok(None);
+            }
+        };
         check_master_keys(&state).await?;
         // The first start creates the first verdict-signing key, so the key set is published
         // before the first validation. A schema not migrated yet (TIDEMARK_MIGRATE=never)
@@ -104,7 +117,6 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
                 "could not load the verdict-signing keys"
             );
         }
-        let shutdown = server::shutdown_signal();
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("could not listen on {addr}"))?;
