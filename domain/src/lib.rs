@@ -14,6 +14,7 @@ pub mod frameworks;
 pub mod freshness;
 pub mod gate;
 pub mod git;
+pub mod handover;
 pub mod housekeeping;
 pub mod ids;
 pub mod input;

@@ -108,7 +108,12 @@ test("a person the IdP deactivates is signed out at once, and back with their ro
   expect(withOld.status()).toBe(401);
   const withNew = await request.get("/scim/v2/Users", { headers: { authorization: `Bearer ${fresh}` } });
   expect(withNew.status()).toBe(200);
-  await admin.getByRole("link", { name: "Back to Settings → Provisioning" }).click();
+  // On the section itself, whose address a reload repeats nothing at: the token is shown no more.
+  await expect(admin).toHaveURL(/\/settings\/provisioning\?shown=/);
   await expect(admin.getByTestId("scim-token")).toContainText(fresh.slice(0, 15));
+  await admin.reload();
+  await expect(admin.getByTestId("shown-already")).toBeVisible();
+  await expect(admin.getByTestId("new-scim-token")).toHaveCount(0);
+  expect((await request.get("/scim/v2/Users", { headers: { authorization: `Bearer ${fresh}` } })).status()).toBe(200);
   await adminContext.close();
 });

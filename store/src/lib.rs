@@ -30,10 +30,12 @@ pub mod findings;
 pub mod frameworks;
 pub mod gates;
 pub mod gauges;
+pub mod handovers;
 pub mod housekeeping;
 pub mod inventory;
 pub mod leases;
 pub mod licenses;
+mod migration_lock;
 pub mod outbox;
 pub mod posture;
 pub mod publishers;
@@ -104,6 +106,11 @@ pub enum StoreError {
     Corrupt(&'static str),
     #[error("a detached write did not finish: {0}")]
     Interrupted(String),
+    #[error("could not take the migration lock {path}: {source}")]
+    MigrationLock {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("unsupported DATABASE_URL scheme (expected sqlite:// or postgres://)")]
     UnsupportedUrl,
     #[error("could not create the database directory {path}: {source}")]
@@ -295,11 +302,18 @@ impl Db {
         }
     }
 
-    /// Applies every pending migration. Safe to run concurrently from several replicas:
-    /// sqlx takes an advisory lock on PostgreSQL, and SQLite serialises writers.
+    /// Applies every pending migration. Safe to run concurrently from several processes:
+    /// sqlx takes an advisory lock on PostgreSQL; on SQLite, where it takes none and each
+    /// migration is its own transaction, two processes (the service starting and an operator's
+    /// command) would both read "not applied" and both apply it, so a lock file beside the
+    /// database serialises them, and the second finds nothing left to do.
     pub async fn migrate(&self) -> Result<(), StoreError> {
         match self {
-            Db::Sqlite { writer, .. } => MIGRATOR.run(writer).await?,
+            Db::Sqlite { writer, .. } => {
+                let file = writer.connect_options().get_filename().to_path_buf();
+                let _held = migration_lock::acquire(&file).await?;
+                MIGRATOR.run(writer).await?
+            }
             Db::Postgres(pool) => MIGRATOR.run(pool).await?,
         }
         Ok(())

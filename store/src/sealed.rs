@@ -17,15 +17,18 @@ pub enum SealedColumn {
     LoginAttempt,
     /// A verdict-signing key's private half.
     SigningKey,
+    /// A secret a form made, waiting minutes at most for the page that shows it once.
+    Handover,
 }
 
 impl SealedColumn {
-    pub const ALL: [SealedColumn; 5] = [
+    pub const ALL: [SealedColumn; 6] = [
         SealedColumn::LicenseKey,
         SealedColumn::WebhookUrl,
         SealedColumn::WebhookSecret,
         SealedColumn::LoginAttempt,
         SealedColumn::SigningKey,
+        SealedColumn::Handover,
     ];
 
     /// `table.column`, as reports name it.
@@ -36,6 +39,7 @@ impl SealedColumn {
             SealedColumn::WebhookSecret => "webhooks.secret_sealed",
             SealedColumn::LoginAttempt => "login_attempts.payload",
             SealedColumn::SigningKey => "signing_keys.private_sealed",
+            SealedColumn::Handover => "secret_handovers.secret_sealed",
         }
     }
 
@@ -47,6 +51,7 @@ impl SealedColumn {
             SealedColumn::WebhookSecret => ("webhooks", "id", "secret_sealed"),
             SealedColumn::LoginAttempt => ("login_attempts", "id_hash", "payload"),
             SealedColumn::SigningKey => ("signing_keys", "kid", "private_sealed"),
+            SealedColumn::Handover => ("secret_handovers", "id", "secret_sealed"),
         }
     }
 }
@@ -60,7 +65,7 @@ pub async fn key_ids(
     let (table, _, sealed) = column.parts();
     let sql = format!(
         "SELECT CASE WHEN {sealed} LIKE 'v2:%' THEN substr({sealed}, 4, 8) END AS kid, COUNT(*) \
-         FROM {table} GROUP BY kid"
+         FROM {table} WHERE {sealed} IS NOT NULL GROUP BY kid"
     );
     Ok(on_db!(db, pool => {
         sqlx::query_as(&sql).fetch_all(pool).await
@@ -75,8 +80,10 @@ pub async fn sealed_after(
     limit: i64,
 ) -> Result<Vec<(String, String)>, StoreError> {
     let (table, key, sealed) = column.parts();
-    let sql =
-        format!("SELECT {key}, {sealed} FROM {table} WHERE {key} > $1 ORDER BY {key} LIMIT $2");
+    let sql = format!(
+        "SELECT {key}, {sealed} FROM {table} WHERE {key} > $1 AND {sealed} IS NOT NULL \
+                 ORDER BY {key} LIMIT $2"
+    );
     Ok(on_db!(db, pool => {
         sqlx::query_as(&sql).bind(after).bind(limit).fetch_all(pool).await
     })?)

@@ -233,14 +233,19 @@ impl std::fmt::Debug for WebhookSecretShown {
     }
 }
 
-/// A secret the page answering a plain form shows once: the server puts it in that request's
-/// extensions (`server::http::shown_once`), never in a URL, a cookie or the database.
+/// A secret a plain form made, on the page its redirect names (`?shown=…`): the server takes
+/// it from where the form left it, sealed (`server::http::shown_once`), and puts it in that
+/// request's extensions. It never travels in a URL or a cookie.
 #[derive(Clone, PartialEq)]
 pub enum ShownOnce {
     /// The one new API key after Rotate Key.
     ApiKey(String),
     /// An endpoint's new signing secret (made with the endpoint or replaced).
     WebhookSecret(WebhookSecretShown),
+    /// A new SCIM token for the identity provider.
+    ScimToken(String),
+    /// The page was loaded again (or the secret expired): it was shown once, never again.
+    Gone,
 }
 
 impl std::fmt::Debug for ShownOnce {
@@ -248,6 +253,8 @@ impl std::fmt::Debug for ShownOnce {
         f.write_str(match self {
             ShownOnce::ApiKey(_) => "ShownOnce::ApiKey([redacted])",
             ShownOnce::WebhookSecret(_) => "ShownOnce::WebhookSecret([redacted])",
+            ShownOnce::ScimToken(_) => "ShownOnce::ScimToken([redacted])",
+            ShownOnce::Gone => "ShownOnce::Gone",
         })
     }
 }

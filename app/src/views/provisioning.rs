@@ -51,6 +51,7 @@ pub fn ProvisioningPanel() -> impl IntoView {
 fn change_form(action: Act, group_id: &str, inner: AnyView) -> AnyView {
     view! {
         <form method="post" action=CHANGE_PATH class="inline">
+            {(action == Act::CreateToken).then(super::once_field)}
             <input type="hidden" name="action" value=action.as_str()/>
             <input type="hidden" name="group_id" value=group_id.to_owned()/>
             {inner}
@@ -66,8 +67,8 @@ fn panel(v: ProvisioningView) -> AnyView {
     let token = match v.token.clone() {
         Some(t) => view! {
             <p data-testid="scim-token">
-                "Token " <code>{format!("{}…", t.prefix)}</code> ", made " {t.created_at}
-                ", last used " {t.last_used_at.unwrap_or_else(|| "never".into())} "."
+                "Token " <code>{format!("{}…", t.prefix)}</code> ", made " {super::utc_time(t.created_at)}
+                ", last used " {super::utc_time_or(t.last_used_at, "never")} "."
             </p>
             <div class="row-form">
                 {change_form(Act::CreateToken, "", view! {
@@ -99,6 +100,7 @@ fn panel(v: ProvisioningView) -> AnyView {
                 " with the token below as a bearer token. A person it deactivates or removes loses access at once; provisioned people are changed there, not here. See docs/scim.md."
             </p>
             {unavailable}
+            {shown_token()}
             {token}
             <p data-testid="scim-people">
                 {match v.people {
@@ -110,6 +112,21 @@ fn panel(v: ProvisioningView) -> AnyView {
         </section>
     }
     .into_any()
+}
+
+/// The token just made, on the page its form was sent to (once), or what a reload says.
+fn shown_token() -> Option<AnyView> {
+    match crate::model::ShownOnce::of_this_request()? {
+        crate::model::ShownOnce::ScimToken(token) => Some(view! {
+            <div class="notice new-key" role="alert" data-testid="new-scim-token-panel">
+                <p><strong>"Your new SCIM token"</strong>" — shown once. Paste it into your identity provider's provisioning settings (the secret token, or the Authorization header as "<code>"Bearer"</code>" and the token) now; any previous token stopped working."</p>
+                <p><code data-testid="new-scim-token" id="new-scim-token">{token}</code></p>
+                <button type="button" class="primary" data-copy="new-scim-token" hidden>"Copy"</button>
+            </div>
+        }.into_any()),
+        crate::model::ShownOnce::Gone => Some(super::shown_already("The new SCIM token").into_any()),
+        _ => None,
+    }
 }
 
 fn groups_table(rows: Vec<ScimGroupRow>) -> AnyView {

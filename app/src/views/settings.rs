@@ -17,7 +17,7 @@ use crate::model::{
 /// the title, and whether only admins see it (members are refused those pages anyway).
 pub const SECTIONS: [(&str, &str, bool); 12] = [
     ("keys", "API keys", false),
-    ("licence", "Licence", false),
+    ("license", "License", false),
     ("members", "Members", false),
     ("sso", "Single sign-on", false),
     ("projects", "Projects", false),
@@ -214,7 +214,8 @@ fn settings_view(section: &str, v: SettingsView) -> AnyView {
         <p class="notice" role="note">"You are a member: you can read everything here; an admin of the account makes changes."</p>
     });
     let body = match section {
-        "licence" => licence_section(v, admin),
+        // The address it had before the UI said "license" everywhere.
+        "license" | "licence" => licence_section(v, admin),
         "members" => members_section(v, admin),
         "sso" => {
             let enterprise = v.license.as_ref().is_some_and(|l| l.tier == "enterprise");
@@ -236,7 +237,10 @@ fn settings_view(section: &str, v: SettingsView) -> AnyView {
 }
 
 fn keys_section(v: SettingsView, admin: bool) -> AnyView {
-    let new_key = match ShownOnce::of_this_request() {
+    let shown = ShownOnce::of_this_request();
+    let gone =
+        matches!(shown, Some(ShownOnce::Gone)).then(|| super::shown_already("The new API key"));
+    let new_key = match shown {
         Some(ShownOnce::ApiKey(key)) => Some(key),
         _ => None,
     };
@@ -245,6 +249,7 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
             <h2 id="keys-heading">"API keys"</h2>
             <p class="muted">"Scanners and CI jobs push with these. Only the first characters are ever shown."</p>
             {new_key.map(new_key_panel)}
+            {gone}
             {form_notice(RevokeKey::PATH, "Key revoked: it no longer pushes.")}
             {form_error(RotateKeys::PATH)}
             <div class="table-wrap" tabindex="0">
@@ -258,8 +263,8 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
                             <tr>
                                 <td data-label="Key"><code>{format!("{}…", k.prefix)}</code></td>
                                 <td data-label="Machine">{k.machine.clone()}</td>
-                                <td data-label="Created">{k.created_at}</td>
-                                <td data-label="Last used">{k.last_used_at.unwrap_or_else(|| "never".into())}</td>
+                                <td data-label="Created">{super::utc_time(k.created_at)}</td>
+                                <td data-label="Last used">{super::utc_time_or(k.last_used_at, "never")}</td>
                                 {admin.then(|| view! {
                                     <td>
                                         <form method="post" action=RevokeKey::PATH>
@@ -275,6 +280,7 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
             </div>
             {admin.then(|| view! {
                 <form method="post" action=RotateKeys::PATH class="inline">
+                    {super::once_field()}
                     <button type="submit" class="danger" data-confirm=
                         "Rotate the API key? Every current key stops working at once: scanners and CI jobs need the new one."
                     >"Rotate Key"</button>
@@ -295,7 +301,7 @@ fn licence_section(v: SettingsView, admin: bool) -> AnyView {
                     <dt>"Tier"</dt><dd>{l.tier}</dd>
                     <dt>"State"</dt><dd>{l.state}</dd>
                     <dt>"Features"</dt><dd>{l.features.join(", ")}</dd>
-                    <dt>"Expires"</dt><dd>{l.expires_at}</dd>
+                    <dt>"Expires"</dt><dd>{super::utc_time(l.expires_at)}</dd>
                     <dt>"Projects"</dt>
                     <dd>{match l.project_cap {
                         Some(cap) => format!("{} of {cap} used", l.projects_used),
@@ -303,16 +309,16 @@ fn licence_section(v: SettingsView, admin: bool) -> AnyView {
                     }}</dd>
                 </dl>
                 {admin.then(|| view! {
-                    <h3 id="offline-heading">"Offline licence file"</h3>
+                    <h3 id="offline-heading">"Offline license file"</h3>
                     <p class="muted small">"For an air-gapped machine: a signed file it installs with "
                         <code>"tidemark activate --offline FILE"</code>
-                        ". It works until it expires, even if the licence is suspended meanwhile, so keep it short. "
+                        ". It works until it expires, even if the license is suspended meanwhile, so keep it short. "
                         "Bind it to one machine with the fingerprint "<code>"tidemark fingerprint"</code>" prints there."</p>
                     // The answer is a download, not a page.
-                    <form method="post" action="/settings/licence/offline-file" class="inline" aria-labelledby="offline-heading" data-testid="offline-file">
+                    <form method="post" action="/settings/license/offline-file" class="inline" aria-labelledby="offline-heading" data-testid="offline-file">
                         <label>"Days "<input type="number" name="days" value="30" min="1" max="400" required/></label>
                         <label>" Machine fingerprint (optional) "<input type="text" name="machine" maxlength="128" placeholder="sha256:…"/></label>
-                        <button type="submit" class="secondary">"Download offline licence file"</button>
+                        <button type="submit" class="secondary">"Download offline license file"</button>
                     </form>
                 })}
             </section>
@@ -349,7 +355,7 @@ fn members_section(v: SettingsView, admin: bool) -> AnyView {
                                         {m.email}{is_me.then_some(" (you)")}{managed.then_some(" · SCIM")}
                                     </td>
                                     <td data-label="Role">{role}</td>
-                                    <td data-label="Last sign-in">{m.last_login_at.unwrap_or_else(|| "never".into())}</td>
+                                    <td data-label="Last sign-in">{super::utc_time_or(m.last_login_at, "never")}</td>
                                     {admin.then(|| view! {
                                         <td class="actions">
                                             {managed.then_some("Change in your identity provider")}
@@ -459,7 +465,7 @@ fn sso_claim(s: SsoSummary, admin: bool) -> AnyView {
                     </p>
                 </div>
             })}
-            {s.verified_at.clone().map(|at| view! { <p class="muted small">"Verified " {at}</p> })}
+            {s.verified_at.clone().map(|at| view! { <p class="muted small">"Verified " {super::utc_time(at)}</p> })}
             {s.ended_reason.clone().map(|why| view! {
                 <p class="notice" role="note" data-testid="sso-ended">{why}</p>
             })}

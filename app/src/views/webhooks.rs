@@ -17,7 +17,9 @@ use crate::model::{DeliveryRow, ShownOnce, WebhookRow, WebhookSecretShown};
 pub fn WebhooksPanel() -> impl IntoView {
     let hooks = Resource::new(|| (), |_| load_webhooks());
     // The secret of the endpoint just made or given a new secret, on the page that answered.
-    let shown = match ShownOnce::of_this_request() {
+    let shown_once = ShownOnce::of_this_request();
+    let gone = matches!(shown_once, Some(ShownOnce::Gone));
+    let shown = match shown_once {
         Some(ShownOnce::WebhookSecret(s)) => Some(s),
         _ => None,
     };
@@ -37,6 +39,7 @@ pub fn WebhooksPanel() -> impl IntoView {
                                 "Failed deliveries are retried with growing pauses for a day."
                             </p>
                             {shown.map(secret_panel)}
+                            {gone.then(|| super::shown_already("The endpoint's signing secret"))}
                             {form_error(CreateWebhook::PATH)}
                             {form_error(RotateWebhookSecret::PATH)}
                             {form_notice(DeleteWebhook::PATH, "Endpoint deleted, with its delivery log.")}
@@ -90,6 +93,7 @@ fn endpoint_table(endpoints: Vec<WebhookRow>) -> AnyView {
                                     <button type="submit" class="secondary">"Send a test event"</button>
                                 </form>
                                 <form method="post" action=RotateWebhookSecret::PATH>
+                                    {super::once_field()}
                                     <input type="hidden" name="webhook_id" value=id_rotate/>
                                     <button type="submit" class="secondary" data-confirm=
                                         "Replace this endpoint's signing secret? Deliveries are signed with the new one at once."
@@ -118,6 +122,7 @@ fn add_form(projects: Vec<(tidemark_wire::ids::ProjectId, String)>) -> impl Into
         <details class="add-webhook" open=refused>
             <summary>"Add an endpoint"</summary>
             <form method="post" action=CreateWebhook::PATH class="stacked" data-keep="">
+                {super::once_field()}
                 <label>"URL"<input type="url" name="url" required placeholder="https://example.com/tidemark-events"/></label>
                 <label>"Projects"
                     <select name="project_id">
@@ -174,7 +179,7 @@ fn delivery_log(rows: Vec<DeliveryRow>) -> impl IntoView {
                         let class = format!("delivery {}", d.state);
                         view! {
                             <tr data-testid="webhook-delivery" data-state=d.state.clone()>
-                                <td data-label="Time">{d.created_at.clone()}</td>
+                                <td data-label="Time">{super::utc_time(d.created_at.clone())}</td>
                                 <td data-label="Event">{d.event.clone()}</td>
                                 <td data-label="Endpoint"><code>{d.url.clone()}</code></td>
                                 <td data-label="Status"><span class=class title=d.error.clone().unwrap_or_default()>{state}</span></td>

@@ -23,6 +23,9 @@ pub const WEBHOOK_PURPOSE: &str = "webhook";
 pub const SIGNING_KEY_PURPOSE: &str = "signing-key";
 /// HKDF purpose of the key that encrypts and authenticates the session cookie.
 pub const SESSION_COOKIE_PURPOSE: &str = "session-cookie";
+/// HKDF purpose of the key that encrypts a secret a form made, between its redirect and the
+/// page that shows it once.
+pub const HANDOVER_PURPOSE: &str = "secret-handover";
 /// HKDF purpose of the key that seals a refused form's error in its page's address.
 pub const FORM_SEAL_PURPOSE: &str = "form-seal";
 

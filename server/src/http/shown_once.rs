@@ -1,46 +1,46 @@
 //! A secret made by a plain form (Rotate Key's new API key, a webhook endpoint's signing
-//! secret) is shown once, on the page that answers that form: the Settings section the form
-//! came from, rendered with the secret on it. Settings pages load no WASM, so the server
-//! function cannot hand the secret to a script; and it must never travel in a URL, a cookie
-//! or the database. So this layer, around the dashboard's routes, sees the server function
-//! answer a plain form (leptos sends it back to its page with the value as the body), and
-//! instead renders that page through the same routes with the secret in the request's
-//! extensions (`app::model::ShownOnce`), answered `no-store`. A script's call (JSON asked for)
-//! and every refusal pass through untouched.
+//! secret, a SCIM token) is shown once, on a page a reload cannot repeat: post/redirect/get.
+//! The form carries a one-time token (`once`); its action's secret is sealed under the master
+//! key and kept under a hash of that token (`tidemark_store::handovers`), and the form is
+//! answered `303 See Other` to its page with `shown=<token>`. That page takes the secret
+//! (deleting it) and renders it, answered `no-store`; loading it again says it was shown once.
+//! The same form sent twice finds its handover claimed and is sent to the same page: it acts
+//! once. The secret never travels in a URL or a cookie, and the database holds it sealed,
+//! for minutes at most. A script's call (JSON asked for) and every refusal pass through.
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::response::Response;
-use http_body_util::BodyExt as _;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
 use leptos::server_fn::ServerFn as _;
+use tidemark_domain::handover::{self, HANDOVER_TTL_MS};
+use tidemark_store::handovers::{self, Claim, Owner, Taken};
 
 use app::api::settings::RotateKeys;
 use app::api::webhooks::{CreateWebhook, RotateWebhookSecret};
+use app::auth::Viewer;
 use app::model::{ShownOnce, WebhookSecretShown};
 
+use crate::state::AppState;
+
+/// A form's body is a few fields.
+const MAX_FORM: usize = 64 * 1024;
 /// The server functions' answers are a short JSON value.
 const MAX_ANSWER: usize = 16 * 1024;
+/// How long a page waits for a form's action still under way (a repeated form's redirect
+/// can arrive before the first sending's action ends).
+const PENDING_WAIT: Duration = Duration::from_secs(5);
 
-/// Headers of the form's request that the page's rendering needs as well (who is asking, in
-/// which language and encoding); the form's own body headers are not among them.
-const CARRIED: [header::HeaderName; 5] = [
-    header::HOST,
-    header::COOKIE,
-    header::ACCEPT,
-    header::ACCEPT_LANGUAGE,
-    header::USER_AGENT,
-];
-
-#[derive(Clone, Copy)]
-enum Secret {
+/// The kinds of secret handed over, as the store names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Secret {
     ApiKey,
     WebhookSecret,
+    ScimToken,
 }
 
 impl Secret {
@@ -54,6 +54,21 @@ impl Secret {
         }
     }
 
+    fn as_str(self) -> &'static str {
+        match self {
+            Secret::ApiKey => "api_key",
+            Secret::WebhookSecret => "webhook_secret",
+            Secret::ScimToken => "scim_token",
+        }
+    }
+
+    fn parse(kind: &str) -> Option<Secret> {
+        [Secret::ApiKey, Secret::WebhookSecret, Secret::ScimToken]
+            .into_iter()
+            .find(|s| s.as_str() == kind)
+    }
+
+    /// The secret in the JSON its maker answered with.
     fn read(self, answer: &[u8]) -> Option<ShownOnce> {
         match self {
             Secret::ApiKey => serde_json::from_slice::<String>(answer)
@@ -62,6 +77,9 @@ impl Secret {
             Secret::WebhookSecret => serde_json::from_slice::<WebhookSecretShown>(answer)
                 .ok()
                 .map(ShownOnce::WebhookSecret),
+            Secret::ScimToken => serde_json::from_slice::<String>(answer)
+                .ok()
+                .map(ShownOnce::ScimToken),
         }
     }
 }
@@ -88,6 +106,10 @@ pub fn form_page(req: &Request) -> Option<String> {
         return None;
     }
     let query = tidemark_domain::form_seal::without_outcome(referer.query().unwrap_or(""));
+    let query: Vec<&str> = query
+        .into_iter()
+        .filter(|p| p.split('=').next() != Some(handover::SHOWN_PARAM))
+        .collect();
     Some(if query.is_empty() {
         referer.path().to_owned()
     } else {
@@ -95,100 +117,211 @@ pub fn form_page(req: &Request) -> Option<String> {
     })
 }
 
-#[derive(Clone, Copy, Default)]
-pub struct ShowSecretsOnceLayer;
-
-impl<S> tower::Layer<S> for ShowSecretsOnceLayer {
-    type Service = ShowSecretsOnce<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        ShowSecretsOnce { inner }
-    }
+fn unavailable() -> Response {
+    let mut res = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "The change could not be made right now; nothing was changed. Try again shortly.",
+    )
+        .into_response();
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    res
 }
 
-#[derive(Clone)]
-pub struct ShowSecretsOnce<S> {
-    inner: S,
-}
-
-impl<S> tower::Service<Request> for ShowSecretsOnce<S>
-where
-    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: Request) -> Self::Future {
-        // The clone that was polled ready serves this request; the fresh one waits for the next.
-        let fresh = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, fresh);
-        let target = Secret::of_endpoint(req.uri().path()).zip(form_page(&req));
-        let Some((secret, page)) = target else {
-            return Box::pin(inner.call(req));
+/// Around the dashboard's routes, inside the session and the viewer: forms that make a
+/// secret are answered by a redirect, and the page named by one takes its secret.
+pub async fn hand_over_secrets(
+    State(state): State<AppState>,
+    viewer: Option<Extension<Viewer>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return next.run(req).await;
+    };
+    if req.method() == Method::GET {
+        let token = req
+            .uri()
+            .query()
+            .and_then(handover::shown_in)
+            .map(str::to_owned);
+        return match token {
+            Some(token) => show(&state, &viewer, &token, req, next).await,
+            None => next.run(req).await,
         };
-        Box::pin(async move {
-            let mut carried = axum::http::HeaderMap::new();
-            for name in CARRIED {
-                for value in req.headers().get_all(&name) {
-                    carried.append(name.clone(), value.clone());
-                }
-            }
-            let answer = inner.clone().call(req).await?;
-            let made = answer.status() == StatusCode::FOUND
-                && !answer
-                    .headers()
-                    .contains_key(leptos::server_fn::error::SERVER_FN_ERROR_HEADER);
-            if !made {
-                return Ok(answer);
-            }
-            let (parts, body) = answer.into_parts();
-            let shown = match http_body_util::Limited::new(body, MAX_ANSWER)
-                .collect()
-                .await
-            {
-                Ok(collected) => secret.read(&collected.to_bytes()),
-                Err(_) => None,
-            };
-            let Some(shown) = shown else {
-                // Made, but its value unreadable: the page says so rather than hiding it.
-                tracing::error!("a secret made by a form could not be read back to show it");
-                return Ok(Response::builder()
-                    .status(StatusCode::INTERNAL_SERVER_ERROR)
-                    .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
-                    .body(Body::from(
-                        "The change was made, but its new secret could not be shown. Make another.",
-                    ))
-                    .unwrap_or_default());
-            };
-            let mut get = Request::new(Body::empty());
-            *get.uri_mut() = match page.parse() {
-                Ok(uri) => uri,
-                Err(_) => return Ok(Response::from_parts(parts, Body::empty())),
-            };
-            *get.headers_mut() = carried;
-            get.extensions_mut().insert(shown);
-            let mut rendered = inner.call(get).await?;
-            // Counted as the form's route, not the page's (`metrics::note_matched_path`).
-            if let Some(route) = parts.extensions.get::<axum::extract::MatchedPath>() {
-                rendered.extensions_mut().insert(route.clone());
-            }
-            // A session the form's answer renewed still reaches the browser.
-            for cookie in parts.headers.get_all(header::SET_COOKIE) {
-                rendered
-                    .headers_mut()
-                    .append(header::SET_COOKIE, cookie.clone());
-            }
-            rendered
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            Ok(rendered)
+    }
+    match Secret::of_endpoint(req.uri().path()).zip(form_page(&req)) {
+        Some((secret, page)) => make(&state, &viewer, secret, &page, req, next).await,
+        None => next.run(req).await,
+    }
+}
+
+/// What a form sent beside its own fields: its one-time token, and the rest of the body.
+fn split_token(body: &[u8]) -> (Option<String>, Vec<u8>) {
+    let mut token = None;
+    let mut rest = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in url::form_urlencoded::parse(body) {
+        if name == handover::FORM_FIELD {
+            token = handover::parse_token(&value).map(str::to_owned);
+        } else {
+            rest.append_pair(&name, &value);
+        }
+    }
+    (token, rest.finish().into_bytes())
+}
+
+/// Claims the form's handover; runs its action the first time only.
+async fn make(
+    state: &AppState,
+    viewer: &Viewer,
+    secret: Secret,
+    page: &str,
+    req: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, MAX_FORM).await else {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    };
+    // A form without a token (an old page) still gets a page a reload cannot repeat.
+    let (token, rest) = split_token(&body);
+    let token = token.unwrap_or_else(handover::new_token);
+    let location = handover::page_showing(page, &token);
+    let id = handover::handover_id(&token);
+    match begin(state, viewer, &id, secret).await {
+        Ok(Claim::New) => {}
+        Ok(Claim::Repeat) => return see_other(&location),
+        Err(()) => return unavailable(),
+    }
+    let mut req = Request::from_parts(parts, Body::from(rest));
+    req.headers_mut().remove(header::CONTENT_LENGTH);
+    let answer = next.run(req).await;
+    let made = answer.status() == StatusCode::FOUND
+        && !answer
+            .headers()
+            .contains_key(leptos::server_fn::error::SERVER_FN_ERROR_HEADER);
+    if !made {
+        end(state, &id, None).await;
+        return answer;
+    }
+    let (answer_parts, body) = answer.into_parts();
+    let answer_body = axum::body::to_bytes(body, MAX_ANSWER).await.ok();
+    let Some(answer_body) = answer_body.filter(|b| secret.read(b).is_some()) else {
+        // Made, but its value unreadable: the page says so rather than hiding it.
+        tracing::error!("a secret made by a form could not be read back to show it");
+        end(state, &id, None).await;
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "The change was made, but its new secret could not be shown. Make another.",
+        )
+            .into_response();
+    };
+    end(state, &id, Some(state.handovers.seal(&answer_body))).await;
+    let mut res = see_other(&location);
+    // A session the form's answer renewed still reaches the browser.
+    for cookie in answer_parts.headers.get_all(header::SET_COOKIE) {
+        res.headers_mut().append(header::SET_COOKIE, cookie.clone());
+    }
+    res
+}
+
+/// Claims the handover `id` for `viewer` (`Err` while the database cannot answer).
+pub async fn begin(
+    state: &AppState,
+    viewer: &Viewer,
+    id: &str,
+    secret: Secret,
+) -> Result<Claim, ()> {
+    let (id, account, user) = (
+        id.to_owned(),
+        viewer.account_id.clone(),
+        viewer.user_id.clone(),
+    );
+    let now = tidemark_domain::now_millis();
+    state
+        .db
+        .detached(|db| async move {
+            let owner = owner_of(&account, &user);
+            handovers::claim(&db, &id, owner, secret.as_str(), now, HANDOVER_TTL_MS).await
         })
+        .await
+        .map_err(|e| tracing::warn!(error = %e, "could not claim a form's handover"))
+}
+
+/// Fills the handover `id` with the sealed secret, or lets the claim go when nothing was made.
+pub async fn end(state: &AppState, id: &str, sealed: Option<String>) {
+    let id = id.to_owned();
+    let done = state
+        .db
+        .detached(|db| async move {
+            match sealed {
+                Some(sealed) => handovers::fill(&db, &id, &sealed).await,
+                None => handovers::release(&db, &id).await,
+            }
+        })
+        .await;
+    if let Err(e) = done {
+        tracing::warn!(error = %e, "could not keep a form's secret for its page");
+    }
+}
+
+pub fn see_other(location: &str) -> Response {
+    Redirect::to(location).into_response()
+}
+
+/// The page named by a redirect: its secret this once, then never again.
+async fn show(
+    state: &AppState,
+    viewer: &Viewer,
+    token: &str,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let id = handover::handover_id(token);
+    let deadline = tokio::time::Instant::now() + PENDING_WAIT;
+    let shown = loop {
+        let (id, account, user) = (
+            id.clone(),
+            viewer.account_id.clone(),
+            viewer.user_id.clone(),
+        );
+        let now = tidemark_domain::now_millis();
+        let taken = state
+            .db
+            .detached(|db| async move {
+                handovers::take(&db, &id, owner_of(&account, &user), now).await
+            })
+            .await;
+        match taken {
+            Ok(Taken::Secret { kind, sealed }) => {
+                break Secret::parse(&kind)
+                    .zip(state.handovers.open(&sealed).ok())
+                    .and_then(|(secret, answer)| secret.read(&answer))
+                    .unwrap_or(ShownOnce::Gone);
+            }
+            Ok(Taken::Pending) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Ok(_) => break ShownOnce::Gone,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a form's secret for its page");
+                return unavailable();
+            }
+        }
+    };
+    req.extensions_mut().insert(shown);
+    let mut res = next.run(req).await;
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    res
+}
+
+fn owner_of<'a>(account_id: &'a tidemark_store::AccountId, user_id: &'a str) -> Owner<'a> {
+    Owner {
+        account_id,
+        user_id,
     }
 }
 
@@ -215,7 +348,7 @@ mod tests {
         );
         assert_eq!(
             page(
-                "https://h/settings/keys?x=1&done=revoke_key&__path=%2Fapi%2Fa&__err=AAA&__sig=00"
+                "https://h/settings/keys?x=1&done=revoke_key&__path=%2Fapi%2Fa&__err=AAA&__sig=00&shown=abc"
             )
             .as_deref(),
             Some("/settings/keys?x=1")
@@ -236,5 +369,19 @@ mod tests {
             Secret::WebhookSecret.read(hook),
             Some(ShownOnce::WebhookSecret(WebhookSecretShown { ref secret, .. })) if secret == "whsec_2"
         ));
+        for s in [Secret::ApiKey, Secret::WebhookSecret, Secret::ScimToken] {
+            assert_eq!(Secret::parse(s.as_str()), Some(s));
+        }
+    }
+
+    #[test]
+    fn the_token_is_taken_out_of_the_form_and_the_rest_kept() {
+        let token = handover::new_token();
+        let (found, rest) =
+            split_token(format!("url=https%3A%2F%2Fa&once={token}&events=x").as_bytes());
+        assert_eq!(found.as_deref(), Some(token.as_str()));
+        assert_eq!(rest, b"url=https%3A%2F%2Fa&events=x");
+        let (found, rest) = split_token(b"once=bad&a=1");
+        assert_eq!((found, rest), (None, b"a=1".to_vec()));
     }
 }

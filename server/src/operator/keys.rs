@@ -42,6 +42,7 @@ fn purpose(column: SealedColumn) -> &'static str {
         SealedColumn::WebhookUrl | SealedColumn::WebhookSecret => crypto::WEBHOOK_PURPOSE,
         SealedColumn::LoginAttempt => crypto::LOGIN_ATTEMPT_PURPOSE,
         SealedColumn::SigningKey => crypto::SIGNING_KEY_PURPOSE,
+        SealedColumn::Handover => crypto::HANDOVER_PURPOSE,
     }
 }
 

@@ -1,11 +1,11 @@
 //! Settings → Provisioning's changes, as plain form posts (the section ships no WASM): a new
-//! SCIM token (shown once, on the page that answers the post), revoking it, and marking a
-//! provisioned group as the admins' one. Everything else comes back to the section with a
-//! notice code in the query (never a secret).
+//! SCIM token (shown once, on the section its answer redirects to: `http::shown_once`),
+//! revoking it, and marking a provisioned group as the admins' one. Everything else comes back
+//! to the section with a notice code in the query (never a secret).
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use serde::Deserialize;
 use tidemark_domain::secrets::ScimToken;
@@ -22,6 +22,9 @@ pub struct ChangeForm {
     action: String,
     #[serde(default)]
     group_id: String,
+    /// The form's one-time token (`tidemark_domain::handover`).
+    #[serde(default)]
+    once: String,
 }
 
 fn refuse(status: StatusCode, message: &str) -> Response {
@@ -70,18 +73,7 @@ pub async fn change_provisioning(
     let (account, audit) = (viewer.account_id.clone(), viewer.audit());
     let admin = match action {
         ProvisioningAction::CreateToken => {
-            let token = ScimToken::generate();
-            let (hash, prefix) = (token.hash(), token.display_prefix());
-            let made = state
-                .db
-                .detached(|db| async move {
-                    tidemark_store::scim::set_token(&db, &account, &hash, &prefix, &audit).await
-                })
-                .await;
-            return match made {
-                Ok(()) => new_token_page(&token),
-                Err(e) => unavailable(e),
-            };
+            return create_token(&state, &viewer, &form.once).await;
         }
         ProvisioningAction::RevokeToken => {
             let revoked = state
@@ -114,32 +106,44 @@ pub async fn change_provisioning(
     }
 }
 
-/// The one time a token is shown: a page of its own, never stored or redirected with. Its
-/// policy allows the site's stylesheet and nothing else.
-fn new_token_page(token: &ScimToken) -> Response {
-    let page = Html(format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>New SCIM token · Tidemark</title>\
-         <link rel=\"stylesheet\" href=\"/pkg/tidemark.css\"></head><body><main>\
-         <section class=\"card\" aria-labelledby=\"token-heading\">\
-         <h1 id=\"token-heading\">Your new SCIM token</h1>\
-         <div class=\"notice new-key\" role=\"alert\">\
-         <p><strong>Shown once.</strong> Paste it into your identity provider's provisioning \
-         settings (the secret token, or the Authorization header as <code>Bearer</code> and the \
-         token) now; any previous token stopped working.</p>\
-         <p><code data-testid=\"new-scim-token\">{}</code></p></div>\
-         <p><a href=\"{SECTION}\">Back to Settings → Provisioning</a></p>\
-         </section></main></body></html>",
-        token.expose()
-    ));
-    (
-        [(
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
-             frame-ancestors 'none'; base-uri 'none'",
-        )],
-        page,
-    )
-        .into_response()
+/// A new token, made once however often its form is sent, and handed to the section the
+/// answer redirects to (post/redirect/get): a reload of that page shows it no more.
+async fn create_token(state: &AppState, viewer: &app::auth::Viewer, once: &str) -> Response {
+    use crate::http::shown_once::{begin, end, see_other, Secret};
+    use tidemark_domain::handover;
+    let token = handover::parse_token(once)
+        .map(str::to_owned)
+        .unwrap_or_else(handover::new_token);
+    let location = handover::page_showing(SECTION, &token);
+    let id = handover::handover_id(&token);
+    match begin(state, viewer, &id, Secret::ScimToken).await {
+        Ok(tidemark_store::handovers::Claim::New) => {}
+        Ok(tidemark_store::handovers::Claim::Repeat) => return see_other(&location),
+        Err(()) => {
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The change could not be made right now; nothing was changed. Try again shortly.",
+            )
+        }
+    }
+    let scim = ScimToken::generate();
+    let (hash, prefix) = (scim.hash(), scim.display_prefix());
+    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
+    let made = state
+        .db
+        .detached(|db| async move {
+            tidemark_store::scim::set_token(&db, &account, &hash, &prefix, &audit).await
+        })
+        .await;
+    match made {
+        Ok(()) => {
+            let answer = serde_json::to_vec(scim.expose()).unwrap_or_default();
+            end(state, &id, Some(state.handovers.seal(&answer))).await;
+            see_other(&location)
+        }
+        Err(e) => {
+            end(state, &id, None).await;
+            unavailable(e)
+        }
+    }
 }
