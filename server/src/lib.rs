@@ -28,6 +28,7 @@ use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tidemark_store::Db;
+use tower::ServiceExt as _;
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 use tower_http::timeout::RequestBodyTimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -137,6 +138,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         oidc,
         license_keys: crypto::SecretBox::new(&keys, crypto::LICENSE_KEY_PURPOSE),
         webhook_secrets: crypto::SecretBox::new(&keys, crypto::WEBHOOK_PURPOSE),
+        handovers: crypto::SecretBox::new(&keys, crypto::HANDOVER_PURPOSE),
         webhook_wakeup: Arc::new(tokio::sync::Notify::new()),
         validation_cache: Arc::new(usecases::validation_cache::ValidationCache::new(
             std::time::Duration::from_millis(config.limits.validation_cache_ms.into()),
@@ -193,8 +195,8 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         )))
         .merge(security_headers::no_store(scim::router()))
         .merge(security_headers::no_store(dashboard))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .with_state(state.clone())
+        .fallback_service(fallback_service(&state))
         .layer(axum::middleware::from_fn_with_state(
             state.assets.clone(),
             http::assets::serve_assets,
@@ -204,13 +206,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             http::islands::add_island_scripts,
         ))
         .layer(axum::middleware::from_fn(http::metrics::note_matched_path));
-    // Around the whole router, not each route: a form that made a secret is answered by
-    // another route (its page), rendered with the secret on it.
-    let app = Router::new()
-        .fallback_service(tower::Layer::layer(
-            &http::shown_once::ShowSecretsOnceLayer,
-            app,
-        ))
+    let app = app
         // Validations the cache can answer stop here, ahead of everything only the dashboard
         // or the router needs (the hottest request's cost is then mostly what every one pays).
         .layer(axum::middleware::from_fn_with_state(
@@ -300,6 +296,11 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
             get(web::downloads::report_json),
         )
         .route(
+            "/settings/license/offline-file",
+            post(web::offline_licence::download_offline_file),
+        )
+        // Its address before the UI said "license" everywhere, for a page open across an upgrade.
+        .route(
             "/settings/licence/offline-file",
             post(web::offline_licence::download_offline_file),
         )
@@ -343,27 +344,70 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
             form_seal,
             http::server_fn_status::apply_error_status,
         ))
-        .layer(axum::middleware::from_fn(auth::require_viewer_for_pages))
+        // Inside the viewer: a secret a form made is handed to its member's page only.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::shown_once::hand_over_secrets,
+        ))
+        .layer(axum::middleware::from_fn(auth::require_viewer_for_pages));
+    signed_in_layers(dashboard, state)
+}
+
+/// What every route a browser signs in to has around it: the session, the viewer it names,
+/// and the same-origin check of changes.
+fn signed_in_layers(router: Router<AppState>, state: &AppState) -> Router<AppState> {
+    let router = router
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::resolve_viewer,
         ))
         .layer(auth::session_layer(state));
     // During a master-key rotation, cookies the previous key encrypted still open.
-    let dashboard = match auth::cookie_keys::CookieKeys::new(
+    let router = match auth::cookie_keys::CookieKeys::new(
         &state.config.keys.master_key,
         state.config.keys.master_key_previous.as_ref(),
     ) {
-        Some(keys) => dashboard.layer(axum::middleware::from_fn_with_state(
+        Some(keys) => router.layer(axum::middleware::from_fn_with_state(
             keys,
             auth::cookie_keys::translate_session_cookie,
         )),
-        None => dashboard,
+        None => router,
     };
-    dashboard.layer(axum::middleware::from_fn_with_state(
+    router.layer(axum::middleware::from_fn_with_state(
         state.clone(),
         auth::require_same_origin,
     ))
+}
+
+/// What answers an address no route has: a file of the site (served as it is, with no
+/// session read), or else the "Page not found" page, rendered for its viewer (a signed-in
+/// member sees their own header there, not a "Sign in" link).
+fn fallback_service(state: &AppState) -> Router {
+    let db = state.db.clone();
+    let not_found = signed_in_layers(
+        Router::new().fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(move || provide_context(db.clone()), shell)),
+        state,
+    )
+    .with_state(state.clone());
+    let files = Router::new()
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .with_state(state.clone());
+    let site_root = std::path::PathBuf::from(state.leptos_options.site_root.as_ref());
+    Router::new().fallback(move |req: Request| {
+        let (files, not_found) = (files.clone(), not_found.clone());
+        let is_file = http::assets::is_site_file(&site_root, req.uri().path());
+        async move {
+            let answer = if is_file {
+                files.oneshot(req).await
+            } else {
+                not_found.oneshot(req).await
+            };
+            answer.unwrap_or_else(|never| match never {})
+        }
+    })
 }
 
 /// The layers around everything, outermost last.

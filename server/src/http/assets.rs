@@ -251,6 +251,20 @@ fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
 }
 
 /// Answers `GET /pkg/<file>` from the compressed assets when they know the file.
+/// Whether `path` names a file of the site under `root` (what the plain file service answers):
+/// no `..`, no hidden part, an existing regular file.
+pub fn is_site_file(root: &std::path::Path, path: &str) -> bool {
+    let relative = path.trim_start_matches('/');
+    if relative.is_empty()
+        || relative
+            .split('/')
+            .any(|part| part.is_empty() || part.starts_with('.'))
+    {
+        return false;
+    }
+    root.join(relative).is_file()
+}
+
 pub async fn serve_assets(State(assets): State<Assets>, req: Request, next: Next) -> Response {
     let name = req.uri().path().strip_prefix("/pkg/").map(str::to_owned);
     let found = match (name, assets.ready.get()) {
