@@ -52,7 +52,7 @@ document.addEventListener("keydown", (event) => {
 });
 // The scan line under the chart, filled in from the point hovered or focused.
 function scanLine(figure, point) {
-  const line = figure.querySelector(".chart-tip p");
+  const line = figure.querySelector(".chart-tip .scan-line");
   if (!line) return;
   const link = line.querySelector("a");
   link.href = point.getAttribute("href");
@@ -136,15 +136,18 @@ if (document.readyState === "loading") {
 }
 
 // Times the server wrote in UTC (`<time class="utc">`) read in the viewer's own time zone,
-// with how long ago; the UTC text stays as the tooltip.
-const since = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+// with how long ago; the UTC text stays as the tooltip. "How long ago" counts as the server's
+// `app/src/time.rs::ago` does (whole units elapsed, months from 60 days, years from two), so
+// a page the server wrote and a time the script rewrote never disagree about one scan.
+const since = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
 function ago(at) {
-  const seconds = (at.getTime() - Date.now()) / 1000;
-  const units = [["year", 31536000], ["month", 2592000], ["day", 86400], ["hour", 3600], ["minute", 60]];
-  for (const [unit, size] of units) {
-    if (Math.abs(seconds) >= size) return since.format(Math.round(seconds / size), unit);
+  const seconds = Math.max(0, (Date.now() - at.getTime()) / 1000);
+  const units = [["year", 63072000, 31536000], ["month", 5184000, 2592000], ["day", 86400, 86400],
+    ["hour", 3600, 3600], ["minute", 60, 60]];
+  for (const [unit, from, size] of units) {
+    if (seconds >= from) return since.format(-Math.floor(seconds / size), unit);
   }
-  return since.format(0, "second");
+  return "just now";
 }
 function localTimes() {
   for (const time of document.querySelectorAll("time.utc:not([data-local])")) {
@@ -225,3 +228,23 @@ document.addEventListener("change", (event) => {
     box.checked = all.checked;
   }
 });
+// A bulk form (`form[data-bulk]`) says how many findings are ticked, and its button is off
+// while none is: nothing to send, so no round trip to be told so. Without a script the
+// server answers an empty selection with a notice.
+function bulkState() {
+  for (const form of document.querySelectorAll("form[data-bulk]")) {
+    const ticked = document.querySelectorAll(`input[name="finding"][form="${form.id}"]:checked`).length;
+    const button = form.querySelector('button[type="submit"]');
+    if (button) button.disabled = ticked === 0;
+    const count = form.querySelector("[data-selected-count]");
+    if (count) count.textContent = ticked === 0 ? "Nothing selected yet." : ticked === 1 ? "1 finding selected." : `${ticked} findings selected.`;
+  }
+}
+document.addEventListener("change", (event) => {
+  if (event.target.matches && event.target.matches('input[name="finding"], input[data-select-all]')) bulkState();
+});
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", bulkState);
+} else {
+  bulkState();
+}

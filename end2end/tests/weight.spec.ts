@@ -20,7 +20,7 @@ const PROJECT: Budget = { all: 220 * KiB, code: 160 * KiB, wasm: true };
 // Settings: issue 43's 200 / 150 KiB. Every section is server-rendered (plain forms, a secret
 // shown on the page that answers its form) and loads no WASM; an island added to one must fit.
 const SETTINGS: Budget = { all: 200 * KiB, code: 150 * KiB, wasm: false };
-const SECTIONS = ["keys", "licence", "members", "sso", "projects", "storage", "alerts", "badges",
+const SECTIONS = ["keys", "license", "members", "sso", "projects", "storage", "alerts", "badges",
   "webhooks", "publishers", "provisioning", "audit"];
 
 type Seen = { url: string; bytes: number; encoding: string };

@@ -363,7 +363,7 @@ tidemark_store::test_each_backend! {
                  ("reason", reason.to_owned()), ("expires", String::new()), ("scan_id", scan.clone()), ("view", "all".to_owned())]
         };
         let res = post_pairs(&mut dev, &form, ticked("Reviewed together")).await;
-        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=saved&count=2&skipped=0"));
+        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=saved&count=2&skipped=0&state=accepted_risk"));
         let done = dev.get(&app.url(&location(&res))).await;
         assert_eq!(done.status(), StatusCode::OK);
         assert!(done.text().await.unwrap().contains("Triaged 2 findings"));
@@ -381,8 +381,18 @@ tidemark_store::test_each_backend! {
         // The admin replaces both.
         let mut admin = app.signed_in(&provider, &license.email).await;
         let res = post_pairs(&mut admin, &form, ticked("Admin decision")).await;
-        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=saved&count=2&skipped=0"));
+        assert_eq!(location(&res), format!("{scan_page}?view=all&triage=saved&count=2&skipped=0&state=accepted_risk"));
         assert_eq!(app.count("finding_triage_events").await, 12);
+        // What the page then says is true of what was done: which state, and nothing about
+        // the gate and new findings (none of these had to be new).
+        let said = admin.get(&app.url(&location(&res))).await.text().await.unwrap();
+        assert!(said.contains("Triaged 2 findings as accepted risk"), "{said}");
+        assert!(!said.contains("no longer counts them as new"));
+        // Each finding's life tells every triage of the batch, with who and why.
+        let page = admin.get(&app.url(&format!("/projects/{project}/findings/{a}"))).await.text().await.unwrap();
+        let triaged = page.matches(r#"data-kind="triaged""#).count();
+        assert!(triaged >= 3, "{triaged} triage entries in the life: {page}");
+        assert!(page.contains("Admin decision") && page.contains(&license.email), "{page}");
         // A finding of another project is no finding of this one: nothing changes.
         let res = post_pairs(&mut admin, &form, vec![("finding", "fnd_nosuchfinding".into()), ("state", "wont_fix".into()), ("reason", "x".into()), ("scan_id", scan.clone())]).await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND);

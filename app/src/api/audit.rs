@@ -70,7 +70,7 @@ pub async fn load_audit(
 #[cfg(feature = "ssr")]
 fn human_target(target: String) -> String {
     if target.starts_with("lcn_") {
-        "this account's licence".to_owned()
+        "this account's license".to_owned()
     } else {
         target
     }

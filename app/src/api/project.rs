@@ -6,7 +6,7 @@ use crate::error::DashboardError;
 #[cfg(feature = "ssr")]
 use crate::model::LineChoice;
 #[cfg(feature = "ssr")]
-use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, PAGE_SIZE};
+use crate::model::{ChartPoint, CHART_POINTS, HISTORY_BUCKETS, SCANS_PAGE_SIZE};
 use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
 
 /// The project's lines, and the one `branch` or `pr` names (neither: the default branch);
@@ -229,8 +229,8 @@ pub async fn project_scans(
             &viewer.account_id,
             &project_id,
             Some(&line.id),
-            tidemark_domain::input::page_offset(page, PAGE_SIZE),
-            PAGE_SIZE + 1,
+            tidemark_domain::input::page_offset(page, SCANS_PAGE_SIZE),
+            SCANS_PAGE_SIZE + 1,
         )
         .await,
     )?;
@@ -243,11 +243,11 @@ pub async fn project_scans(
             return not_found();
         }
     }
-    let has_more = rows.len() as i64 > PAGE_SIZE;
+    let has_more = rows.len() as i64 > SCANS_PAGE_SIZE;
     Ok(ScansPage {
         scans: rows
             .into_iter()
-            .take(PAGE_SIZE as usize)
+            .take(SCANS_PAGE_SIZE as usize)
             .map(scan)
             .collect(),
         page,

@@ -4,8 +4,11 @@
 
 pub use tidemark_wire::{GateResult, GateStatus, Severity, SeverityCounts};
 
-/// Rows per page of the scans and findings tables.
+/// Rows per page of a scan's findings table.
 pub const PAGE_SIZE: i64 = 50;
+/// Rows per page of a project's scans: twenty a page keeps the page short as cards on a
+/// phone (45 scans as cards made it 14,000 px tall), and the chart above shows every scan.
+pub const SCANS_PAGE_SIZE: i64 = 20;
 /// The most points a chart draws.
 pub const CHART_POINTS: usize = 400;
 /// Time buckets the database reduces a history to (up to four scans each) before LTTB.

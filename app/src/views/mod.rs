@@ -210,6 +210,33 @@ pub fn utc_time(text: String) -> impl IntoView {
     view! { <time class="utc" datetime=iso>{text}</time> }
 }
 
+/// The one-time token of a form that makes a secret (`tidemark_domain::handover`): sent
+/// twice, the form acts once, and its answer is a page a reload cannot repeat.
+pub fn once_field() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    let token = tidemark_domain::handover::new_token();
+    #[cfg(not(feature = "ssr"))]
+    let token = String::new();
+    view! { <input type="hidden" name="once" value=token/> }
+}
+
+/// What a page whose secret was already shown says when it is loaded again.
+pub fn shown_already(what: &'static str) -> impl IntoView {
+    view! {
+        <p class="notice" role="status" data-testid="shown-already">
+            {format!("{what} was shown once, when it was made, and is not shown again. If it was not stored, make a new one.")}
+        </p>
+    }
+}
+
+/// A time as [`utc_time`] writes it, or `none` ("never", "–") when there is none.
+pub fn utc_time_or(text: Option<String>, none: &'static str) -> AnyView {
+    match text {
+        Some(text) => utc_time(text).into_any(),
+        None => none.into_any(),
+    }
+}
+
 /// The fields every triage form shares: the state to set aside as, a reason, an optional end
 /// date. `prefix` names the inputs' ids (`<prefix>-reason`); `several` words it for a batch.
 pub(crate) fn triage_fields(

@@ -305,7 +305,7 @@ fn pulls_table(project_id: &str, pulls: Vec<LineSummary>) -> impl IntoView {
                                         (true, Some(n)) => n.to_string(),
                                         _ => "base not scanned".to_owned(),
                                     })}</td>
-                                    <td data-label="Last push">{l.last_push.clone()}</td>
+                                    <td data-label="Last push">{super::utc_time_or(l.last_push.clone(), "–")}</td>
                                 </tr>
                             }
                         }).collect_view()}
@@ -512,7 +512,10 @@ fn history_chart(chart: ProjectChart) -> AnyView {
         ..
     } = chart;
     view! {
-        <figure class="chart" data-testid="history-chart" data-points=shown aria-label=summary>
+        // On a phone the chart keeps a readable size and scrolls sideways in its box, rather
+        // than squashing to a strip whose labels overlap.
+        <div class="chart-scroll">
+        <figure class="chart history" data-testid="history-chart" data-points=shown aria-label=summary>
             <div class="chart-layer" inner_html=drawing.svg></div>
             // The dates under the bars and the bars' finding counts: drawn once on the server,
             // under the points (the scans table below carries the same facts as text).
@@ -548,6 +551,7 @@ fn history_chart(chart: ProjectChart) -> AnyView {
                 <span class="muted">{caption}</span>
             </figcaption>
         </figure>
+        </div>
     }
     .into_any()
 }
@@ -565,13 +569,15 @@ fn chart_points(
     let scan_href = |p: &ChartPoint| format!("/projects/{project_id}/scans/{}", p.scan_id);
     let newest = points.last().map(|p| {
         let failed = p.gate == GateStatus::Failed;
+        // A `div`, not a `p`: the chips are a list, and an HTML parser closes a paragraph
+        // before a list, which left the chips outside the line the script fills in.
         view! {
-            <p>
+            <div class="scan-line" data-testid="chart-scan-line">
                 <a href=scan_href(p)>{p.scan_id.to_string()}</a>
                 " · score " <strong>{fmt_score(p.score)}</strong> " · "
                 <span data-gate hidden=!failed><span class="gate failed">"gate failed"</span> " · "</span>
                 {severity_chips(p.severities)}
-            </p>
+            </div>
         }
     });
     view! {
@@ -681,13 +687,13 @@ fn scans_table(
 
 /// Where a page of scans is in the line's history: "Scans 51–100 of 230 · page 2 of 5".
 pub fn pager_text(page: i64, shown: i64, total: i64) -> String {
-    use crate::model::PAGE_SIZE;
+    use crate::model::SCANS_PAGE_SIZE;
     if shown == 0 {
         return "No scans".to_owned();
     }
-    let first = page * PAGE_SIZE + 1;
+    let first = page * SCANS_PAGE_SIZE + 1;
     let total = total.max(first + shown - 1);
-    let pages = (total + PAGE_SIZE - 1) / PAGE_SIZE;
+    let pages = (total + SCANS_PAGE_SIZE - 1) / SCANS_PAGE_SIZE;
     format!(
         "Scans {first}–{} of {total} · page {} of {pages}",
         first + shown - 1,
@@ -724,9 +730,12 @@ mod tests {
 
     #[test]
     fn the_scans_pager_says_where_the_page_is_in_the_history() {
-        assert_eq!(pager_text(0, 45, 45), "Scans 1–45 of 45 · page 1 of 1");
-        assert_eq!(pager_text(1, 50, 230), "Scans 51–100 of 230 · page 2 of 5");
-        assert_eq!(pager_text(4, 30, 230), "Scans 201–230 of 230 · page 5 of 5");
+        assert_eq!(pager_text(0, 20, 45), "Scans 1–20 of 45 · page 1 of 3");
+        assert_eq!(pager_text(1, 20, 230), "Scans 21–40 of 230 · page 2 of 12");
+        assert_eq!(
+            pager_text(11, 10, 230),
+            "Scans 221–230 of 230 · page 12 of 12"
+        );
         // A count that lags a push never says fewer than the page shows.
         assert_eq!(pager_text(0, 3, 2), "Scans 1–3 of 3 · page 1 of 1");
         assert_eq!(pager_text(0, 0, 0), "No scans");

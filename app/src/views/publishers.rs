@@ -69,7 +69,7 @@ fn publisher_table(rows: Vec<PublisherRow>) -> AnyView {
                             <td data-label="Workflow">{p.workflow.clone().unwrap_or_else(|| "–".to_owned())}</td>
                             <td data-label="Only">{if only.is_empty() { "any ref".to_owned() } else { only.join(", ") }}</td>
                             <td data-label="Projects">{p.project.clone().unwrap_or_else(|| "All".to_owned())}</td>
-                            <td data-label="Last used">{p.last_used_at.clone().unwrap_or_else(|| "never".to_owned())}</td>
+                            <td data-label="Last used">{super::utc_time_or(p.last_used_at.clone(), "never")}</td>
                             <td>
                                 <form method="post" action=RemovePublisher::PATH>
                                     <input type="hidden" name="publisher_id" value=p.id.clone()/>

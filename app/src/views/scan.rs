@@ -586,13 +586,14 @@ fn finding_table(
 fn bulk_triage_form(project_id: &str, scan_id: &str, view: &'static str) -> impl IntoView {
     view! {
         <form method="post" action=format!("/projects/{project_id}/findings/triage") id=BULK_FORM
-            class="triage-form bulk" data-testid="bulk-triage" aria-labelledby="bulk-heading">
+            class="triage-form bulk" data-testid="bulk-triage" aria-labelledby="bulk-heading" data-bulk="">
             <h3 id="bulk-heading">"Triage the selected findings"</h3>
             <p class="muted small">"Tick findings above (or every one on this page), then set them aside together. "
                 "Members set aside what nobody has; replacing a triage that holds is an admin's."</p>
             <input type="hidden" name="scan_id" value=scan_id.to_owned()/>
             <input type="hidden" name="view" value=view/>
             {super::triage_fields("bulk", None, true)}
+            <p class="muted small" data-selected-count="" data-testid="bulk-count" aria-live="polite"></p>
             <button type="submit" class="primary">"Triage selected"</button>
         </form>
     }
@@ -611,8 +612,14 @@ fn triage_notice(q: &leptos_router::params::ParamsMap) -> Option<impl IntoView> 
     };
     let (role, text) = match q.get("triage").as_deref() {
         Some("saved") => {
+            let state = q
+                .get("state")
+                .as_deref()
+                .and_then(tidemark_wire::findings::TriageState::parse)
+                .map(|s| format!(" as {}", s.label().to_lowercase()))
+                .unwrap_or_default();
             let mut text = format!(
-                "Triaged {}: the gate no longer counts them as new.",
+                "Triaged {}{state}: each finding's page shows it in its life, with who and why.",
                 findings(done)
             );
             if skipped > 0 {
@@ -724,25 +731,12 @@ fn diff_section(project_id: &str, d: DiffView) -> impl IntoView {
 /// An API key by its prefix and machine; a keyless CI push by its identity, linked to the run.
 fn pushed_by(p: tidemark_wire::PushedBy) -> impl IntoView {
     match p {
-        tidemark_wire::PushedBy::ApiKey {
-            key_prefix,
-            machine,
-        } => view! { <span>{format!("API key {key_prefix}… ({machine})")}</span> }.into_any(),
+        key @ tidemark_wire::PushedBy::ApiKey { .. } => {
+            view! { <span>{key.describe()}</span> }.into_any()
+        }
         tidemark_wire::PushedBy::Ci(id) => {
-            let provider = match id.provider.as_str() {
-                "github" => "GitHub Actions",
-                "gitlab" => "GitLab CI",
-                _ => "CI",
-            };
-            let mut detail = Vec::new();
-            detail.extend(id.workflow.clone());
-            detail.extend(id.git_ref.clone());
-            detail.extend(id.environment.clone().map(|e| format!("environment {e}")));
-            detail.extend(
-                id.sha
-                    .as_ref()
-                    .map(|s| format!("commit {}", s.chars().take(7).collect::<String>())),
-            );
+            let provider = id.provider_name();
+            let detail = id.details();
             let run = id.run_id.clone().map(|run| match id.run_url.clone() {
                 Some(url) => {
                     view! { " · " <a href=url rel="noopener noreferrer">{format!("run {run}")}</a> }

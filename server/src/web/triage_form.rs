@@ -130,11 +130,17 @@ fn back_to_scan(
     scan_id: &ScanId,
     view: &str,
     code: &str,
-    counts: Option<(usize, usize)>,
+    counts: Option<(usize, usize, Option<TriageState>)>,
 ) -> Response {
     let view = if view == "new" { "new" } else { "all" };
     let counts = counts
-        .map(|(done, skipped)| format!("&count={done}&skipped={skipped}"))
+        .map(|(done, skipped, state)| {
+            let state = state.map(|s| format!("&state={}", s.as_str()));
+            format!(
+                "&count={done}&skipped={skipped}{}",
+                state.unwrap_or_default()
+            )
+        })
         .unwrap_or_default();
     Redirect::to(&format!(
         "/projects/{project_id}/scans/{scan_id}?view={view}&triage={code}{counts}"
@@ -237,7 +243,11 @@ pub async fn triage_findings(
             } else {
                 "saved"
             };
-            back(code, Some((each.len() - skipped, skipped)))
+            let done = each.len() - skipped;
+            back(
+                code,
+                Some((done, skipped, (done > 0).then_some(triage_state))),
+            )
         }
         Err(err) => unavailable(err),
     }
