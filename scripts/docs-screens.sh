@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# Copies the dashboard pictures the Playwright suite takes (end2end/test-results/docs/, written
-# by the tables test of tests/dashboard.spec.ts; the deployed phase's are the ones kept) to
-# docs/screens/, quantised to 128 colours when Pillow is installed (a third of the size),
+# Copies the dashboard pictures the Playwright suite takes of the demo account
+# (end2end/screens/, written by tests/demo.spec.ts in the first phase) to docs/screens/, quantised to 128 colours when Pillow is installed (a third of the size),
 # as they are otherwise. Run after `make test` or scripts/e2e.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-src=end2end/test-results/docs
+src=end2end/screens
 [ -d "$src" ] || { echo "docs-screens: no $src: run the browser tests first" >&2; exit 1; }
 mkdir -p docs/screens
 python3 - "$src" docs/screens <<'PY'

@@ -2,8 +2,9 @@
 # Builds Tidemark's OCI image with podman from a staged root filesystem (stage-rootfs.sh):
 #   deploy/oci/build-image.sh [--binary PATH] [--tag NAME] [--save FILE] [-- podman options]
 # --binary defaults to the release build (target/release/tidemark-server, made by
-# `cargo leptos build --release --precompress --split`); --save writes the image as an OCI
-# archive that `podman load -i FILE` (or `docker load`) takes on another machine. Options after
+# `cargo leptos build --release --precompress --split`); --save writes the image as a Docker
+# archive that `podman load -i FILE` or `docker load -i FILE` takes on another machine: unlike
+# an OCI archive it keeps the HEALTHCHECK (OCI's image config has no such field). Options after
 # `--` go to podman itself (the tests give it a storage directory of their own).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,6 +41,6 @@ podman "${podman_opts[@]}" build --quiet --format docker --tag "$tag" \
 size=$(podman "${podman_opts[@]}" image inspect --format '{{.Size}}' "$tag")
 echo "built $tag: $((size / 1000 / 1000)) MB"
 if [ -n "$save" ]; then
-  podman "${podman_opts[@]}" save --quiet --format oci-archive --output "$save" "$tag"
+  podman "${podman_opts[@]}" save --quiet --format docker-archive --output "$save" "$tag"
   echo "saved $save ($(($(stat -c %s "$save") / 1000 / 1000)) MB)"
 fi

@@ -619,19 +619,20 @@ test("tables read as cards on a phone and use the width of a desktop; pagers cou
   // Rows 4 and 5: on a 390 px phone each cell is labelled with its own column, rule ids stay
   // whole, the header bar is short and the charts' labels readable.
   await page.setViewportSize({ width: 390, height: 900 });
-  // docs/dashboard.md's pictures (the last phase's are kept): taken here, while the project
-  // still has its open findings and pull request.
+  // Pictures of the e2e account (docs/dashboard.md's are the demo's: tests/demo.spec.ts),
+  // taken here while the project still has its open findings and pull request.
   const shots = new Map([["/projects", "projects"], [project, "project"], [`${project}?pr=7`, "pull-request"],
     [`${scanUrl}?view=all`, "scan-all"], [`${project}/frameworks/cis-aws-2.0`, "framework"]]);
   const shoot = async (url: string, width: number) => {
     const name = shots.get(url);
-    if (name) await page.screenshot({ path: `test-results/docs/${name}-${width}.png`, fullPage: true });
+    if (name) await page.screenshot({ path: `test-results/e2e-shots/${name}-${width}.png`, fullPage: true });
   };
   for (const url of pages) {
     await page.goto(url);
     await shoot(url, 390);
     await expectTablesReadOnPhones(page, `${url} at 390px`);
     await expectNoSidewaysScroll(page, `${url} at 390px`);
+    await expectPhoneLayout(page, `${url} at 390px`);
     const bar = await page.locator("header.topbar").boundingBox();
     expect.soft(bar?.height ?? 0, `the header bar on ${url}`).toBeLessThanOrEqual(110);
   }
@@ -641,6 +642,14 @@ test("tables read as cards on a phone and use the width of a desktop; pagers cou
   await page.goto(project);
   const label = await page.getByTestId("chart-axes").locator("text.axis").first().boundingBox();
   expect(label?.height ?? 0).toBeGreaterThanOrEqual(8);
+  // A page that does not exist keeps the viewer's own header (not "Sign in"), at both widths.
+  for (const width of [390, 1280]) {
+    await page.setViewportSize({ width, height: 900 });
+    const res = await page.goto("/no/such/page");
+    expect(res?.status()).toBe(404);
+    await expect(page.getByTestId("signed-in-as")).toContainText(ADMIN);
+    await expect(page.getByRole("link", { name: "Sign in" })).toHaveCount(0);
+  }
   // Row 6: on a 1280 px screen no table is cut off in its scroller.
   await page.setViewportSize({ width: 1280, height: 900 });
   for (const url of pages) {

@@ -101,6 +101,45 @@ export async function expectTablesReadOnPhones(page: Page, what: string) {
   expect.soft(wrong, `tables on ${what}`).toEqual([]);
 }
 
+/**
+ * What a phone shows is usable: a box to tick is a box, a caption reads as a line (not a
+ * word a line), a tab holds its text, the chart's dates do not overlap, and every field looks
+ * like the others (a number, a date or a list as a text field does).
+ */
+export async function expectPhoneLayout(page: Page, what: string) {
+  const wrong = await page.evaluate(() => {
+    const bad: string[] = [];
+    const visible = (e: Element) => (e as HTMLElement).offsetParent !== null;
+    for (const box of Array.from(document.querySelectorAll('main input[type="checkbox"]')).filter(visible)) {
+      const r = box.getBoundingClientRect();
+      if (r.width < 16 || r.height < 16) bad.push(`a checkbox is ${r.width}x${r.height}px`);
+    }
+    for (const caption of Array.from(document.querySelectorAll("main caption")).filter(visible)) {
+      const words = (caption.textContent ?? "").trim().split(/\s+/).length;
+      const lineHeight = parseFloat(getComputedStyle(caption).lineHeight) || 20;
+      if (words > 1 && caption.getBoundingClientRect().height > 2.5 * lineHeight) bad.push(`caption "${caption.textContent}" wraps a word a line`);
+    }
+    for (const tab of Array.from(document.querySelectorAll(".tabs a")).filter(visible)) {
+      if (tab.scrollWidth > tab.clientWidth + 1) bad.push(`tab "${tab.textContent}" overflows`);
+    }
+    for (const axis of Array.from(document.querySelectorAll("figure.chart svg"))) {
+      const dates = Array.from(axis.querySelectorAll("text.date")).map((t) => t.getBoundingClientRect()).filter((r) => r.width > 0);
+      for (let i = 1; i < dates.length; i++) {
+        if (dates[i].left < dates[i - 1].right) bad.push(`chart dates ${i} and ${i + 1} overlap`);
+      }
+    }
+    const look = (e: Element) => {
+      const s = getComputedStyle(e);
+      return `${s.borderTopWidth} ${s.borderTopStyle} ${s.borderRadius} ${s.paddingLeft}`;
+    };
+    const fields = Array.from(document.querySelectorAll('main input[type="text"], main input[type="number"], main input[type="email"], main input[type="url"], main input[type="date"], main select')).filter(visible);
+    const looks = new Set(fields.map(look));
+    if (looks.size > 1) bad.push(`fields look different: ${[...looks].join(" | ")}`);
+    return bad;
+  });
+  expect.soft(wrong, `the phone layout of ${what}`).toEqual([]);
+}
+
 /** On a wide screen no table is cut off inside its scroller: it has the width it needs. */
 export async function expectTablesFit(page: Page, what: string) {
   const clipped = await page.evaluate(() =>

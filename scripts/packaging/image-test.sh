@@ -36,7 +36,15 @@ fail() {
 }
 
 tag=localhost/tidemark:test
-deploy/oci/build-image.sh --binary "$binary" --tag "$tag" -- "${podman_opts[@]}" || fail "the image did not build"
+build_opts=(--root "$work/build-storage" --runroot "$work/build-run" --storage-driver vfs --log-level error)
+deploy/oci/build-image.sh --binary "$binary" --tag "$tag" --save "$work/image.tar" -- "${build_opts[@]}" \
+  || fail "the image did not build"
+podman "${build_opts[@]}" rmi -a -f >/dev/null 2>&1 || true
+rm -rf "$work/build-storage" "$work/build-run"
+# Everything below is checked on the archive an operator gets, loaded into an empty store as
+# `podman load -i` (or `docker load -i`) would, not on the build's own store.
+podman "${podman_opts[@]}" load --quiet --input "$work/image.tar" >/dev/null || fail "the saved archive did not load"
+rm "$work/image.tar"
 inspect() { podman "${podman_opts[@]}" image inspect --format "$1" "$tag"; }
 user=$(inspect '{{.Config.User}}')
 case "$user" in ''|0|0:*|root|root:*) fail "the image runs as root ($user)" ;; esac

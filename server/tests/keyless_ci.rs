@@ -98,7 +98,7 @@ tidemark_store::test_each_backend! {
             .send().await.unwrap();
         assert_eq!(history.status(), StatusCode::OK);
         let csv = history.text().await.unwrap();
-        assert!(csv.contains("github acme/api"), "{csv}");
+        assert!(csv.contains(",Keyless CI · GitHub Actions acme/api · "), "{csv}");
 
         // The ids were pinned, and that is in the audit log with the addition.
         let (ok, out, _) = app.command(&["--json", "publisher", "list", "--account", account], &[]).await;

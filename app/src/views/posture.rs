@@ -327,7 +327,7 @@ fn findings_list(project_id: &str, r: &RequirementView) -> AnyView {
                 <li>
                     <a href=super::finding::finding_href(project_id, &f.finding_id)><code>{f.resource.clone()}</code></a>
                     {custom.then(|| view! { " " <code class="muted">{f.rule_id.clone()}</code> })}
-                    <span class="muted small">{format!(" · {} · failing since {}", f.severity, f.failing_since)}</span>
+                    <span class="muted small">{format!(" · {} · failing since ", f.severity)}{utc_time(f.failing_since.clone())}</span>
                     {f.triage.clone().map(|t| view! { <span class="small triage-note">{format!(" · {t}")}</span> })}
                 </li>
             }).collect_view()}
@@ -356,7 +356,7 @@ fn top_failing(v: &FrameworkView, top: Vec<RequirementView>, failing: usize) -> 
                                 {top.iter().map(|r| view! {
                                     <tr>
                                         <th scope="row">{requirement_name(r)}</th>
-                                        <td data-label="Failing since">{r.failing_since.clone().unwrap_or_else(|| "–".into())}</td>
+                                        <td data-label="Failing since">{super::utc_time_or(r.failing_since.clone(), "–")}</td>
                                         <td data-label="Resources">{findings_list(&project_id, r)}</td>
                                     </tr>
                                 }).collect_view()}
@@ -386,7 +386,7 @@ fn every_requirement(v: &FrameworkView) -> AnyView {
                     <td data-label="Section">{r.section.clone()}</td>
                     <td data-label="Status">{status_tag(&r.status)}
                         {(v.drift_detection && r.drifted).then(|| view! { " " <span class="tag drift">"drifted"</span> })}</td>
-                    <td data-label="Failing since">{r.failing_since.clone()}</td>
+                    <td data-label="Failing since">{super::utc_time_or(r.failing_since.clone(), "–")}</td>
                     <td data-label="Findings">{(!r.findings.is_empty()).then(|| findings_list(&project_id, r))}</td>
                 </tr>
             }
