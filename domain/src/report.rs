@@ -311,20 +311,23 @@ mod tests {
         assert_eq!((cis.counts.passed, cis.counts.failed), (1, 2));
     }
 
-    #[test]
-    fn a_set_aside_failure_is_triaged_and_says_who_and_why() {
-        let mut triage = HashMap::new();
-        triage.insert(
+    /// The triage of `cis-2.1` on `c` by ana, as a report's input has it.
+    fn triaged_c(state: &str, reason: &str) -> HashMap<(String, String), ReportTriage> {
+        HashMap::from([(
             ("cis-2.1".to_owned(), "c".to_owned()),
             ReportTriage {
-                state: "accepted_risk".into(),
-                reason: "public by design".into(),
+                state: state.into(),
+                reason: reason.into(),
                 by: "ana@example.com".into(),
                 at: "2026-11-20T11:00:00Z".into(),
                 expires_at: None,
             },
-        );
-        let r = report(&triage);
+        )])
+    }
+
+    #[test]
+    fn a_set_aside_failure_is_triaged_and_says_who_and_why() {
+        let r = report(&triaged_c("accepted_risk", "public by design"));
         let req = &r.frameworks[0].requirements[2];
         assert_eq!(req.status, "triaged");
         assert_eq!(
@@ -345,18 +348,7 @@ mod tests {
 
     #[test]
     fn a_wont_fix_failure_is_failed_and_not_muted_in_the_csv() {
-        let mut triage = HashMap::new();
-        triage.insert(
-            ("cis-2.1".to_owned(), "c".to_owned()),
-            ReportTriage {
-                state: "wont_fix".into(),
-                reason: "legacy bucket".into(),
-                by: "ana@example.com".into(),
-                at: "2026-11-20T11:00:00Z".into(),
-                expires_at: None,
-            },
-        );
-        let r = report(&triage);
+        let r = report(&triaged_c("wont_fix", "legacy bucket"));
         let req = &r.frameworks[0].requirements[2];
         assert_eq!(req.status, "failed");
         let csv = report_csv(&r);

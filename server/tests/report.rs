@@ -36,23 +36,23 @@ tidemark_store::test_each_backend! {
         body["git"] = json!({"branch": "main", "default_branch": "main", "commit": "0123456789abcdef0123456789abcdef01234567"});
         let scan = app.push_json(&key, &body).await;
         let (project, scan_id) = (scan["project_id"].as_str().unwrap(), scan["scan_id"].as_str().unwrap());
-        // The logs bucket set aside as an accepted risk.
         let findings: Value = app.get_with_key(&key, &format!("/v1/projects/{project}/findings")).await.json().await.unwrap();
-        let bucket = findings["findings"].as_array().unwrap().iter()
-            .find(|f| f["rule_id"] == "soc2-cc6.1").unwrap()["id"].as_str().unwrap().to_owned();
-        let res = app.client.put(app.url(&format!("/v1/projects/{project}/findings/{bucket}/triage")))
-            .header("X-API-Key", &key)
-            .json(&json!({"state": "accepted_risk", "reason": "Logs bucket, versioning not needed"}))
-            .send().await.unwrap();
-        assert_eq!(res.status(), StatusCode::OK);
-        // The instance kept as it is: won't fix, which keeps its requirement failed.
-        let instance = findings["findings"].as_array().unwrap().iter()
-            .find(|f| f["rule_id"] == "cis-gcp-2.0-4.1").unwrap()["id"].as_str().unwrap().to_owned();
-        let res = app.client.put(app.url(&format!("/v1/projects/{project}/findings/{instance}/triage")))
-            .header("X-API-Key", &key)
-            .json(&json!({"state": "wont_fix", "reason": "Legacy instance, retired in Q1"}))
-            .send().await.unwrap();
-        assert_eq!(res.status(), StatusCode::OK);
+        let triage = |rule: &'static str, state: &'static str, reason: &'static str| {
+            let id = findings["findings"].as_array().unwrap().iter()
+                .find(|f| f["rule_id"] == rule).unwrap()["id"].as_str().unwrap().to_owned();
+            let (app, key) = (&app, &key);
+            async move {
+                let res = app.client.put(app.url(&format!("/v1/projects/{project}/findings/{id}/triage")))
+                    .header("X-API-Key", key)
+                    .json(&json!({"state": state, "reason": reason}))
+                    .send().await.unwrap();
+                assert_eq!(res.status(), StatusCode::OK);
+            }
+        };
+        // The logs bucket set aside as an accepted risk; the instance kept as it is (won't
+        // fix), which keeps its requirement failed.
+        triage("soc2-cc6.1", "accepted_risk", "Logs bucket, versioning not needed").await;
+        triage("cis-gcp-2.0-4.1", "wont_fix", "Legacy instance, retired in Q1").await;
         let path = format!("/v1/projects/{project}/scans/{scan_id}/report");
 
         // The page: provenance, each requirement, the failure and its triage.
