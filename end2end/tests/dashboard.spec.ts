@@ -5,7 +5,7 @@ import path from "node:path";
 import { type AddressInfo } from "node:net";
 import { type APIRequestContext } from "@playwright/test";
 import {
-  expect, expectAccessible, expectNoSidewaysScroll, expectTablesFit, expectTablesReadOnPhones, test,
+  expect, expectAccessible, expectNoSidewaysScroll, expectPhoneLayout, expectTablesFit, expectTablesReadOnPhones, test,
   signInWithOidc as signIn, watchCsp,
 } from "./support";
 
@@ -213,6 +213,9 @@ test("compliance: each framework's trend, a framework's heatmap and failing requ
   await expect(card.locator("li.trend")).toHaveCount(2);
   const cis = card.locator('li.trend[data-framework="cis-aws-2.0"]');
   await expect(cis).toContainText("0% passing");
+  // A 0 % says why: this scanner sent only failures for its CIS rules; soc2, with a PASS, needs no note.
+  await expect(cis.getByTestId("none-passed")).toContainText("one passes only on a PASS finding");
+  await expect(card.locator('li.trend[data-framework="soc2"]').getByTestId("none-passed")).toHaveCount(0);
   await expect(cis.locator("figure")).toHaveAttribute("aria-label", /^cis-aws-2\.0: 0% of requirements passing now; since the first scan, 6 scans from 0% to 0%/);
   await expect(card.locator('li.trend[data-framework="soc2"]')).toContainText("50% passing");
   // The same as a table.
@@ -226,6 +229,7 @@ test("compliance: each framework's trend, a framework's heatmap and failing requ
   await expect(page).toHaveURL(/\/frameworks\/cis-aws-2\.0$/);
   await expect(page.getByRole("heading", { level: 1 })).toHaveText("cis-aws-2.0");
   await expect(page.getByTestId("framework-headline")).toContainText("0 passed · 2 failed");
+  await expect(page.getByTestId("none-passed")).toBeVisible();
   const heat = page.getByTestId("heatmap");
   await expect(heat.locator("li")).toHaveCount(2);
   await expect(heat.locator("li.heat-4")).toHaveCount(2);

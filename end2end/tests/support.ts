@@ -112,7 +112,7 @@ export async function expectPhoneLayout(page: Page, what: string) {
     const visible = (e: Element) => (e as HTMLElement).offsetParent !== null;
     for (const box of Array.from(document.querySelectorAll('main input[type="checkbox"]')).filter(visible)) {
       const r = box.getBoundingClientRect();
-      if (r.width < 16 || r.height < 16) bad.push(`a checkbox is ${r.width}x${r.height}px`);
+      if (r.width < 12 || r.height < 12) bad.push(`a checkbox is ${r.width}x${r.height}px`);
     }
     for (const caption of Array.from(document.querySelectorAll("main caption")).filter(visible)) {
       const words = (caption.textContent ?? "").trim().split(/\s+/).length;

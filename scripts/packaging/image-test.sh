@@ -57,6 +57,11 @@ for label in title version revision created licenses; do
 done
 version=$(inspect '{{index .Config.Labels "org.opencontainers.image.version"}}')
 grep -q "image: localhost/tidemark:$version\$" deploy/oci/compose.yaml || fail "deploy/oci/compose.yaml names another image than localhost/tidemark:$version"
+# The compose file's pointer to its docs names a section docs/install.md has.
+section=$(sed -n 's/.*docs\/install\.md, "\([^"]*\)".*/\1/p' deploy/oci/compose.yaml | head -n 1)
+[ -n "$section" ] && grep -q "^## $section\$" docs/install.md \
+  || fail "deploy/oci/compose.yaml points to a section docs/install.md does not have: \"$section\""
+
 
 # The compose file's nginx command, applied to the site file as shipped, must produce both
 # replicas' upstream lines (a changed site file would silently leave one replica).

@@ -651,7 +651,7 @@ fn scans_table(
                             <th scope="col">"Score"</th>
                             <th scope="col">"Change"</th>
                             <th scope="col">"Gate"</th>
-                            <th scope="col">"Findings"</th>
+                            <th scope="col">"Checks"</th>
                             <th scope="col">"Source"</th>
                         </tr>
                     </thead>
@@ -668,7 +668,9 @@ fn scans_table(
                                     <td data-label="Score" class="score">{fmt_score(s.score)}</td>
                                     <td data-label="Change">{let (d, against) = s.headline_change(); change_badge(d, against)}</td>
                                     <td data-label="Gate" title=s.gate.reasons.join("\n")>{gate_badge(s.gate.status)}</td>
-                                    <td data-label="Findings">{s.finding_count}</td>
+                                    // What failed, as the scan page says it: a push also lists its passing and
+                                    // skipped checks, so its number of findings is no count of problems.
+                                    <td data-label="Checks">{format!("{} failed · {} passed", s.failed, s.passed)}</td>
                                     <td data-label="Source">{s.state_source}</td>
                                 </tr>
                             })
