@@ -250,12 +250,35 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.count("audit_events WHERE action = 'keys.rotated'").await, 1, "{backend:?}");
         assert_eq!(app.count("api_keys WHERE revoked_at IS NULL").await, 1, "{backend:?}");
 
+        // Another member of the account, and an admin of another account, given the page's
+        // address: neither gets the key, and it still waits for the one who made it.
+        tidemark_store::access::add_member(
+            &app.db,
+            &license.account_id,
+            &tidemark_domain::text::Email::parse("reader@example.com").unwrap(),
+            tidemark_domain::access::Role::Admin,
+            &tidemark_store::testing::audit(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let (stranger, _) = app.with_key(Tier::Team).await;
+        let mut others_saw = Vec::new();
+        for email in ["reader@example.com", stranger.email.as_str()] {
+            let mut other = app.signed_in(&provider, email).await;
+            let page = other.get(&app.url(&to)).await.text().await.unwrap();
+            assert!(shown_key(&page).is_none(), "{backend:?}: {email} saw it");
+            others_saw.push(page);
+        }
+        assert_eq!(app.count("secret_handovers").await, 1, "{backend:?}");
+
         let res = admin.get(&app.url(&to)).await;
         assert_eq!(res.status(), StatusCode::OK);
         assert_eq!(res.headers()["cache-control"], "no-store");
         let html = res.text().await.unwrap();
         let shown = shown_key(&html).expect("the new key is on the page");
         assert!(shown.starts_with("svc_api_"), "{shown}");
+        assert!(others_saw.iter().all(|page| !page.contains(&shown)), "{backend:?}");
         assert!(html.contains(r#"data-testid="keys""#), "the keys section around it");
         common::assert_error(app.push(&key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z")).await,
             StatusCode::UNAUTHORIZED, "invalid_api_key").await;
@@ -268,7 +291,6 @@ tidemark_store::test_each_backend! {
         assert_eq!(app.count("audit_events WHERE action = 'keys.rotated'").await, 1);
         let res = app.push(&shown, &sample_push("web", 81.0, "2026-11-20T11:00:00Z")).await;
         assert_eq!(res.status(), StatusCode::CREATED);
-        // Nobody else can take a secret by its page's address: only the member who sent it.
         assert_eq!(app.count("secret_handovers").await, 0, "taken, so gone");
 
         // A webhook's signing secret, on the webhooks section with the endpoint it signs for.
