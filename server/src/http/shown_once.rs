@@ -208,17 +208,13 @@ async fn make(
     let (answer_parts, body) = answer.into_parts();
     let answer_body = axum::body::to_bytes(body, MAX_ANSWER).await.ok();
     let Some(answer_body) = answer_body.filter(|b| secret.read(b).is_some()) else {
-        // Made, but its value unreadable: the page says so rather than hiding it.
         tracing::error!("a secret made by a form could not be read back to show it");
         end(state, &id, None).await;
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-            "The change was made, but its new secret could not be shown. Make another.",
-        )
-            .into_response();
+        return made_but_not_shown();
     };
-    end(state, &id, Some(state.handovers.seal(&answer_body))).await;
+    if !end(state, &id, Some(state.handovers.seal(&answer_body))).await {
+        return made_but_not_shown();
+    }
     let mut res = see_other(&location);
     // A session the form's answer renewed still reaches the browser.
     for cookie in answer_parts.headers.get_all(header::SET_COOKIE) {
@@ -250,8 +246,20 @@ pub async fn begin(
         .map_err(|e| tracing::warn!(error = %e, "could not claim a form's handover"))
 }
 
+/// Made, but its secret could not be kept for its page: the answer says so rather than
+/// sending the member to a page that would say it was shown.
+pub fn made_but_not_shown() -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "The change was made, but its new secret could not be shown. Make another.",
+    )
+        .into_response()
+}
+
 /// Fills the handover `id` with the sealed secret, or lets the claim go when nothing was made.
-pub async fn end(state: &AppState, id: &str, sealed: Option<String>) {
+/// Whether it was kept.
+pub async fn end(state: &AppState, id: &str, sealed: Option<String>) -> bool {
     let id = id.to_owned();
     let done = state
         .db
@@ -262,9 +270,10 @@ pub async fn end(state: &AppState, id: &str, sealed: Option<String>) {
             }
         })
         .await;
-    if let Err(e) = done {
+    if let Err(e) = &done {
         tracing::warn!(error = %e, "could not keep a form's secret for its page");
     }
+    done.is_ok()
 }
 
 pub fn see_other(location: &str) -> Response {

@@ -109,7 +109,7 @@ pub async fn change_provisioning(
 /// A new token, made once however often its form is sent, and handed to the section the
 /// answer redirects to (post/redirect/get): a reload of that page shows it no more.
 async fn create_token(state: &AppState, viewer: &app::auth::Viewer, once: &str) -> Response {
-    use crate::http::shown_once::{begin, end, see_other, Secret};
+    use crate::http::shown_once::{begin, end, made_but_not_shown, see_other, Secret};
     use tidemark_domain::handover;
     let token = handover::parse_token(once)
         .map(str::to_owned)
@@ -138,8 +138,11 @@ async fn create_token(state: &AppState, viewer: &app::auth::Viewer, once: &str) 
     match made {
         Ok(()) => {
             let answer = serde_json::to_vec(scim.expose()).unwrap_or_default();
-            end(state, &id, Some(state.handovers.seal(&answer))).await;
-            see_other(&location)
+            if end(state, &id, Some(state.handovers.seal(&answer))).await {
+                see_other(&location)
+            } else {
+                made_but_not_shown()
+            }
         }
         Err(e) => {
             end(state, &id, None).await;
