@@ -40,6 +40,10 @@ python3 scripts/code-shape.py --self-test
 python3 scripts/code-shape.py
 python3 scripts/architecture-graph.py --check docs/architecture.md
 
+step "docs: every internal link and anchor of the Markdown resolves"
+python3 scripts/doc-links.py --self-test
+python3 scripts/doc-links.py
+
 step "cargo deny: licenses, bans and sources of every dependency (deny.toml)"
 cargo deny --log-level error check licenses bans sources
 
