@@ -117,7 +117,8 @@ pub fn form_page(req: &Request) -> Option<String> {
     })
 }
 
-fn unavailable() -> Response {
+/// The claim could not be made (the database did not answer): nothing was changed.
+pub fn unavailable() -> Response {
     let mut res = (
         StatusCode::SERVICE_UNAVAILABLE,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],

@@ -119,12 +119,7 @@ async fn create_token(state: &AppState, viewer: &app::auth::Viewer, once: &str) 
     match begin(state, viewer, &id, Secret::ScimToken).await {
         Ok(tidemark_store::handovers::Claim::New) => {}
         Ok(tidemark_store::handovers::Claim::Repeat) => return see_other(&location),
-        Err(()) => {
-            return refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The change could not be made right now; nothing was changed. Try again shortly.",
-            )
-        }
+        Err(()) => return crate::http::shown_once::unavailable(),
     }
     let scim = ScimToken::generate();
     let (hash, prefix) = (scim.hash(), scim.display_prefix());
