@@ -26,7 +26,7 @@ step() {
   printf '\n\033[1m==> %s\033[0m  (at %d:%02d; target/ %s, %s free)\n' "$*" \
     $((SECONDS / 60)) $((SECONDS % 60)) "${used:-0}" "${free:-?}"
 }
-SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p tidemark-cli -p app -p server)
+SERVER_PKGS=(-p tidemark-wire -p tidemark-domain -p tidemark-store -p tidemark-services -p tidemark-cli -p app -p server)
 # The benchmarks are linted (not run) so that they keep compiling as the code they measure changes.
 LINT_PKGS=("${SERVER_PKGS[@]}" -p tidemark-bench)
 

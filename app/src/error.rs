@@ -85,6 +85,19 @@ pub fn unavailable<T, E: std::fmt::Display + 'static>(err: E) -> Result<T, Dashb
     Err(DashboardError::Unavailable)
 }
 
+/// On the server: a use case's refusal as the dashboard shows it (a database failure is
+/// logged and shown as "unavailable").
+#[cfg(feature = "ssr")]
+pub fn refused<T>(err: tidemark_services::ServiceError) -> Result<T, DashboardError> {
+    use tidemark_services::ServiceError;
+    match err {
+        ServiceError::Invalid(text) => Err(DashboardError::Invalid(text)),
+        ServiceError::NotFound => Err(DashboardError::NotFound),
+        ServiceError::Conflict(text) => Err(DashboardError::Conflict(text)),
+        ServiceError::Store(err) => unavailable(err),
+    }
+}
+
 /// The HTTP status of a server function's error response, from its JSON body. The server
 /// applies it to every such response in one place, so no server function has to remember to.
 pub fn status_of_error_body(body: &[u8]) -> Option<u16> {

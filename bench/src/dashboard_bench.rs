@@ -45,13 +45,15 @@ async fn main() {
     let config = server::config::Config::from_lookup(|k| env.get(k).cloned()).unwrap();
     let state = server::build_state(config).await.unwrap();
     let email = "bench@example.com";
-    let license = server::operator::ops::create_license(
+    let license = tidemark_services::licensing::create(
         &tidemark_store::Writer::for_tests(state.db.clone()),
         &state.license_keys,
-        email,
-        tidemark_wire::Tier::Enterprise,
-        None,
-        None,
+        tidemark_services::licensing::LicenseRequest {
+            email: tidemark_domain::text::Email::parse(email).unwrap(),
+            tier: tidemark_wire::Tier::Enterprise,
+            expires_at: None,
+            max_projects: None,
+        },
         &tidemark_store::testing::audit(),
     )
     .await

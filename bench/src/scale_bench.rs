@@ -172,13 +172,15 @@ async fn the_account(state: &server::state::AppState, writer: &Writer) -> (Accou
     let account = match known.first() {
         Some((license, _)) => license.account_id.clone(),
         None => {
-            server::operator::ops::create_license(
+            tidemark_services::licensing::create(
                 writer,
                 &state.license_keys,
-                EMAIL,
-                tidemark_wire::Tier::Enterprise,
-                None,
-                None,
+                tidemark_services::licensing::LicenseRequest {
+                    email: tidemark_domain::text::Email::parse(EMAIL).unwrap(),
+                    tier: tidemark_wire::Tier::Enterprise,
+                    expires_at: None,
+                    max_projects: None,
+                },
                 &tidemark_store::testing::audit(),
             )
             .await

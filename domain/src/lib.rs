@@ -33,17 +33,7 @@ pub mod spans;
 pub mod sso;
 pub mod text;
 pub mod tier;
+pub mod time;
 pub mod webhook;
 
-/// Milliseconds since the Unix epoch: how every timestamp is stored.
-pub type Millis = i64;
-
-pub fn to_rfc3339(ms: Millis) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-pub fn now_millis() -> Millis {
-    chrono::Utc::now().timestamp_millis()
-}
+pub use time::{now_millis, to_rfc3339, Millis};

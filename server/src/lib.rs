@@ -5,7 +5,6 @@ pub mod allocator;
 pub mod api;
 pub mod auth;
 pub mod config;
-pub mod crypto;
 pub mod http;
 pub mod keyless;
 pub mod operator;
@@ -37,6 +36,8 @@ use crate::config::{Config, Environment, MasterKeySource};
 use crate::http::metrics::Metrics;
 use crate::http::request_id::RequestId;
 use crate::http::security_headers;
+use tidemark_services::crypto;
+
 use crate::state::AppState;
 
 /// What starting does to the database schema.
@@ -120,7 +121,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
     };
     let dns = auth::domain_verification::DnsVerifier::new(config.signin.dns_resolver)
         .context("could not set up the DNS resolver for SSO domain verification")?;
-    let keys = crypto::Keyring::from_config(&config);
+    let keys = config.keys.keyring();
     let ci_keys = Arc::new(keyless::KeySets::new(
         dns.clone(),
         config.keyless.allow_private_issuers,
@@ -253,17 +254,16 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
         oidc_audience: state.config.keyless.audience.clone(),
         oidc_allow_private_issuers: state.config.keyless.allow_private_issuers,
     };
-    let webhook_outbox =
-        app::api::webhooks::WebhookOutboxHandle(Arc::new(operator::ops::DashboardWebhooks {
-            secrets: state.webhook_secrets.clone(),
-            wakeup: state.webhook_wakeup.clone(),
-        }));
-    let form_seal = crypto::form_seal_keys(&crypto::Keyring::from_config(&state.config));
+    let services = tidemark_services::Services::new(
+        state.db.clone(),
+        &state.config.keys.keyring(),
+        state.webhook_wakeup.clone(),
+        Arc::new(state.dns.clone()),
+        Arc::new(auth::saml::SamlMetadata),
+    );
+    let form_seal = crypto::form_seal_keys(&state.config.keys.keyring());
     let form_seal_for_pages = form_seal.clone();
-    let sso_admin = app::api::settings::SsoAdminHandle(Arc::new(operator::ops::DashboardSso {
-        db: state.db.clone(),
-        dns: state.dns.clone(),
-    }));
+
     // Everything a browser signs in to: pages, server functions, the sign-in flows. Only
     // these routes see sessions; `/v1` authenticates with API keys and never with cookies.
     let dashboard = Router::new()
@@ -331,8 +331,7 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
                 provide_context(db.clone());
                 provide_context(dashboard_config.clone());
                 provide_context(app::api::storage::Housekeeping(housekeeping));
-                provide_context(sso_admin.clone());
-                provide_context(webhook_outbox.clone());
+                provide_context(services.clone());
                 provide_context(form_seal_for_pages.clone());
             },
             {
@@ -460,13 +459,7 @@ pub async fn serve_until(
     state.assets.start_loading(&state.config.http.site_root);
     // Stopped when this future ends or is dropped (a test aborting its server), so no
     // replica's workers outlive it.
-    let _background = AbortOnDrop(workers::mail::spawn_background_work(&state)?);
-    let _webhook_sender = AbortOnDrop(workers::webhooks::spawn_sender(&state)?);
-    let _housekeeping = workers::housekeeping::spawn(&state).map(AbortOnDrop);
-    let _rechecks = AbortOnDrop(auth::domain_verification::spawn_rechecks(
-        state.db.clone(),
-        state.dns.clone(),
-    ));
+    let _workers = workers::start(&state)?;
     let header_timeout = Duration::from_secs(state.config.http.header_timeout_seconds.into());
     // `/metrics` on an address of its own when one is configured (for example loopback or a
     // private network only), with the same connection timeouts.

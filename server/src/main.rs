@@ -144,7 +144,7 @@ async fn run(command: Command) -> anyhow::Result<Option<Report>> {
 /// A server given another master key than its data was sealed under would serve, say ready,
 /// and fail every license mail: refuse to start instead, unless the operator says otherwise.
 async fn check_master_keys(state: &server::state::AppState) -> anyhow::Result<()> {
-    let keys = server::crypto::Keyring::from_config(&state.config);
+    let keys = state.config.keys.keyring();
     match server::operator::keys::unknown_keys(&state.db, &keys).await {
         Ok(None) => Ok(()),
         Ok(Some(unknown)) if state.config.keys.allow_unknown_master_keys => {

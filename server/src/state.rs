@@ -6,8 +6,8 @@ use tidemark_store::Db;
 use tokio::sync::Notify;
 
 use crate::config::Config;
-use crate::crypto::SecretBox;
 use crate::http::metrics::Metrics;
+use tidemark_services::crypto::SecretBox;
 
 /// Everything a handler may need, cloned cheaply into each request.
 #[derive(Clone, FromRef)]
@@ -45,7 +45,7 @@ pub struct AppState {
     pub assets: crate::http::assets::Assets,
     /// Signs licence verdicts and the published key set.
     #[from_ref(skip)]
-    pub signer: Arc<crate::crypto::signing::Signer>,
+    pub signer: Arc<tidemark_services::crypto::signing::Signer>,
     /// The signing keys of CI token issuers (keyless CI), cached by `kid`.
     #[from_ref(skip)]
     pub ci_keys: Arc<crate::keyless::KeySets>,

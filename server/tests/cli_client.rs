@@ -323,7 +323,7 @@ async fn rotated_and_malformed_keys_tell_the_user_to_activate_again() {
     )
     .unwrap();
     // Rotation in Settings: every key of the account is revoked at once.
-    server::operator::ops::rotate_api_keys(
+    tidemark_services::api_keys::rotate(
         &app.db,
         &license.account_id,
         "rotated",
@@ -370,7 +370,7 @@ async fn bundle_pull_verifies_the_checksum_and_keeps_the_old_copy_on_mismatch() 
         r.out
     );
 
-    let published = server::operator::ops::publish_bundle(
+    let published = tidemark_services::bundles::publish(
         &app.db,
         &app.base_url,
         "p.tar",

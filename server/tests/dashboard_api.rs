@@ -421,13 +421,13 @@ tidemark_store::test_each_backend! {
             .post_form("/api/remove_sso", &[("domain", "corp.example")])
             .await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
-        assert_eq!(server::operator::ops::list_sso(&app.db, None).await.unwrap().len(), 1);
+        assert_eq!(tidemark_services::sso::list(&app.db, None).await.unwrap().len(), 1);
 
         let res = admin
             .post_form("/api/remove_sso", &[("domain", "corp.example")])
             .await;
         assert_eq!(res.status(), StatusCode::OK);
-        assert!(server::operator::ops::list_sso(&app.db, None)
+        assert!(tidemark_services::sso::list(&app.db, None)
             .await
             .unwrap()
             .is_empty());

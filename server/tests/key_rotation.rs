@@ -7,8 +7,8 @@
 use base64::Engine as _;
 use reqwest::StatusCode;
 use serde_json::Value;
-use server::config::MasterKey;
-use server::crypto::key_id;
+use tidemark_services::crypto::key_id;
+use tidemark_services::crypto::MasterKey;
 use tidemark_store::sealed::{sealed_after, SealedColumn};
 use tidemark_wire::Tier;
 

@@ -39,7 +39,7 @@ async fn answer_without_verdict(res: reqwest::Response) -> Value {
 tidemark_store::test_each_backend! {
     async fn validation_reports_tier_features_expiry_and_the_latest_bundle(backend) {
         let app = TestApp::spawn(backend).await;
-        let expires = server::operator::ops::parse_timestamp("2031-05-01T12:00:00+02:00").unwrap();
+        let expires = server::operator::cli::parse_timestamp("2031-05-01T12:00:00+02:00").unwrap();
         let license = app
             .create_license_with(Tier::Agency, Some(expires), None)
             .await;
@@ -60,7 +60,7 @@ tidemark_store::test_each_backend! {
 
         let bytes = b"profiles: [cis-gcp-2.0]\n".repeat(1000);
         let published =
-            server::operator::ops::publish_bundle(&app.db, &app.base_url, "profiles-2026.11.tar", &bytes, &tidemark_store::testing::audit())
+            tidemark_services::bundles::publish(&app.db, &app.base_url, "profiles-2026.11.tar", &bytes, &tidemark_store::testing::audit())
                 .await
                 .unwrap();
         let upper = license.hash.to_ascii_uppercase();
@@ -134,7 +134,7 @@ tidemark_store::test_each_backend! {
 tidemark_store::test_each_backend! {
     async fn expired_and_suspended_licenses_validate_as_not_valid(backend) {
         let app = TestApp::spawn(backend).await;
-        server::operator::ops::publish_bundle(&app.db, &app.base_url, "b.tar", b"bundle", &tidemark_store::testing::audit())
+        tidemark_services::bundles::publish(&app.db, &app.base_url, "b.tar", b"bundle", &tidemark_store::testing::audit())
             .await
             .unwrap();
         let expired = app

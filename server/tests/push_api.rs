@@ -231,8 +231,8 @@ tidemark_store::test_each_backend! {
         let body = sample_push("api", 50.0, "2026-11-22T10:00:00Z");
         assert_eq!(app.push(&old_a, &body).await.status(), StatusCode::CREATED);
 
-        let (new_key, revoked) =
-            server::operator::ops::rotate_api_keys(&app.db, &license.account_id, "rotated", &tidemark_store::testing::audit())
+        let tidemark_services::api_keys::Rotated { key: new_key, revoked } =
+            tidemark_services::api_keys::rotate(&app.db, &license.account_id, "rotated", &tidemark_store::testing::audit())
                 .await
                 .unwrap();
         assert_eq!(revoked, 2);
@@ -282,7 +282,7 @@ tidemark_store::test_each_backend! {
         app.set_suspended(&license, false).await;
         assert_eq!(app.push(&key, &body).await.status(), StatusCode::CREATED);
 
-        server::operator::ops::extend(&app.db, &license.license_id, 1_000, &tidemark_store::testing::audit())
+        tidemark_services::licensing::extend(&app.db, &license.license_id, 1_000, &tidemark_store::testing::audit())
             .await
             .unwrap();
         let msg = assert_error(

@@ -41,7 +41,7 @@ async fn setup(backend: tidemark_store::Backend, enforce: bool) -> Setup {
         .unwrap();
     }
     let idp = SamlIdp::start(&app.base_url).await;
-    server::operator::ops::set_sso(
+    server::operator::commands::sso::set_sso(
         &app.db,
         &license.account_id,
         DOMAIN,
@@ -409,7 +409,7 @@ tidemark_store::test_each_backend! {
         let started = racing.post_form("/auth/signin", &[("email", ALICE)]).await;
         let callback = location(&racing.get(&location(&started)).await);
 
-        server::operator::ops::set_sso(&s.app.db, &s.account, DOMAIN, &s.idp.metadata().await, true, &tidemark_store::testing::audit())
+        server::operator::commands::sso::set_sso(&s.app.db, &s.account, DOMAIN, &s.idp.metadata().await, true, &tidemark_store::testing::audit())
             .await
             .unwrap();
         assert_eq!(
@@ -437,7 +437,7 @@ async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
     let s = setup(backend, false).await;
     let metadata = s.idp.metadata().await;
     let team = s.app.create_license(Tier::Team).await;
-    let err = server::operator::ops::set_sso(
+    let err = server::operator::commands::sso::set_sso(
         &s.app.db,
         &team.account_id,
         "team.example",
@@ -450,7 +450,7 @@ async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
     assert!(err.to_string().contains("enterprise"), "{err}");
 
     let unsigned = regex_remove(&metadata, "<KeyDescriptor", "</KeyDescriptor>");
-    let err = server::operator::ops::set_sso(
+    let err = server::operator::commands::sso::set_sso(
         &s.app.db,
         &s.account,
         "other.example",
@@ -463,7 +463,7 @@ async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
     assert!(err.to_string().contains("no signing certificate"), "{err}");
 
     let doctype = format!("<!DOCTYPE x [<!ENTITY a \"b\">]>{metadata}");
-    let err = server::operator::ops::set_sso(
+    let err = server::operator::commands::sso::set_sso(
         &s.app.db,
         &s.account,
         "other.example",
@@ -477,7 +477,7 @@ async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
 
     // A domain belongs to one account.
     let other = s.app.create_license(Tier::Enterprise).await;
-    let err = server::operator::ops::set_sso(
+    let err = server::operator::commands::sso::set_sso(
         &s.app.db,
         &other.account_id,
         DOMAIN,
@@ -489,7 +489,7 @@ async fn only_enterprise_accounts_with_signing_certificates_configure_sso() {
     .unwrap_err();
     assert!(err.to_string().contains("another account"), "{err}");
     assert_eq!(
-        server::operator::ops::list_sso(&s.app.db, None)
+        tidemark_services::sso::list(&s.app.db, None)
             .await
             .unwrap()
             .len(),
@@ -552,7 +552,7 @@ tidemark_store::test_each_backend! {
         let mallory = "mallory@evil.example";
         app.add_member(&attacker.account_id, mallory, Role::Member).await;
         let idp = SamlIdp::start_as(&app.base_url, Some(provider.issuer())).await;
-        server::operator::ops::set_sso(
+        server::operator::commands::sso::set_sso(
             &app.db,
             &attacker.account_id,
             "evil.example",

@@ -279,7 +279,7 @@ tidemark_store::test_each_backend! {
             let form = [("domain", domain), ("metadata_xml", metadata.as_str())];
             let (status, body) = call(&mut admin, "configure_sso", &form).await;
             assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{domain}: {body}");
-            let err = server::operator::ops::set_sso(&w.app.db, &owner.account_id, domain, &metadata, false, &tidemark_store::testing::audit())
+            let err = server::operator::commands::sso::set_sso(&w.app.db, &owner.account_id, domain, &metadata, false, &tidemark_store::testing::audit())
                 .await
                 .unwrap_err()
                 .to_string();
@@ -297,7 +297,7 @@ tidemark_store::test_each_backend! {
         .1
         .to_string();
         assert!(body.contains("public mail provider"), "{body}");
-        assert!(server::operator::ops::list_sso(&w.app.db, None)
+        assert!(tidemark_services::sso::list(&w.app.db, None)
             .await
             .unwrap()
             .is_empty());

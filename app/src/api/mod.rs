@@ -19,9 +19,6 @@ pub mod webhooks;
 /// What the server functions share on the server: the database, store rows as page types,
 /// and the two common failures.
 #[cfg(feature = "ssr")]
-pub use ssr::FormSealKeys;
-
-#[cfg(feature = "ssr")]
 mod ssr {
     use leptos::prelude::*;
     use tidemark_store::dashboard as store;
@@ -158,25 +155,6 @@ mod ssr {
         r: Result<T, tidemark_store::StoreError>,
     ) -> Result<T, DashboardError> {
         r.or_else(crate::error::unavailable)
-    }
-
-    /// The keys that seal a refused form's error in its page's address
-    /// (`tidemark_domain::form_seal`): the current one, and during a master-key rotation the
-    /// previous one, so that a redirect another replica sealed a moment before still shows.
-    #[derive(Clone)]
-    pub struct FormSealKeys {
-        pub current: [u8; 32],
-        pub previous: Option<[u8; 32]>,
-    }
-
-    impl FormSealKeys {
-        pub fn verify(&self, path: &str, err: &str, sig: &str) -> bool {
-            use tidemark_domain::form_seal::is_sealed;
-            is_sealed(&self.current, path, err, sig)
-                || self
-                    .previous
-                    .is_some_and(|key| is_sealed(&key, path, err, sig))
-        }
     }
 
     /// A server function posted by a plain form (no WASM on the page: the browser asks for

@@ -128,49 +128,28 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
 #[server(endpoint = "rotate_keys")]
 pub async fn rotate_keys() -> Result<String, DashboardError> {
     let viewer = crate::auth::require_admin()?;
-    let db = expect_context::<tidemark_store::Db>();
-    let key = tidemark_domain::secrets::ApiKey::generate();
-    let new = tidemark_store::licenses::NewApiKey {
-        id: tidemark_domain::ids::new_key_id(),
-        account_id: viewer.account_id.clone(),
-        hash: key.hash(),
-        prefix: key.display_prefix(),
-        machine: "dashboard rotation".into(),
-        now: tidemark_domain::now_millis(),
-    };
-    let audit = viewer.audit();
-    let rotated = db
-        .detached(
-            |db| async move { tidemark_store::licenses::rotate_api_keys(&db, &new, &audit).await },
-        )
-        .await;
+    let services = expect_context::<tidemark_services::Services>();
+    let rotated = tidemark_services::api_keys::rotate(
+        services.db(),
+        &viewer.account_id,
+        "dashboard rotation",
+        &viewer.audit(),
+    )
+    .await;
     match rotated {
-        Ok(revoked) => {
-            tracing::info!(account_id = %viewer.account_id, revoked, "API keys rotated from Settings");
-            Ok(key.expose().to_owned())
-        }
-        Err(e) => crate::error::unavailable(e),
+        Ok(rotated) => Ok(rotated.key.expose().to_owned()),
+        Err(e) => crate::error::refused(e),
     }
 }
 
 #[server(endpoint = "revoke_key")]
 pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
     let viewer = crate::auth::require_admin()?;
-    let db = expect_context::<tidemark_store::Db>();
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let done = db
-        .detached(|db| async move {
-            tidemark_store::licenses::revoke_api_key(&db, &account, &key_id, &audit).await
-        })
-        .await;
-    match done {
-        Ok(true) => {
-            crate::api::ssr::back_to_form("revoke_key");
-            Ok(())
-        }
-        Ok(false) => Err(DashboardError::NotFound),
-        Err(e) => crate::error::unavailable(e),
-    }
+    let services = expect_context::<tidemark_services::Services>();
+    tidemark_services::api_keys::revoke(services.db(), &viewer.account_id, &key_id, &viewer.audit())
+        .await
+        .inspect(|_| crate::api::ssr::back_to_form("revoke_key"))
+        .or_else(crate::error::refused)
 }
 
 /// Makes a member an admin or a member, or removes them (which ends their sessions here).
@@ -178,105 +157,29 @@ pub async fn revoke_key(key_id: String) -> Result<(), DashboardError> {
 pub async fn change_member(email: String, action: MemberAction) -> Result<(), DashboardError> {
     use tidemark_domain::access::Role;
     let viewer = crate::auth::require_admin()?;
-    let db = expect_context::<tidemark_store::Db>();
     let change = match action {
         MemberAction::MakeAdmin => Some(Role::Admin),
         MemberAction::MakeMember => Some(Role::Member),
         MemberAction::Remove => None,
     };
-    let Ok(email) = tidemark_domain::text::Email::parse(&email) else {
-        return Err(DashboardError::Invalid(
-            "Enter a valid e-mail address.".into(),
-        ));
-    };
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let done = db
-        .detached(|db| async move {
-            let Some(member) =
-                tidemark_store::access::find_member_by_email(&db, &account, &email).await?
-            else {
-                return Ok(None);
-            };
-            tidemark_store::access::change_member(&db, &account, &member.user_id, change, &audit)
-                .await
-                .map(Some)
-        })
-        .await;
-    match done {
-        Ok(Some(Ok(()))) => {
-            crate::api::ssr::back_to_form("change_member");
-            Ok(())
-        }
-        Ok(None) => Err(DashboardError::NotFound),
-        Ok(Some(Err(refused))) => Err(DashboardError::Conflict(refused.to_string())),
-        Err(e) => crate::error::unavailable(e),
-    }
-}
-
-/// Why an SSO change was not made. The server's SAML code writes `Refused` texts for admins;
-/// anything else (a database failure) stays in the server's log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SsoAdminError {
-    Refused(String),
-    NotFound,
-    Unavailable,
+    let email = parse_email(&email)?;
+    let services = expect_context::<tidemark_services::Services>();
+    tidemark_services::members::change(
+        services.db(),
+        &viewer.account_id,
+        &email,
+        change,
+        &viewer.audit(),
+    )
+    .await
+    .inspect(|_| crate::api::ssr::back_to_form("change_member"))
+    .or_else(crate::error::refused)
 }
 
 #[cfg(feature = "ssr")]
-type SsoAdminFuture<T> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, SsoAdminError>> + Send>>;
-
-/// SSO claims need the IdP metadata checked by the server's SAML code and the DNS looked up
-/// by its resolver, which `app` cannot depend on; the server provides this through the
-/// Leptos context.
-#[cfg(feature = "ssr")]
-pub trait SsoAdmin: Send + Sync {
-    /// Claims the domain for the account (pending until its DNS record is found), or
-    /// replaces the IdP of its existing claim.
-    fn configure(
-        &self,
-        account_id: tidemark_wire::ids::AccountId,
-        domain: String,
-        metadata_xml: String,
-        enforce: bool,
-        audit: tidemark_domain::audit::AuditContext,
-    ) -> SsoAdminFuture<SsoSummary>;
-
-    /// Looks the claim's DNS record up now.
-    fn verify(
-        &self,
-        account_id: tidemark_wire::ids::AccountId,
-        domain: String,
-        audit: tidemark_domain::audit::AuditContext,
-    ) -> SsoAdminFuture<SsoSummary>;
-
-    fn remove(
-        &self,
-        account_id: tidemark_wire::ids::AccountId,
-        domain: String,
-        audit: tidemark_domain::audit::AuditContext,
-    ) -> SsoAdminFuture<()>;
-}
-
-#[cfg(feature = "ssr")]
-#[derive(Clone)]
-pub struct SsoAdminHandle(pub std::sync::Arc<dyn SsoAdmin>);
-
-#[cfg(feature = "ssr")]
-fn sso_admin() -> Result<SsoAdminHandle, DashboardError> {
-    match use_context::<SsoAdminHandle>() {
-        Some(handle) => Ok(handle),
-        None => crate::error::unavailable("no SSO administration in context"),
-    }
-}
-
-#[cfg(feature = "ssr")]
-fn sso_failed<T>(err: SsoAdminError) -> Result<T, DashboardError> {
-    match err {
-        SsoAdminError::Refused(text) => Err(DashboardError::Invalid(text)),
-        SsoAdminError::NotFound => Err(DashboardError::NotFound),
-        SsoAdminError::Unavailable => crate::error::unavailable("SSO administration failed"),
-    }
+fn parse_email(text: &str) -> Result<tidemark_domain::text::Email, DashboardError> {
+    tidemark_domain::text::Email::parse(text)
+        .map_err(|_| DashboardError::Invalid("Enter a valid e-mail address.".into()))
 }
 
 /// Claims a domain for SAML (enterprise admins). The claim is pending, and changes nothing
@@ -288,41 +191,40 @@ pub async fn configure_sso(
     #[server(default)] enforce: bool,
 ) -> Result<SsoSummary, DashboardError> {
     let viewer = crate::auth::require_admin()?;
-    sso_admin()?
-        .0
-        .configure(
-            viewer.account_id.clone(),
-            domain,
-            metadata_xml,
-            enforce,
-            viewer.audit(),
-        )
+    let request = tidemark_services::sso::ClaimRequest {
+        account_id: &viewer.account_id,
+        domain: &domain,
+        metadata_xml: &metadata_xml,
+        enforce,
+    };
+    expect_context::<tidemark_services::Services>()
+        .claim_sso(&request, &viewer.audit())
         .await
+        .map(SsoSummary::from)
         .inspect(|_| crate::api::ssr::back_to_form("configure_sso"))
-        .or_else(sso_failed)
+        .or_else(crate::error::refused)
 }
 
 /// "Verify now": looks the claim's DNS record up at once.
 #[server(endpoint = "verify_sso")]
 pub async fn verify_sso(domain: String) -> Result<SsoSummary, DashboardError> {
     let viewer = crate::auth::require_admin()?;
-    sso_admin()?
-        .0
-        .verify(viewer.account_id.clone(), domain, viewer.audit())
+    expect_context::<tidemark_services::Services>()
+        .verify_sso(&viewer.account_id, &domain, &viewer.audit())
         .await
+        .map(SsoSummary::from)
         .inspect(|_| crate::api::ssr::back_to_form("verify_sso"))
-        .or_else(sso_failed)
+        .or_else(crate::error::refused)
 }
 
 #[server(endpoint = "remove_sso")]
 pub async fn remove_sso(domain: String) -> Result<(), DashboardError> {
     let viewer = crate::auth::require_admin()?;
-    sso_admin()?
-        .0
-        .remove(viewer.account_id.clone(), domain, viewer.audit())
+    expect_context::<tidemark_services::Services>()
+        .remove_sso(&viewer.account_id, &domain, &viewer.audit())
         .await
         .inspect(|_| crate::api::ssr::back_to_form("remove_sso"))
-        .or_else(sso_failed)
+        .or_else(crate::error::refused)
 }
 
 /// Adds a person to the viewer's account (admins only).
@@ -333,25 +235,18 @@ pub async fn add_member(
 ) -> Result<MemberSummary, DashboardError> {
     use tidemark_domain::access::Role;
     let viewer = crate::auth::require_admin()?;
-    let Ok(email) = tidemark_domain::text::Email::parse(&email) else {
-        return Err(DashboardError::Invalid(
-            "Enter a valid e-mail address.".into(),
-        ));
-    };
-    let db = expect_context::<tidemark_store::Db>();
+    let email = parse_email(&email)?;
     let role = if admin { Role::Admin } else { Role::Member };
-    let audit = viewer.audit();
-    let added = db
-        .detached(|db| async move {
-            tidemark_store::access::add_member(&db, &viewer.account_id, &email, role, &audit).await
-        })
-        .await;
-    match added {
-        Ok(Ok(member)) => {
-            crate::api::ssr::back_to_form("members/add");
-            Ok(member.into())
-        }
-        Ok(Err(refused)) => Err(DashboardError::Conflict(refused.to_string())),
-        Err(err) => crate::error::unavailable(err),
-    }
+    let services = expect_context::<tidemark_services::Services>();
+    tidemark_services::members::add(
+        services.db(),
+        &viewer.account_id,
+        &email,
+        role,
+        &viewer.audit(),
+    )
+    .await
+    .map(MemberSummary::from)
+    .inspect(|_| crate::api::ssr::back_to_form("members/add"))
+    .or_else(crate::error::refused)
 }

@@ -63,7 +63,8 @@ pub fn form_outcome(path: &str) -> Option<Result<(), String>> {
 
 #[cfg(feature = "ssr")]
 fn sealed_by_the_server(path: &str, err: &str, sig: &str) -> bool {
-    use_context::<crate::api::FormSealKeys>().is_some_and(|keys| keys.verify(path, err, sig))
+    use_context::<tidemark_services::crypto::FormSealKeys>()
+        .is_some_and(|keys| keys.verify(path, err, sig))
 }
 
 #[cfg(not(feature = "ssr"))]

@@ -27,8 +27,8 @@ use super::ApiError;
 use crate::http::client_ip::client_ip;
 use crate::http::metrics::AnsweredEarly;
 use crate::state::AppState;
-use crate::usecases::licensing::licence_answer;
 use crate::usecases::validation_cache::{AnswerKey, ValidationCache};
+use tidemark_services::licensing::license_answer;
 
 /// The optional header that binds a verdict to one machine.
 #[derive(utoipa::IntoParams)]
@@ -98,7 +98,7 @@ pub async fn validate_license(
         }
         false => None,
     };
-    let mut answer = licence_answer(
+    let mut answer = license_answer(
         &license,
         valid,
         bundle.as_deref(),
@@ -190,7 +190,7 @@ async fn sign_verdict(
     machine: Option<MachineFingerprint>,
     now: Millis,
 ) -> Result<String, ApiError> {
-    let claims = crate::crypto::signing::verdict_claims(
+    let claims = tidemark_services::crypto::signing::verdict_claims(
         state.signer.issuer(),
         hash.lookup().as_str(),
         license.state(now).as_str(),
@@ -257,7 +257,7 @@ pub async fn activate_license(
         .await?;
     tracing::info!(account_id = %license.account_id, "API key issued");
     let bundle = latest_bundle(&state.db).await?;
-    let state_now = licence_answer(&license, true, bundle.as_ref(), &state.config.http.base_url);
+    let state_now = license_answer(&license, true, bundle.as_ref(), &state.config.http.base_url);
     let verdict = sign_verdict(&state, &hash, &license, &state_now, machine_fp, now).await?;
     Ok((
         StatusCode::CREATED,

@@ -9,17 +9,10 @@ use hickory_resolver::config::{NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::proto::rr::RData;
 use hickory_resolver::TokioResolver;
-use tidemark_domain::now_millis;
-use tidemark_domain::sso::{judge_txt, CheckVerdict, TxtAnswer, RECHECK_EVERY_MS, RECHECK_FOR_MS};
-use tidemark_store::sso::{self, SsoConnection, VerifyOutcome};
-use tidemark_store::{Db, StoreError, Writer};
+use tidemark_domain::sso::TxtAnswer;
 
 /// A look-up gives up after this long: "Verify now" must answer the admin promptly.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
-/// How often a replica looks for pending claims whose check is due.
-const POLL_EVERY: Duration = Duration::from_secs(60);
-/// A taken check belongs to its replica this long (it may crash mid-look-up).
-const CHECK_LEASE_MS: i64 = 5 * 60 * 1000;
 
 /// Looks up TXT records, through one configured nameserver or the system's resolvers.
 #[derive(Clone)]
@@ -133,82 +126,9 @@ impl DnsVerifier {
     }
 }
 
-/// What one check of a claim concluded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckOutcome {
-    Verified(Box<SsoConnection>),
-    /// Still pending; why, in words for the admin.
-    NotYet(String),
-    LostToAnotherAccount,
-    NotPending,
-}
-
-/// Looks the claim's record up and records what was found: verified, or why not yet.
-pub async fn check_claim(
-    db: &Writer,
-    dns: &DnsVerifier,
-    claim: &SsoConnection,
-    audit: &tidemark_domain::audit::AuditContext,
-) -> Result<CheckOutcome, StoreError> {
-    let answer = dns
-        .lookup_txt(&tidemark_domain::sso::challenge_name(&claim.domain))
-        .await;
-    let now = audit.at;
-    match judge_txt(&claim.domain, &claim.challenge_token, &answer) {
-        CheckVerdict::Verified => Ok(match sso::verify(db, &claim.id, audit).await? {
-            VerifyOutcome::Verified(connection) => {
-                tracing::info!(domain = %connection.domain, account_id = %connection.account_id, "SSO domain verified");
-                CheckOutcome::Verified(connection)
-            }
-            VerifyOutcome::LostToAnotherAccount => CheckOutcome::LostToAnotherAccount,
-            VerifyOutcome::NotPending => CheckOutcome::NotPending,
-        }),
-        CheckVerdict::NotYet(message) => {
-            let next = (now < claim.created_at + RECHECK_FOR_MS).then_some(now + RECHECK_EVERY_MS);
-            sso::record_failed_check(db, &claim.id, now, &message, next).await?;
-            Ok(CheckOutcome::NotYet(message))
-        }
+#[async_trait::async_trait]
+impl tidemark_services::ports::TxtLookup for DnsVerifier {
+    async fn lookup_txt(&self, name: &str) -> TxtAnswer {
+        DnsVerifier::lookup_txt(self, name).await
     }
-}
-
-/// Checks due pending claims every minute. Replicas share the work: each due claim is taken
-/// by one of them with a conditional update.
-pub fn spawn_rechecks(db: Db, dns: DnsVerifier) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            let now = now_millis();
-            let due = db
-                .detached(move |db| async move {
-                    sso::take_due_checks(&db, now, now + CHECK_LEASE_MS, now - RECHECK_FOR_MS, 20)
-                        .await
-                })
-                .await;
-            match due {
-                Ok(due) => {
-                    for claim in due {
-                        // Detached: stopping this loop at shutdown never cuts a write short.
-                        let dns = dns.clone();
-                        let checked = db
-                            .detached(|db| async move {
-                                // The server's own re-check: recorded as such.
-                                let audit = tidemark_domain::audit::AuditContext {
-                                    actor: tidemark_domain::audit::Actor::System {
-                                        name: "domain-check".to_owned(),
-                                    },
-                                    client_ip: None,
-                                    at: now_millis(),
-                                };
-                                check_claim(&db, &dns, &claim, &audit).await
-                            })
-                            .await;
-                        if let Err(err) = checked {
-                            tracing::warn!(%err, "SSO domain check failed");
-                        }
-                    }
-                }
-                Err(err) => tracing::warn!(%err, "could not read due SSO domain checks"),
-            }
-            tokio::time::sleep(POLL_EVERY).await;
-        }
-    })
 }

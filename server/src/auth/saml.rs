@@ -19,6 +19,7 @@
 //!   signs people in to its own account only; its identities are its own namespace.
 
 use std::str::FromStr as _;
+use tidemark_services::ports::IdpMetadata;
 
 use axum::extract::{ConnectInfo, Form, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -50,13 +51,13 @@ const HTTP_REDIRECT: &str = "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect"
 /// The largest SAMLResponse form accepted at the ACS.
 pub const MAX_ACS_BODY: usize = 256 * 1024;
 
-/// What an IdP's metadata says, once it has passed our checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdpMetadata {
-    pub entity_id: String,
-    pub sso_url: String,
-    /// Base64 DER.
-    pub signing_certs: Vec<String>,
+/// The SAML code the use cases read IdP metadata with.
+pub struct SamlMetadata;
+
+impl tidemark_services::ports::IdpMetadataReader for SamlMetadata {
+    fn read(&self, xml: &str) -> Result<IdpMetadata, String> {
+        parse_idp_metadata(xml)
+    }
 }
 
 /// Checks IdP metadata: parseable, an entity id, an HTTP-Redirect SSO endpoint, and at least

@@ -3,39 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
-
 use super::{ConfigError, Environment, Vars};
 
-/// The 32-byte key that encrypts stored secrets and session cookies. Never printed.
-#[derive(Clone)]
-pub struct MasterKey([u8; 32]);
+pub use tidemark_services::crypto::MasterKey;
 
-impl MasterKey {
-    pub fn parse_base64(text: &str) -> Result<Self, ConfigError> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .map_err(|_| ConfigError::MasterKeyFormat)?;
-        let key: [u8; 32] = bytes.try_into().map_err(|_| ConfigError::MasterKeyFormat)?;
-        Ok(Self(key))
-    }
-
-    pub fn generate() -> Self {
-        let mut key = [0u8; 32];
-        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut key);
-        Self(key)
-    }
-
-    pub fn expose(&self) -> &[u8; 32] {
-        &self.0
-    }
-
-    pub(super) fn to_base64(&self) -> String {
-        base64::engine::general_purpose::STANDARD.encode(self.0)
-    }
+fn parse_master_key(text: &str) -> Result<MasterKey, ConfigError> {
+    MasterKey::parse_base64(text).map_err(|_| ConfigError::MasterKeyFormat)
 }
-
-tidemark_domain::redacted_debug!(MasterKey);
 
 /// Where the master key came from, so start-up can warn about a development key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,10 +42,7 @@ impl KeysConfig {
         data_dir: &Path,
     ) -> Result<Self, ConfigError> {
         let (master_key, master_key_source) = match vars.get("TIDEMARK_MASTER_KEY") {
-            Some(text) => (
-                MasterKey::parse_base64(&text)?,
-                MasterKeySource::Environment,
-            ),
+            Some(text) => (parse_master_key(&text)?, MasterKeySource::Environment),
             None if environment == Environment::Production => {
                 return Err(ConfigError::MasterKeyMissing)
             }
@@ -85,7 +56,7 @@ impl KeysConfig {
             None => None,
             Some(text) => {
                 let name = "TIDEMARK_MASTER_KEY_PREVIOUS";
-                let previous = MasterKey::parse_base64(&text).map_err(|_| {
+                let previous = parse_master_key(&text).map_err(|_| {
                     ConfigError::invalid(name, "must be the base64 encoding of exactly 32 bytes")
                 })?;
                 // Almost certainly a copy of the wrong value: the rotation would look done
@@ -115,6 +86,15 @@ impl KeysConfig {
     }
 
     /// For the start-up summary: where the key came from, never the key.
+    /// The keys that seal and open stored secrets: the current master key and, during a
+    /// rotation, the previous one.
+    pub fn keyring(&self) -> tidemark_services::crypto::Keyring {
+        tidemark_services::crypto::Keyring {
+            current: self.master_key.clone(),
+            previous: self.master_key_previous.clone(),
+        }
+    }
+
     pub fn summary(&self) -> String {
         let source = match &self.master_key_source {
             MasterKeySource::Environment => "from the environment".to_owned(),
@@ -151,7 +131,7 @@ fn load_or_create_dev_key(path: &Path) -> Result<MasterKey, ConfigError> {
         source,
     };
     match std::fs::read_to_string(path) {
-        Ok(text) => MasterKey::parse_base64(&text),
+        Ok(text) => parse_master_key(&text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(io_err)?;
@@ -178,6 +158,8 @@ fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+
     use super::super::tests::config;
     use super::*;
 

@@ -71,6 +71,12 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerLabels {
+    worker: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PushLabels {
     outcome: &'static str,
     code: &'static str,
@@ -147,6 +153,8 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: HistogramFamily,
     webhook_deliveries: Family<OutcomeLabels, Counter>,
+    worker_passes: Family<WorkerLabels, Counter>,
+    worker_seconds: WorkerSeconds,
     pushes: Family<PushLabels, Counter>,
     limited: Family<LimitLabels, Counter>,
     database_faults: Family<FaultLabels, Counter>,
@@ -343,6 +351,25 @@ impl Sampled {
     }
 }
 
+type WorkerSeconds = Family<WorkerLabels, Counter<f64, std::sync::atomic::AtomicU64>>;
+
+/// The runner's counts of background passes (`workers::runner`).
+fn register_workers(registry: &mut Registry) -> (Family<WorkerLabels, Counter>, WorkerSeconds) {
+    let passes = Family::<WorkerLabels, Counter>::default();
+    registry.register(
+        "worker_passes",
+        "Background passes, by worker and outcome (worked, idle, skipped, failed)",
+        passes.clone(),
+    );
+    let seconds = WorkerSeconds::default();
+    registry.register(
+        "worker_pass_seconds",
+        "Time spent in background passes, by worker and outcome",
+        seconds.clone(),
+    );
+    (passes, seconds)
+}
+
 impl Metrics {
     pub fn new() -> Arc<Self> {
         let mut registry = Registry::with_prefix("tidemark");
@@ -364,6 +391,7 @@ impl Metrics {
             "Webhook delivery attempts, by outcome (delivered, retrying, gave_up)",
             webhook_deliveries.clone(),
         );
+        let (worker_passes, worker_seconds) = register_workers(&mut registry);
         registry.register(
             "build",
             "This binary: its version",
@@ -452,6 +480,8 @@ impl Metrics {
             requests,
             latency,
             webhook_deliveries,
+            worker_passes,
+            worker_seconds,
             pushes,
             limited,
             database_faults,
@@ -501,6 +531,14 @@ impl Metrics {
         {
             self.panics.inc();
         }
+    }
+
+    pub fn count_worker_pass(&self, worker: &'static str, outcome: &'static str, took: Duration) {
+        let labels = WorkerLabels { worker, outcome };
+        self.worker_passes.get_or_create(&labels).inc();
+        self.worker_seconds
+            .get_or_create(&labels)
+            .inc_by(took.as_secs_f64());
     }
 
     pub fn count_webhook_delivery(&self, outcome: &'static str) {

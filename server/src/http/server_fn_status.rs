@@ -17,7 +17,7 @@ use leptos::server_fn::error::SERVER_FN_ERROR_HEADER;
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
 pub async fn apply_error_status(
-    State(seal): State<app::api::FormSealKeys>,
+    State(seal): State<tidemark_services::crypto::FormSealKeys>,
     req: Request,
     next: Next,
 ) -> Response {

@@ -542,6 +542,16 @@ impl Command {
     }
 }
 
+/// Parses an RFC 3339 timestamp given on the command line.
+pub fn parse_timestamp(text: &str) -> anyhow::Result<tidemark_domain::Millis> {
+    use anyhow::Context as _;
+    chrono::DateTime::parse_from_rfc3339(text)
+        .map(|t| t.timestamp_millis())
+        .with_context(|| {
+            format!("{text:?} is not an RFC 3339 timestamp such as 2027-01-31T00:00:00Z")
+        })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -9,7 +9,7 @@ use serde::Serialize;
 use tidemark_store::sealed::{self, SealedColumn};
 use tidemark_store::Writer;
 
-use crate::crypto::{self, Keyring, OpenError, Reseal, SecretBox};
+use tidemark_services::crypto::{self, Keyring, OpenError, Reseal, SecretBox};
 
 /// Rows read per query.
 const PAGE: i64 = 500;

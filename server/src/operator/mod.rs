@@ -1,5 +1,5 @@
 //! `tidemark-server`'s subcommands: the command line (`cli`), what each command does
-//! (`commands`), and the operator use cases the dashboard shares (`ops`, `keys`, `backup`).
+//! (`commands`), and what they alone do (`keys`, `backup`, `demo`, `healthcheck`).
 
 pub mod backup;
 pub mod cli;
@@ -7,4 +7,3 @@ pub mod commands;
 pub mod demo;
 pub mod healthcheck;
 pub mod keys;
-pub mod ops;

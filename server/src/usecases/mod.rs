@@ -3,6 +3,5 @@
 //! sit between the handlers (`api/`, `web/`, `operator/`) and the store and crypto below.
 
 pub mod export;
-pub mod licensing;
 pub mod report;
 pub mod validation_cache;

@@ -91,7 +91,7 @@ pub async fn download_offline_file(
             Ok(match license {
                 None => Err(anyhow::anyhow!("this account has no licence")),
                 Some(l) => {
-                    crate::usecases::licensing::offline_licence_file(
+                    tidemark_services::licensing::offline_license_file(
                         &db, &signer, &base_url, &l.id, machine, days, &audit,
                     )
                     .await

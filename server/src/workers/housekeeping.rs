@@ -14,10 +14,15 @@ use tidemark_store::spans::moving::{move_batch, Cursor};
 use tidemark_store::{leases, StoreError, Writer};
 
 use crate::state::AppState;
+use crate::workers::runner::{with_lease, Lease, Pacing, Worker};
 
 /// The lease's name, and how long a holder keeps it without renewing.
 pub const LEASE: &str = "housekeeping";
 pub const LEASE_MS: Millis = 10 * 60_000;
+const LEASED: Lease = Lease::Named {
+    name: LEASE,
+    ttl_ms: LEASE_MS,
+};
 /// Findings moved per transaction at most, and the pause after each step.
 const MOVE_FINDINGS: i64 = 2_000;
 /// Scans judged per batch by the posture backfill (each its own transaction).
@@ -38,19 +43,15 @@ pub struct Done {
     pub spans_removed: u64,
 }
 
-/// One pass, if this holder gets the lease (`Ok(None)`: another has it). Without a policy
-/// (housekeeping is off) it only moves scans stored as rows, and thins nothing.
+/// One pass, if this holder gets the lease (`Ok(None)`: another has it), as the operator's
+/// `housekeeping run` asks for it. Without a policy (housekeeping is off) it only moves scans
+/// stored as rows, and thins nothing.
 pub async fn run_pass(
     db: &Writer,
     holder: &str,
     policy: Option<&Policy>,
 ) -> Result<Option<Done>, StoreError> {
-    if !leases::acquire(db, LEASE, holder, now_millis(), LEASE_MS).await? {
-        return Ok(None);
-    }
-    let done = pass_holding(db, holder, policy).await;
-    leases::release(db, LEASE, holder).await?;
-    done.map(Some)
+    with_lease(db, LEASED, holder, || pass_holding(db, holder, policy)).await
 }
 
 async fn pass_holding(
@@ -165,26 +166,46 @@ pub fn holder_name(who: &str) -> String {
     )
 }
 
-/// Runs passes every `TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES` (the first a minute after
-/// start), unless housekeeping is off.
-pub fn spawn(state: &AppState) -> Option<tokio::task::JoinHandle<()>> {
-    let policy = state.config.housekeeping.policy?;
-    let every = Duration::from_secs(u64::from(state.config.housekeeping.interval_minutes) * 60);
-    let db = state.db.clone();
-    let holder = holder_name("replica");
-    Some(tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(60).min(every)).await;
-        loop {
-            let holder = holder.clone();
-            let ran = db
-                .detached(|db| async move { run_pass(&db, &holder, Some(&policy)).await })
-                .await;
-            match ran {
-                Ok(Some(done)) => tracing::info!(?done, "housekeeping pass"),
-                Ok(None) => tracing::debug!("housekeeping: another replica holds the lease"),
-                Err(err) => tracing::warn!(error = %err, "housekeeping pass failed"),
-            }
-            tokio::time::sleep(every).await;
+/// Housekeeping every `TIDEMARK_HOUSEKEEPING_INTERVAL_MINUTES` (the first pass a minute
+/// after start) by one replica at a time. Without a policy (housekeeping is off) a pass only
+/// moves scans stored as rows and judges old scans' posture; the operator's `housekeeping
+/// run` passes without a policy when none is set.
+pub struct Housekeeping {
+    pub policy: Option<Policy>,
+    pub every: Duration,
+}
+
+impl Housekeeping {
+    /// The background worker, unless housekeeping is off.
+    pub fn from_config(state: &AppState) -> Option<Self> {
+        Some(Self {
+            policy: Some(state.config.housekeeping.policy?),
+            every: Duration::from_secs(u64::from(state.config.housekeeping.interval_minutes) * 60),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Worker for Housekeeping {
+    fn name(&self) -> &'static str {
+        "housekeeping"
+    }
+
+    fn lease(&self) -> Lease {
+        LEASED
+    }
+
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            first_after: Duration::from_secs(60).min(self.every),
+            idle: self.every,
+            busy: self.every,
         }
-    }))
+    }
+
+    async fn pass(&self, db: &Writer, holder: &str) -> anyhow::Result<u64> {
+        let done = pass_holding(db, holder, self.policy.as_ref()).await?;
+        tracing::info!(?done, "housekeeping pass");
+        Ok(done.scans_moved + done.posture_judged + done.scans_thinned + done.spans_removed)
+    }
 }

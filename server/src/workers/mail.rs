@@ -12,7 +12,6 @@ use tidemark_domain::{now_millis, to_rfc3339, Millis};
 use tidemark_store::alerts::ALERT_MAIL_KIND;
 use tidemark_store::licenses::licenses_for_email;
 use tidemark_store::outbox::{self, Finished, OutboxMail};
-use tidemark_store::rate::prune_rate_data;
 use tidemark_store::scan_facts::ScanFacts;
 use tidemark_store::Writer;
 use tidemark_wire::GateStatus;
@@ -20,16 +19,12 @@ use tidemark_wire::GateStatus;
 use crate::api::license::RESEND_MAIL_KIND;
 use crate::config::Config;
 use crate::state::AppState;
+use crate::workers::runner::{Lease, Pacing, Worker};
 
 /// How often a replica looks for due mail when nothing wakes it.
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a claimed message is reserved for this replica.
 const CLAIM_LEASE_MS: Millis = 60_000;
-const PRUNE_EVERY_MS: Millis = 60_000;
-/// Rate rows are kept a little longer than the longest window or ban they can matter to.
-const RATE_DATA_KEEP_MS: Millis = 60 * 60 * 1000;
-/// Delivered mail is kept this long (for support questions), then forgotten.
-const SENT_MAIL_KEEP_MS: Millis = 30 * 24 * 60 * 60 * 1000;
 /// Alerts to one address in an hour beyond which they are dropped: a CI loop pushing a
 /// failing build every minute must not bury someone's inbox (the dashboard still has it all).
 pub const ALERTS_PER_RECIPIENT_PER_HOUR: i64 = 30;
@@ -67,87 +62,53 @@ impl Transport {
     }
 }
 
-pub fn spawn_background_work(state: &AppState) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let transport = Transport::from_config(&state.config)?;
-    let from: Mailbox = state
-        .config
-        .mail
-        .from
-        .parse()
-        .context("TIDEMARK_MAIL_FROM is not a mailbox")?;
-    let (state, transport, from) = (state.clone(), Arc::new(transport), Arc::new(from));
-    // Each pass is detached: aborting this loop at shutdown never cuts a write short.
-    Ok(tokio::spawn(async move {
-        let mut last_prune: Millis = 0;
-        loop {
-            let (s, t, f) = (state.clone(), transport.clone(), from.clone());
-            let delivered = state
-                .db
-                .detached(|db| async move { Ok(deliver_due(&db, &s, &t, &f).await) })
-                .await;
-            match delivered {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => tracing::warn!(error = %err, "mail delivery pass failed"),
-                Err(err) => tracing::warn!(error = %err, "mail delivery pass failed"),
-            }
-            let now = now_millis();
-            if now - last_prune >= PRUNE_EVERY_MS {
-                last_prune = now;
-                let pruned = state
-                    .db
-                    .detached(
-                        |db| async move { prune_rate_data(&db, now - RATE_DATA_KEEP_MS).await },
-                    )
-                    .await;
-                if let Err(err) = pruned {
-                    tracing::warn!(error = %err, "pruning rate-limit data failed");
-                }
-                let pruned = state
-                    .db
-                    .detached(
-                        |db| async move { outbox::prune_sent(&db, now - SENT_MAIL_KEEP_MS).await },
-                    )
-                    .await;
-                if let Err(err) = pruned {
-                    tracing::warn!(error = %err, "pruning delivered mail failed");
-                }
-                let pruned = state
-                    .db
-                    .detached(|db| async move {
-                        tidemark_store::sessions::prune_expired(&db, now).await
-                    })
-                    .await;
-                if let Err(err) = pruned {
-                    tracing::warn!(error = %err, "pruning expired sessions failed");
-                }
-                // Verdict-signing keys whose every signature has expired: destroyed.
-                let retired = state
-                    .db
-                    .detached(|db| async move {
-                        let audit = tidemark_domain::audit::AuditContext {
-                            actor: tidemark_domain::audit::Actor::System {
-                                name: "key-retirement".into(),
-                            },
-                            client_ip: None,
-                            at: now,
-                        };
-                        tidemark_store::signing_keys::delete_retired(&db, now, &audit).await
-                    })
-                    .await;
-                match retired {
-                    Ok(kids) if !kids.is_empty() => {
-                        tracing::info!(?kids, "retired verdict-signing keys");
-                    }
-                    Ok(_) => {}
-                    Err(err) => tracing::warn!(error = %err, "retiring signing keys failed"),
-                }
-            }
-            tokio::select! {
-                () = state.mail_wakeup.notified() => {}
-                () = tokio::time::sleep(POLL_INTERVAL) => {}
-            }
+/// Sends the mail outbox: every replica claims due messages, each under a lease of its own.
+pub struct MailSender {
+    state: AppState,
+    transport: Transport,
+    from: Mailbox,
+}
+
+impl MailSender {
+    pub fn new(state: &AppState) -> anyhow::Result<Self> {
+        Ok(Self {
+            transport: Transport::from_config(&state.config)?,
+            from: state
+                .config
+                .mail
+                .from
+                .parse()
+                .context("TIDEMARK_MAIL_FROM is not a mailbox")?,
+            state: state.clone(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Worker for MailSender {
+    fn name(&self) -> &'static str {
+        "mail"
+    }
+
+    fn lease(&self) -> Lease {
+        Lease::PerItem
+    }
+
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            first_after: Duration::ZERO,
+            idle: POLL_INTERVAL,
+            busy: Duration::ZERO,
         }
-    }))
+    }
+
+    fn wakeup(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(self.state.mail_wakeup.clone())
+    }
+
+    async fn pass(&self, db: &Writer, _holder: &str) -> anyhow::Result<u64> {
+        deliver_due(db, &self.state, &self.transport, &self.from).await
+    }
 }
 
 /// Delay before attempt `attempts + 1`: 5 s, doubling, at most an hour.
@@ -161,8 +122,9 @@ async fn deliver_due(
     state: &AppState,
     transport: &Transport,
     from: &Mailbox,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<u64> {
     let due = outbox::claim_due_mail(db, now_millis(), CLAIM_LEASE_MS, 20).await?;
+    let claimed = due.len() as u64;
     for mail in due {
         match send_one(state, transport, from, &mail).await {
             Ok(finished) => outbox::mark_sent(db, &mail.id, now_millis(), finished).await?,
@@ -173,7 +135,7 @@ async fn deliver_due(
             }
         }
     }
-    Ok(())
+    Ok(claimed)
 }
 
 async fn send_one(

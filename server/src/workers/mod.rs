@@ -1,5 +1,36 @@
-//! The background loops: each owns its lease and its pacing (mail, webhooks, housekeeping).
+//! Background work, one [`runner::Worker`] per job on the one [`runner::Runner`]: the mail
+//! outbox, webhook deliveries, housekeeping, SSO domain rechecks and tidying.
 
+pub mod domain_checks;
 pub mod housekeeping;
 pub mod mail;
+pub mod runner;
+pub mod tidy;
 pub mod webhooks;
+
+use std::sync::Arc;
+
+use crate::state::AppState;
+use runner::{Runner, Worker};
+
+/// Every worker this replica runs, started; dropping the runner stops them.
+pub fn start(state: &AppState) -> anyhow::Result<Runner> {
+    let mut workers: Vec<Arc<dyn Worker>> = vec![
+        Arc::new(mail::MailSender::new(state)?),
+        Arc::new(webhooks::WebhookSender::new(state)?),
+        Arc::new(domain_checks::DomainChecks {
+            dns: Arc::new(state.dns.clone()),
+        }),
+        Arc::new(tidy::Tidy),
+    ];
+    if let Some(housekeeping) = housekeeping::Housekeeping::from_config(state) {
+        workers.push(Arc::new(housekeeping));
+    }
+    let holder = housekeeping::holder_name("replica");
+    Ok(Runner::start(
+        workers,
+        &state.db,
+        &holder,
+        state.metrics.clone(),
+    ))
+}

@@ -17,18 +17,18 @@ use tidemark_domain::webhook::{
     WebhookUrl,
 };
 use tidemark_domain::{now_millis, to_rfc3339, Millis};
-use tidemark_store::webhooks::{self, Attempt, DueDelivery, FINISHED_KEEP_MS};
+use tidemark_store::webhooks::{self, Attempt, DueDelivery};
 use tidemark_store::Writer;
 use tidemark_wire::{WebhookEvent, WebhookProject, WebhookScan};
 
 use crate::auth::domain_verification::DnsVerifier;
 use crate::state::AppState;
+use crate::workers::runner::{Lease, Pacing, Worker};
 
 /// How often a replica looks for due deliveries when nothing wakes it.
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
 /// Deliveries one pass claims, and sends at once.
 const BATCH: i64 = 16;
-const PRUNE_EVERY_MS: Millis = 60 * 60 * 1000;
 /// The longest error text kept in the log.
 const MAX_ERROR_LEN: usize = 300;
 
@@ -142,56 +142,57 @@ fn event_body(d: &DueDelivery, dashboard_url: &str) -> WebhookEvent {
     }
 }
 
-/// Starts this replica's sender. Each pass is detached, so stopping the loop at shutdown
-/// never cuts a write short; a delivery cut off mid-send is due again when its lease ends.
-pub fn spawn_sender(state: &AppState) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let client = http_client(state)?;
-    let state = state.clone();
-    Ok(tokio::spawn(async move {
-        let mut last_prune: Millis = 0;
-        loop {
-            let (s, c) = (state.clone(), client.clone());
-            let sent = state
-                .db
-                .detached(|db| async move { Ok(send_due(&db, &s, &c).await) })
-                .await;
-            let busy = match sent {
-                Ok(Ok(n)) => n > 0,
-                Ok(Err(err)) | Err(err) => {
-                    tracing::warn!(error = %err, "webhook delivery pass failed");
-                    false
-                }
-            };
-            let now = now_millis();
-            if now - last_prune >= PRUNE_EVERY_MS {
-                last_prune = now;
-                let pruned = state
-                    .db
-                    .detached(|db| async move {
-                        webhooks::prune_finished(&db, now - FINISHED_KEEP_MS).await
-                    })
-                    .await;
-                if let Err(err) = pruned {
-                    tracing::warn!(error = %err, "pruning the webhook log failed");
-                }
-            }
-            // Something was due: more may be. Otherwise sleep until the next retry is due,
-            // a push wakes us, or the poll interval ends (another replica may have queued).
-            if !busy {
-                let pause = match webhooks::next_due_at(&state.db).await {
-                    Ok(Some(at)) => {
-                        Duration::from_millis(u64::try_from(at - now_millis()).unwrap_or(0))
-                            .min(POLL_INTERVAL)
-                    }
-                    _ => POLL_INTERVAL,
-                };
-                tokio::select! {
-                    () = state.webhook_wakeup.notified() => {}
-                    () = tokio::time::sleep(pause) => {}
-                }
-            }
+/// Sends due webhook deliveries: every replica claims them, each under a lease as long as
+/// a send may take; one cut off mid-send is due again when its lease ends.
+pub struct WebhookSender {
+    state: AppState,
+    client: reqwest::Client,
+}
+
+impl WebhookSender {
+    pub fn new(state: &AppState) -> anyhow::Result<Self> {
+        Ok(Self {
+            client: http_client(state)?,
+            state: state.clone(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Worker for WebhookSender {
+    fn name(&self) -> &'static str {
+        "webhooks"
+    }
+
+    fn lease(&self) -> Lease {
+        Lease::PerItem
+    }
+
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            first_after: Duration::ZERO,
+            idle: POLL_INTERVAL,
+            busy: Duration::ZERO,
         }
-    }))
+    }
+
+    fn wakeup(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(self.state.webhook_wakeup.clone())
+    }
+
+    /// Until the next retry is due, when that is sooner than the next poll (another replica
+    /// may queue meanwhile, so never longer).
+    async fn idle_pause(&self, db: &tidemark_store::Db) -> Duration {
+        match webhooks::next_due_at(db).await {
+            Ok(Some(at)) => Duration::from_millis(u64::try_from(at - now_millis()).unwrap_or(0))
+                .min(POLL_INTERVAL),
+            _ => POLL_INTERVAL,
+        }
+    }
+
+    async fn pass(&self, db: &Writer, _holder: &str) -> anyhow::Result<u64> {
+        Ok(send_due(db, &self.state, &self.client).await? as u64)
+    }
 }
 
 /// Claims and sends one batch; how many were claimed.

@@ -364,13 +364,16 @@ impl TestApp {
         max_projects: Option<u64>,
     ) -> TestLicense {
         let email = format!("owner-{}@example.com", rand::random::<u32>());
-        let created = server::operator::ops::create_license(
-            &self.db,
-            &self.state.license_keys,
-            &email,
+        let request = tidemark_services::licensing::LicenseRequest {
+            email: tidemark_domain::text::Email::parse(&email).expect("a valid e-mail address"),
             tier,
             expires_at,
             max_projects,
+        };
+        let created = tidemark_services::licensing::create(
+            &self.db,
+            &self.state.license_keys,
+            request,
             &tidemark_store::testing::audit(),
         )
         .await
@@ -387,7 +390,7 @@ impl TestApp {
     /// `POST /v1/license/activate` for `license`; returns the API key.
     /// Suspends (or reinstates) `license` as an operator would.
     pub async fn set_suspended(&self, license: &TestLicense, suspended: bool) {
-        server::operator::ops::set_suspended(
+        tidemark_services::licensing::set_suspended(
             &self.db,
             &license.license_id,
             suspended,

@@ -5,9 +5,18 @@ use tidemark_domain::audit::AuditContext;
 use tidemark_store::Writer;
 
 use super::{inventory, lines, Report};
-use crate::operator::cli::LicenseCommand;
-use crate::operator::ops::{self, LicenseSummary};
+use crate::operator::cli::{parse_timestamp, LicenseCommand};
 use crate::state::AppState;
+use tidemark_services::licensing::{self, LicenseRequest, LicenseSummary};
+use tidemark_services::ServiceError;
+
+/// A license id that finds nothing is named in the error.
+fn no_license(err: ServiceError, id: &str) -> anyhow::Error {
+    match err {
+        ServiceError::NotFound => anyhow::anyhow!("no license with id {id}"),
+        other => other.into(),
+    }
+}
 
 fn line(l: &LicenseSummary) -> String {
     format!(
@@ -23,9 +32,11 @@ fn line(l: &LicenseSummary) -> String {
 
 /// A licence with what its account holds.
 async fn show(db: &Writer, id: &str) -> anyhow::Result<Report> {
-    let license = ops::show_license(db, id).await?;
+    let license = licensing::show(db, id)
+        .await
+        .map_err(|e| no_license(e, id))?;
     let account = &license.account_id;
-    let members = ops::list_members(db, account).await?;
+    let members = super::member::list(db, account).await?;
     let projects = inventory::projects(db, account).await?;
     let keys = inventory::keys(db, account).await?;
     let mut human = line(&license) + "\n";
@@ -63,17 +74,14 @@ pub async fn run(
             expires,
             max_projects,
         } => {
-            let expires = expires.as_deref().map(ops::parse_timestamp).transpose()?;
-            let created = ops::create_license(
-                db,
-                &state.license_keys,
-                &email,
-                tier.into(),
-                expires,
+            let request = LicenseRequest {
+                email: tidemark_domain::text::Email::parse(&email)
+                    .map_err(|e| anyhow::anyhow!(e.message))?,
+                tier: tier.into(),
+                expires_at: expires.as_deref().map(parse_timestamp).transpose()?,
                 max_projects,
-                audit,
-            )
-            .await?;
+            };
+            let created = licensing::create(db, &state.license_keys, request, audit).await?;
             let human = format!(
                 "license key: {}\nlicense id:  {}\naccount id:  {}\nGive the key to the \
                  customer; it is not shown again (resend mails it).\n",
@@ -87,7 +95,7 @@ pub async fn run(
         }
         LicenseCommand::List { state, tier, email } => {
             let tier = tier.map(tidemark_wire::Tier::from);
-            let list: Vec<LicenseSummary> = ops::list_licenses(db)
+            let list: Vec<LicenseSummary> = licensing::list(db)
                 .await?
                 .into_iter()
                 .filter(|l| state.is_none_or(|s| l.state == s.as_str()))
@@ -103,17 +111,23 @@ pub async fn run(
         }
         LicenseCommand::Show { id } => show(db, &id).await,
         LicenseCommand::Suspend { id } => {
-            let s = ops::set_suspended(db, &id, true, audit).await?;
+            let s = licensing::set_suspended(db, &id, true, audit)
+                .await
+                .map_err(|e| no_license(e, &id))?;
             let human = format!("{} is now {}\n", s.license_id, s.state);
             Report::new(&s, human)
         }
         LicenseCommand::Resume { id } => {
-            let s = ops::set_suspended(db, &id, false, audit).await?;
+            let s = licensing::set_suspended(db, &id, false, audit)
+                .await
+                .map_err(|e| no_license(e, &id))?;
             let human = format!("{} is now {}\n", s.license_id, s.state);
             Report::new(&s, human)
         }
         LicenseCommand::Extend { id, expires } => {
-            let s = ops::extend(db, &id, ops::parse_timestamp(&expires)?, audit).await?;
+            let s = licensing::extend(db, &id, parse_timestamp(&expires)?, audit)
+                .await
+                .map_err(|e| no_license(e, &id))?;
             let human = format!("{} now expires {} ({})\n", s.license_id, s.expires, s.state);
             Report::new(&s, human)
         }
@@ -128,7 +142,7 @@ pub async fn run(
                 .map(tidemark_domain::signing::MachineFingerprint::parse)
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("--machine: {e}"))?;
-            let file = crate::usecases::licensing::offline_licence_file(
+            let file = tidemark_services::licensing::offline_license_file(
                 db,
                 &state.signer,
                 &state.config.http.base_url,

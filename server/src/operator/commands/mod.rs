@@ -4,10 +4,12 @@
 mod config_check;
 mod inventory;
 mod license;
+pub mod member;
 mod publisher;
 mod rotate;
 mod scim;
 mod signing_key;
+pub mod sso;
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -18,9 +20,8 @@ use tidemark_wire::ids::AccountId;
 
 use crate::config::Config;
 use crate::operator::cli::{
-    AuditCommand, BundleCommand, Command, HousekeepingCommand, MemberCommand, SsoCommand,
+    parse_timestamp, AuditCommand, BundleCommand, Command, HousekeepingCommand,
 };
-use crate::operator::ops;
 use crate::state::AppState;
 
 pub use config_check::check_config;
@@ -373,16 +374,22 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "bundle".into());
-            let p =
-                ops::publish_bundle(db, &state.config.http.base_url, &name, &bytes, &audit).await?;
+            let p = tidemark_services::bundles::publish(
+                db,
+                &state.config.http.base_url,
+                &name,
+                &bytes,
+                &audit,
+            )
+            .await?;
             let human = format!(
                 "published {} ({} bytes)\nurl:      {}\nchecksum: {}\n",
                 p.bundle_id, p.size_bytes, p.bundle_url, p.bundle_checksum
             );
             Report::new(&p, human)
         }
-        Command::Member(command) => member(command, db, &audit).await,
-        Command::Sso(command) => sso(command, db, &audit).await,
+        Command::Member(command) => member::run(command, db, &audit).await,
+        Command::Sso(command) => sso::run(command, db, &audit).await,
         Command::Audit(AuditCommand::List {
             account,
             since,
@@ -390,15 +397,15 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
             action,
             limit,
         }) => {
-            let events = ops::list_audit(
-                db,
-                account.as_deref().map(account_arg).transpose()?.as_ref(),
-                since.as_deref(),
-                actor.as_deref(),
-                action.as_deref(),
+            let account = account.as_deref().map(account_arg).transpose()?;
+            let filter = tidemark_services::audit::AuditFilter {
+                account_id: account.as_ref(),
+                since: since.as_deref().map(parse_timestamp).transpose()?,
+                actor: actor.as_deref(),
+                action: action.as_deref(),
                 limit,
-            )
-            .await?;
+            };
+            let events = tidemark_services::audit::list(db, &filter).await?;
             let human = lines(&events, |e| {
                 format!(
                     "{}  {:<24}  {:<22}  {}  {} -> {}  [{}]",
@@ -412,114 +419,6 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
                 )
             });
             Report::new(&json!({ "events": events }), human)
-        }
-    }
-}
-
-async fn member(
-    command: MemberCommand,
-    db: &Writer,
-    audit: &AuditContext,
-) -> anyhow::Result<Report> {
-    match command {
-        MemberCommand::Add {
-            account,
-            email,
-            role,
-        } => {
-            let member =
-                ops::add_member(db, &account_arg(&account)?, &email, role.into(), audit).await?;
-            let human = format!("{} is now {} of {account}\n", member.email, member.role);
-            Report::new(&member, human)
-        }
-        MemberCommand::List { account } => {
-            let members = ops::list_members(db, &account_arg(&account)?).await?;
-            let human = lines(&members, |m| {
-                format!(
-                    "{:<40}  {:<6}  last sign-in {}",
-                    m.email,
-                    m.role,
-                    m.last_login_at.as_deref().unwrap_or("never")
-                )
-            });
-            Report::new(&json!({ "members": members }), human)
-        }
-        MemberCommand::Remove { account, email } => {
-            ops::remove_member(db, &account_arg(&account)?, &email, audit).await?;
-            Report::new(
-                &json!({ "account_id": account, "email": email, "removed": true }),
-                format!("{email} removed from {account}; their sessions there have ended\n"),
-            )
-        }
-    }
-}
-
-async fn sso(command: SsoCommand, db: &Writer, audit: &AuditContext) -> anyhow::Result<Report> {
-    match command {
-        SsoCommand::Set {
-            account,
-            domain,
-            idp_metadata,
-            enforce,
-        } => {
-            let xml = std::fs::read_to_string(&idp_metadata)
-                .with_context(|| format!("could not read {}", idp_metadata.display()))?;
-            let sso =
-                ops::set_sso(db, &account_arg(&account)?, &domain, &xml, enforce, audit).await?;
-            let human = format!(
-                "{} is verified for {account} (the operator vouches for it) and now signs in \
-                 with SAML at {} ({} signing certificate(s)){}\n",
-                sso.domain,
-                sso.idp_sso_url,
-                sso.signing_certificates,
-                if sso.enforce {
-                    "; OpenID Connect refused"
-                } else {
-                    ""
-                }
-            );
-            Report::new(&sso, human)
-        }
-        SsoCommand::List { account } => {
-            let list = ops::list_sso(
-                db,
-                account.as_deref().map(account_arg).transpose()?.as_ref(),
-            )
-            .await?;
-            let human = lines(&list, |s| {
-                let mut line = format!(
-                    "{:<30}  {}  {:<8}  {}  enforce={}",
-                    s.domain, s.account_id, s.state, s.idp_entity_id, s.enforce
-                );
-                match s.state {
-                    "pending" => line.push_str(&format!(
-                        "\n    waiting for TXT {} = {}{}",
-                        s.dns_record_name,
-                        s.dns_record_value,
-                        s.last_check
-                            .as_deref()
-                            .map(|m| format!(" (last check: {m})"))
-                            .unwrap_or_default()
-                    )),
-                    "ended" => line.push_str(&format!(
-                        "\n    ended: {}",
-                        s.ended_reason.as_deref().unwrap_or("no reason recorded")
-                    )),
-                    _ => {}
-                }
-                line
-            });
-            Report::new(&json!({ "claims": list }), human)
-        }
-        SsoCommand::Remove { domain } => {
-            let removed = ops::remove_sso(db, &domain, audit).await?;
-            Report::new(
-                &json!({ "domain": domain, "removed": removed }),
-                format!(
-                    "{removed} SAML claim(s) removed for {domain}; its users sign in with \
-                     OpenID Connect again\n"
-                ),
-            )
         }
     }
 }

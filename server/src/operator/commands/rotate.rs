@@ -3,12 +3,12 @@
 use tidemark_store::Writer;
 
 use super::Report;
-use crate::crypto::{self, Keyring};
 use crate::operator::keys::rotate_master_key;
 use crate::state::AppState;
+use tidemark_services::crypto;
 
 pub async fn rotate(state: &AppState, db: &Writer) -> anyhow::Result<Report> {
-    let keys = Keyring::from_config(&state.config);
+    let keys = state.config.keys.keyring();
     let report = rotate_master_key(db, &keys).await?;
     let mut human = format!(
         "sealing key: {}{}\n",

@@ -48,7 +48,7 @@ pub async fn run(
                     .map_err(|e| anyhow::anyhow!("--overlap: {e}"))?,
                 None => state.config.keys.signing_key_overlap_ms,
             };
-            let key = crate::crypto::signing::rotate(
+            let key = tidemark_services::crypto::signing::rotate(
                 db,
                 state.signer.secrets(),
                 state.signer.issuer(),

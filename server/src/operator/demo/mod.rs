@@ -82,16 +82,15 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         client_ip: None,
         at: now_millis(),
     };
-    let created = crate::operator::ops::create_license(
-        db,
-        &state.license_keys,
-        DEMO_EMAIL,
-        Tier::Enterprise,
-        None,
-        None,
-        &audit,
-    )
-    .await?;
+    let request = tidemark_services::licensing::LicenseRequest {
+        email: tidemark_domain::text::Email::parse(DEMO_EMAIL)
+            .map_err(|e| anyhow::anyhow!(e.message))?,
+        tier: Tier::Enterprise,
+        expires_at: None,
+        max_projects: None,
+    };
+    let created =
+        tidemark_services::licensing::create(db, &state.license_keys, request, &audit).await?;
     let account = created.account_id;
     // Pushes name live keys of the account, as a scanner's would: CI's and a laptop's.
     let ci = demo_key(db, &account, "github-actions").await?;

@@ -8,7 +8,40 @@ use base64::Engine as _;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
 use chacha20poly1305::XChaCha20Poly1305;
 
-use crate::config::MasterKey;
+/// The 32-byte key that encrypts stored secrets and session cookies. Never printed.
+#[derive(Clone)]
+pub struct MasterKey([u8; 32]);
+
+/// Text that is not a base64-encoded 32-byte key.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a base64-encoded 32-byte key")]
+pub struct MasterKeyFormat;
+
+impl MasterKey {
+    pub fn parse_base64(text: &str) -> Result<Self, MasterKeyFormat> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|_| MasterKeyFormat)?;
+        let key: [u8; 32] = bytes.try_into().map_err(|_| MasterKeyFormat)?;
+        Ok(Self(key))
+    }
+
+    pub fn generate() -> Self {
+        let mut key = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut key);
+        Self(key)
+    }
+
+    pub fn expose(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    pub fn to_base64(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(self.0)
+    }
+}
+
+tidemark_domain::redacted_debug!(MasterKey);
 
 /// Sealed before ciphertexts named their key (still read; a rotation rewrites them).
 const FORMAT_V1: &str = "v1:";
@@ -29,9 +62,30 @@ pub const HANDOVER_PURPOSE: &str = "secret-handover";
 /// HKDF purpose of the key that seals a refused form's error in its page's address.
 pub const FORM_SEAL_PURPOSE: &str = "form-seal";
 
-/// The keys that seal a refused form's error (`tidemark_domain::form_seal`).
-pub fn form_seal_keys(keys: &Keyring) -> app::api::FormSealKeys {
-    app::api::FormSealKeys {
+/// The keys that seal a refused form's error in its page's address
+/// (`tidemark_domain::form_seal`): the current one, and during a rotation the previous one.
+#[derive(Clone)]
+pub struct FormSealKeys {
+    pub current: [u8; 32],
+    pub previous: Option<[u8; 32]>,
+}
+
+tidemark_domain::redacted_debug!(FormSealKeys);
+
+impl FormSealKeys {
+    /// Whether `sig` seals `err` for `path` under either key, so that a redirect another
+    /// replica sealed a moment before a rotation still shows.
+    pub fn verify(&self, path: &str, err: &str, sig: &str) -> bool {
+        use tidemark_domain::form_seal::is_sealed;
+        is_sealed(&self.current, path, err, sig)
+            || self
+                .previous
+                .is_some_and(|key| is_sealed(&key, path, err, sig))
+    }
+}
+
+pub fn form_seal_keys(keys: &Keyring) -> FormSealKeys {
+    FormSealKeys {
         current: derive_key(&keys.current, FORM_SEAL_PURPOSE),
         previous: keys
             .previous
@@ -55,15 +109,6 @@ pub fn derive_key<const N: usize>(master: &MasterKey, purpose: &str) -> [u8; N] 
 pub struct Keyring {
     pub current: MasterKey,
     pub previous: Option<MasterKey>,
-}
-
-impl Keyring {
-    pub fn from_config(config: &crate::config::Config) -> Self {
-        Self {
-            current: config.keys.master_key.clone(),
-            previous: config.keys.master_key_previous.clone(),
-        }
-    }
 }
 
 /// The public name of a master key, written into every ciphertext it seals so a rotation

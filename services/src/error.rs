@@ -1,0 +1,25 @@
+//! Why a use case did not do what it was asked, in the words its adapter shows.
+
+use tidemark_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The input cannot be acted on; the text says why, for the person who sent it.
+    #[error("{0}")]
+    Invalid(String),
+    /// Nothing of that id in the caller's account (another account's ids find nothing too).
+    #[error("not found")]
+    NotFound,
+    /// The action clashes with what is there (a limit, the last admin); the text says how.
+    #[error("{0}")]
+    Conflict(String),
+    /// The database failed; adapters log it and answer "unavailable".
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ServiceError {
+    pub fn invalid(text: impl std::fmt::Display) -> Self {
+        ServiceError::Invalid(text.to_string())
+    }
+}

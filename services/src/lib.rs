@@ -1,0 +1,20 @@
+//! Tidemark's use cases: each business action once (licensing, API keys, members, SSO
+//! claims, webhooks, audit reads, bundles), between the adapters above (`/v1` handlers, the
+//! dashboard's server functions, the operator's subcommands) and `store`/`domain` below. An
+//! adapter parses its input, calls one use case and renders the answer; what needs the network
+//! or DNS is a port (a trait in `ports`) the server implements.
+
+pub mod api_keys;
+pub mod audit;
+pub mod bundles;
+pub mod crypto;
+mod error;
+pub mod licensing;
+pub mod members;
+pub mod ports;
+mod services;
+pub mod sso;
+pub mod webhooks;
+
+pub use error::ServiceError;
+pub use services::Services;
