@@ -1,8 +1,8 @@
 # Shared by scripts/bench.sh and the scripts of bench/: the 200 accounts a push run rotates over, and a server to run them on.
 
-# create_licences BIN HASHES: 200 enterprise licences made with the server binary BIN (its
+# create_licenses BIN HASHES: 200 enterprise licences made with the server binary BIN (its
 # environment names the database); the SHA-256 of each licence key, one a line, into HASHES.
-create_licences() {
+create_licenses() {
   local bin=$1 hashes=$2 i key
   : >"$hashes"
   for i in $(seq 1 200); do
@@ -29,10 +29,10 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# serve_with_licences BIN WORK: a release server on a fresh SQLite file under WORK, on a free
-# port, with the 200 licences of create_licences (hashes in WORK/hashes), started and ready.
+# serve_with_licenses BIN WORK: a release server on a fresh SQLite file under WORK, on a free
+# port, with the 200 licences of create_licenses (hashes in WORK/hashes), started and ready.
 # Sets `url` and `server_pid`; the caller stops it (trap 'kill $server_pid' EXIT).
-serve_with_licences() {
+serve_with_licenses() {
   local bin=$1 work=$2 port
   port=$(free_port)
   url="http://127.0.0.1:$port"
@@ -40,7 +40,7 @@ serve_with_licences() {
     TIDEMARK_BASE_URL="$url" TIDEMARK_WRITES_PER_MINUTE=100000000 RUST_LOG=error \
     TIDEMARK_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
   "$bin" migrate >/dev/null
-  create_licences "$bin" "$work/hashes"
+  create_licenses "$bin" "$work/hashes"
   "$bin" serve >"$work/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 100); do curl -fsS "$url/readyz" >/dev/null 2>&1 && return 0; sleep 0.1; done

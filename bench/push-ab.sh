@@ -34,7 +34,7 @@ for side in 0 1; do
       TIDEMARK_BASE_URL="${urls[side]}" TIDEMARK_WRITES_PER_MINUTE=100000000 RUST_LOG=error \
       TIDEMARK_MASTER_KEY="$(head -c 32 /dev/urandom | base64)"
     "${bins[side]}" migrate >/dev/null
-    create_licences "${bins[side]}" "$dir/hashes"
+    create_licenses "${bins[side]}" "$dir/hashes"
     exec "${bins[side]}" serve >"$dir/server.log" 2>&1
   ) &
   pids+=($!)

@@ -17,7 +17,7 @@ command -v wrk >/dev/null || { echo "push-vs-c: needs wrk (apt-get install wrk)"
   { echo "push-vs-c: needs target/release/sqlite-baseline (cargo build --release -p tidemark-bench --bin sqlite-baseline)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'kill ${server_pid:-} 2>/dev/null; rm -rf "$work"' EXIT
-serve_with_licences "$bin" "$work"
+serve_with_licenses "$bin" "$work"
 activate_keys "$url" "$work/hashes" "$work/keys"
 c_rate() { target/release/sqlite-baseline 8000 50 migrations 8 | sed -nE 's/.*"scans_per_second": ([0-9.]+).*/\1/p'; }
 echo "| round | C grouped before | push (scans/s) | push p99 | C grouped after | push ÷ C |"

@@ -13,7 +13,7 @@ command -v wrk >/dev/null && command -v h2load >/dev/null ||
   { echo "validate-ab: needs wrk and h2load (apt-get install wrk nghttp2-client)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'kill ${server_pid:-} 2>/dev/null; rm -rf "$work"' EXIT
-serve_with_licences "$bin" "$work"
+serve_with_licenses "$bin" "$work"
 # 200 licences, as scripts/bench.sh asks them in turn (its Lua script); the fixed runs ask the first.
 hash=$(head -n 1 "$work/hashes")
 printf 'wrk.method = "POST"\n' >"$work/post.lua"

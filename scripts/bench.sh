@@ -47,7 +47,7 @@ fi
 target/release/tidemark-server migrate >/dev/null
 
 echo "== creating 200 accounts"
-create_licences target/release/tidemark-server "$work/hashes"
+create_licenses target/release/tidemark-server "$work/hashes"
 head -c 3000000 /dev/urandom >"$work/bundle.tar"
 target/release/tidemark-server bundle publish "$work/bundle.tar" >/dev/null
 

@@ -7,6 +7,8 @@ does a parent declaring its children. A circle is a strongly connected group of 
 modules, printed with its edges. Usage: scripts/import-circles.py [workspace root]
 (issue 46; docs/architecture.md says which room may import which)."""
 import os, re, sys, itertools
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rust_modules import modules, strip_tests, refs, resolve
 def self_test():
     """The check must be able to fail: a crate with a circle (and one with only a parent using
     its child and a doc comment naming a module) is judged as it should be."""
@@ -39,51 +41,6 @@ for crate in sorted(os.listdir(root)):
     src = os.path.join(root, crate, 'src')
     if os.path.isdir(src):
         crates[crate] = src
-
-def modules(src):
-    mods = {}
-    for d, _, files in os.walk(src):
-        for f in files:
-            if not f.endswith('.rs'): continue
-            path = os.path.join(d, f)
-            rel = os.path.relpath(path, src)[:-3].split(os.sep)
-            if rel[-1] == 'mod': rel = rel[:-1]
-            if rel in (['lib'], ['main']): rel = []
-            mods['::'.join(rel)] = path
-    return mods
-
-def strip_tests(text):
-    # Drop `#[cfg(test)] mod tests { ... }` blocks: test code may import anything.
-    out, i = [], 0
-    for m in re.finditer(r'#\[cfg\((?:all\()?test[^\]]*\]\s*mod\s+\w+\s*\{', text):
-        if m.start() < i: continue
-        out.append(text[i:m.start()])
-        depth, j = 1, m.end()
-        while j < len(text) and depth:
-            depth += {'{': 1, '}': -1}.get(text[j], 0); j += 1
-        i = j
-    out.append(text[i:])
-    return ''.join(out)
-
-def refs(text):
-    # Comments (doc comments too) name modules without importing them.
-    text = re.sub(r'(?m)^\s*//.*$', '', text)
-    found = set()
-    for m in re.finditer(r'\bcrate((?:::\w+)+)', text):
-        found.add(m.group(1)[2:])
-    for m in re.finditer(r'\buse\s+crate::\{([^;]*)\};', text, re.S):
-        for part in re.split(r',\s*(?![^{]*\})', m.group(1)):
-            part = part.strip()
-            name = re.match(r'(\w+(?:::\w+)*)', part)
-            if name: found.add(name.group(1))
-    return found
-
-def resolve(path, mods):
-    parts = path.split('::')
-    for n in range(len(parts), 0, -1):
-        cand = '::'.join(parts[:n])
-        if cand in mods: return cand
-    return None
 
 total = 0
 for crate, src in crates.items():

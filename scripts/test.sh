@@ -36,6 +36,8 @@ cargo fmt --all -- --check
 step "architecture: no import circle in any crate, no file over 800 lines nor function over 120, and docs/architecture.md draws the crates as they are"
 python3 scripts/import-circles.py --self-test
 python3 scripts/import-circles.py
+python3 scripts/room-rules.py --self-test
+python3 scripts/room-rules.py
 python3 scripts/code-shape.py --self-test
 python3 scripts/code-shape.py
 python3 scripts/architecture-graph.py --check docs/architecture.md

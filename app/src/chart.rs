@@ -174,8 +174,7 @@ pub fn draw_history(
 /// labels such as "Nov 20" (or "Nov 20 14:00" when the step is under a day, "2026-11-20"
 /// when the range spans more than about a year).
 pub fn time_ticks(t0: i64, t1: i64, max: usize) -> Vec<(i64, String)> {
-    const HOUR: i64 = 3_600_000;
-    const DAY: i64 = 24 * HOUR;
+    use tidemark_domain::time::{DAY_MS as DAY, HOUR_MS as HOUR};
     const STEPS: [i64; 15] = [
         HOUR,
         2 * HOUR,

@@ -170,7 +170,7 @@ async fn seed(db: &Db, account: &str) -> (tidemark_wire::ids::ProjectId, String)
     tidemark_store::on_db_write!(&writer, pool => {
     let project = tidemark_domain::ids::new_project_id();
     let now = tidemark_domain::now_millis();
-    let step = 2 * 365 * 86_400_000 / SCANS;
+    let step = 2 * 365 * tidemark_domain::time::DAY_MS / SCANS;
     let mut tx = pool.begin().await.unwrap();
     sqlx::query("INSERT INTO projects (id, account_id, label, created_at) VALUES ($1, $2, 'big/history', $3)")
         .bind(&project)

@@ -20,7 +20,7 @@ const DAYS: i64 = 365;
 const PROJECTS: usize = 5;
 const RULES: usize = 150;
 const RUNS: usize = 200;
-const DAY_MS: i64 = 86_400_000;
+use tidemark_domain::time::DAY_MS;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

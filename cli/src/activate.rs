@@ -95,9 +95,9 @@ pub(crate) fn activate_offline(
     let existing = credentials::load(&path)?;
     let text = std::fs::read_to_string(file)
         .with_context(|| format!("could not read {}", file.display()))?;
-    let licence: tidemark_wire::verdict::OfflineLicenceFile = serde_json::from_str(&text)
+    let license: tidemark_wire::verdict::OfflineLicenseFile = serde_json::from_str(&text)
         .with_context(|| format!("{} is not an offline licence file", file.display()))?;
-    if licence.format != tidemark_wire::verdict::OFFLINE_FILE_FORMAT {
+    if license.format != tidemark_wire::verdict::OFFLINE_FILE_FORMAT {
         bail!("{} is not an offline licence file", file.display());
     }
     let hash = read_license_key(env, key_file)?;
@@ -110,13 +110,13 @@ pub(crate) fn activate_offline(
         .or_else(TrustedKeys::anchor);
     let mut trusted = match first {
         Some(mut t) => {
-            t.learn(&licence.keys).context(
+            t.learn(&license.keys).context(
                 "the licence file's keys are not vouched for by the keys this machine trusts",
             )?;
             t
         }
         None => {
-            let pinned = TrustedKeys::pin(&licence.keys)
+            let pinned = TrustedKeys::pin(&license.keys)
                 .context("the licence file's key set does not verify")?;
             let kids: Vec<&str> = pinned.keys.iter().map(|k| k.kid.as_str()).collect();
             writeln!(
@@ -129,14 +129,14 @@ pub(crate) fn activate_offline(
         }
     };
     let claims = trusted
-        .verify(&licence.verdict, Kind::OfflineFile.typ())
+        .verify(&license.verdict, Kind::OfflineFile.typ())
         .map_err(|e| NotAuthorized(format!("the offline licence file: {e}")))?;
-    crate::verdict::Expect::for_licence(&hash, &fingerprint)
+    crate::verdict::Expect::for_license(&hash, &fingerprint)
         .check(&claims)
         .map_err(NotAuthorized)?;
     let verdict = Verdict {
         claims,
-        jws: licence.verdict,
+        jws: license.verdict,
         kind: Kind::OfflineFile,
     };
     license::judge(env.now, &verdict, env.now).map_err(NotAuthorized)?;
@@ -183,7 +183,7 @@ fn open_cache(creds: &Credentials, fingerprint: &str) -> Result<Option<license::
     let claims = trusted
         .verify(&cache.verdict, cache.kind.typ())
         .map_err(|e| format!("the cached licence verdict is not trustworthy: {e}"))?;
-    crate::verdict::Expect::for_licence(&creds.license_key_hash, fingerprint).check(&claims)?;
+    crate::verdict::Expect::for_license(&creds.license_key_hash, fingerprint).check(&claims)?;
     Ok(Some(license::Verdict {
         claims,
         jws: cache.verdict.clone(),

@@ -406,7 +406,7 @@ impl Client {
             }
             Err(e) => return Outcome::Unreachable(format!("the service's key set: {e}")),
         }
-        let expect = crate::verdict::Expect::for_licence(license_key_hash, machine);
+        let expect = crate::verdict::Expect::for_license(license_key_hash, machine);
         match trusted.verify(&jws, Kind::Validation.typ()) {
             Ok(claims) => match expect.check(&claims) {
                 Ok(()) => Outcome::Answered(Box::new(Verdict {

@@ -279,7 +279,7 @@ pub struct Expect<'a> {
 }
 
 impl Expect<'_> {
-    pub fn for_licence<'a>(license_key_hash: &str, machine: &'a str) -> Expect<'a> {
+    pub fn for_license<'a>(license_key_hash: &str, machine: &'a str) -> Expect<'a> {
         use sha2::Digest as _;
         Expect {
             sub: format!(
@@ -316,8 +316,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn expectations_name_the_licence_by_the_hash_of_its_hash() {
-        let e = Expect::for_licence("abc", "m1");
+    fn expectations_name_the_license_by_the_hash_of_its_hash() {
+        let e = Expect::for_license("abc", "m1");
         assert_eq!(
             e.sub,
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

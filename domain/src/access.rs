@@ -93,8 +93,8 @@ pub struct SessionPolicy {
 
 impl SessionPolicy {
     pub const DEFAULT: SessionPolicy = SessionPolicy {
-        idle_ms: 24 * 3_600_000,
-        absolute_ms: 7 * 24 * 3_600_000,
+        idle_ms: crate::time::DAY_MS,
+        absolute_ms: crate::time::WEEK_MS,
     };
 
     /// When a session that is used at `now` ends, given when it must end at the latest.

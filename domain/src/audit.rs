@@ -65,7 +65,7 @@ actions! {
     PublisherRemoved => "publisher.removed", "Trusted publisher removed";
     SigningKeyCreated => "signing_key.created", "Verdict-signing key created";
     SigningKeyRetired => "signing_key.retired", "Verdict-signing key retired";
-    OfflineLicenceIssued => "license.offline_file_issued", "Offline licence file issued";
+    OfflineLicenseIssued => "license.offline_file_issued", "Offline licence file issued";
     ScimTokenCreated => "scim.token_created", "SCIM token created";
     ScimTokenRevoked => "scim.token_revoked", "SCIM token revoked";
     ScimUserProvisioned => "scim.user_provisioned", "Person provisioned by SCIM";

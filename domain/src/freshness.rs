@@ -6,7 +6,7 @@ use crate::Millis;
 /// Days without a scan after which a project is stale.
 pub const STALE_AFTER_DAYS: i64 = 7;
 
-const DAY_MS: Millis = 86_400_000;
+use crate::time::DAY_MS;
 
 /// Whole days since the last scan, when there are at least [`STALE_AFTER_DAYS`] of them;
 /// `None` while the project is fresh, and for a project never scanned (it has no history to

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::retention::Age;
 use crate::Millis;
 
-const DAY: Millis = 86_400_000;
+use crate::time::DAY_MS as DAY;
 
 /// What a thinned scan's finding endpoints say (`410 Gone`), in the API and the dashboard.
 pub const THINNED_MESSAGE: &str = "This scan's findings were removed by housekeeping (older \

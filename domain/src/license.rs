@@ -100,9 +100,9 @@ mod tests {
     }
 
     #[test]
-    fn a_licence_reads_its_state_features_and_cap_from_its_tier_and_overrides() {
+    fn a_license_reads_its_state_features_and_cap_from_its_tier_and_overrides() {
         use tidemark_wire::{Feature, Tier};
-        let licence = super::License {
+        let license = super::License {
             id: "lic".into(),
             account_id: crate::ids::AccountId::trusted("acct"),
             email: "a@example.com".into(),
@@ -114,11 +114,11 @@ mod tests {
             features_removed: vec![Feature::DriftDetection],
             created_at: 0,
         };
-        assert!(licence.state(1_999).is_active());
-        assert_eq!(licence.state(2_000), LicenseState::Expired { since: 2_000 });
-        let features = licence.features();
+        assert!(license.state(1_999).is_active());
+        assert_eq!(license.state(2_000), LicenseState::Expired { since: 2_000 });
+        let features = license.features();
         assert!(features.contains(&Feature::CustomFrameworks));
         assert!(!features.contains(&Feature::DriftDetection));
-        assert_eq!(licence.project_cap(), Some(3));
+        assert_eq!(license.project_cap(), Some(3));
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::Millis;
 
-pub const DAY: Millis = 86_400_000;
+pub use crate::time::DAY_MS as DAY;
 
 /// One scan of a project's default branch: its time and its counts (critical, high, medium,
 /// low).
@@ -71,7 +71,7 @@ mod tests {
     fn scan(project: &str, day: i64, counts: [i64; 4]) -> ScanCounts {
         ScanCounts {
             project: project.into(),
-            at: day * DAY + 3_600_000,
+            at: day * DAY + crate::time::HOUR_MS,
             counts,
         }
     }

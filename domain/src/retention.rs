@@ -19,9 +19,9 @@ impl Age {
         };
         let unit = text.chars().last().ok_or_else(refuse)?;
         let per: Millis = match unit {
-            'h' => 3_600_000,
-            'd' => 86_400_000,
-            'w' => 7 * 86_400_000,
+            'h' => HOUR,
+            'd' => DAY,
+            'w' => crate::time::WEEK_MS,
             _ => return Err(refuse()),
         };
         let n: Millis = text[..text.len() - 1].parse().map_err(|_| refuse())?;
@@ -64,8 +64,7 @@ impl Age {
     }
 }
 
-const HOUR: Millis = 3_600_000;
-const DAY: Millis = 24 * HOUR;
+use crate::time::{DAY_MS as DAY, HOUR_MS as HOUR};
 
 /// As an operator writes it (`36h`, `30d`): what [`Age::parse`] reads back to the same age.
 impl std::fmt::Display for Age {

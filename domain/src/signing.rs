@@ -9,7 +9,7 @@
 use crate::Millis;
 
 /// How long a verdict from `validate` or `activate` is trusted offline: the scanner's grace.
-pub const VERDICT_LIFETIME: Millis = 7 * 86_400_000;
+pub const VERDICT_LIFETIME: Millis = crate::time::WEEK_MS;
 /// Default of `TIDEMARK_SIGNING_KEY_OVERLAP`.
 pub const DEFAULT_OVERLAP: &str = "7d";
 /// The longest an offline licence file may run.
@@ -142,8 +142,8 @@ pub enum OfflineRefusal {
     Days(u32),
     Inactive,
     /// The licence itself ends before the file would.
-    BeyondLicence {
-        licence_expires_at: Millis,
+    BeyondLicense {
+        license_expires_at: Millis,
     },
 }
 
@@ -157,10 +157,10 @@ impl std::fmt::Display for OfflineRefusal {
             OfflineRefusal::Inactive => {
                 f.write_str("the licence is expired or suspended; renew it first")
             }
-            OfflineRefusal::BeyondLicence { licence_expires_at } => write!(
+            OfflineRefusal::BeyondLicense { license_expires_at } => write!(
                 f,
                 "the licence expires on {}, before the file would; choose fewer days",
-                crate::to_rfc3339(*licence_expires_at)
+                crate::to_rfc3339(*license_expires_at)
             ),
         }
     }
@@ -170,18 +170,18 @@ impl std::fmt::Display for OfflineRefusal {
 pub fn offline_file_exp(
     now: Millis,
     days: u32,
-    licence_active: bool,
-    licence_expires_at: Millis,
+    license_active: bool,
+    license_expires_at: Millis,
 ) -> Result<Millis, OfflineRefusal> {
     if days == 0 || days > MAX_OFFLINE_DAYS {
         return Err(OfflineRefusal::Days(days));
     }
-    if !licence_active {
+    if !license_active {
         return Err(OfflineRefusal::Inactive);
     }
-    let exp = now + i64::from(days) * 86_400_000;
-    if exp > licence_expires_at {
-        return Err(OfflineRefusal::BeyondLicence { licence_expires_at });
+    let exp = now + i64::from(days) * crate::time::DAY_MS;
+    if exp > license_expires_at {
+        return Err(OfflineRefusal::BeyondLicense { license_expires_at });
     }
     Ok(exp)
 }
@@ -280,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn offline_files_run_within_the_licence_and_the_limit() {
+    fn offline_files_run_within_the_license_and_the_limit() {
         let now = 100 * DAY;
         assert_eq!(offline_file_exp(now, 30, true, 365 * DAY), Ok(130 * DAY));
         assert_eq!(
@@ -297,7 +297,7 @@ mod tests {
         );
         assert!(matches!(
             offline_file_exp(now, 300, true, 365 * DAY),
-            Err(OfflineRefusal::BeyondLicence { .. })
+            Err(OfflineRefusal::BeyondLicense { .. })
         ));
     }
 }

@@ -16,7 +16,7 @@ pub const CHALLENGE_PREFIX: &str = "tidemark-domain-verification=";
 /// Pending claims are looked up again this often in the background...
 pub const RECHECK_EVERY_MS: i64 = 15 * 60 * 1000;
 /// ...for this long after they were made ("Verify now" still works afterwards).
-pub const RECHECK_FOR_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+pub const RECHECK_FOR_MS: i64 = crate::time::WEEK_MS;
 
 /// Public mail providers: their addresses belong to the provider's customers, not to one
 /// company, so no account may route them to its own IdP. Not exhaustive (the public-suffix

@@ -16,9 +16,9 @@ pub const MAX_URL_LEN: usize = 2_000;
 pub const MAX_ENDPOINTS: usize = 20;
 /// A failed delivery is tried again, with growing pauses, until this long after the event
 /// (or after a redelivery was asked for); the last attempt falls after it.
-pub const RETRY_WINDOW_MS: Millis = 24 * 60 * 60 * 1000;
+pub const RETRY_WINDOW_MS: Millis = crate::time::DAY_MS;
 /// The longest pause between two attempts.
-pub const MAX_RETRY_DELAY_MS: Millis = 4 * 60 * 60 * 1000;
+pub const MAX_RETRY_DELAY_MS: Millis = 4 * crate::time::HOUR_MS;
 /// A receiver should refuse a signature whose `t` is further than this from its clock.
 pub const SIGNATURE_TOLERANCE_SECS: i64 = 5 * 60;
 

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod config;
 pub mod http;
 pub mod keyless;
+pub mod net;
 pub mod operator;
 pub mod scim;
 pub mod state;
@@ -119,7 +120,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         )?)),
         None => None,
     };
-    let dns = auth::domain_verification::DnsVerifier::new(config.signin.dns_resolver)
+    let dns = net::dns::DnsVerifier::new(config.signin.dns_resolver)
         .context("could not set up the DNS resolver for SSO domain verification")?;
     let keys = config.keys.keyring();
     let ci_keys = Arc::new(keyless::KeySets::new(
@@ -297,12 +298,12 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
         )
         .route(
             "/settings/license/offline-file",
-            post(web::offline_licence::download_offline_file),
+            post(web::offline_license::download_offline_file),
         )
         // Its address before the UI said "license" everywhere, for a page open across an upgrade.
         .route(
             "/settings/licence/offline-file",
-            post(web::offline_licence::download_offline_file),
+            post(web::offline_license::download_offline_file),
         )
         .route(
             "/settings/provisioning/change",

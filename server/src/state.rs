@@ -26,7 +26,7 @@ pub struct AppState {
     pub oidc: Option<Arc<crate::auth::oidc::provider::OidcProvider>>,
     /// Looks up SSO domain-verification records.
     #[from_ref(skip)]
-    pub dns: crate::auth::domain_verification::DnsVerifier,
+    pub dns: crate::net::dns::DnsVerifier,
     /// Push body bytes this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`).
     pub push_budget: Arc<crate::api::push_budget::PushBudget>,
     /// Wakes this replica's mail sender when a message is queued (others poll).

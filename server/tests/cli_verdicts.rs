@@ -77,7 +77,7 @@ fn forged_payload(jws: &str, edit: impl Fn(&mut Value)) -> String {
 }
 
 #[tokio::test]
-async fn no_edit_of_the_cache_makes_a_licence_valid() {
+async fn no_edit_of_the_cache_makes_a_license_valid() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let (license, config) = activated(&app, Tier::Team).await;
     let original = read(config.path());
@@ -356,7 +356,7 @@ async fn a_rotation_is_picked_up_online_and_retired_or_unknown_keys_sign_nothing
 }
 
 #[tokio::test]
-async fn an_air_gapped_machine_runs_from_an_offline_licence_file_until_it_expires() {
+async fn an_air_gapped_machine_runs_from_an_offline_license_file_until_it_expires() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let license = app.create_license(Tier::Enterprise).await;
     let dir = tempfile::tempdir().unwrap();

@@ -331,7 +331,7 @@ tidemark_store::test_each_backend! {
 }
 
 tidemark_store::test_each_backend! {
-    async fn offline_licence_files_are_signed_and_bounded(backend) {
+    async fn offline_license_files_are_signed_and_bounded(backend) {
         let app = TestApp::spawn(backend).await;
         let license = app.create_license(Tier::Enterprise).await;
         let dir = tempfile::tempdir().unwrap();
@@ -438,14 +438,14 @@ async fn kept_answers_are_given_only_to_the_same_question() {
     let subject = |jws: &str| payload_of(jws)["sub"].clone();
     let (_, other_machine) = verdict_of(&app, &first.hash, Some("laptop-2")).await;
     let (_, no_machine) = verdict_of(&app, &first.hash, None).await;
-    let (_, other_licence) = verdict_of(&app, &second.hash, Some("laptop-1")).await;
+    let (_, other_license) = verdict_of(&app, &second.hash, Some("laptop-1")).await;
     assert_eq!(machine(&once), json!("laptop-1"));
     assert_eq!(machine(&other_machine), json!("laptop-2"));
     assert_eq!(machine(&no_machine), Value::Null);
-    assert_eq!(machine(&other_licence), json!("laptop-1"));
+    assert_eq!(machine(&other_license), json!("laptop-1"));
     assert_eq!(subject(&once), subject(&other_machine));
-    assert_ne!(subject(&once), subject(&other_licence));
-    let verdicts = [&once, &other_machine, &no_machine, &other_licence];
+    assert_ne!(subject(&once), subject(&other_license));
+    let verdicts = [&once, &other_machine, &no_machine, &other_license];
     for (i, a) in verdicts.iter().enumerate() {
         for b in &verdicts[i + 1..] {
             assert_ne!(a, b);

@@ -70,6 +70,48 @@ pub async fn create(
     })
 }
 
+/// The outbox kind of a resend request: the mail worker looks the address up when it sends.
+pub const RESEND_MAIL_KIND: &str = "license_resend";
+
+/// How often one source may ask for a resend, and how long a source that asks too often is
+/// refused.
+pub struct ResendLimit {
+    pub per_minute: tidemark_domain::rate::RollingLimit,
+    pub ban_ms: Millis,
+}
+
+/// Queues a resend of every license registered to `email`, unless `bucket` (its source) is
+/// over the limit. The same path whether or not a license exists, so the answer and its
+/// timing say nothing about the address.
+pub async fn queue_resend(
+    db: &Db,
+    bucket: String,
+    email: &Email,
+    limit: ResendLimit,
+    now: Millis,
+) -> Result<tidemark_store::rate::BanDecision, ServiceError> {
+    use tidemark_store::rate::{hit_with_ban, BanDecision};
+    let email = email.clone();
+    let decision = db
+        .detached(|db| async move {
+            let decision = hit_with_ban(&db, &bucket, &limit.per_minute, limit.ban_ms, now).await?;
+            if decision == BanDecision::Allow {
+                let id = ids::new_mail_id();
+                tidemark_store::outbox::enqueue_mail(
+                    &db,
+                    &id,
+                    RESEND_MAIL_KIND,
+                    email.as_str(),
+                    now,
+                )
+                .await?;
+            }
+            Ok(decision)
+        })
+        .await?;
+    Ok(decision)
+}
+
 /// A license as operators see it (no key material).
 #[derive(Debug, Serialize)]
 pub struct LicenseSummary {
@@ -186,7 +228,7 @@ pub async fn offline_license_file(
     machine: Option<tidemark_domain::signing::MachineFingerprint>,
     days: u32,
     audit: &AuditContext,
-) -> anyhow::Result<tidemark_wire::verdict::OfflineLicenceFile> {
+) -> anyhow::Result<tidemark_wire::verdict::OfflineLicenseFile> {
     use tidemark_store::licenses::{find_license, license_lookup_hash};
     let now = audit.at;
     let license = find_license(db, license_id)
@@ -220,7 +262,7 @@ pub async fn offline_license_file(
     signing_keys::record_offline_file(db, &kid, exp, &license.account_id, &claims.jti, audit)
         .await?;
     signer.invalidate();
-    Ok(tidemark_wire::verdict::OfflineLicenceFile {
+    Ok(tidemark_wire::verdict::OfflineLicenseFile {
         format: tidemark_wire::verdict::OFFLINE_FILE_FORMAT.to_owned(),
         verdict,
         keys: (*signer.key_set(db).await?).clone(),

@@ -16,7 +16,7 @@ use tidemark_domain::Millis;
 use crate::stmt::Stmt;
 use crate::{on_db, AccountId, Db, StoreError};
 
-const DAY: Millis = 86_400_000;
+use tidemark_domain::time::DAY_MS as DAY;
 
 /// One scan as the roll-ups see it.
 pub(crate) struct DayScan<'a> {

@@ -166,7 +166,7 @@ pub async fn record_offline_file(
         .await?;
         let change = Change {
             account_id: Some(account_id),
-            action: Action::OfflineLicenceIssued,
+            action: Action::OfflineLicenseIssued,
             target: jti.to_owned(),
             before: None,
             after: Some(format!(

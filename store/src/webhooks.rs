@@ -20,7 +20,7 @@ use crate::Writer;
 use crate::{on_db, on_db_write, Db, StoreError};
 
 /// Deliveries the log keeps once finished (delivered or given up).
-pub const FINISHED_KEEP_MS: Millis = 30 * 24 * 60 * 60 * 1000;
+pub const FINISHED_KEEP_MS: Millis = 30 * tidemark_domain::time::DAY_MS;
 
 /// An endpoint as Settings lists it (no URL or secret in usable form).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -124,7 +124,7 @@ pub struct KeySetClaims {
 /// An offline licence file (`tidemark-server license file`, or Settings): the signed verdict
 /// and the key set that verifies it, for a machine that never reaches the service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OfflineLicenceFile {
+pub struct OfflineLicenseFile {
     /// Always `tidemark-offline-licence`.
     pub format: String,
     /// A compact JWS, `typ` `tidemark-offline-licence+jwt`, over [`VerdictClaims`].

@@ -24,7 +24,9 @@ pub async fn load_project_posture(
     let choice = crate::model::LineChoice::from_query(branch, pr.map(|n| n.to_string()));
     let (line, _) = super::project::chosen_line(&db, account, &project_id, &choice).await?;
     let now = tidemark_domain::now_millis();
-    let since = range.days().map(|d| now - d * 86_400_000);
+    let since = range
+        .days()
+        .map(|d| now - d * tidemark_domain::time::DAY_MS);
     let posture = or_unavailable(
         tidemark_store::posture::read::line_posture(
             &db,

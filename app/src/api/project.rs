@@ -60,7 +60,7 @@ pub async fn load_project_chart(
     let (line, lines) = chosen_line(&db, account, &project_id, &choice).await?;
     let since = range
         .days()
-        .map(|d| tidemark_domain::now_millis() - d * 86_400_000);
+        .map(|d| tidemark_domain::now_millis() - d * tidemark_domain::time::DAY_MS);
     // The database reduces the range to a few scans per time bucket; LTTB picks the rest.
     let (history, total) = or_unavailable(
         tidemark_store::dashboard::project_history(

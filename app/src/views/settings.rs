@@ -215,7 +215,7 @@ fn settings_view(section: &str, v: SettingsView) -> AnyView {
     });
     let body = match section {
         // The address it had before the UI said "license" everywhere.
-        "license" | "licence" => licence_section(v, admin),
+        "license" | "licence" => license_section(v, admin),
         "members" => members_section(v, admin),
         "sso" => {
             let enterprise = v.license.as_ref().is_some_and(|l| l.tier == "enterprise");
@@ -292,7 +292,7 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
     .into_any()
 }
 
-fn licence_section(v: SettingsView, admin: bool) -> AnyView {
+fn license_section(v: SettingsView, admin: bool) -> AnyView {
     view! {
         {v.license.map(|l| view! {
             <section class="card" aria-labelledby="license-heading">

@@ -23,8 +23,7 @@ const PULL_REQUESTS: i64 = 20;
 const PULL_REQUEST_SLOT: i64 = 18;
 /// Findings triaged per project (1 %).
 const TRIAGED: i64 = (FINDINGS / 100) as i64;
-const DAY_MS: i64 = 86_400_000;
-const HOUR_MS: i64 = 3_600_000;
+use tidemark_domain::time::{DAY_MS, HOUR_MS};
 /// 365 default-branch pushes, 261 feature-branch pushes (each of 5 branches weekly), 60
 /// pull-request pushes: what [`schedule`] makes.
 pub const PUSHES_PER_PROJECT: usize = 686;

@@ -7,7 +7,7 @@ use tidemark_store::bundles::bundle_content;
 use tidemark_wire::ErrorBody;
 
 use super::extract::{ensure_active, license_from_header};
-use super::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 /// A bundle file, byte for byte.

@@ -10,7 +10,7 @@ use tidemark_wire::ids::{ProjectId, ScanId};
 use tidemark_wire::ErrorBody;
 
 use super::extract::{authenticate, ensure_dashboard_license};
-use super::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 use crate::usecases::export::{self, FindingsFormat};
 

@@ -12,7 +12,7 @@ use tidemark_store::licenses::{
 use tidemark_store::publishers::find_ci_token_owner_and_writes;
 use tidemark_store::Db;
 
-use super::ApiError;
+use crate::http::error::ApiError;
 
 pub const LICENSE_HASH_HEADER: &str = "x-license-key-hash";
 pub const API_KEY_HEADER: &str = "x-api-key";

@@ -28,8 +28,8 @@ use tidemark_wire::{ErrorBody, ProjectGate, Severity};
 
 use super::exports::reader;
 use super::extract::read_json;
-use super::ApiError;
 use crate::http::client_ip::client_ip;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 const BODY_LIMIT: usize = 64 * 1024;

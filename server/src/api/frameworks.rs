@@ -22,7 +22,7 @@ use tidemark_wire::{ErrorBody, Feature};
 
 use super::extract::{authenticate, ensure_dashboard_license, json_error, read_body};
 use super::findings::writer_audit;
-use super::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 fn view(stored: StoredFramework) -> CustomFramework {

@@ -6,7 +6,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use tidemark_wire::verdict::KeySet;
 
-use super::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 /// Clients may keep the document this long; a rotation announces a key days before it signs.

@@ -16,19 +16,19 @@ use tidemark_domain::text::{Email, MachineName};
 use tidemark_domain::{ids, now_millis, Millis};
 use tidemark_store::bundles::latest_bundle;
 use tidemark_store::licenses::{insert_api_key, License, NewApiKey};
-use tidemark_store::{outbox, rate};
+use tidemark_store::rate;
 use tidemark_wire::verdict::VERDICT_TYP;
 use tidemark_wire::{
     ActivateRequest, ActivateResponse, ErrorBody, ResendRequest, ResendResponse, ValidateResponse,
 };
 
 use super::extract::{ensure_active, license_from_header, license_hash, read_json};
-use super::ApiError;
 use crate::http::client_ip::client_ip;
+use crate::http::error::ApiError;
 use crate::http::metrics::AnsweredEarly;
 use crate::state::AppState;
 use crate::usecases::validation_cache::{AnswerKey, ValidationCache};
-use tidemark_services::licensing::license_answer;
+use tidemark_services::licensing::{self, license_answer, ResendLimit};
 
 /// The optional header that binds a verdict to one machine.
 #[derive(utoipa::IntoParams)]
@@ -53,7 +53,6 @@ pub const MACHINE_FINGERPRINT_HEADER: &str = "x-machine-fingerprint";
 const SMALL_BODY_LIMIT: usize = 64 * 1024;
 
 pub const RESEND_MESSAGE: &str = "If a license exists for this address, it has been sent.";
-pub const RESEND_MAIL_KIND: &str = "license_resend";
 
 /// Validate a license
 ///
@@ -320,19 +319,11 @@ pub async fn resend_license(
     }
     let request: ResendRequest = read_json(&headers, body, SMALL_BODY_LIMIT).await?;
     let email = Email::parse(&request.email).map_err(|e| ApiError::InvalidRequest(e.message))?;
-    let limit = RollingLimit::per_minute(config.limits.resend_per_minute);
-    let ban_ms = i64::from(config.limits.resend_ban_seconds) * 1000;
-    let decision = state
-        .db
-        .detached(|db| async move {
-            let decision = rate::hit_with_ban(&db, &bucket, &limit, ban_ms, now).await?;
-            if decision == rate::BanDecision::Allow {
-                let id = ids::new_mail_id();
-                outbox::enqueue_mail(&db, &id, RESEND_MAIL_KIND, email.as_str(), now).await?;
-            }
-            Ok(decision)
-        })
-        .await?;
+    let limit = ResendLimit {
+        per_minute: RollingLimit::per_minute(config.limits.resend_per_minute),
+        ban_ms: i64::from(config.limits.resend_ban_seconds) * 1000,
+    };
+    let decision = licensing::queue_resend(&state.db, bucket, &email, limit, now).await?;
     if let rate::BanDecision::Refuse { retry_after_secs } = decision {
         return Err(limited(retry_after_secs));
     }

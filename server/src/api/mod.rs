@@ -3,7 +3,6 @@
 //! The OpenAPI document is generated from the same handler annotations that route requests.
 
 mod bundles;
-mod error;
 mod exports;
 mod extract;
 mod findings;
@@ -26,7 +25,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use error::ApiError;
+use crate::http::error::ApiError;
 
 use crate::state::AppState;
 

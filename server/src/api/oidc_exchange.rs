@@ -20,9 +20,9 @@ use tidemark_store::publishers::{self, Exchange, ExchangeOutcome, Publisher};
 use tidemark_wire::{ErrorBody, OidcExchangeRequest, OidcExchangeResponse};
 
 use super::extract::read_json;
-use super::ApiError;
 use crate::auth::flood;
 use crate::http::client_ip::client_ip;
+use crate::http::error::ApiError;
 use crate::http::metrics::ExchangeCounted;
 use crate::keyless::token::{self, VerifyError, MAX_TOKEN_BYTES};
 use crate::state::AppState;

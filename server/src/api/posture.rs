@@ -17,7 +17,7 @@ use tidemark_wire::ErrorBody;
 
 use super::exports::reader;
 use super::findings::missing_line;
-use super::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 /// The query of a posture read.
@@ -113,7 +113,7 @@ pub async fn get_posture(
         .range
         .unwrap_or_default()
         .days()
-        .map(|d| now - d * 86_400_000);
+        .map(|d| now - d * tidemark_domain::time::DAY_MS);
     let framework = query.framework.as_deref();
     let posture = line_posture(
         &state.db,

@@ -21,7 +21,7 @@ use super::extract::{
     json_error, read_body, require_json,
 };
 use super::push_budget::{Busy, Reservation};
-use super::ApiError;
+use crate::http::error::ApiError;
 use crate::http::metrics::PushCounted;
 use crate::state::AppState;
 

@@ -12,7 +12,7 @@ use tidemark_wire::report::SignedReport;
 use tidemark_wire::ErrorBody;
 
 use super::exports::reader;
-use super::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 use crate::usecases::export::ScanFindings;
 use crate::usecases::report::{scan_report, ReportFormat};

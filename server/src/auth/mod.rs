@@ -9,7 +9,6 @@
 use tidemark_wire::ids::AccountId;
 pub mod attempt;
 pub mod cookie_keys;
-pub mod domain_verification;
 pub mod flood;
 pub mod oidc;
 pub mod saml;

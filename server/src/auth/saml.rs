@@ -19,6 +19,7 @@
 //!   signs people in to its own account only; its identities are its own namespace.
 
 use std::str::FromStr as _;
+use tidemark_domain::time::{DAY_MS, HOUR_MS, MINUTE_MS};
 use tidemark_services::ports::IdpMetadata;
 
 use axum::extract::{ConnectInfo, Form, State};
@@ -313,8 +314,8 @@ async fn verify(
         .as_ref()
         .and_then(|c| c.not_on_or_after)
         .map(|t| t.timestamp_millis())
-        .unwrap_or(now + 3_600_000)
-        .clamp(now + 60_000, now + 86_400_000);
+        .unwrap_or(now + HOUR_MS)
+        .clamp(now + MINUTE_MS, now + DAY_MS);
     let id_hash = hex::encode(Sha256::digest(format!(
         "{}\n{}",
         sso.idp_entity_id, assertion.id

@@ -1,6 +1,7 @@
 //! How long scans keep their findings, and how often one replica thins them.
 
 use tidemark_domain::housekeeping::Policy;
+use tidemark_domain::time::DAY_MS;
 
 use super::{ConfigError, Vars};
 
@@ -44,9 +45,9 @@ impl HousekeepingConfig {
             Some(p) => format!(
                 "every {} min: all findings kept {} d, then weekly after {} d, monthly after {} d",
                 self.interval_minutes,
-                p.keep_all / 86_400_000,
-                p.weekly_after / 86_400_000,
-                p.monthly_after / 86_400_000
+                p.keep_all / DAY_MS,
+                p.weekly_after / DAY_MS,
+                p.monthly_after / DAY_MS
             ),
         }
     }

@@ -109,7 +109,7 @@ impl KeysConfig {
         };
         format!(
             "master key {source}{rotation}; a rotated-in signing key signs after {} h",
-            self.signing_key_overlap_ms / 3_600_000
+            self.signing_key_overlap_ms / tidemark_domain::time::HOUR_MS
         )
     }
 }

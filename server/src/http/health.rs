@@ -52,7 +52,7 @@ pub async fn get_readyz(State(db): State<Db>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE,
         [(
             header::RETRY_AFTER,
-            crate::api::ApiError::DatabaseUnavailable
+            crate::http::error::ApiError::DatabaseUnavailable
                 .retry_after_secs()
                 .unwrap_or_default(),
         )],

@@ -1,4 +1,4 @@
-//! Cross-cutting HTTP plumbing: request ids, access logs, metrics, health probes, security
+//! Cross-cutting HTTP plumbing: the one error every JSON answer renders (`error`), request ids, access logs, metrics, health probes, security
 //! headers, database deadlines, panics answered, the site's assets compressed, answers
 //! compressed, the island scripts a page needs, and secrets shown once on the page a form
 //! came from.
@@ -6,6 +6,7 @@
 pub mod assets;
 pub mod client_ip;
 pub mod deadline;
+pub mod error;
 pub mod health;
 pub mod islands;
 pub mod listener;

@@ -17,7 +17,7 @@ use jsonwebtoken::jwk::{Jwk, JwkSet, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use tidemark_domain::ci_identity::Issuer;
 
-use crate::auth::domain_verification::DnsVerifier;
+use crate::net::dns::DnsVerifier;
 
 /// An unknown `kid` makes the key set be fetched again at most this often.
 pub const REFETCH_EVERY: Duration = Duration::from_secs(60);
@@ -84,7 +84,7 @@ impl KeySets {
             .timeout(TIMEOUT)
             .connect_timeout(TIMEOUT)
             .user_agent(concat!("Tidemark-OIDC/", env!("CARGO_PKG_VERSION")))
-            .dns_resolver(Arc::new(crate::workers::webhooks::GuardedResolver {
+            .dns_resolver(Arc::new(crate::net::guard::GuardedResolver {
                 dns,
                 allow_private,
                 lifted_by: "TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS",

@@ -262,11 +262,11 @@ impl ScimFailure {
                 let (status, secs) = match fault {
                     tidemark_store::Fault::Unavailable => (
                         StatusCode::SERVICE_UNAVAILABLE,
-                        crate::api::ApiError::DatabaseUnavailable.retry_after_secs(),
+                        crate::http::error::ApiError::DatabaseUnavailable.retry_after_secs(),
                     ),
                     tidemark_store::Fault::StorageFull => (
                         StatusCode::INSUFFICIENT_STORAGE,
-                        crate::api::ApiError::StorageFull.retry_after_secs(),
+                        crate::http::error::ApiError::StorageFull.retry_after_secs(),
                     ),
                 };
                 let mut failure =

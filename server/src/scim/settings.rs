@@ -41,7 +41,7 @@ fn back(notice: &str) -> Response {
 }
 
 fn unavailable(err: tidemark_store::StoreError) -> Response {
-    let err = crate::api::ApiError::from(err);
+    let err = crate::http::error::ApiError::from(err);
     let mut res = refuse(
         err.status(),
         "The change could not be made right now; nothing was changed. Try again shortly.",

@@ -24,7 +24,7 @@ fn answer(found: Result<Answer, tidemark_store::StoreError>) -> Response {
         Ok(Ok(Some(file))) => file.into_response(),
         Ok(Ok(None)) => (StatusCode::NOT_FOUND, "Not found in this account.").into_response(),
         // The same body as /v1's (`scan_thinned`), for scripts reading either.
-        Ok(Err(Thinned)) => crate::api::ApiError::ScanThinned.into_response(),
+        Ok(Err(Thinned)) => crate::http::error::ApiError::ScanThinned.into_response(),
         Err(err) => {
             tracing::error!(%err, "export failed");
             (

@@ -2,5 +2,5 @@
 
 pub mod badge;
 pub mod downloads;
-pub mod offline_licence;
+pub mod offline_license;
 pub mod triage_form;

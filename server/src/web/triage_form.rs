@@ -39,7 +39,7 @@ fn refuse(status: StatusCode, message: &str) -> Response {
 }
 
 fn unavailable(err: tidemark_store::StoreError) -> Response {
-    let err = crate::api::ApiError::from(err);
+    let err = crate::http::error::ApiError::from(err);
     let mut res = refuse(
         err.status(),
         "The triage could not be saved right now; nothing was changed. Try again shortly.",

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
 use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use tidemark_domain::time::HOUR_MS;
 use tidemark_domain::{now_millis, to_rfc3339, Millis};
 use tidemark_store::alerts::ALERT_MAIL_KIND;
 use tidemark_store::licenses::licenses_for_email;
@@ -16,10 +17,10 @@ use tidemark_store::scan_facts::ScanFacts;
 use tidemark_store::Writer;
 use tidemark_wire::GateStatus;
 
-use crate::api::license::RESEND_MAIL_KIND;
 use crate::config::Config;
 use crate::state::AppState;
 use crate::workers::runner::{Lease, Pacing, Worker};
+use tidemark_services::licensing::RESEND_MAIL_KIND;
 
 /// How often a replica looks for due mail when nothing wakes it.
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -114,7 +115,7 @@ impl Worker for MailSender {
 /// Delay before attempt `attempts + 1`: 5 s, doubling, at most an hour.
 pub fn retry_delay_ms(attempts: i64) -> Millis {
     let exp = attempts.clamp(1, 20) - 1;
-    (5_000_i64 << exp).min(3_600_000)
+    (5_000_i64 << exp).min(HOUR_MS)
 }
 
 async fn deliver_due(
@@ -176,7 +177,7 @@ enum Composed {
 /// Whether `recipient` already had `cap` messages of `kind` in the last hour. Decided at
 /// delivery, so no request's answer or timing depends on it.
 async fn over_hourly_cap(state: &AppState, mail: &OutboxMail, cap: i64) -> anyhow::Result<bool> {
-    let hour_ago = now_millis() - 3_600_000;
+    let hour_ago = now_millis() - HOUR_MS;
     let delivered =
         outbox::delivered_since(&state.db, &mail.recipient, &mail.kind, hour_ago).await?;
     if delivered >= cap {

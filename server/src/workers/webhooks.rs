@@ -7,21 +7,19 @@
 //! unless the operator allows them (an IP literal is checked when the URL is parsed): the
 //! address checked is the address connected to.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use tidemark_domain::webhook::{
-    is_delivered, is_forbidden_ip, next_attempt_at, slack_message, PayloadFormat, WebhookSecret,
-    WebhookUrl,
+    is_delivered, next_attempt_at, slack_message, PayloadFormat, WebhookSecret, WebhookUrl,
 };
 use tidemark_domain::{now_millis, to_rfc3339, Millis};
 use tidemark_store::webhooks::{self, Attempt, DueDelivery};
 use tidemark_store::Writer;
 use tidemark_wire::{WebhookEvent, WebhookProject, WebhookScan};
 
-use crate::auth::domain_verification::DnsVerifier;
+use crate::net::guard::GuardedResolver;
 use crate::state::AppState;
 use crate::workers::runner::{Lease, Pacing, Worker};
 
@@ -38,43 +36,6 @@ pub const SIGNATURE_HEADER: &str = "Tidemark-Signature";
 /// A claimed delivery is this replica's for the timeout and a margin: longer than any send.
 fn lease_ms(timeout: Duration) -> Millis {
     i64::try_from(timeout.as_millis()).unwrap_or(30_000) * 2 + 30_000
-}
-
-/// Resolves webhook (and CI token issuer) hosts, refusing any name with an address the server
-/// must not reach on a tenant's say-so.
-pub(crate) struct GuardedResolver {
-    pub(crate) dns: DnsVerifier,
-    pub(crate) allow_private: bool,
-    /// The setting that lifts the rule, named in the refusal.
-    pub(crate) lifted_by: &'static str,
-    /// Hosts resolved without the rule: the operator's own proxy.
-    pub(crate) exempt: Vec<String>,
-}
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let dns = self.dns.clone();
-        let allow_private = self.allow_private;
-        let lifted_by = self.lifted_by;
-        let allow_private = allow_private || self.exempt.iter().any(|h| h == name.as_str());
-        Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let addrs = dns.lookup_ip(&host).await?;
-            if addrs.is_empty() {
-                return Err(format!("{host} has no address").into());
-            }
-            if !allow_private && addrs.iter().any(|ip| is_forbidden_ip(*ip)) {
-                return Err(format!(
-                    "{host} resolves to a loopback, private or link-local address; only public \
-                     addresses are reached ({lifted_by}=1 allows others)"
-                )
-                .into());
-            }
-            let addrs: reqwest::dns::Addrs =
-                Box::new(addrs.into_iter().map(|ip| SocketAddr::new(ip, 0)));
-            Ok(addrs)
-        })
-    }
 }
 
 /// The client every delivery goes through.

@@ -10,10 +10,10 @@ mod plan;
 use tidemark_domain::audit::{Actor, AuditContext};
 use tidemark_domain::findings::TriageChange;
 use tidemark_domain::now_millis;
-use tidemark_domain::overview::DAY;
 use tidemark_domain::push::ValidPush;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_domain::secrets::ApiKey;
+use tidemark_domain::time::{DAY_MS as DAY, HOUR_MS};
 use tidemark_store::findings::{find_line, list_tracked, set_triage, TrackedQuery};
 use tidemark_store::licenses;
 use tidemark_store::pushes::{record_push, PushContext, PushOutcome};
@@ -124,7 +124,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
                     &account,
                     &scan.project_id,
                     push.project,
-                    push.at + 3_600_000,
+                    push.at + HOUR_MS,
                 )
                 .await?;
             }

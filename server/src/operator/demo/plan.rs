@@ -6,7 +6,7 @@
 
 use rand::{Rng as _, SeedableRng as _};
 use serde_json::{json, Value};
-use tidemark_domain::overview::DAY;
+use tidemark_domain::time::{DAY_MS as DAY, HOUR_MS, MINUTE_MS};
 use tidemark_domain::to_rfc3339;
 
 use super::catalogue::{Check, CIS_AWS, CIS_GCP, SOC2_AWS, SOC2_GCP};
@@ -193,9 +193,7 @@ pub fn pushes(now: i64) -> Vec<DemoPush> {
         let history = history(p, &mut rng);
         // The latest scan a few hours ago, the first three months before it.
         let times: Vec<i64> = (0..SCANS)
-            .map(|i| {
-                now - (SCANS as i64 - 1 - i as i64) * 2 * DAY - rng.gen_range(3..9) * 3_600_000
-            })
+            .map(|i| now - (SCANS as i64 - 1 - i as i64) * 2 * DAY - rng.gen_range(3..9) * HOUR_MS)
             .collect();
         for (i, statuses) in history.iter().enumerate() {
             let local = i % 7 == 3;
@@ -223,7 +221,7 @@ pub fn pushes(now: i64) -> Vec<DemoPush> {
                         s.3 = *status;
                     }
                 }
-                let at = (times[pr.base] + hours * 3_600_000).min(now - 60_000);
+                let at = (times[pr.base] + hours * HOUR_MS).min(now - MINUTE_MS);
                 let git = json!({
                     "branch": pr.branch, "default_branch": "main", "commit": commit(&mut rng),
                     "repository_url": repository(p),

@@ -54,7 +54,7 @@ pub enum ApiError {
     /// answered the same); the message names it.
     #[error("{0}")]
     Missing(String),
-    #[error("{}", crate::usecases::export::THINNED_MESSAGE)]
+    #[error("{}", tidemark_domain::housekeeping::THINNED_MESSAGE)]
     ScanThinned,
     /// Too slow: the body stalled, or the whole request outlasted the API's time limit.
     #[error("{0}")]
@@ -293,6 +293,21 @@ impl From<tidemark_store::StoreError> for ApiError {
         match err.fault() {
             Some(fault) => Self::from_fault(fault, &err),
             None => ApiError::Internal(err.into()),
+        }
+    }
+}
+
+/// A use case's refusal under `/v1`: its words as `invalid_request`, an id that finds
+/// nothing as `not_found` (`Missing`), a database failure as the store's.
+impl From<tidemark_services::ServiceError> for ApiError {
+    fn from(err: tidemark_services::ServiceError) -> Self {
+        use tidemark_services::ServiceError;
+        match err {
+            ServiceError::Invalid(text) | ServiceError::Conflict(text) => {
+                ApiError::InvalidRequest(text)
+            }
+            ServiceError::NotFound => ApiError::Missing("Nothing was found with that id.".into()),
+            ServiceError::Store(err) => err.into(),
         }
     }
 }

@@ -1,7 +1,6 @@
-//! Proof that an account owns the e-mail domain it claims for SAML: the TXT record
-//! `_tidemark-challenge.<domain>` = `tidemark-domain-verification=<token>`, looked up with a
-//! real DNS resolver ("Verify now" in Settings, and every 15 minutes in the background for a
-//! week after a claim is made). The rules are `tidemark_domain::sso`; this is the I/O.
+//! The server's DNS resolver: TXT records (the proof that an account owns the e-mail domain
+//! it claims for SAML, `_tidemark-challenge.<domain>`; the rules are `tidemark_domain::sso`,
+//! the use case `tidemark_services::sso`) and the addresses of outbound hosts.
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@ use axum::{Extension, Form};
 use serde::Deserialize;
 use tidemark_domain::signing::MachineFingerprint;
 
-use crate::api::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize)]
