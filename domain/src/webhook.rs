@@ -407,7 +407,7 @@ pub enum SignatureError {
     Mismatch,
 }
 
-/// The check a receiver makes (the README's recipe, as code): the header parses, its time is
+/// The check a receiver makes (docs/dashboard.md's recipe, as code): the header parses, its time is
 /// within [`SIGNATURE_TOLERANCE_SECS`] of `now_secs`, and one `v1` value is the HMAC of
 /// `"<t>.<body>"` under the secret, compared in constant time.
 pub fn verify_signature(
@@ -729,7 +729,7 @@ mod tests {
             verify_signature("v1=abcd", secret.expose(), body, 0),
             Err(SignatureError::Malformed)
         );
-        // A vector computed elsewhere (Python's hmac), so the README's recipe is checked.
+        // A vector computed elsewhere (Python's hmac), so docs/dashboard.md's recipe is checked.
         assert_eq!(
             WebhookSecret::from_stored("whsec_test".into()).sign(1, b"{}"),
             "t=1,v1=7500d5d4be4b3ef07af1fe56f7d522d135cdaa7530de557e67cc1049c52de094"

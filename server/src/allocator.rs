@@ -34,7 +34,7 @@ pub fn apply_tunables() {
         again.arg0(name);
     }
     let err = again.args(args).env("GLIBC_TUNABLES", TUNABLES).exec();
-    eprintln!("note: serving with glibc's default allocator settings ({err}); see GLIBC_TUNABLES in the README");
+    eprintln!("note: serving with glibc's default allocator settings ({err}); see GLIBC_TUNABLES in docs/configuration.md");
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]

@@ -10,11 +10,14 @@ pub mod bundles;
 pub mod crypto;
 mod error;
 pub mod licensing;
+pub mod lines;
 pub mod members;
 pub mod ports;
+pub mod posture;
 mod services;
 pub mod sso;
 pub mod webhooks;
 
 pub use error::ServiceError;
 pub use services::Services;
+pub use tidemark_store::Db;

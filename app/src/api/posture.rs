@@ -24,21 +24,18 @@ pub async fn load_project_posture(
     let choice = crate::model::LineChoice::from_query(branch, pr.map(|n| n.to_string()));
     let (line, _) = super::project::chosen_line(&db, account, &project_id, &choice).await?;
     let now = tidemark_domain::now_millis();
-    let since = range
-        .days()
-        .map(|d| now - d * tidemark_domain::time::DAY_MS);
-    let posture = or_unavailable(
-        tidemark_store::posture::read::line_posture(
-            &db,
-            account,
-            &project_id,
-            &line.id,
-            None,
-            since,
-            now,
-        )
-        .await,
-    )?;
+    let since = tidemark_services::posture::since(range.days(), now);
+    let posture = tidemark_services::posture::line_posture(
+        &db,
+        account,
+        &project_id,
+        &line.id,
+        None,
+        range.days(),
+        now,
+    )
+    .await
+    .or_else(crate::error::refused)?;
     let names = ssr::names(&db, account).await?;
     let Some(posture) = posture else {
         return Ok(ProjectPostureView::default());
@@ -87,38 +84,19 @@ pub async fn load_framework(
     let choice = crate::model::LineChoice::from_query(branch, pr.map(|n| n.to_string()));
     let (line, _) = super::project::chosen_line(&db, account, &project_id, &choice).await?;
     let now = tidemark_domain::now_millis();
-    let detail = or_unavailable(
-        tidemark_store::posture::read::framework_now(
-            &db,
-            account,
-            &project_id,
-            &line.id,
-            &framework,
-            now,
-        )
-        .await,
-    )?;
-    let Some(detail) = detail else {
-        return not_found();
-    };
-    // What drifted, as the latest scan's push found it: its stored row, not a second judging
-    // of its findings.
-    let stored = or_unavailable(
-        tidemark_store::posture::posture_history(
-            &db,
-            account,
-            &project_id,
-            &line.id,
-            Some(&framework),
-            Some(detail.scanned_at),
-        )
-        .await,
-    )?;
-    let drifted: Vec<String> = stored
-        .iter()
-        .find(|r| r.scan_id == detail.scan_id)
-        .map(|r| r.drifted())
-        .unwrap_or_default();
+    let tidemark_services::posture::FrameworkDetail {
+        now: detail,
+        drifted,
+    } = tidemark_services::posture::framework_detail(
+        &db,
+        account,
+        &project_id,
+        &line.id,
+        &framework,
+        now,
+    )
+    .await
+    .or_else(crate::error::refused)?;
     let drift_detection =
         ssr::has_feature(&db, account, tidemark_wire::Feature::DriftDetection).await?;
     let summary = line_summary(line);
@@ -144,9 +122,9 @@ pub async fn load_rollup() -> Result<PostureRollup, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
     let db = db();
-    let rows = or_unavailable(
-        tidemark_store::posture::read::account_rollup(&db, &viewer.account_id).await,
-    )?;
+    let rows = tidemark_services::posture::account_rollup(&db, &viewer.account_id)
+        .await
+        .or_else(crate::error::refused)?;
     let names = ssr::names(&db, &viewer.account_id).await?;
     Ok(ssr::rollup(rows, &names))
 }
@@ -167,27 +145,22 @@ mod ssr {
 
     /// Custom frameworks' titles by posture name (`custom:<id>`).
     pub async fn names(
-        db: &tidemark_store::Db,
+        db: &tidemark_services::Db,
         account: &AccountId,
     ) -> Result<BTreeMap<String, String>, DashboardError> {
-        let customs = super::super::ssr::or_unavailable(
-            tidemark_store::frameworks::in_force(db, account).await,
-        )?;
-        Ok(customs
-            .into_iter()
-            .map(|c| (c.posture_name(), format!("{} (custom)", c.document().title)))
-            .collect())
+        tidemark_services::posture::framework_names(db, account)
+            .await
+            .or_else(crate::error::refused)
     }
 
     pub async fn has_feature(
-        db: &tidemark_store::Db,
+        db: &tidemark_services::Db,
         account: &AccountId,
         feature: tidemark_wire::Feature,
     ) -> Result<bool, DashboardError> {
-        let license = super::super::ssr::or_unavailable(
-            tidemark_store::licenses::find_license_for_account(db, account).await,
-        )?;
-        Ok(license.is_some_and(|l| l.features().contains(&feature)))
+        tidemark_services::posture::has_feature(db, account, feature)
+            .await
+            .or_else(crate::error::refused)
     }
 
     fn name_of(framework: &str, names: &BTreeMap<String, String>) -> String {

@@ -13,29 +13,26 @@ use crate::model::{GateSettings, ProjectChart, Range, ScansPage};
 /// "not found" when the project has no such line.
 #[cfg(feature = "ssr")]
 pub(crate) async fn chosen_line(
-    store: &tidemark_store::Db,
+    store: &tidemark_services::Db,
     account: &tidemark_wire::ids::AccountId,
     project_id: &tidemark_wire::ids::ProjectId,
     choice: &LineChoice,
 ) -> Result<
     (
-        tidemark_store::branches::Line,
-        Vec<tidemark_store::branches::Line>,
+        tidemark_services::lines::Line,
+        Vec<tidemark_services::lines::Line>,
     ),
     DashboardError,
 > {
-    use super::ssr::*;
-    let lines =
-        or_unavailable(tidemark_store::branches::list_lines(store, account, project_id).await)?;
-    let found = lines.iter().find(|l| match choice {
-        LineChoice::Default => l.is_default,
-        LineChoice::Branch(name) => l.pull_request.is_none() && l.name.as_deref() == Some(name),
-        LineChoice::PullRequest(n) => l.pull_request.as_ref().is_some_and(|p| p.number == *n),
-    });
-    match found {
-        Some(line) => Ok((line.clone(), lines)),
-        None => not_found(),
-    }
+    use tidemark_services::lines::LineWanted;
+    let wanted = match choice {
+        LineChoice::Default => LineWanted::Default,
+        LineChoice::Branch(name) => LineWanted::Branch(name.clone()),
+        LineChoice::PullRequest(n) => LineWanted::PullRequest(*n),
+    };
+    tidemark_services::lines::choose(store, account, project_id, &wanted)
+        .await
+        .or_else(crate::error::refused)
 }
 
 #[server(endpoint = "project_chart")]
@@ -58,9 +55,7 @@ pub async fn load_project_chart(
     };
     let choice = LineChoice::from_query(branch, pr.map(|n| n.to_string()));
     let (line, lines) = chosen_line(&db, account, &project_id, &choice).await?;
-    let since = range
-        .days()
-        .map(|d| tidemark_domain::now_millis() - d * tidemark_domain::time::DAY_MS);
+    let since = tidemark_services::posture::since(range.days(), tidemark_domain::now_millis());
     // The database reduces the range to a few scans per time bucket; LTTB picks the rest.
     let (history, total) = or_unavailable(
         tidemark_store::dashboard::project_history(

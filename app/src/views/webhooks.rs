@@ -35,7 +35,7 @@ pub fn WebhooksPanel() -> impl IntoView {
                             <p class="muted small">
                                 "Tidemark POSTs a JSON event to each endpoint when it happens, signed in the "
                                 <code>"Tidemark-Signature"</code>
-                                " header with the endpoint's secret (the README shows how to check it). "
+                                " header with the endpoint's secret (the documentation shows how to check it). "
                                 "Failed deliveries are retried with growing pauses for a day."
                             </p>
                             {shown.map(secret_panel)}

@@ -8,7 +8,6 @@ use axum::Json;
 use serde::Deserialize;
 use tidemark_domain::{now_millis, to_rfc3339};
 use tidemark_store::findings::find_line;
-use tidemark_store::posture::read::line_posture;
 use tidemark_store::posture::PostureRow;
 use tidemark_wire::posture::{
     FrameworkPosture, PosturePoint, PostureRange, ProjectPosture, SectionPosture,
@@ -109,19 +108,15 @@ pub async fn get_posture(
         return Err(missing_line(&state, account_id, &project_id, branch).await);
     };
     let now = now_millis();
-    let since = query
-        .range
-        .unwrap_or_default()
-        .days()
-        .map(|d| now - d * tidemark_domain::time::DAY_MS);
+    let days = query.range.unwrap_or_default().days();
     let framework = query.framework.as_deref();
-    let posture = line_posture(
+    let posture = tidemark_services::posture::line_posture(
         &state.db,
         account_id,
         &project_id,
         &line.id,
         framework,
-        since,
+        days,
         now,
     )
     .await?;

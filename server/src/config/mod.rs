@@ -1,5 +1,5 @@
 //! Every setting the server reads from its environment, parsed in this one place, one module
-//! per concern. The README's configuration table documents the same variables
+//! per concern. docs/configuration.md's table documents the same variables
 //! ([`VARIABLES`]); start-up logs [`Config::summary`], one line per concern.
 
 mod database;
@@ -203,12 +203,15 @@ pub(crate) mod tests {
             })
             .collect();
         assert_eq!(read, listed, "VARIABLES and what from_lookup reads differ");
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let reference = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/configuration.md"
+        ))
+        .unwrap();
         for v in VARIABLES {
             assert!(
-                readme.contains(&format!("| `{}` |", v.name)),
-                "README lacks {}",
+                reference.contains(&format!("| `{}` |", v.name)),
+                "docs/configuration.md lacks {}",
                 v.name
             );
         }

@@ -1,4 +1,4 @@
-//! Every variable the server reads, as `--help`, `config check` and the README name them.
+//! Every variable the server reads, as `--help`, `config check` and docs/configuration.md name them.
 
 /// One environment variable the server reads, as `--help` and `config check` name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +29,7 @@ const fn secret(name: &'static str, default: &'static str, about: &'static str) 
 }
 
 /// Every variable [`Config::from_lookup`] reads (a test holds the two together, and the
-/// README's table to this one).
+/// reference table in docs/configuration.md to this one).
 pub const VARIABLES: &[Variable] = &[
     secret(
         "DATABASE_URL",

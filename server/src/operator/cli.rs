@@ -67,7 +67,7 @@ pub enum Command {
     /// /scim/v2 (docs/scim.md).
     #[command(subcommand)]
     Scim(ScimCommand),
-    /// The Ed25519 keys that sign licence verdicts (see the README, "Signed licence verdicts").
+    /// The Ed25519 keys that sign licence verdicts (see docs/api.md, "Signed licence verdicts").
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
     /// Check the configuration this command sees.
