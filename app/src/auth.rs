@@ -66,8 +66,8 @@ pub async fn my_accounts() -> Result<Vec<AccountChoice>, ServerFnError> {
     let Some(viewer) = request_viewer() else {
         return Ok(Vec::new());
     };
-    let db = expect_context::<tidemark_store::Db>();
-    let accounts = tidemark_store::access::accounts_of(&db, &viewer.user_id)
+    let db = expect_context::<tidemark_services::Db>();
+    let accounts = tidemark_services::account::accounts_of(&db, &viewer.user_id)
         .await
         .map_err(|err| {
             tracing::error!(%err, "could not list the viewer's accounts");

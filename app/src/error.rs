@@ -75,13 +75,7 @@ pub const UNAVAILABLE_EXPLANATION: &str = "Tidemark cannot reach its database ri
 /// requests; anything else in full, once per request.
 #[cfg(feature = "ssr")]
 pub fn unavailable<T, E: std::fmt::Display + 'static>(err: E) -> Result<T, DashboardError> {
-    let fault = (&err as &dyn std::any::Any)
-        .downcast_ref::<tidemark_store::StoreError>()
-        .and_then(tidemark_store::StoreError::fault);
-    match fault {
-        Some(fault) => tidemark_store::fault::log_fault(fault, &err),
-        None => tracing::error!(%err, "dashboard storage call failed"),
-    }
+    tidemark_services::log_unavailable(&err);
     Err(DashboardError::Unavailable)
 }
 

@@ -76,3 +76,36 @@ pub async fn list(db: &Db, filter: &AuditFilter<'_>) -> Result<Vec<AuditView>, S
         })
         .collect())
 }
+
+/// A page of the account's audit log for Settings, newest first, and who acted in it.
+pub struct AuditPage {
+    pub events: Vec<tidemark_store::audit::AuditEvent>,
+    pub has_more: bool,
+    pub actors: Vec<String>,
+}
+
+pub async fn account_page(
+    db: &Db,
+    account_id: &AccountId,
+    actor: Option<String>,
+    action: Option<Action>,
+    page: i64,
+    page_size: i64,
+) -> Result<AuditPage, ServiceError> {
+    let query = AuditQuery {
+        account_id: Some(account_id.clone()),
+        actor,
+        action,
+        since: None,
+        offset: page * page_size,
+        limit: page_size + 1,
+    };
+    let mut events = tidemark_store::audit::list_audit(db, &query).await?;
+    let has_more = events.len() > page_size as usize;
+    events.truncate(page_size as usize);
+    Ok(AuditPage {
+        events,
+        has_more,
+        actors: tidemark_store::audit::audit_actors(db, account_id).await?,
+    })
+}

@@ -18,6 +18,25 @@ pub enum ServiceError {
     Store(#[from] StoreError),
 }
 
+/// Logs a failure that the person asking sees only as "unavailable": the database being away
+/// (restart, failover, full disk) as the outage it is, summarised across requests; anything
+/// else in full, once.
+pub fn log_unavailable<E: std::fmt::Display + 'static>(err: &E) {
+    let fault = (err as &dyn std::any::Any)
+        .downcast_ref::<StoreError>()
+        .and_then(StoreError::fault)
+        .or_else(
+            || match (err as &dyn std::any::Any).downcast_ref::<ServiceError>() {
+                Some(ServiceError::Store(store)) => store.fault(),
+                _ => None,
+            },
+        );
+    match fault {
+        Some(fault) => tidemark_store::fault::log_fault(fault, err),
+        None => tracing::error!(%err, "dashboard storage call failed"),
+    }
+}
+
 impl ServiceError {
     pub fn invalid(text: impl std::fmt::Display) -> Self {
         ServiceError::Invalid(text.to_string())

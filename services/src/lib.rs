@@ -4,20 +4,28 @@
 //! adapter parses its input, calls one use case and renders the answer; what needs the network
 //! or DNS is a port (a trait in `ports`) the server implements.
 
+pub mod account;
+pub mod alerts;
 pub mod api_keys;
 pub mod audit;
+pub mod badges;
 pub mod bundles;
 pub mod crypto;
 mod error;
+pub mod findings;
 pub mod licensing;
 pub mod lines;
 pub mod members;
 pub mod ports;
 pub mod posture;
+pub mod projects;
+pub mod publishers;
+pub mod scans;
 mod services;
 pub mod sso;
+pub mod triage;
 pub mod webhooks;
 
-pub use error::ServiceError;
+pub use error::{log_unavailable, ServiceError};
 pub use services::Services;
 pub use tidemark_store::Db;

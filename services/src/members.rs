@@ -3,7 +3,8 @@
 use tidemark_domain::access::Role;
 use tidemark_domain::audit::AuditContext;
 use tidemark_domain::text::Email;
-use tidemark_store::access::{self, Member};
+use tidemark_store::access;
+pub use tidemark_store::access::Member;
 use tidemark_store::Db;
 use tidemark_wire::ids::AccountId;
 

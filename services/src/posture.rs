@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 
 use tidemark_domain::time::DAY_MS;
 use tidemark_domain::Millis;
-use tidemark_store::posture::read::{self, FrameworkNow, LinePosture, RollupRow};
+use tidemark_store::posture::read;
+pub use tidemark_store::posture::read::{
+    FrameworkLine, FrameworkNow, LinePosture, OpenFinding, RollupRow,
+};
 use tidemark_store::Db;
 use tidemark_wire::ids::{AccountId, ProjectId};
 use tidemark_wire::Feature;
@@ -99,4 +102,17 @@ pub async fn has_feature(
 ) -> Result<bool, ServiceError> {
     let license = tidemark_store::licenses::find_license_for_account(db, account_id).await?;
     Ok(license.is_some_and(|l| l.features().contains(&feature)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_starts_its_days_before_now_and_all_time_has_no_start() {
+        let now = 1_800_000_000_000;
+        assert_eq!(since(Some(7), now), Some(now - 7 * 86_400_000));
+        assert_eq!(since(Some(365), now), Some(now - 365 * 86_400_000));
+        assert_eq!(since(None, now), None);
+    }
 }

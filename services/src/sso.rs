@@ -7,7 +7,8 @@ use tidemark_domain::now_millis;
 use tidemark_domain::sso::{
     judge_txt, CheckVerdict, ClaimState, ClaimableDomain, RECHECK_EVERY_MS, RECHECK_FOR_MS,
 };
-use tidemark_store::sso::{self, ClaimOutcome, NewClaim, SsoConnection, VerifyOutcome, Vouched};
+use tidemark_store::sso::{self, ClaimOutcome, NewClaim, VerifyOutcome};
+pub use tidemark_store::sso::{SsoConnection, Vouched};
 use tidemark_store::{Db, StoreError, Writer};
 use tidemark_wire::ids::AccountId;
 

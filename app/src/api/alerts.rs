@@ -11,21 +11,21 @@ use crate::model::AlertsView;
 pub async fn load_alerts() -> Result<AlertsView, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
-    let prefs = or_unavailable(
-        tidemark_store::alerts::alert_prefs(&db(), &viewer.account_id, &viewer.user_id).await,
-    )?;
+    let prefs = tidemark_services::alerts::prefs(&db(), &viewer.account_id, &viewer.user_id)
+        .await
+        .or_else(crate::error::refused)?;
     Ok(AlertsView {
         email: viewer.email.clone(),
         gate_failed: prefs.gate_failed,
         score_regressed: prefs.score_regressed,
         posture_drifted: prefs.posture_drifted,
-        drift_detection: or_unavailable(
-            tidemark_store::licenses::find_license_for_account(&db(), &viewer.account_id).await,
-        )?
-        .is_some_and(|l| {
-            l.features()
-                .contains(&tidemark_wire::Feature::DriftDetection)
-        }),
+        drift_detection: tidemark_services::posture::has_feature(
+            &db(),
+            &viewer.account_id,
+            tidemark_wire::Feature::DriftDetection,
+        )
+        .await
+        .or_else(crate::error::refused)?,
     })
 }
 
@@ -38,7 +38,7 @@ pub async fn save_alerts(
     #[server(default)] posture_drifted: bool,
 ) -> Result<(), DashboardError> {
     use super::ssr::*;
-    use tidemark_store::alerts::{set_alert_prefs, AlertPrefs};
+    use tidemark_services::alerts::AlertPrefs;
     let viewer = crate::auth::require_viewer()?;
     let prefs = AlertPrefs {
         gate_failed,
@@ -46,17 +46,9 @@ pub async fn save_alerts(
         posture_drifted,
     };
     let now = tidemark_domain::now_millis();
-    let stored = db()
-        .detached(|db| async move {
-            set_alert_prefs(&db, &viewer.account_id, &viewer.user_id, prefs, now).await
-        })
-        .await;
-    match or_unavailable(stored)? {
-        true => {
-            back_to_form("save_alerts");
-            Ok(())
-        }
-        // Removed from the account since the page loaded.
-        false => Err(DashboardError::NotFound),
-    }
+    // "Not found": removed from the account since the page loaded.
+    tidemark_services::alerts::save(&db(), &viewer.account_id, &viewer.user_id, prefs, now)
+        .await
+        .inspect(|_| back_to_form("save_alerts"))
+        .or_else(crate::error::refused)
 }

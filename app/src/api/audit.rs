@@ -28,19 +28,20 @@ pub async fn load_audit(
         },
     };
     let page = page.clamp(0, 1_000_000);
-    let query = tidemark_store::audit::AuditQuery {
-        account_id: Some(viewer.account_id.clone()),
-        actor: actor.filter(|a| !a.is_empty()),
+    let tidemark_services::audit::AuditPage {
+        events,
+        has_more,
+        actors,
+    } = tidemark_services::audit::account_page(
+        &db,
+        &viewer.account_id,
+        actor.filter(|a| !a.is_empty()),
         action,
-        since: None,
-        offset: page * AUDIT_PAGE_SIZE,
-        limit: AUDIT_PAGE_SIZE + 1,
-    };
-    let mut events = or_unavailable(tidemark_store::audit::list_audit(&db, &query).await)?;
-    let has_more = events.len() > AUDIT_PAGE_SIZE as usize;
-    events.truncate(AUDIT_PAGE_SIZE as usize);
-    let actors =
-        or_unavailable(tidemark_store::audit::audit_actors(&db, &viewer.account_id).await)?;
+        page,
+        AUDIT_PAGE_SIZE,
+    )
+    .await
+    .or_else(crate::error::refused)?;
     Ok(AuditPage {
         rows: events
             .into_iter()

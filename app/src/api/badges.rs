@@ -12,8 +12,9 @@ pub async fn load_badges() -> Result<BadgesView, DashboardError> {
     use crate::model::BadgeRow;
     let viewer = crate::auth::require_viewer()?;
     let config = expect_context::<crate::DashboardConfig>();
-    let rows =
-        or_unavailable(tidemark_store::badges::account_badges(&db(), &viewer.account_id).await)?;
+    let rows = tidemark_services::badges::list(&db(), &viewer.account_id)
+        .await
+        .or_else(crate::error::refused)?;
     Ok(BadgesView {
         is_admin: viewer.is_admin,
         rows: rows
@@ -45,21 +46,10 @@ pub async fn issue_badge(project_id: String) -> Result<(), DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
     let project_id = parse_project_id(&project_id)?;
-    let token = tidemark_domain::badge::BadgeToken::generate();
-    let audit = viewer.audit();
-    let account = viewer.account_id.clone();
-    let issued = db()
-        .detached(|db| async move {
-            tidemark_store::badges::issue_badge(&db, &account, &project_id, &token, &audit).await
-        })
-        .await;
-    match or_unavailable(issued)? {
-        true => {
-            back_to_form("issue_badge");
-            Ok(())
-        }
-        false => not_found(),
-    }
+    tidemark_services::badges::issue(&db(), &viewer.account_id, &project_id, &viewer.audit())
+        .await
+        .inspect(|_| back_to_form("issue_badge"))
+        .or_else(crate::error::refused)
 }
 
 /// Revokes the project's badge token (admins only): the badge then reads "unknown badge".
@@ -68,17 +58,8 @@ pub async fn revoke_badge(project_id: String) -> Result<(), DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
     let project_id = parse_project_id(&project_id)?;
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let revoked = db()
-        .detached(|db| async move {
-            tidemark_store::badges::revoke_badge(&db, &account, &project_id, &audit).await
-        })
-        .await;
-    match or_unavailable(revoked)? {
-        true => {
-            back_to_form("revoke_badge");
-            Ok(())
-        }
-        false => not_found(),
-    }
+    tidemark_services::badges::revoke(&db(), &viewer.account_id, &project_id, &viewer.audit())
+        .await
+        .inspect(|_| back_to_form("revoke_badge"))
+        .or_else(crate::error::refused)
 }

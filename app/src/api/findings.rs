@@ -17,24 +17,20 @@ pub async fn load_finding(
     use crate::time::format_time;
     use tidemark_domain::access::Role;
     use tidemark_domain::findings::may_triage;
-    use tidemark_store::findings::{find_tracked, sightings, triage_history};
 
     let viewer = crate::auth::require_viewer()?;
     let project_id = parse_project_id(&project_id)?;
     let finding_id = parse_finding_id(&finding_id)?;
     let db = db();
     let account = &viewer.account_id;
-    let Some(project) =
-        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
-    else {
-        return not_found();
-    };
-    let Some(row) = or_unavailable(find_tracked(&db, account, &project_id, &finding_id).await)?
-    else {
-        return not_found();
-    };
-    let seen = or_unavailable(sightings(&db, &row, SCANS_READ).await)?;
-    let history = or_unavailable(triage_history(&db, &row.id).await)?;
+    let tidemark_services::findings::FindingLife {
+        project_label,
+        row,
+        seen,
+        history,
+    } = tidemark_services::findings::life(&db, account, &project_id, &finding_id, SCANS_READ)
+        .await
+        .or_else(crate::error::refused)?;
     let now = tidemark_domain::now_millis();
     let latest = seen.iter().find(|s| s.status.is_some());
     let role = if viewer.is_admin {
@@ -46,7 +42,7 @@ pub async fn load_finding(
     let when = format_time;
     Ok(FindingPageView {
         project_id,
-        project_label: project.label,
+        project_label,
         message: latest.and_then(|s| s.message.clone()).unwrap_or_default(),
         remediation: latest
             .and_then(|s| s.remediation.clone())
@@ -80,7 +76,7 @@ const SCANS_READ: i64 = 500;
 
 /// The sightings (newest first, as read) oldest first.
 #[cfg(feature = "ssr")]
-fn changes_from(seen: &[tidemark_store::findings::Sighting]) -> Vec<crate::life::Seen> {
+fn changes_from(seen: &[tidemark_services::findings::Sighting]) -> Vec<crate::life::Seen> {
     seen.iter()
         .rev()
         .map(|s| crate::life::Seen {
@@ -95,7 +91,7 @@ fn changes_from(seen: &[tidemark_store::findings::Sighting]) -> Vec<crate::life:
 
 #[cfg(feature = "ssr")]
 fn triage_changes(
-    history: Vec<tidemark_store::findings::TriageEvent>,
+    history: Vec<tidemark_services::findings::TriageEvent>,
 ) -> Vec<crate::life::TriageChange> {
     use tidemark_wire::findings::TriageState;
     history

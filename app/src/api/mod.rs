@@ -21,7 +21,8 @@ pub mod webhooks;
 #[cfg(feature = "ssr")]
 mod ssr {
     use leptos::prelude::*;
-    use tidemark_store::dashboard as store;
+    use tidemark_services::projects::{ProjectRow, ScanRow};
+    use tidemark_services::scans::FindingRow;
     use tidemark_wire::ids::{FindingId, ProjectId, ScanId};
 
     use crate::error::DashboardError;
@@ -31,7 +32,7 @@ mod ssr {
     };
 
     /// What ordering a project needs, without drawing its sparkline.
-    pub fn bare_card(p: &store::ProjectRow) -> ProjectCard {
+    pub fn bare_card(p: &ProjectRow) -> ProjectCard {
         ProjectCard {
             archived: p.archived_at.is_some(),
             last_scanned_at: p.last_scanned_at.map(crate::time::format_time),
@@ -47,7 +48,7 @@ mod ssr {
         }
     }
 
-    pub fn card(p: store::ProjectRow) -> ProjectCard {
+    pub fn card(p: ProjectRow) -> ProjectCard {
         ProjectCard {
             archived: p.archived_at.is_some(),
             last_scanned_at: p.last_scanned_at.map(crate::time::format_time),
@@ -66,7 +67,7 @@ mod ssr {
         }
     }
 
-    pub fn scan(s: store::ScanRow) -> ScanSummary {
+    pub fn scan(s: ScanRow) -> ScanSummary {
         let commit_url = s
             .repository_url
             .as_deref()
@@ -102,7 +103,7 @@ mod ssr {
         }
     }
 
-    pub fn line_summary(l: tidemark_store::branches::Line) -> LineSummary {
+    pub fn line_summary(l: tidemark_services::lines::Line) -> LineSummary {
         LineSummary {
             name: l.name,
             is_default: l.is_default,
@@ -135,7 +136,7 @@ mod ssr {
         }
     }
 
-    pub fn finding(f: store::FindingRow) -> FindingView {
+    pub fn finding(f: FindingRow) -> FindingView {
         FindingView {
             rule_id: f.rule_id,
             resource: f.resource,
@@ -147,14 +148,8 @@ mod ssr {
         }
     }
 
-    pub fn db() -> tidemark_store::Db {
-        expect_context::<tidemark_store::Db>()
-    }
-
-    pub fn or_unavailable<T>(
-        r: Result<T, tidemark_store::StoreError>,
-    ) -> Result<T, DashboardError> {
-        r.or_else(crate::error::unavailable)
+    pub fn db() -> tidemark_services::Db {
+        expect_context::<tidemark_services::Db>()
     }
 
     /// A server function posted by a plain form (no WASM on the page: the browser asks for

@@ -76,11 +76,9 @@ pub async fn load_framework(
     }
     let db = db();
     let account = &viewer.account_id;
-    let Some(project) =
-        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
-    else {
-        return not_found();
-    };
+    let project = tidemark_services::projects::find(&db, account, &project_id)
+        .await
+        .or_else(crate::error::refused)?;
     let choice = crate::model::LineChoice::from_query(branch, pr.map(|n| n.to_string()));
     let (line, _) = super::project::chosen_line(&db, account, &project_id, &choice).await?;
     let now = tidemark_domain::now_millis();
@@ -134,7 +132,7 @@ mod ssr {
     use std::collections::BTreeMap;
 
     use tidemark_domain::posture::{roll_up, Tally};
-    use tidemark_store::posture::read::{FrameworkLine, FrameworkNow, OpenFinding, RollupRow};
+    use tidemark_services::posture::{FrameworkLine, FrameworkNow, OpenFinding, RollupRow};
     use tidemark_wire::ids::AccountId;
 
     use crate::error::DashboardError;

@@ -48,26 +48,23 @@ pub async fn load_project_chart(
     let project_id = parse_project_id(&project_id)?;
     let db = db();
     let account = &viewer.account_id;
-    let Some(project) =
-        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
-    else {
-        return not_found();
-    };
+    let project = tidemark_services::projects::find(&db, account, &project_id)
+        .await
+        .or_else(crate::error::refused)?;
     let choice = LineChoice::from_query(branch, pr.map(|n| n.to_string()));
     let (line, lines) = chosen_line(&db, account, &project_id, &choice).await?;
     let since = tidemark_services::posture::since(range.days(), tidemark_domain::now_millis());
     // The database reduces the range to a few scans per time bucket; LTTB picks the rest.
-    let (history, total) = or_unavailable(
-        tidemark_store::dashboard::project_history(
-            &db,
-            account,
-            &project_id,
-            Some(&line.id),
-            since,
-            HISTORY_BUCKETS,
-        )
-        .await,
-    )?;
+    let (history, total) = tidemark_services::projects::history(
+        &db,
+        account,
+        &project_id,
+        &line.id,
+        since,
+        HISTORY_BUCKETS,
+    )
+    .await
+    .or_else(crate::error::refused)?;
     let xs: Vec<f64> = history.iter().map(|p| p.scanned_at as f64).collect();
     let ys: Vec<f64> = history.iter().map(|p| p.score).collect();
     let kept = tidemark_domain::chart::lttb(&xs, &ys, CHART_POINTS);
@@ -90,8 +87,9 @@ pub async fn load_project_chart(
             }
         })
         .collect::<Vec<_>>();
-    let gate =
-        or_unavailable(tidemark_store::gates::project_gate(&db, account, &project_id).await)?;
+    let gate = tidemark_services::projects::gate(&db, account, &project_id)
+        .await
+        .or_else(crate::error::refused)?;
     Ok(ProjectChart {
         project: card(project),
         range,
@@ -129,36 +127,21 @@ pub async fn set_default_branch(
     branch: String,
 ) -> Result<String, DashboardError> {
     use super::ssr::*;
-    use tidemark_store::branches::DefaultBranchChange;
     let viewer = crate::auth::require_admin()?;
     let project_id = parse_project_id(&project_id)?;
     let name = tidemark_domain::git::BranchName::parse("branch", &branch)
         .map_err(|e| DashboardError::Invalid(e.message))?;
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let chosen = name.clone();
-    let changed = db()
-        .detached(|db| async move {
-            tidemark_store::branches::set_default_branch(
-                &db,
-                &account,
-                &project_id,
-                &chosen,
-                &audit,
-            )
-            .await
-        })
-        .await;
-    match or_unavailable(changed)? {
-        DefaultBranchChange::Changed | DefaultBranchChange::Unchanged => {
-            back_to_form("set_default_branch");
-            Ok(name.as_str().to_owned())
-        }
-        DefaultBranchChange::NoProject => not_found(),
-        DefaultBranchChange::NoBranch => Err(DashboardError::Invalid(format!(
-            "This project has no branch called {}: a branch exists once a scan of it is pushed.",
-            name.as_str()
-        ))),
-    }
+    tidemark_services::projects::set_default_branch(
+        &db(),
+        &viewer.account_id,
+        &project_id,
+        &name,
+        &viewer.audit(),
+    )
+    .await
+    .or_else(crate::error::refused)?;
+    back_to_form("set_default_branch");
+    Ok(name.as_str().to_owned())
 }
 
 /// Sets the project's quality gate (admins only). Each field blank is no such condition; all
@@ -182,26 +165,17 @@ pub async fn set_project_gate(
                 }
                 DashboardError::Invalid(format!("{text}."))
             })?;
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let found = db()
-        .detached(|db| async move {
-            tidemark_store::gates::set_project_gate(
-                &db,
-                &account,
-                &project_id,
-                gate.as_ref(),
-                &audit,
-            )
-            .await
-        })
-        .await;
-    match or_unavailable(found)? {
-        true => {
-            back_to_form("set_project_gate");
-            Ok(gate.map(gate_settings))
-        }
-        false => not_found(),
-    }
+    tidemark_services::projects::set_gate(
+        &db(),
+        &viewer.account_id,
+        &project_id,
+        gate,
+        &viewer.audit(),
+    )
+    .await
+    .or_else(crate::error::refused)?;
+    back_to_form("set_project_gate");
+    Ok(gate.map(gate_settings))
 }
 
 #[server(endpoint = "project_scans")]
@@ -218,33 +192,18 @@ pub async fn project_scans(
     let db = db();
     let choice = LineChoice::from_query(branch, pr.map(|n| n.to_string()));
     let (line, _) = chosen_line(&db, &viewer.account_id, &project_id, &choice).await?;
-    let rows = or_unavailable(
-        tidemark_store::dashboard::list_scans(
-            &db,
-            &viewer.account_id,
-            &project_id,
-            Some(&line.id),
-            tidemark_domain::input::page_offset(page, SCANS_PAGE_SIZE),
-            SCANS_PAGE_SIZE + 1,
-        )
-        .await,
-    )?;
-    if rows.is_empty() {
-        // A page past the end does not exist; neither does page 0 of an unknown project.
-        let known = or_unavailable(
-            tidemark_store::dashboard::find_project(&db, &viewer.account_id, &project_id).await,
-        )?;
-        if known.is_none() || page > 0 {
-            return not_found();
-        }
-    }
-    let has_more = rows.len() as i64 > SCANS_PAGE_SIZE;
+    let (rows, has_more) = tidemark_services::projects::scans_page(
+        &db,
+        &viewer.account_id,
+        &project_id,
+        &line.id,
+        page,
+        SCANS_PAGE_SIZE,
+    )
+    .await
+    .or_else(crate::error::refused)?;
     Ok(ScansPage {
-        scans: rows
-            .into_iter()
-            .take(SCANS_PAGE_SIZE as usize)
-            .map(scan)
-            .collect(),
+        scans: rows.into_iter().map(scan).collect(),
         page,
         has_more,
         total: line.scan_count,

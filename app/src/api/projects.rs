@@ -32,8 +32,9 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
     let db = db();
-    let rows =
-        or_unavailable(tidemark_store::dashboard::list_projects(&db, &viewer.account_id).await)?;
+    let rows = tidemark_services::projects::list(&db, &viewer.account_id)
+        .await
+        .or_else(crate::error::refused)?;
     let projects: Vec<ProjectCard> = rows.into_iter().map(card).collect();
     let active = projects.iter().filter(|p| !p.archived).count() as u64;
     ssr::view(&db, &viewer, projects, active, None).await
@@ -43,39 +44,18 @@ pub async fn list_projects() -> Result<ProjectsView, DashboardError> {
 #[server(endpoint = "set_archived")]
 pub async fn set_archived(project_id: String, archived: bool) -> Result<(), DashboardError> {
     use super::ssr::*;
-    use tidemark_store::dashboard::ArchiveOutcome;
     let viewer = crate::auth::require_admin()?;
     let project_id = parse_project_id(&project_id)?;
-    let db = db();
-    let license = or_unavailable(
-        tidemark_store::licenses::find_license_for_account(&db, &viewer.account_id).await,
-    )?;
-    let cap = license.and_then(|l| l.project_cap());
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let outcome = db
-        .detached(|db| async move {
-            tidemark_store::dashboard::set_archived(
-                &db,
-                &account,
-                &project_id,
-                archived,
-                cap,
-                &audit,
-            )
-            .await
-        })
-        .await;
-    match outcome {
-        Ok(ArchiveOutcome::Done) => {
-            back_to_form("set_archived");
-            Ok(())
-        }
-        Ok(ArchiveOutcome::NotFound) => not_found(),
-        Ok(ArchiveOutcome::NoFreeSlot { cap }) => Err(DashboardError::Conflict(format!(
-            "Your plan allows {cap} active project(s): archive one before unarchiving this."
-        ))),
-        Err(err) => crate::error::unavailable(err),
-    }
+    tidemark_services::projects::set_archived(
+        &db(),
+        &viewer.account_id,
+        &project_id,
+        archived,
+        &viewer.audit(),
+    )
+    .await
+    .inspect(|_| back_to_form("set_archived"))
+    .or_else(crate::error::refused)
 }
 
 /// The projects page's glance: the overview, and each project of the page (the same
@@ -91,13 +71,12 @@ pub async fn load_glance(
     let db = db();
     let account = &viewer.account_id;
     let now = tidemark_domain::now_millis();
-    let failing = or_unavailable(tidemark_store::dashboard::failing_projects(&db, account).await)?;
     let (rows, _, _) = ssr::page_rows(&db, account, &sort, &q, page).await?;
     let ids: Vec<_> = rows.iter().map(|r| r.id.clone()).collect();
-    let open = or_unavailable(
-        tidemark_store::findings::open_counts_by_project(&db, account, &ids, now).await,
-    )?;
-    let overview = overview(&db, account, failing, now).await?;
+    let open = tidemark_services::projects::open_counts(&db, account, &ids, now)
+        .await
+        .or_else(crate::error::refused)?;
+    let overview = overview(&db, account, now).await?;
     Ok(crate::model::ProjectsGlance {
         overview,
         projects: rows
@@ -118,31 +97,19 @@ const OVERVIEW_DAYS: usize = 90;
 /// severity per day across the default branches.
 #[cfg(feature = "ssr")]
 async fn overview(
-    db: &tidemark_store::Db,
+    db: &tidemark_services::Db,
     account_id: &tidemark_wire::ids::AccountId,
-    failing: Vec<(tidemark_wire::ids::ProjectId, String, Vec<String>)>,
     now: i64,
 ) -> Result<crate::model::AccountOverview, DashboardError> {
-    use super::ssr::or_unavailable;
     use crate::model::{AccountOverview, OldFinding};
-    let oldest = or_unavailable(
-        tidemark_store::findings::oldest_open(
-            db,
-            account_id,
-            tidemark_wire::Severity::Critical,
-            now,
-            5,
-        )
-        .await,
-    )?;
-    // The push keeps a per-day roll-up: one row a day, however many projects.
-    let days = or_unavailable(
-        tidemark_store::rollups::open_by_day(db, account_id, OVERVIEW_DAYS, now).await,
-    )?;
-    let severity_days = crate::chart::draw_severity_days(&days);
+    let glance = tidemark_services::projects::overview(db, account_id, OVERVIEW_DAYS, now)
+        .await
+        .or_else(crate::error::refused)?;
+    let severity_days = crate::chart::draw_severity_days(&glance.open_by_day);
     Ok(AccountOverview {
-        failing,
-        oldest_criticals: oldest
+        failing: glance.failing,
+        oldest_criticals: glance
+            .oldest_criticals
             .into_iter()
             .map(|f| OldFinding {
                 project_id: f.row.project_id.clone(),
@@ -159,7 +126,7 @@ async fn overview(
 
 #[cfg(feature = "ssr")]
 mod ssr {
-    use tidemark_store::dashboard::{self as store, ProjectRow};
+    use tidemark_services::projects::ProjectRow;
     use tidemark_wire::ids::AccountId;
 
     use crate::error::DashboardError;
@@ -168,16 +135,16 @@ mod ssr {
     /// The projects list as both server functions answer it: these cards, with the plan's
     /// usage and what the viewer may do.
     pub async fn view(
-        db: &tidemark_store::Db,
+        db: &tidemark_services::Db,
         viewer: &crate::auth::Viewer,
         projects: Vec<ProjectCard>,
         active: u64,
         paging: Option<Paging>,
     ) -> Result<ProjectsView, DashboardError> {
         use leptos::prelude::use_context;
-        let license = super::super::ssr::or_unavailable(
-            tidemark_store::licenses::find_license_for_account(db, &viewer.account_id).await,
-        )?;
+        let license = tidemark_services::account::license(db, &viewer.account_id)
+            .await
+            .or_else(crate::error::refused)?;
         Ok(ProjectsView {
             active,
             paging,
@@ -197,14 +164,16 @@ mod ssr {
     /// stands, and how many projects are active. Every project's head is read and arranged
     /// (a row each, no sparkline); only the page's projects' points are read and drawn.
     pub async fn page_rows(
-        db: &tidemark_store::Db,
+        db: &tidemark_services::Db,
         account: &AccountId,
         sort: &str,
         q: &str,
         page: u32,
     ) -> Result<(Vec<ProjectRow>, Paging, u64), DashboardError> {
-        use super::super::ssr::{bare_card, or_unavailable};
-        let heads = or_unavailable(store::list_project_heads(db, account).await)?;
+        use super::super::ssr::bare_card;
+        let heads = tidemark_services::projects::heads(db, account)
+            .await
+            .or_else(crate::error::refused)?;
         let active = heads.iter().filter(|p| p.archived_at.is_none()).count() as u64;
         let filter: String = q.chars().take(200).collect();
         let cards = heads.iter().map(bare_card).collect();
@@ -215,7 +184,9 @@ mod ssr {
             .into_iter()
             .filter_map(|c| by_id.remove(&c.id))
             .collect();
-        or_unavailable(store::fill_recent_scores(db, account, &mut rows, true).await)?;
+        tidemark_services::projects::fill_recent_scores(db, account, &mut rows)
+            .await
+            .or_else(crate::error::refused)?;
         Ok((rows, paging, active))
     }
 }

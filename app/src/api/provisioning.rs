@@ -15,10 +15,10 @@ pub async fn load_provisioning() -> Result<ProvisioningView, DashboardError> {
     let config = expect_context::<crate::DashboardConfig>();
     let account = &viewer.account_id;
     let db = db();
-    let license =
-        or_unavailable(tidemark_store::licenses::find_license_for_account(&db, account).await)?;
-    let verified = or_unavailable(tidemark_store::sso::has_verified_domain(&db, account).await)?;
-    let enterprise = license.is_some_and(|l| tidemark_domain::tier::allows_sso(l.tier));
+    let overview = tidemark_services::account::provisioning(&db, account)
+        .await
+        .or_else(crate::error::refused)?;
+    let (enterprise, verified) = (overview.enterprise, overview.verified_domain);
     let unavailable = if !enterprise {
         Some("SCIM provisioning is part of the enterprise tier.".to_owned())
     } else if !verified {
@@ -30,9 +30,7 @@ pub async fn load_provisioning() -> Result<ProvisioningView, DashboardError> {
     } else {
         None
     };
-    let token = or_unavailable(tidemark_store::scim::token_info(&db, account).await)?;
-    let users = or_unavailable(tidemark_store::scim::list_users(&db, account).await)?;
-    let groups = or_unavailable(tidemark_store::scim::list_groups(&db, account, true).await)?;
+    let (token, users, groups) = (overview.token, overview.users, overview.groups);
     let fmt = crate::time::format_time;
     Ok(ProvisioningView {
         unavailable,

@@ -14,9 +14,9 @@ pub async fn load_publishers() -> Result<PublishersView, DashboardError> {
     use crate::model::PublisherRow;
     let viewer = crate::auth::require_admin()?;
     let config = expect_context::<crate::DashboardConfig>();
-    let list = or_unavailable(
-        tidemark_store::publishers::list_publishers(&db(), &viewer.account_id).await,
-    )?;
+    let list = tidemark_services::publishers::list(&db(), &viewer.account_id)
+        .await
+        .or_else(crate::error::refused)?;
     Ok(PublishersView {
         publishers: list
             .into_iter()
@@ -60,7 +60,6 @@ pub async fn add_publisher(
 ) -> Result<(), DashboardError> {
     use super::ssr::*;
     use tidemark_domain::ci_identity::{PublisherDraft, PublisherSpec};
-    use tidemark_store::publishers::{AddOutcome, MAX_PUBLISHERS};
     let viewer = crate::auth::require_admin()?;
     let config = expect_context::<crate::DashboardConfig>();
     let given = |s: String| Some(s).filter(|s| !s.trim().is_empty());
@@ -78,23 +77,10 @@ pub async fn add_publisher(
     };
     let spec = PublisherSpec::parse(&draft, config.oidc_allow_private_issuers)
         .map_err(|e| DashboardError::Invalid(e.message))?;
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let id = tidemark_domain::ids::new_publisher_id();
-    let now = tidemark_domain::now_millis();
-    let added = db()
-        .detached(|db| async move {
-            tidemark_store::publishers::add_publisher(&db, &account, &id, &spec, now, &audit).await
-        })
-        .await;
-    match or_unavailable(added)? {
-        AddOutcome::Added => {
-            back_to_form("add_publisher");
-            Ok(())
-        }
-        AddOutcome::TooMany => Err(DashboardError::Conflict(format!(
-            "An account can have {MAX_PUBLISHERS} trusted publishers; remove one first."
-        ))),
-    }
+    tidemark_services::publishers::add(&db(), &viewer.account_id, spec, &viewer.audit())
+        .await
+        .inspect(|_| back_to_form("add_publisher"))
+        .or_else(crate::error::refused)
 }
 
 /// Stops trusting a CI identity (admins only); its push tokens stop working at once.
@@ -102,20 +88,8 @@ pub async fn add_publisher(
 pub async fn remove_publisher(publisher_id: String) -> Result<(), DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_admin()?;
-    if !tidemark_domain::ids::is_publisher_id(&publisher_id) {
-        return not_found();
-    }
-    let (account, audit) = (viewer.account_id.clone(), viewer.audit());
-    let removed = db()
-        .detached(|db| async move {
-            tidemark_store::publishers::remove_publisher(&db, &account, &publisher_id, &audit).await
-        })
-        .await;
-    match or_unavailable(removed)? {
-        true => {
-            back_to_form("remove_publisher");
-            Ok(())
-        }
-        false => not_found(),
-    }
+    tidemark_services::publishers::remove(&db(), &viewer.account_id, &publisher_id, &viewer.audit())
+        .await
+        .inspect(|_| back_to_form("remove_publisher"))
+        .or_else(crate::error::refused)
 }

@@ -16,17 +16,12 @@ pub async fn load_scan(project_id: String, scan_id: String) -> Result<ScanView, 
     let scan_id = parse_scan_id(&scan_id)?;
     let db = db();
     let account = &viewer.account_id;
-    let Some(project) =
-        or_unavailable(tidemark_store::dashboard::find_project(&db, account, &project_id).await)?
-    else {
-        return not_found();
-    };
-    let Some((found, previous)) = or_unavailable(
-        tidemark_store::dashboard::find_scan(&db, account, &project_id, &scan_id).await,
-    )?
-    else {
-        return not_found();
-    };
+    let project = tidemark_services::projects::find(&db, account, &project_id)
+        .await
+        .or_else(crate::error::refused)?;
+    let (found, previous) = tidemark_services::scans::find(&db, account, &project_id, &scan_id)
+        .await
+        .or_else(crate::error::refused)?;
     Ok(ScanView {
         project_id,
         project_label: project.label,
@@ -53,18 +48,15 @@ pub async fn scan_findings(
     let project_id = parse_project_id(&project_id)?;
     let scan_id = parse_scan_id(&scan_id)?;
     let db = db();
-    let Some((found, _)) = or_unavailable(
-        tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
-    )?
-    else {
-        return not_found();
-    };
+    let (found, _) = tidemark_services::scans::find(&db, &viewer.account_id, &project_id, &scan_id)
+        .await
+        .or_else(crate::error::refused)?;
     if found.thinned {
         return Err(thinned());
     }
-    use tidemark_domain::input::{page_offset, query_text};
-    use tidemark_store::dashboard::{FindingSort, SortDirection};
-    let filter = tidemark_store::dashboard::FindingFilter {
+    use tidemark_domain::input::query_text;
+    use tidemark_services::scans::{FindingFilter, FindingSort, PageAt, SortDirection};
+    let filter = FindingFilter {
         sort: query
             .sort
             .as_deref()
@@ -79,40 +71,26 @@ pub async fn scan_findings(
         framework: query_text(query.framework, 128),
         text: query_text(query.text, 200),
     };
-    use tidemark_store::dashboard::{finding_key, list_findings_from, PageStart};
     let page = query.page.max(0);
-    // A pager link's finding gone from the scan (or made up) falls back to the page's number.
-    let anchor = match query.after.or(query.before) {
-        Some(ordinal) if page > 0 => {
-            or_unavailable(finding_key(&db, &project_id, found.seq, ordinal).await)?
-        }
-        _ => None,
+    let at = PageAt {
+        page,
+        after: query.after,
+        before: query.before,
     };
-    let start = match anchor {
-        Some(key) if query.after.is_some() => PageStart::After(key),
-        Some(key) => PageStart::Before(key),
-        None => PageStart::Offset(page_offset(page, PAGE_SIZE)),
-    };
-    let (rows, total) = or_unavailable(
-        list_findings_from(&db, &project_id, found.seq, &filter, &start, PAGE_SIZE).await,
-    )?;
-    if rows.is_empty() && page > 0 {
-        // A page past the end does not exist.
-        return not_found();
-    }
+    let tidemark_services::scans::FindingsPage {
+        rows,
+        total,
+        counts,
+        by_framework,
+    } = tidemark_services::scans::findings_page(&db, &project_id, &found, &filter, &at, PAGE_SIZE)
+        .await
+        .or_else(crate::error::refused)?;
     let (first, last) = (
         rows.first().map(|r| r.ordinal),
         rows.last().map(|r| r.ordinal),
     );
     let mut findings: Vec<_> = rows.into_iter().map(finding).collect();
     tag_tracked(&db, &project_id, &found, &mut findings).await?;
-    let counts = or_unavailable(
-        tidemark_store::dashboard::finding_counts(&db, &project_id, found.seq).await,
-    )?;
-    let by_framework = or_unavailable(
-        tidemark_store::dashboard::framework_counts(&db, &project_id, found.seq, &found.frameworks)
-            .await,
-    )?;
     Ok(FindingsPage {
         findings,
         total,
@@ -135,7 +113,7 @@ pub async fn scan_diff(
     #[server(default)] base: Option<String>,
 ) -> Result<DiffView, DashboardError> {
     use super::ssr::*;
-    use tidemark_store::dashboard::{diff_scans, find_scan, list_scans};
+    use tidemark_services::scans::{find, recent};
     let viewer = crate::auth::require_viewer()?;
     let base = base.filter(|b| !b.is_empty() && *b != scan_id);
     let project_id = parse_project_id(&project_id)?;
@@ -143,12 +121,12 @@ pub async fn scan_diff(
     let base = base.as_deref().map(parse_scan_id).transpose()?;
     let db = db();
     let account = &viewer.account_id;
-    let Some((found, previous)) =
-        or_unavailable(find_scan(&db, account, &project_id, &scan_id).await)?
-    else {
-        return not_found();
-    };
-    let recent = or_unavailable(list_scans(&db, account, &project_id, None, 0, 51).await)?;
+    let (found, previous) = find(&db, account, &project_id, &scan_id)
+        .await
+        .or_else(crate::error::refused)?;
+    let recent = recent(&db, account, &project_id, 51)
+        .await
+        .or_else(crate::error::refused)?;
     let choices: Vec<_> = recent
         .into_iter()
         .map(|s| s.scan_id)
@@ -163,10 +141,10 @@ pub async fn scan_diff(
         return Err(thinned());
     }
     let base_seq = match &base {
-        Some(b) => match or_unavailable(find_scan(&db, account, &project_id, b).await)? {
-            Some((chosen, _)) if chosen.thinned => return Err(thinned()),
-            Some((chosen, _)) => chosen.seq,
-            None => return not_found(),
+        Some(b) => match find(&db, account, &project_id, b).await {
+            Ok((chosen, _)) if chosen.thinned => return Err(thinned()),
+            Ok((chosen, _)) => chosen.seq,
+            Err(e) => return crate::error::refused(e),
         },
         None if pr_base.is_some() => found.base_seq.unwrap_or_default(),
         None => match previous {
@@ -180,7 +158,9 @@ pub async fn scan_diff(
             }
         },
     };
-    let diff = or_unavailable(diff_scans(&db, &project_id, found.seq, base_seq, 100).await)?;
+    let diff = tidemark_services::scans::diff(&db, &project_id, found.seq, base_seq, 100)
+        .await
+        .or_else(crate::error::refused)?;
     let mut new: Vec<_> = diff.new.into_iter().map(finding).collect();
     tag_tracked(&db, &project_id, &found, &mut new).await?;
     Ok(DiffView {
@@ -212,18 +192,15 @@ pub async fn scan_triaged(
 ) -> Result<crate::model::TriagedView, DashboardError> {
     use super::ssr::*;
     use crate::model::{TriagedRow, TriagedView};
-    use tidemark_store::findings::{list_tracked, state_counts, TrackedQuery};
+    use tidemark_services::scans::TrackedQuery;
     use tidemark_wire::findings::FindingState;
     let viewer = crate::auth::require_viewer()?;
     let project_id = parse_project_id(&project_id)?;
     let scan_id = parse_scan_id(&scan_id)?;
     let db = db();
-    let Some((found, _)) = or_unavailable(
-        tidemark_store::dashboard::find_scan(&db, &viewer.account_id, &project_id, &scan_id).await,
-    )?
-    else {
-        return not_found();
-    };
+    let (found, _) = tidemark_services::scans::find(&db, &viewer.account_id, &project_id, &scan_id)
+        .await
+        .or_else(crate::error::refused)?;
     let Some(line) = found.line_id else {
         return Ok(TriagedView::default());
     };
@@ -233,8 +210,9 @@ pub async fn scan_triaged(
         limit: 100,
         ..TrackedQuery::default()
     };
-    let rows = or_unavailable(list_tracked(&db, &line, &query, now).await)?;
-    let counts = or_unavailable(state_counts(&db, &line, now).await)?;
+    let (rows, counts) = tidemark_services::scans::tracked(&db, &line, &query, now)
+        .await
+        .or_else(crate::error::refused)?;
     Ok(TriagedView {
         total: counts.triaged,
         rows: rows
@@ -266,42 +244,29 @@ pub async fn scan_triaged(
 /// that base scan, and a finding the base has too is as old as the base's line says.
 #[cfg(feature = "ssr")]
 async fn tag_tracked(
-    db: &tidemark_store::Db,
+    db: &tidemark_services::Db,
     project: &tidemark_wire::ids::ProjectId,
-    scan: &tidemark_store::dashboard::ScanRow,
+    scan: &tidemark_services::projects::ScanRow,
     rows: &mut [crate::model::FindingView],
 ) -> Result<(), DashboardError> {
-    use super::ssr::or_unavailable;
     use crate::model::FindingTag;
-    let Some(line) = &scan.line_id else {
+    if scan.line_id.is_none() {
         return Ok(());
-    };
+    }
     let open = |status: &str| matches!(status, "FAIL" | "WARN" | "ERROR");
     let keys: Vec<(&str, &str)> = rows
         .iter()
         .filter(|r| open(&r.status))
         .map(|r| (r.rule_id.as_str(), r.resource.as_str()))
         .collect();
-    let tracked =
-        or_unavailable(tidemark_store::findings::tracked_for_keys(db, line, &keys).await)?;
     // The base's open findings and their life on the base's line.
-    let (in_base, base_tracked) = match (scan.base_seq, &scan.base_line_id) {
-        (Some(base_seq), Some(base_line)) => {
-            let in_base = or_unavailable(
-                tidemark_store::dashboard::open_among(db, project, base_seq, &keys).await,
-            )?;
-            let inherited: Vec<(&str, &str)> = keys
-                .iter()
-                .copied()
-                .filter(|(r, x)| in_base.contains(&((*r).to_owned(), (*x).to_owned())))
-                .collect();
-            let base_tracked = or_unavailable(
-                tidemark_store::findings::tracked_for_keys(db, base_line, &inherited).await,
-            )?;
-            (Some(in_base), base_tracked)
-        }
-        _ => (None, Default::default()),
-    };
+    let tidemark_services::scans::TrackedTags {
+        tracked,
+        in_base,
+        base_tracked,
+    } = tidemark_services::scans::tracked_tags(db, project, scan, &keys)
+        .await
+        .or_else(crate::error::refused)?;
     let base_name = scan.base_branch.clone().unwrap_or_default();
     let now = tidemark_domain::now_millis();
     for row in rows.iter_mut().filter(|r| open(&r.status)) {

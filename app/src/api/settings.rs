@@ -19,8 +19,8 @@ impl From<tidemark_domain::access::Role> for crate::model::MemberRole {
 }
 
 #[cfg(feature = "ssr")]
-impl From<tidemark_store::access::Member> for MemberSummary {
-    fn from(m: tidemark_store::access::Member) -> Self {
+impl From<tidemark_services::members::Member> for MemberSummary {
+    fn from(m: tidemark_services::members::Member) -> Self {
         MemberSummary {
             email: m.email,
             role: m.role.into(),
@@ -32,8 +32,8 @@ impl From<tidemark_store::access::Member> for MemberSummary {
 }
 
 #[cfg(feature = "ssr")]
-impl From<tidemark_store::sso::SsoConnection> for SsoSummary {
-    fn from(c: tidemark_store::sso::SsoConnection) -> Self {
+impl From<tidemark_services::sso::SsoConnection> for SsoSummary {
+    fn from(c: tidemark_services::sso::SsoConnection) -> Self {
         use tidemark_domain::sso::{challenge_name, challenge_value, ClaimState};
         let fmt = crate::time::format_time;
         SsoSummary {
@@ -58,44 +58,29 @@ impl From<tidemark_store::sso::SsoConnection> for SsoSummary {
 
 #[server(endpoint = "settings")]
 pub async fn load_settings() -> Result<SettingsView, DashboardError> {
-    use crate::error::unavailable;
     let viewer = crate::auth::require_viewer()?;
-    let db = expect_context::<tidemark_store::Db>();
-    let account = &viewer.account_id;
+    let services = expect_context::<tidemark_services::Services>();
     let fmt = crate::time::format_time;
-    let license = match tidemark_store::licenses::find_license_for_account(&db, account).await {
-        Ok(l) => l,
-        Err(e) => return unavailable(e),
-    };
-    let projects = match tidemark_store::dashboard::list_projects(&db, account).await {
-        Ok(p) => p,
-        Err(e) => return unavailable(e),
-    };
+    let overview =
+        match tidemark_services::account::settings(services.db(), &viewer.account_id).await {
+            Ok(overview) => overview,
+            Err(e) => return crate::error::refused(e),
+        };
     let now = tidemark_domain::now_millis();
-    let license = license.map(|l| LicenseView {
+    let license = overview.license.map(|l| LicenseView {
         tier: l.tier.as_str().to_owned(),
         state: l.state(now).as_str().to_owned(),
         features: l.features().iter().map(|f| f.label().to_owned()).collect(),
         expires_at: fmt(l.expires_at),
-        projects_used: projects.iter().filter(|p| p.archived_at.is_none()).count() as u64,
+        projects_used: overview.active_projects,
         project_cap: l.project_cap(),
     });
-    let keys = match tidemark_store::licenses::list_api_keys(&db, account).await {
-        Ok(keys) => keys,
-        Err(e) => return unavailable(e),
-    };
-    let members = match tidemark_store::access::list_members(&db, account).await {
-        Ok(m) => m,
-        Err(e) => return unavailable(e),
-    };
-    let sso = match tidemark_store::sso::list_connections(&db, Some(account)).await {
-        Ok(s) => s,
-        Err(e) => return unavailable(e),
-    };
-    let managed = match tidemark_store::scim::managed_user_ids(&db, account).await {
-        Ok(m) => m,
-        Err(e) => return unavailable(e),
-    };
+    let (keys, members, sso, managed) = (
+        overview.keys,
+        overview.members,
+        overview.sso,
+        overview.managed,
+    );
     Ok(SettingsView {
         is_admin: viewer.is_admin,
         viewer_email: viewer.email,

@@ -18,9 +18,10 @@ pub async fn load_storage() -> Result<StorageView, DashboardError> {
     let viewer = crate::auth::require_viewer()?;
     let account = &viewer.account_id;
     let db = db();
-    let rows = or_unavailable(tidemark_store::usage::project_bytes(&db, account).await)?;
-    let own =
-        or_unavailable(tidemark_store::housekeeping::account_policy(&db, account).await)?.flatten();
+    let storage = tidemark_services::account::storage(&db, account)
+        .await
+        .or_else(crate::error::refused)?;
+    let (rows, own) = (storage.projects, storage.own_policy);
     let installation = use_context::<Housekeeping>().and_then(|h| h.0);
     let policy = own.or(installation).map(|p| {
         // In the unit the operator most likely wrote: "36 hours", never "a day".

@@ -15,10 +15,9 @@ use tidemark_domain::audit::{Actor, AuditContext};
 use tidemark_domain::findings::{triage_batch, FindingsCursor, TriageChange};
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::now_millis;
-use tidemark_store::findings::{
-    find_line, find_tracked, list_tracked, set_triage, set_triage_many, TrackedQuery, TriageEach,
-    TriageOutcome,
-};
+use tidemark_services::triage::Triager;
+use tidemark_services::ServiceError;
+use tidemark_store::findings::{find_line, find_tracked, list_tracked, TrackedQuery, TriageEach};
 use tidemark_store::licenses::{KeyOwner, Via};
 use tidemark_wire::findings::{
     BatchTriageRequest, BatchTriageResponse, FindingState, FindingsPage, TrackedFinding,
@@ -236,26 +235,21 @@ async fn change_triage(
     let Some(finding_id) = FindingId::parse(finding_id) else {
         return Err(ApiError::no_finding(&project_id, finding_id));
     };
-    let account_id = owner.license.account_id.clone();
-    let missing = ApiError::no_finding(&project_id, &finding_id);
-    let outcome = state
-        .db
-        .detached(move |db| async move {
-            set_triage(
-                &db,
-                &account_id,
-                &project_id,
-                &finding_id,
-                change.as_ref(),
-                &audit,
-            )
-            .await
-        })
-        .await?;
-    match outcome {
-        TriageOutcome::Done(row) => Ok(Json(row.to_wire(now_millis()))),
-        TriageOutcome::NotFound => Err(missing),
-    }
+    let row = tidemark_services::triage::set_one(
+        &state.db,
+        &owner.license.account_id,
+        &project_id,
+        &finding_id,
+        change,
+        Triager::ApiKey,
+        &audit,
+    )
+    .await
+    .map_err(|err| match err {
+        ServiceError::NotFound => ApiError::no_finding(&project_id, &finding_id),
+        other => other.into(),
+    })?;
+    Ok(Json(row.to_wire(now_millis())))
 }
 
 /// Triage a finding
@@ -366,23 +360,16 @@ pub async fn triage_many(
     let named: Vec<String> = request.finding_ids.iter().map(|id| id.0.clone()).collect();
     let ids = triage_batch(&named).map_err(|e| ApiError::InvalidRequest(e.message))?;
     let change = triage_change(&request.triage())?;
-    let account_id = owner.license.account_id.clone();
-    let project = project_id.clone();
-    let each = state
-        .db
-        .detached(move |db| async move {
-            set_triage_many(
-                &db,
-                &account_id,
-                &project,
-                &ids,
-                Some(&change),
-                &audit,
-                |_| true,
-            )
-            .await
-        })
-        .await?;
+    let each = tidemark_services::triage::set_many(
+        &state.db,
+        &owner.license.account_id,
+        &project_id,
+        ids,
+        Some(change),
+        Triager::ApiKey,
+        &audit,
+    )
+    .await?;
     let now = now_millis();
     let mut findings = Vec::with_capacity(each.len());
     for (id, outcome) in each {

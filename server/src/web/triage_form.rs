@@ -10,8 +10,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Form};
 use serde::Deserialize;
 use tidemark_domain::access::Role;
-use tidemark_domain::findings::{may_triage, TriageChange};
-use tidemark_store::findings::{find_tracked, set_triage, TriageOutcome};
+use tidemark_domain::findings::TriageChange;
+use tidemark_services::triage::{TriageEach, Triager};
+use tidemark_services::ServiceError;
+use tidemark_store::findings::find_tracked;
 use tidemark_wire::findings::TriageState;
 use tidemark_wire::ids::{FindingId, ProjectId, ScanId};
 
@@ -38,8 +40,8 @@ fn refuse(status: StatusCode, message: &str) -> Response {
         .into_response()
 }
 
-fn unavailable(err: tidemark_store::StoreError) -> Response {
-    let err = crate::http::error::ApiError::from(err);
+fn unavailable(err: impl Into<crate::http::error::ApiError>) -> Response {
+    let err: crate::http::error::ApiError = err.into();
     let mut res = refuse(
         err.status(),
         "The triage could not be saved right now; nothing was changed. Try again shortly.",
@@ -85,7 +87,8 @@ pub async fn triage_finding(
     } else {
         Role::Member
     };
-    if !may_triage(role, row.triage_holds(now), undo) {
+    // Said before the form's fields are read: what a member may not change, they learn first.
+    if !Triager::Person(role).may(&row, now, undo) {
         return back("forbidden");
     }
     let change = if undo {
@@ -100,25 +103,22 @@ pub async fn triage_finding(
             Err(_) => return back("reason"),
         }
     };
-    let audit = viewer.audit();
-    let done = state
-        .db
-        .detached(move |db| async move {
-            set_triage(
-                &db,
-                &account,
-                &project_id,
-                &finding_id,
-                change.as_ref(),
-                &audit,
-            )
-            .await
-        })
-        .await;
+    let done = tidemark_services::triage::set_one(
+        &state.db,
+        &account,
+        &project_id,
+        &finding_id,
+        change,
+        Triager::Person(role),
+        &viewer.audit(),
+    )
+    .await;
     match done {
-        Ok(TriageOutcome::Done(_)) => back(if undo { "undone" } else { "saved" }),
-        Ok(TriageOutcome::NotFound) => not_found(),
-        Err(err) => unavailable(err),
+        Ok(_) => back(if undo { "undone" } else { "saved" }),
+        Err(ServiceError::NotFound) => not_found(),
+        Err(ServiceError::Conflict(_)) => back("forbidden"),
+        Err(ServiceError::Invalid(_)) => back("reason"),
+        Err(ServiceError::Store(err)) => unavailable(err),
     }
 }
 
@@ -207,27 +207,16 @@ pub async fn triage_findings(
     } else {
         Role::Member
     };
-    let (account, audit, project) = (
-        viewer.account_id.clone(),
-        viewer.audit(),
-        project_id.clone(),
-    );
-    let done = state
-        .db
-        .detached(move |db| async move {
-            tidemark_store::findings::set_triage_many(
-                &db,
-                &account,
-                &project,
-                &ids,
-                Some(&change),
-                &audit,
-                |row| may_triage(role, row.triage_holds(now), false),
-            )
-            .await
-        })
-        .await;
-    use tidemark_store::findings::TriageEach;
+    let done = tidemark_services::triage::set_many(
+        &state.db,
+        &viewer.account_id,
+        &project_id,
+        ids,
+        Some(change),
+        Triager::Person(role),
+        &viewer.audit(),
+    )
+    .await;
     match done {
         Ok(each) if each.iter().any(|(_, e)| matches!(e, TriageEach::NotFound)) => refuse(
             StatusCode::NOT_FOUND,

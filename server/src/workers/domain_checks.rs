@@ -28,12 +28,7 @@ impl Worker for DomainChecks {
     }
 
     fn pacing(&self) -> Pacing {
-        let minute = Duration::from_secs(60);
-        Pacing {
-            first_after: Duration::ZERO,
-            idle: minute,
-            busy: minute,
-        }
+        Pacing::every(Duration::from_secs(60), Duration::ZERO)
     }
 
     async fn pass(&self, db: &Writer, _holder: &str) -> anyhow::Result<u64> {

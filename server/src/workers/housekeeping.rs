@@ -196,11 +196,7 @@ impl Worker for Housekeeping {
     }
 
     fn pacing(&self) -> Pacing {
-        Pacing {
-            first_after: Duration::from_secs(60).min(self.every),
-            idle: self.every,
-            busy: self.every,
-        }
+        Pacing::every(self.every, Duration::from_secs(60).min(self.every))
     }
 
     async fn pass(&self, db: &Writer, holder: &str) -> anyhow::Result<u64> {

@@ -34,6 +34,26 @@ pub struct Pacing {
     pub busy: Duration,
 }
 
+impl Pacing {
+    /// A queue to drain: pass again at once while there is work, else poll every `idle`.
+    pub const fn draining(idle: Duration) -> Self {
+        Self {
+            first_after: Duration::ZERO,
+            idle,
+            busy: Duration::ZERO,
+        }
+    }
+
+    /// A pass every `every`, whatever the last one found; the first after `first_after`.
+    pub const fn every(every: Duration, first_after: Duration) -> Self {
+        Self {
+            first_after,
+            idle: every,
+            busy: every,
+        }
+    }
+}
+
 /// What a pass did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

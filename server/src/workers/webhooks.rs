@@ -130,11 +130,7 @@ impl Worker for WebhookSender {
     }
 
     fn pacing(&self) -> Pacing {
-        Pacing {
-            first_after: Duration::ZERO,
-            idle: POLL_INTERVAL,
-            busy: Duration::ZERO,
-        }
+        Pacing::draining(POLL_INTERVAL)
     }
 
     fn wakeup(&self) -> Option<Arc<tokio::sync::Notify>> {
