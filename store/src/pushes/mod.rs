@@ -19,7 +19,7 @@ use tidemark_domain::rate::{RateDecision, RollingLimit};
 use tidemark_domain::Millis;
 use tidemark_wire::{BaseComparison, GateResult};
 
-use crate::gates::{gate_from_columns, open_set_column, parse_open_set, verdict_from_columns};
+use crate::gates::{gate_from_columns, open_set_column, verdict_from_columns};
 
 use crate::alerts::AlertScan;
 use crate::posture::push::PushPosture;
@@ -39,9 +39,11 @@ const SCAN_EVENTS: [Event; 5] = [
 ];
 
 pub mod committer;
+mod head_row;
 mod sqlite_writer;
 mod write;
 
+use head_row::HeadRow;
 use write::{write_statements, Placed};
 
 /// Who pushes, and under which limits.
@@ -144,7 +146,7 @@ pub async fn record_push(
             let row: HeadRow = sqlx::query_as_with(&head.sql, args)
                 .fetch_one(&mut *tx)
                 .await?;
-            let head = head_from_row(row)?;
+            let head = row.into_head();
             let (outcome, writes) = plan(&ctx, &push, &posture, head);
             for stmt in writes {
                 let mut args = sqlx::postgres::PgArguments::default();
@@ -155,58 +157,6 @@ pub async fn record_push(
             Ok(outcome)
         }
     }
-}
-
-/// What [`head_statement`] reads: the writes in the window and the oldest one's time, the
-/// active projects, then the label's project, its default line, the push's line and its
-/// latest scan, and for a pull request its base (all null, and 0 scans in the second, when
-/// the label is new).
-#[derive(sqlx::FromRow)]
-struct HeadRow {
-    triaged: Option<String>,
-    set_aside: Option<String>,
-    open_tracked: Option<String>,
-    live_spans: Option<String>,
-    custom_frameworks: Option<String>,
-    line_head_seq: Option<i64>,
-    line_head_at: Option<i64>,
-    key_live: i64,
-    license_live: i64,
-    writes: i64,
-    oldest_write: Option<i64>,
-    active: i64,
-    id: Option<ProjectId>,
-    archived_at: Option<i64>,
-    scan_count: Option<i64>,
-    gate_min_score: Option<f64>,
-    gate_max_drop: Option<f64>,
-    gate_new_severity: Option<String>,
-    same_second: i64,
-    webhooks: i64,
-    alerts: i64,
-    previous_open: Option<String>,
-    base_open: Option<String>,
-    default_id: Option<String>,
-    default_name: Option<String>,
-    line_id: Option<String>,
-    line_name: Option<String>,
-    line_pr: Option<i64>,
-    line_count: Option<i64>,
-    last_score: Option<f64>,
-    last_scan_id: Option<ScanId>,
-    last_delta: Option<f64>,
-    last_body_hash: Option<String>,
-    last_gate_status: Option<String>,
-    last_gate_reasons: Option<String>,
-    last_base_branch: Option<String>,
-    last_base_scan_id: Option<String>,
-    last_base_score: Option<f64>,
-    last_base_new: Option<i64>,
-    last_base_fixed: Option<i64>,
-    base_id: Option<String>,
-    base_scan_id: Option<ScanId>,
-    base_score: Option<f64>,
-    base_seq: Option<i64>,
 }
 
 /// Who follows this account's pushes: only then does a push queue webhook deliveries, or
@@ -364,112 +314,6 @@ pub(crate) struct Head {
     /// The default line's name, if it has one.
     default_name: Option<String>,
     base_seq: Option<i64>,
-}
-
-/// The rules' view of the head, who follows the account's pushes, and what a gate on new
-/// findings compares with.
-fn head_from_row(row: HeadRow) -> Result<Head, StoreError> {
-    let previous_open = row
-        .previous_open
-        .as_deref()
-        .map(parse_open_set)
-        .transpose()?;
-    let base_open = row.base_open.as_deref().map(parse_open_set).transpose()?;
-    let triaged = row.triaged.as_deref().map(parse_open_set).transpose()?;
-    let set_aside = row.set_aside.as_deref().map(parse_open_set).transpose()?;
-    let open_tracked = row
-        .open_tracked
-        .as_deref()
-        .map(crate::findings::parse_open_tracked)
-        .transpose()?
-        .unwrap_or_default();
-    let live_spans = row
-        .live_spans
-        .as_deref()
-        .map(crate::spans::parse_live_spans)
-        .transpose()?
-        .unwrap_or_default();
-    let line_head = row.line_head_seq.zip(row.line_head_at);
-    let listeners = Listeners {
-        webhooks: row.webhooks > 0,
-        alerts: row.alerts > 0,
-    };
-    let last_scan = match (row.last_scan_id, row.last_delta, row.last_body_hash) {
-        (Some(scan_id), Some(score_delta), Some(body_hash)) => Some(LastScan {
-            scan_id,
-            score_delta,
-            body_hash,
-            gate: verdict_from_columns(
-                row.last_gate_status.as_deref(),
-                row.last_gate_reasons.as_deref(),
-            ),
-            base: row.last_base_branch.map(|branch| {
-                base_comparison(
-                    &branch,
-                    row.last_base_scan_id.zip(row.last_base_score),
-                    row.last_score.unwrap_or_default(),
-                    row.last_base_new.zip(row.last_base_fixed).map(|(n, f)| {
-                        (u64::try_from(n).unwrap_or(0), u64::try_from(f).unwrap_or(0))
-                    }),
-                )
-            }),
-        }),
-        _ => None,
-    };
-    let line = row.line_id.map(|id| LineHead {
-        id,
-        scan_count: row.line_count.unwrap_or(0),
-        last_score: row.last_score,
-        last_scan,
-    });
-    let base = row.base_id.map(|id| BaseHead {
-        id,
-        last: row
-            .base_scan_id
-            .zip(row.base_score)
-            .map(|(scan_id, score)| BaseScan { scan_id, score }),
-    });
-    let default_line = row.default_id.map(|id| LineRef {
-        id,
-        name: row.default_name.clone(),
-    });
-    let head = PushHead {
-        key_live: row.key_live > 0,
-        license_live: row.license_live > 0,
-        writes_in_window: u32::try_from(row.writes).unwrap_or(u32::MAX),
-        oldest_write: row.oldest_write,
-        active_projects: u64::try_from(row.active).unwrap_or(0),
-        project: row.id.map(|id| ProjectHead {
-            id,
-            archived: row.archived_at.is_some(),
-            scan_count: row.scan_count.unwrap_or(0),
-            scans_in_same_second: u32::try_from(row.same_second).unwrap_or(u32::MAX - 1),
-            gate: gate_from_columns(
-                row.gate_min_score,
-                row.gate_max_drop,
-                row.gate_new_severity.as_deref(),
-            ),
-            default_line,
-            line,
-            base,
-        }),
-    };
-    Ok(Head {
-        rules: head,
-        listeners,
-        previous_open,
-        base_open,
-        triaged,
-        set_aside,
-        open_tracked,
-        live_spans,
-        customs: crate::posture::parse_customs(row.custom_frameworks.as_deref()),
-        line_head,
-        line_name: row.line_name,
-        line_pr: row.line_pr.and_then(|n| u64::try_from(n).ok()),
-        default_name: row.default_name,
-        base_seq: row.base_seq,
-    })
 }
 
 /// The answer to a push that stores nothing: refused, or a replay of the line's latest scan.

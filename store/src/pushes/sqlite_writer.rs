@@ -20,7 +20,8 @@ use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::oneshot;
 
-use super::{head_from_row, head_statement, plan, HeadRow, PushContext, PushOutcome};
+use super::head_row::HeadRow;
+use super::{head_statement, plan, PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
 use crate::stmt::{positional, Arg, Stmt};
 use crate::{Backend, StoreError, SQLITE_BUSY_TIMEOUT};
@@ -142,8 +143,8 @@ fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
     let head = head_statement(&job.ctx, &job.push, Backend::Sqlite);
     let row = conn
         .prepare_cached(&positional(&head.sql))?
-        .query_row(params_from_iter(&head.args), head_row)?;
-    let (outcome, writes) = plan(&job.ctx, &job.push, &job.posture, head_from_row(row)?);
+        .query_row(params_from_iter(&head.args), HeadRow::from_sqlite)?;
+    let (outcome, writes) = plan(&job.ctx, &job.push, &job.posture, row.into_head());
     for stmt in &writes {
         execute(conn, stmt)?;
     }
@@ -157,28 +158,6 @@ fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {
     }
     conn.prepare_cached(&sql)?
         .execute(params_from_iter(&stmt.args))
-}
-
-/// Reads the head statement's row by column name (the same names sqlx's `FromRow` reads).
-fn head_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HeadRow> {
-    macro_rules! read {
-        ($($field:ident),* $(,)?; ids: $($id:ident: $ty:ty),* $(,)?) => {
-            HeadRow {
-                $($field: row.get(stringify!($field))?,)*
-                $($id: row.get::<_, Option<String>>(stringify!($id))?.map(<$ty>::trusted),)*
-            }
-        };
-    }
-    Ok(read!(
-        triaged, set_aside, open_tracked, live_spans, custom_frameworks, line_head_seq,
-        line_head_at, key_live, license_live, writes, oldest_write, active, archived_at,
-        scan_count, gate_min_score, gate_max_drop, gate_new_severity, same_second, webhooks,
-        alerts, previous_open, base_open, default_id, default_name, line_id, line_name, line_pr,
-        line_count, last_score, last_delta, last_body_hash, last_gate_status, last_gate_reasons,
-        last_base_branch, last_base_scan_id, last_base_score, last_base_new, last_base_fixed,
-        base_id, base_score, base_seq;
-        ids: id: crate::ProjectId, last_scan_id: crate::ScanId, base_scan_id: crate::ScanId,
-    ))
 }
 
 impl ToSql for Arg {
