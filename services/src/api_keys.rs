@@ -3,6 +3,7 @@
 use tidemark_domain::audit::AuditContext;
 use tidemark_domain::ids;
 use tidemark_domain::secrets::ApiKey;
+use tidemark_domain::text::MachineName;
 use tidemark_store::licenses::{self, KeyRow, NewApiKey};
 use tidemark_store::Db;
 use tidemark_wire::ids::AccountId;
@@ -39,6 +40,28 @@ pub async fn rotate(
         .await?;
     tracing::info!(%account_id, revoked, "API keys rotated");
     Ok(Rotated { key, revoked })
+}
+
+/// `/v1/license/activate`: a new key for one machine or CI secret, beside the account's
+/// others. The key is returned once; only its hash is kept.
+pub async fn issue(
+    db: &Db,
+    account_id: &AccountId,
+    machine: &MachineName,
+) -> Result<ApiKey, ServiceError> {
+    let key = ApiKey::generate();
+    let new = NewApiKey {
+        id: ids::new_key_id(),
+        account_id: account_id.to_owned(),
+        hash: key.hash(),
+        prefix: key.display_prefix(),
+        machine: machine.as_str().to_owned(),
+        now: tidemark_domain::now_millis(),
+    };
+    db.detached(|db| async move { licenses::insert_api_key(&db, &new).await })
+        .await?;
+    tracing::info!(%account_id, "API key issued");
+    Ok(key)
 }
 
 /// Revokes one active key of the account.

@@ -10,12 +10,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tidemark_domain::rate::RollingLimit;
-use tidemark_domain::secrets::{ApiKey, LicenseKeyHash};
+use tidemark_domain::secrets::LicenseKeyHash;
 use tidemark_domain::signing::{MachineFingerprint, FINGERPRINT_RULE, VERDICT_LIFETIME};
 use tidemark_domain::text::{Email, MachineName};
-use tidemark_domain::{ids, now_millis, Millis};
+use tidemark_domain::{now_millis, Millis};
 use tidemark_store::bundles::latest_bundle;
-use tidemark_store::licenses::{insert_api_key, License, NewApiKey};
+use tidemark_store::licenses::License;
 use tidemark_store::rate;
 use tidemark_wire::verdict::VERDICT_TYP;
 use tidemark_wire::{
@@ -241,20 +241,7 @@ pub async fn activate_license(
         MachineName::parse(&request.machine).map_err(|e| ApiError::InvalidRequest(e.message))?;
     ensure_active(&license)?;
     let now = now_millis();
-    let key = ApiKey::generate();
-    let new_key = NewApiKey {
-        id: ids::new_key_id(),
-        account_id: license.account_id.clone(),
-        hash: key.hash(),
-        prefix: key.display_prefix(),
-        machine: machine.as_str().to_owned(),
-        now,
-    };
-    state
-        .db
-        .detached(|db| async move { insert_api_key(&db, &new_key).await })
-        .await?;
-    tracing::info!(account_id = %license.account_id, "API key issued");
+    let key = tidemark_services::api_keys::issue(&state.db, &license.account_id, &machine).await?;
     let bundle = latest_bundle(&state.db).await?;
     let state_now = license_answer(&license, true, bundle.as_ref(), &state.config.http.base_url);
     let verdict = sign_verdict(&state, &hash, &license, &state_now, machine_fp, now).await?;
