@@ -17,6 +17,24 @@ pub struct Rotated {
     pub revoked: u64,
 }
 
+/// A fresh key for `machine` and the row that keeps only its hash.
+fn new_key(
+    account_id: &AccountId,
+    machine: &str,
+    now: tidemark_domain::Millis,
+) -> (ApiKey, NewApiKey) {
+    let key = ApiKey::generate();
+    let row = NewApiKey {
+        id: ids::new_key_id(),
+        account_id: account_id.to_owned(),
+        hash: key.hash(),
+        prefix: key.display_prefix(),
+        machine: machine.to_owned(),
+        now,
+    };
+    (key, row)
+}
+
 /// Revokes every active key of the account and issues one new key, in one transaction that
 /// a caller going away does not cut short.
 pub async fn rotate(
@@ -25,15 +43,7 @@ pub async fn rotate(
     machine: &str,
     audit: &AuditContext,
 ) -> Result<Rotated, ServiceError> {
-    let key = ApiKey::generate();
-    let new = NewApiKey {
-        id: ids::new_key_id(),
-        account_id: account_id.to_owned(),
-        hash: key.hash(),
-        prefix: key.display_prefix(),
-        machine: machine.to_owned(),
-        now: audit.at,
-    };
+    let (key, new) = new_key(account_id, machine, audit.at);
     let audit = audit.clone();
     let revoked = db
         .detached(|db| async move { licenses::rotate_api_keys(&db, &new, &audit).await })
@@ -49,15 +59,7 @@ pub async fn issue(
     account_id: &AccountId,
     machine: &MachineName,
 ) -> Result<ApiKey, ServiceError> {
-    let key = ApiKey::generate();
-    let new = NewApiKey {
-        id: ids::new_key_id(),
-        account_id: account_id.to_owned(),
-        hash: key.hash(),
-        prefix: key.display_prefix(),
-        machine: machine.as_str().to_owned(),
-        now: tidemark_domain::now_millis(),
-    };
+    let (key, new) = new_key(account_id, machine.as_str(), tidemark_domain::now_millis());
     db.detached(|db| async move { licenses::insert_api_key(&db, &new).await })
         .await?;
     tracing::info!(%account_id, "API key issued");
