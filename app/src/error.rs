@@ -89,6 +89,7 @@ pub fn refused<T>(err: tidemark_services::ServiceError) -> Result<T, DashboardEr
         ServiceError::NotFound => Err(DashboardError::NotFound),
         ServiceError::Conflict(text) => Err(DashboardError::Conflict(text)),
         ServiceError::Store(err) => unavailable(err),
+        ServiceError::Internal(err) => unavailable(err),
     }
 }
 

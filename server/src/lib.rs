@@ -12,7 +12,6 @@ pub mod operator;
 pub mod scim;
 pub mod state;
 pub mod telemetry;
-pub mod usecases;
 pub mod web;
 pub mod workers;
 
@@ -129,9 +128,15 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         config.keyless.ca_pem.as_deref(),
     )?);
     let signer = Arc::new(crypto::signing::Signer::new(&keys, &config.http.base_url));
+    let validator = Arc::new(tidemark_services::licensing::Validator::new(
+        Duration::from_millis(config.limits.validation_cache_ms.into()),
+        signer.clone(),
+        config.http.base_url.clone(),
+    ));
     let state = AppState {
         assets: http::assets::Assets::default(),
         signer,
+        validator,
         ci_keys,
         dns,
         leptos_options,
@@ -142,9 +147,6 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         webhook_secrets: crypto::SecretBox::new(&keys, crypto::WEBHOOK_PURPOSE),
         handovers: crypto::SecretBox::new(&keys, crypto::HANDOVER_PURPOSE),
         webhook_wakeup: Arc::new(tokio::sync::Notify::new()),
-        validation_cache: Arc::new(usecases::validation_cache::ValidationCache::new(
-            std::time::Duration::from_millis(config.limits.validation_cache_ms.into()),
-        )),
         push_budget: api::push_budget::PushBudget::new(
             u64::from(config.limits.push_budget_mib) * 1024 * 1024,
         ),
@@ -212,7 +214,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         // Validations the cache can answer stop here, ahead of everything only the dashboard
         // or the router needs (the hottest request's cost is then mostly what every one pays).
         .layer(axum::middleware::from_fn_with_state(
-            state.validation_cache.clone(),
+            state.validator.clone(),
             api::license::answer_cached_validation,
         ));
     let hsts = state.config.environment == Environment::Production

@@ -18,7 +18,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Encrypts the raw license keys kept for resend.
     pub license_keys: SecretBox,
-    pub validation_cache: Arc<crate::usecases::validation_cache::ValidationCache>,
+    /// Answers validations (with its cache) and activations, signing their verdicts.
+    pub validator: Arc<tidemark_services::licensing::Validator>,
     /// Encrypts sign-in attempts between the redirect to an identity provider and its answer.
     #[from_ref(skip)]
     pub login_attempts: SecretBox,

@@ -282,7 +282,12 @@ tidemark_store::test_each_backend! {
         app.set_suspended(&license, false).await;
         assert_eq!(app.push(&key, &body).await.status(), StatusCode::CREATED);
 
-        tidemark_services::licensing::extend(&app.db, &license.license_id, 1_000, &tidemark_store::testing::audit())
+        tidemark_services::licensing::change(
+            &app.db,
+            &license.license_id,
+            tidemark_services::licensing::LicenseChange::Expiry(1_000),
+            &tidemark_store::testing::audit(),
+        )
             .await
             .unwrap();
         let msg = assert_error(

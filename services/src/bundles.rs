@@ -47,3 +47,10 @@ pub async fn publish(
         .await?;
     Ok(published)
 }
+
+/// The bundle's row and its bytes, or "not found".
+pub async fn content(db: &Db, bundle_id: &str) -> Result<(Bundle, Vec<u8>), ServiceError> {
+    bundles::bundle_content(db, bundle_id)
+        .await?
+        .ok_or(ServiceError::NotFound)
+}

@@ -16,6 +16,10 @@ pub enum ServiceError {
     /// The database failed; adapters log it and answer "unavailable".
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Something else the caller cannot fix failed (signing, serialising); logged in full,
+    /// answered as an internal error.
+    #[error(transparent)]
+    Internal(anyhow::Error),
 }
 
 /// Logs a failure that the person asking sees only as "unavailable": the database being away
@@ -40,5 +44,9 @@ pub fn log_unavailable<E: std::fmt::Display + 'static>(err: &E) {
 impl ServiceError {
     pub fn invalid(text: impl std::fmt::Display) -> Self {
         ServiceError::Invalid(text.to_string())
+    }
+
+    pub fn internal(err: impl Into<anyhow::Error>) -> Self {
+        ServiceError::Internal(err.into())
     }
 }

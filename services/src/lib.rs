@@ -1,5 +1,5 @@
 //! Tidemark's use cases: each business action once (licensing, API keys, members, SSO
-//! claims, webhooks, audit reads, bundles), between the adapters above (`/v1` handlers, the
+//! claims, webhooks, audit reads, bundles, exports and reports, validation), between the adapters above (`/v1` handlers, the
 //! dashboard's server functions, the operator's subcommands) and `store`/`domain` below. An
 //! adapter parses its input, calls one use case and renders the answer; what needs the network
 //! or DNS is a port (a trait in `ports`) the server implements.
@@ -12,7 +12,9 @@ pub mod badges;
 pub mod bundles;
 pub mod crypto;
 mod error;
+pub mod exports;
 pub mod findings;
+pub mod frameworks;
 pub mod licensing;
 pub mod lines;
 pub mod members;

@@ -2,6 +2,8 @@
 
 use tidemark_store::branches;
 pub use tidemark_store::branches::Line;
+/// A line as a request names it: its id and name, no scans.
+pub use tidemark_store::findings::Line as LineRef;
 use tidemark_store::Db;
 use tidemark_wire::ids::{AccountId, ProjectId};
 
@@ -43,4 +45,32 @@ pub async fn choose(
         Some(line) => Ok((line.clone(), lines)),
         None => Err(ServiceError::NotFound),
     }
+}
+
+/// Why a line a request names was not found: the project is not the account's, or it has no
+/// such branch (`/v1` says which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoLine {
+    Project,
+    Branch,
+}
+
+/// The line `branch` names (`pr:<n>` for a pull request, `None` for the default branch), as
+/// `/v1`'s project reads name it.
+pub async fn named(
+    db: &Db,
+    account_id: &AccountId,
+    project_id: &ProjectId,
+    branch: Option<&str>,
+) -> Result<Result<LineRef, NoLine>, ServiceError> {
+    if let Some(line) =
+        tidemark_store::findings::find_line(db, account_id, project_id, branch).await?
+    {
+        return Ok(Ok(line));
+    }
+    let project = tidemark_store::dashboard::find_project(db, account_id, project_id).await?;
+    Ok(Err(match project {
+        Some(_) => NoLine::Branch,
+        None => NoLine::Project,
+    }))
 }

@@ -218,3 +218,33 @@ pub async fn scans_page(
     rows.truncate(size as usize);
     Ok((rows, has_more))
 }
+
+/// The project a `/v1` caller names by id or, for people and scripts that know it, by label;
+/// "not found" for another account's, for a label no push could have made, and for a
+/// project a keyless CI token's publisher may not use.
+pub async fn named_by(
+    db: &Db,
+    owner: &tidemark_store::licenses::KeyOwner,
+    project: &str,
+) -> Result<ProjectId, ServiceError> {
+    let account_id = &owner.license.account_id;
+    let project_id = match ProjectId::parse(project) {
+        Some(id) => id,
+        None => {
+            let max = tidemark_domain::push::MAX_LABEL_CHARS;
+            if tidemark_domain::input::bounded_text("project", project, max).is_err() {
+                return Err(ServiceError::NotFound);
+            }
+            dashboard::project_id_by_label(db, account_id, project)
+                .await?
+                .ok_or(ServiceError::NotFound)?
+        }
+    };
+    if owner.limited_to_projects() {
+        let found = dashboard::find_project(db, account_id, &project_id).await?;
+        if !found.is_some_and(|p| owner.may_use_project(&p.label)) {
+            return Err(ServiceError::NotFound);
+        }
+    }
+    Ok(project_id)
+}

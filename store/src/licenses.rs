@@ -377,6 +377,18 @@ pub enum Via {
 }
 
 impl KeyOwner {
+    /// Whether this credential may use only some of the account's projects (a keyless CI
+    /// token whose publisher names them).
+    pub fn limited_to_projects(&self) -> bool {
+        matches!(
+            self.via,
+            Via::Ci {
+                projects: Some(_),
+                ..
+            }
+        )
+    }
+
     /// Whether this credential may push to or read the project labelled `label`.
     pub fn may_use_project(&self, label: &str) -> bool {
         match &self.via {

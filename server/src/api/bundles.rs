@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use tidemark_store::bundles::bundle_content;
+use tidemark_services::ServiceError;
 use tidemark_wire::ErrorBody;
 
 use super::extract::{ensure_active, license_from_header};
@@ -43,9 +43,12 @@ pub async fn download_bundle(
 ) -> Result<Response, ApiError> {
     let license = license_from_header(&state.db, &headers).await?;
     ensure_active(&license)?;
-    let (bundle, bytes) = bundle_content(&state.db, &bundle_id)
-        .await?
-        .ok_or_else(|| ApiError::no_bundle(&bundle_id))?;
+    let (bundle, bytes) = tidemark_services::bundles::content(&state.db, &bundle_id)
+        .await
+        .map_err(|err| match err {
+            ServiceError::NotFound => ApiError::no_bundle(&bundle_id),
+            other => other.into(),
+        })?;
     let safe_name: String = bundle
         .file_name
         .chars()

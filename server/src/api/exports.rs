@@ -4,15 +4,17 @@
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use tidemark_store::licenses::{KeyOwner, Via};
+use axum::response::Response;
+use tidemark_services::ServiceError;
+use tidemark_store::licenses::KeyOwner;
 use tidemark_wire::ids::{ProjectId, ScanId};
 use tidemark_wire::ErrorBody;
 
 use super::extract::{authenticate, ensure_dashboard_license};
+use crate::http::download::serve;
 use crate::http::error::ApiError;
 use crate::state::AppState;
-use crate::usecases::export::{self, FindingsFormat};
+use tidemark_services::exports::{self as export, FindingsFormat};
 
 /// A CSV file (RFC 4180, UTF-8, a header row first).
 #[derive(utoipa::ToSchema)]
@@ -43,36 +45,12 @@ pub(super) async fn reader(
 ) -> Result<(KeyOwner, ProjectId), ApiError> {
     let owner = authenticate(&state.db, headers).await?;
     ensure_dashboard_license(&owner.license)?;
-    let account_id = &owner.license.account_id;
-    let project_id = if let Some(id) = ProjectId::parse(project) {
-        id
-    } else if tidemark_domain::input::bounded_text(
-        "project",
-        project,
-        tidemark_domain::push::MAX_LABEL_CHARS,
-    )
-    .is_err()
-    {
-        // Not a label a push could have made: nothing to look up.
-        return Err(ApiError::no_project(project));
-    } else {
-        tidemark_store::dashboard::project_id_by_label(&state.db, account_id, project)
-            .await?
-            .ok_or_else(|| ApiError::no_project(project))?
-    };
-    if matches!(
-        owner.via,
-        Via::Ci {
-            projects: Some(_),
-            ..
-        }
-    ) {
-        let found =
-            tidemark_store::dashboard::find_project(&state.db, account_id, &project_id).await?;
-        if !found.is_some_and(|p| owner.may_use_project(&p.label)) {
-            return Err(ApiError::no_project(project));
-        }
-    }
+    let project_id = tidemark_services::projects::named_by(&state.db, &owner, project)
+        .await
+        .map_err(|err| match err {
+            ServiceError::NotFound => ApiError::no_project(project),
+            other => other.into(),
+        })?;
     Ok((owner, project_id))
 }
 
@@ -95,7 +73,7 @@ async fn findings(
     )
     .await?
     {
-        export::ScanFindings::File(file) => Ok(file.into_response()),
+        export::ScanFindings::File(file) => Ok(serve(file)),
         export::ScanFindings::Missing => Err(ApiError::no_scan(&project_id, &scan_id)),
         export::ScanFindings::Thinned => Err(ApiError::ScanThinned),
     }
@@ -197,6 +175,6 @@ pub async fn get_history_csv(
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     export::project_history(&state.db, &owner.license.account_id, &project_id)
         .await?
-        .map(IntoResponse::into_response)
+        .map(serve)
         .ok_or_else(|| ApiError::no_project(&project_id))
 }

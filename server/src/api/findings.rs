@@ -15,9 +15,12 @@ use tidemark_domain::audit::{Actor, AuditContext};
 use tidemark_domain::findings::{triage_batch, FindingsCursor, TriageChange};
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::now_millis;
+use tidemark_services::findings::TrackedQuery;
+use tidemark_services::lines::{self, LineRef, NoLine};
 use tidemark_services::triage::Triager;
 use tidemark_services::ServiceError;
-use tidemark_store::findings::{find_line, find_tracked, list_tracked, TrackedQuery, TriageEach};
+use tidemark_services::{findings, projects};
+use tidemark_store::findings::TriageEach;
 use tidemark_store::licenses::{KeyOwner, Via};
 use tidemark_wire::findings::{
     BatchTriageRequest, BatchTriageResponse, FindingState, FindingsPage, TrackedFinding,
@@ -156,21 +159,9 @@ pub async fn list_findings(
     }
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     let account_id = &owner.license.account_id;
-    let Some(line) = find_line(&state.db, account_id, &project_id, branch).await? else {
-        return Err(missing_line(&state, account_id, &project_id, branch).await);
-    };
+    let line = line_named(&state, account_id, &project_id, branch).await?;
     let now = now_millis();
-    // One more than the page: a cursor only when there is a next page to give.
-    let asked = TrackedQuery {
-        limit: tracked.limit + 1,
-        ..tracked.clone()
-    };
-    let mut rows = list_tracked(&state.db, &line.id, &asked, now).await?;
-    let more = rows.len() as i64 > tracked.limit;
-    rows.truncate(tracked.limit as usize);
-    let next_cursor = more
-        .then(|| rows.last().map(|last| last.cursor().encode()))
-        .flatten();
+    let (rows, next_cursor) = findings::page(&state.db, &line.id, &tracked, now).await?;
     Ok(Json(FindingsPage {
         findings: rows.iter().map(|r| r.to_wire(now)).collect(),
         next_cursor,
@@ -203,14 +194,17 @@ pub async fn get_finding(
     let Some(finding_id) = FindingId::parse(&finding_id) else {
         return Err(ApiError::no_finding(&project_id, &finding_id));
     };
-    let row = find_tracked(
+    let row = findings::find(
         &state.db,
         &owner.license.account_id,
         &project_id,
         &finding_id,
     )
-    .await?
-    .ok_or_else(|| ApiError::no_finding(&project_id, &finding_id))?;
+    .await
+    .map_err(|err| match err {
+        ServiceError::NotFound => ApiError::no_finding(&project_id, &finding_id),
+        other => other.into(),
+    })?;
     Ok(Json(row.to_wire(now_millis())))
 }
 
@@ -288,8 +282,15 @@ pub async fn put_triage(
 ) -> Result<Json<TrackedFinding>, ApiError> {
     let who = changer(&state, peer, &headers, &project_id).await?;
     // No such finding is 404 whatever the body says.
+    // An unknown finding is "not found" before its body is read.
     let found = match FindingId::parse(&finding_id) {
-        Some(id) => find_tracked(&state.db, &who.0.license.account_id, &who.2, &id).await?,
+        Some(id) => findings::find(&state.db, &who.0.license.account_id, &who.2, &id)
+            .await
+            .map(Some)
+            .or_else(|err| match err {
+                ServiceError::NotFound => Ok(None),
+                other => Err(other),
+            })?,
         None => None,
     };
     if found.is_none() {
@@ -441,10 +442,14 @@ pub async fn get_gate(
 ) -> Result<Json<ProjectGate>, ApiError> {
     let (owner, project_id) = reader(&state, &headers, &project_id).await?;
     let account_id = &owner.license.account_id;
-    tidemark_store::dashboard::find_project(&state.db, account_id, &project_id)
-        .await?
-        .ok_or_else(|| ApiError::no_project(&project_id))?;
-    let gate = tidemark_store::gates::project_gate(&state.db, account_id, &project_id).await?;
+    let missing = |err| match err {
+        ServiceError::NotFound => ApiError::no_project(&project_id),
+        other => other.into(),
+    };
+    projects::find(&state.db, account_id, &project_id)
+        .await
+        .map_err(missing)?;
+    let gate = projects::gate(&state.db, account_id, &project_id).await?;
     Ok(Json(project_gate(gate.as_ref())))
 }
 
@@ -482,37 +487,32 @@ pub async fn put_gate(
     let request: ProjectGate = read_json(&headers, body, BODY_LIMIT).await?;
     let gate = QualityGate::new(request.min_score, request.max_drop, request.new_findings_at)
         .map_err(|e| ApiError::InvalidRequest(e.to_string()))?;
-    let account_id = owner.license.account_id.clone();
-    let missing = ApiError::no_project(&project_id);
-    let found = state
-        .db
-        .detached(move |db| async move {
-            tidemark_store::gates::set_project_gate(
-                &db,
-                &account_id,
-                &project_id,
-                gate.as_ref(),
-                &audit,
-            )
-            .await
-        })
-        .await?;
-    if !found {
-        return Err(missing);
-    }
+    projects::set_gate(
+        &state.db,
+        &owner.license.account_id,
+        &project_id,
+        gate,
+        &audit,
+    )
+    .await
+    .map_err(|err| match err {
+        ServiceError::NotFound => ApiError::no_project(&project_id),
+        other => other.into(),
+    })?;
     Ok(Json(project_gate(gate.as_ref())))
 }
 
-/// What a findings list names that has no line: the project itself, or a branch of it.
-pub(super) async fn missing_line(
+/// The line a project read names, or `not_found` saying whether the project or its branch is
+/// missing.
+pub(super) async fn line_named(
     state: &AppState,
     account_id: &AccountId,
     project_id: &ProjectId,
     branch: Option<&str>,
-) -> ApiError {
-    match tidemark_store::dashboard::find_project(&state.db, account_id, project_id).await {
-        Ok(Some(_)) => ApiError::no_branch(project_id, branch),
-        Ok(None) => ApiError::no_project(project_id),
-        Err(err) => err.into(),
+) -> Result<LineRef, ApiError> {
+    match lines::named(&state.db, account_id, project_id, branch).await? {
+        Ok(line) => Ok(line),
+        Err(NoLine::Branch) => Err(ApiError::no_branch(project_id, branch)),
+        Err(NoLine::Project) => Err(ApiError::no_project(project_id)),
     }
 }

@@ -12,10 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tidemark_domain::frameworks::{Format, ValidFramework, MAX_BYTES};
 use tidemark_domain::{now_millis, to_rfc3339};
-use tidemark_store::frameworks::{
-    delete_framework, find_framework, judge_latest_scans, list_frameworks, set_framework,
-    StoredFramework,
-};
+use tidemark_services::frameworks::{self, StoredFramework};
+use tidemark_services::ServiceError;
 use tidemark_store::licenses::KeyOwner;
 use tidemark_wire::frameworks::{CustomFramework, FrameworkDocument, FrameworkList, FrameworkSet};
 use tidemark_wire::{ErrorBody, Feature};
@@ -48,6 +46,14 @@ fn no_framework(id: &str) -> ApiError {
 
 /// The document's format from its Content-Type: JSON, or YAML (`application/yaml`,
 /// `application/x-yaml`, `text/yaml`); anything else is 415.
+/// A use case's "not found" as this framework's `not_found`.
+fn missing(err: ServiceError, id: &str) -> ApiError {
+    match err {
+        ServiceError::NotFound => no_framework(id),
+        other => other.into(),
+    }
+}
+
 fn document_format(headers: &HeaderMap) -> Result<Format, ApiError> {
     let media = headers
         .get(header::CONTENT_TYPE)
@@ -124,26 +130,24 @@ pub async fn put_framework(
         other => other,
     })?;
     let framework = ValidFramework::parse(&framework_id, &bytes, format).map_err(json_error)?;
-    let account_id = license.account_id.clone();
-    let (created, judged, stored) = state
-        .db
-        .detached(move |db| async move {
-            let created = set_framework(&db, &account_id, &framework, &audit).await?;
-            let judged = judge_latest_scans(&db, &account_id, &framework, now_millis()).await?;
-            let stored = find_framework(db.as_ref(), &account_id, framework.id()).await?;
-            Ok::<_, tidemark_store::StoreError>((created, judged, stored))
-        })
-        .await?;
-    let stored = stored.ok_or_else(|| no_framework(&framework_id))?;
-    let status = if created {
+    let set = frameworks::set(
+        &state.db,
+        &license.account_id,
+        framework,
+        &audit,
+        now_millis(),
+    )
+    .await
+    .map_err(|err| missing(err, &framework_id))?;
+    let status = if set.created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
     };
     let answer = FrameworkSet {
-        framework: view(stored),
-        created,
-        judged_scans: judged,
+        framework: view(set.stored),
+        created: set.created,
+        judged_scans: set.judged_scans,
     };
     Ok((status, Json(answer)).into_response())
 }
@@ -165,7 +169,7 @@ pub async fn list_custom_frameworks(
     headers: HeaderMap,
 ) -> Result<Json<FrameworkList>, ApiError> {
     let owner = dashboard_owner(&state, &headers).await?;
-    let listed = list_frameworks(&state.db, &owner.license.account_id).await?;
+    let listed = frameworks::list(&state.db, &owner.license.account_id).await?;
     Ok(Json(FrameworkList {
         frameworks: listed.into_iter().map(view).collect(),
     }))
@@ -191,13 +195,10 @@ pub async fn get_framework(
     headers: HeaderMap,
 ) -> Result<Json<CustomFramework>, ApiError> {
     let owner = dashboard_owner(&state, &headers).await?;
-    if !tidemark_domain::frameworks::is_framework_id(&framework_id) {
-        return Err(no_framework(&framework_id));
-    }
-    let found = find_framework(&state.db, &owner.license.account_id, &framework_id).await?;
-    found
+    frameworks::find(&state.db, &owner.license.account_id, &framework_id)
+        .await
         .map(|f| Json(view(f)))
-        .ok_or_else(|| no_framework(&framework_id))
+        .map_err(|err| missing(err, &framework_id))
 }
 
 /// Remove a custom framework
@@ -224,18 +225,8 @@ pub async fn remove_framework(
 ) -> Result<StatusCode, ApiError> {
     let owner = dashboard_owner(&state, &headers).await?;
     let audit = writer_audit(&state, &owner, peer, &headers)?;
-    if !tidemark_domain::frameworks::is_framework_id(&framework_id) {
-        return Err(no_framework(&framework_id));
-    }
-    let account_id = owner.license.account_id.clone();
-    let id = framework_id.clone();
-    let removed = state
-        .db
-        .detached(move |db| async move { delete_framework(&db, &account_id, &id, &audit).await })
-        .await?;
-    if removed {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(no_framework(&framework_id))
-    }
+    frameworks::remove(&state.db, &owner.license.account_id, &framework_id, &audit)
+        .await
+        .map_err(|err| missing(err, &framework_id))?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -9,15 +9,12 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use tidemark_domain::now_millis;
 use tidemark_domain::rate::RollingLimit;
 use tidemark_domain::secrets::LicenseKeyHash;
-use tidemark_domain::signing::{MachineFingerprint, FINGERPRINT_RULE, VERDICT_LIFETIME};
+use tidemark_domain::signing::{MachineFingerprint, FINGERPRINT_RULE};
 use tidemark_domain::text::{Email, MachineName};
-use tidemark_domain::{now_millis, Millis};
-use tidemark_store::bundles::latest_bundle;
-use tidemark_store::licenses::License;
 use tidemark_store::rate;
-use tidemark_wire::verdict::VERDICT_TYP;
 use tidemark_wire::{
     ActivateRequest, ActivateResponse, ErrorBody, ResendRequest, ResendResponse, ValidateResponse,
 };
@@ -27,8 +24,7 @@ use crate::http::client_ip::client_ip;
 use crate::http::error::ApiError;
 use crate::http::metrics::AnsweredEarly;
 use crate::state::AppState;
-use crate::usecases::validation_cache::{AnswerKey, ValidationCache};
-use tidemark_services::licensing::{self, license_answer, ResendLimit};
+use tidemark_services::licensing::{self, ResendLimit, Validation, Validator};
 
 /// The optional header that binds a verdict to one machine.
 #[derive(utoipa::IntoParams)]
@@ -77,38 +73,10 @@ pub async fn validate_license(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (hash, machine) = question(&headers)?;
-    let key = answer_key(&hash, machine.as_ref());
-    if let Some(body) = state.validation_cache.answer(&key) {
-        return Ok(json_body(body));
+    match state.validator.validate(&state.db, &hash, machine).await? {
+        Validation::Answer(body) => Ok(json_body(body)),
+        Validation::UnknownLicense => Err(ApiError::LicenseNotFound),
     }
-    let read = state
-        .validation_cache
-        .license(&state.db, &hash.lookup())
-        .await?;
-    let mut oldest_read = read.at;
-    let license = read.value.ok_or(ApiError::LicenseNotFound)?;
-    let now = now_millis();
-    let valid = license.state(now).is_active();
-    let bundle = match valid {
-        true => {
-            let read = state.validation_cache.latest_bundle(&state.db).await?;
-            oldest_read = oldest_read.min(read.at);
-            read.value
-        }
-        false => None,
-    };
-    let mut answer = license_answer(
-        &license,
-        valid,
-        bundle.as_deref(),
-        &state.config.http.base_url,
-    );
-    answer.verdict = Some(sign_verdict(&state, &hash, &license, &answer, machine, now).await?);
-    let body = Bytes::from(serde_json::to_vec(&answer).map_err(ApiError::internal)?);
-    state
-        .validation_cache
-        .remember_answer(key, body.clone(), oldest_read);
-    Ok(json_body(body))
 }
 
 /// The path [`validate_license`] is routed at (also [`answer_cached_validation`]'s).
@@ -117,13 +85,6 @@ pub const VALIDATE_PATH: &str = "/v1/license/validate";
 /// What a validation asks: which licence, and for which machine if one is named.
 fn question(headers: &HeaderMap) -> Result<(LicenseKeyHash, Option<MachineFingerprint>), ApiError> {
     Ok((license_hash(headers)?, machine_fingerprint(headers)?))
-}
-
-fn answer_key(hash: &LicenseKeyHash, machine: Option<&MachineFingerprint>) -> AnswerKey {
-    (
-        hash.lookup().as_str().to_owned(),
-        machine.map(|m| m.as_str().to_owned()),
-    )
 }
 
 /// Answers a validation the cache already holds before the request reaches the router.
@@ -137,13 +98,13 @@ fn answer_key(hash: &LicenseKeyHash, machine: Option<&MachineFingerprint>) -> An
 /// (`tests/license_api.rs` pins that). Anything else, including any request the handler would
 /// refuse, goes on to the router unchanged.
 pub async fn answer_cached_validation(
-    State(cache): State<Arc<ValidationCache>>,
+    State(validator): State<Arc<Validator>>,
     req: Request,
     next: Next,
 ) -> Response {
     if req.method() == Method::POST && req.uri().path() == VALIDATE_PATH {
         if let Ok((hash, machine)) = question(req.headers()) {
-            if let Some(body) = cache.answer(&answer_key(&hash, machine.as_ref())) {
+            if let Some(body) = validator.kept_answer(&hash, machine.as_ref()) {
                 let mut res = json_body(body);
                 // What the `/v1` router adds to every answer (`security_headers::no_store`).
                 res.headers_mut()
@@ -180,32 +141,6 @@ fn machine_fingerprint(headers: &HeaderMap) -> Result<Option<MachineFingerprint>
         .map_err(ApiError::InvalidRequest)
 }
 
-/// What `answer` says about `license`, signed, trusted until the offline grace ends.
-async fn sign_verdict(
-    state: &AppState,
-    hash: &LicenseKeyHash,
-    license: &License,
-    answer: &ValidateResponse,
-    machine: Option<MachineFingerprint>,
-    now: Millis,
-) -> Result<String, ApiError> {
-    let claims = tidemark_services::crypto::signing::verdict_claims(
-        state.signer.issuer(),
-        hash.lookup().as_str(),
-        license.state(now).as_str(),
-        answer,
-        machine,
-        now,
-        now + VERDICT_LIFETIME,
-    );
-    let (jws, _kid) = state
-        .signer
-        .sign(&state.db, VERDICT_TYP, &claims)
-        .await
-        .map_err(ApiError::internal)?;
-    Ok(jws)
-}
-
 /// Activate a machine
 ///
 /// Issues a new API key for one machine or CI secret. The key is in this response only;
@@ -240,20 +175,11 @@ pub async fn activate_license(
     let machine =
         MachineName::parse(&request.machine).map_err(|e| ApiError::InvalidRequest(e.message))?;
     ensure_active(&license)?;
-    let now = now_millis();
-    let key = tidemark_services::api_keys::issue(&state.db, &license.account_id, &machine).await?;
-    let bundle = latest_bundle(&state.db).await?;
-    let state_now = license_answer(&license, true, bundle.as_ref(), &state.config.http.base_url);
-    let verdict = sign_verdict(&state, &hash, &license, &state_now, machine_fp, now).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(ActivateResponse {
-            api_key: key.expose().to_owned(),
-            account_id: license.account_id.into(),
-            tier: license.tier,
-            verdict: Some(verdict),
-        }),
-    ))
+    let activated = state
+        .validator
+        .activate(&state.db, &hash, &license, &machine, machine_fp)
+        .await?;
+    Ok((StatusCode::CREATED, Json(activated)))
 }
 
 /// Re-send a license by e-mail

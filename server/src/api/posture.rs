@@ -7,7 +7,6 @@ use axum::http::{HeaderMap, Uri};
 use axum::Json;
 use serde::Deserialize;
 use tidemark_domain::{now_millis, to_rfc3339};
-use tidemark_store::findings::find_line;
 use tidemark_store::posture::PostureRow;
 use tidemark_wire::posture::{
     FrameworkPosture, PosturePoint, PostureRange, ProjectPosture, SectionPosture,
@@ -15,7 +14,7 @@ use tidemark_wire::posture::{
 use tidemark_wire::ErrorBody;
 
 use super::exports::reader;
-use super::findings::missing_line;
+use super::findings::line_named;
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
@@ -104,9 +103,7 @@ pub async fn get_posture(
     let (owner, project_id) = reader(&state, &headers, &project).await?;
     let account_id = &owner.license.account_id;
     let branch = query.branch.as_deref();
-    let Some(line) = find_line(&state.db, account_id, &project_id, branch).await? else {
-        return Err(missing_line(&state, account_id, &project_id, branch).await);
-    };
+    let line = line_named(&state, account_id, &project_id, branch).await?;
     let now = now_millis();
     let days = query.range.unwrap_or_default().days();
     let framework = query.framework.as_deref();

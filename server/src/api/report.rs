@@ -5,17 +5,18 @@
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use tidemark_wire::ids::ScanId;
 use tidemark_wire::report::SignedReport;
 use tidemark_wire::ErrorBody;
 
 use super::exports::reader;
+use crate::http::download::serve;
 use crate::http::error::ApiError;
 use crate::state::AppState;
-use crate::usecases::export::ScanFindings;
-use crate::usecases::report::{scan_report, ReportFormat};
+use tidemark_services::exports::report::{scan_report, ReportFormat};
+use tidemark_services::exports::ScanFindings;
 
 /// A printable HTML page.
 #[derive(utoipa::ToSchema)]
@@ -90,11 +91,17 @@ pub async fn get_scan_report(
     let scan_id =
         ScanId::parse(&scan_id).ok_or_else(|| ApiError::no_scan(&project_id, &scan_id))?;
     let account_id = &owner.license.account_id;
-    match scan_report(&state, account_id, &project_id, &scan_id, format)
-        .await
-        .map_err(ApiError::internal)?
-    {
-        ScanFindings::File(file) => Ok(file.into_response()),
+    let found = scan_report(
+        &state.db,
+        &state.signer,
+        account_id,
+        &project_id,
+        &scan_id,
+        format,
+    )
+    .await?;
+    match found {
+        ScanFindings::File(file) => Ok(serve(file)),
         ScanFindings::Missing => Err(ApiError::no_scan(&project_id, &scan_id)),
         ScanFindings::Thinned => Err(ApiError::ScanThinned),
     }

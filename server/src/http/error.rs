@@ -308,6 +308,7 @@ impl From<tidemark_services::ServiceError> for ApiError {
             }
             ServiceError::NotFound => ApiError::Missing("Nothing was found with that id.".into()),
             ServiceError::Store(err) => err.into(),
+            ServiceError::Internal(err) => ApiError::internal(err),
         }
     }
 }

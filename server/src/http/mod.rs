@@ -6,6 +6,7 @@
 pub mod assets;
 pub mod client_ip;
 pub mod deadline;
+pub mod download;
 pub mod error;
 pub mod health;
 pub mod islands;

@@ -7,9 +7,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use tidemark_wire::ids::{ProjectId, ScanId};
 
+use tidemark_services::exports::report::{scan_report, ReportFormat};
+use tidemark_services::exports::{self as export, File, FindingsFormat, ScanFindings};
+use tidemark_services::ServiceError;
+
+use crate::http::download::serve;
 use crate::state::AppState;
-use crate::usecases::export::{self, Download, FindingsFormat, ScanFindings};
-use crate::usecases::report::{scan_report, ReportFormat};
 
 type Viewer = Option<Extension<app::auth::Viewer>>;
 
@@ -17,16 +20,16 @@ type Viewer = Option<Extension<app::auth::Viewer>>;
 struct Thinned;
 
 /// A file, none (404), or gone (410).
-type Answer = Result<Option<Download>, Thinned>;
+type Answer = Result<Option<File>, Thinned>;
 
-fn answer(found: Result<Answer, tidemark_store::StoreError>) -> Response {
+fn answer(found: Result<Answer, ServiceError>) -> Response {
     match found {
-        Ok(Ok(Some(file))) => file.into_response(),
+        Ok(Ok(Some(file))) => serve(file),
         Ok(Ok(None)) => (StatusCode::NOT_FOUND, "Not found in this account.").into_response(),
         // The same body as /v1's (`scan_thinned`), for scripts reading either.
         Ok(Err(Thinned)) => crate::http::error::ApiError::ScanThinned.into_response(),
         Err(err) => {
-            tracing::error!(%err, "export failed");
+            tidemark_services::log_unavailable(&err);
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "The service is unavailable right now. Try again shortly.",
@@ -60,11 +63,15 @@ async fn findings(
         &state.config.http.dashboard_url,
     )
     .await;
-    answer(found.map(|found| match found {
+    answer(found.map_err(ServiceError::from).map(found_file))
+}
+
+fn found_file(found: ScanFindings) -> Answer {
+    match found {
         ScanFindings::File(file) => Ok(Some(file)),
         ScanFindings::Missing => Ok(None),
         ScanFindings::Thinned => Err(Thinned),
-    }))
+    }
 }
 
 pub async fn findings_sarif(
@@ -97,6 +104,7 @@ pub async fn history_csv(
     answer(
         export::project_history(&state.db, &viewer.account_id, &project_id)
             .await
+            .map_err(ServiceError::from)
             .map(Ok),
     )
 }
@@ -116,21 +124,16 @@ async fn report(
     else {
         return answer(Ok(Ok(None)));
     };
-    match scan_report(state, &viewer.account_id, &project_id, &scan_id, format).await {
-        Ok(found) => answer(Ok(match found {
-            ScanFindings::File(file) => Ok(Some(file)),
-            ScanFindings::Missing => Ok(None),
-            ScanFindings::Thinned => Err(Thinned),
-        })),
-        Err(err) => {
-            tracing::error!(%err, "report failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "The service is unavailable right now. Try again shortly.",
-            )
-                .into_response()
-        }
-    }
+    let found = scan_report(
+        &state.db,
+        &state.signer,
+        &viewer.account_id,
+        &project_id,
+        &scan_id,
+        format,
+    )
+    .await;
+    answer(found.map(found_file))
 }
 
 pub async fn report_html(

@@ -118,7 +118,7 @@ pub async fn triage_finding(
         Err(ServiceError::NotFound) => not_found(),
         Err(ServiceError::Conflict(_)) => back("forbidden"),
         Err(ServiceError::Invalid(_)) => back("reason"),
-        Err(ServiceError::Store(err)) => unavailable(err),
+        Err(err @ (ServiceError::Store(_) | ServiceError::Internal(_))) => unavailable(err),
     }
 }
 

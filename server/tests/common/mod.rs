@@ -387,13 +387,12 @@ impl TestApp {
         }
     }
 
-    /// `POST /v1/license/activate` for `license`; returns the API key.
     /// Suspends (or reinstates) `license` as an operator would.
     pub async fn set_suspended(&self, license: &TestLicense, suspended: bool) {
-        tidemark_services::licensing::set_suspended(
+        tidemark_services::licensing::change(
             &self.db,
             &license.license_id,
-            suspended,
+            tidemark_services::licensing::LicenseChange::Suspended(suspended),
             &tidemark_store::testing::audit(),
         )
         .await

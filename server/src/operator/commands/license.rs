@@ -7,7 +7,7 @@ use tidemark_store::Writer;
 use super::{inventory, lines, Report};
 use crate::operator::cli::{parse_timestamp, LicenseCommand};
 use crate::state::AppState;
-use tidemark_services::licensing::{self, LicenseRequest, LicenseSummary};
+use tidemark_services::licensing::{self, LicenseChange, LicenseRequest, LicenseSummary};
 use tidemark_services::ServiceError;
 
 /// A license id that finds nothing is named in the error.
@@ -111,23 +111,28 @@ pub async fn run(
         }
         LicenseCommand::Show { id } => show(db, &id).await,
         LicenseCommand::Suspend { id } => {
-            let s = licensing::set_suspended(db, &id, true, audit)
+            let s = licensing::change(db, &id, LicenseChange::Suspended(true), audit)
                 .await
                 .map_err(|e| no_license(e, &id))?;
             let human = format!("{} is now {}\n", s.license_id, s.state);
             Report::new(&s, human)
         }
         LicenseCommand::Resume { id } => {
-            let s = licensing::set_suspended(db, &id, false, audit)
+            let s = licensing::change(db, &id, LicenseChange::Suspended(false), audit)
                 .await
                 .map_err(|e| no_license(e, &id))?;
             let human = format!("{} is now {}\n", s.license_id, s.state);
             Report::new(&s, human)
         }
         LicenseCommand::Extend { id, expires } => {
-            let s = licensing::extend(db, &id, parse_timestamp(&expires)?, audit)
-                .await
-                .map_err(|e| no_license(e, &id))?;
+            let s = licensing::change(
+                db,
+                &id,
+                LicenseChange::Expiry(parse_timestamp(&expires)?),
+                audit,
+            )
+            .await
+            .map_err(|e| no_license(e, &id))?;
             let human = format!("{} now expires {} ({})\n", s.license_id, s.expires, s.state);
             Report::new(&s, human)
         }

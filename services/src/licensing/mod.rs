@@ -19,6 +19,11 @@ use crate::crypto::signing::{verdict_claims, Signer};
 use crate::crypto::SecretBox;
 use crate::ServiceError;
 
+mod answer_cache;
+mod validation;
+
+pub use validation::{Validation, Validator};
+
 /// How long a license runs when it is made without an expiry.
 const DEFAULT_TERM_MS: Millis = 365 * tidemark_domain::time::DAY_MS;
 
@@ -156,37 +161,34 @@ pub async fn show(db: &Db, id: &str) -> Result<LicenseSummary, ServiceError> {
     Ok(LicenseSummary::from(&license))
 }
 
-/// Suspends or resumes a license; returns its new summary.
-pub async fn set_suspended(
-    db: &Db,
-    id: &str,
-    suspended: bool,
-    audit: &AuditContext,
-) -> Result<LicenseSummary, ServiceError> {
-    let (license_id, audit) = (id.to_owned(), audit.clone());
-    let changed = db
-        .detached(
-            |db| async move { licenses::set_suspended(&db, &license_id, suspended, &audit).await },
-        )
-        .await?;
-    if !changed {
-        return Err(ServiceError::NotFound);
-    }
-    show(db, id).await
+/// A change to a license that keeps its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LicenseChange {
+    /// Suspends (`true`) or resumes (`false`).
+    Suspended(bool),
+    /// Moves the expiry.
+    Expiry(Millis),
 }
 
-/// Moves a license's expiry; returns its new summary.
-pub async fn extend(
+/// Changes a license (audited); returns its new summary.
+pub async fn change(
     db: &Db,
     id: &str,
-    expires_at: Millis,
+    change: LicenseChange,
     audit: &AuditContext,
 ) -> Result<LicenseSummary, ServiceError> {
     let (license_id, audit) = (id.to_owned(), audit.clone());
     let changed = db
-        .detached(
-            |db| async move { licenses::set_expiry(&db, &license_id, expires_at, &audit).await },
-        )
+        .detached(|db| async move {
+            match change {
+                LicenseChange::Suspended(on) => {
+                    licenses::set_suspended(&db, &license_id, on, &audit).await
+                }
+                LicenseChange::Expiry(at) => {
+                    licenses::set_expiry(&db, &license_id, at, &audit).await
+                }
+            }
+        })
         .await?;
     if !changed {
         return Err(ServiceError::NotFound);

@@ -1,6 +1,6 @@
-//! `validate` is the hottest read: every scanner calls it. A replica may answer it from
-//! memory for a short time (default 2 s, `TIDEMARK_VALIDATION_CACHE_MS`), so operator changes
-//! (suspend, extend, a new bundle) reach every scanner within that time. Nothing that
+//! The cache in front of validation, the hottest read: every scanner calls it. A replica may
+//! answer it from memory for a short time (default 2 s, `TIDEMARK_VALIDATION_CACHE_MS`), so
+//! operator changes (suspend, extend, a new bundle) reach every scanner within that time. Nothing that
 //! authorises a write is cached: activation, pushes and API keys always read the database.
 //!
 //! Within that window a whole answer is kept too, signed verdict included, keyed by licence
@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Bytes;
+use bytes::Bytes;
 use moka::sync::Cache;
 use tidemark_domain::secrets::LookupHash;
 use tidemark_store::bundles::{latest_bundle, Bundle};

@@ -5,20 +5,21 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use axum::body::Body;
 use sha2::{Digest as _, Sha256};
 use tidemark_domain::push::MAX_FINDINGS;
 use tidemark_domain::report::{build_report, report_csv, ReportInput};
 use tidemark_domain::{now_millis, to_rfc3339};
-use tidemark_store::dashboard::{find_project, find_scan, list_findings, FindingFilter};
+use tidemark_store::dashboard::{list_findings, FindingFilter};
+use tidemark_store::Db;
 use tidemark_wire::ids::{AccountId, ProjectId, ScanId};
 use tidemark_wire::report::{
     ComplianceReport, ReportClaims, ReportProject, ReportScan, ReportTriage, SignedReport,
     REPORT_TYP,
 };
 
-use super::export::{file_stem, Download, ScanFindings};
-use crate::state::AppState;
+use super::{file_stem, scan_of, File, ScanFindings};
+use crate::crypto::signing::Signer;
+use crate::ServiceError;
 
 /// What a report is written as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,22 +44,17 @@ impl ReportFormat {
 /// The report of the account's scan, judged with the triage that holds now and the custom
 /// frameworks the licence may use.
 pub async fn scan_report(
-    state: &AppState,
+    db: &Db,
+    signer: &Signer,
     account_id: &AccountId,
     project_id: &ProjectId,
     scan_id: &ScanId,
     format: ReportFormat,
-) -> anyhow::Result<ScanFindings> {
-    let db = &state.db;
-    let Some(project) = find_project(db, account_id, project_id).await? else {
-        return Ok(ScanFindings::Missing);
+) -> Result<ScanFindings, ServiceError> {
+    let (project, scan) = match scan_of(db, account_id, project_id, scan_id).await? {
+        Ok(found) => found,
+        Err(none) => return Ok(none),
     };
-    let Some((scan, _previous)) = find_scan(db, account_id, project_id, scan_id).await? else {
-        return Ok(ScanFindings::Missing);
-    };
-    if scan.thinned {
-        return Ok(ScanFindings::Thinned);
-    }
     let now = now_millis();
     let limit = i64::try_from(MAX_FINDINGS).unwrap_or(i64::MAX);
     let filter = FindingFilter::default();
@@ -118,23 +114,26 @@ pub async fn scan_report(
     );
     let stem = format!("{}-{}-compliance", file_stem(&project.label), scan.scan_id);
     let file = match format {
-        ReportFormat::Html => Download::inline(
-            "text/html; charset=utf-8",
-            format!("{stem}.html"),
-            Body::from(report_html(&report)),
-        )
-        .with_policy(report_policy()),
-        ReportFormat::Csv => Download::new(
+        ReportFormat::Html => File {
+            inline: true,
+            policy: Some(report_policy()),
+            ..File::new(
+                "text/html; charset=utf-8",
+                format!("{stem}.html"),
+                report_html(&report).into_bytes(),
+            )
+        },
+        ReportFormat::Csv => File::new(
             "text/csv; charset=utf-8",
             format!("{stem}.csv"),
-            Body::from(report_csv(&report)),
+            report_csv(&report).into_bytes(),
         ),
         ReportFormat::Signed => {
-            let signed = sign_report(state, &report, now).await?;
-            Download::new(
+            let signed = sign_report(db, signer, &report, now).await?;
+            File::new(
                 "application/json",
                 format!("{stem}.json"),
-                Body::from(serde_json::to_vec_pretty(&signed)?),
+                serde_json::to_vec_pretty(&signed).map_err(ServiceError::internal)?,
             )
         }
     };
@@ -144,18 +143,22 @@ pub async fn scan_report(
 /// The report's JSON text, and a JWS (`typ` [`REPORT_TYP`]) over its SHA-256 by the key whose
 /// turn it is to sign (the keys `/v1/keys` publishes).
 pub async fn sign_report(
-    state: &AppState,
+    db: &Db,
+    signer: &Signer,
     report: &ComplianceReport,
     now: i64,
-) -> anyhow::Result<SignedReport> {
-    let text = serde_json::to_string_pretty(report)?;
+) -> Result<SignedReport, ServiceError> {
+    let text = serde_json::to_string_pretty(report).map_err(ServiceError::internal)?;
     let claims = ReportClaims {
-        iss: state.signer.issuer().to_owned(),
+        iss: signer.issuer().to_owned(),
         sub: format!("{}/{}", report.project.id, report.scan.scan_id),
         iat: now.div_euclid(1000),
         report_sha256: hex::encode(Sha256::digest(text.as_bytes())),
     };
-    let (signature, _kid) = state.signer.sign(&state.db, REPORT_TYP, &claims).await?;
+    let (signature, _kid) = signer
+        .sign(db, REPORT_TYP, &claims)
+        .await
+        .map_err(ServiceError::internal)?;
     Ok(SignedReport {
         report: text,
         signature,
