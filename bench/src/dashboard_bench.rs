@@ -53,6 +53,8 @@ async fn main() {
             tier: tidemark_wire::Tier::Enterprise,
             expires_at: None,
             max_projects: None,
+            features_added: Vec::new(),
+            features_removed: Vec::new(),
         },
         &tidemark_store::testing::audit(),
     )

@@ -180,6 +180,8 @@ async fn the_account(state: &server::state::AppState, writer: &Writer) -> (Accou
                     tier: tidemark_wire::Tier::Enterprise,
                     expires_at: None,
                     max_projects: None,
+                    features_added: Vec::new(),
+                    features_removed: Vec::new(),
                 },
                 &tidemark_store::testing::audit(),
             )

@@ -59,6 +59,9 @@ actions! {
     LicenseSuspended => "license.suspended", "License suspended";
     LicenseResumed => "license.resumed", "License resumed";
     LicenseExtended => "license.extended", "License extended";
+    LicenseUpdated => "license.updated", "License's entitlements changed";
+    VendorTokenCreated => "vendor_token.created", "Vendor token created";
+    VendorTokenRevoked => "vendor_token.revoked", "Vendor token revoked";
     BundlePublished => "bundle.published", "Bundle published";
     PublisherAdded => "publisher.added", "Trusted publisher added";
     PublisherPinned => "publisher.pinned", "Trusted publisher pinned to repository ids";
@@ -99,13 +102,16 @@ pub enum Actor {
     /// A script or CI job with the account's API key, by the key's prefix (kind `system`,
     /// like SCIM: nobody signed in).
     ApiKey { key_prefix: String },
+    /// The vendor's billing, CRM or support system (or a person) with a vendor token, by the
+    /// token's name (kind `operator`: the vendor acting, as on the host).
+    Vendor { token_name: String },
 }
 
 impl Actor {
     pub fn kind(&self) -> &'static str {
         match self {
             Actor::User { .. } => "user",
-            Actor::Operator { .. } => "operator",
+            Actor::Operator { .. } | Actor::Vendor { .. } => "operator",
             Actor::System { .. } | Actor::Scim { .. } | Actor::ApiKey { .. } => "system",
         }
     }
@@ -118,6 +124,7 @@ impl Actor {
             Actor::System { name } => format!("system:{name}"),
             Actor::Scim { token_prefix } => format!("scim:{token_prefix}"),
             Actor::ApiKey { key_prefix } => format!("api-key:{key_prefix}"),
+            Actor::Vendor { token_name } => format!("vendor:{token_name}"),
         }
     }
 
@@ -127,7 +134,8 @@ impl Actor {
             Actor::Operator { .. }
             | Actor::System { .. }
             | Actor::Scim { .. }
-            | Actor::ApiKey { .. } => None,
+            | Actor::ApiKey { .. }
+            | Actor::Vendor { .. } => None,
         }
     }
 }

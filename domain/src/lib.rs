@@ -34,6 +34,7 @@ pub mod sso;
 pub mod text;
 pub mod tier;
 pub mod time;
+pub mod vendor;
 pub mod webhook;
 
 pub use time::{now_millis, to_rfc3339, Millis};

@@ -63,6 +63,8 @@ pub struct License {
     pub features_added: Vec<Feature>,
     pub features_removed: Vec<Feature>,
     pub created_at: Millis,
+    /// Bumped by every change: the admin API's ETag.
+    pub version: i64,
 }
 
 impl License {
@@ -76,6 +78,47 @@ impl License {
 
     pub fn project_cap(&self) -> Option<u64> {
         crate::tier::project_cap(self.tier, self.max_projects)
+    }
+}
+
+/// A change to a licence that keeps its key; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LicenseEdit {
+    pub tier: Option<Tier>,
+    pub expires_at: Option<Millis>,
+    /// `Some(None)` removes the cap override (the tier's cap holds again).
+    pub max_projects: Option<Option<u64>>,
+    /// Entitlement overrides: features beyond the tier's, and the tier's features taken away.
+    pub features_added: Option<Vec<Feature>>,
+    pub features_removed: Option<Vec<Feature>>,
+    /// Suspends (`true`) or resumes, with the reason the audit log keeps.
+    pub suspended: Option<(bool, Option<String>)>,
+}
+
+impl LicenseEdit {
+    pub fn is_empty(&self) -> bool {
+        *self == LicenseEdit::default()
+    }
+
+    /// Refuses overrides that contradict themselves: one feature both added and removed
+    /// (as the licence would stand after the edit).
+    pub fn check(&self, current: &License) -> Result<(), String> {
+        let added = self
+            .features_added
+            .as_deref()
+            .unwrap_or(&current.features_added);
+        let removed = self
+            .features_removed
+            .as_deref()
+            .unwrap_or(&current.features_removed);
+        match added.iter().find(|f| removed.contains(f)) {
+            Some(f) => Err(format!(
+                "{} cannot be both added and removed: name it in features_added or \
+                 features_removed, not both",
+                f.as_str()
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -113,6 +156,7 @@ mod tests {
             features_added: vec![Feature::CustomFrameworks],
             features_removed: vec![Feature::DriftDetection],
             created_at: 0,
+            version: 1,
         };
         assert!(license.state(1_999).is_active());
         assert_eq!(license.state(2_000), LicenseState::Expired { since: 2_000 });

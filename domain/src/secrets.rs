@@ -9,7 +9,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn random_base62_32_bytes() -> String {
+pub(crate) fn random_base62_32_bytes() -> String {
     let mut bytes = [0u8; 32];
     rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
     base_x::encode(BASE62, &bytes)
@@ -246,6 +246,10 @@ impl Credential {
 pub struct HashedApiKey(String);
 
 impl HashedApiKey {
+    pub(crate) fn from_hex(hex: String) -> Self {
+        HashedApiKey(hex)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

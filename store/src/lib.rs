@@ -55,6 +55,7 @@ mod stmt;
 pub mod testing;
 mod tx;
 pub mod usage;
+pub mod vendor_tokens;
 pub mod webhooks;
 
 /// The schema, shared by both backends. Migrations this binary does not know (applied by a

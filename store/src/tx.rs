@@ -163,6 +163,29 @@ pub(crate) async fn read_one<T: EitherRow>(db: &Db, stmt: Stmt) -> Result<T, cra
     }
 }
 
+/// Every row a statement reads, as [`read_one`] reads.
+pub(crate) async fn read_all<T: EitherRow>(
+    db: &Db,
+    stmt: Stmt,
+) -> Result<Vec<T>, crate::StoreError> {
+    let Stmt { sql, args } = stmt;
+    match db {
+        Db::Sqlite { pool, .. } => {
+            let mut out = sqlx::sqlite::SqliteArguments::default();
+            add_args::<Sqlite>(&mut out, args)?;
+            Ok(sqlx::query_as_with::<Sqlite, T, _>(&sql, out)
+                .fetch_all(pool)
+                .await?)
+        }
+        Db::Postgres(pool) => {
+            let mut out = sqlx::postgres::PgArguments::default();
+            add_args::<Postgres>(&mut out, args)?;
+            let read = sqlx::query_as_with::<Postgres, T, _>(&sql, out).fetch_all(pool);
+            crate::fault::bounded(async { Ok(read.await?) }).await
+        }
+    }
+}
+
 /// The shape most audited account writes share: read what the change is about with `lookup`
 /// (no row: it is not this account's, nothing changes, `false`), then write what `plan` makes
 /// of it and record its change, in one account-locked transaction.

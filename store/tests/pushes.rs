@@ -163,7 +163,7 @@ tidemark_store::test_each_backend! {
     /// refused: the key and the license are read again inside the write transaction (on
     /// SQLite within the committer's group, on PostgreSQL under the account's row lock).
     async fn rotation_and_suspension_between_authentication_and_write_refuse_the_push(backend) {
-        use tidemark_store::licenses::{find_license_for_account, rotate_api_keys, set_suspended, NewApiKey};
+        use tidemark_store::licenses::{find_license_for_account, rotate_api_keys, update_license, LicenseEdit, NewApiKey, UpdateOutcome};
         let t = fresh(backend).await;
         insert_pushing_account(&t.db, &acct("acct_r")).await;
         // Authenticated a moment ago: the request holds a context naming the live key.
@@ -203,7 +203,9 @@ tidemark_store::test_each_backend! {
         );
         // Then the operator suspends the license.
         let license = find_license_for_account(&t.db, &acct("acct_r")).await.unwrap().unwrap();
-        assert!(set_suspended(&t.db, &license.id, true, &tidemark_store::testing::audit()).await.unwrap());
+        let suspend = LicenseEdit { suspended: Some((true, None)), ..LicenseEdit::default() };
+        let done = update_license(&t.db, &license.id, None, &suspend, &tidemark_store::testing::audit()).await.unwrap();
+        assert!(matches!(done, UpdateOutcome::Updated(l) if l.suspended_at.is_some()));
         assert_eq!(
             record_push(&t.db, with_new_key, push("web", 3, 70.0)).await.unwrap(),
             PushOutcome::LicenseInactive,

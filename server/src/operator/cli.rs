@@ -274,6 +274,35 @@ pub enum LicenseCommand {
         /// Override the tier's active-project cap.
         #[arg(long)]
         max_projects: Option<u64>,
+        /// Entitlement overrides: features beyond the tier's (comma-separated:
+        /// hosted_dashboard, drift_detection, custom_frameworks, priority_support).
+        #[arg(long, value_name = "FEATURES", value_parser = parse_features, default_value = "")]
+        features_added: Features,
+        /// Entitlement overrides: the tier's features taken away (comma-separated).
+        #[arg(long, value_name = "FEATURES", value_parser = parse_features, default_value = "")]
+        features_removed: Features,
+    },
+    /// Change a license's tier, project cap or entitlement overrides (validate, verdicts and
+    /// every feature check follow at once). Only what is given changes.
+    Update {
+        /// The licence's id (lcn_…).
+        #[arg(long)]
+        id: String,
+        /// The new tier.
+        #[arg(long, value_enum)]
+        tier: Option<TierArg>,
+        /// A new active-project cap.
+        #[arg(long, conflicts_with = "tier_max_projects")]
+        max_projects: Option<u64>,
+        /// Remove the cap override: the tier's cap holds again.
+        #[arg(long)]
+        tier_max_projects: bool,
+        /// Replaces the features added beyond the tier's (comma-separated; "" for none).
+        #[arg(long, value_name = "FEATURES", value_parser = parse_features)]
+        features_added: Option<Features>,
+        /// Replaces the tier's features taken away (comma-separated; "" for none).
+        #[arg(long, value_name = "FEATURES", value_parser = parse_features)]
+        features_removed: Option<Features>,
     },
     /// List licenses, all of them or those matching every filter given.
     List {
@@ -330,6 +359,27 @@ pub enum LicenseCommand {
         #[arg(long, value_name = "FILE")]
         out: std::path::PathBuf,
     },
+}
+
+/// Feature flags given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Features(pub Vec<tidemark_wire::Feature>);
+
+/// `drift_detection,custom_frameworks` (or nothing) as features; an unknown name is refused.
+fn parse_features(text: &str) -> Result<Features, String> {
+    let mut out = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let feature = tidemark_wire::Feature::parse(name).ok_or_else(|| {
+            format!(
+                "unknown feature {name:?}: one of {}",
+                tidemark_wire::Feature::ALL.map(|f| f.as_str()).join(", ")
+            )
+        })?;
+        if !out.contains(&feature) {
+            out.push(feature);
+        }
+    }
+    Ok(Features(out))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

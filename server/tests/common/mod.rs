@@ -369,6 +369,8 @@ impl TestApp {
             tier,
             expires_at,
             max_projects,
+            features_added: Vec::new(),
+            features_removed: Vec::new(),
         };
         let created = tidemark_services::licensing::create(
             &self.db,

@@ -9,7 +9,10 @@ use tidemark_domain::secrets::LicenseKey;
 use tidemark_domain::text::Email;
 use tidemark_domain::{ids, now_millis, to_rfc3339, Millis};
 use tidemark_store::bundles::Bundle;
-use tidemark_store::licenses::{self, License, NewLicense};
+use tidemark_store::licenses::{self, CreateOutcome, License, NewLicense, UpdateOutcome};
+pub use tidemark_store::licenses::{
+    IdempotencyClaim, LicenseEdit, LicenseFilter, LicenseStateFilter,
+};
 use tidemark_store::signing_keys;
 use tidemark_store::{Db, Writer};
 use tidemark_wire::ids::AccountId;
@@ -42,6 +45,9 @@ pub struct LicenseRequest {
     pub tier: Tier,
     pub expires_at: Option<Millis>,
     pub max_projects: Option<u64>,
+    /// Entitlement overrides: features beyond the tier's, and the tier's features taken away.
+    pub features_added: Vec<tidemark_wire::Feature>,
+    pub features_removed: Vec<tidemark_wire::Feature>,
 }
 
 /// Makes a license (and its account); its key is sealed under the master key for resend.
@@ -51,7 +57,38 @@ pub async fn create(
     request: LicenseRequest,
     audit: &AuditContext,
 ) -> Result<CreatedLicense, ServiceError> {
+    match create_once(db, keys, request, None, audit).await? {
+        Creation::Created(made) | Creation::Earlier(made) => Ok(made),
+    }
+}
+
+/// What [`create_once`] did.
+pub enum Creation {
+    Created(CreatedLicense),
+    /// The idempotency key made this licence before (the same body): nothing new was made.
+    Earlier(CreatedLicense),
+}
+
+/// [`create`], once per idempotency key: a retried call (same key, same body) answers the
+/// licence the first made; the same key with another body is refused.
+pub async fn create_once(
+    db: &Db,
+    keys: &SecretBox,
+    request: LicenseRequest,
+    claim: Option<IdempotencyClaim>,
+    audit: &AuditContext,
+) -> Result<Creation, ServiceError> {
     let now = now_millis();
+    let same_overrides = request
+        .features_added
+        .iter()
+        .find(|f| request.features_removed.contains(f));
+    if let Some(f) = same_overrides {
+        return Err(ServiceError::Invalid(format!(
+            "{} cannot be both added and removed",
+            f.as_str()
+        )));
+    }
     let key = LicenseKey::generate();
     let new = NewLicense {
         account_id: ids::new_account_id(),
@@ -62,17 +99,47 @@ pub async fn create(
         key_ciphertext: keys.seal(key.expose().as_bytes()),
         expires_at: request.expires_at.unwrap_or(now + DEFAULT_TERM_MS),
         max_projects: request.max_projects,
+        features_added: request.features_added,
+        features_removed: request.features_removed,
         now,
     };
     let (license_id, account_id) = (new.license_id.clone(), new.account_id.clone());
     let audit = audit.clone();
-    db.detached(|db| async move { licenses::create_license(&db, &new, &audit).await })
+    let asked = claim.as_ref().map(|c| c.request_sha256.clone());
+    let outcome = db
+        .detached(
+            |db| async move { licenses::create_license(&db, &new, claim.as_ref(), &audit).await },
+        )
         .await?;
-    Ok(CreatedLicense {
-        license_key: key.expose().to_owned(),
-        license_id,
-        account_id,
-    })
+    match outcome {
+        CreateOutcome::Created => Ok(Creation::Created(CreatedLicense {
+            license_key: key.expose().to_owned(),
+            license_id,
+            account_id,
+        })),
+        CreateOutcome::Earlier {
+            license_id,
+            request_sha256,
+        } => {
+            if asked.as_deref() != Some(request_sha256.as_str()) {
+                return Err(ServiceError::Conflict(
+                    "This Idempotency-Key was used with another request body: use a new key \
+                     for a new licence."
+                        .into(),
+                ));
+            }
+            let (license, sealed) = licenses::license_with_sealed_key(db, &license_id)
+                .await?
+                .ok_or(ServiceError::NotFound)?;
+            let raw = keys.open(&sealed).map_err(ServiceError::internal)?;
+            let license_key = String::from_utf8(raw).map_err(ServiceError::internal)?;
+            Ok(Creation::Earlier(CreatedLicense {
+                license_key,
+                license_id,
+                account_id: license.account_id,
+            }))
+        }
+    }
 }
 
 /// The outbox kind of a resend request: the mail worker looks the address up when it sends.
@@ -177,23 +244,72 @@ pub async fn change(
     change: LicenseChange,
     audit: &AuditContext,
 ) -> Result<LicenseSummary, ServiceError> {
+    let edit = match change {
+        LicenseChange::Suspended(on) => LicenseEdit {
+            suspended: Some((on, None)),
+            ..LicenseEdit::default()
+        },
+        LicenseChange::Expiry(at) => LicenseEdit {
+            expires_at: Some(at),
+            ..LicenseEdit::default()
+        },
+    };
+    match edit_license(db, id, None, edit, audit).await? {
+        Edited::Done(license) | Edited::Stale(license) => Ok(LicenseSummary::from(&license)),
+    }
+}
+
+/// What [`edit_license`] did.
+#[derive(Debug)]
+pub enum Edited {
+    /// The licence as it now is.
+    Done(License),
+    /// `if_version` was not its version: nothing changed; the licence as it is.
+    Stale(License),
+}
+
+/// Applies `edit` to licence `id` (when `if_version`, if given, is still its version): the
+/// one path for every change that keeps a licence's key, from the operator's commands and
+/// the vendor's API alike.
+pub async fn edit_license(
+    db: &Db,
+    id: &str,
+    if_version: Option<i64>,
+    edit: LicenseEdit,
+    audit: &AuditContext,
+) -> Result<Edited, ServiceError> {
     let (license_id, audit) = (id.to_owned(), audit.clone());
-    let changed = db
+    let outcome = db
         .detached(|db| async move {
-            match change {
-                LicenseChange::Suspended(on) => {
-                    licenses::set_suspended(&db, &license_id, on, &audit).await
-                }
-                LicenseChange::Expiry(at) => {
-                    licenses::set_expiry(&db, &license_id, at, &audit).await
-                }
-            }
+            licenses::update_license(&db, &license_id, if_version, &edit, &audit).await
         })
         .await?;
-    if !changed {
-        return Err(ServiceError::NotFound);
+    match outcome {
+        UpdateOutcome::Updated(license) => Ok(Edited::Done(license)),
+        UpdateOutcome::Stale(license) => Ok(Edited::Stale(license)),
+        UpdateOutcome::Invalid(why) => Err(ServiceError::Invalid(why)),
+        UpdateOutcome::NotFound => Err(ServiceError::NotFound),
     }
-    show(db, id).await
+}
+
+/// One licence by id, or "not found".
+pub async fn find(db: &Db, id: &str) -> Result<License, ServiceError> {
+    licenses::find_license(db, id)
+        .await?
+        .ok_or(ServiceError::NotFound)
+}
+
+/// A page of licences matching `filter` after `after` (oldest first), and whether more follow.
+pub async fn page(
+    db: &Db,
+    filter: &LicenseFilter,
+    after: Option<(Millis, &str)>,
+    limit: i64,
+) -> Result<(Vec<License>, bool), ServiceError> {
+    let mut rows = licenses::page_licenses(db, filter, after, limit + 1, now_millis()).await?;
+    let more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok((rows, more))
 }
 
 /// What validation says of `license`: a valid one carries its features and the latest

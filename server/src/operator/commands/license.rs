@@ -5,9 +5,12 @@ use tidemark_domain::audit::AuditContext;
 use tidemark_store::Writer;
 
 use super::{inventory, lines, Report};
-use crate::operator::cli::{parse_timestamp, LicenseCommand};
+use crate::operator::cli::{parse_timestamp, LicenseCommand, LicenseStateArg};
 use crate::state::AppState;
-use tidemark_services::licensing::{self, LicenseChange, LicenseRequest, LicenseSummary};
+use tidemark_services::licensing::{
+    self, LicenseChange, LicenseEdit, LicenseFilter, LicenseRequest, LicenseStateFilter,
+    LicenseSummary,
+};
 use tidemark_services::ServiceError;
 
 /// A license id that finds nothing is named in the error.
@@ -73,6 +76,8 @@ pub async fn run(
             tier,
             expires,
             max_projects,
+            features_added,
+            features_removed,
         } => {
             let request = LicenseRequest {
                 email: tidemark_domain::text::Email::parse(&email)
@@ -80,6 +85,8 @@ pub async fn run(
                 tier: tier.into(),
                 expires_at: expires.as_deref().map(parse_timestamp).transpose()?,
                 max_projects,
+                features_added: features_added.0,
+                features_removed: features_removed.0,
             };
             let created = licensing::create(db, &state.license_keys, request, audit).await?;
             let human = format!(
@@ -93,19 +100,73 @@ pub async fn run(
             );
             Ok(Report::new(&created, human)?.beside_json(beside))
         }
+        LicenseCommand::Update {
+            id,
+            tier,
+            max_projects,
+            tier_max_projects,
+            features_added,
+            features_removed,
+        } => {
+            let edit = LicenseEdit {
+                tier: tier.map(Into::into),
+                max_projects: match (max_projects, tier_max_projects) {
+                    (Some(n), _) => Some(Some(n)),
+                    (None, true) => Some(None),
+                    (None, false) => None,
+                },
+                features_added: features_added.map(|f| f.0),
+                features_removed: features_removed.map(|f| f.0),
+                ..LicenseEdit::default()
+            };
+            anyhow::ensure!(
+                !edit.is_empty(),
+                "nothing to change: give --tier, --max-projects, --tier-max-projects, \
+                 --features-added or --features-removed"
+            );
+            let edited = licensing::edit_license(db, &id, None, edit, audit)
+                .await
+                .map_err(|e| no_license(e, &id))?;
+            let (licensing::Edited::Done(l) | licensing::Edited::Stale(l)) = edited;
+            let s = LicenseSummary::from(&l);
+            let human = format!(
+                "{} is {} with {}\n",
+                s.license_id,
+                s.tier.as_str(),
+                if s.features.is_empty() {
+                    "no features".to_owned()
+                } else {
+                    s.features
+                        .iter()
+                        .map(|f| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            );
+            Report::new(&s, human)
+        }
         LicenseCommand::List { state, tier, email } => {
-            let tier = tier.map(tidemark_wire::Tier::from);
-            let list: Vec<LicenseSummary> = licensing::list(db)
-                .await?
-                .into_iter()
-                .filter(|l| state.is_none_or(|s| l.state == s.as_str()))
-                .filter(|l| tier.is_none_or(|t| l.tier == t))
-                .filter(|l| {
-                    email
-                        .as_deref()
-                        .is_none_or(|e| l.email.eq_ignore_ascii_case(e.trim()))
-                })
-                .collect();
+            let filter = LicenseFilter {
+                state: state.map(|s| match s {
+                    LicenseStateArg::Active => LicenseStateFilter::Active,
+                    LicenseStateArg::Expired => LicenseStateFilter::Expired,
+                    LicenseStateArg::Suspended => LicenseStateFilter::Suspended,
+                }),
+                tier: tier.map(tidemark_wire::Tier::from),
+                email: email.map(|e| e.trim().to_owned()),
+                ..LicenseFilter::default()
+            };
+            let mut list: Vec<LicenseSummary> = Vec::new();
+            let mut after: Option<(i64, String)> = None;
+            loop {
+                let at = after.as_ref().map(|(t, id)| (*t, id.as_str()));
+                let (page, more) = licensing::page(db, &filter, at, 500).await?;
+                after = page.last().map(|l| (l.created_at, l.id.clone()));
+                list.extend(page.iter().map(LicenseSummary::from));
+                if !more {
+                    break;
+                }
+            }
             let human = lines(&list, line);
             Report::new(&json!({ "licenses": list }), human)
         }

@@ -88,6 +88,8 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         tier: Tier::Enterprise,
         expires_at: None,
         max_projects: None,
+        features_added: Vec::new(),
+        features_removed: Vec::new(),
     };
     let created =
         tidemark_services::licensing::create(db, &state.license_keys, request, &audit).await?;

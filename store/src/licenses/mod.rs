@@ -11,11 +11,19 @@ use tidemark_domain::webhook::Event;
 use tidemark_domain::Millis;
 use tidemark_wire::Tier;
 
-use crate::audit::{record_in, Change};
+use crate::audit::Change;
 use crate::Writer;
-use crate::{on_db, on_db_write, BeginWrite as _, Db, StoreError};
+use crate::{on_db, Db, StoreError};
 
 pub use tidemark_domain::license::License;
+
+mod changes;
+mod create;
+mod pages;
+
+pub use changes::{update_license, LicenseEdit, UpdateOutcome};
+pub use create::{create_license, CreateOutcome, IdempotencyClaim, NewLicense};
+pub use pages::{page_licenses, LicenseFilter, LicenseStateFilter};
 
 /// A `licenses` row as selected with [`LICENSE_COLUMNS`].
 #[derive(sqlx::FromRow)]
@@ -30,11 +38,12 @@ pub(crate) struct LicenseRow {
     features_added: String,
     features_removed: String,
     created_at: i64,
+    version: i64,
 }
 
 pub(crate) const LICENSE_COLUMNS: &str =
     "l.id, l.account_id, l.email, l.tier, l.expires_at, l.suspended_at, \
-     l.max_projects, l.features_added, l.features_removed, l.created_at";
+     l.max_projects, l.features_added, l.features_removed, l.created_at, l.version";
 
 impl TryFrom<LicenseRow> for License {
     type Error = StoreError;
@@ -51,85 +60,9 @@ impl TryFrom<LicenseRow> for License {
             features_added: parse_feature_list(&r.features_added),
             features_removed: parse_feature_list(&r.features_removed),
             created_at: r.created_at,
+            version: r.version,
         })
     }
-}
-
-/// What an operator gives to create a license.
-#[derive(Debug, Clone)]
-pub struct NewLicense {
-    pub account_id: AccountId,
-    pub license_id: String,
-    pub email: String,
-    pub tier: Tier,
-    pub lookup: LookupHash,
-    /// The raw key, already encrypted under the master key.
-    pub key_ciphertext: String,
-    pub expires_at: Millis,
-    pub max_projects: Option<u64>,
-    pub now: Millis,
-}
-
-/// Creates the account and its license in one transaction.
-pub async fn create_license(
-    db: &Writer,
-    new: &NewLicense,
-    audit: &AuditContext,
-) -> Result<(), StoreError> {
-    on_db_write!(db, pool => {
-        let mut tx = pool.begin_write().await?;
-        sqlx::query("INSERT INTO accounts (id, created_at) VALUES ($1, $2)")
-            .bind(&new.account_id)
-            .bind(new.now)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO licenses (id, account_id, email, tier, lookup_hash, key_ciphertext, \
-             expires_at, max_projects, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(&new.license_id)
-        .bind(&new.account_id)
-        .bind(&new.email)
-        .bind(new.tier.as_str())
-        .bind(new.lookup.as_str())
-        .bind(&new.key_ciphertext)
-        .bind(new.expires_at)
-        .bind(new.max_projects.map(|n| n.min(i64::MAX as u64) as i64))
-        .bind(new.now)
-        .execute(&mut *tx)
-        .await?;
-        // The license's e-mail is the account's first admin.
-        sqlx::query(crate::access::ENSURE_USER_SQL)
-            .bind(tidemark_domain::ids::new_user_id())
-            .bind(new.email.to_lowercase())
-            .bind(new.now)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(crate::access::ADD_MEMBER_SQL)
-            .bind(&new.account_id)
-            .bind("admin")
-            .bind(new.now)
-            .bind(new.email.to_lowercase())
-            .execute(&mut *tx)
-            .await?;
-        let change = Change {
-            account_id: Some(&new.account_id),
-            action: Action::LicenseCreated,
-            target: new.license_id.clone(),
-            before: None,
-            after: Some(format!(
-                "{} for {}, expires {}{}",
-                new.tier.as_str(),
-                new.email.to_lowercase(),
-                tidemark_domain::to_rfc3339(new.expires_at),
-                new.max_projects.map(|n| format!(", at most {n} projects")).unwrap_or_default()
-            )),
-        };
-        record_in!(&mut *tx, audit, change)?;
-        tx.commit().await?;
-        Ok::<(), sqlx::Error>(())
-    })?;
-    Ok(())
 }
 
 pub async fn find_license_by_lookup(
@@ -149,6 +82,26 @@ pub async fn find_license(db: &Db, id: &str) -> Result<Option<License>, StoreErr
         sqlx::query_as(&sql).bind(id).fetch_optional(pool).await
     })?;
     row.map(License::try_from).transpose()
+}
+
+/// License `id` and its key as sealed under the master key (an idempotent retry of its
+/// creation answers the key again).
+pub async fn license_with_sealed_key(
+    db: &Db,
+    id: &str,
+) -> Result<Option<(License, String)>, StoreError> {
+    let sql = format!("SELECT {LICENSE_COLUMNS}, l.key_ciphertext FROM licenses l WHERE l.id = $1");
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        license: LicenseRow,
+        key_ciphertext: String,
+    }
+    let row: Option<Row> = on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(id).fetch_optional(pool).await
+    })?;
+    row.map(|r| Ok((License::try_from(r.license)?, r.key_ciphertext)))
+        .transpose()
 }
 
 /// The lookup hash (`sha256(X-License-Key-Hash)`) of license `id`: what a verdict names it by.
@@ -189,81 +142,6 @@ pub async fn licenses_for_email(
     rows.into_iter()
         .map(|r| Ok((License::try_from(r.license)?, r.key_ciphertext)))
         .collect()
-}
-
-/// Suspends or resumes a license (from `audit.at`). False when there is no such license.
-pub async fn set_suspended(
-    db: &Writer,
-    id: &str,
-    suspended: bool,
-    audit: &AuditContext,
-) -> Result<bool, StoreError> {
-    let mut tx = WriteTx::begin(db).await?;
-    let found: Option<(AccountId, Option<i64>)> = tx
-        .fetch_optional(
-            Stmt::new("SELECT account_id, suspended_at FROM licenses WHERE id = $1").bind(id),
-        )
-        .await?;
-    let Some((account_id, suspended_at)) = found else {
-        return Ok(false);
-    };
-    tx.execute(
-        Stmt::new("UPDATE licenses SET suspended_at = $1 WHERE id = $2")
-            .bind(suspended.then_some(audit.at))
-            .bind(id),
-    )
-    .await?;
-    let state = |s: bool| Some(if s { "suspended" } else { "active" }.to_owned());
-    let change = Change {
-        account_id: Some(&account_id),
-        action: if suspended {
-            Action::LicenseSuspended
-        } else {
-            Action::LicenseResumed
-        },
-        target: id.to_owned(),
-        before: state(suspended_at.is_some()),
-        after: state(suspended),
-    };
-    tx.audit(audit, change).await?;
-    tx.commit().await?;
-    Ok(true)
-}
-
-pub async fn set_expiry(
-    db: &Writer,
-    id: &str,
-    expires_at: Millis,
-    audit: &AuditContext,
-) -> Result<bool, StoreError> {
-    let mut tx = WriteTx::begin(db).await?;
-    let found: Option<(AccountId, i64)> = tx
-        .fetch_optional(
-            Stmt::new("SELECT account_id, expires_at FROM licenses WHERE id = $1").bind(id),
-        )
-        .await?;
-    let Some((account_id, before)) = found else {
-        return Ok(false);
-    };
-    tx.execute(
-        Stmt::new("UPDATE licenses SET expires_at = $1 WHERE id = $2")
-            .bind(expires_at)
-            .bind(id),
-    )
-    .await?;
-    let change = Change {
-        account_id: Some(&account_id),
-        action: Action::LicenseExtended,
-        target: id.to_owned(),
-        before: Some(format!("expires {}", tidemark_domain::to_rfc3339(before))),
-        after: Some(format!(
-            "expires {}",
-            tidemark_domain::to_rfc3339(expires_at)
-        )),
-    };
-    tx.audit(audit, change).await?;
-    tx.commit().await?;
-    Ok(true)
 }
 
 /// A new API key for an account.
