@@ -60,6 +60,7 @@ actions! {
     LicenseResumed => "license.resumed", "License resumed";
     LicenseExtended => "license.extended", "License extended";
     LicenseUpdated => "license.updated", "License's entitlements changed";
+    LicenseResent => "license.resent", "License mailed to its holder again";
     VendorTokenCreated => "vendor_token.created", "Vendor token created";
     VendorTokenRevoked => "vendor_token.revoked", "Vendor token revoked";
     BundlePublished => "bundle.published", "Bundle published";

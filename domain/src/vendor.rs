@@ -49,6 +49,34 @@ impl VendorToken {
     }
 }
 
+/// A vendor token's name: 1 to 64 of `a-z 0-9 . _ -`, starting with a letter or digit. The
+/// audit log names the token's calls `vendor:<name>`, so it is plain and short.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenName(String);
+
+impl TokenName {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let ok = (1..=64).contains(&text.len())
+            && text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+        if ok {
+            Ok(TokenName(text.to_owned()))
+        } else {
+            Err(
+                "name must be 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter \
+                 or digit"
+                    .to_owned(),
+            )
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// What a vendor token may do; one role per token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum VendorRole {
@@ -299,6 +327,24 @@ mod tests {
         let expired = now - 365 * DAY_MS;
         assert!(is_brief_extension(expired, now + 30 * DAY_MS, now));
         assert!(!is_brief_extension(expired, now + 31 * DAY_MS, now));
+    }
+
+    #[test]
+    fn token_names_are_plain() {
+        for good in ["billing", "stripe-checkout", "crm.v2", "0day_support"] {
+            assert!(TokenName::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "Billing",
+            "-x",
+            "a b",
+            "x/y",
+            &"a".repeat(65),
+            "ünïcode",
+        ] {
+            assert!(TokenName::parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

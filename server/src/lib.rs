@@ -1,6 +1,7 @@
 //! `tidemark-server`: serves the dashboard (Leptos SSR + hydration), the `/v1` scanner API,
 //! operations endpoints, and the operator subcommands.
 
+pub mod admin;
 pub mod allocator;
 pub mod api;
 pub mod auth;
@@ -195,6 +196,9 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let app = app
         .merge(extra)
         .merge(security_headers::no_store(api::router(
+            Duration::from_secs(state.config.http.api_timeout_seconds.into()),
+        )))
+        .merge(security_headers::no_store(admin::router(
             Duration::from_secs(state.config.http.api_timeout_seconds.into()),
         )))
         .merge(security_headers::no_store(scim::router()))

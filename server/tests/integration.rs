@@ -3,6 +3,7 @@
 
 mod common;
 
+mod admin_api;
 mod alerts;
 mod assets;
 mod audit;

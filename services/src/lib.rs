@@ -26,6 +26,7 @@ pub mod scans;
 mod services;
 pub mod sso;
 pub mod triage;
+pub mod vendor;
 pub mod webhooks;
 
 pub use error::{log_unavailable, ServiceError};

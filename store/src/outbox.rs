@@ -82,6 +82,42 @@ pub async fn enqueue_mail(
     Ok(())
 }
 
+/// [`enqueue_mail`] on the vendor's word: the mail and its audit entry in one transaction.
+pub async fn enqueue_mail_audited(
+    db: &Writer,
+    id: &str,
+    kind: &str,
+    recipient: &str,
+    account_id: &crate::AccountId,
+    target: &str,
+    audit: &tidemark_domain::audit::AuditContext,
+) -> Result<(), StoreError> {
+    use crate::stmt::Stmt;
+    let mut tx = crate::tx::WriteTx::begin(db).await?;
+    tx.execute(
+        Stmt::new(
+            "INSERT INTO mail_outbox (id, kind, recipient, created_at, next_attempt_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(kind)
+        .bind(recipient)
+        .bind(audit.at)
+        .bind(audit.at),
+    )
+    .await?;
+    let change = crate::audit::Change {
+        account_id: Some(account_id),
+        action: tidemark_domain::audit::Action::LicenseResent,
+        target: target.to_owned(),
+        before: None,
+        after: Some(format!("mailed to {recipient}")),
+    };
+    tx.audit(audit, change).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// The mail outbox as a [`Queue`].
 const MAIL: Queue = Queue {
     table: "mail_outbox",

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+pub mod admin;
 pub mod findings;
 pub mod frameworks;
 pub mod ids;

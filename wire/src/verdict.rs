@@ -124,6 +124,7 @@ pub struct KeySetClaims {
 /// An offline licence file (`tidemark-server license file`, or Settings): the signed verdict
 /// and the key set that verifies it, for a machine that never reaches the service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct OfflineLicenseFile {
     /// Always `tidemark-offline-licence`.
     pub format: String,

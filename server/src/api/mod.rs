@@ -103,66 +103,6 @@ impl utoipa::Modify for SecuritySchemes {
 /// Every endpoint reads or writes the database, so every one may answer that it is away:
 /// `503 database_unavailable` or `507 storage_full`, each with `Retry-After`. Said once here
 /// rather than on each handler (applied once the routes have added their paths).
-struct OutageAnswers;
-
-impl utoipa::Modify for OutageAnswers {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::schema::{ObjectBuilder, Type};
-        use utoipa::openapi::{header::HeaderBuilder, Content, Ref, ResponseBuilder};
-        let answer = |description: &str| {
-            let seconds = ObjectBuilder::new()
-                .schema_type(Type::Integer)
-                .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
-                    utoipa::openapi::KnownFormat::Int64,
-                )))
-                .minimum(Some(0));
-            ResponseBuilder::new()
-                .description(description)
-                .content(
-                    "application/json",
-                    Content::new(Some(Ref::from_schema_name("ErrorBody"))),
-                )
-                .header(
-                    "Retry-After",
-                    HeaderBuilder::new()
-                        .schema(Some(seconds))
-                        .description(Some("Seconds to wait"))
-                        .build(),
-                )
-                .build()
-        };
-        let unavailable = "`database_unavailable`: the database cannot be reached or does not \
-            answer (a restart, a failover, a stall); answered within \
-            TIDEMARK_DB_STATEMENT_TIMEOUT_SECONDS. Retry after Retry-After: nothing was \
-            changed, or a write that had begun finishes behind this answer and its retry is \
-            answered as a replay";
-        let full = "`storage_full`: the database has no room left to write; reads still work. \
-            Retry after Retry-After";
-        for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
-                let responses = &mut operation.responses.responses;
-                match responses.get_mut("503") {
-                    // Another 503 (server_busy) is documented already: one entry for both.
-                    Some(utoipa::openapi::RefOr::T(existing)) => {
-                        existing.description =
-                            format!("{}; or {unavailable}", existing.description);
-                    }
-                    _ => {
-                        responses.insert("503".into(), answer(unavailable).into());
-                    }
-                }
-                responses.insert("507".into(), answer(full).into());
-            }
-        }
-    }
-}
-
 /// Every documented endpoint: routing and documentation come from the same list.
 fn documented_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
@@ -207,19 +147,9 @@ pub fn router(limit: std::time::Duration) -> Router<AppState> {
         .route("/v1", any(|| async { ApiError::NoSuchEndpoint }))
         .route("/v1/{*rest}", any(|| async { ApiError::NoSuchEndpoint }))
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        .layer(axum::middleware::from_fn(
-            move |req: axum::extract::Request, next: axum::middleware::Next| async move {
-                use axum::response::IntoResponse as _;
-                match tokio::time::timeout(limit, next.run(req)).await {
-                    Ok(res) => res,
-                    Err(_) => ApiError::RequestTimeout(format!(
-                        "The request took longer than {} seconds and was stopped; send it \
-                         again (a repeated push is answered like the first and costs nothing).",
-                        limit.as_secs()
-                    ))
-                    .into_response(),
-                }
-            },
+        .layer(axum::middleware::from_fn_with_state(
+            limit,
+            crate::http::deadline::answer_within,
         ))
 }
 
@@ -229,7 +159,6 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 }
 
 fn finish_document(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
-    use utoipa::Modify as _;
-    OutageAnswers.modify(&mut doc);
+    crate::http::openapi::add_outage_answers(&mut doc);
     doc
 }

@@ -96,6 +96,22 @@ pub enum ApiError {
     #[error("The server's storage is full, so nothing can be written right now (reads still work). Retry after {} seconds; the operator has been alerted.", STORAGE_RETRY_SECS)]
     StorageFull,
     /// Details go to the server log (with the request id), never to the caller.
+    /// The admin API's caller sent no live vendor token.
+    #[error("Send a live vendor token as Authorization: Bearer tmk_vendor_… (an unknown, revoked or expired token is refused). An admin token makes others (POST /admin/v1/tokens); the first comes from `tidemark-server vendor-token create` on the server's host.")]
+    InvalidVendorToken,
+    /// The vendor token's role may not make this call.
+    #[error("This call needs the {needed} role; this token ({token}) has the {role} role.")]
+    InsufficientRole {
+        needed: String,
+        token: String,
+        role: &'static str,
+    },
+    /// `If-Match` named a version that is no longer current.
+    #[error("{0}")]
+    PreconditionFailed(String),
+    /// The thing changed between reading and writing it (no `If-Match` was sent): try again.
+    #[error("{0}")]
+    Conflict(String),
     #[error(
         "Something went wrong on our side. Quote the X-Request-Id header if you contact support."
     )]
@@ -148,7 +164,12 @@ impl ApiError {
         use ApiError::*;
         match self {
             InvalidLicenseHash | InvalidJson(_) => StatusCode::BAD_REQUEST,
-            MissingApiKey | MalformedApiKey | InvalidApiKey => StatusCode::UNAUTHORIZED,
+            MissingApiKey | MalformedApiKey | InvalidApiKey | InvalidVendorToken => {
+                StatusCode::UNAUTHORIZED
+            }
+            InsufficientRole { .. } => StatusCode::FORBIDDEN,
+            PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            Conflict(_) => StatusCode::CONFLICT,
             InvalidOidcToken(_) => StatusCode::UNAUTHORIZED,
             LicenseInactive(_)
             | InsufficientTier(_)
@@ -203,6 +224,10 @@ impl ApiError {
             ProjectNotAllowed(_) => "project_not_allowed",
             ApiKeyRequired => "api_key_required",
             IssuerUnavailable(_) | IssuerKeyPending { .. } => "issuer_unavailable",
+            InvalidVendorToken => "invalid_token",
+            InsufficientRole { .. } => "insufficient_role",
+            PreconditionFailed(_) => "precondition_failed",
+            Conflict(_) => "conflict",
             Internal(_) => "internal_error",
         }
     }
@@ -272,6 +297,12 @@ impl IntoResponse for ApiError {
         if let Some(secs) = self.retry_after_secs() {
             res.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let ApiError::InvalidVendorToken = &self {
+            res.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"tidemark-admin\""),
+            );
         }
         match self {
             ApiError::DatabaseUnavailable => {

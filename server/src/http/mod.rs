@@ -4,6 +4,7 @@
 //! came from.
 
 pub mod assets;
+pub mod body;
 pub mod client_ip;
 pub mod deadline;
 pub mod download;
@@ -12,6 +13,7 @@ pub mod health;
 pub mod islands;
 pub mod listener;
 pub mod metrics;
+pub mod openapi;
 pub mod panics;
 pub mod request_id;
 pub mod scrape;

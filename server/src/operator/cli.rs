@@ -70,6 +70,10 @@ pub enum Command {
     /// The Ed25519 keys that sign licence verdicts (see docs/api.md, "Signed licence verdicts").
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
+    /// Tokens for the vendor's admin API, /admin/v1 (docs/vendor-api.md): the first admin
+    /// token comes from here; an admin token makes the others over the API.
+    #[command(subcommand)]
+    VendorToken(VendorTokenCommand),
     /// Check the configuration this command sees.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -533,6 +537,31 @@ pub enum SigningKeyCommand {
     },
     /// Every published key with its schedule; retires the keys whose time has come.
     List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VendorTokenCommand {
+    /// Make a token and print it (once; only its hash is kept).
+    Create {
+        /// What the vendor calls it (billing-stripe, support-desk): 1 to 64 of a-z, 0-9,
+        /// '.', '_' and '-'. The audit log names its calls vendor:<name>.
+        #[arg(long)]
+        name: String,
+        /// admin, sales, support, billing or read.
+        #[arg(long)]
+        role: String,
+        /// RFC 3339 time the token stops working (default: never).
+        #[arg(long)]
+        expires: Option<String>,
+    },
+    /// Every token: name, role, prefix, made, last used, expiry, revoked (never the tokens).
+    List,
+    /// Revoke a token by id (`vendor-token list` shows them): its next call is refused.
+    Revoke {
+        /// The token's id (vtk_…).
+        #[arg(long)]
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

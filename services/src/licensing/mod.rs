@@ -184,6 +184,27 @@ pub async fn queue_resend(
     Ok(decision)
 }
 
+/// Mails the holder of licence `id` every licence registered to their address (the resend
+/// mail), on the vendor's word: no rate limit, and audited.
+pub async fn resend(db: &Db, id: &str, audit: &AuditContext) -> Result<(), ServiceError> {
+    let license = find(db, id).await?;
+    let audit = audit.clone();
+    db.detached(move |db| async move {
+        tidemark_store::outbox::enqueue_mail_audited(
+            &db,
+            &ids::new_mail_id(),
+            RESEND_MAIL_KIND,
+            &license.email,
+            &license.account_id,
+            &license.id,
+            &audit,
+        )
+        .await
+    })
+    .await?;
+    Ok(())
+}
+
 /// A license as operators see it (no key material).
 #[derive(Debug, Serialize)]
 pub struct LicenseSummary {

@@ -88,17 +88,7 @@ pub async fn run(
                 features_added: features_added.0,
                 features_removed: features_removed.0,
             };
-            let created = licensing::create(db, &state.license_keys, request, audit).await?;
-            let human = format!(
-                "license key: {}\nlicense id:  {}\naccount id:  {}\nGive the key to the \
-                 customer; it is not shown again (resend mails it).\n",
-                created.license_key, created.license_id, created.account_id
-            );
-            let beside = format!(
-                "license {} created for account {}; its key is in the JSON document only\n",
-                created.license_id, created.account_id
-            );
-            Ok(Report::new(&created, human)?.beside_json(beside))
+            create(state, db, request, audit).await
         }
         LicenseCommand::Update {
             id,
@@ -119,57 +109,9 @@ pub async fn run(
                 features_removed: features_removed.map(|f| f.0),
                 ..LicenseEdit::default()
             };
-            anyhow::ensure!(
-                !edit.is_empty(),
-                "nothing to change: give --tier, --max-projects, --tier-max-projects, \
-                 --features-added or --features-removed"
-            );
-            let edited = licensing::edit_license(db, &id, None, edit, audit)
-                .await
-                .map_err(|e| no_license(e, &id))?;
-            let (licensing::Edited::Done(l) | licensing::Edited::Stale(l)) = edited;
-            let s = LicenseSummary::from(&l);
-            let human = format!(
-                "{} is {} with {}\n",
-                s.license_id,
-                s.tier.as_str(),
-                if s.features.is_empty() {
-                    "no features".to_owned()
-                } else {
-                    s.features
-                        .iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            );
-            Report::new(&s, human)
+            update(db, &id, edit, audit).await
         }
-        LicenseCommand::List { state, tier, email } => {
-            let filter = LicenseFilter {
-                state: state.map(|s| match s {
-                    LicenseStateArg::Active => LicenseStateFilter::Active,
-                    LicenseStateArg::Expired => LicenseStateFilter::Expired,
-                    LicenseStateArg::Suspended => LicenseStateFilter::Suspended,
-                }),
-                tier: tier.map(tidemark_wire::Tier::from),
-                email: email.map(|e| e.trim().to_owned()),
-                ..LicenseFilter::default()
-            };
-            let mut list: Vec<LicenseSummary> = Vec::new();
-            let mut after: Option<(i64, String)> = None;
-            loop {
-                let at = after.as_ref().map(|(t, id)| (*t, id.as_str()));
-                let (page, more) = licensing::page(db, &filter, at, 500).await?;
-                after = page.last().map(|l| (l.created_at, l.id.clone()));
-                list.extend(page.iter().map(LicenseSummary::from));
-                if !more {
-                    break;
-                }
-            }
-            let human = lines(&list, line);
-            Report::new(&json!({ "licenses": list }), human)
-        }
+        LicenseCommand::List { state, tier, email } => list(db, state, tier, email).await,
         LicenseCommand::Show { id } => show(db, &id).await,
         LicenseCommand::Suspend { id } => {
             let s = licensing::change(db, &id, LicenseChange::Suspended(true), audit)
@@ -245,4 +187,90 @@ fn write_new_file(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("could not create {}: {e}", path.display()))?;
     f.write_all(bytes)
         .map_err(|e| anyhow::anyhow!("could not write {}: {e}", path.display()))
+}
+
+/// `license update`: one edit through the use case the admin API calls.
+async fn update(
+    db: &Writer,
+    id: &str,
+    edit: LicenseEdit,
+    audit: &AuditContext,
+) -> anyhow::Result<Report> {
+    anyhow::ensure!(
+        !edit.is_empty(),
+        "nothing to change: give --tier, --max-projects, --tier-max-projects, \
+         --features-added or --features-removed"
+    );
+    let edited = licensing::edit_license(db, id, None, edit, audit)
+        .await
+        .map_err(|e| no_license(e, id))?;
+    let (licensing::Edited::Done(l) | licensing::Edited::Stale(l)) = edited;
+    let s = LicenseSummary::from(&l);
+    let human = format!(
+        "{} is {} with {}\n",
+        s.license_id,
+        s.tier.as_str(),
+        if s.features.is_empty() {
+            "no features".to_owned()
+        } else {
+            s.features
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    Report::new(&s, human)
+}
+
+/// `license list`: every page of the licences matching the filters.
+async fn list(
+    db: &Writer,
+    state: Option<LicenseStateArg>,
+    tier: Option<crate::operator::cli::TierArg>,
+    email: Option<String>,
+) -> anyhow::Result<Report> {
+    let filter = LicenseFilter {
+        state: state.map(|s| match s {
+            LicenseStateArg::Active => LicenseStateFilter::Active,
+            LicenseStateArg::Expired => LicenseStateFilter::Expired,
+            LicenseStateArg::Suspended => LicenseStateFilter::Suspended,
+        }),
+        tier: tier.map(tidemark_wire::Tier::from),
+        email: email.map(|e| e.trim().to_owned()),
+        ..LicenseFilter::default()
+    };
+    let mut list: Vec<LicenseSummary> = Vec::new();
+    let mut after: Option<(i64, String)> = None;
+    loop {
+        let at = after.as_ref().map(|(t, id)| (*t, id.as_str()));
+        let (page, more) = licensing::page(db, &filter, at, 500).await?;
+        after = page.last().map(|l| (l.created_at, l.id.clone()));
+        list.extend(page.iter().map(LicenseSummary::from));
+        if !more {
+            break;
+        }
+    }
+    let human = lines(&list, line);
+    Report::new(&json!({ "licenses": list }), human)
+}
+
+/// `license create`: prints the key once (in the JSON document only, with `--json`).
+async fn create(
+    state: &AppState,
+    db: &Writer,
+    request: LicenseRequest,
+    audit: &AuditContext,
+) -> anyhow::Result<Report> {
+    let created = licensing::create(db, &state.license_keys, request, audit).await?;
+    let human = format!(
+        "license key: {}\nlicense id:  {}\naccount id:  {}\nGive the key to the customer; it \
+         is not shown again (resend mails it).\n",
+        created.license_key, created.license_id, created.account_id
+    );
+    let beside = format!(
+        "license {} created for account {}; its key is in the JSON document only\n",
+        created.license_id, created.account_id
+    );
+    Ok(Report::new(&created, human)?.beside_json(beside))
 }

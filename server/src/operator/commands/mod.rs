@@ -10,6 +10,7 @@ mod rotate;
 mod scim;
 mod signing_key;
 pub mod sso;
+mod vendor_token;
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -363,6 +364,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
         Command::License(command) => license::run(command, state, db, &audit).await,
         Command::Publisher(command) => publisher::run(command, state, db, &audit).await,
         Command::Scim(command) => scim::run(command, db, &audit).await,
+        Command::VendorToken(command) => vendor_token::run(command, db, &audit).await,
         Command::SigningKey(command) => signing_key::run(command, state, db, &audit).await,
         Command::Account(_) | Command::Project(_) | Command::Scan(_) | Command::Key(_) => {
             inventory::run(command, db, &audit).await

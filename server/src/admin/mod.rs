@@ -1,0 +1,111 @@
+//! `/admin/v1`: the vendor's admin API, for its billing, CRM and support systems. Vendor
+//! tokens with one role each (`tidemark_domain::vendor`), every change audited under the
+//! token's name, its own OpenAPI document at `/admin/v1/openapi.json`. Handlers are thin:
+//! they parse, check the role, call the use case the operator's commands call, and answer.
+
+mod caller;
+mod licenses;
+mod tokens;
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::{any, get};
+use axum::{Json, Router};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::http::error::ApiError;
+use crate::state::AppState;
+
+pub use caller::CALLS_PER_MINUTE;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Tidemark admin API",
+        version = "1",
+        description = "The vendor's API over licences: make, find and change them (tier, expiry, \
+            entitlement overrides, project cap, suspension), resend them, and write offline \
+            licence files; and the tokens it is called with. Authenticate with a vendor token \
+            (Authorization: Bearer tmk_vendor_…), which carries one role: admin (everything), \
+            sales (make licences, change what they carry), support (read, resend, suspend and \
+            resume, extend by at most 30 days, offline files), billing (what a checkout \
+            integration does: make, extend, change tier, suspend and resume) or read. A call its \
+            role may not make is 403 insufficient_role, naming the roles that may. Every change \
+            is in the audit log as vendor:<token name>. Each token may make 600 calls a rolling \
+            minute. Every error body is {\"error\", \"message\"}."
+    ),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "licenses", description = "Licences"),
+        (name = "tokens", description = "Vendor tokens (admin only)"),
+    )
+)]
+struct AdminDoc;
+
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "vendor_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "A vendor token, tmk_vendor_ followed by base62 characters: made by \
+                         `tidemark-server vendor-token create` or POST /admin/v1/tokens",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+fn documented_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(AdminDoc::openapi())
+        .routes(routes!(licenses::list_licenses, licenses::create_license))
+        .routes(routes!(licenses::get_license, licenses::update_license))
+        .routes(routes!(licenses::suspend_license))
+        .routes(routes!(licenses::resume_license))
+        .routes(routes!(licenses::resend_license))
+        .routes(routes!(licenses::offline_file))
+        .routes(routes!(tokens::list_tokens, tokens::create_token))
+        .routes(routes!(tokens::revoke_token))
+}
+
+fn finish_document(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    crate::http::openapi::add_outage_answers(&mut doc);
+    doc
+}
+
+/// The admin API's OpenAPI document (for the snapshot test and tooling).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    finish_document(documented_routes().split_for_parts().1)
+}
+
+/// The admin API's routes, answered within `limit` like `/v1`'s.
+pub fn router(limit: std::time::Duration) -> Router<AppState> {
+    let (routes, doc) = documented_routes().split_for_parts();
+    let doc = Arc::new(finish_document(doc));
+    routes
+        .route(
+            "/admin/v1/openapi.json",
+            get(|State(doc): State<Arc<utoipa::openapi::OpenApi>>| async move { Json(doc) })
+                .with_state(doc),
+        )
+        .route("/admin/v1", any(|| async { ApiError::NoSuchEndpoint }))
+        .route(
+            "/admin/v1/{*rest}",
+            any(|| async { ApiError::NoSuchEndpoint }),
+        )
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(axum::middleware::from_fn_with_state(
+            limit,
+            crate::http::deadline::answer_within,
+        ))
+}
