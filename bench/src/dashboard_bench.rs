@@ -53,6 +53,7 @@ async fn main() {
             tier: tidemark_wire::Tier::Enterprise,
             expires_at: None,
             max_projects: None,
+            max_machines: None,
             features_added: Vec::new(),
             features_removed: Vec::new(),
         },

@@ -180,6 +180,7 @@ async fn the_account(state: &server::state::AppState, writer: &Writer) -> (Accou
                     tier: tidemark_wire::Tier::Enterprise,
                     expires_at: None,
                     max_projects: None,
+                    max_machines: None,
                     features_added: Vec::new(),
                     features_removed: Vec::new(),
                 },

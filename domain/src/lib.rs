@@ -20,6 +20,7 @@ pub mod ids;
 pub mod input;
 pub mod license;
 pub mod overview;
+pub mod paging;
 pub mod posture;
 pub mod push;
 pub mod rate;

@@ -60,6 +60,8 @@ pub struct License {
     pub expires_at: Millis,
     pub suspended_at: Option<Millis>,
     pub max_projects: Option<u64>,
+    /// How many machines may hold a seat at once; `None`: unlimited.
+    pub max_machines: Option<u64>,
     pub features_added: Vec<Feature>,
     pub features_removed: Vec<Feature>,
     pub created_at: Millis,
@@ -81,43 +83,6 @@ impl License {
     }
 }
 
-/// Where a page of licences ends: the last licence's creation time and id, opaque to callers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LicenseCursor {
-    pub created_at: Millis,
-    pub license_id: String,
-}
-
-impl LicenseCursor {
-    pub fn encode(&self) -> String {
-        use base64::Engine as _;
-        base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(format!("v1.{}.{}", self.created_at, self.license_id))
-    }
-
-    /// A cursor [`LicenseCursor::encode`] could have written; anything else is `None`.
-    pub fn parse(cursor: &str) -> Option<LicenseCursor> {
-        use base64::Engine as _;
-        if cursor.len() > 128 {
-            return None;
-        }
-        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(cursor)
-            .ok()?;
-        let text = String::from_utf8(raw).ok()?;
-        let mut parts = text.splitn(3, '.');
-        let (version, at_text, id) = (parts.next()?, parts.next()?, parts.next()?);
-        let created_at: Millis = at_text.parse().ok().filter(|t| *t >= 0)?;
-        let id_ok = id.strip_prefix("lcn_").is_some_and(|rest| {
-            !rest.is_empty() && rest.len() <= 64 && rest.bytes().all(|b| b.is_ascii_alphanumeric())
-        });
-        (version == "v1" && id_ok && created_at.to_string() == at_text).then(|| LicenseCursor {
-            created_at,
-            license_id: id.to_owned(),
-        })
-    }
-}
-
 /// A change to a licence that keeps its key; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LicenseEdit {
@@ -125,6 +90,8 @@ pub struct LicenseEdit {
     pub expires_at: Option<Millis>,
     /// `Some(None)` removes the cap override (the tier's cap holds again).
     pub max_projects: Option<Option<u64>>,
+    /// Seats: `Some(None)` makes them unlimited.
+    pub max_machines: Option<Option<u64>>,
     /// Entitlement overrides: features beyond the tier's, and the tier's features taken away.
     pub features_added: Option<Vec<Feature>>,
     pub features_removed: Option<Vec<Feature>>,
@@ -180,28 +147,6 @@ mod tests {
     }
 
     #[test]
-    fn licence_cursors_read_back_only_as_written() {
-        let cursor = LicenseCursor {
-            created_at: 1_795_000_000_000,
-            license_id: "lcn_abcdefghij234567abcd".into(),
-        };
-        assert_eq!(LicenseCursor::parse(&cursor.encode()), Some(cursor));
-        use base64::Engine as _;
-        let enc = |t: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(t);
-        for bad in [
-            "".to_owned(),
-            "not base64!".to_owned(),
-            enc("v2.1.lcn_a"),
-            enc("v1.01.lcn_a"),
-            enc("v1.-1.lcn_a"),
-            enc("v1.1.key_a"),
-            enc("v1.1.lcn_a'--"),
-        ] {
-            assert_eq!(LicenseCursor::parse(&bad), None, "{bad}");
-        }
-    }
-
-    #[test]
     fn a_license_reads_its_state_features_and_cap_from_its_tier_and_overrides() {
         use tidemark_wire::{Feature, Tier};
         let license = super::License {
@@ -212,6 +157,7 @@ mod tests {
             expires_at: 2_000,
             suspended_at: None,
             max_projects: Some(3),
+            max_machines: None,
             features_added: vec![Feature::CustomFrameworks],
             features_removed: vec![Feature::DriftDetection],
             created_at: 0,

@@ -204,6 +204,9 @@ pub fn permissions_for(edit: &LicenseEdit, current: &License, now: Millis) -> Ve
     if edit.max_projects.is_some_and(|m| m != current.max_projects) {
         needed.push(Permission::SetMaxProjects);
     }
+    if edit.max_machines.is_some_and(|m| m != current.max_machines) {
+        needed.push(Permission::SetSeats);
+    }
     let overrides_change = edit
         .features_added
         .as_ref()

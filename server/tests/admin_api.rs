@@ -140,6 +140,11 @@ tidemark_store::test_each_backend! {
             ("resend", "POST", lic("/resend"), None, &["admin", "support"]),
             ("offline file", "POST", lic("/offline-file"), Some(json!({"days": 5})), &["admin", "support"]),
             ("list tokens", "GET", "/tokens".into(), None, &["admin"]),
+            ("accounts", "GET", "/accounts".into(), None, &["admin", "sales", "support", "billing", "read"]),
+            ("an account", "GET", format!("/accounts/{}", made["license"]["account_id"].as_str().unwrap()), None, &["admin", "sales", "support", "billing", "read"]),
+            ("audit", "GET", "/audit?limit=5".into(), None, &["admin", "sales", "support", "billing", "read"]),
+            ("signing keys", "GET", "/signing-keys".into(), None, &["admin", "sales", "support", "billing", "read"]),
+            ("rotate the signing key", "POST", "/signing-keys/rotate".into(), Some(json!({"overlap": "48h"})), &["admin"]),
             ("make a token", "POST", "/tokens".into(), Some(json!({"name": "x", "role": "read"})), &["admin"]),
         ];
         for (name, method, path, body, allowed) in &cases {
@@ -359,5 +364,91 @@ tidemark_store::test_each_backend! {
         let log = list_audit(&app.db, &AuditQuery { limit: 100, ..Default::default() }).await.unwrap();
         assert!(log.iter().any(|e| e.action == "license.updated" && e.target == id && e.actor.starts_with("operator:")
             && e.after_summary.as_deref() == Some("tier team, features +custom_frameworks +priority_support -drift_detection, at most 4 projects")));
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn accounts_the_audit_log_bundles_and_signing_keys_answer_as_their_commands_do(backend) {
+        let app = TestApp::spawn(backend).await;
+        let vendor = Vendor::set_up(&app).await;
+        let mut accounts = Vec::new();
+        for i in 0..3 {
+            let made = vendor.create("sales", json!({"email": format!("a{i}@example.com"), "tier": "agency"})).await;
+            accounts.push(made["license"]["account_id"].as_str().unwrap().to_owned());
+        }
+        // Accounts, paged: each once, oldest first, with its licence and counts.
+        let mut seen = Vec::new();
+        let mut path = "/accounts?limit=2".to_owned();
+        loop {
+            let page: Value = vendor.call("read", "GET", &path, None).await.json().await.unwrap();
+            for a in page["accounts"].as_array().unwrap() {
+                assert_eq!(a["tier"], "agency");
+                assert_eq!((a["members"].as_i64(), a["projects"].as_i64()), (Some(1), Some(0)));
+                seen.push(a["id"].as_str().unwrap().to_owned());
+            }
+            match page["next_cursor"].as_str() {
+                Some(c) => path = format!("/accounts?limit=2&cursor={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(seen, accounts);
+        let one: Value = vendor.call("support", "GET", &format!("/accounts/{}", accounts[1]), None).await.json().await.unwrap();
+        assert_eq!(one["email"], "a1@example.com");
+        assert_error(vendor.call("support", "GET", "/accounts/acct_nothing", None).await, StatusCode::NOT_FOUND, "not_found").await;
+        // A licence cursor is no account cursor.
+        let licences: Value = vendor.call("read", "GET", "/licenses?limit=1", None).await.json().await.unwrap();
+        let cursor = licences["next_cursor"].as_str().unwrap();
+        assert_error(vendor.call("read", "GET", &format!("/accounts?cursor={cursor}"), None).await,
+            StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+
+        // The audit log, newest first, paged, filtered by actor and action.
+        let page: Value = vendor.call("read", "GET", "/audit?actor=vendor:sales-desk&action=license.created&limit=2", None)
+            .await.json().await.unwrap();
+        let first: Vec<&str> = page["events"].as_array().unwrap().iter().map(|e| e["target"].as_str().unwrap()).collect();
+        assert_eq!(first.len(), 2);
+        let cursor = page["next_cursor"].as_str().unwrap();
+        let rest: Value = vendor.call("read", "GET", &format!("/audit?actor=vendor:sales-desk&action=license.created&limit=2&cursor={cursor}"), None)
+            .await.json().await.unwrap();
+        assert_eq!(rest["events"].as_array().unwrap().len(), 1);
+        assert!(rest["next_cursor"].is_null());
+        assert_error(vendor.call("read", "GET", "/audit?action=license.stolen", None).await,
+            StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+
+        // A bundle, admin only, served to valid licences with its checksum.
+        let bytes = b"profiles v2".to_vec();
+        let publish = |role: &'static str| {
+            let body = bytes.clone();
+            let client = vendor.client.clone();
+            let url = format!("{}/bundles?name=profiles-v2.tar", vendor.base);
+            let token = vendor.tokens[role].clone();
+            async move {
+                client.post(url).bearer_auth(token).header("content-type", "application/octet-stream")
+                    .body(body).send().await.unwrap()
+            }
+        };
+        assert_error(publish("sales").await, StatusCode::FORBIDDEN, "insufficient_role").await;
+        let res = publish("admin").await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let bundle: Value = res.json().await.unwrap();
+        assert_eq!(bundle["bundle_checksum"], format!("sha256:{}", tidemark_domain::secrets::sha256_hex(&bytes)));
+        let json_body = vendor.call("admin", "POST", "/bundles", Some(json!({}))).await;
+        assert_error(json_body, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+
+        // Signing keys: rotating adds an announced key, as `signing-key rotate` does.
+        let before: Value = vendor.call("read", "GET", "/signing-keys", None).await.json().await.unwrap();
+        let rotated: Value = vendor.call("admin", "POST", "/signing-keys/rotate", Some(json!({"overlap": "48h"})))
+            .await.json().await.unwrap();
+        assert_eq!(rotated["keys"].as_array().unwrap().len(), before["keys"].as_array().unwrap().len() + 1);
+        let added = rotated["added"].as_str().unwrap();
+        assert!(rotated["keys"].as_array().unwrap().iter().any(|k| k["kid"] == added && k["stage"] == "announced"));
+        assert_error(vendor.call("admin", "POST", "/signing-keys/rotate", Some(json!({"overlap": "soon"}))).await,
+            StatusCode::UNPROCESSABLE_ENTITY, "invalid_request").await;
+        let (ok, out, err) = app.command(&["signing-key", "list", "--json"], &[]).await;
+        assert!(ok, "{err}");
+        let listed: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(listed["keys"], rotated["keys"], "the command and the API read one schedule");
+        let log = list_audit(&app.db, &AuditQuery { limit: 100, ..Default::default() }).await.unwrap();
+        assert!(log.iter().any(|e| e.actor == "vendor:root" && e.action == "signing_key.created"));
+        assert!(log.iter().any(|e| e.actor == "vendor:root" && e.action == "bundle.published"));
     }
 }

@@ -85,3 +85,25 @@ pub async fn provisioning(
         groups: tidemark_store::scim::list_groups(db, account_id, true).await?,
     })
 }
+
+pub use tidemark_store::inventory::AccountRow;
+
+/// A page of every account (its licence and counts, never its data) after `after` (an
+/// account's creation time and id), oldest first, and whether more follow.
+pub async fn page(
+    db: &Db,
+    after: Option<(tidemark_domain::Millis, &AccountId)>,
+    limit: i64,
+) -> Result<(Vec<AccountRow>, bool), ServiceError> {
+    let mut rows = tidemark_store::inventory::page_accounts(db, after, limit + 1).await?;
+    let more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok((rows, more))
+}
+
+/// One account with its licence and counts, or "not found".
+pub async fn summary(db: &Db, account_id: &AccountId) -> Result<AccountRow, ServiceError> {
+    tidemark_store::inventory::find_account(db, account_id)
+        .await?
+        .ok_or(ServiceError::NotFound)
+}

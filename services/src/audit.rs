@@ -15,6 +15,9 @@ use crate::ServiceError;
 pub struct AuditView {
     pub id: String,
     pub at: String,
+    /// `at` as stored: where a page that ends here continues from.
+    #[serde(skip)]
+    pub at_ms: Millis,
     pub account_id: Option<AccountId>,
     pub actor_kind: String,
     pub actor: String,
@@ -31,6 +34,9 @@ pub struct AuditFilter<'a> {
     pub since: Option<Millis>,
     pub actor: Option<&'a str>,
     pub action: Option<&'a str>,
+    /// Only events older than this one (its time and id): a page after the one that ended
+    /// there.
+    pub before: Option<(Millis, &'a str)>,
     pub limit: i64,
 }
 
@@ -56,6 +62,7 @@ pub async fn list(db: &Db, filter: &AuditFilter<'_>) -> Result<Vec<AuditView>, S
         actor: filter.actor.map(str::to_owned),
         action,
         since: filter.since,
+        before: filter.before.map(|(at, id)| (at, id.to_owned())),
         offset: 0,
         limit: filter.limit,
     };
@@ -65,6 +72,7 @@ pub async fn list(db: &Db, filter: &AuditFilter<'_>) -> Result<Vec<AuditView>, S
         .map(|e| AuditView {
             id: e.id,
             at: to_rfc3339(e.at),
+            at_ms: e.at,
             account_id: e.account_id,
             actor_kind: e.actor_kind,
             actor: e.actor,
@@ -97,6 +105,7 @@ pub async fn account_page(
         actor,
         action,
         since: None,
+        before: None,
         offset: page * page_size,
         limit: page_size + 1,
     };

@@ -24,6 +24,7 @@ pub mod projects;
 pub mod publishers;
 pub mod scans;
 mod services;
+pub mod signing_keys;
 pub mod sso;
 pub mod triage;
 pub mod vendor;

@@ -72,17 +72,25 @@ pub struct AuditQuery {
     pub actor: Option<String>,
     pub action: Option<Action>,
     pub since: Option<Millis>,
+    /// Only events before this one (its time and id): the admin API's keyset pages.
+    pub before: Option<(Millis, String)>,
     pub offset: i64,
     pub limit: i64,
 }
 
 pub async fn list_audit(db: &Db, q: &AuditQuery) -> Result<Vec<AuditEvent>, StoreError> {
+    // No cursor: before every event (ids are `aud_…`, which sort before `~`).
+    let (before_at, before_id) = q
+        .before
+        .as_ref()
+        .map_or((i64::MAX, "~"), |(at, id)| (*at, id.as_str()));
     let rows = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT id, account_id, at, actor_kind, actor, client_ip, action, target, \
              before_summary, after_summary FROM audit_events \
              WHERE ($1 IS NULL OR account_id = $1) AND ($2 IS NULL OR actor = $2) \
              AND ($3 IS NULL OR action = $3) AND at >= $4 \
+             AND (at < $7 OR (at = $7 AND id < $8)) \
              ORDER BY at DESC, id DESC LIMIT $5 OFFSET $6",
         )
         .bind(q.account_id.as_deref())
@@ -91,6 +99,8 @@ pub async fn list_audit(db: &Db, q: &AuditQuery) -> Result<Vec<AuditEvent>, Stor
         .bind(q.since.unwrap_or(i64::MIN))
         .bind(q.limit)
         .bind(q.offset.max(0))
+        .bind(before_at)
+        .bind(before_id)
         .fetch_all(pool)
         .await
     })?;

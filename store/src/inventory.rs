@@ -20,19 +20,40 @@ pub struct AccountRow {
 }
 
 pub async fn list_accounts(db: &Db) -> Result<Vec<AccountRow>, StoreError> {
-    // Counts as subqueries, so each is an index lookup per account rather than a join that
-    // multiplies rows.
-    let sql = "SELECT a.id, a.created_at, l.id AS license_id, l.email, l.tier, \
-        (SELECT COUNT(*) FROM members m WHERE m.account_id = a.id) AS members, \
-        (SELECT COUNT(*) FROM projects p WHERE p.account_id = a.id) AS projects, \
-        (SELECT COUNT(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL) \
-            AS active_keys, \
-        (SELECT CAST(COALESCE(SUM(p.scan_count), 0) AS BIGINT) FROM projects p \
-            WHERE p.account_id = a.id) \
-            AS scans \
-        FROM accounts a LEFT JOIN licenses l ON l.account_id = a.id \
-        ORDER BY a.created_at, a.id";
-    Ok(on_db!(db, pool => sqlx::query_as(sql).fetch_all(pool).await)?)
+    page_accounts(db, None, i64::MAX).await
+}
+
+/// An account with its licence and counts. Counts as subqueries, so each is an index lookup
+/// per account rather than a join that multiplies rows.
+const ACCOUNT_SELECT: &str = "SELECT a.id, a.created_at, l.id AS license_id, l.email, l.tier, \
+    (SELECT COUNT(*) FROM members m WHERE m.account_id = a.id) AS members, \
+    (SELECT COUNT(*) FROM projects p WHERE p.account_id = a.id) AS projects, \
+    (SELECT COUNT(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL) \
+        AS active_keys, \
+    (SELECT CAST(COALESCE(SUM(p.scan_count), 0) AS BIGINT) FROM projects p \
+        WHERE p.account_id = a.id) AS scans \
+    FROM accounts a LEFT JOIN licenses l ON l.account_id = a.id";
+
+/// Up to `limit` accounts after `after` (an account's created time and id), oldest first.
+pub async fn page_accounts(
+    db: &Db,
+    after: Option<(Millis, &AccountId)>,
+    limit: i64,
+) -> Result<Vec<AccountRow>, StoreError> {
+    let sql = format!(
+        "{ACCOUNT_SELECT} WHERE a.created_at > $1 OR (a.created_at = $2 AND a.id > $3) \
+         ORDER BY a.created_at, a.id LIMIT $4"
+    );
+    let (at, id) = after.map_or((i64::MIN, ""), |(at, id)| (at, id.as_str()));
+    Ok(on_db!(db, pool => {
+        sqlx::query_as(&sql).bind(at).bind(at).bind(id).bind(limit).fetch_all(pool).await
+    })?)
+}
+
+/// One account as the vendor sees it; `None` if there is no such account.
+pub async fn find_account(db: &Db, id: &AccountId) -> Result<Option<AccountRow>, StoreError> {
+    let sql = format!("{ACCOUNT_SELECT} WHERE a.id = $1");
+    Ok(on_db!(db, pool => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await)?)
 }
 
 /// A project as the operator lists it.

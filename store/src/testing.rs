@@ -264,6 +264,7 @@ async fn insert_licensed_account(db: &Writer, account_id: &AccountId, email: &st
             key_ciphertext: "sealed".into(),
             expires_at: i64::MAX / 2,
             max_projects: None,
+            max_machines: None,
             features_added: Vec::new(),
             features_removed: Vec::new(),
             now: 1,

@@ -27,6 +27,7 @@ fn new_license(email: &str, now: i64) -> NewLicense {
         key_ciphertext: "sealed".into(),
         expires_at: now + 1_000_000,
         max_projects: None,
+        max_machines: None,
         features_added: vec![Feature::CustomFrameworks],
         features_removed: Vec::new(),
         now,

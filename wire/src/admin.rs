@@ -26,6 +26,8 @@ pub struct AdminLicense {
     pub max_projects: Option<u64>,
     /// How many active projects the licence may hold now; null: unlimited.
     pub project_cap: Option<u64>,
+    /// Seats: how many machines may be activated at once; null: unlimited.
+    pub max_machines: Option<u64>,
     /// What the licence carries: its tier's features, plus `features_added`, minus
     /// `features_removed`. Validation, verdicts and every feature check read this.
     pub features: Vec<Feature>,
@@ -61,6 +63,9 @@ pub struct CreateLicenseRequest {
     /// A project cap instead of the tier's.
     #[serde(default)]
     pub max_projects: Option<u64>,
+    /// Seats (from the checkout's quantity); default unlimited.
+    #[serde(default)]
+    pub max_machines: Option<u64>,
     #[serde(default)]
     pub features_added: Vec<Feature>,
     #[serde(default)]
@@ -96,6 +101,15 @@ pub struct UpdateLicenseRequest {
     )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<u64>))]
     pub max_projects: Option<Option<u64>>,
+    /// Seats: a number limits them, `null` makes them unlimited. Machines already holding a
+    /// seat keep it; new activations wait for a free one.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u64>))]
+    pub max_machines: Option<Option<u64>>,
     /// Replaces the features added beyond the tier's.
     #[serde(default)]
     pub features_added: Option<Vec<Feature>>,
@@ -188,4 +202,110 @@ pub struct CreatedVendorToken {
     pub token: String,
     #[serde(flatten)]
     pub info: VendorTokenInfo,
+}
+
+/// A customer's account as the vendor sees it: its licence, and how much it uses (never its
+/// findings or scans' contents).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AdminAccount {
+    /// `acct_…`
+    pub id: String,
+    pub created_at: String,
+    pub license_id: Option<String>,
+    pub email: Option<String>,
+    pub tier: Option<Tier>,
+    pub members: i64,
+    pub projects: i64,
+    pub active_keys: i64,
+    pub scans: i64,
+}
+
+/// A page of accounts, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AccountPage {
+    pub accounts: Vec<AdminAccount>,
+    pub next_cursor: Option<String>,
+}
+
+/// One audited change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AdminAuditEvent {
+    /// `aud_…`
+    pub id: String,
+    pub at: String,
+    /// Null for changes of no account (a bundle, a vendor token).
+    pub account_id: Option<String>,
+    /// `user`, `operator` (the host's operator or a vendor token) or `system`.
+    pub actor_kind: String,
+    /// An e-mail address, `operator:<user>`, `vendor:<token name>`, `system:<task>`,
+    /// `scim:<prefix>` or `api-key:<prefix>`.
+    pub actor: String,
+    pub client_ip: Option<String>,
+    /// `noun.verb`, e.g. `license.suspended`.
+    pub action: String,
+    pub target: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// A page of the audit log, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AuditEventPage {
+    pub events: Vec<AdminAuditEvent>,
+    pub next_cursor: Option<String>,
+}
+
+/// A bundle just published.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AdminBundle {
+    /// `bnd_…`
+    pub bundle_id: String,
+    /// Where scanners download it (with a valid licence).
+    pub bundle_url: String,
+    /// `sha256:<hex>` of exactly the bytes served.
+    pub bundle_checksum: String,
+    pub size_bytes: i64,
+}
+
+/// A verdict-signing key and its schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct SigningKeyInfo {
+    pub kid: String,
+    pub generation: i64,
+    /// `announced` (published, not signing yet), `signing`, or `verifying` (superseded, still
+    /// published while what it signed may be valid).
+    pub stage: String,
+    pub published_at: String,
+    pub signs_from: String,
+    pub signs_until: Option<String>,
+    pub retires_at: Option<String>,
+}
+
+/// The published keys; `added` and `retired` say what this call changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct SigningKeyList {
+    pub keys: Vec<SigningKeyInfo>,
+    /// The key a rotation added.
+    pub added: Option<String>,
+    /// Keys whose time had come: their private halves are destroyed, they are unpublished.
+    pub retired: Vec<String>,
+}
+
+/// A rotation of the verdict-signing key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RotateSigningKeyRequest {
+    /// How long the new key is published before it signs: an age such as `48h`, `7d`, `2w`,
+    /// or `0` to sign with it at once (the current key is compromised). Default: the
+    /// server's `TIDEMARK_SIGNING_KEY_OVERLAP`.
+    #[serde(default)]
+    pub overlap: Option<String>,
 }

@@ -15,11 +15,6 @@ use crate::http::client_ip::client_ip;
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
-/// Calls one token may make per rolling minute: far above what a billing integration or a
-/// support desk sends, low enough that a leaked token cannot read the whole customer base
-/// in a burst.
-pub const CALLS_PER_MINUTE: u32 = 600;
-
 /// A token over its limit waits this long.
 const BAN_SECONDS: i64 = 60;
 
@@ -58,7 +53,10 @@ pub async fn caller(
         .await?
         .ok_or(ApiError::InvalidVendorToken)?;
     let bucket = format!("admin:{}", token.id);
-    let limit = RollingLimit::per_minute(CALLS_PER_MINUTE);
+    // Far above what a billing integration or a support desk sends (default 600), low
+    // enough that a leaked token cannot read the whole customer base in a burst.
+    let per_minute = state.config.limits.admin_per_minute;
+    let limit = RollingLimit::per_minute(per_minute);
     let decision = state
         .db
         .detached(move |db| async move {
@@ -69,7 +67,7 @@ pub async fn caller(
         return Err(ApiError::RateLimited {
             limit: "admin",
             message: format!(
-                "This token made more than {CALLS_PER_MINUTE} calls in a minute; retry after \
+                "This token made more than {per_minute} calls in a minute; retry after \
                  {retry_after_secs} seconds."
             ),
             retry_after_secs,

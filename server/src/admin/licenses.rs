@@ -9,7 +9,8 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use tidemark_domain::license::{License, LicenseCursor};
+use tidemark_domain::license::License;
+use tidemark_domain::paging::Keyset;
 use tidemark_domain::text::Email;
 use tidemark_domain::time::parse_rfc3339;
 use tidemark_domain::vendor::{permissions_for, Permission};
@@ -48,6 +49,7 @@ pub fn view(l: &License) -> AdminLicense {
         suspended_at: l.suspended_at.map(to_rfc3339),
         max_projects: l.max_projects,
         project_cap: l.project_cap(),
+        max_machines: l.max_machines,
         features: l.features(),
         features_added: l.features_added.clone(),
         features_removed: l.features_removed.clone(),
@@ -82,8 +84,9 @@ fn missing(id: &str) -> impl FnOnce(ServiceError) -> ApiError + '_ {
     }
 }
 
-/// The version `If-Match` names: `None` when the header is absent or `*`; `412` when it names
-/// no version of this licence (another licence's tag, a weak or malformed one).
+/// The version `If-Match` names: `None` when the header is absent or `*`; `422` when it is not
+/// an entity tag at all; `412` when it is one but names no version of this licence (another
+/// licence's tag, a weak one).
 fn if_match(headers: &HeaderMap, id: &str) -> Result<Option<i64>, ApiError> {
     let Some(value) = headers.get(header::IF_MATCH) else {
         return Ok(None);
@@ -92,17 +95,45 @@ fn if_match(headers: &HeaderMap, id: &str) -> Result<Option<i64>, ApiError> {
     if text == "*" {
         return Ok(None);
     }
-    text.strip_prefix('"')
+    let quoted = text.strip_prefix("W/").unwrap_or(text);
+    let Some(tag) = quoted
+        .strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
-        .and_then(|t| t.strip_prefix(id))
+        .filter(|t| !t.is_empty())
+    else {
+        return Err(invalid(format!(
+            "If-Match must be this licence's ETag as a GET answers it (\"{id}.<version>\"), \
+             or *"
+        )));
+    };
+    let weak = quoted.len() != text.len();
+    tag.strip_prefix(id)
         .and_then(|t| t.strip_prefix('.'))
         .and_then(|v| v.parse::<i64>().ok())
+        .filter(|_| !weak)
         .map(Some)
         .ok_or_else(|| {
             ApiError::PreconditionFailed(format!(
-                "If-Match must be this licence's ETag as a GET answers it (\"{id}.<version>\")."
+                "If-Match names no version of licence {id}: send its ETag as a GET answers it \
+                 (\"{id}.<version>\")."
             ))
         })
+}
+
+/// The optional `If-Match` header of a change.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[expect(
+    dead_code,
+    reason = "documents the header; handlers read it from the header map"
+)]
+struct IfMatch {
+    /// The licence's `ETag` as a GET answered it (`"lcn_….<version>"`), or `*`.
+    #[param(
+        rename = "If-Match",
+        pattern = "^(\\*|\"lcn_[A-Za-z0-9]{1,64}\\.[0-9]{1,18}\")$"
+    )]
+    if_match: Option<String>,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -137,7 +168,7 @@ fn invalid(text: impl Into<String>) -> ApiError {
 }
 
 impl LicenseQuery {
-    fn parse(uri: &Uri) -> Result<(LicenseFilter, Option<LicenseCursor>, i64), ApiError> {
+    fn parse(uri: &Uri) -> Result<(LicenseFilter, Option<Keyset>, i64), ApiError> {
         let q = axum::extract::Query::<LicenseQuery>::try_from_uri(uri)
             .map(|q| q.0)
             .map_err(|e| invalid(format!("the query is not one this endpoint reads ({e})")))?;
@@ -174,7 +205,7 @@ impl LicenseQuery {
             .map_err(invalid)?;
         let cursor = match q.cursor.as_deref() {
             None => None,
-            Some(c) => Some(LicenseCursor::parse(c).ok_or_else(|| {
+            Some(c) => Some(Keyset::parse(c, "lcn_").ok_or_else(|| {
                 invalid("cursor must be a next_cursor this API returned, as it was given")
             })?),
         };
@@ -220,16 +251,14 @@ pub async fn list_licenses(
     let who = caller(&state, &headers, peer).await?;
     who.require(&[Permission::Read])?;
     let (filter, cursor, limit) = LicenseQuery::parse(&uri)?;
-    let after = cursor
-        .as_ref()
-        .map(|c| (c.created_at, c.license_id.as_str()));
+    let after = cursor.as_ref().map(|c| (c.at, c.id.as_str()));
     let (rows, more) = licensing::page(&state.db, &filter, after, limit).await?;
     let next_cursor = more
         .then(|| {
             rows.last().map(|l| {
-                LicenseCursor {
-                    created_at: l.created_at,
-                    license_id: l.id.clone(),
+                Keyset {
+                    at: l.created_at,
+                    id: l.id.clone(),
                 }
                 .encode()
             })
@@ -301,6 +330,9 @@ pub async fn create_license(
     if request.max_projects.is_some() {
         needed.push(Permission::SetMaxProjects);
     }
+    if request.max_machines.is_some() {
+        needed.push(Permission::SetSeats);
+    }
     who.require(&needed)?;
     let license_request = LicenseRequest {
         email: Email::parse(&request.email).map_err(|e| invalid(e.message))?,
@@ -320,6 +352,7 @@ pub async fn create_license(
             })
             .transpose()?,
         max_projects: request.max_projects,
+        max_machines: request.max_machines,
         features_added: request.features_added,
         features_removed: request.features_removed,
     };
@@ -398,7 +431,8 @@ pub async fn get_license(
 }
 
 /// Reads the licence, checks the caller may make `edit` of it, and applies it guarded by the
-/// version read (and by `If-Match`, when sent).
+/// version read (and by `If-Match`, when sent). Without `If-Match`, a licence changed between
+/// the read and the write is read and checked again, a few times, before `409`.
 async fn apply(
     state: &AppState,
     who: &Caller,
@@ -406,22 +440,31 @@ async fn apply(
     asked_version: Option<i64>,
     edit: LicenseEdit,
 ) -> Result<Response, ApiError> {
-    let current = licensing::find(&state.db, id).await.map_err(missing(id))?;
-    if asked_version.is_some_and(|v| v != current.version) {
-        return Err(stale(id));
-    }
-    who.require(&permissions_for(&edit, &current, now_millis()))?;
-    match licensing::edit_license(&state.db, id, Some(current.version), edit, &who.audit)
+    for _ in 0..3 {
+        let current = licensing::find(&state.db, id).await.map_err(missing(id))?;
+        if asked_version.is_some_and(|v| v != current.version) {
+            return Err(stale(id));
+        }
+        who.require(&permissions_for(&edit, &current, now_millis()))?;
+        let edited = licensing::edit_license(
+            &state.db,
+            id,
+            Some(current.version),
+            edit.clone(),
+            &who.audit,
+        )
         .await
-        .map_err(missing(id))?
-    {
-        Edited::Done(license) => Ok(answer(StatusCode::OK, &license)),
-        Edited::Stale(_) if asked_version.is_some() => Err(stale(id)),
-        Edited::Stale(_) => Err(ApiError::Conflict(format!(
-            "Licence {id} changed while this call was being answered; nothing was changed. \
-             Read it again and retry."
-        ))),
+        .map_err(missing(id))?;
+        match edited {
+            Edited::Done(license) => return Ok(answer(StatusCode::OK, &license)),
+            Edited::Stale(_) if asked_version.is_some() => return Err(stale(id)),
+            Edited::Stale(_) => continue,
+        }
     }
+    Err(ApiError::Conflict(format!(
+        "Licence {id} kept changing while this call was being answered; nothing was changed. \
+         Read it again and retry."
+    )))
 }
 
 fn stale(id: &str) -> ApiError {
@@ -443,10 +486,7 @@ fn stale(id: &str) -> ApiError {
     path = "/admin/v1/licenses/{license_id}",
     tag = "licenses",
     security(("vendor_token" = [])),
-    params(
-        ("license_id" = String, Path, description = "`lcn_…`"),
-        ("If-Match" = Option<String>, Header, description = "The licence's ETag"),
-    ),
+    params(("license_id" = String, Path, description = "`lcn_…`"), IfMatch),
     request_body(content = UpdateLicenseRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The licence as it now is", body = AdminLicense,
@@ -456,7 +496,7 @@ fn stale(id: &str) -> ApiError {
         (status = 403, description = "`insufficient_role`: the message names the role the change needs", body = ErrorBody),
         (status = 404, description = "`not_found`", body = ErrorBody),
         (status = 409, description = "`conflict`: changed by another call meanwhile (no If-Match was sent); retry", body = ErrorBody),
-        (status = 412, description = "`precondition_failed`: If-Match is not the licence's current ETag", body = ErrorBody),
+        (status = 412, description = "`precondition_failed`: If-Match names another version of the licence", body = ErrorBody),
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
         (status = 422, description = "`invalid_request`: an unknown field (named), a bad value, or a feature both added and removed", body = ErrorBody),
@@ -472,8 +512,8 @@ pub async fn update_license(
 ) -> Result<Response, ApiError> {
     let who = caller(&state, &headers, peer).await?;
     who.require(&[Permission::Read])?;
-    let version = if_match(&headers, &id)?;
     let request: UpdateLicenseRequest = read_json(&headers, body, BODY_LIMIT).await?;
+    let version = if_match(&headers, &id)?;
     let edit = LicenseEdit {
         tier: request.tier,
         expires_at: request
@@ -483,6 +523,7 @@ pub async fn update_license(
             .transpose()
             .map_err(invalid)?,
         max_projects: request.max_projects,
+        max_machines: request.max_machines,
         features_added: request.features_added.map(dedup),
         features_removed: request.features_removed.map(dedup),
         suspended: None,
@@ -516,8 +557,8 @@ async fn set_suspended(
     } else {
         Permission::Resume
     }])?;
-    let version = if_match(&headers, &id)?;
     let request: StateChangeRequest = read_json(&headers, body, BODY_LIMIT).await?;
+    let version = if_match(&headers, &id)?;
     let reason = request.reason.trim();
     if reason.is_empty()
         || reason.chars().count() > MAX_REASON_CHARS
@@ -543,14 +584,18 @@ async fn set_suspended(
     path = "/admin/v1/licenses/{license_id}/suspend",
     tag = "licenses",
     security(("vendor_token" = [])),
-    params(("license_id" = String, Path, description = "`lcn_…`"), ("If-Match" = Option<String>, Header, description = "The licence's ETag")),
+    params(("license_id" = String, Path, description = "`lcn_…`"), IfMatch),
     request_body(content = StateChangeRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The licence as it now is", body = AdminLicense),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
         (status = 401, description = "`invalid_token`", body = ErrorBody),
         (status = 403, description = "`insufficient_role`", body = ErrorBody),
         (status = 404, description = "`not_found`", body = ErrorBody),
-        (status = 412, description = "`precondition_failed`", body = ErrorBody),
+        (status = 409, description = "`conflict`: changed by other calls meanwhile, again and again (no If-Match was sent); retry", body = ErrorBody),
+        (status = 412, description = "`precondition_failed`: If-Match names another version", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
         (status = 422, description = "`invalid_request`", body = ErrorBody),
     )
 )]
@@ -572,14 +617,18 @@ pub async fn suspend_license(
     path = "/admin/v1/licenses/{license_id}/resume",
     tag = "licenses",
     security(("vendor_token" = [])),
-    params(("license_id" = String, Path, description = "`lcn_…`"), ("If-Match" = Option<String>, Header, description = "The licence's ETag")),
+    params(("license_id" = String, Path, description = "`lcn_…`"), IfMatch),
     request_body(content = StateChangeRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The licence as it now is", body = AdminLicense),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
         (status = 401, description = "`invalid_token`", body = ErrorBody),
         (status = 403, description = "`insufficient_role`", body = ErrorBody),
         (status = 404, description = "`not_found`", body = ErrorBody),
-        (status = 412, description = "`precondition_failed`", body = ErrorBody),
+        (status = 409, description = "`conflict`: changed by other calls meanwhile, again and again (no If-Match was sent); retry", body = ErrorBody),
+        (status = 412, description = "`precondition_failed`: If-Match names another version", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
         (status = 422, description = "`invalid_request`", body = ErrorBody),
     )
 )]
@@ -639,9 +688,12 @@ pub async fn resend_license(
     request_body(content = OfflineFileRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The file", body = tidemark_wire::verdict::OfflineLicenseFile),
+        (status = 400, description = "`invalid_json`", body = ErrorBody),
         (status = 401, description = "`invalid_token`", body = ErrorBody),
         (status = 403, description = "`insufficient_role`", body = ErrorBody),
         (status = 404, description = "`not_found`", body = ErrorBody),
+        (status = 413, description = "`payload_too_large`", body = ErrorBody),
+        (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
         (status = 422, description = "`invalid_request`: days out of range or past the expiry, a malformed machine, or an inactive licence", body = ErrorBody),
     )
 )]

@@ -3,7 +3,9 @@
 //! token's name, its own OpenAPI document at `/admin/v1/openapi.json`. Handlers are thin:
 //! they parse, check the role, call the use case the operator's commands call, and answer.
 
+mod accounts;
 mod caller;
+mod keys_and_bundles;
 mod licenses;
 mod tokens;
 
@@ -19,8 +21,6 @@ use utoipa_axum::routes;
 use crate::http::error::ApiError;
 use crate::state::AppState;
 
-pub use caller::CALLS_PER_MINUTE;
-
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -28,18 +28,23 @@ pub use caller::CALLS_PER_MINUTE;
         version = "1",
         description = "The vendor's API over licences: make, find and change them (tier, expiry, \
             entitlement overrides, project cap, suspension), resend them, and write offline \
-            licence files; and the tokens it is called with. Authenticate with a vendor token \
+            licence files; customers' accounts, the audit log, the rule bundle, the \
+            verdict-signing keys; and the tokens it is called with. Authenticate with a vendor token \
             (Authorization: Bearer tmk_vendor_…), which carries one role: admin (everything), \
             sales (make licences, change what they carry), support (read, resend, suspend and \
             resume, extend by at most 30 days, offline files), billing (what a checkout \
             integration does: make, extend, change tier, suspend and resume) or read. A call its \
             role may not make is 403 insufficient_role, naming the roles that may. Every change \
             is in the audit log as vendor:<token name>. Each token may make 600 calls a rolling \
-            minute. Every error body is {\"error\", \"message\"}."
+            minute (TIDEMARK_ADMIN_PER_MINUTE). Every error body is {\"error\", \"message\"}."
     ),
     modifiers(&SecuritySchemes),
     tags(
         (name = "licenses", description = "Licences"),
+        (name = "accounts", description = "Customers' accounts: their licence and how much they use, never their data"),
+        (name = "audit", description = "The audit log"),
+        (name = "bundles", description = "The rule bundle scanners download (admin only)"),
+        (name = "signing keys", description = "The keys that sign licence verdicts"),
         (name = "tokens", description = "Vendor tokens (admin only)"),
     )
 )]
@@ -76,6 +81,12 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(licenses::offline_file))
         .routes(routes!(tokens::list_tokens, tokens::create_token))
         .routes(routes!(tokens::revoke_token))
+        .routes(routes!(accounts::list_accounts))
+        .routes(routes!(accounts::get_account))
+        .routes(routes!(accounts::list_audit))
+        .routes(routes!(keys_and_bundles::publish_bundle))
+        .routes(routes!(keys_and_bundles::list_signing_keys))
+        .routes(routes!(keys_and_bundles::rotate_signing_key))
 }
 
 fn finish_document(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {

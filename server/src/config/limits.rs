@@ -19,6 +19,9 @@ pub struct Limits {
     /// SCIM requests per rolling minute per account token (`TIDEMARK_SCIM_PER_MINUTE`),
     /// shared by replicas; over it, `429` with `Retry-After`.
     pub scim_per_minute: u32,
+    /// Admin API calls per rolling minute per vendor token (`TIDEMARK_ADMIN_PER_MINUTE`),
+    /// shared by replicas; over it, `429` with `Retry-After`.
+    pub admin_per_minute: u32,
     /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
     /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
     pub push_budget_mib: u32,
@@ -53,6 +56,7 @@ impl Limits {
                 .number("TIDEMARK_RESEND_PER_RECIPIENT_PER_HOUR", 3)?,
             signin_per_minute: vars.number("TIDEMARK_SIGNIN_PER_MINUTE", 60)?,
             scim_per_minute: vars.number("TIDEMARK_SCIM_PER_MINUTE", 600)?,
+            admin_per_minute: vars.number("TIDEMARK_ADMIN_PER_MINUTE", 600)?,
             push_budget_mib,
             validation_cache_ms,
         })
@@ -61,12 +65,13 @@ impl Limits {
     pub fn summary(&self) -> String {
         format!(
             "{} dashboard writes/min per account, {} sign-in steps/min and {} resends/min per \
-             address, {} SCIM requests/min per token, {} MiB of pushes at once, validate \
+             address, {} SCIM and {} admin API requests/min per token, {} MiB of pushes at once, validate \
              cached {} ms",
             self.writes_per_minute,
             self.signin_per_minute,
             self.resend_per_minute,
             self.scim_per_minute,
+            self.admin_per_minute,
             self.push_budget_mib,
             self.validation_cache_ms
         )

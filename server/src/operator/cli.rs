@@ -278,6 +278,9 @@ pub enum LicenseCommand {
         /// Override the tier's active-project cap.
         #[arg(long)]
         max_projects: Option<u64>,
+        /// Seats: how many machines may be activated at once (default: unlimited).
+        #[arg(long)]
+        max_machines: Option<u64>,
         /// Entitlement overrides: features beyond the tier's (comma-separated:
         /// hosted_dashboard, drift_detection, custom_frameworks, priority_support).
         #[arg(long, value_name = "FEATURES", value_parser = parse_features, default_value = "")]
@@ -301,6 +304,12 @@ pub enum LicenseCommand {
         /// Remove the cap override: the tier's cap holds again.
         #[arg(long)]
         tier_max_projects: bool,
+        /// Seats: how many machines may be activated at once.
+        #[arg(long, conflicts_with = "unlimited_machines")]
+        max_machines: Option<u64>,
+        /// No seat limit.
+        #[arg(long)]
+        unlimited_machines: bool,
         /// Replaces the features added beyond the tier's (comma-separated; "" for none).
         #[arg(long, value_name = "FEATURES", value_parser = parse_features)]
         features_added: Option<Features>,

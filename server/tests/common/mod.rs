@@ -369,6 +369,7 @@ impl TestApp {
             tier,
             expires_at,
             max_projects,
+            max_machines: None,
             features_added: Vec::new(),
             features_removed: Vec::new(),
         };

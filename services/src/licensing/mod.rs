@@ -45,6 +45,8 @@ pub struct LicenseRequest {
     pub tier: Tier,
     pub expires_at: Option<Millis>,
     pub max_projects: Option<u64>,
+    /// Seats; `None`: unlimited.
+    pub max_machines: Option<u64>,
     /// Entitlement overrides: features beyond the tier's, and the tier's features taken away.
     pub features_added: Vec<tidemark_wire::Feature>,
     pub features_removed: Vec<tidemark_wire::Feature>,
@@ -99,6 +101,7 @@ pub async fn create_once(
         key_ciphertext: keys.seal(key.expose().as_bytes()),
         expires_at: request.expires_at.unwrap_or(now + DEFAULT_TERM_MS),
         max_projects: request.max_projects,
+        max_machines: request.max_machines,
         features_added: request.features_added,
         features_removed: request.features_removed,
         now,

@@ -41,6 +41,9 @@ fn entitlements(l: &License) -> String {
     if let Some(n) = l.max_projects {
         text.push_str(&format!(", at most {n} projects"));
     }
+    if let Some(n) = l.max_machines {
+        text.push_str(&format!(", {n} seats"));
+    }
     text
 }
 
@@ -81,6 +84,9 @@ pub async fn update_license(
     if let Some(cap) = update.max_projects {
         after.max_projects = cap;
     }
+    if let Some(seats) = update.max_machines {
+        after.max_machines = seats;
+    }
     if let Some(added) = &update.features_added {
         after.features_added = added.clone();
     }
@@ -104,8 +110,8 @@ pub async fn update_license(
     tx.execute(
         Stmt::new(
             "UPDATE licenses SET tier = $1, expires_at = $2, suspended_at = $3, \
-             max_projects = $4, features_added = $5, features_removed = $6, version = $7 \
-             WHERE id = $8",
+             max_projects = $4, features_added = $5, features_removed = $6, version = $7, \
+             max_machines = $8 WHERE id = $9",
         )
         .bind(after.tier.as_str())
         .bind(after.expires_at)
@@ -114,6 +120,7 @@ pub async fn update_license(
         .bind(feature_list(&after.features_added))
         .bind(feature_list(&after.features_removed))
         .bind(after.version)
+        .bind(after.max_machines.map(|n| n.min(i64::MAX as u64) as i64))
         .bind(id),
     )
     .await?;

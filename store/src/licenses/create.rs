@@ -24,6 +24,8 @@ pub struct NewLicense {
     pub key_ciphertext: String,
     pub expires_at: Millis,
     pub max_projects: Option<u64>,
+    /// Seats; `None`: unlimited.
+    pub max_machines: Option<u64>,
     pub features_added: Vec<Feature>,
     pub features_removed: Vec<Feature>,
     pub now: Millis,
@@ -109,8 +111,8 @@ pub async fn create_license(
     tx.execute(
         Stmt::new(
             "INSERT INTO licenses (id, account_id, email, tier, lookup_hash, key_ciphertext, \
-             expires_at, max_projects, features_added, features_removed, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             expires_at, max_projects, features_added, features_removed, created_at, \
+             max_machines) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(&new.license_id)
         .bind(&new.account_id)
@@ -122,7 +124,8 @@ pub async fn create_license(
         .bind(new.max_projects.map(|n| n.min(i64::MAX as u64) as i64))
         .bind(feature_list(&new.features_added))
         .bind(feature_list(&new.features_removed))
-        .bind(new.now),
+        .bind(new.now)
+        .bind(new.max_machines.map(|n| n.min(i64::MAX as u64) as i64)),
     )
     .await?;
     // The license's e-mail is the account's first admin.
@@ -154,7 +157,11 @@ pub async fn create_license(
             tidemark_domain::to_rfc3339(new.expires_at),
             new.max_projects
                 .map(|n| format!(", at most {n} projects"))
-                .unwrap_or_default(),
+                .unwrap_or_default()
+                + &new
+                    .max_machines
+                    .map(|n| format!(", {n} seats"))
+                    .unwrap_or_default(),
             overrides.map(|o| format!(", {o}")).unwrap_or_default(),
         )),
     };

@@ -35,6 +35,7 @@ pub(crate) struct LicenseRow {
     expires_at: i64,
     suspended_at: Option<i64>,
     max_projects: Option<i64>,
+    max_machines: Option<i64>,
     features_added: String,
     features_removed: String,
     created_at: i64,
@@ -43,7 +44,8 @@ pub(crate) struct LicenseRow {
 
 pub(crate) const LICENSE_COLUMNS: &str =
     "l.id, l.account_id, l.email, l.tier, l.expires_at, l.suspended_at, \
-     l.max_projects, l.features_added, l.features_removed, l.created_at, l.version";
+     l.max_projects, l.max_machines, l.features_added, l.features_removed, l.created_at, \
+     l.version";
 
 impl TryFrom<LicenseRow> for License {
     type Error = StoreError;
@@ -57,6 +59,7 @@ impl TryFrom<LicenseRow> for License {
             expires_at: r.expires_at,
             suspended_at: r.suspended_at,
             max_projects: r.max_projects.map(|n| n.max(0) as u64),
+            max_machines: r.max_machines.map(|n| n.max(0) as u64),
             features_added: parse_feature_list(&r.features_added),
             features_removed: parse_feature_list(&r.features_removed),
             created_at: r.created_at,

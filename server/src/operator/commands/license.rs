@@ -76,6 +76,7 @@ pub async fn run(
             tier,
             expires,
             max_projects,
+            max_machines,
             features_added,
             features_removed,
         } => {
@@ -85,6 +86,7 @@ pub async fn run(
                 tier: tier.into(),
                 expires_at: expires.as_deref().map(parse_timestamp).transpose()?,
                 max_projects,
+                max_machines,
                 features_added: features_added.0,
                 features_removed: features_removed.0,
             };
@@ -95,12 +97,19 @@ pub async fn run(
             tier,
             max_projects,
             tier_max_projects,
+            max_machines,
+            unlimited_machines,
             features_added,
             features_removed,
         } => {
             let edit = LicenseEdit {
                 tier: tier.map(Into::into),
                 max_projects: match (max_projects, tier_max_projects) {
+                    (Some(n), _) => Some(Some(n)),
+                    (None, true) => Some(None),
+                    (None, false) => None,
+                },
+                max_machines: match (max_machines, unlimited_machines) {
                     (Some(n), _) => Some(Some(n)),
                     (None, true) => Some(None),
                     (None, false) => None,
@@ -199,7 +208,7 @@ async fn update(
     anyhow::ensure!(
         !edit.is_empty(),
         "nothing to change: give --tier, --max-projects, --tier-max-projects, \
-         --features-added or --features-removed"
+         --max-machines, --unlimited-machines, --features-added or --features-removed"
     );
     let edited = licensing::edit_license(db, id, None, edit, audit)
         .await

@@ -405,6 +405,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
                 since: since.as_deref().map(parse_timestamp).transpose()?,
                 actor: actor.as_deref(),
                 action: action.as_deref(),
+                before: None,
                 limit,
             };
             let events = tidemark_services::audit::list(db, &filter).await?;

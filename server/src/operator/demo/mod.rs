@@ -88,6 +88,7 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         tier: Tier::Enterprise,
         expires_at: None,
         max_projects: None,
+        max_machines: None,
         features_added: Vec::new(),
         features_removed: Vec::new(),
     };
