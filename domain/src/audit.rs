@@ -61,6 +61,7 @@ actions! {
     LicenseExtended => "license.extended", "License extended";
     LicenseUpdated => "license.updated", "License's entitlements changed";
     LicenseResent => "license.resent", "License mailed to its holder again";
+    MachineReleased => "machine.released", "Machine's seat released";
     VendorTokenCreated => "vendor_token.created", "Vendor token created";
     VendorTokenRevoked => "vendor_token.revoked", "Vendor token revoked";
     BundlePublished => "bundle.published", "Bundle published";

@@ -37,6 +37,10 @@ pub fn new_license_id() -> String {
     format!("lcn_{}", random_base32(20))
 }
 
+pub fn new_machine_id() -> String {
+    format!("mch_{}", random_base32(20))
+}
+
 pub fn new_vendor_token_id() -> String {
     format!("vtk_{}", random_base32(20))
 }

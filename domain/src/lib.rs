@@ -28,6 +28,7 @@ pub mod report;
 pub mod retention;
 pub mod saml;
 pub mod scim;
+pub mod seats;
 pub mod secrets;
 pub mod signing;
 pub mod spans;

@@ -36,6 +36,7 @@ mod push_budget;
 mod report;
 mod saml_login;
 mod scim;
+mod seats;
 mod secrets_at_rest;
 mod security_headers;
 mod sign_in;

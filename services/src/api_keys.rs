@@ -5,6 +5,7 @@ use tidemark_domain::ids;
 use tidemark_domain::secrets::ApiKey;
 use tidemark_domain::text::MachineName;
 use tidemark_store::licenses::{self, KeyRow, NewApiKey};
+use tidemark_store::machines::ActivationOutcome;
 use tidemark_store::Db;
 use tidemark_wire::ids::AccountId;
 
@@ -52,18 +53,46 @@ pub async fn rotate(
     Ok(Rotated { key, revoked })
 }
 
+/// What an activation got: its key, or no seat.
+pub enum Issued {
+    Key(ApiKey),
+    /// Every seat of the licence is held by another machine; nothing was written.
+    SeatLimit {
+        limit: u64,
+    },
+}
+
 /// `/v1/license/activate`: a new key for one machine or CI secret, beside the account's
-/// others. The key is returned once; only its hash is kept.
+/// others, on the machine's seat (taken now, or the one it holds). The key is returned once;
+/// only its hash is kept.
 pub async fn issue(
     db: &Db,
-    account_id: &AccountId,
+    license: &tidemark_store::licenses::License,
     machine: &MachineName,
-) -> Result<ApiKey, ServiceError> {
+    fingerprint: Option<&tidemark_domain::signing::MachineFingerprint>,
+) -> Result<Issued, ServiceError> {
+    let account_id = &license.account_id;
     let (key, new) = new_key(account_id, machine.as_str(), tidemark_domain::now_millis());
-    db.detached(|db| async move { licenses::insert_api_key(&db, &new).await })
+    let machine_key = tidemark_domain::seats::machine_key(fingerprint, machine);
+    let license_id = license.id.clone();
+    let outcome = db
+        .detached(move |db| async move {
+            let activation = tidemark_store::machines::NewActivation {
+                license_id: &license_id,
+                machine_id: &ids::new_machine_id(),
+                machine_key: &machine_key,
+                key: &new,
+            };
+            tidemark_store::machines::activate(&db, &activation).await
+        })
         .await?;
-    tracing::info!(%account_id, "API key issued");
-    Ok(key)
+    match outcome {
+        ActivationOutcome::Activated { reused, .. } => {
+            tracing::info!(%account_id, reused_seat = reused, "API key issued");
+            Ok(Issued::Key(key))
+        }
+        ActivationOutcome::SeatLimit { limit } => Ok(Issued::SeatLimit { limit }),
+    }
 }
 
 /// Revokes one active key of the account.

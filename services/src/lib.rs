@@ -23,6 +23,7 @@ pub mod posture;
 pub mod projects;
 pub mod publishers;
 pub mod scans;
+pub mod seats;
 mod services;
 pub mod signing_keys;
 pub mod sso;

@@ -35,6 +35,7 @@ pub mod housekeeping;
 pub mod inventory;
 pub mod leases;
 pub mod licenses;
+pub mod machines;
 mod migration_lock;
 pub mod outbox;
 pub mod posture;

@@ -309,3 +309,31 @@ pub struct RotateSigningKeyRequest {
     #[serde(default)]
     pub overlap: Option<String>,
 }
+
+/// A machine activated on a licence: a seat while `released_at` is null.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AdminMachine {
+    /// `mch_…`
+    pub id: String,
+    /// The name its latest activation gave.
+    pub name: String,
+    /// Its `X-Machine-Fingerprint`, when its activation sent one (else it is known by name).
+    pub fingerprint: Option<String>,
+    pub activated_at: String,
+    /// Its latest activation.
+    pub last_seen_at: String,
+    pub released_at: Option<String>,
+    /// Its API keys still live.
+    pub live_keys: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct MachineList {
+    pub machines: Vec<AdminMachine>,
+    /// Seats held now.
+    pub seats_used: i64,
+    /// The licence's limit; null: unlimited.
+    pub max_machines: Option<u64>,
+}

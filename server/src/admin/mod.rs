@@ -7,6 +7,7 @@ mod accounts;
 mod caller;
 mod keys_and_bundles;
 mod licenses;
+mod machines;
 mod tokens;
 
 use std::sync::Arc;
@@ -79,6 +80,8 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(licenses::resume_license))
         .routes(routes!(licenses::resend_license))
         .routes(routes!(licenses::offline_file))
+        .routes(routes!(machines::list_machines))
+        .routes(routes!(machines::release_machine))
         .routes(routes!(tokens::list_tokens, tokens::create_token))
         .routes(routes!(tokens::revoke_token))
         .routes(routes!(accounts::list_accounts))

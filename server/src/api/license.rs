@@ -24,7 +24,7 @@ use crate::http::client_ip::client_ip;
 use crate::http::error::ApiError;
 use crate::http::metrics::AnsweredEarly;
 use crate::state::AppState;
-use tidemark_services::licensing::{self, ResendLimit, Validation, Validator};
+use tidemark_services::licensing::{self, Activation, ResendLimit, Validation, Validator};
 
 /// The optional header that binds a verdict to one machine.
 #[derive(utoipa::IntoParams)]
@@ -155,7 +155,7 @@ fn machine_fingerprint(headers: &HeaderMap) -> Result<Option<MachineFingerprint>
     responses(
         (status = 201, description = "A new API key, shown once", body = ActivateResponse),
         (status = 400, description = "`invalid_license_hash`, or `invalid_json`", body = ErrorBody),
-        (status = 403, description = "`license_inactive`: the license is expired or suspended", body = ErrorBody),
+        (status = 403, description = "`license_inactive`: the license is expired or suspended; or `seat_limit_reached`: every seat of the license is held by another machine (a machine is its X-Machine-Fingerprint, else its name; one that holds a seat activates again without a new one)", body = ErrorBody),
         (status = 404, description = "`license_not_found`", body = ErrorBody),
         (status = 413, description = "`payload_too_large`", body = ErrorBody),
         (status = 415, description = "`unsupported_media_type`", body = ErrorBody),
@@ -175,11 +175,16 @@ pub async fn activate_license(
     let machine =
         MachineName::parse(&request.machine).map_err(|e| ApiError::InvalidRequest(e.message))?;
     ensure_active(&license)?;
-    let activated = state
+    match state
         .validator
         .activate(&state.db, &hash, &license, &machine, machine_fp)
-        .await?;
-    Ok((StatusCode::CREATED, Json(activated)))
+        .await?
+    {
+        Activation::Activated(activated) => Ok((StatusCode::CREATED, Json(activated))),
+        Activation::SeatLimit { limit } => Err(ApiError::SeatLimitReached(
+            tidemark_domain::seats::seat_limit_message(limit),
+        )),
+    }
 }
 
 /// Re-send a license by e-mail

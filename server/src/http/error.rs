@@ -96,6 +96,9 @@ pub enum ApiError {
     #[error("The server's storage is full, so nothing can be written right now (reads still work). Retry after {} seconds; the operator has been alerted.", STORAGE_RETRY_SECS)]
     StorageFull,
     /// Details go to the server log (with the request id), never to the caller.
+    /// Every seat of the licence is held by another machine.
+    #[error("{0}")]
+    SeatLimitReached(String),
     /// The admin API's caller sent no live vendor token.
     #[error("Send a live vendor token as Authorization: Bearer tmk_vendor_… (an unknown, revoked or expired token is refused). An admin token makes others (POST /admin/v1/tokens); the first comes from `tidemark-server vendor-token create` on the server's host.")]
     InvalidVendorToken,
@@ -167,7 +170,7 @@ impl ApiError {
             MissingApiKey | MalformedApiKey | InvalidApiKey | InvalidVendorToken => {
                 StatusCode::UNAUTHORIZED
             }
-            InsufficientRole { .. } => StatusCode::FORBIDDEN,
+            InsufficientRole { .. } | SeatLimitReached(_) => StatusCode::FORBIDDEN,
             PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Conflict(_) => StatusCode::CONFLICT,
             InvalidOidcToken(_) => StatusCode::UNAUTHORIZED,
@@ -225,6 +228,7 @@ impl ApiError {
             ApiKeyRequired => "api_key_required",
             IssuerUnavailable(_) | IssuerKeyPending { .. } => "issuer_unavailable",
             InvalidVendorToken => "invalid_token",
+            SeatLimitReached(_) => "seat_limit_reached",
             InsufficientRole { .. } => "insufficient_role",
             PreconditionFailed(_) => "precondition_failed",
             Conflict(_) => "conflict",

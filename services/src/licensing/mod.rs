@@ -25,7 +25,7 @@ use crate::ServiceError;
 mod answer_cache;
 mod validation;
 
-pub use validation::{Validation, Validator};
+pub use validation::{Activation, Validation, Validator};
 
 /// How long a license runs when it is made without an expiry.
 const DEFAULT_TERM_MS: Millis = 365 * tidemark_domain::time::DAY_MS;

@@ -29,6 +29,12 @@ pub struct Validator {
     base_url: String,
 }
 
+/// An activation's answer: the key with the licence's state signed, or no seat.
+pub enum Activation {
+    Activated(ActivateResponse),
+    SeatLimit { limit: u64 },
+}
+
 /// A validation's answer, serialised (as kept and as sent).
 pub enum Validation {
     Answer(Bytes),
@@ -109,20 +115,25 @@ impl Validator {
         license: &License,
         machine: &MachineName,
         fingerprint: Option<MachineFingerprint>,
-    ) -> Result<ActivateResponse, ServiceError> {
+    ) -> Result<Activation, ServiceError> {
         let now = now_millis();
-        let key = crate::api_keys::issue(db, &license.account_id, machine).await?;
+        let key = match crate::api_keys::issue(db, license, machine, fingerprint.as_ref()).await? {
+            crate::api_keys::Issued::Key(key) => key,
+            crate::api_keys::Issued::SeatLimit { limit } => {
+                return Ok(Activation::SeatLimit { limit })
+            }
+        };
         let bundle = latest_bundle(db).await?;
         let state_now = license_answer(license, true, bundle.as_ref(), &self.base_url);
         let verdict = self
             .sign_verdict(db, hash, license, &state_now, fingerprint, now)
             .await?;
-        Ok(ActivateResponse {
+        Ok(Activation::Activated(ActivateResponse {
             api_key: key.expose().to_owned(),
             account_id: license.account_id.clone().into(),
             tier: license.tier,
             verdict: Some(verdict),
-        })
+        }))
     }
 
     /// What `answer` says about `license`, signed, trusted until the offline grace ends.

@@ -92,34 +92,7 @@ pub async fn run(
             };
             create(state, db, request, audit).await
         }
-        LicenseCommand::Update {
-            id,
-            tier,
-            max_projects,
-            tier_max_projects,
-            max_machines,
-            unlimited_machines,
-            features_added,
-            features_removed,
-        } => {
-            let edit = LicenseEdit {
-                tier: tier.map(Into::into),
-                max_projects: match (max_projects, tier_max_projects) {
-                    (Some(n), _) => Some(Some(n)),
-                    (None, true) => Some(None),
-                    (None, false) => None,
-                },
-                max_machines: match (max_machines, unlimited_machines) {
-                    (Some(n), _) => Some(Some(n)),
-                    (None, true) => Some(None),
-                    (None, false) => None,
-                },
-                features_added: features_added.map(|f| f.0),
-                features_removed: features_removed.map(|f| f.0),
-                ..LicenseEdit::default()
-            };
-            update(db, &id, edit, audit).await
-        }
+        update @ LicenseCommand::Update { .. } => update_from(update, db, audit).await,
         LicenseCommand::List { state, tier, email } => list(db, state, tier, email).await,
         LicenseCommand::Show { id } => show(db, &id).await,
         LicenseCommand::Suspend { id } => {
@@ -282,4 +255,42 @@ async fn create(
         created.license_id, created.account_id
     );
     Ok(Report::new(&created, human)?.beside_json(beside))
+}
+
+/// `license update`'s flags as one edit.
+async fn update_from(
+    command: LicenseCommand,
+    db: &Writer,
+    audit: &AuditContext,
+) -> anyhow::Result<Report> {
+    let LicenseCommand::Update {
+        id,
+        tier,
+        max_projects,
+        tier_max_projects,
+        max_machines,
+        unlimited_machines,
+        features_added,
+        features_removed,
+    } = command
+    else {
+        anyhow::bail!("not a `license update` command");
+    };
+    let edit = LicenseEdit {
+        tier: tier.map(Into::into),
+        max_projects: match (max_projects, tier_max_projects) {
+            (Some(n), _) => Some(Some(n)),
+            (None, true) => Some(None),
+            (None, false) => None,
+        },
+        max_machines: match (max_machines, unlimited_machines) {
+            (Some(n), _) => Some(Some(n)),
+            (None, true) => Some(None),
+            (None, false) => None,
+        },
+        features_added: features_added.map(|f| f.0),
+        features_removed: features_removed.map(|f| f.0),
+        ..LicenseEdit::default()
+    };
+    update(db, &id, edit, audit).await
 }

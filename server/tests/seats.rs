@@ -1,0 +1,131 @@
+//! Seats, on both databases: a licence with `max_machines` activates a new machine only while
+//! a seat is free (ten activations at once on three seats: three succeed), a machine that
+//! holds a seat activates again without a new one, and support releasing a seat revokes that
+//! machine's keys at once and frees the seat.
+#![allow(clippy::unwrap_used)]
+
+use crate::common;
+
+use common::{assert_error, sample_push, TestApp, TestLicense};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tidemark_wire::Tier;
+
+async fn activate(
+    app: &TestApp,
+    license: &TestLicense,
+    machine: &str,
+    fingerprint: Option<&str>,
+) -> reqwest::Response {
+    let mut req = app
+        .client
+        .post(app.url("/v1/license/activate"))
+        .header("X-License-Key-Hash", &license.hash)
+        .json(&json!({ "machine": machine }));
+    if let Some(fp) = fingerprint {
+        req = req.header("X-Machine-Fingerprint", fp);
+    }
+    req.send().await.unwrap()
+}
+
+async fn vendor_token(app: &TestApp, role: &str) -> String {
+    let (ok, out, err) = app
+        .command(
+            &[
+                "vendor-token",
+                "create",
+                "--name",
+                role,
+                "--role",
+                role,
+                "--json",
+            ],
+            &[],
+        )
+        .await;
+    assert!(ok, "{err}");
+    serde_json::from_str::<Value>(&out).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+tidemark_store::test_each_backend! {
+    async fn ten_activations_at_once_on_three_seats_take_three(backend) {
+        let app = TestApp::spawn(backend).await;
+        let license = app.create_license(Tier::Team).await;
+        let (ok, _, err) = app.command(&["license", "update", "--id", &license.license_id, "--max-machines", "3"], &[]).await;
+        assert!(ok, "{err}");
+        let attempts = (0..10).map(|i| {
+            let (app, license) = (&app, &license);
+            async move { activate(app, license, &format!("runner-{i}"), Some(&format!("fp-{i}"))).await.status() }
+        });
+        let statuses = futures_util::future::join_all(attempts).await;
+        let created = statuses.iter().filter(|s| **s == StatusCode::CREATED).count();
+        let refused = statuses.iter().filter(|s| **s == StatusCode::FORBIDDEN).count();
+        assert_eq!((created, refused), (3, 7), "{statuses:?}");
+        assert_eq!(app.count_where("machines", &format!("license_id = '{}' AND released_at IS NULL", license.license_id)).await, 3);
+
+        // The full licence says so, in the contract's shape.
+        let message = assert_error(activate(&app, &license, "laptop", Some("fp-new")).await,
+            StatusCode::FORBIDDEN, "seat_limit_reached").await;
+        assert!(message.contains("3 seats are all held"), "{message}");
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn a_machine_keeps_its_seat_and_support_frees_one(backend) {
+        let app = TestApp::spawn(backend).await;
+        let license = app.create_license(Tier::Team).await;
+        let client = reqwest::Client::new();
+        let admin = |path: &str| format!("{}{path}", app.url("/admin/v1"));
+        let sales = vendor_token(&app, "sales").await;
+        let support = vendor_token(&app, "support").await;
+        let read = vendor_token(&app, "read").await;
+        let set = client.patch(admin(&format!("/licenses/{}", license.license_id)))
+            .bearer_auth(&sales).json(&json!({"max_machines": 2})).send().await.unwrap();
+        assert_eq!(set.status(), StatusCode::OK);
+
+        // Two machines: one by fingerprint, one by name only (a CI secret). Each activates
+        // again (a new key, the same seat).
+        let first = activate(&app, &license, "laptop", Some("fp-laptop")).await;
+        assert_eq!(first.status(), StatusCode::CREATED);
+        let laptop_key = first.json::<Value>().await.unwrap()["api_key"].as_str().unwrap().to_owned();
+        assert_eq!(activate(&app, &license, "ci", None).await.status(), StatusCode::CREATED);
+        assert_eq!(activate(&app, &license, "laptop (renamed)", Some("fp-laptop")).await.status(), StatusCode::CREATED);
+        assert_eq!(activate(&app, &license, "ci", None).await.status(), StatusCode::CREATED);
+        assert_error(activate(&app, &license, "desktop", Some("fp-desktop")).await,
+            StatusCode::FORBIDDEN, "seat_limit_reached").await;
+
+        let list: Value = client.get(admin(&format!("/licenses/{}/machines", license.license_id)))
+            .bearer_auth(&read).send().await.unwrap().json().await.unwrap();
+        assert_eq!((list["seats_used"].as_i64(), list["max_machines"].as_u64()), (Some(2), Some(2)));
+        let machines = list["machines"].as_array().unwrap();
+        let laptop = machines.iter().find(|m| m["fingerprint"] == "fp-laptop").unwrap();
+        assert_eq!((laptop["name"].as_str(), laptop["live_keys"].as_i64()), (Some("laptop (renamed)"), Some(2)));
+        assert!(machines.iter().any(|m| m["name"] == "ci" && m["fingerprint"].is_null()));
+
+        // Only support and admin free seats.
+        let release = |token: &str, id: &str| client
+            .post(admin(&format!("/licenses/{}/machines/{id}/release", license.license_id)))
+            .bearer_auth(token.to_owned()).send();
+        let laptop_id = laptop["id"].as_str().unwrap();
+        assert_error(release(&sales, laptop_id).await.unwrap(), StatusCode::FORBIDDEN, "insufficient_role").await;
+        assert_eq!(app.push(&laptop_key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z")).await.status(), StatusCode::CREATED);
+        assert_eq!(release(&support, laptop_id).await.unwrap().status(), StatusCode::NO_CONTENT);
+        assert_error(release(&support, laptop_id).await.unwrap(), StatusCode::NOT_FOUND, "not_found").await;
+        // Its keys stop at once; its seat is free for another machine.
+        assert_error(app.push(&laptop_key, &sample_push("web", 81.0, "2026-11-20T11:00:00Z")).await,
+            StatusCode::UNAUTHORIZED, "invalid_api_key").await;
+        assert_eq!(activate(&app, &license, "desktop", Some("fp-desktop")).await.status(), StatusCode::CREATED);
+        let log = tidemark_store::audit::list_audit(&app.db, &tidemark_store::audit::AuditQuery { limit: 50, ..Default::default() }).await.unwrap();
+        assert!(log.iter().any(|e| e.action == "machine.released" && e.actor == "vendor:support"
+            && e.after_summary.as_deref() == Some("released; 2 API keys revoked")));
+
+        // Unlimited again: nothing is refused.
+        let unlimited = client.patch(admin(&format!("/licenses/{}", license.license_id)))
+            .bearer_auth(&sales).json(&json!({"max_machines": null})).send().await.unwrap();
+        assert_eq!(unlimited.json::<Value>().await.unwrap()["max_machines"], Value::Null);
+        assert_eq!(activate(&app, &license, "build-box", Some("fp-build")).await.status(), StatusCode::CREATED);
+    }
+}

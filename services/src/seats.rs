@@ -1,0 +1,32 @@
+//! A licence's seats: the machines it is activated on, and freeing one (its API keys are
+//! revoked at once).
+
+use tidemark_domain::audit::AuditContext;
+pub use tidemark_store::machines::MachineRow;
+use tidemark_store::Db;
+
+use crate::ServiceError;
+
+/// The licence's machines, seats held first; "not found" for no such licence.
+pub async fn list(db: &Db, license_id: &str) -> Result<Vec<MachineRow>, ServiceError> {
+    crate::licensing::find(db, license_id).await?;
+    Ok(tidemark_store::machines::list(db, license_id).await?)
+}
+
+/// Frees the machine's seat and revokes its keys; "not found" unless the licence holds that
+/// live seat.
+pub async fn release(
+    db: &Db,
+    license_id: &str,
+    machine_id: &str,
+    audit: &AuditContext,
+) -> Result<(), ServiceError> {
+    let (license_id, machine_id, audit) =
+        (license_id.to_owned(), machine_id.to_owned(), audit.clone());
+    let released = db
+        .detached(move |db| async move {
+            tidemark_store::machines::release(&db, &license_id, &machine_id, &audit).await
+        })
+        .await?;
+    released.then_some(()).ok_or(ServiceError::NotFound)
+}

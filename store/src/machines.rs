@@ -1,0 +1,196 @@
+//! Seats: the machines a licence is activated on. An activation takes a seat (or finds the
+//! one its machine holds) and issues its key in one account-locked transaction, so concurrent
+//! activations never pass the licence's `max_machines`; releasing a seat revokes its keys in
+//! the same transaction.
+
+use tidemark_domain::audit::{Action, AuditContext};
+use tidemark_domain::Millis;
+
+use crate::audit::Change;
+use crate::licenses::NewApiKey;
+use crate::stmt::Stmt;
+use crate::tx::{read_all, WriteTx};
+use crate::{AccountId, Db, StoreError, Writer};
+
+/// An activation: the machine (by its key: `fp:<fingerprint>` or `name:<name>`) and the API
+/// key to issue it.
+pub struct NewActivation<'a> {
+    pub license_id: &'a str,
+    /// Used when the machine holds no seat yet.
+    pub machine_id: &'a str,
+    pub machine_key: &'a str,
+    pub key: &'a NewApiKey,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActivationOutcome {
+    /// The key is issued; `reused` when the machine already held a seat.
+    Activated { machine_id: String, reused: bool },
+    /// Every seat is taken by another machine: nothing was written.
+    SeatLimit { limit: u64 },
+}
+
+/// Takes (or finds) the machine's seat and issues its key.
+pub async fn activate(db: &Writer, a: &NewActivation<'_>) -> Result<ActivationOutcome, StoreError> {
+    let account_id: &AccountId = &a.key.account_id;
+    let now = a.key.now;
+    // The account's lock: activations of one licence queue here (PostgreSQL); SQLite has one
+    // writer.
+    let mut tx = WriteTx::begin_account(db, account_id).await?;
+    let held: Option<(String,)> = tx
+        .fetch_optional(
+            Stmt::new(
+                "SELECT id FROM machines WHERE license_id = $1 AND machine_key = $2 \
+                 AND released_at IS NULL",
+            )
+            .bind(a.license_id)
+            .bind(a.machine_key),
+        )
+        .await?;
+    let (machine_id, reused) = match held {
+        Some((id,)) => {
+            tx.execute(
+                Stmt::new("UPDATE machines SET last_seen_at = $1, name = $2 WHERE id = $3")
+                    .bind(now)
+                    .bind(&a.key.machine)
+                    .bind(id.clone()),
+            )
+            .await?;
+            (id, true)
+        }
+        None => {
+            let (limit,): (Option<i64>,) = tx
+                .fetch_one(
+                    Stmt::new("SELECT max_machines FROM licenses WHERE id = $1").bind(a.license_id),
+                )
+                .await?;
+            if let Some(limit) = limit {
+                let (live,): (i64,) = tx
+                    .fetch_one(
+                        Stmt::new(
+                            "SELECT COUNT(*) FROM machines WHERE license_id = $1 \
+                             AND released_at IS NULL",
+                        )
+                        .bind(a.license_id),
+                    )
+                    .await?;
+                if live >= limit {
+                    return Ok(ActivationOutcome::SeatLimit {
+                        limit: limit.max(0) as u64,
+                    });
+                }
+            }
+            tx.execute(
+                Stmt::new(
+                    "INSERT INTO machines (id, license_id, account_id, machine_key, name, \
+                     activated_at, last_seen_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(a.machine_id)
+                .bind(a.license_id)
+                .bind(account_id)
+                .bind(a.machine_key)
+                .bind(&a.key.machine)
+                .bind(now)
+                .bind(now),
+            )
+            .await?;
+            (a.machine_id.to_owned(), false)
+        }
+    };
+    tx.execute(
+        Stmt::new(
+            "INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at, \
+             machine_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(&a.key.id)
+        .bind(account_id)
+        .bind(a.key.hash.as_str())
+        .bind(&a.key.prefix)
+        .bind(&a.key.machine)
+        .bind(now)
+        .bind(machine_id.clone()),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(ActivationOutcome::Activated { machine_id, reused })
+}
+
+/// A seat as the vendor and the customer's admin see it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MachineRow {
+    pub id: String,
+    pub name: String,
+    /// `fp:<fingerprint>` or `name:<name>`.
+    pub machine_key: String,
+    pub activated_at: Millis,
+    pub last_seen_at: Millis,
+    pub released_at: Option<Millis>,
+    /// Its API keys still live.
+    pub live_keys: i64,
+}
+
+/// The licence's machines: seats held first (newest activation first), then released ones.
+pub async fn list(db: &Db, license_id: &str) -> Result<Vec<MachineRow>, StoreError> {
+    read_all(
+        db,
+        Stmt::new(
+            "SELECT m.id, m.name, m.machine_key, m.activated_at, m.last_seen_at, m.released_at, \
+             (SELECT COUNT(*) FROM api_keys k WHERE k.machine_id = m.id \
+              AND k.revoked_at IS NULL) AS live_keys \
+             FROM machines m WHERE m.license_id = $1 \
+             ORDER BY (m.released_at IS NULL) DESC, m.activated_at DESC, m.id",
+        )
+        .bind(license_id),
+    )
+    .await
+}
+
+/// Frees the seat and revokes its keys at once (audited); `false` when the licence holds no
+/// such live seat.
+pub async fn release(
+    db: &Writer,
+    license_id: &str,
+    machine_id: &str,
+    audit: &AuditContext,
+) -> Result<bool, StoreError> {
+    let mut tx = WriteTx::begin(db).await?;
+    let found: Option<(AccountId, String)> = tx
+        .fetch_optional(
+            Stmt::new(
+                "SELECT account_id, name FROM machines WHERE id = $1 AND license_id = $2 \
+                 AND released_at IS NULL",
+            )
+            .bind(machine_id)
+            .bind(license_id),
+        )
+        .await?;
+    let Some((account_id, name)) = found else {
+        return Ok(false);
+    };
+    tx.execute(
+        Stmt::new("UPDATE machines SET released_at = $1 WHERE id = $2")
+            .bind(audit.at)
+            .bind(machine_id),
+    )
+    .await?;
+    let revoked = tx
+        .execute(
+            Stmt::new(
+                "UPDATE api_keys SET revoked_at = $1 WHERE machine_id = $2 \
+                 AND revoked_at IS NULL",
+            )
+            .bind(audit.at)
+            .bind(machine_id),
+        )
+        .await?;
+    let change = Change {
+        account_id: Some(&account_id),
+        action: Action::MachineReleased,
+        target: machine_id.to_owned(),
+        before: Some(format!("{name} holds a seat of {license_id}")),
+        after: Some(format!("released; {revoked} API keys revoked")),
+    };
+    tx.audit(audit, change).await?;
+    tx.commit().await?;
+    Ok(true)
+}
