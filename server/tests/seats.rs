@@ -129,3 +129,26 @@ tidemark_store::test_each_backend! {
         assert_eq!(activate(&app, &license, "build-box", Some("fp-build")).await.status(), StatusCode::CREATED);
     }
 }
+
+#[tokio::test]
+async fn the_client_says_a_full_licence_in_words() {
+    use crate::cli_client::{env, tidemark};
+    let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
+    let license = app.create_license(Tier::Team).await;
+    let (ok, _, err) = app.command(&["license", "update", "--id", &license.license_id, "--max-machines", "1"], &[]).await;
+    assert!(ok, "{err}");
+    let run = |fingerprint: &'static str| {
+        let config = tempfile::tempdir().unwrap();
+        let (url, key) = (app.base_url.clone(), license.key.clone());
+        async move {
+            let e = env(&url, config.path(), &key, &[("TIDEMARK_MACHINE_FINGERPRINT", fingerprint)], chrono::Utc::now());
+            tidemark(&e, &["activate", "--machine", "laptop"]).await
+        }
+    };
+    assert_eq!(run("sha256:aaaa").await.code, Ok(0));
+    assert_eq!(run("sha256:aaaa").await.code, Ok(0), "the same machine again");
+    let refused = run("sha256:bbbb").await;
+    let said = refused.code.unwrap_err();
+    assert!(said.contains("This license's 1 seat is all held by other machines") && said.contains("seat_limit_reached"), "{said}");
+    assert_ne!(refused.status, 0);
+}
