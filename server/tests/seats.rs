@@ -135,20 +135,83 @@ async fn the_client_says_a_full_licence_in_words() {
     use crate::cli_client::{env, tidemark};
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let license = app.create_license(Tier::Team).await;
-    let (ok, _, err) = app.command(&["license", "update", "--id", &license.license_id, "--max-machines", "1"], &[]).await;
+    let (ok, _, err) = app
+        .command(
+            &[
+                "license",
+                "update",
+                "--id",
+                &license.license_id,
+                "--max-machines",
+                "1",
+            ],
+            &[],
+        )
+        .await;
     assert!(ok, "{err}");
     let run = |fingerprint: &'static str| {
         let config = tempfile::tempdir().unwrap();
         let (url, key) = (app.base_url.clone(), license.key.clone());
         async move {
-            let e = env(&url, config.path(), &key, &[("TIDEMARK_MACHINE_FINGERPRINT", fingerprint)], chrono::Utc::now());
+            let e = env(
+                &url,
+                config.path(),
+                &key,
+                &[("TIDEMARK_MACHINE_FINGERPRINT", fingerprint)],
+                chrono::Utc::now(),
+            );
             tidemark(&e, &["activate", "--machine", "laptop"]).await
         }
     };
     assert_eq!(run("sha256:aaaa").await.code, Ok(0));
-    assert_eq!(run("sha256:aaaa").await.code, Ok(0), "the same machine again");
+    assert_eq!(
+        run("sha256:aaaa").await.code,
+        Ok(0),
+        "the same machine again"
+    );
     let refused = run("sha256:bbbb").await;
     let said = refused.code.unwrap_err();
-    assert!(said.contains("This license's 1 seat is all held by other machines") && said.contains("seat_limit_reached"), "{said}");
+    assert!(
+        said.contains("This license's 1 seat is all held by other machines")
+            && said.contains("seat_limit_reached"),
+        "{said}"
+    );
     assert_ne!(refused.status, 0);
+}
+
+tidemark_store::test_each_backend! {
+    async fn a_seat_unseen_for_thirty_days_is_freed_and_its_keys_revoked(backend) {
+        let app = TestApp::spawn(backend).await;
+        let license = app.create_license(Tier::Team).await;
+        let (ok, _, err) = app.command(&["license", "update", "--id", &license.license_id, "--max-machines", "2"], &[]).await;
+        assert!(ok, "{err}");
+        let key_of = |res: reqwest::Response| async move {
+            assert_eq!(res.status(), StatusCode::CREATED);
+            res.json::<Value>().await.unwrap()["api_key"].as_str().unwrap().to_owned()
+        };
+        let quiet = key_of(activate(&app, &license, "old-laptop", Some("fp-old")).await).await;
+        let busy = key_of(activate(&app, &license, "ci", Some("fp-ci")).await).await;
+        let day = 86_400_000;
+        let now = tidemark_domain::now_millis();
+        // Twenty days on, CI pushes: its seat is seen then.
+        sqlx_update(&app, &format!("UPDATE api_keys SET last_used_at = {} WHERE machine = 'ci'", now + 20 * day)).await;
+        // The clock moved, not waited for: a pass as of 29 days frees nothing; as of 31 days,
+        // the laptop only.
+        assert!(server::workers::seats::free_unseen_seats(&app.db, 30, now + 29 * day).await.unwrap().is_empty());
+        let freed = server::workers::seats::free_unseen_seats(&app.db, 30, now + 31 * day).await.unwrap();
+        assert_eq!(freed.len(), 1);
+        assert_error(app.push(&quiet, &sample_push("web", 80.0, "2026-11-20T10:00:00Z")).await,
+            StatusCode::UNAUTHORIZED, "invalid_api_key").await;
+        assert_eq!(app.push(&busy, &sample_push("web", 80.0, "2026-11-20T10:00:00Z")).await.status(), StatusCode::CREATED);
+        // Its seat is free for a new machine; 0 days never frees one.
+        assert_eq!(activate(&app, &license, "new-laptop", Some("fp-new")).await.status(), StatusCode::CREATED);
+        assert!(server::workers::seats::free_unseen_seats(&app.db, 0, now + 400 * day).await.unwrap().is_empty());
+        let log = tidemark_store::audit::list_audit(&app.db, &tidemark_store::audit::AuditQuery { limit: 50, ..Default::default() }).await.unwrap();
+        assert!(log.iter().any(|e| e.action == "machine.released" && e.actor == "system:seat-release" && e.target == freed[0]));
+    }
+}
+
+async fn sqlx_update(app: &TestApp, sql: &str) {
+    use tidemark_store::on_db;
+    on_db!(&app.db, pool => sqlx::query(sql).execute(pool).await.map(|_| ())).unwrap();
 }

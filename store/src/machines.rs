@@ -194,3 +194,34 @@ pub async fn release(
     tx.commit().await?;
     Ok(true)
 }
+
+/// Frees every seat unseen since `cutoff` (no activation and no use of its keys since), up to
+/// `limit` of them, each audited as `audit`'s; returns the machines freed.
+pub async fn release_unseen(
+    db: &Writer,
+    cutoff: Millis,
+    limit: i64,
+    audit: &AuditContext,
+) -> Result<Vec<String>, StoreError> {
+    let unseen: Vec<(String, String)> = read_all(
+        db,
+        Stmt::new(
+            "SELECT m.id, m.license_id FROM machines m \
+             WHERE m.released_at IS NULL AND m.last_seen_at < $1 \
+             AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.machine_id = m.id \
+                             AND k.last_used_at >= $2) \
+             ORDER BY m.last_seen_at LIMIT $3",
+        )
+        .bind(cutoff)
+        .bind(cutoff)
+        .bind(limit),
+    )
+    .await?;
+    let mut freed = Vec::new();
+    for (machine_id, license_id) in unseen {
+        if release(db, &license_id, &machine_id, audit).await? {
+            freed.push(machine_id);
+        }
+    }
+    Ok(freed)
+}

@@ -22,6 +22,9 @@ pub struct Limits {
     /// Admin API calls per rolling minute per vendor token (`TIDEMARK_ADMIN_PER_MINUTE`),
     /// shared by replicas; over it, `429` with `Retry-After`.
     pub admin_per_minute: u32,
+    /// Days a seat may go unseen (no activation, no use of its keys) before housekeeping
+    /// frees it (`TIDEMARK_SEAT_RELEASE_AFTER_DAYS`); 0 never frees one.
+    pub seat_release_after_days: u32,
     /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
     /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
     pub push_budget_mib: u32,
@@ -57,6 +60,16 @@ impl Limits {
             signin_per_minute: vars.number("TIDEMARK_SIGNIN_PER_MINUTE", 60)?,
             scim_per_minute: vars.number("TIDEMARK_SCIM_PER_MINUTE", 600)?,
             admin_per_minute: vars.number("TIDEMARK_ADMIN_PER_MINUTE", 600)?,
+            seat_release_after_days: match vars.get("TIDEMARK_SEAT_RELEASE_AFTER_DAYS") {
+                None => 30,
+                // 0 is meaningful: seats are never freed by time.
+                Some(text) => text.trim().parse::<u32>().map_err(|_| {
+                    ConfigError::invalid(
+                        "TIDEMARK_SEAT_RELEASE_AFTER_DAYS",
+                        format!("expected whole days (0: never), got {text:?}"),
+                    )
+                })?,
+            },
             push_budget_mib,
             validation_cache_ms,
         })

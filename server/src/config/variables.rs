@@ -160,6 +160,16 @@ pub const VARIABLES: &[Variable] = &[
         "SCIM requests per minute per account token",
     ),
     setting(
+        "TIDEMARK_ADMIN_PER_MINUTE",
+        "600",
+        "admin API calls per minute per vendor token",
+    ),
+    setting(
+        "TIDEMARK_SEAT_RELEASE_AFTER_DAYS",
+        "30",
+        "days a seat may go unseen before it is freed; 0: never",
+    ),
+    setting(
         "TIDEMARK_METRICS_ADDR",
         "(the main address)",
         "ip:port to serve /metrics on instead",

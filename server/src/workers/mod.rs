@@ -1,10 +1,12 @@
 //! Background work, one [`runner::Worker`] per job on the one [`runner::Runner`]: the mail
-//! outbox, webhook deliveries, housekeeping, SSO domain rechecks and tidying.
+//! outbox, webhook deliveries, housekeeping, SSO domain rechecks, seats gone quiet and
+//! tidying.
 
 pub mod domain_checks;
 pub mod housekeeping;
 pub mod mail;
 pub mod runner;
+pub mod seats;
 pub mod tidy;
 pub mod webhooks;
 
@@ -22,6 +24,9 @@ pub fn start(state: &AppState) -> anyhow::Result<Runner> {
             dns: Arc::new(state.dns.clone()),
         }),
         Arc::new(tidy::Tidy),
+        Arc::new(seats::Seats {
+            release_after_days: state.config.limits.seat_release_after_days,
+        }),
     ];
     if let Some(housekeeping) = housekeeping::Housekeeping::from_config(state) {
         workers.push(Arc::new(housekeeping));

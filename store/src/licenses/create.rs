@@ -169,3 +169,14 @@ pub async fn create_license(
     tx.commit().await?;
     Ok(CreateOutcome::Created)
 }
+
+/// Forgets idempotency keys made before `before` (a retry comes within minutes; a day is
+/// plenty).
+pub async fn prune_idempotency_keys(db: &Writer, before: Millis) -> Result<u64, StoreError> {
+    let mut tx = WriteTx::begin(db).await?;
+    let n = tx
+        .execute(Stmt::new("DELETE FROM admin_idempotency WHERE created_at < $1").bind(before))
+        .await?;
+    tx.commit().await?;
+    Ok(n)
+}

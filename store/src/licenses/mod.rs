@@ -22,7 +22,9 @@ mod create;
 mod pages;
 
 pub use changes::{update_license, LicenseEdit, UpdateOutcome};
-pub use create::{create_license, CreateOutcome, IdempotencyClaim, NewLicense};
+pub use create::{
+    create_license, prune_idempotency_keys, CreateOutcome, IdempotencyClaim, NewLicense,
+};
 pub use pages::{page_licenses, LicenseFilter, LicenseStateFilter};
 
 /// A `licenses` row as selected with [`LICENSE_COLUMNS`].

@@ -1,0 +1,72 @@
+//! Frees the seats of machines gone quiet: a machine with no activation and no push with its
+//! keys for `TIDEMARK_SEAT_RELEASE_AFTER_DAYS` (default 30) gives its seat back and its keys
+//! are revoked, once an hour by one replica at a time. Also forgets the admin API's
+//! idempotency keys after a day.
+
+use std::time::Duration;
+
+use tidemark_domain::audit::{Actor, AuditContext};
+use tidemark_domain::time::{DAY_MS, MINUTE_MS};
+use tidemark_domain::{now_millis, Millis};
+use tidemark_store::Writer;
+
+use crate::workers::runner::{Lease, Pacing, Worker};
+
+/// Seats freed per pass at most (the next pass goes on).
+const BATCH: i64 = 500;
+
+pub struct Seats {
+    /// 0: never.
+    pub release_after_days: u32,
+}
+
+/// One pass as of `now`: the seats unseen for `release_after_days` are freed. Returns the
+/// machines freed (and the idempotency keys forgotten are not counted).
+pub async fn free_unseen_seats(
+    db: &Writer,
+    release_after_days: u32,
+    now: Millis,
+) -> anyhow::Result<Vec<String>> {
+    tidemark_store::licenses::prune_idempotency_keys(db, now - DAY_MS).await?;
+    if release_after_days == 0 {
+        return Ok(Vec::new());
+    }
+    let audit = AuditContext {
+        actor: Actor::System {
+            name: "seat-release".into(),
+        },
+        client_ip: None,
+        at: now,
+    };
+    let cutoff = now - i64::from(release_after_days) * DAY_MS;
+    Ok(tidemark_store::machines::release_unseen(db, cutoff, BATCH, &audit).await?)
+}
+
+#[async_trait::async_trait]
+impl Worker for Seats {
+    fn name(&self) -> &'static str {
+        "seats"
+    }
+
+    fn lease(&self) -> Lease {
+        Lease::Named {
+            name: "seats",
+            ttl_ms: 10 * MINUTE_MS,
+        }
+    }
+
+    fn pacing(&self) -> Pacing {
+        Pacing::every(Duration::from_secs(3600), Duration::from_secs(120))
+    }
+
+    async fn pass(&self, db: &Writer, _holder: &str) -> anyhow::Result<u64> {
+        let freed = free_unseen_seats(db, self.release_after_days, now_millis()).await?;
+        if !freed.is_empty() {
+            tracing::info!(
+                count = freed.len(),
+                "freed the seats of machines gone quiet"
+            );
+        }
+        Ok(freed.len() as u64)
+    }
+}
