@@ -172,6 +172,19 @@ impl CiPushToken {
     }
 }
 
+/// The token of an `Authorization: Bearer <prefix>…` header (the scheme's case does not
+/// matter): `prefix` and 1 to 64 base62 characters, else `None`.
+pub(crate) fn bearer_token<'h>(header: Option<&'h str>, prefix: &str) -> Option<&'h str> {
+    let (scheme, token) = header?.trim().split_once(' ')?;
+    let token = token.trim();
+    let rest = token.strip_prefix(prefix)?;
+    (scheme.eq_ignore_ascii_case("bearer")
+        && !rest.is_empty()
+        && rest.len() <= 64
+        && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
+    .then_some(token)
+}
+
 pub const SCIM_TOKEN_PREFIX: &str = "tmk_scim_";
 
 /// An account's SCIM bearer token: `tmk_scim_` + 32 random bytes in base62. Shown once when
@@ -189,15 +202,7 @@ impl ScimToken {
     /// An `Authorization` header's value: `Bearer tmk_scim_…` (the scheme's case does not
     /// matter).
     pub fn parse(header: Option<&str>) -> Option<Self> {
-        let raw = header?.trim();
-        let (scheme, token) = raw.split_once(' ')?;
-        let token = token.trim();
-        let rest = token.strip_prefix(SCIM_TOKEN_PREFIX)?;
-        (scheme.eq_ignore_ascii_case("bearer")
-            && !rest.is_empty()
-            && rest.len() <= 64
-            && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .then(|| Self(token.to_owned()))
+        bearer_token(header, SCIM_TOKEN_PREFIX).map(|t| Self(t.to_owned()))
     }
 
     pub fn expose(&self) -> &str {

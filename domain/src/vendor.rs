@@ -25,14 +25,7 @@ impl VendorToken {
     /// An `Authorization` header's value: `Bearer tmk_vendor_…` (the scheme's case does not
     /// matter). Anything else is no vendor token.
     pub fn parse(header: Option<&str>) -> Option<Self> {
-        let (scheme, token) = header?.trim().split_once(' ')?;
-        let token = token.trim();
-        let rest = token.strip_prefix(VENDOR_TOKEN_PREFIX)?;
-        (scheme.eq_ignore_ascii_case("bearer")
-            && !rest.is_empty()
-            && rest.len() <= 64
-            && rest.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .then(|| Self(token.to_owned()))
+        crate::secrets::bearer_token(header, VENDOR_TOKEN_PREFIX).map(|t| Self(t.to_owned()))
     }
 
     pub fn expose(&self) -> &str {

@@ -329,8 +329,24 @@ tidemark_store::test_each_backend! {
         let t = tidemark_store::testing::fresh_unmigrated(backend).await;
         // The last migration before branches, and a history as that release wrote it.
         tidemark_store::testing::migrate_until(&t.db, 20261127000001).await;
-        insert_pushing_account(&t.db, &acct("acct_a")).await;
         tidemark_store::on_db_write!(&t.db, pool => {
+            // The account, its licence and key as that release wrote them (today's writers
+            // name columns later migrations added).
+            let key_id = tidemark_store::testing::push_key_id("acct_a");
+            for (sql, args) in [
+                ("INSERT INTO accounts (id, created_at) VALUES ($1, 1)", vec!["acct_a".to_owned()]),
+                ("INSERT INTO licenses (id, account_id, email, tier, lookup_hash, key_ciphertext, \
+                  expires_at, created_at) VALUES ('lcn_old', $1, 'old@example.com', 'team', 'l', \
+                  'sealed', 4611686018427387903, 1)", vec!["acct_a".to_owned()]),
+                ("INSERT INTO api_keys (id, account_id, key_hash, prefix, machine, created_at) \
+                  VALUES ($1, 'acct_a', 'h', 'svc_api_x', 'm', 1)", vec![key_id]),
+            ] {
+                let mut q = sqlx::query(sql);
+                for a in args {
+                    q = q.bind(a);
+                }
+                q.execute(pool).await.unwrap();
+            }
             sqlx::query(
                 "INSERT INTO projects (id, account_id, label, created_at, scan_count, last_score, \
                  last_delta, last_scan_id, last_body_hash) \
