@@ -108,7 +108,7 @@ export TIDEMARK_SERVER_BIN=target/debug/tidemark-server
 step "browser tests (Playwright in Debian Chromium): release WASM, the test step's server; then behind nginx (TLS) with two replicas on PostgreSQL"
 scripts/e2e.sh
 
-step "schema tests of /v1 (schemathesis: every phase and check, then the stateful scenario)"
+step "schema tests of /v1 and /admin/v1 (schemathesis: every phase and check, then the stateful scenario)"
 scripts/api-schema.sh
 
 step "SCIM conformance (scim2-tester: discovery, CRUD, filters, PATCH add/remove/replace) against the test step's server"
