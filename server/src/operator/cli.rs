@@ -402,12 +402,13 @@ pub enum LicenseStateArg {
     Suspended,
 }
 
-impl LicenseStateArg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LicenseStateArg::Active => "active",
-            LicenseStateArg::Expired => "expired",
-            LicenseStateArg::Suspended => "suspended",
+impl From<LicenseStateArg> for tidemark_services::licensing::LicenseStateFilter {
+    fn from(state: LicenseStateArg) -> Self {
+        use tidemark_services::licensing::LicenseStateFilter as Filter;
+        match state {
+            LicenseStateArg::Active => Filter::Active,
+            LicenseStateArg::Expired => Filter::Expired,
+            LicenseStateArg::Suspended => Filter::Suspended,
         }
     }
 }

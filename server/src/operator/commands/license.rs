@@ -8,8 +8,7 @@ use super::{inventory, lines, Report};
 use crate::operator::cli::{parse_timestamp, LicenseCommand, LicenseStateArg};
 use crate::state::AppState;
 use tidemark_services::licensing::{
-    self, LicenseChange, LicenseEdit, LicenseFilter, LicenseRequest, LicenseStateFilter,
-    LicenseSummary,
+    self, LicenseChange, LicenseEdit, LicenseFilter, LicenseRequest, LicenseSummary,
 };
 use tidemark_services::ServiceError;
 
@@ -213,11 +212,7 @@ async fn list(
     email: Option<String>,
 ) -> anyhow::Result<Report> {
     let filter = LicenseFilter {
-        state: state.map(|s| match s {
-            LicenseStateArg::Active => LicenseStateFilter::Active,
-            LicenseStateArg::Expired => LicenseStateFilter::Expired,
-            LicenseStateArg::Suspended => LicenseStateFilter::Suspended,
-        }),
+        state: state.map(Into::into),
         tier: tier.map(tidemark_wire::Tier::from),
         email: email.map(|e| e.trim().to_owned()),
         ..LicenseFilter::default()
