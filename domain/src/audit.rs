@@ -64,6 +64,8 @@ actions! {
     MachineReleased => "machine.released", "Machine's seat released";
     VendorTokenCreated => "vendor_token.created", "Vendor token created";
     VendorTokenRevoked => "vendor_token.revoked", "Vendor token revoked";
+    VendorWebhookCreated => "vendor_webhook.created", "Vendor webhook endpoint added";
+    VendorWebhookDeleted => "vendor_webhook.deleted", "Vendor webhook endpoint removed";
     BundlePublished => "bundle.published", "Bundle published";
     PublisherAdded => "publisher.added", "Trusted publisher added";
     PublisherPinned => "publisher.pinned", "Trusted publisher pinned to repository ids";

@@ -165,6 +165,21 @@ pub fn new_opaque_token() -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// One licence event (`evt_…`), the same on each delivery of it.
+pub fn new_license_event_id() -> String {
+    format!("evt_{}", random_base32(20))
+}
+
+/// A vendor webhook endpoint.
+pub fn new_vendor_webhook_id() -> String {
+    format!("vwh_{}", random_base32(20))
+}
+
+pub fn is_vendor_webhook_id(s: &str) -> bool {
+    s.strip_prefix("vwh_")
+        .is_some_and(|r| r.len() == 20 && r.bytes().all(|b| BASE32_LOWER.contains(&b)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ pub mod housekeeping;
 pub mod ids;
 pub mod input;
 pub mod license;
+pub mod license_events;
 pub mod overview;
 pub mod paging;
 pub mod posture;

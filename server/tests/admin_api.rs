@@ -15,16 +15,16 @@ use serde_json::{json, Value};
 use tidemark_store::audit::{list_audit, AuditQuery};
 
 /// The vendor's systems: one token per role, and a client that sends them.
-struct Vendor {
-    client: reqwest::Client,
-    base: String,
-    tokens: HashMap<&'static str, String>,
+pub(crate) struct Vendor {
+    pub client: reqwest::Client,
+    pub base: String,
+    pub tokens: HashMap<&'static str, String>,
 }
 
 impl Vendor {
     /// The first admin token from `vendor-token create`, then one token per other role made
     /// by it over the API.
-    async fn set_up(app: &TestApp) -> Vendor {
+    pub async fn set_up(app: &TestApp) -> Vendor {
         let (ok, out, err) = app
             .command(
                 &[
@@ -69,7 +69,7 @@ impl Vendor {
         vendor
     }
 
-    async fn call(
+    pub async fn call(
         &self,
         role: &str,
         method: &str,
@@ -101,7 +101,7 @@ impl Vendor {
         req.send().await.unwrap()
     }
 
-    async fn create(&self, role: &str, body: Value) -> Value {
+    pub async fn create(&self, role: &str, body: Value) -> Value {
         let res = self.call(role, "POST", "/licenses", Some(body)).await;
         assert_eq!(res.status(), StatusCode::CREATED);
         res.json().await.unwrap()
@@ -146,6 +146,9 @@ tidemark_store::test_each_backend! {
             ("signing keys", "GET", "/signing-keys".into(), None, &["admin", "sales", "support", "billing", "read"]),
             ("rotate the signing key", "POST", "/signing-keys/rotate".into(), Some(json!({"overlap": "48h"})), &["admin"]),
             ("make a token", "POST", "/tokens".into(), Some(json!({"name": "x", "role": "read"})), &["admin"]),
+            ("licence events", "GET", format!("/events?license_id={id}"), None, &["admin", "sales", "support", "billing", "read"]),
+            ("list vendor webhooks", "GET", "/webhooks".into(), None, &["admin"]),
+            ("add a vendor webhook", "POST", "/webhooks".into(), Some(json!({"url": "https://hooks.example.com/tidemark", "events": ["license.expiring"]})), &["admin"]),
         ];
         for (name, method, path, body, allowed) in &cases {
             for role in ["admin", "sales", "support", "billing", "read"] {
@@ -163,6 +166,10 @@ tidemark_store::test_each_backend! {
                     if *name == "make a token" {
                         let made: Value = res.json().await.unwrap();
                         vendor.call("admin", "DELETE", &format!("/tokens/{}", made["id"].as_str().unwrap()), None).await;
+                    } else if *name == "add a vendor webhook" {
+                        let made: Value = res.json().await.unwrap();
+                        let gone = vendor.call("admin", "DELETE", &format!("/webhooks/{}", made["webhook"]["id"].as_str().unwrap()), None).await;
+                        assert_eq!(gone.status(), StatusCode::NO_CONTENT);
                     }
                 } else {
                     let message = assert_error(res, StatusCode::FORBIDDEN, "insufficient_role").await;

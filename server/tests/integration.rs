@@ -42,5 +42,6 @@ mod security_headers;
 mod sign_in;
 mod sso_claims;
 mod timeouts;
+mod vendor_events;
 mod verdicts;
 mod webhooks;

@@ -29,6 +29,7 @@ pub mod signing_keys;
 pub mod sso;
 pub mod triage;
 pub mod vendor;
+pub mod vendor_events;
 pub mod webhooks;
 
 pub use error::{log_unavailable, ServiceError};

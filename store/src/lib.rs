@@ -34,6 +34,7 @@ pub mod handovers;
 pub mod housekeeping;
 pub mod inventory;
 pub mod leases;
+pub mod license_events;
 pub mod licenses;
 pub mod machines;
 mod migration_lock;

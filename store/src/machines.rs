@@ -7,10 +7,12 @@ use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::Millis;
 
 use crate::audit::Change;
+use crate::license_events::{raise, Raise};
 use crate::licenses::NewApiKey;
 use crate::stmt::Stmt;
 use crate::tx::{read_all, WriteTx};
 use crate::{AccountId, Db, StoreError, Writer};
+use tidemark_domain::license_events::{event_machine, LicenseEvent};
 
 /// An activation: the machine (by its key: `fp:<fingerprint>` or `name:<name>`) and the API
 /// key to issue it.
@@ -75,9 +77,15 @@ pub async fn activate(db: &Writer, a: &NewActivation<'_>) -> Result<ActivationOu
                     )
                     .await?;
                 if live >= limit {
-                    return Ok(ActivationOutcome::SeatLimit {
-                        limit: limit.max(0) as u64,
-                    });
+                    let limit = limit.max(0) as u64;
+                    // The refusal writes only its event (once an hour per licence).
+                    let mut refused = Raise::new(LicenseEvent::SeatLimitReached, now);
+                    refused.details.machine =
+                        Some(event_machine(None, &a.key.machine, a.machine_key));
+                    refused.details.seat_limit = Some(limit);
+                    raise(&mut tx, a.license_id, refused).await?;
+                    tx.commit().await?;
+                    return Ok(ActivationOutcome::SeatLimit { limit });
                 }
             }
             tx.execute(
@@ -94,6 +102,13 @@ pub async fn activate(db: &Writer, a: &NewActivation<'_>) -> Result<ActivationOu
                 .bind(now),
             )
             .await?;
+            let mut activated = Raise::new(LicenseEvent::MachineActivated, now);
+            activated.details.machine = Some(event_machine(
+                Some(a.machine_id),
+                &a.key.machine,
+                a.machine_key,
+            ));
+            raise(&mut tx, a.license_id, activated).await?;
             (a.machine_id.to_owned(), false)
         }
     };
@@ -154,17 +169,17 @@ pub async fn release(
     audit: &AuditContext,
 ) -> Result<bool, StoreError> {
     let mut tx = WriteTx::begin(db).await?;
-    let found: Option<(AccountId, String)> = tx
+    let found: Option<(AccountId, String, String)> = tx
         .fetch_optional(
             Stmt::new(
-                "SELECT account_id, name FROM machines WHERE id = $1 AND license_id = $2 \
-                 AND released_at IS NULL",
+                "SELECT account_id, name, machine_key FROM machines WHERE id = $1 \
+                 AND license_id = $2 AND released_at IS NULL",
             )
             .bind(machine_id)
             .bind(license_id),
         )
         .await?;
-    let Some((account_id, name)) = found else {
+    let Some((account_id, name, machine_key)) = found else {
         return Ok(false);
     };
     tx.execute(
@@ -191,6 +206,9 @@ pub async fn release(
         after: Some(format!("released; {revoked} API keys revoked")),
     };
     tx.audit(audit, change).await?;
+    let mut released = Raise::new(LicenseEvent::MachineReleased, audit.at);
+    released.details.machine = Some(event_machine(Some(machine_id), &name, &machine_key));
+    raise(&mut tx, license_id, released).await?;
     tx.commit().await?;
     Ok(true)
 }

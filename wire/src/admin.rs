@@ -337,3 +337,106 @@ pub struct MachineList {
     /// The licence's limit; null: unlimited.
     pub max_machines: Option<u64>,
 }
+
+/// One licence event, exactly as a vendor webhook endpoint receives it (signed like the
+/// account webhooks, `Tidemark-Signature: t=…,v1=…`) and as `GET /admin/v1/events` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct VendorEvent {
+    /// `evt_…`: the same on every delivery and retry of the event; a receiver drops repeats
+    /// by it.
+    pub id: String,
+    /// `license.created`, `license.updated`, `license.suspended`, `license.resumed`,
+    /// `license.expiring`, `license.expired`, `machine.activated`, `machine.released` or
+    /// `seat_limit.reached`.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub created_at: String,
+    /// `lcn_…`
+    pub license_id: String,
+    /// The licence's own order of events (from 1, with gaps): an endpoint receives a
+    /// licence's events in this order.
+    pub sequence: i64,
+    pub data: VendorEventData,
+}
+
+/// What the event is about, as it was when it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct VendorEventData {
+    pub license: AdminLicense,
+    /// `machine.*` events: the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<EventMachine>,
+    /// Suspensions and resumptions: the reason given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `license.expiring`: 30, 7 or 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub days_left: Option<u32>,
+    /// `seat_limit.reached`: the licence's seats, all taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seat_limit: Option<u64>,
+}
+
+/// The machine of a `machine.*` or `seat_limit.reached` event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct EventMachine {
+    /// `mch_…`; null for `seat_limit.reached` (the machine was refused a seat).
+    pub id: Option<String>,
+    pub name: String,
+    pub fingerprint: Option<String>,
+}
+
+/// A page of events, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct VendorEventPage {
+    pub events: Vec<VendorEvent>,
+    /// Pass as `cursor` for the next (older) page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A vendor webhook endpoint (its URL shown as scheme, host and port only: a URL may carry
+/// a credential).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct VendorWebhook {
+    /// `vwh_…`
+    pub id: String,
+    pub url: String,
+    pub events: Vec<String>,
+    pub created_at: String,
+    /// Deliveries not finished yet (waiting their turn, or being retried).
+    pub pending: i64,
+    /// Deliveries given up after a day of retries.
+    pub failed: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct VendorWebhookList {
+    pub webhooks: Vec<VendorWebhook>,
+}
+
+/// An endpoint to add.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateVendorWebhookRequest {
+    /// `https://…` (plain `http` only to hosts the operator allows).
+    pub url: String,
+    /// Event types to receive; default every one.
+    #[serde(default)]
+    pub events: Option<Vec<String>>,
+}
+
+/// A new endpoint and its signing secret, shown this once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CreatedVendorWebhook {
+    pub webhook: VendorWebhook,
+    /// `whsec_…`: verify `Tidemark-Signature` with it.
+    pub secret: String,
+}

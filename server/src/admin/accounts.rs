@@ -26,11 +26,11 @@ use crate::state::AppState;
 const DEFAULT_LIMIT: i64 = 50;
 const MAX_LIMIT: i64 = 200;
 
-fn invalid(text: impl Into<String>) -> ApiError {
+pub(super) fn invalid(text: impl Into<String>) -> ApiError {
     ApiError::InvalidRequest(text.into())
 }
 
-fn limit_of(limit: Option<i64>) -> Result<i64, ApiError> {
+pub(super) fn limit_of(limit: Option<i64>) -> Result<i64, ApiError> {
     match limit {
         None => Ok(DEFAULT_LIMIT),
         Some(l) if (1..=MAX_LIMIT).contains(&l) => Ok(l),
@@ -38,7 +38,7 @@ fn limit_of(limit: Option<i64>) -> Result<i64, ApiError> {
     }
 }
 
-fn cursor_of(cursor: Option<&str>, prefix: &str) -> Result<Option<Keyset>, ApiError> {
+pub(super) fn cursor_of(cursor: Option<&str>, prefix: &str) -> Result<Option<Keyset>, ApiError> {
     cursor
         .map(|c| {
             Keyset::parse(c, prefix).ok_or_else(|| {
@@ -48,7 +48,7 @@ fn cursor_of(cursor: Option<&str>, prefix: &str) -> Result<Option<Keyset>, ApiEr
         .transpose()
 }
 
-fn query<T: serde::de::DeserializeOwned>(uri: &Uri) -> Result<T, ApiError> {
+pub(super) fn query<T: serde::de::DeserializeOwned>(uri: &Uri) -> Result<T, ApiError> {
     axum::extract::Query::<T>::try_from_uri(uri)
         .map(|q| q.0)
         .map_err(|e| invalid(format!("the query is not one this endpoint reads ({e})")))

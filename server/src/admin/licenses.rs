@@ -10,11 +10,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use tidemark_domain::license::License;
+use tidemark_domain::now_millis;
 use tidemark_domain::paging::Keyset;
 use tidemark_domain::text::Email;
 use tidemark_domain::time::parse_rfc3339;
 use tidemark_domain::vendor::{permissions_for, Permission};
-use tidemark_domain::{now_millis, to_rfc3339};
 use tidemark_services::licensing::{
     self, Creation, Edited, IdempotencyClaim, LicenseEdit, LicenseFilter, LicenseRequest,
     LicenseStateFilter,
@@ -38,24 +38,9 @@ const MAX_LIMIT: i64 = 200;
 /// A suspension's reason, kept in the audit log.
 const MAX_REASON_CHARS: usize = 500;
 
+/// The licence as the API shows it now (licence events show it as it was).
 pub fn view(l: &License) -> AdminLicense {
-    AdminLicense {
-        id: l.id.clone(),
-        account_id: l.account_id.to_string(),
-        email: l.email.clone(),
-        tier: l.tier,
-        state: l.state(now_millis()).as_str().to_owned(),
-        expires_at: to_rfc3339(l.expires_at),
-        suspended_at: l.suspended_at.map(to_rfc3339),
-        max_projects: l.max_projects,
-        project_cap: l.project_cap(),
-        max_machines: l.max_machines,
-        features: l.features(),
-        features_added: l.features_added.clone(),
-        features_removed: l.features_removed.clone(),
-        created_at: to_rfc3339(l.created_at),
-        version: l.version,
-    }
+    tidemark_domain::license_events::license_view(l, now_millis())
 }
 
 fn etag(l: &License) -> String {

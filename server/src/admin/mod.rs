@@ -5,6 +5,7 @@
 
 mod accounts;
 mod caller;
+mod events;
 mod keys_and_bundles;
 mod licenses;
 mod machines;
@@ -29,7 +30,7 @@ use crate::state::AppState;
         version = "1",
         description = "The vendor's API over licences: make, find and change them (tier, expiry, \
             entitlement overrides, project cap, suspension), resend them, and write offline \
-            licence files; customers' accounts, the audit log, the rule bundle, the \
+            licence files; seats; licence events and the webhook endpoints that hear them; customers' accounts, the audit log, the rule bundle, the \
             verdict-signing keys; and the tokens it is called with. Authenticate with a vendor token \
             (Authorization: Bearer tmk_vendor_…), which carries one role: admin (everything), \
             sales (make licences, change what they carry), support (read, resend, suspend and \
@@ -47,6 +48,7 @@ use crate::state::AppState;
         (name = "bundles", description = "The rule bundle scanners download (admin only)"),
         (name = "signing keys", description = "The keys that sign licence verdicts"),
         (name = "tokens", description = "Vendor tokens (admin only)"),
+        (name = "events", description = "Licence events, and the vendor's webhook endpoints that hear them (admin only)"),
     )
 )]
 struct AdminDoc;
@@ -90,6 +92,9 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(keys_and_bundles::publish_bundle))
         .routes(routes!(keys_and_bundles::list_signing_keys))
         .routes(routes!(keys_and_bundles::rotate_signing_key))
+        .routes(routes!(events::list_events))
+        .routes(routes!(events::list_webhooks, events::create_webhook))
+        .routes(routes!(events::delete_webhook))
 }
 
 fn finish_document(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {

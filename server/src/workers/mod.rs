@@ -1,9 +1,10 @@
 //! Background work, one [`runner::Worker`] per job on the one [`runner::Runner`]: the mail
-//! outbox, webhook deliveries, housekeeping, SSO domain rechecks, seats gone quiet and
+//! outbox, webhook deliveries, licence events to the vendor, housekeeping, SSO domain rechecks, seats gone quiet and
 //! tidying.
 
 pub mod domain_checks;
 pub mod housekeeping;
+pub mod license_events;
 pub mod mail;
 pub mod runner;
 pub mod seats;
@@ -24,6 +25,8 @@ pub fn start(state: &AppState) -> anyhow::Result<Runner> {
             dns: Arc::new(state.dns.clone()),
         }),
         Arc::new(tidy::Tidy),
+        Arc::new(license_events::VendorSender::new(state)?),
+        Arc::new(license_events::Calendar),
         Arc::new(seats::Seats {
             release_after_days: state.config.limits.seat_release_after_days,
         }),

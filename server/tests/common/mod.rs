@@ -155,6 +155,12 @@ impl TestApp {
         .await
     }
 
+    /// Stops serving (and this replica's workers) as a crash would; the database stays.
+    pub async fn stop(&mut self) {
+        self.server.abort();
+        let _ = (&mut self.server).await;
+    }
+
     /// A deploy of this replica: stops it as SIGTERM does (no new connections; requests
     /// already running finish and are answered), then starts the new one on the same
     /// address, where a proxy still sends traffic.

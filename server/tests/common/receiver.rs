@@ -10,6 +10,9 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::IntoResponse;
 
+/// In [`Receiver::answer_next`]: hold the request without answering.
+pub const HOLD: u16 = 0;
+
 #[derive(Debug, Clone)]
 pub struct Received {
     /// When it arrived.
@@ -52,17 +55,23 @@ impl Receiver {
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
             let state = state.clone();
             async move {
-                let mut inner = state.lock().expect("receiver state");
-                inner.received.push(Received {
-                    at: std::time::Instant::now(),
-                    path: uri.path().to_owned(),
-                    headers,
-                    body,
-                });
-                if uri.path() == "/redirect" {
-                    return (StatusCode::FOUND, [("location", "/target")]).into_response();
+                let status = {
+                    let mut inner = state.lock().expect("receiver state");
+                    inner.received.push(Received {
+                        at: std::time::Instant::now(),
+                        path: uri.path().to_owned(),
+                        headers,
+                        body,
+                    });
+                    if uri.path() == "/redirect" {
+                        return (StatusCode::FOUND, [("location", "/target")]).into_response();
+                    }
+                    inner.script.pop_front().unwrap_or(204)
+                };
+                if status == HOLD {
+                    // Never answered: the sender is cut off (or gives up) mid-send.
+                    tokio::time::sleep(Duration::from_secs(120)).await;
                 }
-                let status = inner.script.pop_front().unwrap_or(204);
                 StatusCode::from_u16(status)
                     .unwrap_or(StatusCode::NO_CONTENT)
                     .into_response()

@@ -10,9 +10,11 @@ use tidemark_wire::Feature;
 use super::create::feature_list;
 use super::{License, LicenseRow, LICENSE_COLUMNS};
 use crate::audit::Change;
+use crate::license_events::{raise, Raise};
 use crate::stmt::Stmt;
 use crate::tx::WriteTx;
 use crate::{StoreError, Writer};
+use tidemark_domain::license_events::LicenseEvent;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpdateOutcome {
@@ -127,8 +129,23 @@ pub async fn update_license(
     for change in changes(&before, &after, reason.as_deref()) {
         tx.audit(audit, change).await?;
     }
+    let mut raised = Raise::new(event_of(&before, &after), audit.at);
+    if raised.event != LicenseEvent::Updated {
+        raised.details.reason = reason.clone();
+    }
+    raise(&mut tx, id, raised).await?;
     tx.commit().await?;
     Ok(UpdateOutcome::Updated(after))
+}
+
+/// The event a change raises: a suspension or resumption says so (whatever else changed
+/// with it); anything else is an update.
+fn event_of(before: &License, after: &License) -> LicenseEvent {
+    match (before.suspended_at, after.suspended_at) {
+        (None, Some(_)) => LicenseEvent::Suspended,
+        (Some(_), None) => LicenseEvent::Resumed,
+        _ => LicenseEvent::Updated,
+    }
 }
 
 /// One audit entry per kind of change: suspension, expiry, entitlements.

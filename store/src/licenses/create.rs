@@ -11,6 +11,7 @@ use crate::audit::Change;
 use crate::stmt::Stmt;
 use crate::tx::WriteTx;
 use crate::{AccountId, StoreError, Writer};
+use tidemark_domain::license_events::LicenseEvent;
 
 /// What an operator (or the vendor's API) gives to create a license.
 #[derive(Debug, Clone)]
@@ -166,6 +167,8 @@ pub async fn create_license(
         )),
     };
     tx.audit(audit, change).await?;
+    let created = crate::license_events::Raise::new(LicenseEvent::Created, new.now);
+    crate::license_events::raise(&mut tx, &new.license_id, created).await?;
     tx.commit().await?;
     Ok(CreateOutcome::Created)
 }
