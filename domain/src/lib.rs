@@ -34,6 +34,7 @@ pub mod secrets;
 pub mod signing;
 pub mod spans;
 pub mod sso;
+pub mod stripe;
 pub mod text;
 pub mod tier;
 pub mod time;

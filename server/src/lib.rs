@@ -5,6 +5,7 @@ pub mod admin;
 pub mod allocator;
 pub mod api;
 pub mod auth;
+pub mod billing;
 pub mod config;
 pub mod http;
 pub mod keyless;
@@ -202,6 +203,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
             Duration::from_secs(state.config.http.api_timeout_seconds.into()),
         )))
         .merge(security_headers::no_store(scim::router()))
+        .merge(security_headers::no_store(billing::router()))
         .merge(security_headers::no_store(dashboard))
         .with_state(state.clone())
         .fallback_service(fallback_service(&state))

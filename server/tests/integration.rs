@@ -41,6 +41,7 @@ mod secrets_at_rest;
 mod security_headers;
 mod sign_in;
 mod sso_claims;
+mod stripe_billing;
 mod timeouts;
 mod vendor_events;
 mod verdicts;

@@ -9,6 +9,7 @@ pub mod alerts;
 pub mod api_keys;
 pub mod audit;
 pub mod badges;
+pub mod billing;
 pub mod bundles;
 pub mod crypto;
 mod error;

@@ -23,3 +23,17 @@ pub trait IdpMetadataReader: Send + Sync {
 pub trait TxtLookup: Send + Sync {
     async fn lookup_txt(&self, name: &str) -> TxtAnswer;
 }
+
+/// A paid checkout's first line item: the price bought and how many.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckoutItem {
+    pub price_id: String,
+    pub quantity: Option<u64>,
+}
+
+/// Reads a checkout session's line items from the payment provider (Stripe's events do not
+/// carry them). An `Err` is a failure worth a retry, in words.
+#[async_trait::async_trait]
+pub trait CheckoutItems: Send + Sync {
+    async fn first_item(&self, session_id: &str) -> Result<CheckoutItem, String>;
+}

@@ -53,6 +53,7 @@ pub mod signing_keys;
 pub mod spans;
 pub mod sso;
 mod stmt;
+pub mod stripe;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tx;

@@ -2,6 +2,7 @@
 //! per concern. docs/configuration.md's table documents the same variables
 //! ([`VARIABLES`]); start-up logs [`Config::summary`], one line per concern.
 
+mod billing;
 mod database;
 mod housekeeping;
 mod http;
@@ -16,6 +17,7 @@ mod webhooks;
 
 use std::path::PathBuf;
 
+pub use billing::StripeConfig;
 pub use database::{DatabaseConfig, DatabaseUrl, MigratePolicy};
 pub use housekeeping::{parse_housekeeping, HousekeepingConfig};
 pub use http::HttpConfig;
@@ -48,6 +50,8 @@ pub struct Config {
     pub keyless: KeylessConfig,
     pub mail: MailConfig,
     pub webhooks: WebhookConfig,
+    /// Licences made by Stripe Checkout, when configured.
+    pub stripe: Option<StripeConfig>,
     pub limits: Limits,
     pub housekeeping: HousekeepingConfig,
 }
@@ -125,6 +129,7 @@ impl Config {
             signin: SigninConfig::read(&vars)?,
             mail: MailConfig::read(&vars)?,
             webhooks: WebhookConfig::read(&vars)?,
+            stripe: StripeConfig::read(&vars)?,
             limits: Limits::read(&vars)?,
             housekeeping: HousekeepingConfig::read(&vars)?,
             http,
@@ -154,6 +159,12 @@ impl Config {
             ("keyless CI", self.keyless.summary()),
             ("mail", self.mail.summary()),
             ("webhooks", self.webhooks.summary()),
+            (
+                "stripe",
+                self.stripe
+                    .as_ref()
+                    .map_or("off".to_owned(), StripeConfig::summary),
+            ),
             ("limits", self.limits.summary()),
             ("housekeeping", self.housekeeping.summary()),
         ]
@@ -292,7 +303,7 @@ pub(crate) mod tests {
         assert!(!debug.contains(&key), "{debug}");
         assert!(debug.contains("<redacted>"));
         let summary = c.summary();
-        assert_eq!(summary.len(), 10, "one line per concern");
+        assert_eq!(summary.len(), 11, "one line per concern");
         for (concern, line) in summary {
             for secret in ["hunter2", "mailpass", key.as_str()] {
                 assert!(!line.contains(secret), "{concern}: {line}");

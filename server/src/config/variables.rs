@@ -230,6 +230,27 @@ pub const VARIABLES: &[Variable] = &[
         "10",
         "how long a webhook receiver has to answer",
     ),
+    secret(
+        "TIDEMARK_STRIPE_WEBHOOK_SECRET",
+        "",
+        "Stripe endpoint signing secrets, comma-separated",
+    ),
+    secret(
+        "TIDEMARK_STRIPE_API_KEY",
+        "",
+        "reads a checkout's line items",
+    ),
+    setting(
+        "TIDEMARK_STRIPE_PRICES",
+        "",
+        "price_…=<tier>, comma-separated",
+    ),
+    setting("TIDEMARK_STRIPE_GRACE_DAYS", "7", "days after a paid period"),
+    setting(
+        "TIDEMARK_STRIPE_API_BASE",
+        "https://api.stripe.com",
+        "Stripe's API",
+    ),
     setting(
         "TIDEMARK_OIDC_AUDIENCE",
         "the base URL",
@@ -276,10 +297,12 @@ pub fn variables_help() -> String {
 /// The settings that hold secrets. Each may instead be given as `<NAME>_FILE`, the path of a
 /// file holding the value (the container convention: Docker and Kubernetes secrets are
 /// mounted as files, which keeps them out of the process environment and `docker inspect`).
-pub const SECRET_VARIABLES: [&str; 5] = [
+pub const SECRET_VARIABLES: [&str; 7] = [
     "DATABASE_URL",
     "TIDEMARK_MASTER_KEY",
     "TIDEMARK_MASTER_KEY_PREVIOUS",
     "TIDEMARK_OIDC_CLIENT_SECRET",
     "TIDEMARK_SMTP_URL",
+    "TIDEMARK_STRIPE_WEBHOOK_SECRET",
+    "TIDEMARK_STRIPE_API_KEY",
 ];

@@ -40,6 +40,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     InvalidJson(String),
+    /// A payment provider's event whose signature does not verify.
+    #[error("{0}")]
+    InvalidSignature(String),
     #[error("{0}")]
     InvalidRequest(String),
     #[error("Content-Type must be application/json.")]
@@ -166,7 +169,7 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         use ApiError::*;
         match self {
-            InvalidLicenseHash | InvalidJson(_) => StatusCode::BAD_REQUEST,
+            InvalidLicenseHash | InvalidJson(_) | InvalidSignature(_) => StatusCode::BAD_REQUEST,
             MissingApiKey | MalformedApiKey | InvalidApiKey | InvalidVendorToken => {
                 StatusCode::UNAUTHORIZED
             }
@@ -212,6 +215,7 @@ impl ApiError {
             ProjectArchived(_) => "project_archived",
             RateLimited { .. } => "rate_limit_exceeded",
             InvalidJson(_) => "invalid_json",
+            InvalidSignature(_) => "invalid_signature",
             InvalidRequest(_) => "invalid_request",
             UnsupportedMediaType => "unsupported_media_type",
             PayloadTooLarge(_) => "payload_too_large",
