@@ -35,6 +35,8 @@ pub struct DashboardConfig {
     pub webhook_allow_private: bool,
     /// The audience CI jobs request for keyless pushes (`$TIDEMARK_OIDC_AUDIENCE`).
     pub oidc_audience: String,
+    /// Days a seat may go unseen before it is freed (`$TIDEMARK_SEAT_RELEASE_AFTER_DAYS`).
+    pub seat_release_after_days: u32,
     /// Trusted publishers may name http:// and private issuers
     /// (`$TIDEMARK_OIDC_ALLOW_PRIVATE_ISSUERS`).
     pub oidc_allow_private_issuers: bool,

@@ -670,7 +670,7 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   await expect(page.getByTestId("sso-domains")).toContainText("saml-e2e.example");
   await expect(page.getByRole("button", { name: "Save SSO" })).toBeVisible();
   const nav = page.getByTestId("settings-nav");
-  await expect(nav.getByRole("link")).toHaveText(["API keys", "License", "Members", "Single sign-on", "Projects",
+  await expect(nav.getByRole("link")).toHaveText(["API keys", "License", "Machines", "Members", "Single sign-on", "Projects",
     "Storage", "Alerts", "Badges", "Webhooks", "Trusted publishers", "Provisioning", "Audit log"]);
   await expect(nav.getByRole("link", { name: "Single sign-on" })).toHaveAttribute("aria-current", "page");
   await nav.getByRole("link", { name: "API keys" }).click();
@@ -704,6 +704,34 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   const fresh = await push(request, newKey, scan("e2e/web", 0, 67, latest));
   expect(fresh.status(), await fresh.text()).toBe(201);
   apiKey = newKey;
+});
+
+test("an admin releases a machine's seat in Settings → Machines; its key stops pushing at once", async ({ page, request }) => {
+  const hash = createHash("sha256").update(LICENSE_KEY).digest("hex");
+  const res = await request.post("/v1/license/activate", {
+    headers: { "X-License-Key-Hash": hash, "X-Machine-Fingerprint": "fp-e2e-release" },
+    data: { machine: "release-me" },
+  });
+  expect(res.status()).toBe(201);
+  const key = (await res.json()).api_key;
+  await signIn(page, ADMIN);
+  await page.goto("/settings/machines");
+  const table = page.getByTestId("machines");
+  const row = table.getByRole("row").filter({ hasText: "release-me" });
+  await expect(row).toContainText("fp-e2e-release");
+  await expect(page.getByTestId("seats-used")).toContainText(/\d+ machines?; this licence has no seat limit\./);
+  await page.screenshot({ path: "test-results/settings-machines.png", fullPage: true });
+  // It asks first; then the seat is freed and the page says so (post/redirect/get).
+  let question = "";
+  page.once("dialog", (dialog) => { question = dialog.message(); void dialog.accept(); });
+  await page.getByRole("button", { name: "Release the seat of release-me" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Seat released" })).toBeVisible();
+  expect(question).toContain("Its API keys stop working at once");
+  await expect(page).toHaveURL(/\/settings\/machines/);
+  await expect(table.getByRole("row").filter({ hasText: "release-me" })).toHaveCount(0);
+  // The released machine's key is refused at once.
+  const pushed = await push(request, key, scan("released-seat", 0, 90, []));
+  expect(pushed.status()).toBe(401);
 });
 
 test("archiving frees the slot for a new label", async ({ page, request }) => {
@@ -876,7 +904,7 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   await expect(other.getByTestId("keys")).toBeVisible();
   await expect(other.getByRole("button", { name: "Rotate Key" })).toHaveCount(0);
   // Admin-only sections are not offered to members, and refused if asked for.
-  await expect(other.getByTestId("settings-nav").getByRole("link")).toHaveText(["API keys", "License", "Members",
+  await expect(other.getByTestId("settings-nav").getByRole("link")).toHaveText(["API keys", "License", "Machines", "Members",
     "Single sign-on", "Projects", "Storage", "Alerts", "Badges"]);
   // Every member sees what each project's data takes, and how long scans keep their findings.
   await other.goto("/settings/storage");
@@ -1103,7 +1131,7 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
     ["scan-all", `${scanUrl}?view=all`],
     ["scan-triaged", `${scanUrl}?view=triaged`],
     ["finding", findingUrl],
-    ...["keys", "license", "members", "sso", "projects", "storage", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
+    ...["keys", "license", "machines", "members", "sso", "projects", "storage", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
       .map((s): [string, string] => [`settings-${s}`, `/settings/${s}`]),
     ["not-found", "/no-such-page"],
   ];

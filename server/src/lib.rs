@@ -261,6 +261,7 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
         dashboard_url: state.config.http.dashboard_url.clone(),
         webhook_allow_private: state.config.webhooks.allow_private,
         oidc_audience: state.config.keyless.audience.clone(),
+        seat_release_after_days: state.config.limits.seat_release_after_days,
         oidc_allow_private_issuers: state.config.keyless.allow_private_issuers,
     };
     let services = tidemark_services::Services::new(

@@ -130,6 +130,24 @@ pub async fn activate(db: &Writer, a: &NewActivation<'_>) -> Result<ActivationOu
     Ok(ActivationOutcome::Activated { machine_id, reused })
 }
 
+/// Notes that the machine was seen at `at` (a validation, the demo's history); never moves
+/// its last sighting back.
+pub async fn mark_seen(db: &Writer, machine_id: &str, at: Millis) -> Result<(), StoreError> {
+    let mut tx = WriteTx::begin(db).await?;
+    tx.execute(
+        Stmt::new(
+            "UPDATE machines SET last_seen_at = $1 WHERE id = $2 AND released_at IS NULL \
+             AND last_seen_at < $3",
+        )
+        .bind(at)
+        .bind(machine_id)
+        .bind(at),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// A seat as the vendor and the customer's admin see it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct MachineRow {
@@ -138,6 +156,7 @@ pub struct MachineRow {
     /// `fp:<fingerprint>` or `name:<name>`.
     pub machine_key: String,
     pub activated_at: Millis,
+    /// Its latest activation, or use of one of its keys (a push), whichever is later.
     pub last_seen_at: Millis,
     pub released_at: Option<Millis>,
     /// Its API keys still live.
@@ -149,7 +168,10 @@ pub async fn list(db: &Db, license_id: &str) -> Result<Vec<MachineRow>, StoreErr
     read_all(
         db,
         Stmt::new(
-            "SELECT m.id, m.name, m.machine_key, m.activated_at, m.last_seen_at, m.released_at, \
+            "SELECT m.id, m.name, m.machine_key, m.activated_at, \
+             COALESCE((SELECT MAX(k.last_used_at) FROM api_keys k WHERE k.machine_id = m.id \
+                       AND k.last_used_at > m.last_seen_at), m.last_seen_at) AS last_seen_at, \
+             m.released_at, \
              (SELECT COUNT(*) FROM api_keys k WHERE k.machine_id = m.id \
               AND k.revoked_at IS NULL) AS live_keys \
              FROM machines m WHERE m.license_id = $1 \

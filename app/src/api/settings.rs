@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::error::DashboardError;
 #[cfg(feature = "ssr")]
-use crate::model::{KeyView, LicenseView, SsoState};
+use crate::model::{KeyView, LicenseView, MachineView, SeatsView, SsoState};
 use crate::model::{MemberAction, MemberSummary, SettingsView, SsoSummary};
 
 #[cfg(feature = "ssr")]
@@ -67,7 +67,7 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
             Err(e) => return crate::error::refused(e),
         };
     let now = tidemark_domain::now_millis();
-    let license = overview.license.map(|l| LicenseView {
+    let license = overview.license.as_ref().map(|l| LicenseView {
         tier: l.tier.as_str().to_owned(),
         state: l.state(now).as_str().to_owned(),
         features: l.features().iter().map(|f| f.label().to_owned()).collect(),
@@ -75,6 +75,29 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
         projects_used: overview.active_projects,
         project_cap: l.project_cap(),
     });
+    let seats = match &overview.license {
+        Some(l) => match tidemark_services::seats::list(services.db(), &l.id).await {
+            Ok(rows) => rows,
+            Err(e) => return crate::error::refused(e),
+        },
+        None => Vec::new(),
+    };
+    let seats = SeatsView {
+        machines: seats
+            .into_iter()
+            .filter(|m| m.released_at.is_none())
+            .map(|m| MachineView {
+                fingerprint: m.machine_key.strip_prefix("fp:").map(str::to_owned),
+                id: m.id,
+                name: m.name,
+                activated_at: fmt(m.activated_at),
+                last_seen_at: fmt(m.last_seen_at),
+                live_keys: m.live_keys,
+            })
+            .collect(),
+        max_machines: overview.license.as_ref().and_then(|l| l.max_machines),
+        release_after_days: expect_context::<crate::DashboardConfig>().seat_release_after_days,
+    };
     let (keys, members, sso, managed) = (
         overview.keys,
         overview.members,
@@ -106,7 +129,28 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
             })
             .collect(),
         sso: sso.into_iter().map(SsoSummary::from).collect(),
+        seats,
     })
+}
+
+/// Frees a machine's seat: its API keys stop working at once, and another machine may
+/// activate.
+#[server(endpoint = "release_machine")]
+pub async fn release_machine(machine_id: String) -> Result<(), DashboardError> {
+    let viewer = crate::auth::require_admin()?;
+    let services = expect_context::<tidemark_services::Services>();
+    let license =
+        match tidemark_services::account::settings(services.db(), &viewer.account_id).await {
+            Ok(overview) => overview.license,
+            Err(e) => return crate::error::refused(e),
+        };
+    let Some(license) = license else {
+        return crate::error::refused(tidemark_services::ServiceError::NotFound);
+    };
+    tidemark_services::seats::release(services.db(), &license.id, &machine_id, &viewer.audit())
+        .await
+        .inspect(|_| crate::api::ssr::back_to_form("release_machine"))
+        .or_else(crate::error::refused)
 }
 
 /// Revokes every key of the account at once and returns the one new key (shown once).

@@ -375,6 +375,29 @@ pub struct KeyView {
     pub last_used_at: Option<String>,
 }
 
+/// A machine holding one of the licence's seats.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineView {
+    pub id: String,
+    pub name: String,
+    /// Its `X-Machine-Fingerprint`, when its activation sent one.
+    pub fingerprint: Option<String>,
+    pub activated_at: String,
+    /// Its latest activation or push.
+    pub last_seen_at: String,
+    pub live_keys: i64,
+}
+
+/// Settings → Machines: the seats held, and the licence's limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatsView {
+    pub machines: Vec<MachineView>,
+    /// `None`: unlimited.
+    pub max_machines: Option<u64>,
+    /// Days unseen before a seat is freed by itself; 0: never.
+    pub release_after_days: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LicenseView {
     pub tier: String,
@@ -423,4 +446,5 @@ pub struct SettingsView {
     pub keys: Vec<KeyView>,
     pub members: Vec<MemberSummary>,
     pub sso: Vec<SsoSummary>,
+    pub seats: SeatsView,
 }

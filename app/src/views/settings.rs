@@ -6,8 +6,8 @@ use super::{error_view, form_error, form_notice, loading};
 use crate::api::badges::{load_badges, IssueBadge, RevokeBadge};
 use crate::api::projects::SetArchived;
 use crate::api::settings::{
-    load_settings, AddMember, ChangeMember, ConfigureSso, RemoveSso, RevokeKey, RotateKeys,
-    VerifySso,
+    load_settings, AddMember, ChangeMember, ConfigureSso, ReleaseMachine, RemoveSso, RevokeKey,
+    RotateKeys, VerifySso,
 };
 use crate::model::{
     BadgesView, MemberAction, ProjectsView, SettingsView, ShownOnce, SsoState, SsoSummary,
@@ -15,9 +15,10 @@ use crate::model::{
 
 /// Settings' sections, in the side navigation's order: the path segment under `/settings/`,
 /// the title, and whether only admins see it (members are refused those pages anyway).
-pub const SECTIONS: [(&str, &str, bool); 12] = [
+pub const SECTIONS: [(&str, &str, bool); 13] = [
     ("keys", "API keys", false),
     ("license", "License", false),
+    ("machines", "Machines", false),
     ("members", "Members", false),
     ("sso", "Single sign-on", false),
     ("projects", "Projects", false),
@@ -217,6 +218,7 @@ fn settings_view(section: &str, v: SettingsView) -> AnyView {
         // The address it had before the UI said "license" everywhere.
         "license" | "licence" => license_section(v, admin),
         "members" => members_section(v, admin),
+        "machines" => machines_section(v, admin),
         "sso" => {
             let enterprise = v.license.as_ref().is_some_and(|l| l.tier == "enterprise");
             if enterprise || !v.sso.is_empty() {
@@ -287,6 +289,69 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
                     <span class="muted small">" Revokes every key above at once and issues one new key."</span>
                 </form>
             })}
+        </section>
+    }
+    .into_any()
+}
+
+/// The licence's seats: which machines hold one, when each was last seen, and (for admins)
+/// a Release button that frees the seat and revokes that machine's keys at once.
+fn machines_section(v: SettingsView, admin: bool) -> AnyView {
+    let seats = v.seats;
+    let used = seats.machines.len();
+    let limit = match seats.max_machines {
+        Some(max) => format!("{used} of {max} seats in use."),
+        None => format!("{used} machines; this licence has no seat limit."),
+    };
+    let full = seats.max_machines.is_some_and(|max| used as u64 >= max);
+    let quiet = match seats.release_after_days {
+        0 => "Seats are only freed here or by the vendor's support.".to_owned(),
+        days => format!("A machine unseen for {days} days gives its seat back by itself."),
+    };
+    view! {
+        <section class="card" aria-labelledby="machines-heading">
+            <h2 id="machines-heading">"Machines"</h2>
+            <p data-testid="seats-used"><strong>{limit}</strong>" "<span class="muted">{quiet}</span></p>
+            {full.then(|| view! {
+                <p class="notice" role="note">"Every seat is taken: a new machine's activation is refused (seat_limit_reached) until one is released."</p>
+            })}
+            {form_notice(ReleaseMachine::PATH, "Seat released: that machine's keys no longer work.")}
+            {if seats.machines.is_empty() {
+                view! { <p class="muted">"No machine has activated this licence yet (tidemark activate)."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap" tabindex="0">
+                        <table data-testid="machines">
+                            <thead><tr>
+                                <th scope="col">"Machine"</th><th scope="col">"Fingerprint"</th><th scope="col">"Activated"</th>
+                                <th scope="col">"Last seen"</th><th scope="col">"Live keys"</th>
+                                {admin.then(|| view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> })}
+                            </tr></thead>
+                            <tbody>
+                                {seats.machines.into_iter().map(|m| view! {
+                                    <tr>
+                                        <td data-label="Machine">{m.name.clone()}</td>
+                                        <td data-label="Fingerprint">{m.fingerprint.clone().map_or_else(|| view! { <span class="muted">"by name"</span> }.into_any(), |f| view! { <code>{f}</code> }.into_any())}</td>
+                                        <td data-label="Activated">{super::utc_time(m.activated_at)}</td>
+                                        <td data-label="Last seen">{super::utc_time(m.last_seen_at)}</td>
+                                        <td data-label="Live keys">{m.live_keys}</td>
+                                        {admin.then(|| view! {
+                                            <td>
+                                                <form method="post" action=ReleaseMachine::PATH>
+                                                    <input type="hidden" name="machine_id" value=m.id.clone()/>
+                                                    <button type="submit" class="link" data-confirm=format!(
+                                                        "Release {}'s seat? Its API keys stop working at once.", m.name)
+                                                        aria-label=format!("Release the seat of {}", m.name)>"Release"</button>
+                                                </form>
+                                            </td>
+                                        })}
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any()
+            }}
         </section>
     }
     .into_any()

@@ -88,7 +88,8 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         tier: Tier::Enterprise,
         expires_at: None,
         max_projects: None,
-        max_machines: None,
+        // Two of five seats taken: CI's runner and a laptop (Settings → Machines).
+        max_machines: Some(5),
         features_added: Vec::new(),
         features_removed: Vec::new(),
     };
@@ -96,8 +97,8 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
         tidemark_services::licensing::create(db, &state.license_keys, request, &audit).await?;
     let account = created.account_id;
     // Pushes name live keys of the account, as a scanner's would: CI's and a laptop's.
-    let ci = demo_key(db, &account, "github-actions").await?;
-    let laptop = demo_key(db, &account, "ana-macbook").await?;
+    let ci = demo_key(db, &account, &created.license_id, "github-actions", HOUR_MS).await?;
+    let laptop = demo_key(db, &account, &created.license_id, "ana-macbook", 2 * DAY).await?;
     for push in plan::pushes(now_millis()) {
         let (key_id, by) = if push.local { &laptop } else { &ci };
         let valid = ValidPush::parse(push.body.to_string().as_bytes())
@@ -153,28 +154,36 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A key of the account for `machine` (its secret thrown away: nobody pushes with it), and
-/// how a scan pushed with it says so.
+/// A key of the account for `machine`, holding one of its seats since 91 days ago and last
+/// seen `seen_ago` (its secret thrown away: nobody pushes with it), and how a scan pushed with
+/// it says so.
 async fn demo_key(
     db: &Writer,
     account: &AccountId,
+    license_id: &str,
     machine: &str,
+    seen_ago: i64,
 ) -> anyhow::Result<(String, PushedBy)> {
     let key = ApiKey::generate();
     let id = tidemark_domain::ids::new_key_id();
     let prefix: String = key.expose().chars().take(12).collect();
-    licenses::insert_api_key(
-        db,
-        &licenses::NewApiKey {
-            id: id.clone(),
-            account_id: account.clone(),
-            hash: key.hash(),
-            prefix: prefix.clone(),
-            machine: machine.to_owned(),
-            now: now_millis() - 91 * DAY,
-        },
-    )
-    .await?;
+    let new_key = licenses::NewApiKey {
+        id: id.clone(),
+        account_id: account.clone(),
+        hash: key.hash(),
+        prefix: prefix.clone(),
+        machine: machine.to_owned(),
+        now: now_millis() - 91 * DAY,
+    };
+    let machine_id = tidemark_domain::ids::new_machine_id();
+    let activation = tidemark_store::machines::NewActivation {
+        license_id,
+        machine_id: &machine_id,
+        machine_key: &format!("name:{machine}"),
+        key: &new_key,
+    };
+    tidemark_store::machines::activate(db, &activation).await?;
+    tidemark_store::machines::mark_seen(db, &machine_id, now_millis() - seen_ago).await?;
     Ok((
         id,
         PushedBy::ApiKey {
