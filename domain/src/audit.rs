@@ -66,6 +66,7 @@ actions! {
     VendorTokenRevoked => "vendor_token.revoked", "Vendor token revoked";
     VendorWebhookCreated => "vendor_webhook.created", "Vendor webhook endpoint added";
     VendorWebhookDeleted => "vendor_webhook.deleted", "Vendor webhook endpoint removed";
+    AdminRead => "admin.read", "Read through the admin API";
     BundlePublished => "bundle.published", "Bundle published";
     PublisherAdded => "publisher.added", "Trusted publisher added";
     PublisherPinned => "publisher.pinned", "Trusted publisher pinned to repository ids";

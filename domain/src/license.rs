@@ -62,6 +62,8 @@ pub struct License {
     pub max_projects: Option<u64>,
     /// How many machines may hold a seat at once; `None`: unlimited.
     pub max_machines: Option<u64>,
+    /// Days a seat may go unseen before it is freed; `None`: the server's default, 0: never.
+    pub seat_release_after_days: Option<u32>,
     pub features_added: Vec<Feature>,
     pub features_removed: Vec<Feature>,
     pub created_at: Millis,
@@ -92,6 +94,8 @@ pub struct LicenseEdit {
     pub max_projects: Option<Option<u64>>,
     /// Seats: `Some(None)` makes them unlimited.
     pub max_machines: Option<Option<u64>>,
+    /// `Some(None)`: the server's default again.
+    pub seat_release_after_days: Option<Option<u32>>,
     /// Entitlement overrides: features beyond the tier's, and the tier's features taken away.
     pub features_added: Option<Vec<Feature>>,
     pub features_removed: Option<Vec<Feature>>,
@@ -158,6 +162,7 @@ mod tests {
             suspended_at: None,
             max_projects: Some(3),
             max_machines: None,
+            seat_release_after_days: None,
             features_added: vec![Feature::CustomFrameworks],
             features_removed: vec![Feature::DriftDetection],
             created_at: 0,

@@ -145,6 +145,7 @@ pub fn license_view(l: &License, now: Millis) -> AdminLicense {
         max_projects: l.max_projects,
         project_cap: l.project_cap(),
         max_machines: l.max_machines,
+        seat_release_after_days: l.seat_release_after_days,
         features: l.features(),
         features_added: l.features_added.clone(),
         features_removed: l.features_removed.clone(),

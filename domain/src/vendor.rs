@@ -197,7 +197,11 @@ pub fn permissions_for(edit: &LicenseEdit, current: &License, now: Millis) -> Ve
     if edit.max_projects.is_some_and(|m| m != current.max_projects) {
         needed.push(Permission::SetMaxProjects);
     }
-    if edit.max_machines.is_some_and(|m| m != current.max_machines) {
+    let seats_change = edit.max_machines.is_some_and(|m| m != current.max_machines)
+        || edit
+            .seat_release_after_days
+            .is_some_and(|d| d != current.seat_release_after_days);
+    if seats_change {
         needed.push(Permission::SetSeats);
     }
     let overrides_change = edit

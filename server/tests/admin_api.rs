@@ -199,12 +199,20 @@ tidemark_store::test_each_backend! {
         // Tokens are kept as hashes only.
         assert_eq!(app.count("vendor_tokens WHERE token_hash LIKE 'tmk_vendor_%'").await, 0);
 
+        let forged = vendor.send("admin", "GET", "/licenses?limit=1", None, &[("x-tidemark-admin-call", "GET /forged")]).await;
+        assert_eq!(forged.status(), StatusCode::OK);
         // Every change is in the audit log under the token's name.
         let log = list_audit(&app.db, &AuditQuery { limit: 1_000, ..Default::default() }).await.unwrap();
         let by = |actor: &str, action: &str| log.iter().any(|e| e.actor == actor && e.action == action && e.target == id);
         assert!(by("vendor:billing-desk", "license.suspended"), "billing suspended it");
         assert!(by("vendor:support-desk", "license.resent"));
         assert!(by("vendor:sales-desk", "license.updated"));
+        // Reads too, with what was asked; a client cannot name the call itself.
+        assert!(log.iter().any(|e| e.actor == "vendor:read-desk" && e.action == "admin.read"
+            && e.target == format!("/admin/v1/licenses/{id}") && e.account_id.is_none()), "a read is audited");
+        assert!(log.iter().any(|e| e.action == "admin.read" && e.target == "/admin/v1/audit?limit=5"));
+        assert!(log.iter().any(|e| e.actor == "vendor:root" && e.target == "/admin/v1/licenses?limit=1"));
+        assert!(!log.iter().any(|e| e.target == "/forged"), "the call is named by the server");
         assert!(log.iter().any(|e| e.actor == "vendor:root" && e.action == "vendor_token.revoked" && e.target == read_id));
         assert!(log.iter().any(|e| e.actor == "vendor:support-desk" && e.action == "license.suspended"
             && e.after_summary.as_deref() == Some("suspended (chargeback)")), "with its reason");

@@ -215,3 +215,111 @@ async fn sqlx_update(app: &TestApp, sql: &str) {
     use tidemark_store::on_db;
     on_db!(&app.db, pool => sqlx::query(sql).execute(pool).await.map(|_| ())).unwrap();
 }
+
+tidemark_store::test_each_backend! {
+    async fn each_licence_has_its_own_release_term_and_validations_count_as_seen(backend) {
+        let app = TestApp::spawn(backend).await;
+        let admin = vendor_token(&app, "admin").await;
+        let (short, never) = (app.create_license(Tier::Team).await, app.create_license(Tier::Team).await);
+        let patch = |id: String, body: Value| {
+            let (app, admin) = (&app, &admin);
+            async move {
+                app.client.patch(app.url(&format!("/admin/v1/licenses/{id}"))).bearer_auth(admin)
+                    .json(&body).send().await.unwrap()
+            }
+        };
+        let res = patch(short.license_id.clone(), json!({"seat_release_after_days": 5})).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(res.json::<Value>().await.unwrap()["seat_release_after_days"], 5);
+        assert_eq!(patch(never.license_id.clone(), json!({"seat_release_after_days": 0})).await.status(), StatusCode::OK);
+        for (license, machine) in [(&short, "quiet"), (&short, "validating"), (&never, "forgotten")] {
+            assert_eq!(activate(&app, license, machine, Some(&format!("fp-{machine}"))).await.status(), StatusCode::CREATED);
+        }
+        let day = 86_400_000;
+        let now = tidemark_domain::now_millis();
+        // Six days on, one machine validates (its fingerprint): that is a sighting, written by
+        // the minute's flush, not on the validation's path.
+        sqlx_update(&app, &format!("UPDATE machines SET last_seen_at = {}", now - 6 * day)).await;
+        let res = app.client.post(app.url("/v1/license/validate"))
+            .header("X-License-Key-Hash", &short.hash).header("X-Machine-Fingerprint", "fp-validating")
+            .send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(server::workers::seats::flush_sightings(&app.db, &app.state.validator).await.unwrap(), 1);
+        let freed = server::workers::seats::free_unseen_seats(&app.db, 30, now).await.unwrap();
+        assert_eq!(freed.len(), 1, "the quiet machine of the 5-day licence only: {freed:?}");
+        let machines: Value = app.client.get(app.url(&format!("/admin/v1/licenses/{}/machines", short.license_id)))
+            .bearer_auth(&admin).send().await.unwrap().json().await.unwrap();
+        let held: Vec<&str> = machines["machines"].as_array().unwrap().iter()
+            .filter(|m| m["released_at"].is_null()).map(|m| m["name"].as_str().unwrap()).collect();
+        assert_eq!(held, ["validating"]);
+        // A year on, the licence whose seats are never freed by time still holds its one.
+        server::workers::seats::free_unseen_seats(&app.db, 30, now + 365 * day).await.unwrap();
+        assert_eq!(app.count_where("machines", &format!("license_id = '{}' AND released_at IS NULL", never.license_id)).await, 1);
+        // A sales token may set the term; a support token may not.
+        let res = app.client.patch(app.url(&format!("/admin/v1/licenses/{}", short.license_id)))
+            .bearer_auth(vendor_token(&app, "support").await).json(&json!({"seat_release_after_days": 9})).send().await.unwrap();
+        assert_error(res, StatusCode::FORBIDDEN, "insufficient_role").await;
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn an_offline_file_holds_a_seat_until_it_expires(backend) {
+        let app = TestApp::spawn(backend).await;
+        let support = vendor_token(&app, "support").await;
+        let license = app.create_license(Tier::Team).await;
+        let (ok, _, err) = app.command(&["license", "update", "--id", &license.license_id, "--max-machines", "1"], &[]).await;
+        assert!(ok, "{err}");
+        let offline = |machine: &str| {
+            let (app, support, id) = (&app, &support, license.license_id.clone());
+            let body = json!({"days": 10, "machine": machine});
+            async move {
+                app.client.post(app.url(&format!("/admin/v1/licenses/{id}/offline-file"))).bearer_auth(support)
+                    .json(&body).send().await.unwrap()
+            }
+        };
+        assert_eq!(offline("sha256:airgapped").await.status(), StatusCode::OK);
+        // The same machine's next file keeps its seat; another machine finds none.
+        assert_eq!(offline("sha256:airgapped").await.status(), StatusCode::OK);
+        let message = assert_error(offline("sha256:other").await, StatusCode::FORBIDDEN, "seat_limit_reached").await;
+        assert!(message.contains("1 seat is all held"), "{message}");
+        assert_error(activate(&app, &license, "laptop", Some("fp-laptop")).await, StatusCode::FORBIDDEN, "seat_limit_reached").await;
+        // Nobody can release it before the file expires: a file cannot be revoked.
+        let machines: Value = app.client.get(app.url(&format!("/admin/v1/licenses/{}/machines", license.license_id)))
+            .bearer_auth(&support).send().await.unwrap().json().await.unwrap();
+        let seat = &machines["machines"][0];
+        assert_eq!(seat["fingerprint"], "sha256:airgapped");
+        assert!(seat["offline_until"].is_string());
+        let release = app.client.post(app.url(&format!("/admin/v1/licenses/{}/machines/{}/release",
+            license.license_id, seat["id"].as_str().unwrap()))).bearer_auth(&support).send().await.unwrap();
+        let message = assert_error(release, StatusCode::CONFLICT, "conflict").await;
+        assert!(message.contains("offline licence file holds this seat"), "{message}");
+        // Not freed for going unseen while the file runs; freed once it has expired.
+        let day = 86_400_000;
+        let now = tidemark_domain::now_millis();
+        assert!(server::workers::seats::free_unseen_seats(&app.db, 1, now + 9 * day).await.unwrap().is_empty());
+        assert_eq!(server::workers::seats::free_unseen_seats(&app.db, 1, now + 11 * day).await.unwrap().len(), 1);
+        assert_eq!(activate(&app, &license, "laptop", Some("fp-laptop")).await.status(), StatusCode::CREATED);
+    }
+}
+
+tidemark_store::test_each_backend! {
+    async fn a_new_licence_gets_its_tier_s_default_seats_unless_told(backend) {
+        let app = TestApp::spawn_with(backend, &[("TIDEMARK_DEFAULT_SEATS", "team=2")]).await;
+        let admin = vendor_token(&app, "admin").await;
+        let create = |body: Value| {
+            let (app, admin) = (&app, &admin);
+            async move {
+                let res = app.client.post(app.url("/admin/v1/licenses")).bearer_auth(admin).json(&body).send().await.unwrap();
+                assert_eq!(res.status(), StatusCode::CREATED);
+                res.json::<Value>().await.unwrap()["license"]["max_machines"].clone()
+            }
+        };
+        assert_eq!(create(json!({"email": "a@example.com", "tier": "team"})).await, json!(2));
+        assert_eq!(create(json!({"email": "b@example.com", "tier": "team", "max_machines": 7})).await, json!(7));
+        assert_eq!(create(json!({"email": "c@example.com", "tier": "agency"})).await, Value::Null, "a tier not named is unlimited");
+        let (ok, out, err) = app.command(&["license", "create", "--email", "d@example.com", "--tier", "team", "--json"], &[("TIDEMARK_DEFAULT_SEATS", "team=2")]).await;
+        assert!(ok, "{err}");
+        let id = serde_json::from_str::<Value>(&out).unwrap()["license_id"].as_str().unwrap().to_owned();
+        assert_eq!(app.count_where("licenses", &format!("id = '{id}' AND max_machines = 2")).await, 1, "the command too");
+    }
+}

@@ -3,6 +3,7 @@
 
 use tidemark_domain::audit::AuditContext;
 pub use tidemark_store::machines::MachineRow;
+use tidemark_store::machines::Released;
 use tidemark_store::Db;
 
 use crate::ServiceError;
@@ -28,5 +29,13 @@ pub async fn release(
             tidemark_store::machines::release(&db, &license_id, &machine_id, &audit).await
         })
         .await?;
-    released.then_some(()).ok_or(ServiceError::NotFound)
+    match released {
+        Released::Released => Ok(()),
+        Released::NotFound => Err(ServiceError::NotFound),
+        Released::HeldOffline { until } => Err(ServiceError::Conflict(format!(
+            "An offline licence file holds this seat until {}: a file cannot be revoked, so its \
+             seat frees itself when the file expires.",
+            tidemark_domain::to_rfc3339(until)
+        ))),
+    }
 }

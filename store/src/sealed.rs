@@ -19,16 +19,22 @@ pub enum SealedColumn {
     SigningKey,
     /// A secret a form made, waiting minutes at most for the page that shows it once.
     Handover,
+    /// A vendor webhook endpoint's URL.
+    VendorWebhookUrl,
+    /// A vendor webhook endpoint's signing secret.
+    VendorWebhookSecret,
 }
 
 impl SealedColumn {
-    pub const ALL: [SealedColumn; 6] = [
+    pub const ALL: [SealedColumn; 8] = [
         SealedColumn::LicenseKey,
         SealedColumn::WebhookUrl,
         SealedColumn::WebhookSecret,
         SealedColumn::LoginAttempt,
         SealedColumn::SigningKey,
         SealedColumn::Handover,
+        SealedColumn::VendorWebhookUrl,
+        SealedColumn::VendorWebhookSecret,
     ];
 
     /// `table.column`, as reports name it.
@@ -40,6 +46,8 @@ impl SealedColumn {
             SealedColumn::LoginAttempt => "login_attempts.payload",
             SealedColumn::SigningKey => "signing_keys.private_sealed",
             SealedColumn::Handover => "secret_handovers.secret_sealed",
+            SealedColumn::VendorWebhookUrl => "vendor_webhooks.url_sealed",
+            SealedColumn::VendorWebhookSecret => "vendor_webhooks.secret_sealed",
         }
     }
 
@@ -52,6 +60,8 @@ impl SealedColumn {
             SealedColumn::LoginAttempt => ("login_attempts", "id_hash", "payload"),
             SealedColumn::SigningKey => ("signing_keys", "kid", "private_sealed"),
             SealedColumn::Handover => ("secret_handovers", "id", "secret_sealed"),
+            SealedColumn::VendorWebhookUrl => ("vendor_webhooks", "id", "url_sealed"),
+            SealedColumn::VendorWebhookSecret => ("vendor_webhooks", "id", "secret_sealed"),
         }
     }
 }

@@ -206,3 +206,23 @@ pub async fn authenticate(
     }
     Ok(Some(token))
 }
+
+/// Records a read made through the admin API (`target`: its method's path and query), in a
+/// transaction of its own: the vendor's log says who looked at what, too.
+pub async fn record_read(
+    db: &Writer,
+    ctx: &AuditContext,
+    target: String,
+) -> Result<(), StoreError> {
+    let mut tx = WriteTx::begin(db).await?;
+    let change = Change {
+        account_id: None,
+        action: Action::AdminRead,
+        target,
+        before: None,
+        after: None,
+    };
+    tx.audit(ctx, change).await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -28,6 +28,9 @@ pub struct AdminLicense {
     pub project_cap: Option<u64>,
     /// Seats: how many machines may be activated at once; null: unlimited.
     pub max_machines: Option<u64>,
+    /// Days a seat may go unseen (no activation, validation or push) before it is freed;
+    /// null: the server's `TIDEMARK_SEAT_RELEASE_AFTER_DAYS`; 0: never by time.
+    pub seat_release_after_days: Option<u32>,
     /// What the licence carries: its tier's features, plus `features_added`, minus
     /// `features_removed`. Validation, verdicts and every feature check read this.
     pub features: Vec<Feature>,
@@ -63,7 +66,8 @@ pub struct CreateLicenseRequest {
     /// A project cap instead of the tier's.
     #[serde(default)]
     pub max_projects: Option<u64>,
-    /// Seats (from the checkout's quantity); default unlimited.
+    /// Seats (from the checkout's quantity); default: the tier's in the server's
+    /// `TIDEMARK_DEFAULT_SEATS`, else unlimited.
     #[serde(default)]
     pub max_machines: Option<u64>,
     #[serde(default)]
@@ -110,6 +114,15 @@ pub struct UpdateLicenseRequest {
     )]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<u64>))]
     pub max_machines: Option<Option<u64>>,
+    /// Days a seat may go unseen before it is freed (0: never by time); `null`: the server's
+    /// default again.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u32>))]
+    pub seat_release_after_days: Option<Option<u32>>,
     /// Replaces the features added beyond the tier's.
     #[serde(default)]
     pub features_added: Option<Vec<Feature>>,
@@ -326,6 +339,8 @@ pub struct AdminMachine {
     pub released_at: Option<String>,
     /// Its API keys still live.
     pub live_keys: i64,
+    /// An offline licence file holds this seat until then (it cannot be released before).
+    pub offline_until: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -93,6 +93,7 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
                 activated_at: fmt(m.activated_at),
                 last_seen_at: fmt(m.last_seen_at),
                 live_keys: m.live_keys,
+                offline_until: m.offline_until.map(fmt),
             })
             .collect(),
         max_machines: overview.license.as_ref().and_then(|l| l.max_machines),

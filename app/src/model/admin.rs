@@ -386,6 +386,8 @@ pub struct MachineView {
     /// Its latest activation or push.
     pub last_seen_at: String,
     pub live_keys: i64,
+    /// An offline licence file holds the seat until then.
+    pub offline_until: Option<String>,
 }
 
 /// Settings → Machines: the seats held, and the licence's limit.

@@ -330,7 +330,9 @@ fn machines_section(v: SettingsView, admin: bool) -> AnyView {
                             <tbody>
                                 {seats.machines.into_iter().map(|m| view! {
                                     <tr>
-                                        <td data-label="Machine">{m.name.clone()}</td>
+                                        <td data-label="Machine">{m.name.clone()}{m.offline_until.clone().map(|until| view! {
+                                            <br/><span class="muted small">"held by an offline file until "{super::utc_time(until)}</span>
+                                        })}</td>
                                         <td data-label="Fingerprint">{m.fingerprint.clone().map_or_else(|| view! { <span class="muted">"by name"</span> }.into_any(), |f| view! { <code>{f}</code> }.into_any())}</td>
                                         <td data-label="Activated">{super::utc_time(m.activated_at)}</td>
                                         <td data-label="Last seen">{super::utc_time(m.last_seen_at)}</td>

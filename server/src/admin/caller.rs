@@ -18,6 +18,31 @@ use crate::state::AppState;
 /// A token over its limit waits this long.
 const BAN_SECONDS: i64 = 60;
 
+/// Set by [`note_call`] on every request (whatever the client sent): `<METHOD> <path?query>`.
+const CALL_HEADER: &str = "x-tidemark-admin-call";
+
+/// Names the call for [`caller`], which records reads in the audit log (changes are
+/// recorded with what they changed). A client's own header of that name is replaced.
+pub async fn note_call(
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let line = format!(
+        "{} {}",
+        req.method(),
+        req.uri().path_and_query().map_or("", |p| p.as_str())
+    );
+    match axum::http::HeaderValue::from_str(&line) {
+        Ok(v) => {
+            req.headers_mut().insert(CALL_HEADER, v);
+        }
+        Err(_) => {
+            req.headers_mut().remove(CALL_HEADER);
+        }
+    }
+    next.run(req).await
+}
+
 /// An authenticated vendor token, and the context its changes are audited under.
 pub struct Caller {
     pub token: VendorTokenRow,
@@ -82,5 +107,19 @@ pub async fn caller(
         ),
         at: now,
     };
+    let read = headers
+        .get(CALL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|line| line.strip_prefix("GET "))
+        .map(|target| target.chars().take(500).collect::<String>());
+    if let Some(target) = read {
+        let ctx = audit.clone();
+        state
+            .db
+            .detached(move |db| async move {
+                tidemark_store::vendor_tokens::record_read(&db, &ctx, target).await
+            })
+            .await?;
+    }
     Ok(Caller { token, audit })
 }

@@ -337,7 +337,9 @@ pub async fn create_license(
             })
             .transpose()?,
         max_projects: request.max_projects,
-        max_machines: request.max_machines,
+        max_machines: request
+            .max_machines
+            .or_else(|| state.config.limits.default_seats.for_tier(request.tier)),
         features_added: request.features_added,
         features_removed: request.features_removed,
     };
@@ -509,14 +511,15 @@ pub async fn update_license(
             .map_err(invalid)?,
         max_projects: request.max_projects,
         max_machines: request.max_machines,
+        seat_release_after_days: request.seat_release_after_days,
         features_added: request.features_added.map(dedup),
         features_removed: request.features_removed.map(dedup),
         suspended: None,
     };
     if edit.is_empty() {
         return Err(invalid(
-            "nothing to change: send tier, expires_at, max_projects, features_added or \
-             features_removed",
+            "nothing to change: send tier, expires_at, max_projects, max_machines, \
+             seat_release_after_days, features_added or features_removed",
         ));
     }
     apply(&state, &who, &id, version, edit).await
@@ -723,7 +726,10 @@ pub async fn offline_file(
         .await?
         .map_err(|err| match crate::telemetry::fault_in(&err) {
             Some(_) => ApiError::internal(err),
-            None => ApiError::InvalidRequest(format!("{err:#}")),
+            None => match err.downcast_ref::<tidemark_domain::seats::SeatsFull>() {
+                Some(full) => ApiError::SeatLimitReached(full.to_string()),
+                None => ApiError::InvalidRequest(format!("{err:#}")),
+            },
         })?;
     Ok(Json(file))
 }

@@ -26,6 +26,7 @@ fn view(m: &MachineRow) -> AdminMachine {
         last_seen_at: to_rfc3339(m.last_seen_at),
         released_at: m.released_at.map(to_rfc3339),
         live_keys: m.live_keys,
+        offline_until: m.offline_until.map(to_rfc3339),
     }
 }
 
@@ -86,6 +87,7 @@ pub async fn list_machines(
         (status = 401, description = "`invalid_token`", body = ErrorBody),
         (status = 403, description = "`insufficient_role`", body = ErrorBody),
         (status = 404, description = "`not_found`: no such licence, or it holds no such live seat", body = ErrorBody),
+        (status = 409, description = "`conflict`: an offline licence file holds the seat until it expires", body = ErrorBody),
         (status = 429, description = "`rate_limit_exceeded`", body = ErrorBody),
     )
 )]
@@ -103,6 +105,7 @@ pub async fn release_machine(
             ServiceError::NotFound => ApiError::Missing(format!(
                 "Licence {license_id:?} holds no live seat {machine_id:?}."
             )),
+            ServiceError::Conflict(text) => ApiError::Conflict(text),
             other => other.into(),
         })?;
     Ok(StatusCode::NO_CONTENT)

@@ -123,6 +123,7 @@ pub fn router(limit: std::time::Duration) -> Router<AppState> {
             any(|| async { ApiError::NoSuchEndpoint }),
         )
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(axum::middleware::from_fn(caller::note_call))
         .layer(axum::middleware::from_fn_with_state(
             limit,
             crate::http::deadline::answer_within,

@@ -25,6 +25,9 @@ pub struct Limits {
     /// Days a seat may go unseen (no activation, no use of its keys) before housekeeping
     /// frees it (`TIDEMARK_SEAT_RELEASE_AFTER_DAYS`); 0 never frees one.
     pub seat_release_after_days: u32,
+    /// Seats a new licence of a tier gets when its maker names none
+    /// (`TIDEMARK_DEFAULT_SEATS`, `team=3,agency=10`; a tier not named: unlimited).
+    pub default_seats: tidemark_domain::seats::SeatDefaults,
     /// Push body bytes, in MiB, this replica holds at once (`TIDEMARK_PUSH_BUDGET_MIB`); past
     /// it pushes are answered `503 server_busy`. At least 16 (one push of the largest size).
     pub push_budget_mib: u32,
@@ -70,6 +73,10 @@ impl Limits {
                     )
                 })?,
             },
+            default_seats: tidemark_domain::seats::SeatDefaults::parse(
+                &vars.get("TIDEMARK_DEFAULT_SEATS").unwrap_or_default(),
+            )
+            .map_err(|why| ConfigError::invalid("TIDEMARK_DEFAULT_SEATS", why))?,
             push_budget_mib,
             validation_cache_ms,
         })
@@ -79,14 +86,15 @@ impl Limits {
         format!(
             "{} dashboard writes/min per account, {} sign-in steps/min and {} resends/min per \
              address, {} SCIM and {} admin API requests/min per token, {} MiB of pushes at once, validate \
-             cached {} ms",
+             cached {} ms, {}",
             self.writes_per_minute,
             self.signin_per_minute,
             self.resend_per_minute,
             self.scim_per_minute,
             self.admin_per_minute,
             self.push_budget_mib,
-            self.validation_cache_ms
+            self.validation_cache_ms,
+            self.default_seats.describe()
         )
     }
 }
@@ -115,6 +123,9 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(off.limits.validation_cache_ms, 0);
-        assert!(off.limits.summary().ends_with("validate cached 0 ms"));
+        assert!(off
+            .limits
+            .summary()
+            .ends_with("validate cached 0 ms, unlimited seats by default"));
     }
 }

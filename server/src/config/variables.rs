@@ -247,6 +247,11 @@ pub const VARIABLES: &[Variable] = &[
     ),
     setting("TIDEMARK_STRIPE_GRACE_DAYS", "7", "days after a paid period"),
     setting(
+        "TIDEMARK_DEFAULT_SEATS",
+        "",
+        "seats of a new licence per tier, team=3,…",
+    ),
+    setting(
         "TIDEMARK_STRIPE_API_BASE",
         "https://api.stripe.com",
         "Stripe's API",

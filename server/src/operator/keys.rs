@@ -39,7 +39,10 @@ pub struct ColumnReport {
 fn purpose(column: SealedColumn) -> &'static str {
     match column {
         SealedColumn::LicenseKey => crypto::LICENSE_KEY_PURPOSE,
-        SealedColumn::WebhookUrl | SealedColumn::WebhookSecret => crypto::WEBHOOK_PURPOSE,
+        SealedColumn::WebhookUrl
+        | SealedColumn::WebhookSecret
+        | SealedColumn::VendorWebhookUrl
+        | SealedColumn::VendorWebhookSecret => crypto::WEBHOOK_PURPOSE,
         SealedColumn::LoginAttempt => crypto::LOGIN_ATTEMPT_PURPOSE,
         SealedColumn::SigningKey => crypto::SIGNING_KEY_PURPOSE,
         SealedColumn::Handover => crypto::HANDOVER_PURPOSE,

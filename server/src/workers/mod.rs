@@ -27,6 +27,9 @@ pub fn start(state: &AppState) -> anyhow::Result<Runner> {
         Arc::new(tidy::Tidy),
         Arc::new(license_events::VendorSender::new(state)?),
         Arc::new(license_events::Calendar),
+        Arc::new(seats::Sightings {
+            validator: state.validator.clone(),
+        }),
         Arc::new(seats::Seats {
             release_after_days: state.config.limits.seat_release_after_days,
         }),

@@ -15,8 +15,45 @@ use crate::workers::runner::{Lease, Pacing, Worker};
 /// Seats freed per pass at most (the next pass goes on).
 const BATCH: i64 = 500;
 
+/// Writes the machines this replica saw validating since the last pass as their seats'
+/// "last seen", once a minute (every replica its own).
+pub struct Sightings {
+    pub validator: std::sync::Arc<tidemark_services::licensing::Validator>,
+}
+
+#[async_trait::async_trait]
+impl Worker for Sightings {
+    fn name(&self) -> &'static str {
+        "seat_sightings"
+    }
+
+    fn lease(&self) -> Lease {
+        Lease::PerItem
+    }
+
+    fn pacing(&self) -> Pacing {
+        Pacing::every(Duration::from_secs(60), Duration::from_secs(60))
+    }
+
+    async fn pass(&self, db: &Writer, _holder: &str) -> anyhow::Result<u64> {
+        flush_sightings(db, &self.validator).await
+    }
+}
+
+/// Writes the sightings kept so far; how many.
+pub async fn flush_sightings(
+    db: &Writer,
+    validator: &tidemark_services::licensing::Validator,
+) -> anyhow::Result<u64> {
+    let seen = validator.take_sightings();
+    if !seen.is_empty() {
+        tidemark_store::machines::mark_seen_by_key(db, &seen).await?;
+    }
+    Ok(seen.len() as u64)
+}
+
 pub struct Seats {
-    /// 0: never.
+    /// For licences without a term of their own (`seat_release_after_days`); 0: never.
     pub release_after_days: u32,
 }
 
@@ -28,9 +65,6 @@ pub async fn free_unseen_seats(
     now: Millis,
 ) -> anyhow::Result<Vec<String>> {
     tidemark_store::licenses::prune_idempotency_keys(db, now - DAY_MS).await?;
-    if release_after_days == 0 {
-        return Ok(Vec::new());
-    }
     let audit = AuditContext {
         actor: Actor::System {
             name: "seat-release".into(),
@@ -38,8 +72,7 @@ pub async fn free_unseen_seats(
         client_ip: None,
         at: now,
     };
-    let cutoff = now - i64::from(release_after_days) * DAY_MS;
-    Ok(tidemark_store::machines::release_unseen(db, cutoff, BATCH, &audit).await?)
+    Ok(tidemark_store::machines::release_unseen(db, release_after_days, BATCH, &audit).await?)
 }
 
 #[async_trait::async_trait]

@@ -386,6 +386,27 @@ pub async fn offline_license_file(
         license.expires_at,
     )
     .map_err(|refusal| anyhow::anyhow!("{refusal}"))?;
+    // The file holds a seat until it expires: taken before it is signed.
+    let machine_id = ids::new_machine_id();
+    let machine_key = tidemark_domain::seats::offline_machine_key(machine.as_ref(), &machine_id);
+    let name = match &machine {
+        Some(fp) => format!("offline file ({})", fp.as_str()),
+        None => "offline file".to_owned(),
+    };
+    let seat = tidemark_store::machines::NewOfflineSeat {
+        license_id,
+        account_id: &license.account_id,
+        machine_id: &machine_id,
+        machine_key: &machine_key,
+        name: &name,
+        until: exp,
+        now,
+    };
+    if let tidemark_store::machines::OfflineSeat::SeatLimit { limit } =
+        tidemark_store::machines::hold_offline(db, &seat).await?
+    {
+        return Err(tidemark_domain::seats::SeatsFull(limit).into());
+    }
     let bundle = tidemark_store::bundles::latest_bundle(db).await?;
     let answer = license_answer(&license, true, bundle.as_ref(), base_url);
     let claims = verdict_claims(

@@ -27,7 +27,14 @@ pub struct Validator {
     cache: ValidationCache,
     signer: Arc<Signer>,
     base_url: String,
+    /// Machines seen validating since the last flush: (licence, machine key) -> when. Their
+    /// seats' "last seen" is written a minute at a time, never on the validation's path.
+    sightings: std::sync::Mutex<std::collections::HashMap<(String, String), Millis>>,
 }
+
+/// Sightings a replica keeps between flushes at most (a flood of invented fingerprints
+/// cannot grow it further; the seats it misses are seen at their next validation).
+const MAX_SIGHTINGS: usize = 100_000;
 
 /// An activation's answer: the key with the licence's state signed, or no seat.
 pub enum Activation {
@@ -57,7 +64,30 @@ impl Validator {
             cache: ValidationCache::new(cache_for),
             signer,
             base_url,
+            sightings: Default::default(),
         }
+    }
+
+    /// Notes that `machine` validated `license` at `at`.
+    fn saw(&self, license: &License, machine: &MachineFingerprint, at: Millis) {
+        let Ok(mut seen) = self.sightings.lock() else {
+            return;
+        };
+        let key = (license.id.clone(), format!("fp:{}", machine.as_str()));
+        if seen.len() < MAX_SIGHTINGS || seen.contains_key(&key) {
+            seen.insert(key, at);
+        }
+    }
+
+    /// The sightings since the last call: (licence id, machine key, when).
+    pub fn take_sightings(&self) -> Vec<(String, String, Millis)> {
+        let Ok(mut seen) = self.sightings.lock() else {
+            return Vec::new();
+        };
+        std::mem::take(&mut *seen)
+            .into_iter()
+            .map(|((license, machine), at)| (license, machine, at))
+            .collect()
     }
 
     /// The answer this replica gave to the same question within the cache's window, if any.
@@ -87,6 +117,9 @@ impl Validator {
             return Ok(Validation::UnknownLicense);
         };
         let now = now_millis();
+        if let Some(machine) = &machine {
+            self.saw(&license, machine, now);
+        }
         let valid = license.state(now).is_active();
         let bundle = match valid {
             true => {

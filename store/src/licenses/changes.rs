@@ -46,6 +46,11 @@ fn entitlements(l: &License) -> String {
     if let Some(n) = l.max_machines {
         text.push_str(&format!(", {n} seats"));
     }
+    match l.seat_release_after_days {
+        Some(0) => text.push_str(", seats never freed by time"),
+        Some(days) => text.push_str(&format!(", seats freed after {days} days unseen")),
+        None => {}
+    }
     text
 }
 
@@ -89,6 +94,9 @@ pub async fn update_license(
     if let Some(seats) = update.max_machines {
         after.max_machines = seats;
     }
+    if let Some(days) = update.seat_release_after_days {
+        after.seat_release_after_days = days;
+    }
     if let Some(added) = &update.features_added {
         after.features_added = added.clone();
     }
@@ -113,7 +121,7 @@ pub async fn update_license(
         Stmt::new(
             "UPDATE licenses SET tier = $1, expires_at = $2, suspended_at = $3, \
              max_projects = $4, features_added = $5, features_removed = $6, version = $7, \
-             max_machines = $8 WHERE id = $9",
+             max_machines = $8, seat_release_after_days = $9 WHERE id = $10",
         )
         .bind(after.tier.as_str())
         .bind(after.expires_at)
@@ -123,6 +131,7 @@ pub async fn update_license(
         .bind(feature_list(&after.features_removed))
         .bind(after.version)
         .bind(after.max_machines.map(|n| n.min(i64::MAX as u64) as i64))
+        .bind(after.seat_release_after_days.map(i64::from))
         .bind(id),
     )
     .await?;

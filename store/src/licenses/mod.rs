@@ -38,6 +38,7 @@ pub(crate) struct LicenseRow {
     suspended_at: Option<i64>,
     max_projects: Option<i64>,
     max_machines: Option<i64>,
+    seat_release_after_days: Option<i64>,
     features_added: String,
     features_removed: String,
     created_at: i64,
@@ -46,7 +47,7 @@ pub(crate) struct LicenseRow {
 
 pub(crate) const LICENSE_COLUMNS: &str =
     "l.id, l.account_id, l.email, l.tier, l.expires_at, l.suspended_at, \
-     l.max_projects, l.max_machines, l.features_added, l.features_removed, l.created_at, \
+     l.max_projects, l.max_machines, l.seat_release_after_days, l.features_added, l.features_removed, l.created_at, \
      l.version";
 
 impl TryFrom<LicenseRow> for License {
@@ -62,6 +63,9 @@ impl TryFrom<LicenseRow> for License {
             suspended_at: r.suspended_at,
             max_projects: r.max_projects.map(|n| n.max(0) as u64),
             max_machines: r.max_machines.map(|n| n.max(0) as u64),
+            seat_release_after_days: r
+                .seat_release_after_days
+                .map(|d| u32::try_from(d.max(0)).unwrap_or(u32::MAX)),
             features_added: parse_feature_list(&r.features_added),
             features_removed: parse_feature_list(&r.features_removed),
             created_at: r.created_at,

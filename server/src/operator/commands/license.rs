@@ -85,7 +85,8 @@ pub async fn run(
                 tier: tier.into(),
                 expires_at: expires.as_deref().map(parse_timestamp).transpose()?,
                 max_projects,
-                max_machines,
+                max_machines: max_machines
+                    .or_else(|| state.config.limits.default_seats.for_tier(tier.into())),
                 features_added: features_added.0,
                 features_removed: features_removed.0,
             };
