@@ -323,21 +323,27 @@ fn machines_section(v: SettingsView, admin: bool) -> AnyView {
                     <div class="table-wrap" tabindex="0">
                         <table data-testid="machines">
                             <thead><tr>
-                                <th scope="col">"Machine"</th><th scope="col">"Fingerprint"</th><th scope="col">"Activated"</th>
+                                <th scope="col">"Machine"</th><th scope="col">"Fingerprint"</th>
                                 <th scope="col">"Last seen"</th><th scope="col">"Live keys"</th>
                                 {admin.then(|| view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> })}
                             </tr></thead>
                             <tbody>
                                 {seats.machines.into_iter().map(|m| view! {
                                     <tr>
-                                        <td data-label="Machine">{m.name.clone()}{m.offline_until.clone().map(|until| view! {
-                                            <br/><span class="muted small">"held by an offline file until "{super::utc_time(until)}</span>
-                                        })}</td>
+                                        <td data-label="Machine">{m.name.clone()}
+                                            <br/><span class="muted small">{match m.offline_until.clone() {
+                                                // A plain date: the page's script words past times only.
+                                                Some(until) => format!("held by an offline file until {until}"),
+                                                None => format!("activated {}", m.activated_at),
+                                            }}</span>
+                                        </td>
                                         <td data-label="Fingerprint">{m.fingerprint.clone().map_or_else(|| view! { <span class="muted">"by name"</span> }.into_any(), |f| view! { <code>{f}</code> }.into_any())}</td>
-                                        <td data-label="Activated">{super::utc_time(m.activated_at)}</td>
                                         <td data-label="Last seen">{super::utc_time(m.last_seen_at)}</td>
                                         <td data-label="Live keys">{m.live_keys}</td>
-                                        {admin.then(|| view! {
+                                        // An offline file's seat cannot be released before the file expires.
+                                        {admin.then(|| m.offline_until.is_some()).map(|offline| if offline {
+                                            view! { <td><span class="muted small">"until the file expires"</span></td> }.into_any()
+                                        } else { view! {
                                             <td>
                                                 <form method="post" action=ReleaseMachine::PATH>
                                                     <input type="hidden" name="machine_id" value=m.id.clone()/>
@@ -346,7 +352,7 @@ fn machines_section(v: SettingsView, admin: bool) -> AnyView {
                                                         aria-label=format!("Release the seat of {}", m.name)>"Release"</button>
                                                 </form>
                                             </td>
-                                        })}
+                                        }.into_any() })}
                                     </tr>
                                 }).collect_view()}
                             </tbody>

@@ -389,10 +389,7 @@ pub async fn offline_license_file(
     // The file holds a seat until it expires: taken before it is signed.
     let machine_id = ids::new_machine_id();
     let machine_key = tidemark_domain::seats::offline_machine_key(machine.as_ref(), &machine_id);
-    let name = match &machine {
-        Some(fp) => format!("offline file ({})", fp.as_str()),
-        None => "offline file".to_owned(),
-    };
+    let name = "offline file".to_owned();
     let seat = tidemark_store::machines::NewOfflineSeat {
         license_id,
         account_id: &license.account_id,
