@@ -342,7 +342,7 @@ fn machines_section(v: SettingsView, admin: bool) -> AnyView {
                                         <td data-label="Live keys">{m.live_keys}</td>
                                         // An offline file's seat cannot be released before the file expires.
                                         {admin.then(|| m.offline_until.is_some()).map(|offline| if offline {
-                                            view! { <td><span class="muted small">"until the file expires"</span></td> }.into_any()
+                                            view! { <td data-label="Actions"><span class="muted small">"held until the file expires"</span></td> }.into_any()
                                         } else { view! {
                                             <td>
                                                 <form method="post" action=ReleaseMachine::PATH>
