@@ -11,7 +11,7 @@ tidemark_store::test_each_backend! {
     async fn server_functions_refuse_another_accounts_ids(backend) {
         let (app, provider) = TestApp::spawn_with_oidc(backend).await;
         let (mine, my_key) = app.with_key(Tier::Team).await;
-        let (_theirs, their_key) = app.with_key(Tier::Team).await;
+        let (theirs, their_key) = app.with_key(Tier::Team).await;
         let my_push = app
             .push_json(&my_key, &sample_push("web", 80.0, "2026-11-20T10:00:00Z"))
             .await;
@@ -113,6 +113,33 @@ tidemark_store::test_each_backend! {
         })
         .unwrap();
         assert_eq!(archived, vec![(None,)], "their project is untouched");
+
+        // Their machine's seat: not found from my Settings, and still held.
+        let activated = app
+            .client
+            .post(app.url("/v1/license/activate"))
+            .header("X-License-Key-Hash", &theirs.hash)
+            .json(&serde_json::json!({ "machine": "their-ci" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(activated.status(), StatusCode::CREATED);
+        let (their_machine,): (String,) = tidemark_store::on_db!(&app.db, pool => {
+            sqlx::query_as("SELECT id FROM machines WHERE name = 'their-ci'")
+                .fetch_one(pool)
+                .await
+        })
+        .unwrap();
+        let res = browser
+            .post_form("/api/release_machine", &[("machine_id", &their_machine)])
+            .await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            app.count_where("machines", "name = 'their-ci' AND released_at IS NULL")
+                .await,
+            1,
+            "their seat is untouched"
+        );
 
         // The compliance rollup counts only my project (theirs has the same label and cloud
         // account: counted, it would make two).

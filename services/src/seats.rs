@@ -14,6 +14,20 @@ pub async fn list(db: &Db, license_id: &str) -> Result<Vec<MachineRow>, ServiceE
     Ok(tidemark_store::machines::list(db, license_id).await?)
 }
 
+/// [`release`] for the customer's admin: a seat of the account's own licence, else "not
+/// found" (another account's machine id finds nothing).
+pub async fn release_for_account(
+    db: &Db,
+    account_id: &tidemark_wire::ids::AccountId,
+    machine_id: &str,
+    audit: &AuditContext,
+) -> Result<(), ServiceError> {
+    let license = tidemark_store::licenses::find_license_for_account(db, account_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    release(db, &license.id, machine_id, audit).await
+}
+
 /// Frees the machine's seat and revokes its keys; "not found" unless the licence holds that
 /// live seat.
 pub async fn release(

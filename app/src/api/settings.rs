@@ -140,18 +140,15 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
 pub async fn release_machine(machine_id: String) -> Result<(), DashboardError> {
     let viewer = crate::auth::require_admin()?;
     let services = expect_context::<tidemark_services::Services>();
-    let license =
-        match tidemark_services::account::settings(services.db(), &viewer.account_id).await {
-            Ok(overview) => overview.license,
-            Err(e) => return crate::error::refused(e),
-        };
-    let Some(license) = license else {
-        return crate::error::refused(tidemark_services::ServiceError::NotFound);
-    };
-    tidemark_services::seats::release(services.db(), &license.id, &machine_id, &viewer.audit())
-        .await
-        .inspect(|_| crate::api::ssr::back_to_form("release_machine"))
-        .or_else(crate::error::refused)
+    tidemark_services::seats::release_for_account(
+        services.db(),
+        &viewer.account_id,
+        &machine_id,
+        &viewer.audit(),
+    )
+    .await
+    .inspect(|_| crate::api::ssr::back_to_form("release_machine"))
+    .or_else(crate::error::refused)
 }
 
 /// Revokes every key of the account at once and returns the one new key (shown once).

@@ -11,18 +11,17 @@ use std::time::{Duration, Instant};
 
 use tidemark_domain::license_events::{expiring_threshold, LicenseEvent, EXPIRED_NEWS_MS};
 use tidemark_domain::time::{DAY_MS, MINUTE_MS};
-use tidemark_domain::webhook::{is_delivered, next_attempt_at, WebhookSecret, WebhookUrl};
+use tidemark_domain::webhook::{WebhookSecret, WebhookUrl};
 use tidemark_domain::{now_millis, Millis};
 use tidemark_store::license_events::{self as store, Attempt, DueDelivery, Raise};
 use tidemark_store::Writer;
 
 use crate::state::AppState;
 use crate::workers::runner::{Lease, Pacing, Worker};
-use crate::workers::webhooks::{http_client, SIGNATURE_HEADER};
+use crate::workers::webhooks::{attempt_of, http_client, SIGNATURE_HEADER};
 
 const POLL_INTERVAL: Duration = Duration::from_secs(2);
 const BATCH: i64 = 16;
-const MAX_ERROR_LEN: usize = 300;
 
 /// A claimed delivery is this replica's for twice the timeout and a margin.
 fn lease_ms(timeout: Duration) -> Millis {
@@ -97,36 +96,14 @@ async fn send_one(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -
     let started = Instant::now();
     let at = now_millis();
     let result = post(state, client, d).await;
-    let latency_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-    let (status, error) = match result {
-        Ok(status) if is_delivered(status) => (Some(status), None),
-        Ok(status) => (
-            Some(status),
-            Some(format!("the receiver answered {status}")),
-        ),
-        Err(err) => (None, Some(err)),
-    };
-    let retry_at = error.as_ref().and_then(|_| {
-        next_attempt_at(
-            d.attempts,
-            d.window_start,
-            now_millis(),
-            state.config.webhooks.retry_base_ms.into(),
-        )
-    });
-    if let Some(error) = &error {
+    let attempt = attempt_of(state, result, at, started, d.attempts, d.window_start);
+    if let Some(error) = &attempt.error {
         tracing::info!(
             event_id = %d.event_id, webhook_id = %d.webhook_id, attempt = d.attempts,
-            error = %error, retry = retry_at.is_some(), "vendor webhook not delivered"
+            error = %error, retry = attempt.retry_at.is_some(), "vendor webhook not delivered"
         );
     }
-    Attempt {
-        at,
-        status,
-        latency_ms,
-        error: error.map(|e| e.chars().take(MAX_ERROR_LEN).collect()),
-        retry_at,
-    }
+    attempt
 }
 
 async fn post(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -> Result<u16, String> {

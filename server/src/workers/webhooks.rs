@@ -188,6 +188,27 @@ async fn send_one(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -
     let started = Instant::now();
     let at = now_millis();
     let result = post(state, client, d).await;
+    let attempt = attempt_of(state, result, at, started, d.attempts, d.window_start);
+    if let Some(error) = &attempt.error {
+        tracing::info!(
+            event_id = %d.event_id, webhook_id = %d.webhook_id, attempt = d.attempts,
+            error = %error, retry = attempt.retry_at.is_some(), "webhook not delivered"
+        );
+    }
+    attempt
+}
+
+/// What a send that began at `at` (`started`) came to: the receiver's status or why there
+/// was none, and when to try again (never after a success, nor once the retries' day is
+/// over). Shared by the account webhooks' sender and the vendor's.
+pub fn attempt_of(
+    state: &AppState,
+    result: Result<u16, String>,
+    at: tidemark_domain::Millis,
+    started: Instant,
+    attempts: i64,
+    window_start: tidemark_domain::Millis,
+) -> Attempt {
     let latency_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let (status, error) = match result {
         Ok(status) if is_delivered(status) => (Some(status), None),
@@ -205,18 +226,12 @@ async fn send_one(state: &AppState, client: &reqwest::Client, d: &DueDelivery) -
     };
     let retry_at = error.as_ref().and_then(|_| {
         next_attempt_at(
-            d.attempts,
-            d.window_start,
+            attempts,
+            window_start,
             now_millis(),
             state.config.webhooks.retry_base_ms.into(),
         )
     });
-    if let Some(error) = &error {
-        tracing::info!(
-            event_id = %d.event_id, webhook_id = %d.webhook_id, attempt = d.attempts,
-            error = %error, retry = retry_at.is_some(), "webhook not delivered"
-        );
-    }
     Attempt {
         at,
         status,
