@@ -38,6 +38,7 @@ macro_rules! actions {
 actions! {
     KeysRotated => "keys.rotated", "API keys rotated";
     KeyRevoked => "key.revoked", "API key revoked";
+    KeyCreated => "key.created", "API key made";
     MemberAdded => "member.added", "Member added";
     MemberRoleChanged => "member.role_changed", "Member's role changed";
     MemberRemoved => "member.removed", "Member removed";

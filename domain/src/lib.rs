@@ -2,6 +2,7 @@
 //! database lives here, as a plain function or as a type that can only hold a valid value.
 
 pub mod access;
+pub mod api_keys;
 pub mod append;
 pub mod audit;
 pub mod badge;

@@ -706,6 +706,42 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   apiKey = newKey;
 });
 
+test("an admin makes a named key with an expiry beside the others, and revokes it", async ({ page, request }) => {
+  const works = async (key: string) =>
+    (await request.get("/v1/frameworks", { headers: { "X-API-Key": key } })).status();
+  await signIn(page, ADMIN);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto("/settings/keys");
+    const name = `e2e CI ${width}`;
+    const form = page.getByTestId("new-key-form");
+    await form.getByLabel("Name").fill(name);
+    await form.getByLabel("Expires").selectOption("30");
+    await form.getByRole("button", { name: "New key" }).click();
+    const shown = page.getByTestId("new-key");
+    await expect(shown).toHaveText(/^svc_api_/);
+    await expect(page.getByTestId("new-key-panel")).toContainText("the other keys keep working");
+    await expect(page).toHaveURL(/\/settings\/keys\?shown=/);
+    const key = (await shown.textContent()) ?? "";
+    const row = page.getByTestId("keys").getByRole("row").filter({ hasText: name });
+    // Its expiry, 30 days on, in its own column.
+    const expiry = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+    await expect(row.locator('td[data-label="Expires"]')).toContainText(expiry);
+    await page.screenshot({ path: `test-results/settings-new-key-${width}.png`, fullPage: true });
+    expect(await works(key)).toBe(200);
+    expect(await works(apiKey), "New key revoked nothing").toBe(200);
+    let question = "";
+    page.once("dialog", (dialog) => { question = dialog.message(); void dialog.accept(); });
+    await row.getByRole("button", { name: /^Revoke key/ }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Key revoked" })).toBeVisible();
+    expect(question).toContain(name);
+    await expect(page.getByTestId("keys").getByRole("row").filter({ hasText: name })).toHaveCount(0);
+    expect(await works(key)).toBe(401);
+    expect(await works(apiKey)).toBe(200);
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
 test("an admin releases a machine's seat in Settings → Machines; its key stops pushing at once", async ({ page, request }) => {
   const hash = createHash("sha256").update(LICENSE_KEY).digest("hex");
   const res = await request.post("/v1/license/activate", {

@@ -60,7 +60,8 @@ tidemark_store::test_each_backend! {
         assert_eq!(
             before,
             json!({"email": "dev@example.com", "gate_failed": false, "score_regressed": false,
-                   "posture_drifted": false, "drift_detection": true})
+                   "posture_drifted": false, "key_expiring": true, "is_admin": false,
+                   "drift_detection": true})
         );
         let res = admin.post_form("/api/save_alerts", &[("score_regressed", "true")]).await;
         assert_eq!(res.status(), StatusCode::OK);

@@ -25,6 +25,7 @@ mod key_rotation;
 mod keyless_ci;
 mod license_api;
 mod migrations;
+mod named_keys;
 mod openapi;
 mod operations;
 mod operator_cli;

@@ -1,5 +1,6 @@
-//! API keys: Settings → API Keys (rotate all, revoke one) and the operator.
+//! API keys: Settings → API Keys (make a named one, rotate all, revoke one) and the operator.
 
+use tidemark_domain::api_keys::KeyName;
 use tidemark_domain::audit::AuditContext;
 use tidemark_domain::ids;
 use tidemark_domain::secrets::ApiKey;
@@ -93,6 +94,26 @@ pub async fn issue(
         }
         ActivationOutcome::SeatLimit { limit } => Ok(Issued::SeatLimit { limit }),
     }
+}
+
+/// Makes a named key beside the account's others (Settings → API keys → New key): it holds
+/// no seat (a CI secret is not a machine) and works until revoked, rotated or `expires_at`.
+/// The key is returned once; only its hash is kept.
+pub async fn create_named(
+    db: &Db,
+    account_id: &AccountId,
+    name: &KeyName,
+    expires_at: Option<tidemark_domain::Millis>,
+    audit: &AuditContext,
+) -> Result<ApiKey, ServiceError> {
+    let (key, new) = new_key(account_id, name.as_str(), audit.at);
+    let audit = audit.clone();
+    db.detached(|db| async move {
+        tidemark_store::api_keys::create_named_key(&db, &new, expires_at, &audit).await
+    })
+    .await?;
+    tracing::info!(%account_id, "named API key made");
+    Ok(key)
 }
 
 /// Revokes one active key of the account.

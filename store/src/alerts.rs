@@ -11,13 +11,28 @@ use crate::{on_db, on_db_write, Db, StoreError};
 /// The outbox kind of an alert mail.
 pub const ALERT_MAIL_KIND: &str = "push_alert";
 
-/// What a member wants to hear about. The default is nothing: mail only by choice.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a member wants to hear about. The default is nothing about pushes (mail only by
+/// choice) but the warning of an API key about to expire, which admins get unless they turn
+/// it off: an expired key breaks CI without a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AlertPrefs {
     pub gate_failed: bool,
     pub score_regressed: bool,
     /// A push on a default branch drifted (licences with drift detection).
     pub posture_drifted: bool,
+    /// An API key of the account expires within a week (sent to admins only).
+    pub key_expiring: bool,
+}
+
+impl Default for AlertPrefs {
+    fn default() -> Self {
+        Self {
+            gate_failed: false,
+            score_regressed: false,
+            posture_drifted: false,
+            key_expiring: true,
+        }
+    }
 }
 
 /// The member's preferences in the account (the default when never set).
@@ -26,9 +41,9 @@ pub async fn alert_prefs(
     account_id: &AccountId,
     user_id: &str,
 ) -> Result<AlertPrefs, StoreError> {
-    let row: Option<(bool, bool, bool)> = on_db!(db, pool => {
+    let row: Option<(bool, bool, bool, bool)> = on_db!(db, pool => {
         sqlx::query_as(
-            "SELECT gate_failed, score_regressed, posture_drifted FROM alert_prefs \
+            "SELECT gate_failed, score_regressed, posture_drifted, key_expiring FROM alert_prefs \
              WHERE account_id = $1 AND user_id = $2",
         )
         .bind(account_id)
@@ -38,10 +53,11 @@ pub async fn alert_prefs(
     })?;
     Ok(row.map_or_else(
         AlertPrefs::default,
-        |(gate_failed, score_regressed, posture_drifted)| AlertPrefs {
+        |(gate_failed, score_regressed, posture_drifted, key_expiring)| AlertPrefs {
             gate_failed,
             score_regressed,
             posture_drifted,
+            key_expiring,
         },
     ))
 }
@@ -59,16 +75,18 @@ pub async fn set_alert_prefs(
         // One statement: the membership check and the write cannot be split by a removal.
         sqlx::query(
             "INSERT INTO alert_prefs (account_id, user_id, gate_failed, score_regressed, \
-             posture_drifted, updated_at) \
-             SELECT m.account_id, m.user_id, $1, $2, $3, $4 FROM members m \
-             WHERE m.account_id = $5 AND m.user_id = $6 \
+             posture_drifted, key_expiring, updated_at) \
+             SELECT m.account_id, m.user_id, $1, $2, $3, $4, $5 FROM members m \
+             WHERE m.account_id = $6 AND m.user_id = $7 \
              ON CONFLICT (account_id, user_id) DO UPDATE SET \
              gate_failed = excluded.gate_failed, score_regressed = excluded.score_regressed, \
-             posture_drifted = excluded.posture_drifted, updated_at = excluded.updated_at",
+             posture_drifted = excluded.posture_drifted, key_expiring = excluded.key_expiring, \
+             updated_at = excluded.updated_at",
         )
         .bind(prefs.gate_failed)
         .bind(prefs.score_regressed)
         .bind(prefs.posture_drifted)
+        .bind(prefs.key_expiring)
         .bind(now)
         .bind(account_id)
         .bind(user_id)

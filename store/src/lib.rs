@@ -19,6 +19,7 @@ use sqlx::{PgPool, SqlitePool};
 
 pub mod access;
 pub mod alerts;
+pub mod api_keys;
 pub mod audit;
 pub mod backup;
 pub mod badges;

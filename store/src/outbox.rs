@@ -1,7 +1,7 @@
 //! The durable mail outbox. Requests only enqueue; a background sender delivers, retrying
 //! with back-off. Rows hold no secret: a message is composed at delivery time.
 
-use crate::ProjectId;
+use crate::{AccountId, ProjectId};
 use tidemark_domain::Millis;
 
 use crate::queue::{Claimable, Queue};
@@ -42,6 +42,8 @@ pub struct OutboxMail {
     pub recipient: String,
     /// Attempts including the current one.
     pub attempts: i64,
+    /// The account an alert or key-expiry warning is about.
+    pub account_id: Option<AccountId>,
     /// For an alert: the pushed scan it is about (`None` for other kinds, or when the
     /// project is gone).
     pub scan: Option<ScanFacts>,
@@ -54,6 +56,7 @@ struct DueMailRow {
     recipient: String,
     attempts: i64,
     next_attempt_at: i64,
+    account_id: Option<AccountId>,
     project_id: Option<ProjectId>,
     #[sqlx(flatten)]
     scan: ScanFactsRow,
@@ -143,7 +146,8 @@ pub async fn claim_due_mail(
     max: i64,
 ) -> Result<Vec<OutboxMail>, StoreError> {
     let select = format!(
-        "SELECT o.id, o.kind, o.recipient, o.attempts, o.next_attempt_at, o.project_id, \
+        "SELECT o.id, o.kind, o.recipient, o.attempts, o.next_attempt_at, o.account_id, \
+         o.project_id, \
          {SCAN_FACTS_COLUMNS} FROM mail_outbox o {SCAN_FACTS_JOIN}"
     );
     let claimed: Vec<DueMailRow> = MAIL.claim(db, &select, now, lease_ms, max).await?;
@@ -152,6 +156,7 @@ pub async fn claim_due_mail(
         .map(|row| OutboxMail {
             attempts: row.attempts + 1,
             scan: row.scan.into_facts(row.project_id),
+            account_id: row.account_id,
             id: row.id,
             kind: row.kind,
             recipient: row.recipient,

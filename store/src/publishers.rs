@@ -375,6 +375,7 @@ pub async fn find_ci_token_owner_and_writes(
         key_id: r.token_id,
         // Push tokens have no "last used" to keep.
         last_used_at: Some(now),
+        expires_at: None,
         license: License::try_from(r.license)?,
         via: Via::Ci {
             projects: r

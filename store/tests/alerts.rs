@@ -36,6 +36,7 @@ fn prefs(gate_failed: bool, score_regressed: bool) -> AlertPrefs {
         gate_failed,
         score_regressed,
         posture_drifted: false,
+        key_expiring: true,
     }
 }
 

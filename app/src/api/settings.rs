@@ -1,4 +1,4 @@
-//! Settings: the license, API keys (rotate all, revoke one), members, archived projects and
+//! Settings: the license, API keys (make a named one, rotate all, revoke one), members, archived projects and
 //! single sign-on. Admins change things; members read. Every change is checked here.
 
 use leptos::prelude::*;
@@ -112,11 +112,13 @@ pub async fn load_settings() -> Result<SettingsView, DashboardError> {
         keys: keys
             .into_iter()
             .map(|k| KeyView {
+                expired: tidemark_domain::api_keys::check_expiry(k.expires_at, now).is_err(),
                 id: k.id,
                 prefix: k.prefix,
                 machine: k.machine,
                 created_at: fmt(k.created_at),
                 last_used_at: k.last_used_at.map(fmt),
+                expires_at: k.expires_at.map(fmt),
             })
             .collect(),
         members: members
@@ -167,6 +169,36 @@ pub async fn rotate_keys() -> Result<String, DashboardError> {
         Ok(rotated) => Ok(rotated.key.expose().to_owned()),
         Err(e) => crate::error::refused(e),
     }
+}
+
+/// Makes a named key beside the others (none stops working), with an expiry in days if one
+/// is chosen, and returns it (shown once, as Rotate Key's is).
+#[server(endpoint = "create_key")]
+pub async fn create_key(
+    name: String,
+    #[server(default)] expires_in_days: String,
+) -> Result<String, DashboardError> {
+    use tidemark_domain::api_keys::{expiry_after_days, KeyName};
+    let viewer = crate::auth::require_admin()?;
+    let invalid = |e: tidemark_domain::input::FieldError| DashboardError::Invalid(e.message);
+    let name = KeyName::parse(&name).map_err(invalid)?;
+    let days = match expires_in_days.trim() {
+        "" | "never" => None,
+        text => Some(text.parse::<u32>().unwrap_or(0)),
+    };
+    let audit = viewer.audit();
+    let expires_at = expiry_after_days(days, audit.at).map_err(invalid)?;
+    let services = expect_context::<tidemark_services::Services>();
+    tidemark_services::api_keys::create_named(
+        services.db(),
+        &viewer.account_id,
+        &name,
+        expires_at,
+        &audit,
+    )
+    .await
+    .map(|key| key.expose().to_owned())
+    .or_else(crate::error::refused)
 }
 
 #[server(endpoint = "revoke_key")]

@@ -182,6 +182,9 @@ pub struct AlertsView {
     pub gate_failed: bool,
     pub score_regressed: bool,
     pub posture_drifted: bool,
+    /// The week's warning of an API key about to expire (admins only; on unless turned off).
+    pub key_expiring: bool,
+    pub is_admin: bool,
     /// The account's licence has drift detection (the drift choice is offered only then).
     pub drift_detection: bool,
 }
@@ -240,6 +243,8 @@ impl std::fmt::Debug for WebhookSecretShown {
 pub enum ShownOnce {
     /// The one new API key after Rotate Key.
     ApiKey(String),
+    /// A named key made with New key (the others keep working).
+    NamedApiKey(String),
     /// An endpoint's new signing secret (made with the endpoint or replaced).
     WebhookSecret(WebhookSecretShown),
     /// A new SCIM token for the identity provider.
@@ -252,6 +257,7 @@ impl std::fmt::Debug for ShownOnce {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             ShownOnce::ApiKey(_) => "ShownOnce::ApiKey([redacted])",
+            ShownOnce::NamedApiKey(_) => "ShownOnce::NamedApiKey([redacted])",
             ShownOnce::WebhookSecret(_) => "ShownOnce::WebhookSecret([redacted])",
             ShownOnce::ScimToken(_) => "ShownOnce::ScimToken([redacted])",
             ShownOnce::Gone => "ShownOnce::Gone",
@@ -370,9 +376,14 @@ pub struct MemberSummary {
 pub struct KeyView {
     pub id: String,
     pub prefix: String,
+    /// Its name (a key made in Settings) or the machine it was activated on.
     pub machine: String,
     pub created_at: String,
     pub last_used_at: Option<String>,
+    /// When it stops working (`None`: never).
+    pub expires_at: Option<String>,
+    /// Past its expiry: refused, listed until revoked.
+    pub expired: bool,
 }
 
 /// A machine holding one of the licence's seats.

@@ -59,6 +59,15 @@ fn alerts_form(v: AlertsView) -> impl IntoView {
                     </label>
                 })}
             </fieldset>
+            {v.is_admin.then(|| view! {
+                <fieldset>
+                    <legend>"As an admin, e-mail me when"</legend>
+                    <label>
+                        <input type="checkbox" name="key_expiring" value="true" checked=v.key_expiring data-testid="alert-key-expiring"/>
+                        " an API key of this account expires within a week"
+                    </label>
+                </fieldset>
+            })}
             <button type="submit" class="primary">"Save alert settings"</button>
         </form>
     }

@@ -6,11 +6,11 @@ use super::{error_view, form_error, form_notice, loading};
 use crate::api::badges::{load_badges, IssueBadge, RevokeBadge};
 use crate::api::projects::SetArchived;
 use crate::api::settings::{
-    load_settings, AddMember, ChangeMember, ConfigureSso, ReleaseMachine, RemoveSso, RevokeKey,
-    RotateKeys, VerifySso,
+    load_settings, AddMember, ChangeMember, ConfigureSso, CreateKey, ReleaseMachine, RemoveSso,
+    RevokeKey, RotateKeys, VerifySso,
 };
 use crate::model::{
-    BadgesView, MemberAction, ProjectsView, SettingsView, ShownOnce, SsoState, SsoSummary,
+    BadgesView, KeyView, MemberAction, ProjectsView, SettingsView, ShownOnce, SsoState, SsoSummary,
 };
 
 /// Settings' sections, in the side navigation's order: the path segment under `/settings/`,
@@ -243,43 +243,32 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
     let gone =
         matches!(shown, Some(ShownOnce::Gone)).then(|| super::shown_already("The new API key"));
     let new_key = match shown {
-        Some(ShownOnce::ApiKey(key)) => Some(key),
+        Some(ShownOnce::ApiKey(key)) => Some(new_key_panel(key, true)),
+        Some(ShownOnce::NamedApiKey(key)) => Some(new_key_panel(key, false)),
         _ => None,
     };
     view! {
         <section class="card" aria-labelledby="keys-heading">
             <h2 id="keys-heading">"API keys"</h2>
-            <p class="muted">"Scanners and CI jobs push with these. Only the first characters are ever shown."</p>
-            {new_key.map(new_key_panel)}
+            <p class="muted">"Scanners and CI jobs push with these: one per machine or CI secret. Only the first characters are ever shown."</p>
+            {new_key}
             {gone}
             {form_notice(RevokeKey::PATH, "Key revoked: it no longer pushes.")}
             {form_error(RotateKeys::PATH)}
+            {form_error(CreateKey::PATH)}
             <div class="table-wrap" tabindex="0">
                 <table data-testid="keys">
                     <thead><tr>
-                        <th scope="col">"Key"</th><th scope="col">"Machine"</th><th scope="col">"Created"</th>
-                        <th scope="col">"Last used"</th>{admin.then(|| view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> })}
+                        <th scope="col">"Key"</th><th scope="col">"Name or machine"</th><th scope="col">"Created"</th>
+                        <th scope="col">"Last used"</th><th scope="col">"Expires"</th>
+                        {admin.then(|| view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> })}
                     </tr></thead>
                     <tbody>
-                        {v.keys.into_iter().map(|k| view! {
-                            <tr>
-                                <td data-label="Key"><code>{format!("{}…", k.prefix)}</code></td>
-                                <td data-label="Machine">{k.machine.clone()}</td>
-                                <td data-label="Created">{super::utc_time(k.created_at)}</td>
-                                <td data-label="Last used">{super::utc_time_or(k.last_used_at, "never")}</td>
-                                {admin.then(|| view! {
-                                    <td>
-                                        <form method="post" action=RevokeKey::PATH>
-                                            <input type="hidden" name="key_id" value=k.id.clone()/>
-                                            <button type="submit" class="link" aria-label=format!("Revoke key {}", k.prefix)>"Revoke"</button>
-                                        </form>
-                                    </td>
-                                })}
-                            </tr>
-                        }).collect_view()}
+                        {v.keys.into_iter().map(key_row(admin)).collect_view()}
                     </tbody>
                 </table>
             </div>
+            {admin.then(new_key_form)}
             {admin.then(|| view! {
                 <form method="post" action=RotateKeys::PATH class="inline">
                     {super::once_field()}
@@ -292,6 +281,59 @@ fn keys_section(v: SettingsView, admin: bool) -> AnyView {
         </section>
     }
     .into_any()
+}
+
+fn key_row(admin: bool) -> impl Fn(KeyView) -> AnyView {
+    move |k: KeyView| {
+        let expires = match (k.expires_at, k.expired) {
+            (None, _) => "never".into_any(),
+            (Some(at), false) => super::utc_time(at).into_any(),
+            (Some(at), true) => view! {
+                <span class="badge fail">"expired"</span>" "{super::utc_time(at)}
+            }
+            .into_any(),
+        };
+        view! {
+            <tr data-expired=k.expired.then_some("true")>
+                <td data-label="Key"><code>{format!("{}…", k.prefix)}</code></td>
+                <td data-label="Name or machine">{k.machine.clone()}</td>
+                <td data-label="Created">{super::utc_time(k.created_at)}</td>
+                <td data-label="Last used">{super::utc_time_or(k.last_used_at, "never")}</td>
+                <td data-label="Expires">{expires}</td>
+                {admin.then(|| view! {
+                    <td>
+                        <form method="post" action=RevokeKey::PATH>
+                            <input type="hidden" name="key_id" value=k.id.clone()/>
+                            <button type="submit" class="link" data-confirm=format!("Revoke the key {}… ({})? Whatever pushes with it is refused from now on.", k.prefix, k.machine)
+                                aria-label=format!("Revoke key {} ({})", k.prefix, k.machine)>"Revoke"</button>
+                        </form>
+                    </td>
+                })}
+            </tr>
+        }
+        .into_any()
+    }
+}
+
+/// The lifetimes New key offers (the server takes any whole number of days up to a year).
+const KEY_LIFETIME_DAYS: [u32; 4] = [7, 30, 90, 365];
+
+/// New key: a name and a lifetime; the key comes back on this page once, and the others keep
+/// working (unlike Rotate Key).
+fn new_key_form() -> impl IntoView {
+    view! {
+        <form method="post" action=CreateKey::PATH class="row-form" data-keep="" data-testid="new-key-form">
+            {super::once_field()}
+            <label>"Name" <input type="text" name="name" required maxlength="64" placeholder="GitHub Actions"/></label>
+            <label>"Expires"
+                <select name="expires_in_days">
+                    <option value="">"never"</option>
+                    {KEY_LIFETIME_DAYS.iter().map(|d| view! { <option value=d.to_string()>{format!("in {d} days")}</option> }).collect_view()}
+                </select>
+            </label>
+            <button type="submit" class="primary">"New key"</button>
+        </form>
+    }
 }
 
 /// The licence's seats: which machines hold one, when each was last seen, and (for admins)
@@ -562,12 +604,17 @@ fn sso_claim(s: SsoSummary, admin: bool) -> AnyView {
     .into_any()
 }
 
-/// The one new key, on the page that answered Rotate Key (never again: reloading the page
-/// shows the keys without it). "Copy" is `public/dashboard.js`'s (`data-copy`).
-fn new_key_panel(key: String) -> impl IntoView {
+/// The one new key, on the page that answered Rotate Key or New key (never again: reloading
+/// the page shows the keys without it). "Copy" is `public/dashboard.js`'s (`data-copy`).
+fn new_key_panel(key: String, rotated: bool) -> impl IntoView {
+    let others = if rotated {
+        "every previous key stopped working."
+    } else {
+        "the other keys keep working."
+    };
     view! {
         <div class="notice new-key" role="alert" data-testid="new-key-panel">
-            <p><strong>"Your new API key"</strong> " — shown once. Store it in your CI secrets now; every previous key stopped working."</p>
+            <p><strong>"Your new API key"</strong> " — shown once. Store it in your CI secrets now; "{others}</p>
             <p><code data-testid="new-key" id="new-key">{key}</code></p>
             <button type="button" class="primary" data-copy="new-key" hidden>"Copy"</button>
         </div>

@@ -72,13 +72,16 @@ pub async fn authenticate_writer(
     now: Millis,
     window_start: Millis,
 ) -> Result<(KeyOwner, Writes), ApiError> {
-    match credential(headers)? {
+    let (owner, writes) = match credential(headers)? {
         Credential::ApiKey(key) => find_key_owner_and_writes(db, &key.hash(), window_start).await?,
         Credential::CiToken(token) => {
             find_ci_token_owner_and_writes(db, &token.hash(), now, window_start).await?
         }
     }
-    .ok_or(ApiError::InvalidApiKey)
+    .ok_or(ApiError::InvalidApiKey)?;
+    tidemark_domain::api_keys::check_expiry(owner.expires_at, now)
+        .map_err(ApiError::ExpiredApiKey)?;
+    Ok((owner, writes))
 }
 
 /// The credential in `X-API-Key` or `Authorization: Bearer`, not yet looked up.

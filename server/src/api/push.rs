@@ -51,7 +51,7 @@ static RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
     responses(
         (status = 201, description = "Appended (or replayed)", body = PushResponse),
         (status = 400, description = "`invalid_json`", body = ErrorBody),
-        (status = 401, description = "`missing_api_key`, `malformed_api_key` (activate again) or `invalid_api_key` (unknown or revoked; a keyless CI push token expired or its publisher removed)", body = ErrorBody),
+        (status = 401, description = "`missing_api_key`, `malformed_api_key` (activate again) or `invalid_api_key` (unknown, revoked, or a named key past its expiry, the message saying when; a keyless CI push token expired or its publisher removed)", body = ErrorBody),
         (status = 403, description = "`insufficient_tier` (no hosted_dashboard feature), `license_inactive`, or `project_not_allowed` (a keyless CI push token for a project its publisher does not name)", body = ErrorBody),
         (status = 409, description = "`project_limit_reached` (new label, cap reached) or `project_archived`", body = ErrorBody),
         (status = 413, description = "`payload_too_large`: over 16 MiB or 50,000 findings", body = ErrorBody),

@@ -22,6 +22,9 @@ pub enum ApiError {
     MalformedApiKey,
     #[error("The API key is not valid: it is unknown or has been revoked (keys are revoked when they are rotated in Settings). Run `tidemark activate` again. (A keyless CI push token stops working 15 minutes after its exchange, or when its trusted publisher is removed: exchange the job's token again.)")]
     InvalidApiKey,
+    /// A named key past its expiry: refused as a revoked key is, saying when.
+    #[error("{}", .0.message())]
+    ExpiredApiKey(tidemark_domain::api_keys::Expired),
     #[error("The hosted dashboard requires the Team tier or above; this license is on the {} tier. Upgrade to push scans.", .0.as_str())]
     InsufficientTier(Tier),
     /// A licence without the feature an endpoint needs (other than the hosted dashboard).
@@ -170,9 +173,8 @@ impl ApiError {
         use ApiError::*;
         match self {
             InvalidLicenseHash | InvalidJson(_) | InvalidSignature(_) => StatusCode::BAD_REQUEST,
-            MissingApiKey | MalformedApiKey | InvalidApiKey | InvalidVendorToken => {
-                StatusCode::UNAUTHORIZED
-            }
+            MissingApiKey | MalformedApiKey | InvalidApiKey | ExpiredApiKey(_)
+            | InvalidVendorToken => StatusCode::UNAUTHORIZED,
             InsufficientRole { .. } | SeatLimitReached(_) => StatusCode::FORBIDDEN,
             PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Conflict(_) => StatusCode::CONFLICT,
@@ -209,7 +211,7 @@ impl ApiError {
             LicenseInactive(_) => "license_inactive",
             MissingApiKey => "missing_api_key",
             MalformedApiKey => "malformed_api_key",
-            InvalidApiKey => "invalid_api_key",
+            InvalidApiKey | ExpiredApiKey(_) => "invalid_api_key",
             InsufficientTier(_) | FeatureNotInTier { .. } => "insufficient_tier",
             ProjectLimitReached(_) => "project_limit_reached",
             ProjectArchived(_) => "project_archived",

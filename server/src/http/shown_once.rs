@@ -20,7 +20,7 @@ use leptos::server_fn::ServerFn as _;
 use tidemark_domain::handover::{self, HANDOVER_TTL_MS};
 use tidemark_store::handovers::{self, Claim, Owner, Taken};
 
-use app::api::settings::RotateKeys;
+use app::api::settings::{CreateKey, RotateKeys};
 use app::api::webhooks::{CreateWebhook, RotateWebhookSecret};
 use app::auth::Viewer;
 use app::model::{ShownOnce, WebhookSecretShown};
@@ -39,6 +39,7 @@ const PENDING_WAIT: Duration = Duration::from_secs(5);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Secret {
     ApiKey,
+    NamedApiKey,
     WebhookSecret,
     ScimToken,
 }
@@ -47,6 +48,8 @@ impl Secret {
     fn of_endpoint(path: &str) -> Option<Secret> {
         if path == RotateKeys::PATH {
             Some(Secret::ApiKey)
+        } else if path == CreateKey::PATH {
+            Some(Secret::NamedApiKey)
         } else if path == CreateWebhook::PATH || path == RotateWebhookSecret::PATH {
             Some(Secret::WebhookSecret)
         } else {
@@ -57,15 +60,21 @@ impl Secret {
     fn as_str(self) -> &'static str {
         match self {
             Secret::ApiKey => "api_key",
+            Secret::NamedApiKey => "named_api_key",
             Secret::WebhookSecret => "webhook_secret",
             Secret::ScimToken => "scim_token",
         }
     }
 
     fn parse(kind: &str) -> Option<Secret> {
-        [Secret::ApiKey, Secret::WebhookSecret, Secret::ScimToken]
-            .into_iter()
-            .find(|s| s.as_str() == kind)
+        [
+            Secret::ApiKey,
+            Secret::NamedApiKey,
+            Secret::WebhookSecret,
+            Secret::ScimToken,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == kind)
     }
 
     /// The secret in the JSON its maker answered with.
@@ -74,6 +83,9 @@ impl Secret {
             Secret::ApiKey => serde_json::from_slice::<String>(answer)
                 .ok()
                 .map(ShownOnce::ApiKey),
+            Secret::NamedApiKey => serde_json::from_slice::<String>(answer)
+                .ok()
+                .map(ShownOnce::NamedApiKey),
             Secret::WebhookSecret => serde_json::from_slice::<WebhookSecretShown>(answer)
                 .ok()
                 .map(ShownOnce::WebhookSecret),
@@ -379,7 +391,12 @@ mod tests {
             Secret::WebhookSecret.read(hook),
             Some(ShownOnce::WebhookSecret(WebhookSecretShown { ref secret, .. })) if secret == "whsec_2"
         ));
-        for s in [Secret::ApiKey, Secret::WebhookSecret, Secret::ScimToken] {
+        for s in [
+            Secret::ApiKey,
+            Secret::NamedApiKey,
+            Secret::WebhookSecret,
+            Secret::ScimToken,
+        ] {
             assert_eq!(Secret::parse(s.as_str()), Some(s));
         }
     }

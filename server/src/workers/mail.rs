@@ -11,6 +11,7 @@ use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, To
 use tidemark_domain::time::HOUR_MS;
 use tidemark_domain::{now_millis, to_rfc3339, Millis};
 use tidemark_store::alerts::ALERT_MAIL_KIND;
+use tidemark_store::api_keys::{ExpiringKey, KEY_EXPIRY_MAIL_KIND};
 use tidemark_store::licenses::licenses_for_email;
 use tidemark_store::outbox::{self, Finished, OutboxMail};
 use tidemark_store::scan_facts::ScanFacts;
@@ -144,6 +145,7 @@ async fn send_one(
     let composed = match mail.kind.as_str() {
         RESEND_MAIL_KIND => compose_resend(state, mail).await?,
         ALERT_MAIL_KIND => compose_alert(state, mail).await?,
+        KEY_EXPIRY_MAIL_KIND => compose_key_expiry(state, mail).await?,
         other => anyhow::bail!("unknown mail kind {other:?}"),
     };
     let (subject, body) = match composed {
@@ -228,6 +230,58 @@ async fn compose_alert(state: &AppState, mail: &OutboxMail) -> anyhow::Result<Co
     }
     let (subject, body) = alert_message(scan, &state.config.http.dashboard_url);
     Ok(Composed::Message { subject, body })
+}
+
+/// The warning of the account's keys about to expire, as they are when it is sent: a key
+/// revoked (or an account gone) since it was queued is left out, and with none left nothing
+/// is sent.
+async fn compose_key_expiry(state: &AppState, mail: &OutboxMail) -> anyhow::Result<Composed> {
+    let Some(account_id) = &mail.account_id else {
+        return Ok(Composed::Nothing(Finished::Obsolete));
+    };
+    let keys = tidemark_store::api_keys::expiring_keys_of(
+        &state.db,
+        account_id,
+        now_millis(),
+        tidemark_domain::api_keys::WARN_BEFORE_MS,
+    )
+    .await?;
+    if keys.is_empty() {
+        return Ok(Composed::Nothing(Finished::Obsolete));
+    }
+    let (subject, body) = key_expiry_message(&keys, &state.config.http.dashboard_url);
+    Ok(Composed::Message { subject, body })
+}
+
+/// One message naming each key (its name, prefix and expiry) and where to replace it.
+pub fn key_expiry_message(keys: &[ExpiringKey], dashboard_url: &str) -> (String, String) {
+    let subject = match keys {
+        [one] => format!(
+            "API key \"{}\" expires {}",
+            one.machine,
+            to_rfc3339(one.expires_at)
+        ),
+        many => format!("{} API keys expire within a week", many.len()),
+    };
+    let mut body = String::from(
+        "Hello,\n\nThese API keys of your Tidemark account stop working soon. Scanners and CI \
+         jobs that push with them will be refused from then on.\n\n",
+    );
+    for key in keys {
+        body.push_str(&format!(
+            "- {} ({}…): expires {}\n",
+            key.machine,
+            key.prefix,
+            to_rfc3339(key.expires_at)
+        ));
+    }
+    body.push_str(&format!(
+        "\nMake a new key in Settings → API keys ({}/settings/keys), put it in place of the \
+         old one, then revoke the old one.\n\nYou get this as an admin of the account; turn it \
+         off in Settings → Alerts.\n\n-- Tidemark\n",
+        dashboard_url.trim_end_matches('/')
+    ));
+    (subject, body)
 }
 
 /// The alert for one push: one message whatever it raised (a failed gate, a lower score or

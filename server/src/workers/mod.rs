@@ -1,9 +1,10 @@
 //! Background work, one [`runner::Worker`] per job on the one [`runner::Runner`]: the mail
-//! outbox, webhook deliveries, licence events to the vendor, housekeeping, SSO domain rechecks, seats gone quiet and
-//! tidying.
+//! outbox, webhook deliveries, licence events to the vendor, housekeeping, SSO domain rechecks, seats gone quiet,
+//! API keys about to expire and tidying.
 
 pub mod domain_checks;
 pub mod housekeeping;
+pub mod key_expiry;
 pub mod license_events;
 pub mod mail;
 pub mod runner;
@@ -25,6 +26,7 @@ pub fn start(state: &AppState) -> anyhow::Result<Runner> {
             dns: Arc::new(state.dns.clone()),
         }),
         Arc::new(tidy::Tidy),
+        Arc::new(key_expiry::KeyExpiry),
         Arc::new(license_events::VendorSender::new(state)?),
         Arc::new(license_events::Calendar),
         Arc::new(seats::Sightings {

@@ -243,6 +243,9 @@ pub struct KeyOwner {
     /// The API key's id, or the CI push token's.
     pub key_id: String,
     pub last_used_at: Option<Millis>,
+    /// When a named key stops working (`None`: never, and for CI push tokens, whose lookup
+    /// already leaves out the expired).
+    pub expires_at: Option<Millis>,
     pub license: License,
     pub via: Via,
 }
@@ -341,7 +344,8 @@ pub async fn find_key_owner_and_writes(
     window_start: Millis,
 ) -> Result<Option<(KeyOwner, Writes)>, StoreError> {
     let sql = format!(
-        "SELECT k.id AS key_id, k.last_used_at, k.prefix, k.machine, {LICENSE_COLUMNS}, {} \
+        "SELECT k.id AS key_id, k.last_used_at, k.expires_at AS key_expires_at, k.prefix, k.machine, \
+         {LICENSE_COLUMNS}, {} \
          FROM api_keys k JOIN licenses l ON l.account_id = k.account_id \
          WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
         writes_columns(2)
@@ -350,6 +354,7 @@ pub async fn find_key_owner_and_writes(
     struct Row {
         key_id: String,
         last_used_at: Option<i64>,
+        key_expires_at: Option<i64>,
         prefix: String,
         machine: String,
         #[sqlx(flatten)]
@@ -368,6 +373,7 @@ pub async fn find_key_owner_and_writes(
         let owner = KeyOwner {
             key_id: r.key_id,
             last_used_at: r.last_used_at,
+            expires_at: r.key_expires_at,
             license: License::try_from(r.license)?,
             via: Via::ApiKey {
                 prefix: r.prefix,
@@ -399,12 +405,15 @@ pub struct KeyRow {
     pub machine: String,
     pub created_at: Millis,
     pub last_used_at: Option<Millis>,
+    /// A named key's expiry (it is listed after it, marked expired, until revoked).
+    pub expires_at: Option<Millis>,
 }
 
 pub async fn list_api_keys(db: &Db, account_id: &AccountId) -> Result<Vec<KeyRow>, StoreError> {
-    let rows: Vec<(String, String, String, i64, Option<i64>)> = on_db!(db, pool => {
+    type Row = (String, String, String, i64, Option<i64>, Option<i64>);
+    let rows: Vec<Row> = on_db!(db, pool => {
         sqlx::query_as(
-            "SELECT id, prefix, machine, created_at, last_used_at FROM api_keys \
+            "SELECT id, prefix, machine, created_at, last_used_at, expires_at FROM api_keys \
              WHERE account_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id",
         )
         .bind(account_id)
@@ -413,13 +422,16 @@ pub async fn list_api_keys(db: &Db, account_id: &AccountId) -> Result<Vec<KeyRow
     })?;
     Ok(rows
         .into_iter()
-        .map(|(id, prefix, machine, created_at, last_used_at)| KeyRow {
-            id,
-            prefix,
-            machine,
-            created_at,
-            last_used_at,
-        })
+        .map(
+            |(id, prefix, machine, created_at, last_used_at, expires_at)| KeyRow {
+                id,
+                prefix,
+                machine,
+                created_at,
+                last_used_at,
+                expires_at,
+            },
+        )
         .collect())
 }
 
