@@ -141,11 +141,13 @@ if (document.readyState === "loading") {
 // a page the server wrote and a time the script rewrote never disagree about one scan.
 const since = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
 function ago(at) {
-  const seconds = Math.max(0, (Date.now() - at.getTime()) / 1000);
+  // A time to come (a key's expiry) counts forward the same way: "in 30 days".
+  const signed = (Date.now() - at.getTime()) / 1000;
+  const seconds = Math.abs(signed);
   const units = [["year", 63072000, 31536000], ["month", 5184000, 2592000], ["day", 86400, 86400],
     ["hour", 3600, 3600], ["minute", 60, 60]];
   for (const [unit, from, size] of units) {
-    if (seconds >= from) return since.format(-Math.floor(seconds / size), unit);
+    if (seconds >= from) return since.format(Math.sign(-signed) * Math.floor(seconds / size), unit);
   }
   return "just now";
 }
@@ -248,3 +250,15 @@ if (document.readyState === "loading") {
 } else {
   bulkState();
 }
+
+// A file chosen for a form is read into the text area `data-file-into` names (and its name
+// into `data-file-name`'s field), so the plain form sends it: Settings → Frameworks' upload.
+document.addEventListener("change", (event) => {
+  const input = event.target.closest && event.target.closest("input[type=file][data-file-into]");
+  const target = input && document.getElementById(input.dataset.fileInto);
+  const file = input && input.files && input.files[0];
+  if (!target || !file) return;
+  const name = document.getElementById(input.dataset.fileName);
+  if (name) name.value = file.name;
+  file.text().then((text) => { target.value = text; }, () => {});
+});

@@ -18,6 +18,9 @@ pub enum DashboardError {
     Invalid(String),
     #[error("{0}")]
     Conflict(String),
+    /// The licence's tier does not have what was asked; the message names the tier that has.
+    #[error("{0}")]
+    NotInTier(String),
     /// What was here is gone for good (a thinned scan's findings).
     #[error("{0}")]
     Gone(String),
@@ -31,7 +34,7 @@ impl DashboardError {
     pub fn status(&self) -> u16 {
         match self {
             DashboardError::SignedOut => 401,
-            DashboardError::AdminOnly => 403,
+            DashboardError::AdminOnly | DashboardError::NotInTier(_) => 403,
             DashboardError::NotFound => 404,
             DashboardError::Invalid(_) => 422,
             DashboardError::Conflict(_) => 409,

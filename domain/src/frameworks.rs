@@ -85,6 +85,20 @@ fn parse_yaml<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, FrameworkError> {
     })
 }
 
+/// The `id` a document declares, when it reads as a mapping with a string `id` (the
+/// dashboard's upload takes the framework's id from there, as `tidemark frameworks set` does).
+pub fn declared_id(bytes: &[u8], format: Format) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: Option<String>,
+    }
+    let read: Option<Id> = match format {
+        Format::Json => serde_json::from_slice(bytes).ok(),
+        Format::Yaml => serde_yaml_ng::from_slice(bytes).ok(),
+    };
+    read.and_then(|d| d.id)
+}
+
 impl ValidFramework {
     /// The framework `path_id` from `bytes`. Unknown fields, a missing or overlong title, no
     /// controls, a control id given twice, a control without rules and an `id` that differs
@@ -355,5 +369,14 @@ mod tests {
         assert_eq!((posture[0].tally.passed, posture[0].tally.failed), (1, 1));
         assert_eq!(posture[0].sections.len(), 1);
         assert_eq!(posture[0].sections[0].0, "AC");
+    }
+
+    #[test]
+    fn a_declared_id_is_read_from_either_format() {
+        assert_eq!(declared_id(b"id: acme\ntitle: x\n", Format::Yaml).as_deref(), Some("acme"));
+        assert_eq!(declared_id(br#"{"id":"b","x":1}"#, Format::Json).as_deref(), Some("b"));
+        assert_eq!(declared_id(b"title: x\n", Format::Yaml), None);
+        assert_eq!(declared_id(b"[1, 2]", Format::Json), None);
+        assert_eq!(declared_id(b"id: [1]", Format::Yaml), None);
     }
 }

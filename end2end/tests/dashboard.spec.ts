@@ -671,7 +671,7 @@ test("Rotate Key revokes the old key at once and the new one pushes", async ({ p
   await expect(page.getByRole("button", { name: "Save SSO" })).toBeVisible();
   const nav = page.getByTestId("settings-nav");
   await expect(nav.getByRole("link")).toHaveText(["API keys", "License", "Machines", "Members", "Single sign-on", "Projects",
-    "Storage", "Alerts", "Badges", "Webhooks", "Trusted publishers", "Provisioning", "Audit log"]);
+    "Frameworks", "Storage", "Alerts", "Badges", "Webhooks", "Trusted publishers", "Provisioning", "Audit log"]);
   await expect(nav.getByRole("link", { name: "Single sign-on" })).toHaveAttribute("aria-current", "page");
   await nav.getByRole("link", { name: "API keys" }).click();
   await expect(page).toHaveURL(/\/settings\/keys$/);
@@ -726,7 +726,9 @@ test("an admin makes a named key with an expiry beside the others, and revokes i
     const row = page.getByTestId("keys").getByRole("row").filter({ hasText: name });
     // Its expiry, 30 days on, in its own column.
     const expiry = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
-    await expect(row.locator('td[data-label="Expires"]')).toContainText(expiry);
+    const expires = row.locator('td[data-label="Expires"] time');
+    await expect(expires).toHaveAttribute("datetime", new RegExp(`^${expiry}`));
+    await expect(expires).toContainText(/\(in (29|30) days\)/);
     await page.screenshot({ path: `test-results/settings-new-key-${width}.png`, fullPage: true });
     expect(await works(key)).toBe(200);
     expect(await works(apiKey), "New key revoked nothing").toBe(200);
@@ -914,6 +916,50 @@ test("an admin opts in to e-mail alerts in Settings; a push that lowers the scor
   expect(mails().length).toBe(1);
 });
 
+test("an admin uploads a custom framework in Settings, reads its controls, and removes one", async ({ page }) => {
+  await signIn(page, ADMIN);
+  const file = (name: string, text: string) => ({ name, mimeType: "text/plain", buffer: Buffer.from(text) });
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto("/settings/frameworks");
+    const form = page.getByTestId("upload-framework");
+    // Refused with the API's message, naming the field; what was chosen is still there.
+    const bad = `id: e2e-bad-${width}\ntitle: Bad\ncontrols:\n  - id: AC.1\n    title: No rules\n    rules: []\n`;
+    await form.getByLabel("File (YAML or JSON, at most 256 KiB)").setInputFiles(file("bad.yaml", bad));
+    await expect(form.getByLabel("Document")).toHaveValue(bad);
+    await form.getByRole("button", { name: "Save framework" }).click();
+    await expect(page.getByRole("alert")).toContainText("controls[0].rules");
+    await expect(page.getByTestId("upload-framework").getByLabel("Document")).toHaveValue(bad);
+    // A JSON file whose id is typed in the form.
+    const id = `e2e-scratch-${width}`;
+    const good = JSON.stringify({ title: `Scratch ${width}`, controls: [
+      { id: "S3.1", title: "Buckets are not public", rules: ["cis-aws-2.0-2.1.4", "cis-aws-2.0-2.1.1"] },
+      { id: "IAM.1", title: "Root has MFA", rules: ["cis-aws-2.0-1.5"] }] });
+    await page.getByTestId("upload-framework").getByLabel("Document").fill("");
+    await page.getByTestId("upload-framework").getByLabel("File (YAML or JSON, at most 256 KiB)").setInputFiles(file("scratch.json", good));
+    await page.getByTestId("upload-framework").getByLabel("Id (when the document has none)").fill(id);
+    await page.getByTestId("upload-framework").getByRole("button", { name: "Save framework" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Framework saved" })).toBeVisible();
+    const row = page.getByTestId("frameworks").getByRole("row").filter({ hasText: `custom:${id}` });
+    await expect(row.locator('td[data-label="Controls"]')).toHaveText("2");
+    await row.getByRole("link", { name: `Scratch ${width}` }).click();
+    const controls = page.locator(`#fw-${id}`);
+    await controls.locator("summary").click();
+    await expect(controls.getByRole("row").filter({ hasText: "S3.1" })).toContainText("cis-aws-2.0-2.1.1");
+    await page.screenshot({ path: `test-results/settings-frameworks-${width}.png`, fullPage: true });
+    page.once("dialog", (dialog) => void dialog.accept());
+    await row.getByRole("button", { name: `Remove framework ${id}` }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Framework removed" })).toBeVisible();
+    await expect(page.getByTestId("frameworks").getByRole("row").filter({ hasText: `custom:${id}` })).toHaveCount(0);
+  }
+  // One kept, for the member's read-only view below.
+  await page.setViewportSize({ width: 1280, height: 900 });
+  const kept = "id: e2e-baseline\ntitle: E2E baseline\ncontrols:\n  - id: AC.1\n    title: No public buckets\n    rules: [cis-aws-2.0-2.1.4]\n";
+  await page.getByTestId("upload-framework").getByLabel("Document").fill(kept);
+  await page.getByTestId("upload-framework").getByRole("button", { name: "Save framework" }).click();
+  await expect(page.getByTestId("frameworks")).toContainText("custom:e2e-baseline");
+});
+
 test("a member reads Settings but cannot rotate or archive", async ({ page, browser }) => {
   const reader = `reader-${Date.now()}@e2e.example`;
   await signIn(page, ADMIN);
@@ -939,9 +985,14 @@ test("a member reads Settings but cannot rotate or archive", async ({ page, brow
   await other.goto("/settings");
   await expect(other.getByTestId("keys")).toBeVisible();
   await expect(other.getByRole("button", { name: "Rotate Key" })).toHaveCount(0);
+  // Custom frameworks: read, not changed.
+  await other.goto("/settings/frameworks");
+  await expect(other.getByTestId("frameworks")).toContainText("custom:e2e-baseline");
+  await expect(other.getByTestId("upload-framework")).toHaveCount(0);
+  await expect(other.getByRole("button", { name: /^Remove framework/ })).toHaveCount(0);
   // Admin-only sections are not offered to members, and refused if asked for.
   await expect(other.getByTestId("settings-nav").getByRole("link")).toHaveText(["API keys", "License", "Machines", "Members",
-    "Single sign-on", "Projects", "Storage", "Alerts", "Badges"]);
+    "Single sign-on", "Projects", "Frameworks", "Storage", "Alerts", "Badges"]);
   // Every member sees what each project's data takes, and how long scans keep their findings.
   await other.goto("/settings/storage");
   await expect(other.getByTestId("storage-total")).toHaveText(/^[\d.]+ (B|KiB|MiB)$/);
@@ -1167,7 +1218,7 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
     ["scan-all", `${scanUrl}?view=all`],
     ["scan-triaged", `${scanUrl}?view=triaged`],
     ["finding", findingUrl],
-    ...["keys", "license", "machines", "members", "sso", "projects", "storage", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
+    ...["keys", "license", "machines", "members", "sso", "projects", "frameworks", "storage", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
       .map((s): [string, string] => [`settings-${s}`, `/settings/${s}`]),
     ["not-found", "/no-such-page"],
   ];

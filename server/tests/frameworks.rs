@@ -154,3 +154,80 @@ tidemark_store::test_each_backend! {
         assert_error(res, StatusCode::NOT_FOUND, "not_found").await;
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// Settings → Frameworks: an admin uploads a YAML or JSON document (the id from the
+    /// document, or typed), refused with the API's messages naming the field; the page and
+    /// `/v1` list the same framework; a member reads it and may not change it; a licence
+    /// without the feature is refused naming the tier that has it; removing is audited.
+    async fn settings_upload_and_remove_match_the_api(backend) {
+        use tidemark_domain::access::Role;
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Agency).await;
+        app.add_member(&license.account_id, "reader@example.com", Role::Member).await;
+        let mut admin = app.signed_in(&provider, &license.email).await;
+
+        for (form, says) in [
+            (vec![("document", ACME)], "id: the document has no `id`"),
+            (vec![("document", "title: [unclosed"), ("framework_id", "acme")], "not valid YAML"),
+            (vec![("document", "{\"title\":\"x\",\"controls\":[]}"), ("framework_id", "acme"), ("file_name", "x.json")], "controls"),
+            (vec![("document", ACME), ("framework_id", "Not An Id")], "framework id"),
+            (vec![("document", "id: acme\ntitle: x\ncontrols:\n  - {id: A.1, title: t, rules: []}\n")], "controls[0].rules"),
+        ] {
+            let res = admin.post_form("/api/upload_framework", &form).await;
+            assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{backend:?} {form:?}");
+            let text = res.text().await.unwrap();
+            assert!(text.contains(says), "{form:?}: {text}");
+        }
+        assert_eq!(app.count("custom_frameworks").await, 0, "{backend:?}: nothing was set");
+
+        let res = admin
+            .post_form("/api/upload_framework", &[("document", ACME), ("framework_id", "acme")])
+            .await;
+        assert_eq!(res.status(), StatusCode::OK, "{backend:?}");
+        let listed: Value = app.get_with_key(&key, "/v1/frameworks").await.json().await.unwrap();
+        assert_eq!(listed["frameworks"][0]["id"], "acme", "{listed}");
+        assert_eq!(listed["frameworks"][0]["updated_by"], license.email.as_str());
+
+        let mut reader = app.signed_in(&provider, "reader@example.com").await;
+        let page: Value = reader.post_form("/api/frameworks", &[]).await.json().await.unwrap();
+        assert_eq!(page["is_admin"], false);
+        assert_eq!(page["available"], true);
+        assert_eq!(page["frameworks"][0]["controls"].as_array().unwrap().len(), 3, "{page}");
+        assert_eq!(page["frameworks"][0]["controls"][1]["rules"], json!(["soc2-cc6.1", "cis-gcp-2.0-4.1"]));
+        let res = reader.post_form("/api/remove_framework", &[("framework_id", "acme")]).await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+        let res = reader.post_form("/api/upload_framework", &[("document", ACME), ("framework_id", "b")]).await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+
+        // The settings page itself, drawn on the server.
+        let html = admin.get(&app.url("/settings/frameworks")).await.text().await.unwrap();
+        assert!(html.contains("Acme baseline") && html.contains("cis-gcp-2.0-2.1"), "{backend:?}");
+        assert!(html.contains(r#"data-testid="upload-framework""#));
+
+        let res = admin.post_form("/api/remove_framework", &[("framework_id", "nope")]).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
+        let res = admin.post_form("/api/remove_framework", &[("framework_id", "acme")]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        assert_eq!(app.count("custom_frameworks").await, 0);
+        assert_eq!(
+            app.count("audit_events WHERE action IN ('framework.set', 'framework.deleted')").await,
+            2,
+            "{backend:?}"
+        );
+
+        // A team licence: the page says which tier has it, and an upload is refused so.
+        let (team, _) = app.with_key(Tier::Team).await;
+        let mut team_admin = app.signed_in(&provider, &team.email).await;
+        let page: Value = team_admin.post_form("/api/frameworks", &[]).await.json().await.unwrap();
+        assert_eq!((page["available"].clone(), page["needed_tier"].clone()), (json!(false), json!("agency")));
+        let res = team_admin
+            .post_form("/api/upload_framework", &[("document", ACME), ("framework_id", "acme")])
+            .await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN);
+        let text = res.text().await.unwrap();
+        assert!(text.contains("require the agency tier or above; this license is on the team tier"), "{text}");
+        let html = team_admin.get(&app.url("/settings/frameworks")).await.text().await.unwrap();
+        assert!(html.contains("part of the agency tier and above") && !html.contains("upload-framework"));
+    }
+}

@@ -6,6 +6,7 @@ pub mod alerts;
 pub mod audit;
 pub mod badges;
 pub mod findings;
+pub mod frameworks;
 pub mod posture;
 pub mod project;
 pub mod projects;

@@ -461,3 +461,29 @@ pub struct SettingsView {
     pub sso: Vec<SsoSummary>,
     pub seats: SeatsView,
 }
+
+/// Settings → Frameworks: the account's custom frameworks and what the viewer may do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrameworksView {
+    pub is_admin: bool,
+    /// The licence has custom frameworks.
+    pub available: bool,
+    /// The licence's tier (none: no licence).
+    pub tier: Option<String>,
+    /// The lowest tier with custom frameworks, for the refusal.
+    pub needed_tier: String,
+    pub frameworks: Vec<CustomFrameworkView>,
+}
+
+/// One custom framework with its controls, each mapped to rule ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CustomFrameworkView {
+    pub id: String,
+    /// `custom:<id>`, as posture names it.
+    pub posture_name: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub controls: Vec<tidemark_wire::frameworks::ControlDocument>,
+    pub updated_at: String,
+    pub updated_by: String,
+}

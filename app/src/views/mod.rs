@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod audit;
+pub mod custom_frameworks;
 pub mod finding;
 pub mod posture;
 pub mod project;

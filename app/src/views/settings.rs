@@ -15,13 +15,14 @@ use crate::model::{
 
 /// Settings' sections, in the side navigation's order: the path segment under `/settings/`,
 /// the title, and whether only admins see it (members are refused those pages anyway).
-pub const SECTIONS: [(&str, &str, bool); 13] = [
+pub const SECTIONS: [(&str, &str, bool); 14] = [
     ("keys", "API keys", false),
     ("license", "License", false),
     ("machines", "Machines", false),
     ("members", "Members", false),
     ("sso", "Single sign-on", false),
     ("projects", "Projects", false),
+    ("frameworks", "Frameworks", false),
     ("storage", "Storage", false),
     ("alerts", "Alerts", false),
     ("badges", "Badges", false),
@@ -61,6 +62,7 @@ fn settings_section(key: &'static str) -> AnyView {
         "provisioning" => view! { <super::provisioning::ProvisioningPanel/> }.into_any(),
         "audit" => view! { <super::audit::AuditLog/> }.into_any(),
         "storage" => view! { <super::storage::StoragePanel/> }.into_any(),
+        "frameworks" => view! { <super::custom_frameworks::CustomFrameworksPanel/> }.into_any(),
         other => view! { <SettingsPanel section=other.to_owned()/> }.into_any(),
     };
     view! {
