@@ -373,8 +373,14 @@ mod tests {
 
     #[test]
     fn a_declared_id_is_read_from_either_format() {
-        assert_eq!(declared_id(b"id: acme\ntitle: x\n", Format::Yaml).as_deref(), Some("acme"));
-        assert_eq!(declared_id(br#"{"id":"b","x":1}"#, Format::Json).as_deref(), Some("b"));
+        assert_eq!(
+            declared_id(b"id: acme\ntitle: x\n", Format::Yaml).as_deref(),
+            Some("acme")
+        );
+        assert_eq!(
+            declared_id(br#"{"id":"b","x":1}"#, Format::Json).as_deref(),
+            Some("b")
+        );
         assert_eq!(declared_id(b"title: x\n", Format::Yaml), None);
         assert_eq!(declared_id(b"[1, 2]", Format::Json), None);
         assert_eq!(declared_id(b"id: [1]", Format::Yaml), None);

@@ -926,16 +926,16 @@ test("an admin uploads a custom framework in Settings, reads its controls, and r
     // Refused with the API's message, naming the field; what was chosen is still there.
     const bad = `id: e2e-bad-${width}\ntitle: Bad\ncontrols:\n  - id: AC.1\n    title: No rules\n    rules: []\n`;
     await form.getByLabel("File (YAML or JSON, at most 256 KiB)").setInputFiles(file("bad.yaml", bad));
-    await expect(form.getByLabel("Document")).toHaveValue(bad);
+    await expect(form.getByLabel("Document", { exact: true })).toHaveValue(bad);
     await form.getByRole("button", { name: "Save framework" }).click();
     await expect(page.getByRole("alert")).toContainText("controls[0].rules");
-    await expect(page.getByTestId("upload-framework").getByLabel("Document")).toHaveValue(bad);
+    await expect(page.getByTestId("upload-framework").getByLabel("Document", { exact: true })).toHaveValue(bad);
     // A JSON file whose id is typed in the form.
     const id = `e2e-scratch-${width}`;
     const good = JSON.stringify({ title: `Scratch ${width}`, controls: [
       { id: "S3.1", title: "Buckets are not public", rules: ["cis-aws-2.0-2.1.4", "cis-aws-2.0-2.1.1"] },
       { id: "IAM.1", title: "Root has MFA", rules: ["cis-aws-2.0-1.5"] }] });
-    await page.getByTestId("upload-framework").getByLabel("Document").fill("");
+    await page.getByTestId("upload-framework").getByLabel("Document", { exact: true }).fill("");
     await page.getByTestId("upload-framework").getByLabel("File (YAML or JSON, at most 256 KiB)").setInputFiles(file("scratch.json", good));
     await page.getByTestId("upload-framework").getByLabel("Id (when the document has none)").fill(id);
     await page.getByTestId("upload-framework").getByRole("button", { name: "Save framework" }).click();
@@ -955,7 +955,7 @@ test("an admin uploads a custom framework in Settings, reads its controls, and r
   // One kept, for the member's read-only view below.
   await page.setViewportSize({ width: 1280, height: 900 });
   const kept = "id: e2e-baseline\ntitle: E2E baseline\ncontrols:\n  - id: AC.1\n    title: No public buckets\n    rules: [cis-aws-2.0-2.1.4]\n";
-  await page.getByTestId("upload-framework").getByLabel("Document").fill(kept);
+  await page.getByTestId("upload-framework").getByLabel("Document", { exact: true }).fill(kept);
   await page.getByTestId("upload-framework").getByRole("button", { name: "Save framework" }).click();
   await expect(page.getByTestId("frameworks")).toContainText("custom:e2e-baseline");
 });

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use super::{form_error, form_notice, loading};
+use super::{form_notice, loading};
 use crate::api::frameworks::{load_frameworks, RemoveFramework, UploadFramework};
 use crate::model::{CustomFrameworkView, FrameworksView};
 
@@ -26,7 +26,7 @@ pub fn CustomFrameworksPanel() -> impl IntoView {
     }
 }
 
-fn panel(v: FrameworksView) -> impl IntoView {
+fn panel(v: FrameworksView) -> AnyView {
     let may_change = v.is_admin && v.available;
     let refusal = (!v.available).then(|| {
         let tier = v.tier.clone().unwrap_or_else(|| "no".to_owned());
@@ -49,7 +49,6 @@ fn panel(v: FrameworksView) -> impl IntoView {
                 "The same documents as " <code>"PUT /v1/frameworks/{id}"</code> " and " <code>"tidemark frameworks set"</code> "."
             </p>
             {refusal}
-            {form_error(UploadFramework::PATH)}
             {form_notice(UploadFramework::PATH, "Framework saved: the latest scans are judged by it.")}
             {form_notice(RemoveFramework::PATH, "Framework removed, with the posture kept for it.")}
             {empty.then(|| view! { <p class="muted" data-testid="no-frameworks">"No custom frameworks yet."</p> })}
@@ -58,9 +57,10 @@ fn panel(v: FrameworksView) -> impl IntoView {
             {may_change.then(upload_form)}
         </section>
     }
+    .into_any()
 }
 
-fn framework_table(frameworks: &[CustomFrameworkView], may_change: bool) -> impl IntoView {
+fn framework_table(frameworks: &[CustomFrameworkView], may_change: bool) -> AnyView {
     view! {
         <div class="table-wrap" tabindex="0">
             <table data-testid="frameworks">
@@ -99,10 +99,11 @@ fn framework_table(frameworks: &[CustomFrameworkView], may_change: bool) -> impl
             </table>
         </div>
     }
+    .into_any()
 }
 
 /// A framework's controls and the rules each maps, folded until opened.
-fn controls(f: CustomFrameworkView) -> impl IntoView {
+fn controls(f: CustomFrameworkView) -> AnyView {
     let heading = format!("{} — {} controls", f.title, f.controls.len());
     view! {
         <details class="framework-controls" id=format!("fw-{}", f.id) data-testid="framework-controls">
@@ -128,9 +129,10 @@ fn controls(f: CustomFrameworkView) -> impl IntoView {
             </div>
         </details>
     }
+    .into_any()
 }
 
-fn upload_form() -> impl IntoView {
+fn upload_form() -> AnyView {
     view! {
         <form method="post" action=UploadFramework::PATH class="stacked" data-keep="" data-testid="upload-framework">
             <h3>"Upload a framework"</h3>
@@ -149,4 +151,5 @@ fn upload_form() -> impl IntoView {
             <button type="submit" class="primary">"Save framework"</button>
         </form>
     }
+    .into_any()
 }
