@@ -69,6 +69,7 @@ actions! {
     VendorWebhookDeleted => "vendor_webhook.deleted", "Vendor webhook endpoint removed";
     AdminRead => "admin.read", "Read through the admin API";
     BundlePublished => "bundle.published", "Bundle published";
+    CataloguePublished => "catalogue.published", "Framework catalogue published";
     PublisherAdded => "publisher.added", "Trusted publisher added";
     PublisherPinned => "publisher.pinned", "Trusted publisher pinned to repository ids";
     PublisherRemoved => "publisher.removed", "Trusted publisher removed";

@@ -153,6 +153,28 @@ fn custom_framework(
     }
 }
 
+/// Each scanned framework's requirements titled and sectioned as its published catalogue
+/// says (the CSV's `REQUIREMENTS_DESCRIPTION` and `REQUIREMENTS_ATTRIBUTES_SECTION`); a
+/// framework without one keeps the rule's own section and no title.
+pub fn describe_with(report: &mut ComplianceReport, catalogues: &[crate::catalogue::Catalogue]) {
+    for fw in &mut report.frameworks {
+        let Some(catalogue) = catalogues.iter().find(|c| c.framework == fw.framework) else {
+            continue;
+        };
+        let by_rule: HashMap<&str, &crate::catalogue::CatalogueRequirement> = catalogue
+            .requirements
+            .iter()
+            .map(|r| (r.rule_id.as_str(), r))
+            .collect();
+        for r in &mut fw.requirements {
+            if let Some(c) = by_rule.get(r.id.as_str()) {
+                r.title = Some(c.title.clone());
+                r.section = c.section.clone();
+            }
+        }
+    }
+}
+
 /// The report as a compliance CSV in Prowler's shape (`;`-separated, one row per requirement
 /// and resource: a passed or unevaluated requirement is one row without a resource).
 pub fn report_csv(report: &ComplianceReport) -> String {

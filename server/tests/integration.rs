@@ -10,6 +10,7 @@ mod audit;
 mod backups;
 mod badges;
 mod branches;
+mod catalogues;
 mod cli_client;
 mod cli_verdicts;
 mod dashboard_api;

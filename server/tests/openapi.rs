@@ -66,14 +66,15 @@ async fn the_admin_document_is_served_routed_and_matches_its_snapshot() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     assert_eq!(doc, serde_json::to_value(server::admin::openapi()).unwrap());
     let paths = doc["paths"].as_object().unwrap();
-    assert_eq!(paths.len(), 19);
+    assert_eq!(paths.len(), 21);
     for (path, ops) in paths {
         let concrete = path
             .replace("{license_id}", "lcn_x")
             .replace("{token_id}", "vtk_x")
             .replace("{account_id}", "acct_x")
             .replace("{machine_id}", "mch_x")
-            .replace("{webhook_id}", "vwh_x");
+            .replace("{webhook_id}", "vwh_x")
+            .replace("{framework}", "cis-aws-2.0");
         for (method, op) in ops.as_object().unwrap() {
             let res = app
                 .client

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod badges;
 pub mod billing;
 pub mod bundles;
+pub mod catalogues;
 pub mod crypto;
 mod error;
 pub mod exports;

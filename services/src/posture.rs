@@ -41,6 +41,9 @@ pub async fn line_posture(
 pub struct FrameworkDetail {
     pub now: FrameworkNow,
     pub drifted: Vec<String>,
+    /// The framework's published catalogue (a scanned framework's, when the vendor published
+    /// one): every requirement, evaluated or not.
+    pub catalogue: Option<tidemark_domain::catalogue::Catalogue>,
 }
 
 pub async fn framework_detail(
@@ -68,9 +71,15 @@ pub async fn framework_detail(
         .find(|r| r.scan_id == detail.scan_id)
         .map(|r| r.drifted())
         .unwrap_or_default();
+    let catalogue = match detail.title {
+        // A custom framework is its own whole catalogue.
+        Some(_) => None,
+        None => crate::catalogues::find(db, framework).await?,
+    };
     Ok(FrameworkDetail {
         now: detail,
         drifted,
+        catalogue,
     })
 }
 

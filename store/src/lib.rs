@@ -25,6 +25,7 @@ pub mod backup;
 pub mod badges;
 pub mod branches;
 pub mod bundles;
+pub mod catalogues;
 pub mod dashboard;
 pub mod fault;
 pub mod findings;

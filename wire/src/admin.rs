@@ -455,3 +455,63 @@ pub struct CreatedVendorWebhook {
     /// `whsec_…`: verify `Tidemark-Signature` with it.
     pub secret: String,
 }
+
+/// A published framework catalogue (without its requirements).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CatalogueInfo {
+    /// Tidemark's framework id (`cis-aws-2.0`); its requirements are the rules
+    /// `<framework>-<Id>`.
+    pub framework: String,
+    /// `CIS 2.0 (AWS)`, or the document's `Name`.
+    pub name: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    pub requirements: i64,
+    /// RFC 3339.
+    pub published_at: String,
+    /// `operator:<user>` or `vendor:<token name>`.
+    pub published_by: String,
+}
+
+/// The published catalogues, by framework.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CatalogueList {
+    pub catalogues: Vec<CatalogueInfo>,
+}
+
+/// One requirement of a catalogue, as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CatalogueRequirementInfo {
+    /// The document's `Id` (`2.1.4`).
+    pub id: String,
+    /// The Tidemark rule (`cis-aws-2.0-2.1.4`).
+    pub rule_id: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub section: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// `AssessmentStatus: Manual`: no scan evaluates it.
+    pub manual: bool,
+    /// Prowler's check names.
+    pub checks: Vec<String>,
+}
+
+/// A catalogue with every requirement, in the published order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct CatalogueDetail {
+    #[serde(flatten)]
+    pub catalogue: CatalogueInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub requirement_list: Vec<CatalogueRequirementInfo>,
+    /// Whether this publication replaced an earlier one (answers to a `PUT` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<bool>,
+}

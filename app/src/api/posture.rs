@@ -85,6 +85,7 @@ pub async fn load_framework(
     let tidemark_services::posture::FrameworkDetail {
         now: detail,
         drifted,
+        catalogue,
     } = tidemark_services::posture::framework_detail(
         &db,
         account,
@@ -109,6 +110,7 @@ pub async fn load_framework(
             drift_detection,
         },
         detail,
+        catalogue,
         now,
     ))
 }
@@ -131,14 +133,15 @@ pub async fn load_rollup() -> Result<PostureRollup, DashboardError> {
 mod ssr {
     use std::collections::BTreeMap;
 
+    use tidemark_domain::catalogue::Catalogue;
     use tidemark_domain::posture::{roll_up, Tally};
     use tidemark_services::posture::{FrameworkLine, FrameworkNow, OpenFinding, RollupRow};
     use tidemark_wire::ids::AccountId;
 
     use crate::error::DashboardError;
     use crate::model::{
-        percent, FrameworkTrend, FrameworkView, PostureRollup, Range, RequirementFinding,
-        RequirementView, RollupLine, SectionView,
+        percent, CatalogueNote, FrameworkTrend, FrameworkView, PostureRollup, Range,
+        RequirementFinding, RequirementView, RollupLine, SectionView,
     };
 
     /// Custom frameworks' titles by posture name (`custom:<id>`).
@@ -250,20 +253,18 @@ mod ssr {
         Some(format!("{state} by {by}{until}{reason}"))
     }
 
-    pub fn framework_view(page: FrameworkPage, detail: FrameworkNow, now: i64) -> FrameworkView {
-        let mut sections: BTreeMap<String, Tally> = BTreeMap::new();
-        let mut total = Tally::default();
-        for r in &detail.requirements {
-            let t = sections.entry(r.section.clone()).or_default();
-            t.add(r.status);
-            total.add(r.status);
-        }
+    pub fn framework_view(
+        page: FrameworkPage,
+        detail: FrameworkNow,
+        catalogue: Option<Catalogue>,
+        now: i64,
+    ) -> FrameworkView {
         // Drift names a rule, or a custom framework's control as posture names it.
         let posture_name = |id: &str| match detail.title {
             Some(_) => format!("{}-{id}", page.framework),
             None => id.to_owned(),
         };
-        let requirements = detail
+        let reported: Vec<RequirementView> = detail
             .requirements
             .iter()
             .map(|r| RequirementView {
@@ -272,6 +273,8 @@ mod ssr {
                 number: r.number.clone(),
                 section: r.section.clone(),
                 title: r.title.clone(),
+                description: None,
+                manual: false,
                 status: r.status.as_str().to_owned(),
                 failing_since: r.failing_since().map(crate::time::format_time),
                 findings: r
@@ -288,10 +291,41 @@ mod ssr {
                     .collect(),
             })
             .collect();
+        let catalogue_note = catalogue.as_ref().map(|c| CatalogueNote {
+            name: c.name.clone(),
+            requirements: c.requirements.len(),
+            manual: c.manual(),
+        });
+        let requirements = match catalogue {
+            Some(c) => with_catalogue(reported, c),
+            None => reported,
+        };
+        // Sections in the catalogue's order; without one, by name.
+        let mut sections: Vec<(String, Tally)> = Vec::new();
+        let mut total = Tally::default();
+        for r in &requirements {
+            let status = requirement_status(&r.status);
+            match sections.iter_mut().find(|(s, _)| *s == r.section) {
+                Some((_, t)) => t.add(status),
+                None => {
+                    let mut t = Tally::default();
+                    t.add(status);
+                    sections.push((r.section.clone(), t));
+                }
+            }
+            total.add(status);
+        }
+        if catalogue_note.is_none() {
+            sections.sort_by(|a, b| a.0.cmp(&b.0));
+        }
         FrameworkView {
-            name: detail
-                .title
-                .map_or_else(|| page.framework.clone(), |t| format!("{t} (custom)")),
+            name: match (&detail.title, &catalogue_note) {
+                (Some(t), _) => format!("{t} (custom)"),
+                (None, Some(c)) => c.name.clone(),
+                (None, None) => page.framework.clone(),
+            },
+            custom: detail.title.is_some(),
+            catalogue: catalogue_note,
             project_id: page.project_id,
             project_label: page.project_label,
             line_query: page.line_query,
@@ -312,6 +346,53 @@ mod ssr {
             requirements,
             drift_detection: page.drift_detection,
         }
+    }
+
+    fn requirement_status(status: &str) -> tidemark_domain::posture::Requirement {
+        use tidemark_domain::posture::Requirement;
+        match status {
+            "passed" => Requirement::Passed,
+            "failed" => Requirement::Failed,
+            "triaged" => Requirement::Triaged,
+            _ => Requirement::NotEvaluated,
+        }
+    }
+
+    /// Every requirement of the catalogue in its order, as the scan judged it or "not
+    /// evaluated", with the catalogue's title, description and section; then the requirements
+    /// the scan reported that the catalogue does not list, as they were.
+    fn with_catalogue(
+        reported: Vec<RequirementView>,
+        catalogue: Catalogue,
+    ) -> Vec<RequirementView> {
+        let mut by_rule: BTreeMap<String, RequirementView> =
+            reported.into_iter().map(|r| (r.id.clone(), r)).collect();
+        let mut out = Vec::with_capacity(catalogue.requirements.len() + by_rule.len());
+        for c in catalogue.requirements {
+            let base = by_rule
+                .remove(&c.rule_id)
+                .unwrap_or_else(|| RequirementView {
+                    id: c.rule_id.clone(),
+                    number: c.number.clone(),
+                    section: String::new(),
+                    title: None,
+                    description: None,
+                    manual: false,
+                    status: "not_evaluated".to_owned(),
+                    failing_since: None,
+                    drifted: false,
+                    findings: Vec::new(),
+                });
+            out.push(RequirementView {
+                section: c.section,
+                title: Some(c.title),
+                description: c.description,
+                manual: c.manual,
+                ..base
+            });
+        }
+        out.extend(by_rule.into_values());
+        out
     }
 
     pub fn rollup(rows: Vec<RollupRow>, names: &BTreeMap<String, String>) -> PostureRollup {

@@ -55,7 +55,12 @@ pub struct RequirementView {
     pub id: String,
     pub number: String,
     pub section: String,
+    /// A custom control's title, or the catalogue's title of a scanned requirement.
     pub title: Option<String>,
+    /// What the catalogue says of it.
+    pub description: Option<String>,
+    /// The catalogue says no scan evaluates it (`AssessmentStatus: Manual`).
+    pub manual: bool,
     /// `passed`, `failed`, `triaged` or `not_evaluated`.
     pub status: String,
     pub failing_since: Option<String>,
@@ -89,6 +94,19 @@ pub struct FrameworkView {
     /// Every requirement, by rule order; failing ones first in `top_failing`.
     pub requirements: Vec<RequirementView>,
     pub drift_detection: bool,
+    /// An account's own framework (its controls are custom, their findings name rules).
+    pub custom: bool,
+    /// The published catalogue behind the requirement list; `None`: the list is what scans
+    /// reported, and the page says so.
+    pub catalogue: Option<CatalogueNote>,
+}
+
+/// The catalogue a framework page lists its requirements from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogueNote {
+    pub name: String,
+    pub requirements: usize,
+    pub manual: usize,
 }
 
 impl FrameworkView {

@@ -308,19 +308,22 @@ fn heatmap(v: &FrameworkView) -> AnyView {
     .into_any()
 }
 
-/// A requirement's name: its rule id (a custom control: its id and title).
+/// A requirement's name: its rule id (a custom control: its id) and its title, with what
+/// the catalogue says of it folded underneath.
 fn requirement_name(r: &RequirementView) -> AnyView {
     view! {
         <code>{r.id.clone()}</code>
         {r.title.clone().map(|t| view! { " " <span>{t}</span> })}
+        {r.description.clone().map(|d| view! {
+            <details class="req-about"><summary class="small">"About"</summary><p class="small muted">{d}</p></details>
+        })}
     }
     .into_any()
 }
 
 /// The findings behind a requirement: each resource linked to its finding's page (its whole
 /// life), since when it fails, and its triage.
-fn findings_list(project_id: &str, r: &RequirementView) -> AnyView {
-    let custom = r.title.is_some();
+fn findings_list(project_id: &str, custom: bool, r: &RequirementView) -> AnyView {
     view! {
         <ul class="req-findings">
             {r.findings.iter().map(|f| view! {
@@ -357,7 +360,7 @@ fn top_failing(v: &FrameworkView, top: Vec<RequirementView>, failing: usize) -> 
                                     <tr>
                                         <th scope="row">{requirement_name(r)}</th>
                                         <td data-label="Failing since">{super::utc_time_or(r.failing_since.clone(), "–")}</td>
-                                        <td data-label="Resources">{findings_list(&project_id, r)}</td>
+                                        <td data-label="Resources">{findings_list(&project_id, v.custom, r)}</td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>
@@ -384,10 +387,10 @@ fn every_requirement(v: &FrameworkView) -> AnyView {
                 <tr id=anchor>
                     <th scope="row">{requirement_name(r)}</th>
                     <td data-label="Section">{r.section.clone()}</td>
-                    <td data-label="Status">{status_tag(&r.status)}
+                    <td data-label="Status">{if r.manual && r.status == "not_evaluated" { view! { <span class="tag">"manual"</span> }.into_any() } else { status_tag(&r.status) }}
                         {(v.drift_detection && r.drifted).then(|| view! { " " <span class="tag drift">"drifted"</span> })}</td>
                     <td data-label="Failing since">{super::utc_time_or(r.failing_since.clone(), "–")}</td>
-                    <td data-label="Findings">{(!r.findings.is_empty()).then(|| findings_list(&project_id, r))}</td>
+                    <td data-label="Findings">{(!r.findings.is_empty()).then(|| findings_list(&project_id, v.custom, r))}</td>
                 </tr>
             }
         })
@@ -395,6 +398,7 @@ fn every_requirement(v: &FrameworkView) -> AnyView {
     view! {
         <section class="card" aria-labelledby="requirements-heading">
             <h2 id="requirements-heading">"Every requirement"</h2>
+            {catalogue_line(v)}
             <div class="table-wrap" tabindex="0">
                 <table data-testid="requirements-table">
                     <thead><tr>
@@ -407,6 +411,37 @@ fn every_requirement(v: &FrameworkView) -> AnyView {
         </section>
     }
     .into_any()
+}
+
+/// Where the requirement list comes from: the vendor's catalogue (with how many no scan
+/// evaluated), or only what scans reported.
+fn catalogue_line(v: &FrameworkView) -> Option<AnyView> {
+    if v.custom {
+        return None;
+    }
+    let unevaluated = v
+        .requirements
+        .iter()
+        .filter(|r| r.status == "not_evaluated")
+        .count();
+    Some(match &v.catalogue {
+        Some(c) => view! {
+            <p class="muted small" data-testid="catalogue-note">
+                {format!(
+                    "All {} requirements of the {} catalogue; {} not evaluated by this scan ({} of them manual: no scan can check them).",
+                    c.requirements, c.name, unevaluated, c.manual
+                )}
+            </p>
+        }
+        .into_any(),
+        None => view! {
+            <p class="notice" role="note" data-testid="catalogue-note">
+                "No catalogue is published for this framework, so this lists only the requirements scans reported; "
+                "requirements no scan evaluated are not shown."
+            </p>
+        }
+        .into_any(),
+    })
 }
 
 /// The projects page's rollup: frameworks and cloud accounts across the account's projects,

@@ -5,6 +5,7 @@
 
 mod accounts;
 mod caller;
+mod catalogues;
 mod events;
 mod keys_and_bundles;
 mod licenses;
@@ -46,6 +47,7 @@ use crate::state::AppState;
         (name = "accounts", description = "Customers' accounts: their licence and how much they use, never their data"),
         (name = "audit", description = "The audit log"),
         (name = "bundles", description = "The rule bundle scanners download (admin only)"),
+        (name = "catalogues", description = "Framework catalogues: every requirement of a scanned framework, from Prowler's compliance JSON (publishing: admin only)"),
         (name = "signing keys", description = "The keys that sign licence verdicts"),
         (name = "tokens", description = "Vendor tokens (admin only)"),
         (name = "events", description = "Licence events, and the vendor's webhook endpoints that hear them (admin only)"),
@@ -90,6 +92,11 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(accounts::get_account))
         .routes(routes!(accounts::list_audit))
         .routes(routes!(keys_and_bundles::publish_bundle))
+        .routes(routes!(catalogues::list_catalogues))
+        .routes(routes!(
+            catalogues::get_catalogue,
+            catalogues::publish_catalogue
+        ))
         .routes(routes!(keys_and_bundles::list_signing_keys))
         .routes(routes!(keys_and_bundles::rotate_signing_key))
         .routes(routes!(events::list_events))

@@ -38,6 +38,10 @@ pub enum Command {
     /// Publish compliance-profile bundles.
     #[command(subcommand)]
     Bundle(BundleCommand),
+    /// Publish framework catalogues: every requirement of a scanned framework, read from
+    /// Prowler's compliance-framework JSON (docs/vendor-api.md, "Framework catalogues").
+    #[command(subcommand)]
+    Catalogue(CatalogueCommand),
     /// Manage who may sign in to an account's dashboard.
     #[command(subcommand)]
     Member(MemberCommand),
@@ -591,6 +595,22 @@ pub enum BundleCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum CatalogueCommand {
+    /// Make FILE (Prowler's compliance JSON, e.g. `cis_2.0_aws.json`) its framework's
+    /// catalogue, replacing the one before.
+    Import {
+        file: std::path::PathBuf,
+        /// The Tidemark framework it describes (its requirement `Id`s become the rules
+        /// `<framework>-<Id>`). Default: `Framework-Provider-Version` lower-cased
+        /// (`cis-aws-2.0`).
+        #[arg(long, value_name = "ID")]
+        framework: Option<String>,
+    },
+    /// The published catalogues.
+    List,
+}
+
 impl Command {
     /// Whether the command only reads: such commands never migrate (an operator looking at
     /// a database must not change its schema), and refuse a schema that is not current.
@@ -603,6 +623,7 @@ impl Command {
                 | Command::Project(_)
                 | Command::Scan(_)
                 | Command::Key(KeyCommand::List { .. })
+                | Command::Catalogue(CatalogueCommand::List)
                 | Command::Publisher(PublisherCommand::List { .. })
                 | Command::License(LicenseCommand::List { .. } | LicenseCommand::Show { .. })
                 | Command::Member(MemberCommand::List { .. })

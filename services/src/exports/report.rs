@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use sha2::{Digest as _, Sha256};
 use tidemark_domain::push::MAX_FINDINGS;
-use tidemark_domain::report::{build_report, report_csv, ReportInput};
+use tidemark_domain::report::{build_report, describe_with, report_csv, ReportInput};
 use tidemark_domain::{now_millis, to_rfc3339};
 use tidemark_store::dashboard::{list_findings, FindingFilter};
 use tidemark_store::Db;
@@ -89,7 +89,7 @@ pub async fn scan_report(
         None => HashMap::new(),
     };
     let customs = tidemark_store::frameworks::in_force(db, account_id).await?;
-    let report = build_report(
+    let mut report = build_report(
         ReportProject {
             id: project.id.to_string(),
             label: project.label.clone(),
@@ -112,6 +112,13 @@ pub async fn scan_report(
         &customs,
         to_rfc3339(now),
     );
+    let mut catalogues = Vec::new();
+    for fw in &report.frameworks {
+        if let Some(c) = crate::catalogues::find(db, &fw.framework).await? {
+            catalogues.push(c);
+        }
+    }
+    describe_with(&mut report, &catalogues);
     let stem = format!("{}-{}-compliance", file_stem(&project.label), scan.scan_id);
     let file = match format {
         ReportFormat::Html => File {

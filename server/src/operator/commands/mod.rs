@@ -1,6 +1,7 @@
 //! The operator subcommands: each gathers what it reports as a [`Report`], one document
 //! for programs and lines for people; `main` prints one or the other.
 
+mod catalogue;
 mod config_check;
 mod inventory;
 mod license;
@@ -366,6 +367,7 @@ pub async fn run(command: Command, state: &AppState, db: &Writer) -> anyhow::Res
         Command::Scim(command) => scim::run(command, db, &audit).await,
         Command::VendorToken(command) => vendor_token::run(command, db, &audit).await,
         Command::SigningKey(command) => signing_key::run(command, state, db, &audit).await,
+        Command::Catalogue(command) => catalogue::run(command, db, &audit).await,
         Command::Account(_) | Command::Project(_) | Command::Scan(_) | Command::Key(_) => {
             inventory::run(command, db, &audit).await
         }

@@ -1,0 +1,56 @@
+//! Framework catalogues: the vendor publishes each scanned framework's full list of
+//! requirements (from Prowler's compliance JSON), so the dashboard shows the requirements no
+//! scan evaluated, with titles, descriptions and sections, and the compliance CSV fills them.
+
+use tidemark_domain::audit::AuditContext;
+pub use tidemark_domain::catalogue::{Catalogue, CatalogueRequirement};
+pub use tidemark_store::catalogues::CatalogueSummary;
+use tidemark_store::Db;
+
+use crate::ServiceError;
+
+/// A publication's outcome: the catalogue as stored, and whether it replaced one.
+#[derive(Debug)]
+pub struct Published {
+    pub summary: CatalogueSummary,
+    pub replaced: bool,
+}
+
+/// Makes `catalogue` its framework's catalogue, replacing any before it, audited.
+pub async fn publish(
+    db: &Db,
+    catalogue: Catalogue,
+    audit: &AuditContext,
+) -> Result<Published, ServiceError> {
+    let audit = audit.clone();
+    let framework = catalogue.framework.clone();
+    let replaced = db
+        .detached(move |db| async move {
+            tidemark_store::catalogues::publish_catalogue(&db, &catalogue, &audit).await
+        })
+        .await?;
+    let (summary, _) = tidemark_store::catalogues::find_catalogue(db, &framework)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    tracing::info!(framework = %framework, requirements = summary.requirements, replaced, "framework catalogue published");
+    Ok(Published { summary, replaced })
+}
+
+pub async fn list(db: &Db) -> Result<Vec<CatalogueSummary>, ServiceError> {
+    Ok(tidemark_store::catalogues::list_catalogues(db).await?)
+}
+
+/// The framework's catalogue, or `None` when none was published (the dashboard then shows
+/// the requirements scans reported, and says so).
+pub async fn find(db: &Db, framework: &str) -> Result<Option<Catalogue>, ServiceError> {
+    Ok(tidemark_store::catalogues::find_catalogue(db, framework)
+        .await?
+        .map(|(_, c)| c))
+}
+
+/// [`find`], with the publication's summary; "not found" when none was published.
+pub async fn show(db: &Db, framework: &str) -> Result<(CatalogueSummary, Catalogue), ServiceError> {
+    tidemark_store::catalogues::find_catalogue(db, framework)
+        .await?
+        .ok_or(ServiceError::NotFound)
+}
