@@ -137,6 +137,11 @@ pub fn App() -> impl IntoView {
                         view=views::finding::FindingPage
                         ssr=SsrMode::Async
                     />
+                    <Route
+                        path=(StaticSegment("requirements"), ParamSegment("rule_id"))
+                        view=views::requirement::RequirementAcrossPage
+                        ssr=SsrMode::Async
+                    />
                     <Route path=StaticSegment("settings") view=views::settings::SettingsPage ssr=SsrMode::Async/>
                     <Route
                         path=(StaticSegment("settings"), ParamSegment("section"))

@@ -257,6 +257,27 @@ test("compliance: each framework's trend, a framework's heatmap and failing requ
   await expectAccessible(page, "the projects page with its rollup");
 });
 
+test("a requirement across projects: from a framework page's requirement to its resources, failing first", async ({ page }) => {
+  await signIn(page, ADMIN);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto(`${new URL(projectUrl).pathname}/frameworks/cis-aws-2.0`);
+    // Without a published catalogue the page says what it lists.
+    await expect(page.getByTestId("catalogue-note")).toContainText("No catalogue is published for this framework");
+    await page.getByTestId("requirements-table").getByRole("link", { name: "cis-aws-2.0-3.4" }).click();
+    await expect(page).toHaveURL(/\/requirements\/cis-aws-2\.0-3\.4$/);
+    await expect(page.getByTestId("requirement-heading")).toHaveText("cis-aws-2.0-3.4");
+    await expect(page.getByTestId("requirement-summary")).toContainText("1 project of 1 fail it");
+    const rows = page.getByTestId("requirement-resources").locator("tbody tr");
+    await expect(rows.first()).toContainText("vpc.main");
+    await expect(rows.first()).toContainText("failed");
+    await page.screenshot({ path: `test-results/requirement-${width}.png`, fullPage: true });
+    await rows.first().getByRole("link", { name: "vpc.main" }).click();
+    await expect(page).toHaveURL(/\/findings\/fnd_/);
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
 test("a scan: counts, filters, search and the diff", async ({ page }) => {
   await signIn(page, ADMIN);
   await page.goto(projectUrl);
@@ -1218,6 +1239,7 @@ test("every page passes axe, light and dark, and fits a 390 px phone as well as 
     ["scan-all", `${scanUrl}?view=all`],
     ["scan-triaged", `${scanUrl}?view=triaged`],
     ["finding", findingUrl],
+    ["requirement", "/requirements/cis-aws-2.0-3.4"],
     ...["keys", "license", "machines", "members", "sso", "projects", "frameworks", "storage", "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"]
       .map((s): [string, string] => [`settings-${s}`, `/settings/${s}`]),
     ["not-found", "/no-such-page"],

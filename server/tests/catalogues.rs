@@ -191,3 +191,81 @@ tidemark_store::test_each_backend! {
         assert!(soc2_row.contains(";soc2-cc6.1;;cc6;FAIL;"), "no catalogue: as before: {soc2_row}");
     }
 }
+
+tidemark_store::test_each_backend! {
+    /// A requirement's page: its resources across the account's projects, failing first, each
+    /// open one with its finding; what the catalogue says of it; another account sees none of
+    /// it.
+    async fn a_requirement_lists_its_resources_across_projects(backend) {
+        let (app, provider) = TestApp::spawn_with_oidc(backend).await;
+        let (license, key) = app.with_key(Tier::Enterprise).await;
+        let payments = app.push_json(&key, &aws_push("payments")).await;
+        let mut billing = aws_push("billing");
+        billing["findings"] = json!([
+            {"rule_id": "cis-aws-2.0-2.1.4", "resource": "aws_s3_bucket.invoices", "status": "PASS",
+             "severity": "high", "message": "Blocked", "remediation": "-"}
+        ]);
+        let billed = app.push_json(&key, &billing).await;
+        assert!(billed["project_id"].is_string(), "{billed}");
+        let mut admin = app.signed_in(&provider, &license.email).await;
+        let res = admin.post_form("/api/requirement", &[("rule_id", "cis-aws-2.0-7.7")]).await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{backend:?}: no catalogue and no scan know it");
+
+        let (ok, _, err) = app.command(&["catalogue", "import", FIXTURE], &[]).await;
+        assert!(ok, "{err}");
+        let res = admin.post_form("/api/requirement", &[("rule_id", "cis-aws-2.0-2.1.4")]).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let page: Value = res.json().await.unwrap();
+        assert_eq!(page["title"], "Ensure that S3 Buckets are configured with 'Block public access (bucket settings)'");
+        assert_eq!(page["framework_name"], "CIS 2.0 (AWS)");
+        assert_eq!(page["section"], "2.1. Simple Storage Service (S3)");
+        assert_eq!((page["projects"].as_i64(), page["failing_projects"].as_i64()), (Some(2), Some(1)), "{page}");
+        let rows: Vec<(&str, &str, &str)> = page["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["status"].as_str().unwrap(), r["project_label"].as_str().unwrap(), r["resource"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("failed", "payments", "aws_s3_bucket.public_assets"),
+                ("passed", "billing", "aws_s3_bucket.invoices"),
+                ("passed", "payments", "aws_s3_bucket.logs"),
+            ],
+            "{backend:?}: failing first"
+        );
+        let failing = &page["resources"][0];
+        assert!(failing["finding_id"].as_str().unwrap().starts_with("fnd_"));
+        assert_eq!(failing["project_id"], payments["project_id"]);
+        assert!(page["resources"][1]["finding_id"].is_null());
+
+        // A rule no scan judged, listed by the catalogue: the page says so.
+        let res = admin.post_form("/api/requirement", &[("rule_id", "cis-aws-2.0-5.2")]).await;
+        let manualish: Value = res.json().await.unwrap();
+        assert_eq!(manualish["resources"], json!([]));
+        assert_eq!(manualish["projects"], 0);
+
+        let html = admin.get(&app.url("/requirements/cis-aws-2.0-2.1.4")).await.text().await.unwrap();
+        assert!(html.contains("1 project of 2 fail it"), "{backend:?}");
+        assert!(html.contains("aws_s3_bucket.public_assets") && html.contains("Amazon S3 provides Block public access"));
+        let framework = admin
+            .get(&app.url(&format!("/projects/{}/frameworks/cis-aws-2.0", payments["project_id"].as_str().unwrap())))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(framework.contains(r#"href="/requirements/cis-aws-2.0-2.1.4""#), "the framework page links each requirement");
+
+        // Another account: the catalogue, none of this account's resources.
+        let (other, _) = app.with_key(Tier::Team).await;
+        let mut stranger = app.signed_in(&provider, &other.email).await;
+        let theirs: Value = stranger
+            .post_form("/api/requirement", &[("rule_id", "cis-aws-2.0-2.1.4")])
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(theirs["resources"], json!([]), "{backend:?}");
+    }
+}

@@ -54,3 +54,27 @@ pub async fn show(db: &Db, framework: &str) -> Result<(CatalogueSummary, Catalog
         .await?
         .ok_or(ServiceError::NotFound)
 }
+
+/// One requirement across the account, as its page shows it: what the catalogue says of it
+/// (when one lists it) and every resource its rule judged in each live project's latest
+/// default-branch scan.
+#[derive(Debug)]
+pub struct RequirementAcross {
+    /// The catalogue's framework id and name, and its requirement.
+    pub described: Option<(String, String, CatalogueRequirement)>,
+    pub resources: Vec<tidemark_store::posture::requirement::RequirementResource>,
+}
+
+pub async fn requirement_across(
+    db: &Db,
+    account_id: &tidemark_wire::ids::AccountId,
+    rule_id: &str,
+) -> Result<RequirementAcross, ServiceError> {
+    Ok(RequirementAcross {
+        described: tidemark_store::catalogues::find_requirement(db, rule_id).await?,
+        resources: tidemark_store::posture::requirement::requirement_across(
+            db, account_id, rule_id,
+        )
+        .await?,
+    })
+}

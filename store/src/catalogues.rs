@@ -205,3 +205,30 @@ pub async fn find_catalogue(
     };
     Ok(Some((summary, catalogue)))
 }
+
+/// The published requirement that is rule `rule_id`, with its catalogue's framework id and
+/// name, if any catalogue lists it.
+pub async fn find_requirement(
+    db: &Db,
+    rule_id: &str,
+) -> Result<Option<(String, String, CatalogueRequirement)>, StoreError> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        framework: String,
+        name: String,
+        #[sqlx(flatten)]
+        requirement: RequirementRow,
+    }
+    let row: Option<Row> = on_db!(db, pool => {
+        sqlx::query_as(
+            "SELECT r.framework, c.name, r.number, r.rule_id, r.title, r.description, r.section, \
+             r.profile, r.manual, r.checks FROM catalogue_requirements r \
+             JOIN framework_catalogues c ON c.framework = r.framework \
+             WHERE r.rule_id = $1 ORDER BY r.framework LIMIT 1",
+        )
+        .bind(rule_id)
+        .fetch_optional(pool)
+        .await
+    })?;
+    Ok(row.map(|r| (r.framework, r.name, r.requirement.into())))
+}

@@ -115,6 +115,31 @@ pub async fn load_framework(
     ))
 }
 
+/// A requirement across the account: what the catalogue says of it, and every resource its
+/// rule judged in each live project's latest default-branch scan, failing first.
+#[server(endpoint = "requirement")]
+pub async fn load_requirement(
+    rule_id: String,
+) -> Result<crate::model::RequirementPage, DashboardError> {
+    use super::ssr::*;
+    let viewer = crate::auth::require_viewer()?;
+    if tidemark_domain::input::bounded_text("rule_id", &rule_id, 255).is_err() {
+        return not_found();
+    }
+    let across =
+        tidemark_services::catalogues::requirement_across(&db(), &viewer.account_id, &rule_id)
+            .await
+            .or_else(crate::error::refused)?;
+    if across.described.is_none() && across.resources.is_empty() {
+        return not_found();
+    }
+    Ok(ssr::requirement_page(
+        rule_id,
+        across,
+        tidemark_domain::now_millis(),
+    ))
+}
+
 /// The account's posture across its projects' latest default-branch scans: per framework and
 /// per cloud account, worst first.
 #[server(endpoint = "posture_rollup")]
@@ -393,6 +418,86 @@ mod ssr {
         }
         out.extend(by_rule.into_values());
         out
+    }
+
+    pub fn requirement_page(
+        rule_id: String,
+        across: tidemark_services::catalogues::RequirementAcross,
+        now: i64,
+    ) -> crate::model::RequirementPage {
+        use crate::model::{RequirementPage, RequirementResourceView};
+        let mut resources: Vec<RequirementResourceView> = across
+            .resources
+            .into_iter()
+            .map(|r| {
+                let open_status = matches!(r.status.as_str(), "FAIL" | "WARN" | "ERROR");
+                let set_aside = r.open.as_ref().is_some_and(|f| {
+                    matches!(
+                        f.triage_state.as_deref(),
+                        Some("accepted_risk" | "false_positive")
+                    ) && f.triage_expires_at.is_none_or(|at| at > now)
+                });
+                let status = match (open_status, set_aside, r.status.as_str()) {
+                    (true, true, _) => "triaged",
+                    (true, false, _) => "failed",
+                    (false, _, "PASS") => "passed",
+                    _ => "not_evaluated",
+                };
+                RequirementResourceView {
+                    project_id: r.project_id.to_string(),
+                    project_label: r.project_label,
+                    resource: r.resource,
+                    status: status.to_owned(),
+                    severity: r.severity,
+                    message: r.message,
+                    finding_id: r.open.as_ref().map(|f| f.id.clone()),
+                    failing_since: r
+                        .open
+                        .as_ref()
+                        .map(|f| crate::time::format_time(f.failing_since())),
+                    triage: r.open.as_ref().and_then(|f| triage_text(f, now)),
+                }
+            })
+            .collect();
+        let rank = |s: &str| match s {
+            "failed" => 0,
+            "triaged" => 1,
+            "passed" => 2,
+            _ => 3,
+        };
+        resources.sort_by(|a, b| {
+            rank(&a.status)
+                .cmp(&rank(&b.status))
+                .then_with(|| a.project_label.cmp(&b.project_label))
+                .then_with(|| a.resource.cmp(&b.resource))
+        });
+        let mut projects: Vec<&str> = resources.iter().map(|r| r.project_id.as_str()).collect();
+        projects.sort_unstable();
+        projects.dedup();
+        let mut failing: Vec<&str> = resources
+            .iter()
+            .filter(|r| r.status == "failed")
+            .map(|r| r.project_id.as_str())
+            .collect();
+        failing.sort_unstable();
+        failing.dedup();
+        let (projects, failing_projects) = (projects.len(), failing.len());
+        let (framework, framework_name, described) = match across.described {
+            Some((f, n, r)) => (Some(f), Some(n), Some(r)),
+            None => (None, None, None),
+        };
+        RequirementPage {
+            rule_id,
+            framework,
+            framework_name,
+            title: described.as_ref().map(|r| r.title.clone()),
+            description: described.as_ref().and_then(|r| r.description.clone()),
+            section: described.as_ref().map(|r| r.section.clone()),
+            manual: described.as_ref().is_some_and(|r| r.manual),
+            resources,
+            projects,
+            failing_projects,
+        }
     }
 
     pub fn rollup(rows: Vec<RollupRow>, names: &BTreeMap<String, String>) -> PostureRollup {

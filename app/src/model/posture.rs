@@ -199,3 +199,39 @@ mod tests {
         assert_eq!(heat(Some(1.0)), 4);
     }
 }
+
+/// A requirement across the account's projects (`/requirements/<rule id>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementPage {
+    pub rule_id: String,
+    /// From the published catalogue that lists it: its framework id and name, title,
+    /// description and section.
+    pub framework: Option<String>,
+    pub framework_name: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub section: Option<String>,
+    pub manual: bool,
+    /// Failing first, then set aside, then passed, then not evaluated.
+    pub resources: Vec<RequirementResourceView>,
+    /// How many projects' latest scans judged it, and how many fail it.
+    pub projects: usize,
+    pub failing_projects: usize,
+}
+
+/// One resource a requirement's rule judged in one project's latest default-branch scan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementResourceView {
+    pub project_id: String,
+    pub project_label: String,
+    pub resource: String,
+    /// `failed`, `triaged`, `passed` or `not_evaluated`.
+    pub status: String,
+    pub severity: String,
+    pub message: String,
+    /// The open finding's id (its page tells its life).
+    pub finding_id: Option<String>,
+    pub failing_since: Option<String>,
+    /// "accepted risk by ana@… until …: reason".
+    pub triage: Option<String>,
+}

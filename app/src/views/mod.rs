@@ -10,6 +10,7 @@ pub mod project;
 pub mod projects;
 pub mod provisioning;
 pub mod publishers;
+pub mod requirement;
 pub mod scan;
 pub mod settings;
 pub mod storage;

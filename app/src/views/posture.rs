@@ -43,7 +43,7 @@ fn counts_line(c: &PostureCounts) -> String {
 }
 
 /// A requirement's status as a tag.
-fn status_tag(status: &str) -> AnyView {
+pub fn status_tag(status: &str) -> AnyView {
     let text = match status {
         "not_evaluated" => "not evaluated",
         other => other,
@@ -310,9 +310,14 @@ fn heatmap(v: &FrameworkView) -> AnyView {
 
 /// A requirement's name: its rule id (a custom control: its id) and its title, with what
 /// the catalogue says of it folded underneath.
-fn requirement_name(r: &RequirementView) -> AnyView {
+fn requirement_name(custom: bool, r: &RequirementView) -> AnyView {
+    let id = if custom {
+        view! { <code>{r.id.clone()}</code> }.into_any()
+    } else {
+        view! { <a href=super::requirement::requirement_href(&r.id)><code>{r.id.clone()}</code></a> }.into_any()
+    };
     view! {
-        <code>{r.id.clone()}</code>
+        {id}
         {r.title.clone().map(|t| view! { " " <span>{t}</span> })}
         {r.description.clone().map(|d| view! {
             <details class="req-about"><summary class="small">"About"</summary><p class="small muted">{d}</p></details>
@@ -330,7 +335,11 @@ fn findings_list(project_id: &str, custom: bool, r: &RequirementView) -> AnyView
                 <li>
                     <a href=super::finding::finding_href(project_id, &f.finding_id)><code>{f.resource.clone()}</code></a>
                     {custom.then(|| view! { " " <code class="muted">{f.rule_id.clone()}</code> })}
-                    <span class="muted small">{format!(" · {} · failing since ", f.severity)}{utc_time(f.failing_since.clone())}</span>
+                    // Its own "failing since" only where it differs from the requirement's
+                    // (one date a row says once).
+                    <span class="muted small">{format!(" · {}", f.severity)}
+                        {(r.failing_since.as_deref() != Some(f.failing_since.as_str())).then(|| view! { " · failing since " {utc_time(f.failing_since.clone())} })}
+                    </span>
                     {f.triage.clone().map(|t| view! { <span class="small triage-note">{format!(" · {t}")}</span> })}
                 </li>
             }).collect_view()}
@@ -358,7 +367,7 @@ fn top_failing(v: &FrameworkView, top: Vec<RequirementView>, failing: usize) -> 
                             <tbody>
                                 {top.iter().map(|r| view! {
                                     <tr>
-                                        <th scope="row">{requirement_name(r)}</th>
+                                        <th scope="row">{requirement_name(v.custom, r)}</th>
                                         <td data-label="Failing since">{super::utc_time_or(r.failing_since.clone(), "–")}</td>
                                         <td data-label="Resources">{findings_list(&project_id, v.custom, r)}</td>
                                     </tr>
@@ -385,7 +394,7 @@ fn every_requirement(v: &FrameworkView) -> AnyView {
             previous = r.section.clone();
             view! {
                 <tr id=anchor>
-                    <th scope="row">{requirement_name(r)}</th>
+                    <th scope="row">{requirement_name(v.custom, r)}</th>
                     <td data-label="Section">{r.section.clone()}</td>
                     <td data-label="Status">{if r.manual && r.status == "not_evaluated" { view! { <span class="tag">"manual"</span> }.into_any() } else { status_tag(&r.status) }}
                         {(v.drift_detection && r.drifted).then(|| view! { " " <span class="tag drift">"drifted"</span> })}</td>

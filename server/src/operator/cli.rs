@@ -600,6 +600,7 @@ pub enum CatalogueCommand {
     /// Make FILE (Prowler's compliance JSON, e.g. `cis_2.0_aws.json`) its framework's
     /// catalogue, replacing the one before.
     Import {
+        /// The catalogue: Prowler's compliance-framework JSON, as Prowler publishes it.
         file: std::path::PathBuf,
         /// The Tidemark framework it describes (its requirement `Id`s become the rules
         /// `<framework>-<Id>`). Default: `Framework-Provider-Version` lower-cased

@@ -617,6 +617,7 @@ pub async fn sightings(db: &Db, row: &TrackedRow, limit: i64) -> Result<Vec<Sigh
     Ok(rows)
 }
 
+pub mod inbox;
 mod triage;
 pub use triage::*;
 

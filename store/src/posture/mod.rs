@@ -19,6 +19,7 @@ use crate::{on_db, AccountId, Db, ProjectId, ScanId, StoreError};
 pub mod backfill;
 pub(crate) mod push;
 pub mod read;
+pub mod requirement;
 
 /// The scan a posture is written for.
 pub(crate) struct PostureScan<'a> {
