@@ -107,7 +107,13 @@ tidemark_store::test_each_backend! {
         position(top, "cis-gcp-2.0-4.1", "top failing");
         position(top, "google_compute_instance.web", "top failing");
         position(top, &format!("href=\"/projects/{project}/findings/"), "top failing");
-        position(top, "failing since", "top failing");
+        // Since when it fails, once a row: the requirement's column; its one finding failing
+        // since the same time does not say it again.
+        position(top, "<td data-label=\"Failing since\"><time", "top failing");
+        let body = &top[position(top, "<tbody>", "top failing")..];
+        let row = &body[..position(body, "</tr>", "top failing")];
+        position(row, "google_compute_instance.web", "the first failing row");
+        assert!(!row.contains(" · failing since "), "{row}");
         position(&html, "data-testid=\"framework-drift\"", "cis page");
         position(&html, "id=\"section-4\"", "cis page");
 
