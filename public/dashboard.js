@@ -262,3 +262,27 @@ document.addEventListener("change", (event) => {
   if (name) name.value = file.name;
   file.text().then((text) => { target.value = text; }, () => {});
 });
+
+// The inbox's sticky bar (`form[data-bulk-bar]`): how many findings are ticked, and its
+// button only while some are, so an empty submit never makes a round trip. Without a
+// script the button stays usable and the server says to tick findings first.
+function bulkBars() {
+  for (const bar of document.querySelectorAll("form[data-bulk-bar]")) {
+    const ticked = document.querySelectorAll(`input[name="finding"][form="${bar.id}"]:checked`).length;
+    const count = bar.querySelector("[data-bulk-count]");
+    // Only when it changes: the observer below would otherwise wake on its own write.
+    const text = `${ticked} selected`;
+    if (count && count.textContent !== text) count.textContent = text;
+    const submit = bar.querySelector("[data-bulk-submit]");
+    if (submit) submit.disabled = ticked === 0;
+  }
+}
+document.addEventListener("change", (event) => {
+  if (event.target.matches && event.target.matches('input[name="finding"], input[data-select-all]')) bulkBars();
+});
+if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", bulkBars);
+} else {
+  bulkBars();
+}
+new MutationObserver(bulkBars).observe(document.documentElement, { childList: true, subtree: true });

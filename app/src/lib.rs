@@ -137,6 +137,7 @@ pub fn App() -> impl IntoView {
                         view=views::finding::FindingPage
                         ssr=SsrMode::Async
                     />
+                    <Route path=StaticSegment("findings") view=views::inbox::InboxPage ssr=SsrMode::Async/>
                     <Route
                         path=(StaticSegment("requirements"), ParamSegment("rule_id"))
                         view=views::requirement::RequirementAcrossPage

@@ -17,13 +17,14 @@ pub struct Seen {
     pub known: bool,
 }
 
-/// One triage change.
+/// One triage change: set, undone, or lapsed (its expiry passed with nothing in between).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TriageChange {
     pub at: i64,
-    /// "Accepted risk until 2027-03-01", "Triage undone".
-    pub what: String,
-    pub actor: String,
+    /// `Triaged`, `TriageUndone` or `TriageLapsed`.
+    pub kind: LifeKind,
+    /// "Set aside as won't fix by ana@… until 2027-03-01".
+    pub text: String,
     pub reason: Option<String>,
 }
 
@@ -37,6 +38,8 @@ pub enum LifeKind {
     Changed,
     Triaged,
     TriageUndone,
+    /// A triage's expiry passed: the finding counts as open again.
+    TriageLapsed,
 }
 
 impl LifeKind {
@@ -49,6 +52,7 @@ impl LifeKind {
             LifeKind::Changed => "Changed",
             LifeKind::Triaged => "Triaged",
             LifeKind::TriageUndone => "Triage undone",
+            LifeKind::TriageLapsed => "Triage lapsed",
         }
     }
 
@@ -58,6 +62,7 @@ impl LifeKind {
             LifeKind::Opened | LifeKind::Open | LifeKind::Reopened | LifeKind::Changed => "tl open",
             LifeKind::Fixed => "tl passing",
             LifeKind::Triaged | LifeKind::TriageUndone => "tl triage",
+            LifeKind::TriageLapsed => "tl open",
         }
     }
 }
@@ -149,12 +154,8 @@ pub fn life(seen: &[Seen], from_first: bool, triage: &[TriageChange]) -> Vec<Lif
     let mut all: Vec<LifeEvent> = events;
     all.extend(triage.iter().map(|t| LifeEvent {
         at: t.at,
-        kind: if t.what == "Triage undone" {
-            LifeKind::TriageUndone
-        } else {
-            LifeKind::Triaged
-        },
-        text: format!("{} · {}", t.what, t.actor),
+        kind: t.kind,
+        text: t.text.clone(),
         reason: t.reason.clone(),
         scan_id: None,
         unchanged: 0,
@@ -308,8 +309,8 @@ mod tests {
         let runs = vec![seen(1, Some("FAIL"), "low"), seen(3, Some("FAIL"), "low")];
         let triage = vec![TriageChange {
             at: 2000,
-            what: "Accepted risk".into(),
-            actor: "ada@example.com".into(),
+            kind: LifeKind::Triaged,
+            text: "Set aside as accepted risk by ada@example.com".into(),
             reason: Some("Behind the VPN".into()),
         }];
         let events = life(&runs, false, &triage);
@@ -317,7 +318,10 @@ mod tests {
         // The scans fold into the change they continue, the triage follows in time.
         assert_eq!(events[0].unchanged, 1);
         assert_eq!(events[1].kind, LifeKind::Triaged);
-        assert_eq!(events[1].text, "Accepted risk · ada@example.com");
+        assert_eq!(
+            events[1].text,
+            "Set aside as accepted risk by ada@example.com"
+        );
         assert_eq!(events.len(), 2);
     }
 }

@@ -63,6 +63,7 @@ pub fn AccountMenu() -> impl IntoView {
                         view! {
                             <nav class="account" aria-label="Account">
                                 <a href="/projects">"Projects"</a>
+                                <a href="/findings">"Findings"</a>
                                 <a href="/settings">"Settings"</a>
                                 <span class="who" data-testid="signed-in-as">
                                     {viewer.email.clone()} " · " {viewer.role().as_str()}

@@ -7,7 +7,9 @@ use anyhow::Context as _;
 use clap::Subcommand;
 use reqwest::Method;
 use serde_json::{json, Value};
-use tidemark_wire::findings::{BatchTriageResponse, FindingsPage, TrackedFinding, TriageState};
+use tidemark_wire::findings::{
+    BatchTriageResponse, FindingsPage, InboxFinding, InboxPage, TrackedFinding, TriageState,
+};
 use tidemark_wire::{ProjectGate, Severity};
 
 use crate::client::Client;
@@ -19,13 +21,34 @@ const MAX_ROWS: usize = 10_000;
 
 #[derive(Debug, Subcommand)]
 pub enum FindingsCommand {
-    /// List a project's findings: most severe first, then oldest first.
+    /// List a project's findings, or with --all-projects the account's inbox across its
+    /// projects: most severe first, then oldest first.
     List {
         /// The project's id (prj_…) or label.
-        project: String,
-        /// A branch name, or pr:<number> (default: the project's default branch).
+        #[arg(required_unless_present = "all_projects")]
+        project: Option<String>,
+        /// Every live project of the account (`GET /v1/findings`): the project is a column.
+        #[arg(long, conflicts_with = "project")]
+        all_projects: bool,
+        /// A branch name, or pr:<number> (default: each project's default branch); with
+        /// --all-projects also `*` for every branch and pull request.
         #[arg(long)]
         branch: Option<String>,
+        /// Only the rules of this framework (cis-aws-2.0). With --all-projects.
+        #[arg(long, requires = "all_projects")]
+        framework: Option<String>,
+        /// Only this rule (requirement). With --all-projects.
+        #[arg(long, requires = "all_projects")]
+        rule: Option<String>,
+        /// Only branches whose latest scan is of this cloud account. With --all-projects.
+        #[arg(long, requires = "all_projects")]
+        cloud_account: Option<String>,
+        /// Only findings with this triage (lapsed: its expiry passed). With --all-projects.
+        #[arg(long, requires = "all_projects", value_parser = ["none", "accepted_risk", "false_positive", "wont_fix", "lapsed"])]
+        triage: Option<String>,
+        /// Only findings first seen at least this many days ago. With --all-projects.
+        #[arg(long, requires = "all_projects", value_name = "DAYS")]
+        older_than_days: Option<u32>,
         /// Only findings in this state.
         #[arg(long, value_parser = ["open", "triaged", "fixed"])]
         state: Option<String>,
@@ -125,36 +148,47 @@ pub async fn findings(
     let key = api_key(client, env).await?;
     match command {
         FindingsCommand::List {
-            project,
+            project: None,
+            branch,
+            framework,
+            rule,
+            cloud_account,
+            triage,
+            older_than_days,
+            state,
+            severity,
+            json,
+            ..
+        } => {
+            let age = older_than_days.map(|d| d.to_string());
+            let filters = [
+                ("branch", branch.as_deref()),
+                ("framework", framework.as_deref()),
+                ("rule_id", rule.as_deref()),
+                ("cloud_account", cloud_account.as_deref()),
+                ("triage", triage.as_deref()),
+                ("older_than_days", age.as_deref()),
+                ("state", state.as_deref()),
+                ("severity", severity.as_deref()),
+            ];
+            let rows = inbox_rows(client, &key, &filters).await?;
+            print_inbox(out, &rows, env.now, json)?;
+            Ok(0)
+        }
+        FindingsCommand::List {
+            project: Some(project),
             branch,
             state,
             severity,
             json,
+            ..
         } => {
-            let base = format!("/v1/projects/{}/findings", segment(&project));
-            let mut rows: Vec<TrackedFinding> = Vec::new();
-            let mut cursor: Option<String> = None;
-            loop {
-                let path = format!(
-                    "{base}{}",
-                    query(&[
-                        ("branch", branch.as_deref()),
-                        ("state", state.as_deref()),
-                        ("severity", severity.as_deref()),
-                        ("limit", Some("500")),
-                        ("cursor", cursor.as_deref()),
-                    ])
-                );
-                let page: FindingsPage = client
-                    .call(Method::GET, &path, &key, None)
-                    .await
-                    .map_err(explain)?;
-                rows.extend(page.findings);
-                cursor = page.next_cursor;
-                if cursor.is_none() || rows.len() >= MAX_ROWS {
-                    break;
-                }
-            }
+            let filters = [
+                ("branch", branch.as_deref()),
+                ("state", state.as_deref()),
+                ("severity", severity.as_deref()),
+            ];
+            let rows = project_rows(client, &key, &project, &filters).await?;
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
             } else {
@@ -260,6 +294,115 @@ fn describe_triage(state: TriageState, expires_at: Option<&str>) -> String {
 }
 
 /// One line per finding: severity, state, age, rule, resource and id, in columns.
+/// Every page of one project's findings with `filters`, up to [`MAX_ROWS`].
+async fn project_rows(
+    client: &Client,
+    key: &str,
+    project: &str,
+    filters: &[(&str, Option<&str>)],
+) -> anyhow::Result<Vec<TrackedFinding>> {
+    let base = format!("/v1/projects/{}/findings", segment(project));
+    let mut rows: Vec<TrackedFinding> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut pairs = filters.to_vec();
+        pairs.push(("limit", Some("500")));
+        pairs.push(("cursor", cursor.as_deref()));
+        let page: FindingsPage = client
+            .call(Method::GET, &format!("{base}{}", query(&pairs)), key, None)
+            .await
+            .map_err(explain)?;
+        rows.extend(page.findings);
+        cursor = page.next_cursor;
+        if cursor.is_none() || rows.len() >= MAX_ROWS {
+            return Ok(rows);
+        }
+    }
+}
+
+/// Every page of `GET /v1/findings` with `filters`, up to [`MAX_ROWS`].
+async fn inbox_rows(
+    client: &Client,
+    key: &str,
+    filters: &[(&str, Option<&str>)],
+) -> anyhow::Result<Vec<InboxFinding>> {
+    let mut rows: Vec<InboxFinding> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut pairs = filters.to_vec();
+        pairs.push(("limit", Some("500")));
+        pairs.push(("cursor", cursor.as_deref()));
+        let page: InboxPage = client
+            .call(
+                Method::GET,
+                &format!("/v1/findings{}", query(&pairs)),
+                key,
+                None,
+            )
+            .await
+            .map_err(explain)?;
+        rows.extend(page.findings);
+        cursor = page.next_cursor;
+        if cursor.is_none() || rows.len() >= MAX_ROWS {
+            return Ok(rows);
+        }
+    }
+}
+
+/// The inbox as `findings list --all-projects` prints it: the project first.
+fn print_inbox(
+    out: &mut (dyn Write + Send),
+    rows: &[InboxFinding],
+    now: chrono::DateTime<chrono::Utc>,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(rows)?)?;
+        return Ok(());
+    }
+    if rows.is_empty() {
+        writeln!(out, "No findings.")?;
+        return Ok(());
+    }
+    let width = |f: &dyn Fn(&InboxFinding) -> usize, min: usize| {
+        rows.iter().map(f).max().unwrap_or(min).max(min)
+    };
+    let project_width = width(&|r| r.project_label.len(), 7);
+    let rule_width = width(&|r| r.finding.rule_id.len(), 4);
+    writeln!(
+        out,
+        "{:<project_width$}  {:<8}  {:<7}  {:>5}  {:<rule_width$}  {:<24}  RESOURCE",
+        "PROJECT", "SEVERITY", "STATE", "AGE", "RULE", "ID"
+    )?;
+    for r in rows {
+        let f = &r.finding;
+        writeln!(
+            out,
+            "{:<project_width$}  {:<8}  {:<7}  {:>5}  {:<rule_width$}  {:<24}  {}",
+            r.project_label,
+            f.severity.as_str(),
+            f.state.as_str(),
+            age_days(&f.first_seen_at, now),
+            f.rule_id,
+            f.id,
+            f.resource
+        )?;
+    }
+    Ok(())
+}
+
+/// Whole days since an RFC 3339 time, as `12d`.
+fn age_days(first: &str, now: chrono::DateTime<chrono::Utc>) -> String {
+    chrono::DateTime::parse_from_rfc3339(first)
+        .map(|t| {
+            format!(
+                "{}d",
+                (now - t.with_timezone(&chrono::Utc)).num_days().max(0)
+            )
+        })
+        .unwrap_or_default()
+}
+
 fn print_findings(
     out: &mut (dyn Write + Send),
     rows: &[TrackedFinding],

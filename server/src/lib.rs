@@ -326,6 +326,8 @@ fn dashboard_router(state: &AppState) -> Router<AppState> {
             "/projects/{project_id}/findings/triage",
             post(web::triage_form::triage_findings),
         )
+        .route("/findings/triage", post(web::triage_form::triage_inbox))
+        .route("/findings.csv", get(web::downloads::inbox_csv))
         .route("/saml/metadata", get(auth::saml::metadata))
         .route(
             "/saml/acs",

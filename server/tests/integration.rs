@@ -22,6 +22,7 @@ mod findings;
 mod frameworks;
 mod gates;
 mod housekeeping;
+mod inbox;
 mod key_rotation;
 mod keyless_ci;
 mod license_api;

@@ -25,7 +25,7 @@ async fn every_documented_operation_is_routed() {
     let app = TestApp::spawn(tidemark_store::Backend::Sqlite).await;
     let doc = serde_json::to_value(server::api::openapi()).unwrap();
     let paths = doc["paths"].as_object().unwrap();
-    assert_eq!(paths.len(), 19);
+    assert_eq!(paths.len(), 20);
     for (path, ops) in paths {
         let concrete = path
             .replace("{bundle_id}", "bnd_x")

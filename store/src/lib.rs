@@ -47,6 +47,7 @@ pub mod pushes;
 mod queue;
 pub mod rate;
 pub mod rollups;
+pub mod saved_views;
 pub mod scan_facts;
 pub mod scim;
 pub mod sealed;

@@ -241,3 +241,22 @@ pub struct FindingIdText(pub String);
 pub struct BatchTriageResponse {
     pub findings: Vec<TrackedFinding>,
 }
+
+/// A tracked finding in the account-wide inbox: the finding and the project it is in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct InboxFinding {
+    pub project_id: String,
+    pub project_label: String,
+    #[serde(flatten)]
+    pub finding: TrackedFinding,
+}
+
+/// A page of `GET /v1/findings`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct InboxPage {
+    pub findings: Vec<InboxFinding>,
+    /// Pass it as `cursor` for the next page; null on the last.
+    pub next_cursor: Option<String>,
+}

@@ -55,7 +55,7 @@ pub async fn load_finding(
             &changes_from(&seen),
             // The window reaches the scan that first saw it.
             seen.len() < SCANS_READ as usize,
-            &triage_changes(history),
+            &triage_changes(history, now),
         )
         .into_iter()
         .map(|event| LifeEntry {
@@ -89,27 +89,52 @@ fn changes_from(seen: &[tidemark_services::findings::Sighting]) -> Vec<crate::li
         .collect()
 }
 
+/// The finding's triage history as its life says it: each set ("set aside as won't fix by
+/// X until …"), each undo, and each lapse (an expiry that passed before anything else
+/// happened to the triage), in time order.
 #[cfg(feature = "ssr")]
 fn triage_changes(
     history: Vec<tidemark_services::findings::TriageEvent>,
+    now: i64,
 ) -> Vec<crate::life::TriageChange> {
+    use crate::life::{LifeKind, TriageChange};
     use tidemark_wire::findings::TriageState;
-    history
-        .into_iter()
-        .map(|e| {
-            let state = e.state.as_deref().and_then(TriageState::parse);
-            crate::life::TriageChange {
+    let mut out = Vec::new();
+    let next_at: Vec<Option<i64>> = (0..history.len())
+        .map(|i| history.get(i + 1).map(|e| e.at))
+        .collect();
+    for (e, next) in history.into_iter().zip(next_at) {
+        let Some(state) = e.state.as_deref().and_then(TriageState::parse) else {
+            out.push(TriageChange {
                 at: e.at,
-                actor: e.actor,
-                what: match (state, e.expires_at) {
-                    (Some(s), Some(until)) => {
-                        format!("{} until {}", s.label(), crate::time::date(until))
-                    }
-                    (Some(s), None) => s.label().to_owned(),
-                    (None, _) => "Triage undone".to_owned(),
-                },
+                kind: LifeKind::TriageUndone,
+                text: format!("Undone by {}: open again", e.actor),
                 reason: e.reason,
-            }
-        })
-        .collect()
+            });
+            continue;
+        };
+        let label = state.label().to_lowercase();
+        let until = e
+            .expires_at
+            .map(|at| format!(" until {}", crate::time::date(at)))
+            .unwrap_or_default();
+        out.push(TriageChange {
+            at: e.at,
+            kind: LifeKind::Triaged,
+            text: format!("Set aside as {label} by {}{until}", e.actor),
+            reason: e.reason,
+        });
+        if let Some(at) = e
+            .expires_at
+            .filter(|at| *at <= now && next.is_none_or(|n| n > *at))
+        {
+            out.push(TriageChange {
+                at,
+                kind: LifeKind::TriageLapsed,
+                text: format!("The {label} set by {} lapsed: open again", e.actor),
+                reason: None,
+            });
+        }
+    }
+    out
 }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod badges;
 pub mod findings;
 pub mod frameworks;
+pub mod inbox;
 pub mod posture;
 pub mod project;
 pub mod projects;

@@ -15,12 +15,14 @@ pub const CHART_POINTS: usize = 400;
 pub const HISTORY_BUCKETS: i64 = 500;
 
 mod admin;
+mod inbox;
 mod lines;
 mod posture;
 mod projects;
 mod scans;
 
 pub use admin::*;
+pub use inbox::*;
 pub use lines::*;
 pub use posture::*;
 pub use projects::*;

@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod audit;
 pub mod custom_frameworks;
 pub mod finding;
+pub mod inbox;
 pub mod posture;
 pub mod project;
 pub mod projects;

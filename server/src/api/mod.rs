@@ -7,6 +7,7 @@ mod exports;
 mod extract;
 mod findings;
 mod frameworks;
+mod inbox;
 pub mod keys;
 pub mod license;
 mod oidc_exchange;
@@ -116,6 +117,7 @@ fn documented_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(exports::get_findings_sarif))
         .routes(routes!(exports::get_findings_csv))
         .routes(routes!(exports::get_history_csv))
+        .routes(routes!(inbox::list_account_findings))
         .routes(routes!(findings::list_findings))
         .routes(routes!(findings::get_finding))
         .routes(routes!(findings::put_triage, findings::delete_triage))

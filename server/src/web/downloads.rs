@@ -159,3 +159,39 @@ pub async fn report_json(
 ) -> Response {
     report(&state, viewer, ids, ReportFormat::Signed).await
 }
+
+/// The findings inbox's view as CSV (`/findings.csv?<the view's filters>`).
+pub async fn inbox_csv(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return StatusCode::UNAUTHORIZED.into_response();
+    };
+    let pairs: std::collections::HashMap<String, String> =
+        url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let filter = app::model::InboxFilter::from_lookup(|k| pairs.get(k).cloned());
+    let projects = match tidemark_services::projects::heads(&state.db, &viewer.account_id).await {
+        Ok(rows) => rows
+            .into_iter()
+            .filter(|p| p.archived_at.is_none())
+            .map(|p| (p.id.to_string(), p.label))
+            .collect::<Vec<_>>(),
+        Err(err) => return answer(Err(err)),
+    };
+    let now = tidemark_domain::now_millis();
+    let query = match app::api::inbox::inbox_query(&filter, None, &projects, now) {
+        Ok(q) => q,
+        Err(err) => {
+            return (StatusCode::UNPROCESSABLE_ENTITY, err.to_string()).into_response();
+        }
+    };
+    answer(
+        tidemark_services::findings::inbox_csv(&state.db, &viewer.account_id, &query, now)
+            .await
+            .map(|file| Ok(Some(file))),
+    )
+}

@@ -241,3 +241,110 @@ pub async fn triage_findings(
         Err(err) => unavailable(err),
     }
 }
+
+/// Where the inbox's form goes back to: the inbox address it was sent from (nothing else),
+/// and what happened there, in fixed codes and numbers.
+fn back_to_inbox(back: &str, code: &str, counts: Option<(usize, usize)>) -> Response {
+    let page = if back.starts_with("/findings") && !back.starts_with("//") && !back.contains('\\') {
+        back
+    } else {
+        "/findings"
+    };
+    let sep = if page.contains('?') { '&' } else { '?' };
+    let counts = counts
+        .map(|(done, skipped)| format!("&count={done}&skipped={skipped}"))
+        .unwrap_or_default();
+    Redirect::to(&format!("{page}{sep}triage={code}{counts}")).into_response()
+}
+
+/// The inbox's sticky bar: the findings ticked (`finding`, repeated; any of the account's
+/// projects) set aside with one state, reason and expiry, each by the rules of one at a time
+/// (a member sets aside what nobody has; a triage that holds is skipped and counted), with
+/// its own history entry and audit event.
+pub async fn triage_inbox(
+    State(state): State<AppState>,
+    viewer: Option<Extension<app::auth::Viewer>>,
+    RawForm(body): RawForm,
+) -> Response {
+    let Some(Extension(viewer)) = viewer else {
+        return refuse(StatusCode::UNAUTHORIZED, "Sign in first.");
+    };
+    let (mut ids, mut field) = (Vec::new(), std::collections::HashMap::new());
+    for (key, value) in url::form_urlencoded::parse(&body) {
+        match key.as_ref() {
+            "finding" => ids.push(value.into_owned()),
+            "state" | "reason" | "expires" | "back" => {
+                field.insert(key.into_owned(), value.into_owned());
+            }
+            _ => {}
+        }
+    }
+    let text = |name: &str| field.get(name).map(String::as_str).unwrap_or("");
+    let back = |code: &str, counts| back_to_inbox(text("back"), code, counts);
+    if ids.is_empty() {
+        return back("none", None);
+    }
+    let Ok(ids) = tidemark_domain::findings::triage_batch(&ids) else {
+        return refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Those are not findings of this account (at most 100 at once).",
+        );
+    };
+    let now = tidemark_domain::now_millis();
+    let Some(triage_state) = TriageState::parse(text("state")) else {
+        return back("state", None);
+    };
+    let change = match TriageChange::parse(triage_state, text("reason"), Some(text("expires")), now)
+    {
+        Ok(change) => change,
+        Err(e) if e.field == "expires_at" => return back("expiry", None),
+        Err(_) => return back("reason", None),
+    };
+    let owners =
+        match tidemark_services::findings::projects_of(&state.db, &viewer.account_id, &ids).await {
+            Ok(owners) => owners,
+            Err(err) => return unavailable(err),
+        };
+    if owners.len() != ids.len() {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            "No such finding in this account; nothing was changed.",
+        );
+    }
+    let mut by_project: std::collections::BTreeMap<ProjectId, Vec<FindingId>> =
+        std::collections::BTreeMap::new();
+    for (finding, project) in owners {
+        by_project.entry(project).or_default().push(finding);
+    }
+    let role = if viewer.is_admin {
+        Role::Admin
+    } else {
+        Role::Member
+    };
+    let (mut done, mut skipped) = (0, 0);
+    for (project_id, ids) in by_project {
+        let each = tidemark_services::triage::set_many(
+            &state.db,
+            &viewer.account_id,
+            &project_id,
+            ids,
+            Some(change.clone()),
+            Triager::Person(role),
+            &viewer.audit(),
+        )
+        .await;
+        match each {
+            Ok(each) => {
+                let refused = each
+                    .iter()
+                    .filter(|(_, e)| matches!(e, TriageEach::Refused(_)))
+                    .count();
+                skipped += refused;
+                done += each.len() - refused;
+            }
+            Err(err) => return unavailable(err),
+        }
+    }
+    let code = if done == 0 { "forbidden" } else { "saved" };
+    back(code, Some((done, skipped)))
+}

@@ -109,3 +109,46 @@ pub fn history_csv(scans: &[ScanRow], with_header: bool) -> Vec<u8> {
     });
     csv_bytes(with_header.then_some(&HISTORY_CSV_HEADER[..]), rows)
 }
+
+pub const INBOX_CSV_HEADER: [&str; 14] = [
+    "project",
+    "branch",
+    "rule_id",
+    "resource",
+    "severity",
+    "state",
+    "first_seen_at",
+    "last_seen_at",
+    "triage_state",
+    "triage_reason",
+    "triaged_by",
+    "triage_expires_at",
+    "finding_id",
+    "project_id",
+];
+
+/// The findings inbox's rows as the view shows them at `now`.
+pub fn inbox_csv(rows: &[tidemark_store::findings::inbox::InboxRow], now: i64) -> Vec<u8> {
+    csv_bytes(
+        Some(&INBOX_CSV_HEADER),
+        rows.iter().map(|r| {
+            let f = &r.finding;
+            vec![
+                cell(&r.project_label).into_owned(),
+                cell(f.branch.as_deref().unwrap_or("")).into_owned(),
+                cell(&f.rule_id).into_owned(),
+                cell(&f.resource).into_owned(),
+                f.severity.clone(),
+                f.state(now).as_str().to_owned(),
+                to_rfc3339(f.first_seen_at),
+                to_rfc3339(f.last_seen_at),
+                f.triage_state.clone().unwrap_or_default(),
+                cell(f.triage_reason.as_deref().unwrap_or("")).into_owned(),
+                cell(f.triaged_by.as_deref().unwrap_or("")).into_owned(),
+                f.triage_expires_at.map(to_rfc3339).unwrap_or_default(),
+                f.id.to_string(),
+                f.project_id.to_string(),
+            ]
+        }),
+    )
+}

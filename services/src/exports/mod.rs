@@ -4,7 +4,7 @@
 //! answer the same files. A file says how it is served (type, name, inline, its page policy);
 //! the server turns it into a response.
 
-mod csv;
+pub(crate) mod csv;
 pub mod report;
 mod sarif;
 

@@ -187,6 +187,27 @@ pub async fn list_inbox(
     read_all(db, stmt).await
 }
 
+/// The project of each of the account's findings in `ids` (another account's are left out).
+pub async fn projects_of(
+    db: &Db,
+    account_id: &AccountId,
+    ids: &[crate::FindingId],
+) -> Result<Vec<(crate::FindingId, ProjectId)>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
+    let mut stmt = Stmt::new(format!(
+        "SELECT id, project_id FROM tracked_findings WHERE account_id = $1 AND id IN ({})",
+        list.join(", ")
+    ))
+    .bind(account_id.to_string());
+    for id in ids {
+        stmt = stmt.bind(id.to_string());
+    }
+    read_all(db, stmt).await
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
