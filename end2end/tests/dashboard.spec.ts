@@ -255,6 +255,11 @@ test("compliance: each framework's trend, a framework's heatmap and failing requ
   await expect(page.getByTestId("rollup-accounts")).toContainText("123456789012");
   await expect(rollup).toContainText("aws");
   await expectAccessible(page, "the projects page with its rollup");
+  // A framework's row leads to its findings across the projects, each with its requirement.
+  await page.getByTestId("rollup-frameworks").getByRole("link", { name: "cis-aws-2.0" }).click();
+  await expect(page).toHaveURL(/\/findings\?framework=cis-aws-2\.0$/);
+  await expect(page.getByTestId("inbox-table")).toContainText("vpc.main");
+  await expect(page.getByTestId("inbox-table")).not.toContainText("soc2-");
 });
 
 test("a requirement across projects: from a framework page's requirement to its resources, failing first", async ({ page }) => {
@@ -1194,7 +1199,10 @@ test("an admin downloads a signed offline licence file in Settings", async ({ pa
   await expect(created).not.toContainText("lcn_");
 });
 
-test("the findings inbox: filters, a saved view, the sticky bar's count, a triage across projects, the CSV", async ({ page }) => {
+test("the findings inbox: filters, a saved view, the sticky bar's count, a triage across projects, the CSV", async ({ page, request }) => {
+  // The live project (e2e/web was archived above) finds what the web app's last scan found.
+  const pushed = await push(request, apiKey, scan("e2e/api", 0, 64, latest));
+  expect(pushed.status(), await pushed.text()).toBe(201);
   await signIn(page, ADMIN);
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });

@@ -29,6 +29,12 @@ test("the demo's posture reads as a real account's, and its pictures are taken",
   expect(Number((share ?? "0").replace("%", ""))).toBeGreaterThanOrEqual(50);
   expect(Number((share ?? "0").replace("%", ""))).toBeLessThan(100);
   await expect(page.getByTestId("none-passed")).toHaveCount(0);
+  // With the published catalogue: all 64 requirements, titled, those no scan checks too.
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("CIS 2.0 (AWS)");
+  await expect(page.getByTestId("catalogue-note")).toContainText("All 64 requirements of the CIS 2.0 (AWS) catalogue");
+  await expect(page.getByTestId("requirements-table").locator("tbody tr")).toHaveCount(64);
+  await expect(page.getByTestId("requirements-table")).toContainText("Maintain current contact details");
+  await expect(page.getByTestId("requirements-table").getByText("manual").first()).toBeVisible();
 
   // The project: its scans paged, its pull request on an older base, CI and laptop pushes.
   await page.goto(project);
@@ -40,6 +46,7 @@ test("the demo's posture reads as a real account's, and its pictures are taken",
   const shots: [string, string][] = [
     ["/projects", "projects"], [project, "project"], [`${project}?pr=42`, "pull-request"],
     [`${project}/frameworks/cis-aws-2.0`, "framework"],
+    ["/findings", "inbox"], ["/requirements/cis-aws-2.0-2.1.4", "requirement"],
   ];
   const scanHref = await (async () => {
     await page.goto(project);

@@ -20,8 +20,8 @@ const PROJECT: Budget = { all: 220 * KiB, code: 160 * KiB, wasm: true };
 // Settings: issue 43's 200 / 150 KiB. Every section is server-rendered (plain forms, a secret
 // shown on the page that answers its form) and loads no WASM; an island added to one must fit.
 const SETTINGS: Budget = { all: 200 * KiB, code: 150 * KiB, wasm: false };
-const SECTIONS = ["keys", "license", "members", "sso", "projects", "storage", "alerts", "badges",
-  "webhooks", "publishers", "provisioning", "audit"];
+const SECTIONS = ["keys", "license", "machines", "members", "sso", "projects", "frameworks", "storage",
+  "alerts", "badges", "webhooks", "publishers", "provisioning", "audit"];
 
 type Seen = { url: string; bytes: number; encoding: string };
 type Visit = { all: number; code: number; wasm: number; rows: Seen[] };
@@ -93,7 +93,7 @@ test("pages without islands load no WASM and stay within 120 KiB", async ({ brow
   const signOutState = await signedOut.storageState();
   await signedOut.close();
   expectWithin(await firstVisit(browser, signOutState, "/signin"), PLAIN, "/signin");
-  for (const [path, what] of [["/projects", "/projects"], [scanPath, "a scan page"], [findingPath, "a finding page"], [`${projectPath}/frameworks/cis-aws-2.0`, "a framework page"], ["/no/such/page", "the 404 page"]]) {
+  for (const [path, what] of [["/projects", "/projects"], [scanPath, "a scan page"], [findingPath, "a finding page"], [`${projectPath}/frameworks/cis-aws-2.0`, "a framework page"], ["/findings", "the findings inbox"], ["/requirements/cis-aws-2.0-2.1.4", "a requirement page"], ["/no/such/page", "the 404 page"]]) {
     expectWithin(await firstVisit(browser, state, path), PLAIN, what);
   }
 });

@@ -50,5 +50,14 @@ tidemark_store::test_each_backend! {
         let drifted: i64 = app.count_where("scans", "drifted IS NOT NULL").await;
         assert!(drifted > 0, "{backend:?}");
         assert_eq!(app.count("scans").await, 3 * 45 + 3, "{backend:?}");
+        // CIS AWS 2.0's whole catalogue is published: its 64 requirements, every rule the
+        // demo's scans check among them, so its page lists the unchecked ones as such.
+        let catalogue = tidemark_store::catalogues::find_catalogue(db, "cis-aws-2.0").await.unwrap().unwrap().1;
+        assert_eq!(catalogue.requirements.len(), 64, "{backend:?}");
+        assert_eq!(catalogue.manual(), 9);
+        let listed: HashSet<&str> = catalogue.requirements.iter().map(|r| r.rule_id.as_str()).collect();
+        for check in server::operator::demo::catalogue::CIS_AWS {
+            assert!(listed.contains(check.rule), "{} is not in the catalogue", check.rule);
+        }
     }
 }

@@ -139,16 +139,22 @@ tidemark_store::test_each_backend! {
         assert_eq!(status, StatusCode::OK);
         let frameworks = &html[position(&html, "data-testid=\"rollup-frameworks\"", "projects")..];
         let frameworks = &frameworks[..position(frameworks, "</table>", "rollup")];
-        let order: Vec<usize> = ["cis-gcp-2.0", "Company baseline (custom)", "soc2"]
-            .iter()
-            .map(|f| position(frameworks, &format!("<span>{f}</span>"), "frameworks rollup"))
-            .collect::<Vec<_>>();
+        // Each scanned framework's row leads to its findings across the projects; a custom
+        // framework's controls are not rules, so its name stays text.
+        let order: Vec<usize> = [
+            "<a href=\"/findings?framework=cis-gcp-2.0\">cis-gcp-2.0</a>",
+            "<span>Company baseline (custom)</span>",
+            "<a href=\"/findings?framework=soc2\">soc2</a>",
+        ]
+        .iter()
+        .map(|f| position(frameworks, f, "frameworks rollup"))
+        .collect::<Vec<_>>();
         // cis and the baseline fail all (0%, one failure each: by name), soc2 passes one of two.
         assert!(order[0] < order[2] && order[1] < order[2], "{frameworks}");
         position(frameworks, "50%", "frameworks rollup");
         let accounts = &html[position(&html, "data-testid=\"rollup-accounts\"", "projects")..];
         let accounts = &accounts[..position(accounts, "</table>", "rollup")];
-        let gcp = position(accounts, "<code>acme-prod-123</code>", "accounts rollup");
+        let gcp = position(accounts, "<a href=\"/findings?cloud_account=acme-prod-123\"><code>acme-prod-123</code></a>", "accounts rollup");
         let aws = position(accounts, "<code>111122223333</code>", "accounts rollup");
         assert!(gcp < aws, "the failing account first: {accounts}");
 

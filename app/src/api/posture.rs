@@ -517,6 +517,7 @@ mod ssr {
                 .into_iter()
                 .map(|f| RollupLine {
                     name: name_of(&f.key, names),
+                    key: f.key.clone(),
                     cloud: None,
                     projects: f.projects,
                     counts: f.tally.into(),
@@ -525,6 +526,7 @@ mod ssr {
             accounts: accounts
                 .into_iter()
                 .map(|a| RollupLine {
+                    key: a.key.1.clone(),
                     name: a.key.1,
                     cloud: Some(a.key.0),
                     projects: a.projects,

@@ -135,6 +135,9 @@ impl FrameworkView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RollupLine {
     pub name: String,
+    /// The framework's id (`cis-aws-2.0`, `custom:acme`) or the cloud account's: what the
+    /// findings inbox filters by.
+    pub key: String,
     /// For a cloud account, its cloud.
     pub cloud: Option<String>,
     pub projects: usize,

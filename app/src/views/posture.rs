@@ -472,6 +472,22 @@ pub fn rollup_section(r: PostureRollup) -> AnyView {
     .into_any()
 }
 
+/// A rollup row's name, linked to the findings behind it in the inbox (across the projects,
+/// each finding with its requirement); a custom framework's controls are not rules, so its
+/// name stays text.
+fn rollup_name(l: &RollupLine, cloud: bool) -> AnyView {
+    let q = crate::links::query_value(&l.key);
+    if cloud {
+        let href = format!("/findings?cloud_account={q}");
+        view! { <span class="tag">{l.cloud.clone().unwrap_or_default()}</span> " " <a href=href><code>{l.name.clone()}</code></a> }.into_any()
+    } else if l.key.starts_with("custom:") {
+        view! { <span>{l.name.clone()}</span> }.into_any()
+    } else {
+        let href = format!("/findings?framework={q}");
+        view! { <a href=href>{l.name.clone()}</a> }.into_any()
+    }
+}
+
 fn rollup_table(
     testid: &'static str,
     what: &'static str,
@@ -490,13 +506,7 @@ fn rollup_table(
                 <tbody>
                     {lines.iter().map(|l| view! {
                         <tr>
-                            <th scope="row">
-                                {if cloud {
-                                    view! { <span class="tag">{l.cloud.clone().unwrap_or_default()}</span> " " <code>{l.name.clone()}</code> }.into_any()
-                                } else {
-                                    view! { <span>{l.name.clone()}</span> }.into_any()
-                                }}
-                            </th>
+                            <th scope="row">{rollup_name(l, cloud)}</th>
                             <td data-label="Passing">{share_bar(l.counts.share_passing)}</td>
                             <td data-label="Failed">{l.counts.failed}</td>
                             <td data-label="Triaged">{l.counts.triaged}</td>

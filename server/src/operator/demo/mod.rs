@@ -4,7 +4,7 @@
 //! as a real scanner sends them (PASS, FAIL and SKIP per check, over CIS and SOC 2), a pull
 //! request or two, some drift and some triage: the demo is what a newcomer judges Tidemark by.
 
-mod catalogue;
+pub mod catalogue;
 mod plan;
 
 use tidemark_domain::audit::{Actor, AuditContext};
@@ -147,10 +147,40 @@ pub async fn seed(db: &Writer, state: &AppState) -> anyhow::Result<()> {
             }
         }
     }
+    publish_cis_aws_catalogue(db, &audit).await?;
     tracing::warn!(
         email = DEMO_EMAIL,
         "development demo account created: sign in as {DEMO_EMAIL} (TIDEMARK_DEV_DEMO)"
     );
+    Ok(())
+}
+
+/// The CIS AWS 2.0 catalogue, in Prowler's compliance JSON (an excerpt of Prowler's
+/// `prowler/compliance/aws/cis_2.0_aws.json`, Apache-2.0: each requirement's id, title,
+/// checks, section, profile, assessment status and description), as a vendor would publish it.
+const CIS_AWS_CATALOGUE: &str = include_str!("cis_2.0_aws.json");
+
+/// Publishes the demo's CIS AWS 2.0 catalogue, so its framework page lists all 64
+/// requirements, those its scans do not check too; a catalogue the vendor published already
+/// is left as it is.
+async fn publish_cis_aws_catalogue(db: &Writer, audit: &AuditContext) -> anyhow::Result<()> {
+    use tidemark_domain::catalogue::Catalogue;
+    if tidemark_services::catalogues::find(db, "cis-aws-2.0")
+        .await?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let catalogue = Catalogue::parse_prowler(CIS_AWS_CATALOGUE.as_bytes(), None).map_err(|e| {
+        anyhow::anyhow!(
+            "the demo's catalogue is not one: {}",
+            match e {
+                tidemark_domain::input::JsonError::Syntax(s) => s,
+                tidemark_domain::input::JsonError::Shape(f) => f.message,
+            }
+        )
+    })?;
+    tidemark_services::catalogues::publish(db, catalogue, audit).await?;
     Ok(())
 }
 
