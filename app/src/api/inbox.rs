@@ -205,25 +205,13 @@ mod ssr {
         })
     }
 
-    /// "accepted risk by ana@… until 2027-01-01: reason" (lapsed ones say so).
     pub fn triage_words(f: &TrackedRow, now: i64) -> Option<String> {
-        let state = match f.triage_state.as_deref()? {
-            "accepted_risk" => "accepted risk",
-            "false_positive" => "false positive",
-            "wont_fix" => "won't fix",
-            other => other,
-        };
-        let by = f.triaged_by.as_deref().unwrap_or("someone");
-        let until = match f.triage_expires_at {
-            Some(at) if at <= now => format!(", lapsed {}", crate::time::date(at)),
-            Some(at) => format!(" until {}", crate::time::date(at)),
-            None => String::new(),
-        };
-        let reason = f
-            .triage_reason
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default();
-        Some(format!("{state} by {by}{until}{reason}"))
+        Some(crate::api::ssr::triage_sentence(
+            f.triage_state.as_deref()?,
+            f.triaged_by.as_deref(),
+            f.triage_expires_at,
+            f.triage_reason.as_deref(),
+            now,
+        ))
     }
 }

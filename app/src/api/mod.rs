@@ -190,6 +190,30 @@ mod ssr {
         format!("{path}?{}", pairs.join("&"))
     }
 
+    /// A triage as the dashboard says it: "accepted risk by ana@… until 2027-01-01: reason"
+    /// (a lapsed one says when it lapsed; won't fix, that it still fails).
+    pub fn triage_sentence(
+        state: &str,
+        by: Option<&str>,
+        expires_at: Option<i64>,
+        reason: Option<&str>,
+        now: i64,
+    ) -> String {
+        let state = match state {
+            "accepted_risk" => "accepted risk",
+            "false_positive" => "false positive",
+            "wont_fix" => "won't fix (still failing)",
+            other => other,
+        };
+        let until = match expires_at {
+            Some(at) if at <= now => format!(", lapsed {}", crate::time::date(at)),
+            Some(at) => format!(" until {}", crate::time::date(at)),
+            None => String::new(),
+        };
+        let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        format!("{state} by {}{until}{reason}", by.unwrap_or_default())
+    }
+
     pub fn not_found<T>() -> Result<T, DashboardError> {
         Err(DashboardError::NotFound)
     }

@@ -258,24 +258,13 @@ mod ssr {
     }
 
     fn triage_text(f: &OpenFinding, now: i64) -> Option<String> {
-        let state = match f.triage_state.as_deref()? {
-            "accepted_risk" => "accepted risk",
-            "false_positive" => "false positive",
-            "wont_fix" => "won't fix (still failing)",
-            other => other,
-        };
-        let by = f.triaged_by.clone().unwrap_or_default();
-        let until = match f.triage_expires_at {
-            Some(at) if at <= now => format!(", lapsed {}", crate::time::date(at)),
-            Some(at) => format!(" until {}", crate::time::date(at)),
-            None => String::new(),
-        };
-        let reason = f
-            .triage_reason
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default();
-        Some(format!("{state} by {by}{until}{reason}"))
+        Some(crate::api::ssr::triage_sentence(
+            f.triage_state.as_deref()?,
+            f.triaged_by.as_deref(),
+            f.triage_expires_at,
+            f.triage_reason.as_deref(),
+            now,
+        ))
     }
 
     pub fn framework_view(

@@ -82,11 +82,7 @@ pub async fn triage_finding(
         "set" => false,
         _ => return refuse(StatusCode::UNPROCESSABLE_ENTITY, "Unknown change."),
     };
-    let role = if viewer.is_admin {
-        Role::Admin
-    } else {
-        Role::Member
-    };
+    let role = role_of(&viewer);
     // Said before the form's fields are read: what a member may not change, they learn first.
     if !Triager::Person(role).may(&row, now, undo) {
         return back("forbidden");
@@ -119,6 +115,29 @@ pub async fn triage_finding(
         Err(ServiceError::Conflict(_)) => back("forbidden"),
         Err(ServiceError::Invalid(_)) => back("reason"),
         Err(err @ (ServiceError::Store(_) | ServiceError::Internal(_))) => unavailable(err),
+    }
+}
+
+/// A bulk form's triage: its state and the checked change, or the code its page says
+/// (`state`, `expiry`, `reason`).
+fn bulk_change(
+    field: &std::collections::HashMap<String, String>,
+) -> Result<(TriageState, TriageChange), &'static str> {
+    let text = |name: &str| field.get(name).map(String::as_str).unwrap_or("");
+    let now = tidemark_domain::now_millis();
+    let triage_state = TriageState::parse(text("state")).ok_or("state")?;
+    match TriageChange::parse(triage_state, text("reason"), Some(text("expires")), now) {
+        Ok(change) => Ok((triage_state, change)),
+        Err(e) if e.field == "expires_at" => Err("expiry"),
+        Err(_) => Err("reason"),
+    }
+}
+
+fn role_of(viewer: &app::auth::Viewer) -> Role {
+    if viewer.is_admin {
+        Role::Admin
+    } else {
+        Role::Member
     }
 }
 
@@ -192,21 +211,11 @@ pub async fn triage_findings(
             "Those are not findings of this page.",
         );
     };
-    let now = tidemark_domain::now_millis();
-    let Some(triage_state) = TriageState::parse(text("state")) else {
-        return back("state", None);
+    let (triage_state, change) = match bulk_change(&field) {
+        Ok(parsed) => parsed,
+        Err(code) => return back(code, None),
     };
-    let change = match TriageChange::parse(triage_state, text("reason"), Some(text("expires")), now)
-    {
-        Ok(change) => change,
-        Err(e) if e.field == "expires_at" => return back("expiry", None),
-        Err(_) => return back("reason", None),
-    };
-    let role = if viewer.is_admin {
-        Role::Admin
-    } else {
-        Role::Member
-    };
+    let role = role_of(&viewer);
     let done = tidemark_services::triage::set_many(
         &state.db,
         &viewer.account_id,
@@ -290,15 +299,9 @@ pub async fn triage_inbox(
             "Those are not findings of this account (at most 100 at once).",
         );
     };
-    let now = tidemark_domain::now_millis();
-    let Some(triage_state) = TriageState::parse(text("state")) else {
-        return back("state", None);
-    };
-    let change = match TriageChange::parse(triage_state, text("reason"), Some(text("expires")), now)
-    {
-        Ok(change) => change,
-        Err(e) if e.field == "expires_at" => return back("expiry", None),
-        Err(_) => return back("reason", None),
+    let change = match bulk_change(&field) {
+        Ok((_, change)) => change,
+        Err(code) => return back(code, None),
     };
     let owners =
         match tidemark_services::findings::projects_of(&state.db, &viewer.account_id, &ids).await {
@@ -316,11 +319,7 @@ pub async fn triage_inbox(
     for (finding, project) in owners {
         by_project.entry(project).or_default().push(finding);
     }
-    let role = if viewer.is_admin {
-        Role::Admin
-    } else {
-        Role::Member
-    };
+    let role = role_of(&viewer);
     let (mut done, mut skipped) = (0, 0);
     for (project_id, ids) in by_project {
         let each = tidemark_services::triage::set_many(
