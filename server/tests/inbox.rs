@@ -265,17 +265,22 @@ tidemark_store::test_each_backend! {
         ];
         let res = dev.post_form("/findings/triage", &form).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{backend:?}");
-        assert_eq!(crate::common::browser::location(&res), "/findings?framework=cis-aws-2.0&triage=saved&count=2&skipped=0");
+        let to = crate::common::browser::location(&res);
+        assert_eq!(to, "/findings?framework=cis-aws-2.0&triaged=saved&count=2&skipped=0");
+        // The page it goes back to keeps its filters and says what happened.
+        let back = dev.get(&app.url(&to)).await;
+        assert_eq!(back.status(), StatusCode::OK, "{backend:?}");
+        assert!(back.text().await.unwrap().contains("2 findings set aside."));
         assert_eq!(app.count("tracked_findings WHERE triage_state = 'accepted_risk'").await, 2);
         assert_eq!(app.count("audit_events WHERE action = 'finding.triaged'").await, 2, "{backend:?}: each audited");
         // Again as the member: set aside already, so skipped and said so.
         let res = dev.post_form("/findings/triage", &form).await;
-        assert_eq!(crate::common::browser::location(&res), "/findings?framework=cis-aws-2.0&triage=forbidden&count=0&skipped=2");
+        assert_eq!(crate::common::browser::location(&res), "/findings?framework=cis-aws-2.0&triaged=forbidden&count=0&skipped=2");
         // Nothing ticked, a missing reason, a foreign id, a back address elsewhere.
         let res = dev.post_form("/findings/triage", &[("state", "wont_fix"), ("reason", "x"), ("back", "https://evil.example/")]).await;
-        assert_eq!(crate::common::browser::location(&res), "/findings?triage=none");
+        assert_eq!(crate::common::browser::location(&res), "/findings?triaged=none");
         let res = dev.post_form("/findings/triage", &[("finding", ids[2].as_str()), ("state", "wont_fix"), ("reason", " ")]).await;
-        assert!(crate::common::browser::location(&res).ends_with("triage=reason"));
+        assert!(crate::common::browser::location(&res).ends_with("triaged=reason"));
         let res = dev.post_form("/findings/triage", &[("finding", "fnd_aaaaaaaaaaaaaaaaaaaa"), ("state", "wont_fix"), ("reason", "x")]).await;
         assert_eq!(res.status(), StatusCode::NOT_FOUND);
         assert_eq!(app.count("tracked_findings WHERE triage_state IS NOT NULL").await, 2, "nothing else changed");

@@ -88,7 +88,7 @@ fn inbox(v: InboxView) -> AnyView {
 fn triage_notice() -> Option<AnyView> {
     let q = use_query_map();
     let q = q.read_untracked();
-    let code = q.get("triage")?;
+    let code = q.get("triaged")?;
     let n = |k: &str| q.get(k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
     let text = match code.as_str() {
         "saved" => {

@@ -263,7 +263,8 @@ fn back_to_inbox(back: &str, code: &str, counts: Option<(usize, usize)>) -> Resp
     let counts = counts
         .map(|(done, skipped)| format!("&count={done}&skipped={skipped}"))
         .unwrap_or_default();
-    Redirect::to(&format!("{page}{sep}triage={code}{counts}")).into_response()
+    // `triaged`, not `triage`: the inbox filters by `triage`.
+    Redirect::to(&format!("{page}{sep}triaged={code}{counts}")).into_response()
 }
 
 /// The inbox's sticky bar: the findings ticked (`finding`, repeated; any of the account's
