@@ -121,6 +121,9 @@ prepare() {
     --tier enterprise --max-projects 1 --json >"$data/license.json"
   account_id=$(tail -n 1 "$data/license.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["account_id"])')
   license_key=$(tail -n 1 "$data/license.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["license_key"])')
+  # The vendor's CIS AWS 2.0 catalogue (Prowler's, as the demo publishes it), in both phases:
+  # framework pages list its 64 requirements whether or not the demo account is there.
+  env "${server_env[@]}" "$server_bin" catalogue import server/src/operator/demo/cis_2.0_aws.json >/dev/null
   # A second enterprise account, whose admin tries to claim the first account's domain.
   attacker_email="mallory-$tag@attacker-e2e.example"
   env "${server_env[@]}" "$server_bin" license create --email "$attacker_email" \
