@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Schema tests of the /v1 and /admin/v1 APIs with schemathesis (PyPI): the server (release
 # build, or TIDEMARK_SERVER_BIN) on a free port with a throwaway data directory, a license, an
-# API key and a published bundle; then every schemathesis phase and check against
-# /v1/openapi.json (end2end/api/schemathesis.toml) and /admin/v1/openapi.json with an admin
-# vendor token and a licence of its own (end2end/api/admin/schemathesis.toml), then the
-# stateful scenario (end2end/api/scenario.py). Any failure fails the run. One worker each:
-# with two, Python's ast module has raised "recursion depth mismatch" inside hypothesis (a
-# CPython race between threads), failing a run that had found nothing.
+# API key, a published bundle and the demo's CIS AWS 2.0 catalogue; then every schemathesis
+# phase and check against /v1/openapi.json (end2end/api/schemathesis.toml) and
+# /admin/v1/openapi.json with an admin vendor token and a licence of its own
+# (end2end/api/admin/schemathesis.toml), then the stateful scenario (end2end/api/scenario.py).
+# Any failure fails the run. One worker each: with two, Python's ast module has raised
+# "recursion depth mismatch" inside hypothesis (a CPython race between threads), failing a run
+# that had found nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +42,7 @@ license_id=$(json_field license_id <<<"$license")
 license_hash=$(printf %s "$license_key" | sha256sum | cut -d' ' -f1)
 head -c 4096 /dev/urandom >"$data/bundle.bin"
 bundle_id=$("${server[@]}" bundle publish --json "$data/bundle.bin" 2>/dev/null | json_field bundle_id)
+"${server[@]}" catalogue import server/src/operator/demo/cis_2.0_aws.json >/dev/null
 
 "${server[@]}" serve >"$data/server.log" 2>&1 &
 server_pid=$!

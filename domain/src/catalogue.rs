@@ -13,47 +13,28 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::{parse_json, FieldError, JsonError};
+use crate::input::{line_at, non_blank_at, parse_json, prose_at, FieldError, JsonError};
+use tidemark_wire::admin::{ProwlerCatalogue, ProwlerRequirement};
 
 /// The largest document taken (Prowler's largest catalogues are about 1 MiB).
 pub const MAX_BYTES: usize = 8 * 1024 * 1024;
+// The limits `ProwlerCatalogue`'s schema states: the two must say the same.
 const MAX_REQUIREMENTS: usize = 5_000;
 const MAX_ID: usize = 64;
+const MAX_FRAMEWORK: usize = 300;
+const MAX_VERSION: usize = 100;
 const MAX_TITLE: usize = 1_000;
 const MAX_DESCRIPTION: usize = 20_000;
 const MAX_SECTION: usize = 300;
 const MAX_CHECKS: usize = 200;
-
-/// Prowler's document, as far as Tidemark reads it: other keys are allowed and ignored
-/// (Prowler adds attributes per framework).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct ProwlerDocument {
-    framework: String,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    version: String,
-    #[serde(default)]
-    provider: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
-    requirements: Vec<ProwlerRequirement>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct ProwlerRequirement {
-    id: String,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    attributes: Vec<serde_json::Map<String, serde_json::Value>>,
-    #[serde(default)]
-    checks: Vec<String>,
-}
+const MAX_CHECK: usize = 200;
+/// The attributes read, each text or null, with its limit and whether it may span lines.
+const ATTRIBUTES: [(&str, usize, bool); 4] = [
+    ("Section", MAX_SECTION, false),
+    ("Description", MAX_DESCRIPTION, true),
+    ("Profile", MAX_SECTION, false),
+    ("AssessmentStatus", MAX_VERSION, false),
+];
 
 /// A catalogue that passed every rule: ids unique and usable in a rule id, text bounded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,17 +98,104 @@ fn shape(field: impl Into<String>, message: String) -> JsonError {
     })
 }
 
-fn bounded(field: &str, text: &str, max: usize) -> Result<(), JsonError> {
-    if text.chars().count() > max {
+fn field(e: FieldError) -> JsonError {
+    JsonError::Shape(e)
+}
+
+/// An optional one-line text: may be empty, no control characters, at most `max`.
+fn optional_line(at: &str, text: Option<&str>, max: usize) -> Result<(), JsonError> {
+    match text {
+        Some(t) if !t.is_empty() => line_at(|| at.to_owned(), t, max).map_err(field),
+        _ => Ok(()),
+    }
+}
+
+/// Every rule of the document's schema that serde has not already enforced, on the text as
+/// sent (trimmed only afterwards), so what the schema accepts is taken and nothing else.
+fn check_document(doc: &ProwlerCatalogue) -> Result<(), JsonError> {
+    non_blank_at(|| "Framework".into(), &doc.framework).map_err(field)?;
+    line_at(|| "Framework".into(), &doc.framework, MAX_FRAMEWORK).map_err(field)?;
+    optional_line("Name", doc.name.as_deref(), MAX_FRAMEWORK)?;
+    optional_line("Version", Some(&doc.version), MAX_VERSION)?;
+    optional_line("Provider", doc.provider.as_deref(), MAX_VERSION)?;
+    if let Some(d) = &doc.description {
+        prose_at(|| "Description".into(), d, MAX_DESCRIPTION).map_err(field)?;
+    }
+    if doc.requirements.is_empty() || doc.requirements.len() > MAX_REQUIREMENTS {
         return Err(shape(
-            field,
+            "Requirements",
             format!(
-                "{field}: at most {max} characters, not {}",
-                text.chars().count()
+                "Requirements: 1 to {MAX_REQUIREMENTS} requirements, not {}",
+                doc.requirements.len()
             ),
         ));
     }
+    for (i, r) in doc.requirements.iter().enumerate() {
+        check_requirement(i, r)?;
+    }
     Ok(())
+}
+
+fn check_requirement(i: usize, r: &ProwlerRequirement) -> Result<(), JsonError> {
+    let at = |field: &str| format!("Requirements[{i}].{field}");
+    let usable = !r.id.is_empty()
+        && r.id.len() <= MAX_ID
+        && r.id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !usable {
+        return Err(shape(
+            at("Id"),
+            format!(
+                "{}: 1 to {MAX_ID} of letters, digits, '.', '_' and '-' (it becomes part of a \
+                 rule id), not {:?}",
+                at("Id"),
+                r.id
+            ),
+        ));
+    }
+    optional_line(&at("Name"), r.name.as_deref(), MAX_TITLE)?;
+    if let Some(d) = &r.description {
+        prose_at(|| at("Description"), d, MAX_DESCRIPTION).map_err(field)?;
+    }
+    if r.checks.len() > MAX_CHECKS {
+        return Err(shape(
+            at("Checks"),
+            format!("{}: at most {MAX_CHECKS} checks", at("Checks")),
+        ));
+    }
+    for (j, check) in r.checks.iter().enumerate() {
+        line_at(|| at(&format!("Checks[{j}]")), check, MAX_CHECK).map_err(field)?;
+    }
+    for (j, attributes) in r.attributes.iter().enumerate() {
+        for (key, max, lines) in ATTRIBUTES {
+            let place = || at(&format!("Attributes[{j}].{key}"));
+            match attributes.get(key) {
+                None | Some(serde_json::Value::Null) => {}
+                Some(serde_json::Value::String(t)) if t.is_empty() => {}
+                Some(serde_json::Value::String(t)) if lines => {
+                    prose_at(place, t, max).map_err(field)?
+                }
+                Some(serde_json::Value::String(t)) => line_at(place, t, max).map_err(field)?,
+                Some(_) => {
+                    let place = place();
+                    return Err(shape(place.clone(), format!("{place}: must be text")));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A title at most [`MAX_TITLE`] characters: a CIS requirement is titled by its
+/// `Description`, which may run longer (the whole text stays the description).
+fn headline(text: &str) -> (String, bool) {
+    if text.chars().count() <= MAX_TITLE {
+        return (text.to_owned(), false);
+    }
+    let mut cut: String = text.chars().take(MAX_TITLE - 1).collect();
+    cut.push('…');
+    (cut, true)
 }
 
 fn text_attribute(
@@ -157,10 +225,8 @@ impl Catalogue {
                 ),
             ));
         }
-        let doc: ProwlerDocument = parse_json(bytes)?;
-        if doc.framework.trim().is_empty() {
-            return Err(shape("Framework", "Framework: must not be empty".into()));
-        }
+        let doc: ProwlerCatalogue = parse_json(bytes)?;
+        check_document(&doc)?;
         let framework = match framework {
             Some(f) => f.trim().to_owned(),
             None => default_framework_id(&doc.framework, doc.provider.as_deref(), &doc.version),
@@ -171,15 +237,6 @@ impl Catalogue {
                 format!(
                     "framework: {framework:?} cannot name a framework (1 to 64 of a-z, 0-9, '.', \
                      '_' and '-', starting with a letter or digit); give one explicitly"
-                ),
-            ));
-        }
-        if doc.requirements.is_empty() || doc.requirements.len() > MAX_REQUIREMENTS {
-            return Err(shape(
-                "Requirements",
-                format!(
-                    "Requirements: 1 to {MAX_REQUIREMENTS} requirements, not {}",
-                    doc.requirements.len()
                 ),
             ));
         }
@@ -203,10 +260,6 @@ impl Catalogue {
                 }
             }
         };
-        bounded("Name", &name, MAX_TITLE)?;
-        if let Some(d) = &doc.description {
-            bounded("Description", d, MAX_DESCRIPTION)?;
-        }
         Ok(Catalogue {
             framework,
             name,
@@ -243,23 +296,7 @@ fn requirement(
     seen: &mut HashSet<String>,
 ) -> Result<CatalogueRequirement, JsonError> {
     let at = |field: &str| format!("Requirements[{i}].{field}");
-    let number = r.id.trim().to_owned();
-    let usable = !number.is_empty()
-        && number.len() <= MAX_ID
-        && number
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if !usable {
-        return Err(shape(
-            at("Id"),
-            format!(
-                "{}: 1 to {MAX_ID} of letters, digits, '.', '_' and '-' (it becomes part of a \
-                 rule id), not {:?}",
-                at("Id"),
-                r.id
-            ),
-        ));
-    }
+    let number = r.id.clone();
     if !seen.insert(number.clone()) {
         return Err(shape(
             at("Id"),
@@ -274,25 +311,14 @@ fn requirement(
         .map(str::trim)
         .filter(|d| !d.is_empty());
     let name = r.name.as_deref().map(str::trim).filter(|n| !n.is_empty());
-    let title = name
-        .or(own_description)
-        .unwrap_or(number.as_str())
-        .to_owned();
-    let description = attr("Description")
-        .filter(|d| *d != title)
-        .or_else(|| name.and(own_description).map(str::to_owned));
+    let (title, shortened) = headline(name.or(own_description).unwrap_or(number.as_str()));
+    let description = attr("Description").filter(|d| *d != title).or_else(|| {
+        (name.is_some() || shortened)
+            .then_some(own_description)
+            .flatten()
+            .map(str::to_owned)
+    });
     let section = attr("Section").unwrap_or_else(|| crate::posture::section_of(&number).to_owned());
-    bounded(&at("Description"), &title, MAX_TITLE)?;
-    if let Some(d) = &description {
-        bounded(&at("Attributes[0].Description"), d, MAX_DESCRIPTION)?;
-    }
-    bounded(&at("Attributes[0].Section"), &section, MAX_SECTION)?;
-    if r.checks.len() > MAX_CHECKS {
-        return Err(shape(
-            at("Checks"),
-            format!("{}: at most {MAX_CHECKS} checks", at("Checks")),
-        ));
-    }
     Ok(CatalogueRequirement {
         rule_id: format!("{framework}-{number}"),
         manual: attr("AssessmentStatus").is_some_and(|s| s.eq_ignore_ascii_case("manual")),
@@ -409,10 +435,42 @@ mod tests {
             "{}",
             refused(no_framework)
         );
-        let long = format!(
-            r#"{{"Framework":"CIS","Version":"1","Requirements":[{{"Id":"1","Description":"{}"}}]}}"#,
-            "x".repeat(1_001)
+        let with = |requirement: &str| {
+            format!(r#"{{"Framework":"CIS","Version":"1","Requirements":[{requirement}]}}"#)
+        };
+        let too_long = with(&format!(
+            r#"{{"Id":"1","Description":"{}"}}"#,
+            "x".repeat(20_001)
+        ));
+        assert!(refused(&too_long)
+            .contains("Requirements[0].Description must be at most 20000 characters"));
+        let nul = with(r#"{"Id":"1","Name":"a\u0000b"}"#);
+        assert!(refused(&nul).contains("Requirements[0].Name must not contain NUL"));
+        let padded = with(r#"{"Id":" 1"}"#);
+        assert!(refused(&padded).contains("Requirements[0].Id"));
+        let number = with(r#"{"Id":"1","Attributes":[{},{"Section":5}]}"#);
+        assert_eq!(
+            refused(&number),
+            "Requirements[0].Attributes[1].Section: must be text"
         );
-        assert!(refused(&long).contains("Requirements[0].Description: at most 1000"));
+        let blank = r#"{"Framework":" ","Version":"1","Requirements":[{"Id":"1"}]}"#;
+        assert!(refused(blank).contains("Framework must not be empty"));
+    }
+
+    /// A CIS requirement is titled by its `Description`: a long one is shortened for the
+    /// title and kept whole as the description; other attribute keys and types are ignored.
+    #[test]
+    fn long_descriptions_are_shortened_for_the_title() {
+        let text = "y".repeat(1_500);
+        let doc = format!(
+            r#"{{"Framework":"CIS","Version":"1","Requirements":[
+              {{"Id":"1","Description":"{text}","Attributes":[{{"Section":null,"Level":3}}]}}]}}"#
+        );
+        let c = Catalogue::parse_prowler(doc.as_bytes(), None).unwrap();
+        let r = &c.requirements[0];
+        assert_eq!(r.title.chars().count(), 1_000);
+        assert!(r.title.ends_with('…'));
+        assert_eq!(r.description.as_deref(), Some(text.as_str()));
+        assert_eq!(r.section, "1");
     }
 }

@@ -515,3 +515,131 @@ pub struct CatalogueDetail {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced: Option<bool>,
 }
+
+/// Prowler's compliance-framework JSON, as far as Tidemark reads it: the body of
+/// `PUT /admin/v1/catalogues/{framework}`. Other keys are allowed and ignored (Prowler adds
+/// its own per framework). Text has no control characters (descriptions may hold tab and line
+/// breaks). The one rule a schema cannot say: each `Id` appears once.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "PascalCase")]
+pub struct ProwlerCatalogue {
+    /// `CIS`: not blank.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 300,
+            pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
+    pub framework: String,
+    /// What people read; made from `Framework`, `Version` and `Provider` when absent.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 300, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
+    )]
+    pub name: Option<String>,
+    /// `2.0`.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 100, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
+    )]
+    pub version: String,
+    /// `AWS`.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 100, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
+    )]
+    pub provider: Option<String>,
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 20000,
+            pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
+    pub description: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 5000))]
+    pub requirements: Vec<ProwlerRequirement>,
+}
+
+/// One requirement of Prowler's document.
+#[derive(Debug, Clone, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(rename_all = "PascalCase")]
+pub struct ProwlerRequirement {
+    /// `2.1.4`: becomes the rule `<framework>-2.1.4`; unique in the document.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]+$")
+    )]
+    pub id: String,
+    /// The title; CIS files have none and title a requirement by its `Description` (its first
+    /// 1,000 characters).
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 1000, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")
+    )]
+    pub name: Option<String>,
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            max_length = 20000,
+            pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+        )
+    )]
+    pub description: Option<String>,
+    /// Only the first is read; each is checked.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<ProwlerAttributes>))]
+    pub attributes: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Prowler's check names.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(value_type = Vec<ProwlerCheck>, max_items = 200)
+    )]
+    pub checks: Vec<String>,
+}
+
+/// A Prowler check's name (`s3_bucket_level_public_access_block`).
+#[cfg(feature = "openapi")]
+#[derive(ToSchema)]
+#[schema(
+    min_length = 1,
+    max_length = 200,
+    pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+)]
+#[allow(dead_code)]
+pub struct ProwlerCheck(String);
+
+/// The attributes Tidemark reads from a requirement's `Attributes` entries (text or null;
+/// other keys are ignored).
+#[cfg(feature = "openapi")]
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "PascalCase")]
+#[allow(dead_code)]
+pub struct ProwlerAttributes {
+    /// Groups requirements on the framework page; from the `Id` when absent (`2.1` of `2.1.4`).
+    #[schema(max_length = 300, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    section: Option<String>,
+    /// The requirement's longer text.
+    #[schema(
+        max_length = 20000,
+        pattern = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$"
+    )]
+    description: Option<String>,
+    /// `Level 1`.
+    #[schema(max_length = 300, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    profile: Option<String>,
+    /// `Manual`: no scan can evaluate it; `Automated`.
+    #[schema(max_length = 100, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    assessment_status: Option<String>,
+}

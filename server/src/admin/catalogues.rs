@@ -13,7 +13,7 @@ use tidemark_domain::vendor::Permission;
 use tidemark_services::catalogues::{self, CatalogueSummary};
 use tidemark_services::ServiceError;
 use tidemark_wire::admin::{
-    CatalogueDetail, CatalogueInfo, CatalogueList, CatalogueRequirementInfo,
+    CatalogueDetail, CatalogueInfo, CatalogueList, CatalogueRequirementInfo, ProwlerCatalogue,
 };
 use tidemark_wire::ErrorBody;
 
@@ -21,6 +21,23 @@ use super::caller::caller;
 use crate::http::body::{json_error, read_body, require_json};
 use crate::http::error::ApiError;
 use crate::state::AppState;
+
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[expect(
+    dead_code,
+    reason = "documents the path; handlers read it with `Path<String>`"
+)]
+struct FrameworkPath {
+    /// Tidemark's framework id (`cis-aws-2.0`): 1 to 64 of a-z, 0-9, '.', '_' and '-',
+    /// starting with a letter or digit.
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[a-z0-9][a-z0-9._-]{0,63}$"
+    )]
+    framework: String,
+}
 
 fn info(s: &CatalogueSummary) -> CatalogueInfo {
     CatalogueInfo {
@@ -77,8 +94,8 @@ fn no_catalogue(framework: &str) -> ApiError {
     path = "/admin/v1/catalogues/{framework}",
     tag = "catalogues",
     security(("vendor_token" = [])),
-    params(("framework" = String, Path, description = "Tidemark's framework id (`cis-aws-2.0`): 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit")),
-    request_body(content = serde_json::Value, content_type = "application/json", description = "Prowler's compliance-framework JSON"),
+    params(FrameworkPath),
+    request_body(content = ProwlerCatalogue, content_type = "application/json", description = "Prowler's compliance-framework JSON"),
     responses(
         (status = 200, description = "Replaced the catalogue before", body = CatalogueDetail),
         (status = 201, description = "Published", body = CatalogueDetail),
@@ -147,7 +164,7 @@ pub async fn list_catalogues(
     path = "/admin/v1/catalogues/{framework}",
     tag = "catalogues",
     security(("vendor_token" = [])),
-    params(("framework" = String, Path, description = "Tidemark's framework id")),
+    params(FrameworkPath),
     responses(
         (status = 200, description = "Every requirement, in the published order", body = CatalogueDetail),
         (status = 401, description = "`invalid_token`", body = ErrorBody),
