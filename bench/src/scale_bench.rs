@@ -35,6 +35,8 @@
 
 #[path = "../../server/tests/common/browser.rs"]
 mod browser;
+#[path = "scale/harness.rs"]
+mod harness;
 #[path = "../../server/tests/common/oidc.rs"]
 mod oidc;
 #[path = "scale/workload.rs"]
@@ -73,42 +75,11 @@ async fn main() {
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| temp.path().to_owned());
     std::fs::create_dir_all(&dir).unwrap();
-    let provider = oidc::ScriptedProvider::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let mut env: std::collections::HashMap<String, String> = provider
-        .env()
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-    env.insert("TIDEMARK_DATA_DIR".into(), dir.display().to_string());
-    env.insert("TIDEMARK_BASE_URL".into(), base.clone());
-    env.insert("LEPTOS_SITE_ADDR".into(), base[7..].to_owned());
-    env.insert("RUST_LOG".into(), "warn".into());
-    env.insert("TIDEMARK_WRITES_PER_MINUTE".into(), "100000000".into());
-    // The bench runs each pass itself, timed (the worker's would hold the lease meanwhile).
-    env.insert("TIDEMARK_HOUSEKEEPING".into(), "off".into());
-    if let Ok(url) = std::env::var("DATABASE_URL") {
-        env.insert("DATABASE_URL".into(), url);
-    }
-    let backend = if env.contains_key("DATABASE_URL") {
-        "postgres"
-    } else {
-        "sqlite"
-    };
-    let config = server::config::Config::from_lookup(|k| env.get(k).cloned()).unwrap();
-    let state = server::build_state(config).await.unwrap();
-    let writer = Writer::for_tests(state.db.clone());
-    let (account, api_key) = the_account(&state, &writer).await;
-    let serving = state.clone();
-    tokio::spawn(async move { server::serve(serving, listener).await.unwrap() });
-
-    provider.script(oidc::Script::user(EMAIL));
-    let mut browser = browser::Browser::new(&base);
-    assert_eq!(browser.sign_in_with_oidc(EMAIL).await.status(), 200);
+    let mut h = harness::Harness::start(&dir).await;
+    let (writer, account) = (Writer::for_tests(h.state.db.clone()), h.account.clone());
 
     let clock = workload::Clock::kept_in(&dir);
-    let mut built = tidemark_store::dashboard::list_projects(&state.db, &account)
+    let mut built = tidemark_store::dashboard::list_projects(&h.state.db, &account)
         .await
         .unwrap()
         .len();
@@ -129,12 +100,12 @@ async fn main() {
             eprintln!("grown to N = {n} in {:.0} s", grown.as_secs_f64());
             continue;
         }
-        if let Db::Postgres(pool) = &state.db {
+        if let Db::Postgres(pool) = &h.state.db {
             // What autovacuum does within a minute of a bulk load.
             sqlx::query("VACUUM ANALYZE").execute(pool).await.unwrap();
         }
         let mut figures = serde_json::Map::new();
-        figures.insert("backend".into(), json!(backend));
+        figures.insert("backend".into(), json!(h.backend));
         figures.insert("projects".into(), json!(n));
         figures.insert("grown_s".into(), json!(grown.as_secs_f64()));
         figures.insert("scans".into(), json!(n * workload::PUSHES_PER_PROJECT));
@@ -146,74 +117,19 @@ async fn main() {
             "housekeeping_again_s".into(),
             json!(housekeep(&writer).await.as_secs_f64()),
         );
-        figures.insert("db_bytes".into(), json!(db_size(&state.db, &dir).await));
-        let pushes = time_pushes(&writer, &account, &base, &api_key, &clock, n).await;
-        figures.insert("push_ms".into(), percentiles(pushes));
-        let target = Target::find(&state.db, &account, &clock).await;
-        for (name, url, key) in target.pages(&base, &api_key).await {
-            let times = time_page(&mut browser, &url, key.as_deref(), name).await;
-            figures.insert(name.into(), percentiles(times));
+        figures.insert("db_bytes".into(), json!(db_size(&h.state.db, &dir).await));
+        let pushes = time_pushes(&writer, &account, &h.base, &h.api_key, &clock, n).await;
+        figures.insert("push_ms".into(), harness::percentiles(pushes));
+        let target = Target::find(&h.state.db, &account, &clock).await;
+        for (name, url, key) in target.pages(&h.base, &h.api_key).await {
+            let times = h.time_page(&url, key.as_deref(), name, RUNS).await;
+            figures.insert(name.into(), harness::percentiles(times));
         }
         let line = serde_json::Value::Object(figures);
         println!("{line}");
         eprintln!("{}", markdown(&line));
     }
-    state.db.close().await;
-}
-
-const EMAIL: &str = "scale@example.com";
-
-/// The bench's account (made on the first run) and an API key of its own for this run's
-/// `/v1` requests; the store-level pushes name the key [`tidemark_store::testing::push_key_id`].
-async fn the_account(state: &server::state::AppState, writer: &Writer) -> (AccountId, String) {
-    let known = tidemark_store::licenses::licenses_for_email(&state.db, EMAIL)
-        .await
-        .unwrap();
-    let account = match known.first() {
-        Some((license, _)) => license.account_id.clone(),
-        None => {
-            tidemark_services::licensing::create(
-                writer,
-                &state.license_keys,
-                tidemark_services::licensing::LicenseRequest {
-                    email: tidemark_domain::text::Email::parse(EMAIL).unwrap(),
-                    tier: tidemark_wire::Tier::Enterprise,
-                    expires_at: None,
-                    max_projects: None,
-                    max_machines: None,
-                    features_added: Vec::new(),
-                    features_removed: Vec::new(),
-                },
-                &tidemark_store::testing::audit(),
-            )
-            .await
-            .unwrap()
-            .account_id
-        }
-    };
-    let key = |id: String, secret: &tidemark_domain::secrets::ApiKey| {
-        tidemark_store::licenses::NewApiKey {
-            id,
-            account_id: account.clone(),
-            hash: secret.hash(),
-            prefix: secret.display_prefix(),
-            machine: "scale-bench".into(),
-            now: tidemark_domain::now_millis(),
-        }
-    };
-    if known.is_empty() {
-        let secret = tidemark_domain::secrets::ApiKey::generate();
-        let id = tidemark_store::testing::push_key_id(&account);
-        tidemark_store::licenses::insert_api_key(writer, &key(id, &secret))
-            .await
-            .unwrap();
-    }
-    let secret = tidemark_domain::secrets::ApiKey::generate();
-    let id = format!("key_scale_{}", tidemark_domain::now_millis());
-    tidemark_store::licenses::insert_api_key(writer, &key(id, &secret))
-        .await
-        .unwrap();
-    (account, secret.expose().to_owned())
+    h.state.db.close().await;
 }
 
 /// Adds projects `from..to` to the account, `WRITERS` at a time, each project's year in order.
@@ -407,37 +323,6 @@ async fn cursor_page(first: &str, api_key: &str, page: usize) -> String {
         url = format!("{first}&cursor={cursor}");
     }
     url
-}
-
-async fn time_page(
-    b: &mut browser::Browser,
-    url: &str,
-    api_key: Option<&str>,
-    name: &str,
-) -> Vec<Duration> {
-    let api = reqwest::Client::new();
-    let mut times = Vec::with_capacity(RUNS);
-    // The first request warms caches and is not counted.
-    for run in 0..=RUNS {
-        let started = Instant::now();
-        let res = match api_key {
-            Some(key) => api.get(url).header("X-API-Key", key).send().await.unwrap(),
-            None => b.get(url).await,
-        };
-        assert_eq!(res.status(), 200, "{name}: {url}");
-        let _ = res.bytes().await.unwrap();
-        if run > 0 {
-            times.push(started.elapsed());
-        }
-    }
-    times
-}
-
-/// `{"p50": ms, "p95": ms, "p99": ms}` of `times`.
-fn percentiles(mut times: Vec<Duration>) -> serde_json::Value {
-    times.sort();
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e3;
-    json!({"p50": at(0.5), "p95": at(0.95), "p99": at(0.99)})
 }
 
 fn markdown(line: &serde_json::Value) -> String {

@@ -2,14 +2,17 @@
 //! provisioning, single sign-on, storage and SCIM; and the accounts a person belongs to.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use tidemark_domain::housekeeping::Policy;
+use tidemark_domain::now_millis;
 pub use tidemark_store::access::AccountOfUser;
 use tidemark_store::access::Member;
 use tidemark_store::licenses::{KeyRow, License};
 use tidemark_store::scim::{ScimGroup, ScimUser, TokenInfo};
 use tidemark_store::sso::SsoConnection;
 pub use tidemark_store::usage::ProjectBytes;
+use tidemark_store::usage::{refresh_stale, Allowance};
 use tidemark_store::Db;
 use tidemark_wire::ids::AccountId;
 
@@ -54,7 +57,19 @@ pub struct StorageOverview {
     pub own_policy: Option<Policy>,
 }
 
+/// What one read of Settings → Storage may measure first: enough for a small account to see
+/// its last push; a large one reads what the `project_usage` worker measured.
+const MEASURE_ON_READ: Allowance = Allowance {
+    projects: 5,
+    time: Duration::from_millis(40),
+};
+
 pub async fn storage(db: &Db, account_id: &AccountId) -> Result<StorageOverview, ServiceError> {
+    let account = account_id.clone();
+    db.detached(move |w| async move {
+        refresh_stale(&w, Some(&account), now_millis(), MEASURE_ON_READ).await
+    })
+    .await?;
     Ok(StorageOverview {
         projects: tidemark_store::usage::project_bytes(db, account_id).await?,
         own_policy: tidemark_store::housekeeping::account_policy(db, account_id)

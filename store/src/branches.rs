@@ -392,6 +392,10 @@ async fn prune_line(
             .bind(&c.id)
             .execute(&mut *tx)
             .await?;
+        sqlx::query(crate::usage::FORGET)
+            .bind(&c.project_id)
+            .execute(&mut *tx)
+            .await?;
         let change = Change {
             account_id: Some(&c.account_id),
             action: Action::BranchPruned,

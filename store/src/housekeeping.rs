@@ -177,6 +177,7 @@ pub async fn thin_scans(
     let thinned = on_db_write!(db, pool => {
         let mut tx = pool.begin_account_write(account_id).await?;
         let thinned = sqlx::query(&mark).bind(project_id).execute(&mut *tx).await?.rows_affected();
+        sqlx::query(crate::usage::FORGET).bind(project_id).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>(thinned)
     })?;
@@ -212,6 +213,9 @@ pub async fn collect_spans(
             .execute(&mut *tx)
             .await?
             .rows_affected();
+        if removed > 0 {
+            sqlx::query(crate::usage::FORGET).bind(&line.project_id).execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(removed)
     })?;

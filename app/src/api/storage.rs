@@ -41,9 +41,12 @@ pub async fn load_storage() -> Result<StorageView, DashboardError> {
             "A line's latest scan, a scan something was compared against, a scan where the gate's verdict changed and one the audit log or a triage refers to always keep theirs. Every scan's score, counts and gate result stay in the history.".to_owned(),
         ]
     });
-    let total = rows.iter().map(|r| r.bytes).sum();
+    let total = rows.iter().filter_map(|r| r.bytes).sum();
+    let measured_at = rows.iter().filter_map(|r| r.measured_at).min();
+    let now = tidemark_domain::now_millis();
     Ok(StorageView {
         total: tidemark_domain::text::bytes(total),
+        measured: measured_at.map(|at| crate::time::ago(at, now)),
         own_policy: own.is_some(),
         policy,
         projects: rows
@@ -53,7 +56,9 @@ pub async fn load_storage() -> Result<StorageView, DashboardError> {
                 label: r.label,
                 scans: r.scans,
                 scans_thinned: r.scans_thinned,
-                size: tidemark_domain::text::bytes(r.bytes),
+                size: r
+                    .bytes
+                    .map_or("measuring…".to_owned(), tidemark_domain::text::bytes),
             })
             .collect(),
     })

@@ -26,6 +26,8 @@ pub struct BadgeRow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StorageView {
     pub total: String,
+    /// When the oldest figure shown was measured, in words ("3 minutes ago").
+    pub measured: Option<String>,
     pub own_policy: bool,
     pub policy: Option<Vec<String>>,
     pub projects: Vec<StorageRow>,

@@ -25,6 +25,7 @@ pub fn StoragePanel() -> impl IntoView {
 fn storage(view: StorageView) -> impl IntoView {
     let StorageView {
         total,
+        measured,
         own_policy,
         policy,
         projects,
@@ -33,6 +34,11 @@ fn storage(view: StorageView) -> impl IntoView {
         <section class="card" aria-labelledby="storage-heading" data-testid="storage">
             <h2 id="storage-heading">"Storage"</h2>
             <p>"This account's data takes about " <strong data-testid="storage-total">{total}</strong> "."</p>
+            {measured.map(|ago| view! {
+                <p class="muted" data-testid="storage-measured">
+                    "Sizes are measured in the background within a minute of a push; the oldest here is from " {ago} "."
+                </p>
+            })}
             <div class="table-wrap" tabindex="0">
                 <table>
                     <thead>

@@ -286,6 +286,11 @@ pub async fn next_default_push(
     serde_json::to_value(push.request()).unwrap()
 }
 
+/// Project `p`'s default-branch scan at `at` (2,000 findings), failing those `failing` says.
+pub fn default_scan(p: usize, at: i64, failing: impl Fn(usize) -> bool) -> ValidPush {
+    request(p, "main".into(), None, at, failing)
+}
+
 fn request(
     p: usize,
     branch: String,

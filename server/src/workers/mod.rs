@@ -1,12 +1,13 @@
 //! Background work, one [`runner::Worker`] per job on the one [`runner::Runner`]: the mail
-//! outbox, webhook deliveries, licence events to the vendor, housekeeping, SSO domain rechecks, seats gone quiet,
-//! API keys about to expire and tidying.
+//! outbox, webhook deliveries, licence events to the vendor, housekeeping, SSO domain
+//! rechecks, seats gone quiet, API keys about to expire, projects' storage and tidying.
 
 pub mod domain_checks;
 pub mod housekeeping;
 pub mod key_expiry;
 pub mod license_events;
 pub mod mail;
+pub mod project_usage;
 pub mod runner;
 pub mod seats;
 pub mod tidy;
@@ -27,6 +28,7 @@ pub fn start(state: &AppState) -> anyhow::Result<Runner> {
         }),
         Arc::new(tidy::Tidy),
         Arc::new(key_expiry::KeyExpiry),
+        Arc::new(project_usage::ProjectUsage),
         Arc::new(license_events::VendorSender::new(state)?),
         Arc::new(license_events::Calendar),
         Arc::new(seats::Sightings {

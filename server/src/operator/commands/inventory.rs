@@ -1,11 +1,15 @@
 //! `account list`, `project list`, `scan list`, `key list|revoke`.
 
+use std::collections::HashMap;
+use std::time::Duration;
+
 use super::account_arg;
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::json;
 use tidemark_domain::audit::AuditContext;
-use tidemark_domain::to_rfc3339;
+use tidemark_domain::{now_millis, to_rfc3339};
+use tidemark_store::usage::{project_bytes, refresh_stale, Allowance, ProjectBytes};
 use tidemark_store::{inventory, licenses, Db, Writer};
 use tidemark_wire::ids::{AccountId, ProjectId, ScanId};
 
@@ -36,7 +40,10 @@ pub struct ProjectView {
     pub last_scan_id: Option<ScanId>,
     /// About how many bytes its data takes (`tidemark_store::usage`), and how many of its
     /// scans housekeeping has removed the findings of.
-    pub stored_bytes: i64,
+    /// `None` until first measured.
+    pub stored_bytes: Option<i64>,
+    /// When `stored_bytes` was measured.
+    pub measured_at: Option<String>,
     pub scans_thinned: i64,
 }
 
@@ -63,17 +70,30 @@ pub struct KeyView {
     pub last_used_at: Option<String>,
 }
 
-pub async fn projects(db: &Db, account: &AccountId) -> anyhow::Result<Vec<ProjectView>> {
+/// What `project list` may measure before it answers: stale projects beyond this keep their
+/// last figure (the server's `project_usage` worker measures them).
+const MEASURE: Allowance = Allowance {
+    projects: 10_000,
+    time: Duration::from_millis(500),
+};
+
+pub async fn projects(db: &Writer, account: &AccountId) -> anyhow::Result<Vec<ProjectView>> {
     let rows = inventory::list_projects(db, account)
         .await?
         .with_context(|| format!("no account with id {account}"))?;
-    let usage = tidemark_store::usage::project_bytes(db, account).await?;
+    refresh_stale(db, Some(account), now_millis(), MEASURE).await?;
+    let usage: HashMap<ProjectId, ProjectBytes> = project_bytes(db, account)
+        .await?
+        .into_iter()
+        .map(|u| (u.project_id.clone(), u))
+        .collect();
     Ok(rows
         .into_iter()
         .map(|p| {
-            let used = usage.iter().find(|u| u.project_id == p.id);
+            let used = usage.get(&p.id);
             ProjectView {
-                stored_bytes: used.map_or(0, |u| u.bytes),
+                stored_bytes: used.and_then(|u| u.bytes),
+                measured_at: used.and_then(|u| u.measured_at).map(to_rfc3339),
                 scans_thinned: used.map_or(0, |u| u.scans_thinned),
                 project_id: p.id,
                 label: p.label,
@@ -177,12 +197,13 @@ pub async fn run(command: Command, db: &Writer, audit: &AuditContext) -> anyhow:
                     p.label,
                     p.scan_count,
                     p.last_score.map_or("-".to_owned(), |s| format!("{s:.1}")),
-                    tidemark_domain::text::bytes(p.stored_bytes),
+                    p.stored_bytes
+                        .map_or("not measured yet".to_owned(), tidemark_domain::text::bytes),
                     if p.archived { "  (archived)" } else { "" }
                 )
             });
             // The account's share of the database, as Settings shows it.
-            let stored_bytes: i64 = projects.iter().map(|p| p.stored_bytes).sum();
+            let stored_bytes: i64 = projects.iter().filter_map(|p| p.stored_bytes).sum();
             let human = format!(
                 "{human}account {account}: about {}\n",
                 tidemark_domain::text::bytes(stored_bytes)

@@ -1,0 +1,48 @@
+//! Measures what projects' data takes (`tidemark_store::usage`) off the request path: every
+//! 30 seconds, one replica at a time, the projects a push, housekeeping or pruning made stale
+//! (and any not measured for a day), longest waiting first, until the pass's allowance is
+//! spent. Settings → Storage and `project list` read the figures it keeps.
+
+use std::time::Duration;
+
+use tidemark_domain::now_millis;
+use tidemark_domain::time::MINUTE_MS;
+use tidemark_store::usage::{refresh_stale, Allowance};
+use tidemark_store::Writer;
+
+use crate::workers::runner::{Lease, Pacing, Worker};
+
+/// One pass's share: long enough to catch up with a busy account, short enough that a pass
+/// never holds the lease for long.
+const PASS: Allowance = Allowance {
+    projects: 500,
+    time: Duration::from_secs(20),
+};
+
+pub struct ProjectUsage;
+
+#[async_trait::async_trait]
+impl Worker for ProjectUsage {
+    fn name(&self) -> &'static str {
+        "project_usage"
+    }
+
+    fn lease(&self) -> Lease {
+        Lease::Named {
+            name: "project_usage",
+            ttl_ms: 5 * MINUTE_MS,
+        }
+    }
+
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            first_after: Duration::from_secs(5),
+            idle: Duration::from_secs(30),
+            busy: Duration::from_secs(1),
+        }
+    }
+
+    async fn pass(&self, db: &Writer, _holder: &str) -> anyhow::Result<u64> {
+        Ok(refresh_stale(db, None, now_millis(), PASS).await?)
+    }
+}
