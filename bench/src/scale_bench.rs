@@ -58,23 +58,9 @@ const WRITERS: usize = 16;
 
 #[tokio::main]
 async fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "10,100,1000".into())
-        .split(',')
-        .map(|n| {
-            n.trim()
-                .parse()
-                .expect("sizes: a comma-separated list of N")
-        })
-        .collect();
-    // A directory of its own keeps the account between runs (SQLite's file, and the clock the
-    // history was written by); a run stopped half-way carries on where it stopped.
+    let sizes = harness::sizes();
     let temp = tempfile::tempdir().unwrap();
-    let dir = std::env::var_os("SCALE_DATA_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| temp.path().to_owned());
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = harness::data_dir(&temp);
     let mut h = harness::Harness::start(&dir).await;
     let (writer, account) = (Writer::for_tests(h.state.db.clone()), h.account.clone());
 

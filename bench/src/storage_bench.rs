@@ -49,21 +49,9 @@ const SCANS: i64 = 6;
 
 #[tokio::main]
 async fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "10,100,1000".into())
-        .split(',')
-        .map(|n| {
-            n.trim()
-                .parse()
-                .expect("sizes: a comma-separated list of N")
-        })
-        .collect();
+    let sizes = harness::sizes();
     let temp = tempfile::tempdir().unwrap();
-    let dir = std::env::var_os("SCALE_DATA_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| temp.path().to_owned());
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = harness::data_dir(&temp);
     let server_bin = std::env::var("TIDEMARK_SERVER_BIN")
         .unwrap_or_else(|_| "target/release/tidemark-server".into());
     let mut h = harness::Harness::start(&dir).await;

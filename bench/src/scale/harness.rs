@@ -104,6 +104,30 @@ impl Harness {
     }
 }
 
+/// The sizes the first argument lists (`10,100,1000` when none).
+pub fn sizes() -> Vec<usize> {
+    std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "10,100,1000".into())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("sizes: a comma-separated list of N")
+        })
+        .collect()
+}
+
+/// Where the account lives: `SCALE_DATA_DIR` (kept between runs: SQLite's file, and the clock
+/// the history was written by, so a run stopped half-way carries on), else `temp`.
+pub fn data_dir(temp: &tempfile::TempDir) -> std::path::PathBuf {
+    let dir = std::env::var_os("SCALE_DATA_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| temp.path().to_owned());
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// `{"p50": ms, "p95": ms, "p99": ms}` of `times`.
 pub fn percentiles(mut times: Vec<Duration>) -> serde_json::Value {
     times.sort();
