@@ -66,10 +66,16 @@ const MEASURE_ON_READ: Allowance = Allowance {
 
 pub async fn storage(db: &Db, account_id: &AccountId) -> Result<StorageOverview, ServiceError> {
     let account = account_id.clone();
-    db.detached(move |w| async move {
-        refresh_stale(&w, Some(&account), now_millis(), MEASURE_ON_READ).await
-    })
-    .await?;
+    // Best effort: with the disk full or the writer busy past the deadline, the page still
+    // shows the figures measured before.
+    let measured = db
+        .detached(move |w| async move {
+            refresh_stale(&w, Some(&account), now_millis(), MEASURE_ON_READ).await
+        })
+        .await;
+    if let Err(error) = measured {
+        tracing::warn!(%error, "Settings → Storage read the sizes measured before");
+    }
     Ok(StorageOverview {
         projects: tidemark_store::usage::project_bytes(db, account_id).await?,
         own_policy: tidemark_store::housekeeping::account_policy(db, account_id)

@@ -81,7 +81,10 @@ pub async fn projects(db: &Writer, account: &AccountId) -> anyhow::Result<Vec<Pr
     let rows = inventory::list_projects(db, account)
         .await?
         .with_context(|| format!("no account with id {account}"))?;
-    refresh_stale(db, Some(account), now_millis(), MEASURE).await?;
+    // Best effort, as Settings: a database that cannot be written still lists what it holds.
+    if let Err(error) = refresh_stale(db, Some(account), now_millis(), MEASURE).await {
+        tracing::warn!(%error, "project list shows the sizes measured before");
+    }
     let usage: HashMap<ProjectId, ProjectBytes> = project_bytes(db, account)
         .await?
         .into_iter()
