@@ -5,11 +5,9 @@
 -- day; the `project_usage` worker measures stale projects again.
 CREATE TABLE project_usage (
     project_id    TEXT PRIMARY KEY REFERENCES projects (id) ON DELETE CASCADE,
-    account_id    TEXT NOT NULL,
     scans_thinned BIGINT NOT NULL,
     bytes         BIGINT NOT NULL,
     -- projects.scan_count as the measurement read it.
     scan_count    BIGINT NOT NULL,
     measured_at   BIGINT NOT NULL
 );
-CREATE INDEX project_usage_account ON project_usage (account_id);

@@ -121,7 +121,7 @@ pub async fn measure_project(
     now: Millis,
 ) -> Result<(), StoreError> {
     let sql = format!(
-        "SELECT p.account_id, p.scan_count, \
+        "SELECT p.scan_count, \
          (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
             AND s.findings_stored = 'thinned') AS scans_thinned, \
          CAST((SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id) * {SCAN_ROW} \
@@ -139,23 +139,22 @@ pub async fn measure_project(
             WHERE b.project_id = p.id), 0) AS BIGINT) AS bytes \
          FROM projects p WHERE p.id = $1"
     );
-    type Row = (AccountId, i64, i64, i64);
+    type Row = (i64, i64, i64);
     let measured: Option<Row> = on_db!(db.db(), pool => {
         sqlx::query_as(&sql).bind(project_id).fetch_optional(pool).await
     })?;
-    let Some((account_id, scan_count, scans_thinned, bytes)) = measured else {
+    let Some((scan_count, scans_thinned, bytes)) = measured else {
         return Ok(());
     };
     on_db_write!(db, pool => {
         sqlx::query(
             "INSERT INTO project_usage \
-             (project_id, account_id, scans_thinned, bytes, scan_count, measured_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (project_id) DO UPDATE SET \
+             (project_id, scans_thinned, bytes, scan_count, measured_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project_id) DO UPDATE SET \
              scans_thinned = excluded.scans_thinned, bytes = excluded.bytes, \
              scan_count = excluded.scan_count, measured_at = excluded.measured_at",
         )
         .bind(project_id)
-        .bind(&account_id)
         .bind(scans_thinned)
         .bind(bytes)
         .bind(scan_count)
