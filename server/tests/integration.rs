@@ -36,6 +36,7 @@ mod posture;
 mod posture_pages;
 mod push_api;
 mod push_budget;
+mod push_side_by_side;
 mod report;
 mod saml_login;
 mod scim;

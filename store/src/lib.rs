@@ -38,6 +38,7 @@ pub mod inventory;
 pub mod leases;
 pub mod license_events;
 pub mod licenses;
+mod locks;
 pub mod machines;
 mod migration_lock;
 pub mod outbox;
@@ -427,8 +428,9 @@ pub trait BeginWrite {
     > + Send;
 
     /// A write transaction in which no other write to `account_id`'s data runs until it ends,
-    /// on any replica. SQLite already admits one writer at a time; PostgreSQL locks the
-    /// account's row (the first statement, so later reads see every earlier commit).
+    /// on any replica: no push either. SQLite already admits one writer at a time; PostgreSQL
+    /// takes the account's advisory lock exclusive, as the first statement, so later reads see
+    /// every earlier commit ([`locks`]).
     fn begin_account_write(
         &self,
         account_id: &AccountId,
@@ -480,7 +482,7 @@ impl BeginWrite for PgPool {
         account_id: &AccountId,
     ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
         let mut tx = self.begin().await?;
-        sqlx::query("UPDATE accounts SET write_guard = write_guard + 1 WHERE id = $1")
+        sqlx::query(locks::ACCOUNT_EXCLUSIVE)
             .bind(account_id)
             .execute(&mut *tx)
             .await?;

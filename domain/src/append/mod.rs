@@ -1,12 +1,16 @@
 //! What a push does to a project's history, decided from the state the database holds.
 //!
-//! The store reads a [`PushHead`] inside the account's write transaction (so nothing changes
-//! underneath it), asks [`decide_push`], and writes what the answer says. Keeping the rules
-//! here means they are tested without a database, and both backends apply the same ones.
+//! The store reads a [`PushHead`] inside the project's write transaction (so nothing of the
+//! project changes underneath it), asks [`decide_push`], and writes what the answer says;
+//! where projects of one account are written side by side, [`admit`] has the last word on
+//! the account-wide limits. Keeping the rules here means they are tested without a database,
+//! and both backends apply the same ones.
 
 use std::collections::HashSet;
 
+mod admission;
 mod placement;
+pub use admission::{admit, Admission, Counted};
 pub use placement::{alerts_due, line_ref_key, LineIds};
 
 use tidemark_wire::{BaseComparison, Finding, GateResult};

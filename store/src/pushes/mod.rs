@@ -3,7 +3,7 @@
 //!
 //! Both backends run the same statements and the same rules; they differ in how the
 //! statements travel. PostgreSQL sends them one by one inside a transaction that holds the
-//! account's row lock. SQLite has a single writer anyway, so its pushes go through one
+//! project's lock, so one account's projects are written side by side ([`postgres`]). SQLite has a single writer anyway, so its pushes go through one
 //! committer task that applies several at once ([`committer`]).
 
 use crate::{AccountId, ProjectId, ScanId};
@@ -23,10 +23,10 @@ use crate::gates::{gate_from_columns, open_set_column, verdict_from_columns};
 
 use crate::alerts::AlertScan;
 use crate::posture::push::PushPosture;
-use crate::stmt::{add_args, Stmt};
+use crate::stmt::Stmt;
 use crate::webhooks::{enqueue_statement, EventRef};
 use crate::Writer;
-use crate::{on_db, Backend, BeginWrite as _, Db, StoreError};
+use crate::{on_db, Backend, Db, StoreError};
 use tidemark_domain::webhook::{push_events, Event};
 
 /// The events a push may raise, in a fixed order (see [`EventRef::raised`]).
@@ -40,10 +40,10 @@ const SCAN_EVENTS: [Event; 5] = [
 
 pub mod committer;
 mod head_row;
+mod postgres;
 mod sqlite_writer;
 mod write;
 
-use head_row::HeadRow;
 use write::{write_statements, Placed};
 
 /// Who pushes, and under which limits.
@@ -122,10 +122,11 @@ pub enum PushOutcome {
 
 /// Records a push.
 ///
-/// Per account, the replay check, the write-rate check, the project cap and the append are
-/// one atomic step on every replica: the head is read inside the write transaction (SQLite:
-/// one writer at a time; PostgreSQL: the account's row lock, taken before anything is read),
-/// so N concurrent pushes make N entries whose deltas chain exactly.
+/// Per project, the replay check and the append are one atomic step on every replica: the
+/// head is read inside the write transaction (SQLite: one writer at a time; PostgreSQL: the
+/// project's lock, taken before anything is read), so N concurrent pushes make N entries whose
+/// deltas chain exactly. The write budget and the project cap hold per account as if pushes
+/// were written one by one (PostgreSQL confirms them last, [`postgres`]).
 ///
 /// The push completes even if the caller stops waiting: on SQLite the committer owns it once
 /// it is queued.
@@ -138,24 +139,7 @@ pub async fn record_push(
     let posture = PushPosture::prepare(&push.request().frameworks, &push.request().findings);
     match db.db() {
         Db::Sqlite { pushes, .. } => pushes.submit(ctx, push, posture).await,
-        Db::Postgres(pool) => {
-            let mut tx = pool.begin_account_write(&ctx.account_id).await?;
-            let head = head_statement(&ctx, &push, Backend::Postgres);
-            let mut args = sqlx::postgres::PgArguments::default();
-            add_args::<sqlx::Postgres>(&mut args, head.args)?;
-            let row: HeadRow = sqlx::query_as_with(&head.sql, args)
-                .fetch_one(&mut *tx)
-                .await?;
-            let head = row.into_head();
-            let (outcome, writes) = plan(&ctx, &push, &posture, head);
-            for stmt in writes {
-                let mut args = sqlx::postgres::PgArguments::default();
-                add_args::<sqlx::Postgres>(&mut args, stmt.args)?;
-                sqlx::query_with(&stmt.sql, args).execute(&mut *tx).await?;
-            }
-            tx.commit().await?;
-            Ok(outcome)
-        }
+        Db::Postgres(pool) => postgres::record(pool, &ctx, &push, &posture).await,
     }
 }
 

@@ -1,0 +1,34 @@
+//! PostgreSQL's write locks for an account's data, on every replica.
+//!
+//! One account's writes used to take the account's row lock, so its pushes were written one
+//! at a time whatever the cores or replicas (docs/benchmarks.md). Now a push holds the
+//! account's advisory lock *shared* and its project's *exclusive*: pushes to different
+//! projects run side by side, pushes to one project one at a time (its scans are numbered per
+//! project). Every other write to an account's data takes the account's lock exclusive
+//! ([`crate::BeginWrite::begin_account_write`]), so it still excludes every push. What spans
+//! projects — the write budget and the project cap — is checked again under the account's
+//! admission lock, taken last and held only for one count and the commit
+//! ([`tidemark_domain::append::admit`]).
+//!
+//! Transaction-scoped advisory locks end with the transaction, committed or not, and are
+//! released only after the commit is visible, so whoever takes one next reads what the holder
+//! wrote. Keys are 64-bit hashes of a name: a collision can only make two writers wait for
+//! each other, never let two in at once.
+//!
+//! Each is its own statement: under READ COMMITTED a statement reads the snapshot taken when
+//! it began, so what is read under a lock must be read by a later statement.
+
+/// The account's lock, exclusive: no push and no other account-locked write runs meanwhile.
+pub(crate) const ACCOUNT_EXCLUSIVE: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('account:' || $1, 0))";
+
+/// A push's locks: the account's shared, then its project's (by label, which names at most one
+/// project of an account, before the project exists too). `$1` account, `$2` label.
+pub(crate) const PUSH: &str =
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended('account:' || $1, 0)), \
+     pg_advisory_xact_lock(hashtextextended('project:' || $1 || '/' || $2, 0))";
+
+/// The account's admission lock: one push at a time confirms the account-wide limits, as the
+/// last step before its commit.
+pub(crate) const ADMISSION: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('admission:' || $1, 0))";
