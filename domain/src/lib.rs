@@ -25,6 +25,7 @@ pub mod license_events;
 pub mod overview;
 pub mod paging;
 pub mod posture;
+pub mod project_order;
 pub mod push;
 pub mod rate;
 pub mod report;

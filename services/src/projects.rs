@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use tidemark_domain::audit::AuditContext;
 use tidemark_domain::gate::QualityGate;
 use tidemark_domain::git::BranchName;
+pub use tidemark_domain::project_order::{filter_needle, ProjectOrder};
 use tidemark_domain::Millis;
 use tidemark_store::branches::DefaultBranchChange;
 use tidemark_store::dashboard::{self, ArchiveOutcome};
-pub use tidemark_store::dashboard::{HistoryPoint, ProjectRow, ScanRow};
+pub use tidemark_store::dashboard::{HistoryPoint, ProjectPage, ProjectRow, ScanRow};
 pub use tidemark_store::findings::AccountFinding;
 use tidemark_store::Db;
 use tidemark_wire::ids::{AccountId, ProjectId};
@@ -38,6 +39,20 @@ pub async fn list(db: &Db, account_id: &AccountId) -> Result<Vec<ProjectRow>, Se
 /// from.
 pub async fn heads(db: &Db, account_id: &AccountId) -> Result<Vec<ProjectRow>, ServiceError> {
     Ok(dashboard::list_project_heads(db, account_id).await?)
+}
+
+/// Page `page` (from 1; past the end: the last) of the account's projects in `order`, of
+/// those whose name contains `filter` (as typed), with their recent scores: the database
+/// chooses the page, so it costs what fifty projects cost however many there are.
+pub async fn page(
+    db: &Db,
+    account_id: &AccountId,
+    order: ProjectOrder,
+    filter: &str,
+    page: u32,
+) -> Result<ProjectPage, ServiceError> {
+    let needle = filter_needle(filter);
+    Ok(dashboard::project_page(db, account_id, order, &needle, page).await?)
 }
 
 /// The recent scores of the chosen rows (the page's sparklines), read for these rows only.
@@ -77,11 +92,16 @@ pub async fn set_archived(
 /// The account at a glance: projects whose latest default-branch scan failed its gate, the
 /// oldest open criticals, and open findings by severity per day.
 pub struct Overview {
-    pub failing: Vec<(ProjectId, String, Vec<String>)>,
+    /// The first [`FAILING_SHOWN`] by name, and how many fail in all.
+    pub failing: (Vec<(ProjectId, String, Vec<String>)>, u64),
     pub oldest_criticals: Vec<AccountFinding>,
     /// `(day start, [critical, high, medium, low])`, oldest first.
     pub open_by_day: Vec<(Millis, [i64; 4])>,
 }
+
+/// Failing projects the overview names; the rest it counts (the projects page, lowest
+/// score first, lists them all).
+pub const FAILING_SHOWN: i64 = 10;
 
 pub async fn overview(
     db: &Db,
@@ -90,7 +110,7 @@ pub async fn overview(
     now: Millis,
 ) -> Result<Overview, ServiceError> {
     Ok(Overview {
-        failing: dashboard::failing_projects(db, account_id).await?,
+        failing: dashboard::failing_projects(db, account_id, FAILING_SHOWN).await?,
         oldest_criticals: tidemark_store::findings::oldest_open(
             db,
             account_id,

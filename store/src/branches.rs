@@ -167,6 +167,7 @@ struct NewDefaultRow {
     body_hash: Option<String>,
     gate_status: Option<String>,
     gate_reasons: Option<String>,
+    scanned_at: Option<i64>,
 }
 
 /// Makes branch `name` the project's default line: from the next push on, pushes without a
@@ -196,7 +197,7 @@ pub async fn set_default_branch(
         };
         let branch: Option<NewDefaultRow> = sqlx::query_as(
             "SELECT b.id, s.score, s.score_delta, s.scan_id, s.body_hash, \
-             s.gate_status, s.gate_reasons FROM branches b \
+             s.gate_status, s.gate_reasons, s.scanned_at FROM branches b \
              LEFT JOIN scans s ON s.project_id = b.project_id AND s.seq = b.head_seq \
              WHERE b.project_id = $1 AND b.ref_key = $2",
         )
@@ -213,7 +214,7 @@ pub async fn set_default_branch(
         sqlx::query(
             "UPDATE projects SET default_branch_id = $1, last_score = $2, last_delta = $3, \
              last_scan_id = $4, last_body_hash = $5, last_gate_status = $6, \
-             last_gate_reasons = $7 WHERE id = $8",
+             last_gate_reasons = $7, last_scanned_at = $8 WHERE id = $9",
         )
         .bind(&branch.id)
         .bind(branch.score)
@@ -222,6 +223,7 @@ pub async fn set_default_branch(
         .bind(&branch.body_hash)
         .bind(&branch.gate_status)
         .bind(&branch.gate_reasons)
+        .bind(branch.scanned_at)
         .bind(project_id)
         .execute(&mut *tx)
         .await?;

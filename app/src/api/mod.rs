@@ -33,23 +33,6 @@ mod ssr {
         PullSummary, ScanSummary,
     };
 
-    /// What ordering a project needs, without drawing its sparkline.
-    pub fn bare_card(p: &ProjectRow) -> ProjectCard {
-        ProjectCard {
-            archived: p.archived_at.is_some(),
-            last_scanned_at: p.last_scanned_at.map(crate::time::format_time),
-            stale_days: None,
-            id: p.id.clone(),
-            label: p.label.clone(),
-            scan_count: p.scan_count,
-            last_score: p.last_score,
-            last_delta: p.last_delta,
-            last_scan_id: p.last_scan_id.clone(),
-            sparkline_svg: String::new(),
-            recent_scores: Vec::new(),
-        }
-    }
-
     pub fn card(p: ProjectRow) -> ProjectCard {
         ProjectCard {
             archived: p.archived_at.is_some(),

@@ -106,8 +106,10 @@ async fn overview(
         .await
         .or_else(crate::error::refused)?;
     let severity_days = crate::chart::draw_severity_days(&glance.open_by_day);
+    let (failing, failing_total) = glance.failing;
     Ok(AccountOverview {
-        failing: glance.failing,
+        failing,
+        failing_total,
         oldest_criticals: glance
             .oldest_criticals
             .into_iter()
@@ -130,7 +132,7 @@ mod ssr {
     use tidemark_wire::ids::AccountId;
 
     use crate::error::DashboardError;
-    use crate::model::{page_of_projects, Paging, ProjectCard, ProjectSort, ProjectsView};
+    use crate::model::{Paging, ProjectCard, ProjectSort, ProjectsView};
 
     /// The projects list as both server functions answer it: these cards, with the plan's
     /// usage and what the viewer may do.
@@ -161,8 +163,8 @@ mod ssr {
     }
 
     /// The rows of one page of the account's projects (with their sparklines), where the page
-    /// stands, and how many projects are active. Every project's head is read and arranged
-    /// (a row each, no sparkline); only the page's projects' points are read and drawn.
+    /// stands, and how many projects are active. The database chooses the page: only its
+    /// projects are read.
     pub async fn page_rows(
         db: &tidemark_services::Db,
         account: &AccountId,
@@ -170,23 +172,22 @@ mod ssr {
         q: &str,
         page: u32,
     ) -> Result<(Vec<ProjectRow>, Paging, u64), DashboardError> {
-        use super::super::ssr::bare_card;
-        let heads = tidemark_services::projects::heads(db, account)
+        use tidemark_services::projects::ProjectOrder;
+        let order = match ProjectSort::parse(sort) {
+            ProjectSort::Name => ProjectOrder::Name,
+            ProjectSort::Score => ProjectOrder::Score,
+            ProjectSort::Change => ProjectOrder::Change,
+            ProjectSort::LastScan => ProjectOrder::LastScan,
+        };
+        let chosen = tidemark_services::projects::page(db, account, order, q, page)
             .await
             .or_else(crate::error::refused)?;
-        let active = heads.iter().filter(|p| p.archived_at.is_none()).count() as u64;
-        let filter: String = q.chars().take(200).collect();
-        let cards = heads.iter().map(bare_card).collect();
-        let (chosen, paging) = page_of_projects(cards, ProjectSort::parse(sort), &filter, page);
-        let mut by_id: std::collections::HashMap<_, _> =
-            heads.into_iter().map(|p| (p.id.clone(), p)).collect();
-        let mut rows: Vec<ProjectRow> = chosen
-            .into_iter()
-            .filter_map(|c| by_id.remove(&c.id))
-            .collect();
-        tidemark_services::projects::fill_recent_scores(db, account, &mut rows)
-            .await
-            .or_else(crate::error::refused)?;
-        Ok((rows, paging, active))
+        let paging = Paging {
+            page: chosen.page,
+            pages: chosen.pages,
+            matching: chosen.matching,
+            total: chosen.total,
+        };
+        Ok((chosen.rows, paging, chosen.active))
     }
 }

@@ -40,8 +40,12 @@ pub struct ProjectsGlance {
 /// The account at a glance, above its projects.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AccountOverview {
-    /// Active projects whose default branch's latest scan failed its gate: id, label, reasons.
+    /// Active projects whose default branch's latest scan failed its gate: id, label, reasons
+    /// (the first ten by name).
     pub failing: Vec<(tidemark_wire::ids::ProjectId, String, Vec<String>)>,
+    /// How many fail in all.
+    #[serde(default)]
+    pub failing_total: u64,
     /// The oldest open critical findings across the default branches.
     pub oldest_criticals: Vec<OldFinding>,
     /// Open findings by severity per day, stacked, drawn on the server.
@@ -136,53 +140,6 @@ impl ProjectSort {
     }
 }
 
-/// The projects whose label contains `filter` (any case), in `sort` order; ties, and the
-/// name order itself, by label. Projects without a scan come last in the other orders.
-pub fn arrange_projects(
-    mut projects: Vec<ProjectCard>,
-    sort: ProjectSort,
-    filter: &str,
-) -> Vec<ProjectCard> {
-    use std::cmp::Ordering;
-    let needle = filter.trim().to_lowercase();
-    if !needle.is_empty() {
-        projects.retain(|p| p.label.to_lowercase().contains(&needle));
-    }
-    /// `ascending` or not, with `None` after every value either way.
-    fn nones_last<T: PartialOrd>(a: Option<T>, b: Option<T>, ascending: bool) -> Ordering {
-        match (a, b) {
-            (Some(a), Some(b)) => {
-                let o = a.partial_cmp(&b).unwrap_or(Ordering::Equal);
-                if ascending {
-                    o
-                } else {
-                    o.reverse()
-                }
-            }
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        }
-    }
-    projects.sort_by(|a, b| {
-        let primary = match sort {
-            ProjectSort::Name => Ordering::Equal,
-            ProjectSort::Score => nones_last(a.last_score, b.last_score, true),
-            ProjectSort::Change => nones_last(a.last_delta, b.last_delta, true),
-            // "YYYY-MM-DD HH:MM UTC" sorts as text.
-            ProjectSort::LastScan => nones_last(
-                a.last_scanned_at.as_deref(),
-                b.last_scanned_at.as_deref(),
-                false,
-            ),
-        };
-        primary
-            .then_with(|| a.label.to_lowercase().cmp(&b.label.to_lowercase()))
-            .then_with(|| a.label.cmp(&b.label))
-    });
-    projects
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProjectsView {
     /// Every project (Settings), or one page of them in the page's order (the projects page).
@@ -209,39 +166,9 @@ pub struct Paging {
     pub total: u64,
 }
 
-/// Cards on one page of the projects list: the page's cost (sparklines, open findings) stays
-/// that of 50 projects however many the account holds.
+/// Cards on one page of the projects list (`tidemark_domain::project_order::PER_PAGE`, by
+/// which the database chooses the page).
 pub const PROJECTS_PER_PAGE: usize = 50;
-
-/// Page `page` (from 1; past the end: the last) of `projects` arranged by `sort` and
-/// `filter`, active projects before archived ones, with where it stands in the whole.
-pub fn page_of_projects(
-    projects: Vec<ProjectCard>,
-    sort: ProjectSort,
-    filter: &str,
-    page: u32,
-) -> (Vec<ProjectCard>, Paging) {
-    let total = projects.len() as u64;
-    let mut arranged = arrange_projects(projects, sort, filter);
-    // Stable: each part keeps the arrangement.
-    arranged.sort_by_key(|p| p.archived);
-    let matching = arranged.len();
-    let pages = matching.div_ceil(PROJECTS_PER_PAGE).max(1) as u32;
-    let page = page.clamp(1, pages);
-    let start = (page as usize - 1) * PROJECTS_PER_PAGE;
-    let cards = arranged
-        .into_iter()
-        .skip(start)
-        .take(PROJECTS_PER_PAGE)
-        .collect();
-    let paging = Paging {
-        page,
-        pages,
-        matching: matching as u64,
-        total,
-    };
-    (cards, paging)
-}
 
 /// Which part of a history the chart shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -347,115 +274,22 @@ pub struct ProjectChart {
     pub pulls: Vec<LineSummary>,
 }
 
-#[cfg(test)]
-mod arrange_tests {
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
     use super::*;
 
-    fn card(label: &str, score: Option<f64>, delta: Option<f64>, at: Option<&str>) -> ProjectCard {
-        ProjectCard {
-            id: tidemark_wire::ids::ProjectId::trusted(format!("prj_{label}")),
-            label: label.to_owned(),
-            archived: false,
-            scan_count: i64::from(score.is_some()),
-            last_score: score,
-            last_delta: delta,
-            last_scan_id: None,
-            last_scanned_at: at.map(str::to_owned),
-            recent_scores: vec![],
-            sparkline_svg: String::new(),
-            stale_days: None,
-        }
-    }
-
-    fn labels(cards: Vec<ProjectCard>) -> Vec<String> {
-        cards.into_iter().map(|c| c.label).collect()
-    }
-
-    fn sample() -> Vec<ProjectCard> {
-        vec![
-            card("web", Some(90.0), Some(-5.0), Some("2026-11-20 10:00 UTC")),
-            card("Api", Some(60.0), Some(2.0), Some("2026-11-22 10:00 UTC")),
-            card("new", None, None, None),
-            card(
-                "infra",
-                Some(75.0),
-                Some(-1.0),
-                Some("2026-11-21 10:00 UTC"),
-            ),
-        ]
-    }
-
+    /// The page's range line counts by the page size the database chose the page with.
     #[test]
-    fn each_order_puts_what_it_promises_first_and_unscanned_projects_last() {
+    fn the_page_size_is_the_one_the_database_pages_by() {
         assert_eq!(
-            labels(arrange_projects(sample(), ProjectSort::Name, "")),
-            ["Api", "infra", "new", "web"]
-        );
-        assert_eq!(
-            labels(arrange_projects(sample(), ProjectSort::Score, "")),
-            ["Api", "infra", "web", "new"]
-        );
-        assert_eq!(
-            labels(arrange_projects(sample(), ProjectSort::Change, "")),
-            ["web", "infra", "Api", "new"]
-        );
-        assert_eq!(
-            labels(arrange_projects(sample(), ProjectSort::LastScan, "")),
-            ["Api", "infra", "web", "new"]
+            PROJECTS_PER_PAGE as u64,
+            tidemark_domain::project_order::PER_PAGE
         );
     }
 
     #[test]
-    fn the_filter_matches_part_of_a_name_in_any_case() {
-        assert_eq!(
-            labels(arrange_projects(sample(), ProjectSort::Name, " A")),
-            ["Api", "infra"]
-        );
-        assert!(arrange_projects(sample(), ProjectSort::Name, "zzz").is_empty());
+    fn unknown_orders_are_the_default() {
         assert_eq!(ProjectSort::parse("change"), ProjectSort::Change);
         assert_eq!(ProjectSort::parse("<script>"), ProjectSort::Name);
-    }
-
-    #[test]
-    fn pages_hold_fifty_active_before_archived_and_past_the_end_is_the_last() {
-        // 110 projects, every tenth archived: 99 active, 11 archived.
-        let cards: Vec<ProjectCard> = (0..110)
-            .map(|i| {
-                let mut c = card(&format!("p{i:03}"), Some(f64::from(i)), None, None);
-                c.archived = i % 10 == 0;
-                c
-            })
-            .collect();
-        let page = |n, filter| page_of_projects(cards.clone(), ProjectSort::Name, filter, n);
-        let (first, paging) = page(1, "");
-        assert_eq!(
-            paging,
-            Paging {
-                page: 1,
-                pages: 3,
-                matching: 110,
-                total: 110
-            }
-        );
-        assert_eq!(first.len(), PROJECTS_PER_PAGE);
-        assert!(first.iter().all(|c| !c.archived));
-        assert_eq!(first[0].label, "p001");
-        let (last, paging) = page(3, "");
-        assert_eq!(last.len(), 10);
-        assert!(
-            last.iter().all(|c| c.archived),
-            "the 99 active fill pages 1-2 and one of 3"
-        );
-        assert_eq!(page(99, "").1.page, 3);
-        assert_eq!(page(0, "").1.page, 1);
-        assert_eq!(paging.pages, 3);
-        // The filter pages what matches: p05x and p050's archived one.
-        let (matched, paging) = page(1, "p05");
-        assert_eq!(labels(matched.clone())[..2], ["p051", "p052"]);
-        assert_eq!((paging.matching, paging.pages, paging.total), (10, 1, 110));
-        assert!(matched.last().unwrap().archived);
-        let (none, paging) = page(1, "zzz");
-        assert!(none.is_empty());
-        assert_eq!((paging.page, paging.pages), (1, 1));
     }
 }

@@ -178,6 +178,13 @@ fn open_counts(open: [i64; 4]) -> impl IntoView {
     }
 }
 
+/// Failing projects beyond those the overview names.
+fn more_failing(o: &crate::model::AccountOverview) -> Option<u64> {
+    o.failing_total
+        .checked_sub(o.failing.len() as u64)
+        .filter(|n| *n > 0)
+}
+
 /// Above the list: which projects fail their gate and why, the oldest open criticals, and
 /// open findings by severity over the last 90 days.
 fn overview_section(o: &crate::model::AccountOverview) -> impl IntoView {
@@ -192,6 +199,12 @@ fn overview_section(o: &crate::model::AccountOverview) -> impl IntoView {
                         <span class="muted small">{format!(": {}", reasons.join("; "))}</span>
                     </li>
                 }).collect_view()}
+                {more_failing(o).map(|n| view! {
+                    <li data-testid="failing-more">
+                        <a href="/projects?sort=score">{format!("and {n} more")}</a>
+                        <span class="muted small">" (lowest score first)"</span>
+                    </li>
+                })}
             </ul>
         }
         .into_any()

@@ -32,6 +32,27 @@ pub struct ProjectRow {
     pub gate: GateResult,
 }
 
+impl From<ProjectHeadRow> for ProjectRow {
+    fn from(p: ProjectHeadRow) -> Self {
+        ProjectRow {
+            recent_scores: Vec::new(),
+            last_scanned_at: p.last_scanned_at,
+            id: p.id,
+            label: p.label,
+            created_at: p.created_at,
+            archived_at: p.archived_at,
+            scan_count: p.scan_count,
+            last_score: p.last_score,
+            last_delta: p.last_delta,
+            last_scan_id: p.last_scan_id,
+            gate: verdict_from_columns(
+                p.last_gate_status.as_deref(),
+                p.last_gate_reasons.as_deref(),
+            ),
+        }
+    }
+}
+
 #[derive(sqlx::FromRow)]
 struct ProjectHeadRow {
     id: ProjectId,
@@ -90,30 +111,50 @@ pub async fn find_project(
     Ok(rows.pop())
 }
 
+/// A failing project as read: id, label, verdict columns.
+type FailingRow = (ProjectId, String, Option<String>, Option<String>);
+
 /// The account's active projects whose default line's latest scan failed its gate, by label:
-/// `(id, label, the gate's reasons)`.
+/// the first `limit` as `(id, label, the gate's reasons)`, and how many there are. Read by
+/// their verdict (`projects_gate_status`), never by reading every project.
 pub async fn failing_projects(
     db: &Db,
     account_id: &AccountId,
-) -> Result<Vec<(ProjectId, String, Vec<String>)>, StoreError> {
-    let rows: Vec<(ProjectId, String, Option<String>, Option<String>)> = on_db!(db, pool => {
-        sqlx::query_as(
+    limit: i64,
+) -> Result<(Vec<(ProjectId, String, Vec<String>)>, u64), StoreError> {
+    let failed = tidemark_wire::GateStatus::Failed.as_str();
+    let (rows, total): (Vec<FailingRow>, i64) = on_db!(db, pool => {
+        let rows = sqlx::query_as(
             "SELECT id, label, last_gate_status, last_gate_reasons FROM projects \
-             WHERE account_id = $1 AND archived_at IS NULL AND last_gate_status = $2 \
-             ORDER BY label",
+             WHERE account_id = $1 AND last_gate_status = $2 AND archived_at IS NULL \
+             ORDER BY label LIMIT $3",
         )
         .bind(account_id)
-        .bind(tidemark_wire::GateStatus::Failed.as_str())
+        .bind(failed)
+        .bind(limit)
         .fetch_all(pool)
-        .await
+        .await;
+        match rows {
+            Ok(rows) => sqlx::query_scalar(
+                "SELECT COUNT(*) FROM projects WHERE account_id = $1 \
+                 AND last_gate_status = $2 AND archived_at IS NULL",
+            )
+            .bind(account_id)
+            .bind(failed)
+            .fetch_one(pool)
+            .await
+            .map(|total| (rows, total)),
+            Err(err) => Err(err),
+        }
     })?;
-    Ok(rows
+    let rows = rows
         .into_iter()
         .map(|(id, label, status, reasons)| {
             let gate = verdict_from_columns(status.as_deref(), reasons.as_deref());
             (id, label, gate.reasons)
         })
-        .collect())
+        .collect();
+    Ok((rows, u64::try_from(total).unwrap_or(0)))
 }
 
 /// The id of the account's project labelled `label`, if it has one.
@@ -133,7 +174,7 @@ pub async fn project_id_by_label(
 }
 
 /// The account's projects, or just `only` among them, without sparkline points. The latest
-/// scan time is the default line's head's (the sparkline's newest point).
+/// scan time is the default line's head's (the sparkline's newest point), kept on the row.
 async fn project_heads(
     db: &Db,
     account_id: &AccountId,
@@ -144,10 +185,8 @@ async fn project_heads(
         sqlx::query_as(
             "SELECT p.id, p.label, p.created_at, p.archived_at, \
              COALESCE(d.scan_count, p.scan_count) AS scan_count, p.last_score, p.last_delta, \
-             p.last_scan_id, p.last_gate_status, p.last_gate_reasons, \
-             hs.scanned_at AS last_scanned_at \
+             p.last_scan_id, p.last_gate_status, p.last_gate_reasons, p.last_scanned_at \
              FROM projects p LEFT JOIN branches d ON d.id = p.default_branch_id \
-             LEFT JOIN scans hs ON hs.project_id = p.id AND hs.seq = d.head_seq \
              WHERE p.account_id = $1 AND ($2 IS NULL OR p.id = $2) \
              ORDER BY p.archived_at IS NOT NULL, p.label",
         )
@@ -156,25 +195,7 @@ async fn project_heads(
         .fetch_all(pool)
         .await
     })?;
-    Ok(projects
-        .into_iter()
-        .map(|p| ProjectRow {
-            recent_scores: Vec::new(),
-            last_scanned_at: p.last_scanned_at,
-            id: p.id,
-            label: p.label,
-            created_at: p.created_at,
-            archived_at: p.archived_at,
-            scan_count: p.scan_count,
-            last_score: p.last_score,
-            last_delta: p.last_delta,
-            last_scan_id: p.last_scan_id,
-            gate: verdict_from_columns(
-                p.last_gate_status.as_deref(),
-                p.last_gate_reasons.as_deref(),
-            ),
-        })
-        .collect())
+    Ok(projects.into_iter().map(ProjectRow::from).collect())
 }
 
 /// Reads the sparkline points of `rows`' projects (the newest [`SPARKLINE_POINTS`] scores of
@@ -412,9 +433,11 @@ async fn history_of(
 }
 
 mod findings;
+mod project_page;
 mod scans;
 
 pub use findings::*;
+pub use project_page::{project_page, ProjectPage};
 pub use scans::*;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

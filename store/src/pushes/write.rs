@@ -213,7 +213,7 @@ fn project_head_statement(push: &ValidPush, append: &Append, placed: &Placed<'_>
         Stmt::new(
             "UPDATE projects SET scan_count = $1, last_score = $2, last_delta = $3, \
                  last_scan_id = $4, last_body_hash = $5, last_gate_status = $6, \
-                 last_gate_reasons = $7 WHERE id = $8",
+                 last_gate_reasons = $7, last_scanned_at = $8 WHERE id = $9",
         )
         .bind(append.seq)
         .bind(req.score)
@@ -222,6 +222,7 @@ fn project_head_statement(push: &ValidPush, append: &Append, placed: &Placed<'_>
         .bind(push.body_hash())
         .bind(gate_status)
         .bind(gate_reasons)
+        .bind(push.scanned_at().timestamp_millis())
         .bind(project_id)
     } else {
         Stmt::new("UPDATE projects SET scan_count = $1 WHERE id = $2")

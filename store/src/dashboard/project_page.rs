@@ -1,0 +1,128 @@
+//! One page of the projects list, chosen by the database: the page costs what fifty projects
+//! cost however many the account holds (issue 70), in the order
+//! `tidemark_domain::project_order` states.
+
+use tidemark_domain::project_order::{page_window, ProjectOrder, PER_PAGE};
+
+use super::{fill_recent_scores, ProjectHeadRow, ProjectRow};
+use crate::{on_db, AccountId, Backend, Db, StoreError};
+
+/// A page of the account's projects and where it stands in the whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectPage {
+    /// With their sparklines' points.
+    pub rows: Vec<ProjectRow>,
+    /// From 1.
+    pub page: u32,
+    pub pages: u32,
+    /// Projects whose name matches the filter.
+    pub matching: u64,
+    pub total: u64,
+    pub active: u64,
+}
+
+#[derive(sqlx::FromRow)]
+struct Counts {
+    total: i64,
+    active: Option<i64>,
+    matching: Option<i64>,
+}
+
+/// Page `page` of the account's projects in `order`, of those whose name contains `needle`
+/// (`project_order::filter_needle`; empty: all).
+pub async fn project_page(
+    db: &Db,
+    account_id: &AccountId,
+    order: ProjectOrder,
+    needle: &str,
+    page: u32,
+) -> Result<ProjectPage, StoreError> {
+    let backend = db.backend();
+    let matches = matches_sql(backend);
+    let counts: Counts = on_db!(db, pool => {
+        sqlx::query_as(&format!(
+            "SELECT COUNT(*) AS total, \
+             SUM(CASE WHEN archived_at IS NULL THEN 1 ELSE 0 END) AS active, \
+             SUM(CASE WHEN {matches} THEN 1 ELSE 0 END) AS matching \
+             FROM projects p WHERE account_id = $1"
+        ))
+        .bind(account_id)
+        .bind(needle)
+        .fetch_one(pool)
+        .await
+    })?;
+    let count = |n: Option<i64>| u64::try_from(n.unwrap_or(0)).unwrap_or(0);
+    let matching = count(counts.matching);
+    let (page, pages, offset) = page_window(matching, page);
+    let order_by = order_sql(order, backend);
+    // The page is chosen from the project rows alone; only its fifty rows join their
+    // default line.
+    let sql = format!(
+        "WITH chosen AS (SELECT p.* FROM projects p WHERE p.account_id = $1 AND {matches} \
+         ORDER BY {order_by} LIMIT {PER_PAGE} OFFSET $3) \
+         SELECT p.id, p.label, p.created_at, p.archived_at, \
+         COALESCE(d.scan_count, p.scan_count) AS scan_count, p.last_score, p.last_delta, \
+         p.last_scan_id, p.last_gate_status, p.last_gate_reasons, p.last_scanned_at \
+         FROM chosen p LEFT JOIN branches d ON d.id = p.default_branch_id \
+         ORDER BY {order_by}"
+    );
+    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+    let heads: Vec<ProjectHeadRow> = on_db!(db, pool => {
+        sqlx::query_as(&sql)
+            .bind(account_id)
+            .bind(needle)
+            .bind(offset)
+            .fetch_all(pool)
+            .await
+    })?;
+    let mut rows: Vec<ProjectRow> = heads.into_iter().map(ProjectRow::from).collect();
+    fill_recent_scores(db, account_id, &mut rows, true).await?;
+    Ok(ProjectPage {
+        rows,
+        page,
+        pages,
+        matching,
+        total: count(Some(counts.total)),
+        active: count(counts.active),
+    })
+}
+
+/// A–Z lower-cased and nothing else, on both databases (SQLite's `lower` without ICU does
+/// exactly that; PostgreSQL's follows the locale, so it is spelt out).
+fn name_key_sql(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => "lower(p.label)",
+        Backend::Postgres => {
+            "translate(p.label, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') \
+             COLLATE \"C\""
+        }
+    }
+}
+
+/// The label contains `$2`, compared as name keys (`$2` is one already).
+fn matches_sql(backend: Backend) -> String {
+    let key = name_key_sql(backend);
+    match backend {
+        Backend::Sqlite => format!("($2 = '' OR instr({key}, $2) > 0)"),
+        Backend::Postgres => format!("($2 = '' OR strpos({key}, $2) > 0)"),
+    }
+}
+
+/// `project_order::compare` in SQL: archived last, the order's key with projects without a
+/// scan last, then the name key, then the label's bytes.
+fn order_sql(order: ProjectOrder, backend: Backend) -> String {
+    let primary = match order {
+        ProjectOrder::Name => "",
+        ProjectOrder::Score => "(p.last_score IS NULL), p.last_score, ",
+        ProjectOrder::Change => "(p.last_delta IS NULL), p.last_delta, ",
+        ProjectOrder::LastScan => "(p.last_scanned_at IS NULL), p.last_scanned_at / 60000 DESC, ",
+    };
+    let bytes = match backend {
+        Backend::Sqlite => "p.label",
+        Backend::Postgres => "p.label COLLATE \"C\"",
+    };
+    format!(
+        "(p.archived_at IS NOT NULL), {primary}{}, {bytes}",
+        name_key_sql(backend)
+    )
+}
