@@ -6,7 +6,9 @@
 //!   up after each of them was pushed to;
 //! - `settings_storage`: `GET /settings/storage` as the signed-in owner reads it, p50/p95/p99;
 //! - `project_list`: `tidemark-server project list --account … --json` run as an operator
-//!   runs it (a process of its own, `TIDEMARK_SERVER_BIN`, else the release build).
+//!   runs it (a process of its own, `TIDEMARK_SERVER_BIN`, else the release build);
+//! - `overview`: `GET /projects` (the first page, the failing projects, the oldest criticals,
+//!   the 90 days' chart and the compliance roll-up), p50/p95/p99.
 //!
 //! ```text
 //! cargo build --release -p server -p tidemark-bench
@@ -85,6 +87,10 @@ async fn main() {
         let url = format!("{}/settings/storage", h.base);
         let page = h.time_page(&url, None, "settings_storage", RUNS).await;
         let list = time_project_list(&server_bin, &h.env, &account);
+        // The overview (the projects page, with its roll-up and glance) at the same N: flat
+        // in N once the database chooses the page and the push keeps the roll-up.
+        let url = format!("{}/projects", h.base);
+        let overview = h.time_page(&url, None, "overview", RUNS).await;
         let line = json!({
             "backend": h.backend,
             "projects": n,
@@ -92,14 +98,16 @@ async fn main() {
             "measure_all_s": measure_all.as_secs_f64(),
             "settings_storage": harness::percentiles(page),
             "project_list": harness::percentiles(list),
+            "overview": harness::percentiles(overview),
         });
         println!("{line}");
         eprintln!(
-            "| {} | N = {n} | measuring all {:.1} s | Settings → Storage p95 {:.1} ms | project list p95 {:.0} ms |",
+            "| {} | N = {n} | measuring all {:.1} s | Settings → Storage p95 {:.1} ms | project list p95 {:.0} ms | overview p95 {:.1} ms |",
             h.backend,
             measure_all.as_secs_f64(),
             line["settings_storage"]["p95"].as_f64().unwrap(),
             line["project_list"]["p95"].as_f64().unwrap(),
+            line["overview"]["p95"].as_f64().unwrap(),
         );
     }
     h.state.db.close().await;

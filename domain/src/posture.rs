@@ -239,14 +239,19 @@ pub fn roll_up<K: Ord + Clone>(
             projects: projects.len(),
         })
         .collect();
-    // Stable: equal keys keep their order (by key).
+    worst_first(&mut rolled);
+    rolled
+}
+
+/// Worst first: the lowest share passing, then the most failed; keys with nothing evaluated
+/// last. Stable: equal ones keep their order (by key, as rolled up or as stored).
+pub fn worst_first<K>(rolled: &mut [Rolled<K>]) {
     rolled.sort_by(|a, b| {
         let share = |r: &Rolled<K>| r.tally.share_passing().unwrap_or(f64::INFINITY);
         share(a)
             .total_cmp(&share(b))
             .then(b.tally.failed.cmp(&a.tally.failed))
     });
-    rolled
 }
 
 #[cfg(test)]

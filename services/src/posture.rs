@@ -10,6 +10,7 @@ use tidemark_store::posture::read;
 pub use tidemark_store::posture::read::{
     FrameworkLine, FrameworkNow, LinePosture, OpenFinding, RollupRow,
 };
+pub use tidemark_store::posture::summary::AccountPosture;
 use tidemark_store::Db;
 use tidemark_wire::ids::{AccountId, ProjectId};
 use tidemark_wire::Feature;
@@ -83,12 +84,13 @@ pub async fn framework_detail(
     })
 }
 
-/// The account's posture across its projects' latest default-branch scans.
-pub async fn account_rollup(
+/// The account's posture across its projects' latest default-branch scans, per framework and
+/// per cloud account, worst first: kept by the push, a few rows however many projects.
+pub async fn account_posture(
     db: &Db,
     account_id: &AccountId,
-) -> Result<Vec<RollupRow>, ServiceError> {
-    Ok(read::account_rollup(db, account_id).await?)
+) -> Result<AccountPosture, ServiceError> {
+    Ok(tidemark_store::posture::summary::account_posture(db, account_id).await?)
 }
 
 /// Custom frameworks' titles by their posture name (`custom:<id>`).

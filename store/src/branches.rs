@@ -229,6 +229,7 @@ pub async fn set_default_branch(
         .await?;
         // The overview follows each project's default line: sum it again with this one.
         crate::rollups::rebuild_account_days!(tx, account_id.as_str())?;
+        crate::posture::summary::rebuild!(tx, account_id.as_str())?;
         let change = Change {
             account_id: Some(account_id),
             action: Action::DefaultBranchChanged,

@@ -179,7 +179,7 @@ pub async fn delete_framework(
                 controls(f.document().controls.len())
             )
         });
-        let writes = vec![
+        let mut writes = vec![
             Stmt::new(
                 "DELETE FROM scan_posture WHERE framework = $1 AND project_id IN \
                  (SELECT id FROM projects WHERE account_id = $2)",
@@ -190,6 +190,8 @@ pub async fn delete_framework(
                 .bind(account_id)
                 .bind(id),
         ];
+        // The projects page's roll-up no longer counts it.
+        writes.extend(crate::posture::summary::rebuild_statements(account_id));
         let change = Change {
             account_id: Some(account_id),
             action: Action::FrameworkDeleted,
@@ -265,5 +267,12 @@ pub async fn judge_latest_scans(
         tx.commit().await?;
         judged += 1;
     }
+    // The projects page's roll-up counts the default lines' new rows: summed once, after
+    // every scan (a push meanwhile moved it by rows this sum reads again).
+    let mut tx = WriteTx::begin_account(db, account_id).await?;
+    for stmt in crate::posture::summary::rebuild_statements(account_id) {
+        tx.execute(stmt).await?;
+    }
+    tx.commit().await?;
     Ok(judged)
 }

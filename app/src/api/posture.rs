@@ -147,11 +147,11 @@ pub async fn load_rollup() -> Result<PostureRollup, DashboardError> {
     use super::ssr::*;
     let viewer = crate::auth::require_viewer()?;
     let db = db();
-    let rows = tidemark_services::posture::account_rollup(&db, &viewer.account_id)
+    let kept = tidemark_services::posture::account_posture(&db, &viewer.account_id)
         .await
         .or_else(crate::error::refused)?;
     let names = ssr::names(&db, &viewer.account_id).await?;
-    Ok(ssr::rollup(rows, &names))
+    Ok(ssr::rollup(kept, &names))
 }
 
 #[cfg(feature = "ssr")]
@@ -159,8 +159,8 @@ mod ssr {
     use std::collections::BTreeMap;
 
     use tidemark_domain::catalogue::Catalogue;
-    use tidemark_domain::posture::{roll_up, Tally};
-    use tidemark_services::posture::{FrameworkLine, FrameworkNow, OpenFinding, RollupRow};
+    use tidemark_domain::posture::Tally;
+    use tidemark_services::posture::{AccountPosture, FrameworkLine, FrameworkNow, OpenFinding};
     use tidemark_wire::ids::AccountId;
 
     use crate::error::DashboardError;
@@ -489,18 +489,11 @@ mod ssr {
         }
     }
 
-    pub fn rollup(rows: Vec<RollupRow>, names: &BTreeMap<String, String>) -> PostureRollup {
-        let frameworks = roll_up(
-            rows.iter()
-                .filter_map(|r| Some((r.framework.clone()?, r.project_id.to_string(), r.tally))),
-        );
-        let accounts = roll_up(rows.iter().map(|r| {
-            (
-                (r.cloud.clone(), r.cloud_account_id.clone()),
-                r.project_id.to_string(),
-                r.tally,
-            )
-        }));
+    pub fn rollup(kept: AccountPosture, names: &BTreeMap<String, String>) -> PostureRollup {
+        let AccountPosture {
+            frameworks,
+            cloud_accounts: accounts,
+        } = kept;
         PostureRollup {
             frameworks: frameworks
                 .into_iter()

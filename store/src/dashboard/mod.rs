@@ -495,6 +495,7 @@ pub async fn set_archived(
         if archived_at.is_some() != archived {
             // An archived project's findings leave the overview; an unarchived one's return.
             crate::rollups::rebuild_account_days!(tx, account_id.as_str())?;
+            crate::posture::summary::rebuild!(tx, account_id.as_str())?;
             let state = |a: bool| Some(if a { "archived" } else { "active" }.to_owned());
             let change = Change {
                 account_id: Some(account_id),

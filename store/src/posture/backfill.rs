@@ -150,6 +150,20 @@ async fn backfill_scan(db: &Writer, scan: &Pending) -> Result<bool, StoreError> 
         if ended == 1 && kept == 0 {
             if let Some(stmt) = &statement {
                 bound(&stmt.sql, stmt.args.clone())?.execute(&mut *tx).await?;
+                // The latest scan of an active project's default line counts in the
+                // account's roll-up: sum it again with these rows.
+                let counted: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM projects p JOIN branches b \
+                     ON b.id = p.default_branch_id WHERE p.id = $1 AND b.head_seq = $2 \
+                     AND p.archived_at IS NULL",
+                )
+                .bind(&scan.project_id)
+                .bind(scan.seq)
+                .fetch_one(&mut *tx)
+                .await?;
+                if counted > 0 {
+                    crate::posture::summary::rebuild!(tx, scan.account_id.as_str())?;
+                }
             }
         }
         tx.commit().await?;

@@ -20,6 +20,7 @@ pub mod backfill;
 pub(crate) mod push;
 pub mod read;
 pub mod requirement;
+pub mod summary;
 
 /// The scan a posture is written for.
 pub(crate) struct PostureScan<'a> {

@@ -73,6 +73,14 @@ pub(super) fn write_statements(
         },
         placed.posture,
     ));
+    if append.lines.on_default {
+        writes.push(crate::posture::summary::push_statement(
+            &ctx.account_id,
+            project_id,
+            placed.line_head.map(|(seq, _)| seq),
+            append.seq,
+        ));
+    }
     let counts = &req.severity_counts;
     writes.extend(crate::rollups::push_statements(&crate::rollups::DayScan {
         account_id: ctx.account_id.as_str(),
