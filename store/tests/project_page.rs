@@ -91,6 +91,36 @@ tidemark_store::test_each_backend! {
             assert_eq!(kept, head, "{backend:?}: {label}");
         }
 
+        // The migration's key for the projects stored before it is the push's key.
+        let migration = include_str!("../../migrations/20261213000001_project_order.sql");
+        let backfill = migration
+            .split(';')
+            .find(|s| s.contains("SET name_key"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let keys_before: Vec<(String, Option<String>)> = on_db!(&db, pool => sqlx::query_as(
+            "SELECT label, name_key FROM projects ORDER BY id").fetch_all(pool).await).unwrap();
+        on_db_write!(&db, pool => {
+            sqlx::query(&backfill).execute(pool).await.unwrap();
+        });
+        let keys_after: Vec<(String, Option<String>)> = on_db!(&db, pool => sqlx::query_as(
+            "SELECT label, name_key FROM projects ORDER BY id").fetch_all(pool).await).unwrap();
+        for ((label, pushed), (_, migrated)) in keys_before.iter().zip(&keys_after) {
+            let rule = tidemark_domain::project_order::name_key(label);
+            assert_eq!(migrated.as_deref(), Some(rule.as_str()), "{backend:?}: {label}");
+            if let Some(pushed) = pushed {
+                assert_eq!(pushed, &rule);
+            }
+        }
+        // Back to rows as an older release leaves them, for the pages below.
+        on_db_write!(&db, pool => {
+            sqlx::query("UPDATE projects SET name_key = NULL WHERE id LIKE 'prj_unscanned%'")
+                .execute(pool).await.unwrap();
+        });
+
         let orders = [ProjectOrder::Name, ProjectOrder::Score, ProjectOrder::Change, ProjectOrder::LastScan];
         for order in orders {
             for filter in ["", "api", " ÄRGER", "db-1", "nothing-matches"] {

@@ -113,14 +113,15 @@ fn project_row_statements(
     if append.new_project {
         writes.push(
             Stmt::new(
-                "INSERT INTO projects (id, account_id, label, created_at, default_branch_id) \
-                 VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO projects (id, account_id, label, created_at, default_branch_id, \
+                 name_key) VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(project_id)
             .bind(ctx.account_id.as_str())
             .bind(push.label())
             .bind(ctx.now)
-            .bind(lines.default.clone()),
+            .bind(lines.default.clone())
+            .bind(tidemark_domain::project_order::name_key(push.label())),
         );
     } else if lines.new_default {
         writes.push(
