@@ -55,6 +55,18 @@ pub async fn page(
     Ok(dashboard::project_page(db, account_id, order, &needle, page).await?)
 }
 
+/// The projects of the same page as [`page`], without their recent scores or the counts.
+pub async fn page_rows(
+    db: &Db,
+    account_id: &AccountId,
+    order: ProjectOrder,
+    filter: &str,
+    page: u32,
+) -> Result<Vec<ProjectRow>, ServiceError> {
+    let needle = filter_needle(filter);
+    Ok(dashboard::project_page_rows(db, account_id, order, &needle, page).await?)
+}
+
 /// The recent scores of the chosen rows (the page's sparklines), read for these rows only.
 pub async fn fill_recent_scores(
     db: &Db,

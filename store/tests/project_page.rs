@@ -9,7 +9,7 @@ use rand::{rngs::StdRng, Rng as _, SeedableRng as _};
 use serde_json::json;
 use tidemark_domain::project_order::{compare, filter_needle, matches, OrderKeys, ProjectOrder};
 use tidemark_domain::push::ValidPush;
-use tidemark_store::dashboard::{list_project_heads, project_page, ProjectRow};
+use tidemark_store::dashboard::{list_project_heads, project_page, project_page_rows, ProjectRow};
 use tidemark_store::pushes::record_push;
 use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context};
 use tidemark_store::{on_db, on_db_write, AccountId, Writer};
@@ -136,6 +136,10 @@ tidemark_store::test_each_backend! {
                 for page in 1..=first.pages {
                     let chosen = project_page(&db, &acct(), order, &needle, page).await.unwrap();
                     assert_eq!(chosen.page, page);
+                    // The glance's rows are the same page's.
+                    let bare = project_page_rows(&db, &acct(), order, &needle, page).await.unwrap();
+                    let ids = |rows: &[ProjectRow]| rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+                    assert_eq!(ids(&bare), ids(&chosen.rows), "{backend:?} {order:?} {filter:?} page {page}");
                     got.extend(chosen.rows.into_iter().map(|r| r.label));
                 }
                 assert_eq!(got, expected, "{backend:?} {order:?} {filter:?}");

@@ -71,7 +71,9 @@ pub async fn load_glance(
     let db = db();
     let account = &viewer.account_id;
     let now = tidemark_domain::now_millis();
-    let (rows, _, _) = ssr::page_rows(&db, account, &sort, &q, page).await?;
+    let rows = tidemark_services::projects::page_rows(&db, account, ssr::order(&sort), &q, page)
+        .await
+        .or_else(crate::error::refused)?;
     let ids: Vec<_> = rows.iter().map(|r| r.id.clone()).collect();
     let open = tidemark_services::projects::open_counts(&db, account, &ids, now)
         .await
@@ -162,6 +164,17 @@ mod ssr {
         })
     }
 
+    /// The order a URL's `sort` asks for (unknown: by name).
+    pub fn order(sort: &str) -> tidemark_services::projects::ProjectOrder {
+        use tidemark_services::projects::ProjectOrder;
+        match ProjectSort::parse(sort) {
+            ProjectSort::Name => ProjectOrder::Name,
+            ProjectSort::Score => ProjectOrder::Score,
+            ProjectSort::Change => ProjectOrder::Change,
+            ProjectSort::LastScan => ProjectOrder::LastScan,
+        }
+    }
+
     /// The rows of one page of the account's projects (with their sparklines), where the page
     /// stands, and how many projects are active. The database chooses the page: only its
     /// projects are read.
@@ -172,14 +185,7 @@ mod ssr {
         q: &str,
         page: u32,
     ) -> Result<(Vec<ProjectRow>, Paging, u64), DashboardError> {
-        use tidemark_services::projects::ProjectOrder;
-        let order = match ProjectSort::parse(sort) {
-            ProjectSort::Name => ProjectOrder::Name,
-            ProjectSort::Score => ProjectOrder::Score,
-            ProjectSort::Change => ProjectOrder::Change,
-            ProjectSort::LastScan => ProjectOrder::LastScan,
-        };
-        let chosen = tidemark_services::projects::page(db, account, order, q, page)
+        let chosen = tidemark_services::projects::page(db, account, order(sort), q, page)
             .await
             .or_else(crate::error::refused)?;
         let paging = Paging {

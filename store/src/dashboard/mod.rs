@@ -437,7 +437,7 @@ mod project_page;
 mod scans;
 
 pub use findings::*;
-pub use project_page::{project_page, ProjectPage};
+pub use project_page::{project_page, project_page_rows, ProjectPage};
 pub use scans::*;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,7 +29,7 @@ struct Counts {
 }
 
 /// Page `page` of the account's projects in `order`, of those whose name contains `needle`
-/// (`project_order::filter_needle`; empty: all).
+/// (`project_order::filter_needle`; empty: all), with their sparklines' points.
 pub async fn project_page(
     db: &Db,
     account_id: &AccountId,
@@ -37,9 +37,48 @@ pub async fn project_page(
     needle: &str,
     page: u32,
 ) -> Result<ProjectPage, StoreError> {
-    let backend = db.backend();
-    let matches = matches_sql(backend);
-    let counts: Counts = on_db!(db, pool => {
+    let counts = count_projects(db, account_id, needle).await?;
+    let count = |n: Option<i64>| u64::try_from(n.unwrap_or(0)).unwrap_or(0);
+    let matching = count(counts.matching);
+    let (page, pages, offset) = page_window(matching, page);
+    let mut rows = choose_rows(db, account_id, order, needle, offset).await?;
+    fill_recent_scores(db, account_id, &mut rows, true).await?;
+    Ok(ProjectPage {
+        rows,
+        page,
+        pages,
+        matching,
+        total: count(Some(counts.total)),
+        active: count(counts.active),
+    })
+}
+
+/// The projects of the same page as [`project_page`], without sparklines or counts (what the
+/// overview's glance adds to them): the first page needs no count to be found.
+pub async fn project_page_rows(
+    db: &Db,
+    account_id: &AccountId,
+    order: ProjectOrder,
+    needle: &str,
+    page: u32,
+) -> Result<Vec<ProjectRow>, StoreError> {
+    let offset = if page <= 1 {
+        0
+    } else {
+        let counts = count_projects(db, account_id, needle).await?;
+        let matching = u64::try_from(counts.matching.unwrap_or(0)).unwrap_or(0);
+        page_window(matching, page).2
+    };
+    choose_rows(db, account_id, order, needle, offset).await
+}
+
+async fn count_projects(
+    db: &Db,
+    account_id: &AccountId,
+    needle: &str,
+) -> Result<Counts, StoreError> {
+    let matches = matches_sql(db.backend());
+    Ok(on_db!(db, pool => {
         sqlx::query_as(&format!(
             "SELECT COUNT(*) AS total, \
              SUM(CASE WHEN archived_at IS NULL THEN 1 ELSE 0 END) AS active, \
@@ -50,20 +89,29 @@ pub async fn project_page(
         .bind(needle)
         .fetch_one(pool)
         .await
-    })?;
-    let count = |n: Option<i64>| u64::try_from(n.unwrap_or(0)).unwrap_or(0);
-    let matching = count(counts.matching);
-    let (page, pages, offset) = page_window(matching, page);
+    })?)
+}
+
+/// The page starting after `offset` projects. It is chosen from the project rows alone (their
+/// order's columns); only its fifty rows are read whole and join their default line.
+async fn choose_rows(
+    db: &Db,
+    account_id: &AccountId,
+    order: ProjectOrder,
+    needle: &str,
+    offset: u64,
+) -> Result<Vec<ProjectRow>, StoreError> {
+    let backend = db.backend();
+    let matches = matches_sql(backend);
     let order_by = order_sql(order, backend);
-    // The page is chosen from the project rows alone; only its fifty rows join their
-    // default line.
     let sql = format!(
-        "WITH chosen AS (SELECT p.* FROM projects p WHERE p.account_id = $1 AND {matches} \
+        "WITH chosen AS (SELECT p.id FROM projects p WHERE p.account_id = $1 AND {matches} \
          ORDER BY {order_by} LIMIT {PER_PAGE} OFFSET $3) \
          SELECT p.id, p.label, p.created_at, p.archived_at, \
          COALESCE(d.scan_count, p.scan_count) AS scan_count, p.last_score, p.last_delta, \
          p.last_scan_id, p.last_gate_status, p.last_gate_reasons, p.last_scanned_at \
-         FROM chosen p LEFT JOIN branches d ON d.id = p.default_branch_id \
+         FROM chosen c JOIN projects p ON p.id = c.id \
+         LEFT JOIN branches d ON d.id = p.default_branch_id \
          ORDER BY {order_by}"
     );
     let offset = i64::try_from(offset).unwrap_or(i64::MAX);
@@ -75,16 +123,7 @@ pub async fn project_page(
             .fetch_all(pool)
             .await
     })?;
-    let mut rows: Vec<ProjectRow> = heads.into_iter().map(ProjectRow::from).collect();
-    fill_recent_scores(db, account_id, &mut rows, true).await?;
-    Ok(ProjectPage {
-        rows,
-        page,
-        pages,
-        matching,
-        total: count(Some(counts.total)),
-        active: count(counts.active),
-    })
+    Ok(heads.into_iter().map(ProjectRow::from).collect())
 }
 
 /// A–Z lower-cased and nothing else: kept on the row by the push (computing it costs
