@@ -7,9 +7,7 @@ use std::collections::BTreeMap;
 use tidemark_domain::time::DAY_MS;
 use tidemark_domain::Millis;
 use tidemark_store::posture::read;
-pub use tidemark_store::posture::read::{
-    FrameworkLine, FrameworkNow, LinePosture, OpenFinding, RollupRow,
-};
+pub use tidemark_store::posture::read::{FrameworkLine, FrameworkNow, LinePosture, OpenFinding};
 pub use tidemark_store::posture::summary::AccountPosture;
 use tidemark_store::Db;
 use tidemark_wire::ids::{AccountId, ProjectId};

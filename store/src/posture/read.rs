@@ -264,8 +264,9 @@ struct RollupDbRow {
 }
 
 /// Every live project's latest default-branch scan, per framework, as its push (or the
-/// backfill) judged it: one indexed row per project and framework, never findings, so the
-/// projects page stays cheap however many projects there are.
+/// backfill) judged it: one indexed row per project and framework, never findings. Project by
+/// project: what the kept roll-up (`summary::account_posture`, which the projects page reads)
+/// is checked against, and what a reader who needs each project's share reads.
 pub async fn account_rollup(db: &Db, account_id: &AccountId) -> Result<Vec<RollupRow>, StoreError> {
     let rows: Vec<RollupDbRow> = on_db!(db, pool => {
         sqlx::query_as(
