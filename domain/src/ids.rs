@@ -152,6 +152,12 @@ pub fn new_finding_id() -> FindingId {
     FindingId::trusted(format!("fnd_{}", random_base32(20)))
 }
 
+/// A line's state token (`branches.live_token`): names one version of what the line's latest
+/// scan has, so it must never repeat; 100 random bits.
+pub fn new_state_token() -> String {
+    random_base32(20)
+}
+
 pub fn new_user_id() -> String {
     format!("usr_{}", random_base32(20))
 }

@@ -197,3 +197,61 @@ async fn a_project_being_written_holds_up_only_itself() {
     assert_eq!(status, StatusCode::CREATED);
     assert_eq!(app.count("scans").await, 2);
 }
+
+/// On PostgreSQL a push holds its place under the budget only while it is written: a replay
+/// gives it back, a place still held counts (another push being written), and one a crashed
+/// replica left behind lapses after two minutes and is cleared.
+#[tokio::test]
+async fn a_place_under_the_budget_is_held_only_while_its_push_is_written() {
+    let Some(backend) = tidemark_store::testing::postgres_backend() else {
+        return;
+    };
+    let app = TestApp::spawn_with(backend, &[("TIDEMARK_WRITES_PER_MINUTE", "2")]).await;
+    let (license, key) = app.with_key(Tier::Enterprise).await;
+    let first = sample_push("api", 70.0, "2026-11-22T10:00:00Z");
+    assert_eq!(app.push(&key, &first).await.status(), StatusCode::CREATED);
+    assert_eq!(
+        app.push(&key, &first).await.status(),
+        StatusCode::CREATED,
+        "a replay"
+    );
+    assert_eq!(
+        app.count("push_admissions").await,
+        0,
+        "the replay gave its place back"
+    );
+
+    let tidemark_store::Db::Postgres(pool) = app.db.db() else {
+        unreachable!("a PostgreSQL app");
+    };
+    let now = chrono::Utc::now().timestamp_millis();
+    sqlx::query(
+        "INSERT INTO push_admissions (id, account_id, admitted_at) VALUES ('held', $1, $2)",
+    )
+    .bind(license.account_id.as_str())
+    .bind(now)
+    .execute(pool)
+    .await
+    .unwrap();
+    let second = sample_push("web", 60.0, "2026-11-22T10:00:00Z");
+    let refused = app.push(&key, &second).await;
+    assert_eq!(
+        refused.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "one scan and one place: 2 of 2"
+    );
+
+    sqlx::query("UPDATE push_admissions SET admitted_at = $1 WHERE id = 'held'")
+        .bind(now - 121_000)
+        .execute(pool)
+        .await
+        .unwrap();
+    let written = app.push(&key, &second).await;
+    assert_eq!(
+        written.status(),
+        StatusCode::CREATED,
+        "the lapsed place no longer counts"
+    );
+    assert_eq!(app.count("push_admissions").await, 0, "and is cleared");
+    assert_eq!(app.count("scans").await, 2);
+}

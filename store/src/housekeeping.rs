@@ -215,6 +215,12 @@ pub async fn collect_spans(
             .rows_affected();
         if removed > 0 {
             sqlx::query(crate::usage::FORGET).bind(&line.project_id).execute(&mut *tx).await?;
+            // Only spans no kept scan covers go, never live ones; a replica's kept state of
+            // the line is dropped all the same.
+            sqlx::query(crate::pushes::line_state::FORGET)
+                .bind(&line.line_id)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(removed)

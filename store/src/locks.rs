@@ -6,9 +6,10 @@
 //! projects run side by side, pushes to one project one at a time (its scans are numbered per
 //! project). Every other write to an account's data takes the account's lock exclusive
 //! ([`crate::BeginWrite::begin_account_write`]), so it still excludes every push. What spans
-//! projects — the write budget and the project cap — is checked again under the account's
-//! admission lock, taken last and held only for one count and the commit
-//! ([`tidemark_domain::append::admit`]).
+//! projects is ordered by locks of its own, held briefly: the write budget by the admission
+//! lock, for a push's place in `push_admissions` (taken before its transaction), and the
+//! project cap by the project-cap lock, for the count and the commit of a push that creates a
+//! project ([`tidemark_domain::append::admit`]).
 //!
 //! Transaction-scoped advisory locks end with the transaction, committed or not, and are
 //! released only after the commit is visible, so whoever takes one next reads what the holder
@@ -28,7 +29,15 @@ pub(crate) const PUSH: &str =
     "SELECT pg_advisory_xact_lock_shared(hashtextextended('account:' || $1, 0)), \
      pg_advisory_xact_lock(hashtextextended('project:' || $1 || '/' || $2, 0))";
 
-/// The account's admission lock: one push at a time confirms the account-wide limits, as the
-/// last step before its commit.
+/// The account's admission lock: one push at a time takes its place under the write budget,
+/// in a short transaction of its own (`push_admissions`). Its commit need not wait for the
+/// disk: a push's own durable commit comes after it in the log, and a place lost with an
+/// unflushed log belonged to a push that was lost with it.
 pub(crate) const ADMISSION: &str =
-    "SELECT pg_advisory_xact_lock(hashtextextended('admission:' || $1, 0))";
+    "SELECT pg_advisory_xact_lock(hashtextextended('admission:' || $1, 0)), \
+     set_config('synchronous_commit', 'off', true)";
+
+/// The account's project-cap lock: one push that creates a project at a time confirms the
+/// cap, as the last step before its commit (rare: only first pushes of a label).
+pub(crate) const PROJECT_CAP: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('project-cap:' || $1, 0))";

@@ -330,6 +330,7 @@ pub async fn store_as_rows(db: &Writer) {
         async {
             sqlx::query("DELETE FROM finding_spans").execute(pool).await?;
             sqlx::query("DELETE FROM finding_texts").execute(pool).await?;
+            sqlx::query("UPDATE branches SET live_token = NULL").execute(pool).await?;
             Ok(())
         }
         .await

@@ -44,16 +44,17 @@ pub(crate) struct TrackedScan<'a> {
 }
 
 /// The line's open tracked findings as the push head read them: (rule id, resource) to
-/// (id, severity).
-pub(crate) type OpenTracked = HashMap<(String, String), (String, String)>;
+/// severity. A line's finding is named by the pair (the table's unique key with the line), so
+/// what a push keeps of it holds no id that a reopened row would change.
+pub(crate) type OpenTracked = HashMap<(String, String), String>;
 
 /// A column of the push head: the open tracked findings of line `line` (an SQL expression),
 /// `[[id, rule id, resource, severity], …]`, read only when `when` holds.
 pub(crate) fn open_tracked_column(backend: Backend, when: &str, line: &str) -> String {
     let rows = match backend {
-        Backend::Sqlite => "json_group_array(json_array(o.id, o.rule_id, o.resource, o.severity))",
+        Backend::Sqlite => "json_group_array(json_array(o.rule_id, o.resource, o.severity))",
         Backend::Postgres => {
-            "COALESCE(json_agg(json_build_array(o.id, o.rule_id, o.resource, o.severity)), \
+            "COALESCE(json_agg(json_build_array(o.rule_id, o.resource, o.severity)), \
              '[]'::json)::text"
         }
     };
@@ -65,11 +66,11 @@ pub(crate) fn open_tracked_column(backend: Backend, when: &str, line: &str) -> S
 
 /// [`open_tracked_column`]'s value.
 pub(crate) fn parse_open_tracked(json: &str) -> Result<OpenTracked, StoreError> {
-    let rows: Vec<(String, String, String, String)> =
+    let rows: Vec<(String, String, String)> =
         serde_json::from_str(json).map_err(|_| StoreError::Corrupt("open tracked findings"))?;
     Ok(rows
         .into_iter()
-        .map(|(id, rule, resource, severity)| ((rule, resource), (id, severity)))
+        .map(|(rule, resource, severity)| ((rule, resource), severity))
         .collect())
 }
 
@@ -79,11 +80,22 @@ pub(crate) fn parse_open_tracked(json: &str) -> Result<OpenTracked, StoreError> 
 /// (unless its severity changed), so a scan like the last one writes nothing here; an open
 /// one the scan no longer has is marked fixed by it, last seen in the line's previous scan.
 /// An open finding's "last seen" is its line's latest scan.
+#[cfg(test)]
 pub(crate) fn tracking_statements(
     scan: &TrackedScan<'_>,
     findings: &[Finding],
     open: &OpenTracked,
 ) -> Vec<Stmt> {
+    tracking_writes(scan, findings, open, false).0
+}
+
+/// [`tracking_statements`], and with `want_open` the line's open tracked findings after them.
+pub(crate) fn tracking_writes(
+    scan: &TrackedScan<'_>,
+    findings: &[Finding],
+    open: &OpenTracked,
+    want_open: bool,
+) -> (Vec<Stmt>, Option<OpenTracked>) {
     let present = tracked_in_push(findings);
     let mut writes = Vec::new();
     let arriving: Vec<&&Finding> = present
@@ -129,12 +141,17 @@ pub(crate) fn tracking_statements(
         writes.push(stmt);
     }
     for f in &present {
-        if let Some((id, severity)) = open.get(&(f.rule_id.clone(), f.resource.clone())) {
+        if let Some(severity) = open.get(&(f.rule_id.clone(), f.resource.clone())) {
             if severity != f.severity.as_str() {
                 writes.push(
-                    Stmt::new("UPDATE tracked_findings SET severity = $1 WHERE id = $2")
-                        .bind(f.severity.as_str())
-                        .bind(id.as_str()),
+                    Stmt::new(
+                        "UPDATE tracked_findings SET severity = $1 \
+                         WHERE branch_id = $2 AND rule_id = $3 AND resource = $4",
+                    )
+                    .bind(f.severity.as_str())
+                    .bind(scan.line_id)
+                    .bind(f.rule_id.as_str())
+                    .bind(f.resource.as_str()),
                 );
             }
         }
@@ -143,31 +160,45 @@ pub(crate) fn tracking_statements(
         .iter()
         .map(|f| (f.rule_id.as_str(), f.resource.as_str()))
         .collect();
-    let gone: Vec<&str> = open
-        .iter()
-        .filter(|((rule, resource), _)| !seen.contains(&(rule.as_str(), resource.as_str())))
-        .map(|(_, (id, _))| id.as_str())
+    let gone: Vec<(&str, &str)> = open
+        .keys()
+        .map(|(rule, resource)| (rule.as_str(), resource.as_str()))
+        .filter(|pair| !seen.contains(pair))
         .collect();
-    for chunk in gone.chunks(ROWS_PER_STATEMENT) {
+    for chunk in gone.chunks(ROWS_PER_STATEMENT / 2) {
         let (last_seq, last_at) = scan.previous.unwrap_or((scan.seq, scan.scanned_at));
         let mut sql = String::from(
             "UPDATE tracked_findings SET fixed_seq = $1, fixed_at = $2, last_seq = $3, \
-             last_seen_at = $4 WHERE id IN (",
+             last_seen_at = $4 WHERE branch_id = $5 AND (rule_id, resource) IN (",
         );
         let mut stmt = Stmt::new(String::new())
             .bind(scan.seq)
             .bind(scan.scanned_at)
             .bind(last_seq)
-            .bind(last_at);
-        for (i, id) in chunk.iter().enumerate() {
-            let _ = write!(sql, "{}${}", if i == 0 { "" } else { "," }, 5 + i);
-            stmt = stmt.bind(*id);
+            .bind(last_at)
+            .bind(scan.line_id);
+        for (i, (rule, resource)) in chunk.iter().enumerate() {
+            let n = 6 + 2 * i;
+            let _ = write!(sql, "{}(${n},${})", if i == 0 { "" } else { "," }, n + 1);
+            stmt = stmt.bind(*rule).bind(*resource);
         }
         sql.push(')');
         stmt.sql = sql;
         writes.push(stmt);
     }
-    writes
+    let open_after = want_open.then(|| {
+        // What the push has is open, at the push's severity; nothing else is.
+        present
+            .iter()
+            .map(|f| {
+                (
+                    (f.rule_id.clone(), f.resource.clone()),
+                    f.severity.as_str().to_owned(),
+                )
+            })
+            .collect()
+    });
+    (writes, open_after)
 }
 
 /// The triage states that set a failing requirement aside in posture (counted as triaged):
@@ -725,12 +756,7 @@ mod tests {
     fn open(rules: &[(&str, &str)]) -> OpenTracked {
         rules
             .iter()
-            .map(|(rule, severity)| {
-                (
-                    ((*rule).to_owned(), "r".to_owned()),
-                    (format!("fnd_{rule}"), (*severity).to_owned()),
-                )
-            })
+            .map(|(rule, severity)| (((*rule).to_owned(), "r".to_owned()), (*severity).to_owned()))
             .collect()
     }
 
@@ -781,7 +807,15 @@ mod tests {
             [crate::stmt::Arg::Int(2), crate::stmt::Arg::Int(2_000)],
             "last seen in the previous scan"
         );
-        assert_eq!(writes[2].args[4], crate::stmt::Arg::Text("fnd_z".into()));
+        assert_eq!(
+            writes[2].args[4..],
+            [
+                crate::stmt::Arg::Text("b".into()),
+                crate::stmt::Arg::Text("z".into()),
+                crate::stmt::Arg::Text("r".into())
+            ],
+            "named by the line and the pair"
+        );
         // Every statement numbers its placeholders once, in order (the SQLite writer binds by position).
         for w in &writes {
             let _ = crate::stmt::positional(&w.sql);

@@ -4,10 +4,12 @@
 //! PostgreSQL, by rusqlite in the SQLite writer: the same column names either way).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ValueRef};
 use tidemark_domain::frameworks::ValidFramework;
 
+use super::line_state::LineState;
 use super::{
     base_comparison, gate_from_columns, verdict_from_columns, BaseHead, BaseScan, Head, LastScan,
     LineHead, LineRef, Listeners, ProjectHead, PushHead,
@@ -174,6 +176,8 @@ pub(super) struct FindingSets {
     set_aside: JsonColumn<HashSet<(String, String)>>,
     open_tracked: JsonColumn<OpenTracked>,
     live_spans: JsonColumn<Vec<LiveSpan>>,
+    /// 1 when the line's state is the one the push said it keeps (and so was not read).
+    state_kept: i64,
 }
 
 /// What [`super::head_statement`] reads: all null (and 0 scans in the second) past the
@@ -243,14 +247,16 @@ impl HeadRow {
                     set_aside,
                     open_tracked,
                     live_spans,
+                    state_kept,
                 }
             ),
         })
     }
 
     /// The rules' view of the head, who follows the account's pushes, and what a gate on new
-    /// findings compares with.
-    pub(super) fn into_head(self) -> Head {
+    /// findings compares with. `kept` is the line state the push said it keeps: used when the
+    /// row says it is still the line's.
+    pub(super) fn into_head(self, kept: Option<Arc<LineState>>) -> Head {
         let HeadRow {
             account,
             project,
@@ -307,8 +313,13 @@ impl HeadRow {
             base_open: sets.base_open.0,
             triaged: sets.triaged.0,
             set_aside: sets.set_aside.0,
-            open_tracked: sets.open_tracked.or_empty(),
-            live_spans: sets.live_spans.or_empty(),
+            state: match kept {
+                Some(state) if sets.state_kept == 1 => state,
+                _ => Arc::new(LineState {
+                    live_spans: sets.live_spans.or_empty(),
+                    open_tracked: sets.open_tracked.or_empty(),
+                }),
+            },
             customs: account.custom_frameworks.or_empty(),
             line_head: lines.line_head_seq.zip(lines.line_head_at),
             line_name: lines.line_name,

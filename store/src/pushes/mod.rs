@@ -40,6 +40,7 @@ const SCAN_EVENTS: [Event; 5] = [
 
 pub mod committer;
 mod head_row;
+pub mod line_state;
 mod postgres;
 mod sqlite_writer;
 mod write;
@@ -157,7 +158,10 @@ pub(crate) struct Listeners {
 /// project's default line; a branch with no line of its own while the default line has no
 /// name is the default line, when that branch is the one that names it
 /// (`GitTarget::default_name`). A pull request's base is found the same way.
-fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt {
+///
+/// `known` is the token of the line state this replica keeps for the push's line (empty for
+/// none): when the line still has it, the state is not read again ([`line_state`]).
+fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend, known: &str) -> Stmt {
     let second = push.scanned_at().timestamp() * 1000;
     let git = push.git();
     let key = git.line();
@@ -184,12 +188,15 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
         "nw.now_ms",
         Some(crate::findings::POSTURE_SET_ASIDE),
     );
-    let open_tracked = crate::findings::open_tracked_column(backend, "t.id IS NOT NULL", "t.id");
-    let live_spans = crate::spans::live_spans_column(backend, "t.id IS NOT NULL", "t.id");
+    let unknown = "t.id IS NOT NULL AND (kn.known = '' OR t.live_token IS NULL \
+                   OR t.live_token <> kn.known)";
+    let open_tracked = crate::findings::open_tracked_column(backend, unknown, "t.id");
+    let live_spans = crate::spans::live_spans_column(backend, unknown, "t.id");
     Stmt::new(format!(
         "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
          {set_aside} AS set_aside, \
          {open_tracked} AS open_tracked, {live_spans} AS live_spans, \
+         CAST(CASE WHEN kn.known <> '' AND t.live_token = kn.known THEN 1 ELSE 0 END AS BIGINT) AS state_kept, \
          cf.documents AS custom_frameworks, \
          t.head_seq AS line_head_seq, \
          ls.scanned_at AS line_head_at, \
@@ -233,7 +240,8 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
                      AND (gate_failed OR score_regressed OR posture_drifted)) al \
          CROSS JOIN (SELECT $20 AS now_ms) nw \
          CROSS JOIN (SELECT '[' || {} || ']' AS documents FROM custom_frameworks \
-                     WHERE account_id = $21) cf",
+                     WHERE account_id = $21) cf \
+         CROSS JOIN (SELECT $22 AS known) kn",
         open_set_column(
             backend,
             "p.gate_new_severity IS NOT NULL AND t.head_seq IS NOT NULL",
@@ -271,6 +279,7 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend) -> Stmt
     } else {
         ""
     })
+    .bind(known)
 }
 
 /// What a push's transaction reads before it decides.
@@ -285,10 +294,9 @@ pub(crate) struct Head {
     triaged: Option<HashSet<(String, String)>>,
     /// The line's findings set aside as accepted risk or false positive (posture).
     set_aside: Option<HashSet<(String, String)>>,
-    /// The line's open tracked findings, and its latest scan (storage position, time).
-    open_tracked: crate::findings::OpenTracked,
-    /// The spans the line's latest scan has.
-    live_spans: Vec<crate::spans::LiveSpan>,
+    /// The line's open tracked findings and the spans its latest scan has: as read, or as
+    /// this replica kept them.
+    state: std::sync::Arc<line_state::LineState>,
     /// The account's custom frameworks (none without the feature).
     customs: Vec<tidemark_domain::frameworks::ValidFramework>,
     line_head: Option<(i64, i64)>,
@@ -335,13 +343,36 @@ fn refused_outcome(
     }
 }
 
-/// The answer for this push and the statements that make it true.
+/// The answer for a push and the statements that make it true ([`write::Written`]).
+pub(crate) struct Planned {
+    outcome: PushOutcome,
+    own: Vec<Stmt>,
+    shared: Vec<Stmt>,
+    /// The line's state after the push and the token the push gives it (when asked to keep
+    /// it).
+    kept: Option<(String, line_state::LineState)>,
+}
+
+impl Planned {
+    fn refused(outcome: PushOutcome) -> Self {
+        Planned {
+            outcome,
+            own: Vec::new(),
+            shared: Vec::new(),
+            kept: None,
+        }
+    }
+}
+
+/// The answer for this push and the statements that make it true; with `keep_state`, the
+/// line's state after it under a fresh token.
 fn plan(
     ctx: &PushContext,
     push: &ValidPush,
     prepared: &PushPosture,
     head: Head,
-) -> (PushOutcome, Vec<Stmt>) {
+    keep_state: bool,
+) -> Planned {
     let Head {
         rules: head,
         listeners,
@@ -349,8 +380,7 @@ fn plan(
         base_open,
         triaged,
         set_aside,
-        open_tracked,
-        live_spans,
+        state,
         customs,
         line_head,
         line_name,
@@ -385,7 +415,7 @@ fn plan(
         refused => {
             let project_id = project.map(|p| p.id).unwrap_or_default();
             let outcome = refused_outcome(refused, project_id, line_name, line_pr, current);
-            return (outcome, Vec::new());
+            return Planned::refused(outcome);
         }
     };
     let default_id = project
@@ -399,40 +429,32 @@ fn plan(
     let lines = LineIds::assign(&append.lines, default_id);
     let (posture, drifted) = prepared.judge(
         push.request(),
-        (set_aside.as_ref(), &live_spans, &customs),
+        (set_aside.as_ref(), &state.live_spans, &customs),
         ctx.drift_detection,
     );
+    let token = keep_state.then(tidemark_domain::ids::new_state_token);
     let placed = Placed {
         project_id: &project_id,
         scan_id: &scan_id,
         line_id: &lines.target,
         base_seq,
-        open_tracked: &open_tracked,
-        live_spans: &live_spans,
+        state: &state,
+        token: token.as_deref(),
         line_head,
         posture: &posture,
         drifted: drifted.as_deref(),
     };
-    let mut writes = write_statements(ctx, push, &append, &placed, &lines);
-    let kind = append.lines.kind(git);
-    let raised = push_events(
-        kind,
-        append.gate.status,
-        append.score_delta,
+    let written = write_statements(ctx, push, &append, &placed, &lines);
+    let mut writes = written.own;
+    let heard = listener_statements(
+        ctx,
+        listeners,
+        (append.lines.kind(git), &append),
+        &project_id,
         drifted.is_some(),
     );
-    let event_ids = scan_event_ids(listeners.webhooks);
-    writes.extend(webhook_statement(
-        ctx,
-        &event_ids,
-        (&project_id, append.seq),
-        &raised,
-    ));
-    let alerts = alerts_due(kind, listeners.alerts)
-        .then(|| alert_statement(ctx, &project_id, append.seq, &raised))
-        .flatten();
-    let alerts_queued = alerts.is_some();
-    writes.extend(alerts);
+    let (webhooks_queued, alerts_queued) = (heard.webhooks, heard.alerts);
+    writes.extend(heard.writes);
     let rate = RateStatus {
         limit: ctx.write_limit.limit,
         remaining: append.writes_remaining,
@@ -447,10 +469,50 @@ fn plan(
         branch,
         pull_request: git.pull_request.as_ref().map(|pr| pr.number),
         base: append.base,
-        webhooks_queued: !event_ids.is_empty(),
+        webhooks_queued,
         alerts_queued,
     };
-    (PushOutcome::Appended(scan, rate), writes)
+    Planned {
+        outcome: PushOutcome::Appended(scan, rate),
+        own: writes,
+        shared: written.shared,
+        kept: token.zip(written.state),
+    }
+}
+
+/// What a push queues for those who follow the account: webhook deliveries and alert mail.
+struct Heard {
+    writes: Vec<Stmt>,
+    webhooks: bool,
+    alerts: bool,
+}
+
+fn listener_statements(
+    ctx: &PushContext,
+    listeners: Listeners,
+    (kind, append): (
+        tidemark_domain::webhook::LineKind,
+        &tidemark_domain::append::Append,
+    ),
+    project_id: &ProjectId,
+    drifted: bool,
+) -> Heard {
+    let raised = push_events(kind, append.gate.status, append.score_delta, drifted);
+    let event_ids = scan_event_ids(listeners.webhooks);
+    let mut writes: Vec<Stmt> =
+        webhook_statement(ctx, &event_ids, (project_id, append.seq), &raised)
+            .into_iter()
+            .collect();
+    let alerts = alerts_due(kind, listeners.alerts)
+        .then(|| alert_statement(ctx, project_id, append.seq, &raised))
+        .flatten();
+    let alerts_queued = alerts.is_some();
+    writes.extend(alerts);
+    Heard {
+        writes,
+        webhooks: !event_ids.is_empty(),
+        alerts: alerts_queued,
+    }
 }
 
 /// The alert mails of a push that raised `raised`, for the members who asked for them.
@@ -638,9 +700,9 @@ mod tests {
             custom_frameworks: false,
             drift_detection: false,
         };
-        let first = head_statement(&ctx, &push(1), Backend::Sqlite);
+        let first = head_statement(&ctx, &push(1), Backend::Sqlite, "");
         ctx.now += 60_000;
-        let later = head_statement(&ctx, &push(2), Backend::Sqlite);
+        let later = head_statement(&ctx, &push(2), Backend::Sqlite, "");
         assert_eq!(first.sql, later.sql);
         assert_ne!(first.args, later.args);
         // Every placeholder once, in order: how the SQLite writer binds.

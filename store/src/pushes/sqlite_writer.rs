@@ -140,15 +140,22 @@ fn write_group(conn: &Connection, group: &[Job]) -> Result<Vec<PushOutcome>, Sto
 }
 
 fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
-    let head = head_statement(&job.ctx, &job.push, Backend::Sqlite);
+    // No line state is kept here: the head is read in process (`line_state`).
+    let head = head_statement(&job.ctx, &job.push, Backend::Sqlite, "");
     let row = conn
         .prepare_cached(&positional(&head.sql))?
         .query_row(params_from_iter(&head.args), HeadRow::from_sqlite)?;
-    let (outcome, writes) = plan(&job.ctx, &job.push, &job.posture, row.into_head());
-    for stmt in &writes {
+    let planned = plan(
+        &job.ctx,
+        &job.push,
+        &job.posture,
+        row.into_head(None),
+        false,
+    );
+    for stmt in planned.own.iter().chain(&planned.shared) {
         execute(conn, stmt)?;
     }
-    Ok(outcome)
+    Ok(planned.outcome)
 }
 
 fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {

@@ -7,6 +7,7 @@ use tidemark_domain::append::{line_ref_key, Append, LineIds};
 use tidemark_domain::git::{branch_ref_key, BranchName, PullRequest};
 use tidemark_domain::push::ValidPush;
 
+use super::line_state::LineState;
 use super::PushContext;
 use crate::gates::verdict_columns;
 use crate::stmt::Stmt;
@@ -18,15 +19,26 @@ pub(super) struct Placed<'a> {
     pub(super) line_id: &'a str,
     /// A pull request's base scan (its storage position).
     pub(super) base_seq: Option<i64>,
-    /// The line's open tracked findings and latest scan, before this one.
-    pub(super) open_tracked: &'a crate::findings::OpenTracked,
-    /// The spans the line's latest scan has.
-    pub(super) live_spans: &'a [crate::spans::LiveSpan],
+    /// The line's open tracked findings and the spans its latest scan has, before this one.
+    pub(super) state: &'a super::line_state::LineState,
+    /// The line state's new token, when the state after the push is to be kept; `None` clears
+    /// the token (SQLite keeps no state).
+    pub(super) token: Option<&'a str>,
     pub(super) line_head: Option<(i64, i64)>,
     /// The scan's posture per framework, and what drifted as the scan keeps it (JSON; only
     /// for a licence with drift detection).
     pub(super) posture: &'a [crate::posture::PostureRowOut],
     pub(super) drifted: Option<&'a str>,
+}
+
+/// A push's statements: its own rows, then the rows every push of the account shares (the
+/// posture roll-up, the day's counts, the key's last use), which PostgreSQL writes last, under
+/// the account's admission lock, so that no push waits on another's row locks meanwhile. With
+/// a token, also the line's state after the push.
+pub(super) struct Written {
+    pub(super) own: Vec<Stmt>,
+    pub(super) shared: Vec<Stmt>,
+    pub(super) state: Option<LineState>,
 }
 
 pub(super) fn write_statements(
@@ -35,24 +47,27 @@ pub(super) fn write_statements(
     append: &Append,
     placed: &Placed<'_>,
     lines: &LineIds,
-) -> Vec<Stmt> {
+) -> Written {
     let req = push.request();
     let project_id = placed.project_id;
-    let mut writes = Vec::with_capacity(16);
-    writes.extend(project_row_statements(ctx, push, append, lines, project_id));
-    writes.extend(line_statements(ctx, push, append, placed, lines));
-    writes.push(project_head_statement(push, append, placed));
-    writes.push(scan_statement(ctx, push, append, placed));
-    writes.extend(crate::spans::span_statements(
+    let keep = placed.token.is_some();
+    let mut own = Vec::with_capacity(16);
+    own.extend(project_row_statements(ctx, push, append, lines, project_id));
+    own.extend(line_statements(ctx, push, append, placed, lines));
+    own.push(project_head_statement(push, append, placed));
+    own.push(scan_statement(ctx, push, append, placed));
+    let spans = crate::spans::span_writes(
         &crate::spans::SpanScan {
             project_id,
             line_id: placed.line_id,
             seq: append.seq,
         },
         &req.findings,
-        placed.live_spans,
-    ));
-    writes.extend(crate::findings::tracking_statements(
+        &placed.state.live_spans,
+        keep,
+    );
+    own.extend(spans.writes);
+    let (tracking, open_after) = crate::findings::tracking_writes(
         &crate::findings::TrackedScan {
             account_id: &ctx.account_id,
             project_id,
@@ -62,9 +77,11 @@ pub(super) fn write_statements(
             previous: placed.line_head,
         },
         &req.findings,
-        placed.open_tracked,
-    ));
-    writes.extend(crate::posture::insert_statement(
+        &placed.state.open_tracked,
+        keep,
+    );
+    own.extend(tracking);
+    own.extend(crate::posture::insert_statement(
         &crate::posture::PostureScan {
             project_id,
             seq: append.seq,
@@ -73,8 +90,9 @@ pub(super) fn write_statements(
         },
         placed.posture,
     ));
+    let mut shared = Vec::with_capacity(4);
     if append.lines.on_default {
-        writes.push(crate::posture::summary::push_statement(
+        shared.push(crate::posture::summary::push_statement(
             &ctx.account_id,
             project_id,
             placed.line_head.map(|(seq, _)| seq),
@@ -82,7 +100,7 @@ pub(super) fn write_statements(
         ));
     }
     let counts = &req.severity_counts;
-    writes.extend(crate::rollups::push_statements(&crate::rollups::DayScan {
+    shared.extend(crate::rollups::push_statements(&crate::rollups::DayScan {
         account_id: ctx.account_id.as_str(),
         line_id: placed.line_id,
         on_default_line: append.lines.on_default,
@@ -92,13 +110,20 @@ pub(super) fn write_statements(
             .map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
     }));
     if ctx.touch_key {
-        writes.push(
+        shared.push(
             Stmt::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
                 .bind(ctx.now)
                 .bind(ctx.key_id.as_str()),
         );
     }
-    writes
+    let state = spans
+        .live_after
+        .zip(open_after)
+        .map(|(live_spans, open_tracked)| LineState {
+            live_spans,
+            open_tracked,
+        });
+    Written { own, shared, state }
 }
 
 /// A new project's row, or the default line a project gets.
@@ -196,7 +221,7 @@ fn line_statements(
              last_push_at = $4, repository_url = COALESCE($5, repository_url), \
              name = CASE WHEN pr_number IS NULL THEN name ELSE COALESCE($6, name) END, \
              pr_base = COALESCE($7, pr_base), pr_title = COALESCE($8, pr_title), \
-             pr_url = COALESCE($9, pr_url) WHERE id = $10",
+             pr_url = COALESCE($9, pr_url), live_token = $10 WHERE id = $11",
         )
         .bind(append.line_seq)
         .bind(append.seq)
@@ -207,6 +232,7 @@ fn line_statements(
         .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
         .bind(pr.and_then(|pr| pr.title.clone()))
         .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
+        .bind(placed.token.map(str::to_owned))
         .bind(placed.line_id),
     );
     writes

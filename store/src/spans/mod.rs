@@ -117,6 +117,16 @@ impl LiveSpan {
         self.position
     }
 
+    /// Roughly its bytes in memory (kept line states are bounded by it).
+    pub(crate) fn weight(&self) -> usize {
+        8 + 5 * 24
+            + self.rule_id.len()
+            + self.resource.len()
+            + self.status.len()
+            + self.severity.len()
+            + self.text.len()
+    }
+
     /// Its position and content, as `plan_spans` takes them.
     pub(crate) fn key(&self) -> (i64, SpanKey<'_>) {
         (
@@ -179,14 +189,32 @@ pub(crate) struct SpanScan<'a> {
     pub seq: i64,
 }
 
+/// What a scan's spans write, and (when asked for) the line's live spans after it.
+pub(crate) struct SpanWrites {
+    pub writes: Vec<Stmt>,
+    pub live_after: Option<Vec<LiveSpan>>,
+}
+
 /// The statements that store a scan's findings against its branch's live spans: the texts it
 /// brings that the project does not have yet, the spans it no longer has ended at it, and
 /// new spans for what changed. A scan like the previous one writes nothing here.
+#[cfg(test)]
 pub(crate) fn span_statements(
     scan: &SpanScan<'_>,
     findings: &[Finding],
     live: &[LiveSpan],
 ) -> Vec<Stmt> {
+    span_writes(scan, findings, live, false).writes
+}
+
+/// [`span_statements`], and with `want_live` the spans the scan leaves live, in position
+/// order: the kept ones and the started ones.
+pub(crate) fn span_writes(
+    scan: &SpanScan<'_>,
+    findings: &[Finding],
+    live: &[LiveSpan],
+    want_live: bool,
+) -> SpanWrites {
     let texts: Vec<String> = findings
         .iter()
         .map(|f| text_hash(&f.message, &f.remediation))
@@ -236,7 +264,20 @@ pub(crate) fn span_statements(
         .map(|&(f, position)| NewSpan::of(&findings[f], position, &texts[f]))
         .collect();
     writes.extend(insert_spans(scan.line_id, scan.seq, OPEN_END, &started));
-    writes
+    let live_after = want_live.then(|| {
+        let mut after: Vec<LiveSpan> = plan.kept.iter().map(|&s| live[s].clone()).collect();
+        after.extend(started.iter().map(|s| LiveSpan {
+            position: s.position,
+            rule_id: s.rule_id.to_owned(),
+            resource: s.resource.to_owned(),
+            status: s.status.to_owned(),
+            severity: s.severity.to_owned(),
+            text: s.text.to_owned(),
+        }));
+        after.sort_unstable_by_key(|s| s.position);
+        after
+    });
+    SpanWrites { writes, live_after }
 }
 
 /// A span about to be stored.

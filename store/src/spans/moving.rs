@@ -332,6 +332,9 @@ async fn move_scan(db: &Writer, scan: &Candidate) -> Result<Option<u64>, StoreEr
         .bind(scan.project_id.as_str())
         .bind(y),
     );
+    // A move writes spans that end at or before the line's latest scan, never live ones; a
+    // replica's kept state of the line is dropped all the same, as for any writer but a push.
+    writes.push(Stmt::new(crate::pushes::line_state::FORGET).bind(line.as_str()));
     run_steps(db, &scan.account_id, writes).await?;
     delete_rows(db, &scan.account_id, &scan.project_id, y).await?;
     Ok(Some(rows.len() as u64))
