@@ -2,8 +2,9 @@
 //! `pushes::line_state`) writes exactly the rows a push that reads it writes: two accounts
 //! receive the same random history (default line and a branch; PASS, FAIL and SKIP; severities
 //! that change; findings that go and come back; duplicates), one always read afresh, the other
-//! with copies kept, gone stale (another replica pushed meanwhile) or cleared by another
-//! writer. Every kept copy is checked against the database after each push (PostgreSQL keeps
+//! with copies kept, gone stale (another replica pushed meanwhile), cleared by another
+//! writer, or left behind by a push of a replica of the previous release (which moves the line
+//! but not its token). Every kept copy is checked against the database after each push (PostgreSQL keeps
 //! them; on SQLite the same history checks the rows only).
 #![allow(clippy::unwrap_used)]
 
@@ -38,6 +39,8 @@ enum Twist {
     Forgotten,
     /// Another writer cleared the line's token.
     Cleared,
+    /// A replica of the previous release pushed: the line moved, its token did not.
+    OldRelease,
 }
 
 fn history(rng: &mut StdRng) -> Vec<Step> {
@@ -66,7 +69,8 @@ fn history(rng: &mut StdRng) -> Vec<Step> {
                     Twist::StaleCopy,
                     Twist::Forgotten,
                     Twist::Cleared,
-                ][rng.gen_range(0..7)],
+                    Twist::OldRelease,
+                ][rng.gen_range(0..8)],
             }
         })
         .collect()
@@ -190,6 +194,32 @@ tidemark_store::test_each_backend! {
                     forget(KEPT, step.label, &key);
                     push(&db, KEPT, n, step).await;
                     if let Some(stale) = stale {
+                        put_back(stale);
+                        stale_back = true;
+                        went_stale += 1;
+                    }
+                }
+                Twist::OldRelease => {
+                    let stale = copy(KEPT, step.label, &key);
+                    forget(KEPT, step.label, &key);
+                    push(&db, KEPT, n, step).await;
+                    if let Some(stale) = stale {
+                        // The line as an older replica leaves it: moved on, the token as it was.
+                        on_db_write!(&db, pool => {
+                            sqlx::query(
+                                "UPDATE branches SET live_token = $1 WHERE account_id = $2 \
+                                 AND ref_key = $3 AND project_id = \
+                                 (SELECT id FROM projects WHERE account_id = $4 AND label = $5)",
+                            )
+                            .bind(stale.token())
+                            .bind(KEPT)
+                            .bind(&key)
+                            .bind(KEPT)
+                            .bind(step.label)
+                            .execute(pool)
+                            .await
+                            .unwrap();
+                        });
                         put_back(stale);
                         stale_back = true;
                         went_stale += 1;

@@ -6,7 +6,8 @@
 //! Each version of that state is named by a random token on the line's row
 //! (`branches.live_token`): a push sets a fresh one with the state it writes, and every other
 //! writer of the line's live spans or open tracked findings clears it in the same transaction
-//! ([`FORGET`]). A PostgreSQL replica keeps the state it last wrote under the token, and the
+//! ([`FORGET`]). A copy is used only while the line's head is still the scan it was kept at
+//! too: a replica of the previous release moves the head but knows no token. A PostgreSQL replica keeps the state it last wrote under the token, and the
 //! head read ships the state only when the line's token is not the one kept. The head is read
 //! under the project's lock in one snapshot, so the token read is the state read: a kept copy is
 //! used exactly when it is the line's state, whichever replica or writer came between.
@@ -56,6 +57,8 @@ impl LineState {
 #[derive(Clone)]
 pub(crate) struct Kept {
     pub(crate) token: String,
+    /// The line's latest scan (storage position) the state is of.
+    pub(crate) head_seq: i64,
     pub(crate) state: Arc<LineState>,
 }
 
@@ -84,8 +87,15 @@ pub(crate) fn recall(key: &str) -> Option<Kept> {
 
 /// Keeps `state` as the line's under `token` (after the transaction that wrote the token
 /// committed).
-pub(crate) fn keep(key: String, token: String, state: Arc<LineState>) {
-    KEPT.insert(key, Kept { token, state });
+pub(crate) fn keep(key: String, token: String, head_seq: i64, state: Arc<LineState>) {
+    KEPT.insert(
+        key,
+        Kept {
+            token,
+            head_seq,
+            state,
+        },
+    );
 }
 
 /// For tests: replicas whose copies went stale, and a check of a copy against the database.
@@ -98,6 +108,13 @@ pub mod testing {
 
     /// What this process keeps for one line, taken to be put back later.
     pub struct Copy(String, Kept);
+
+    impl Copy {
+        /// The token the copy was kept under.
+        pub fn token(&self) -> &str {
+            &self.1.token
+        }
+    }
 
     /// The copy kept for the line `line_key` (empty: the default line) of project `label`.
     pub fn copy(account_id: &str, label: &str, line_key: &str) -> Option<Copy> {
@@ -126,9 +143,9 @@ pub mod testing {
         let Some(Copy(_, kept)) = copy(account_id, label, line_key) else {
             return Ok(None);
         };
-        let line: Option<(String, Option<String>)> = on_db!(db, pool => {
+        let line: Option<(String, Option<String>, Option<i64>)> = on_db!(db, pool => {
             sqlx::query_as(
-                "SELECT b.id, b.live_token FROM projects p JOIN branches b \
+                "SELECT b.id, b.live_token, b.head_seq FROM projects p JOIN branches b \
                  ON b.id = CASE WHEN $1 = '' THEN p.default_branch_id ELSE \
                    (SELECT x.id FROM branches x WHERE x.project_id = p.id AND x.ref_key = $2) END \
                  WHERE p.account_id = $3 AND p.label = $4",
@@ -140,10 +157,10 @@ pub mod testing {
             .fetch_optional(pool)
             .await
         })?;
-        let Some((line_id, Some(token))) = line else {
+        let Some((line_id, Some(token), head_seq)) = line else {
             return Ok(None);
         };
-        if token != kept.token {
+        if token != kept.token || head_seq != Some(kept.head_seq) {
             return Ok(None);
         }
         let (mut live_spans, tracked): (Vec<LiveSpan>, Vec<(String, String, String)>) = on_db!(db, pool => {

@@ -159,9 +159,15 @@ pub(crate) struct Listeners {
 /// name is the default line, when that branch is the one that names it
 /// (`GitTarget::default_name`). A pull request's base is found the same way.
 ///
-/// `known` is the token of the line state this replica keeps for the push's line (empty for
-/// none): when the line still has it, the state is not read again ([`line_state`]).
-fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend, known: &str) -> Stmt {
+/// `known` is the token and head of the line state this replica keeps for the push's line
+/// (an empty token for none): when the line still has both, the state is not read again
+/// ([`line_state`]).
+fn head_statement(
+    ctx: &PushContext,
+    push: &ValidPush,
+    backend: Backend,
+    known: (&str, i64),
+) -> Stmt {
     let second = push.scanned_at().timestamp() * 1000;
     let git = push.git();
     let key = git.line();
@@ -189,14 +195,16 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend, known: 
         Some(crate::findings::POSTURE_SET_ASIDE),
     );
     let unknown = "t.id IS NOT NULL AND (kn.known = '' OR t.live_token IS NULL \
-                   OR t.live_token <> kn.known)";
+                   OR t.live_token <> kn.known OR t.head_seq IS NULL \
+                   OR t.head_seq <> kn.known_seq)";
     let open_tracked = crate::findings::open_tracked_column(backend, unknown, "t.id");
     let live_spans = crate::spans::live_spans_column(backend, unknown, "t.id");
     Stmt::new(format!(
         "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
          {set_aside} AS set_aside, \
          {open_tracked} AS open_tracked, {live_spans} AS live_spans, \
-         CAST(CASE WHEN kn.known <> '' AND t.live_token = kn.known THEN 1 ELSE 0 END AS BIGINT) AS state_kept, \
+         CAST(CASE WHEN kn.known <> '' AND t.live_token = kn.known \
+              AND t.head_seq = kn.known_seq THEN 1 ELSE 0 END AS BIGINT) AS state_kept, \
          cf.documents AS custom_frameworks, \
          t.head_seq AS line_head_seq, \
          ls.scanned_at AS line_head_at, \
@@ -241,7 +249,7 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend, known: 
          CROSS JOIN (SELECT $20 AS now_ms) nw \
          CROSS JOIN (SELECT '[' || {} || ']' AS documents FROM custom_frameworks \
                      WHERE account_id = $21) cf \
-         CROSS JOIN (SELECT $22 AS known) kn",
+         CROSS JOIN (SELECT $22 AS known, CAST($23 AS BIGINT) AS known_seq) kn",
         open_set_column(
             backend,
             "p.gate_new_severity IS NOT NULL AND t.head_seq IS NOT NULL",
@@ -279,7 +287,8 @@ fn head_statement(ctx: &PushContext, push: &ValidPush, backend: Backend, known: 
     } else {
         ""
     })
-    .bind(known)
+    .bind(known.0)
+    .bind(known.1)
 }
 
 /// What a push's transaction reads before it decides.
@@ -348,9 +357,9 @@ pub(crate) struct Planned {
     outcome: PushOutcome,
     own: Vec<Stmt>,
     shared: Vec<Stmt>,
-    /// The line's state after the push and the token the push gives it (when asked to keep
-    /// it).
-    kept: Option<(String, line_state::LineState)>,
+    /// The line's state after the push, the token the push gives it and the line's new head
+    /// (when asked to keep it).
+    kept: Option<(String, i64, line_state::LineState)>,
 }
 
 impl Planned {
@@ -445,6 +454,7 @@ fn plan(
         drifted: drifted.as_deref(),
     };
     let written = write_statements(ctx, push, &append, &placed, &lines);
+    let head_seq = append.seq;
     let mut writes = written.own;
     let heard = listener_statements(
         ctx,
@@ -476,7 +486,9 @@ fn plan(
         outcome: PushOutcome::Appended(scan, rate),
         own: writes,
         shared: written.shared,
-        kept: token.zip(written.state),
+        kept: token
+            .zip(written.state)
+            .map(|(token, state)| (token, head_seq, state)),
     }
 }
 
@@ -700,9 +712,9 @@ mod tests {
             custom_frameworks: false,
             drift_detection: false,
         };
-        let first = head_statement(&ctx, &push(1), Backend::Sqlite, "");
+        let first = head_statement(&ctx, &push(1), Backend::Sqlite, ("", 0));
         ctx.now += 60_000;
-        let later = head_statement(&ctx, &push(2), Backend::Sqlite, "");
+        let later = head_statement(&ctx, &push(2), Backend::Sqlite, ("", 0));
         assert_eq!(first.sql, later.sql);
         assert_ne!(first.args, later.args);
         // Every placeholder once, in order: how the SQLite writer binds.

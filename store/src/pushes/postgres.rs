@@ -144,7 +144,9 @@ async fn record_once(
         .bind(push.label())
         .execute(&mut *tx)
         .await?;
-    let known = kept.as_ref().map_or("", |k| k.token.as_str());
+    let known = kept
+        .as_ref()
+        .map_or(("", 0), |k| (k.token.as_str(), k.head_seq));
     let head = head_statement(ctx, push, Backend::Postgres, known);
     let mut args = sqlx::postgres::PgArguments::default();
     add_args::<sqlx::Postgres>(&mut args, head.args)?;
@@ -190,8 +192,8 @@ async fn record_once(
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
-            if let Some((token, state)) = planned.kept {
-                line_state::keep(key, token, Arc::new(state));
+            if let Some((token, head_seq, state)) = planned.kept {
+                line_state::keep(key, token, head_seq, Arc::new(state));
             }
             let rate = RateStatus {
                 limit: ctx.write_limit.limit,

@@ -141,7 +141,7 @@ fn write_group(conn: &Connection, group: &[Job]) -> Result<Vec<PushOutcome>, Sto
 
 fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
     // No line state is kept here: the head is read in process (`line_state`).
-    let head = head_statement(&job.ctx, &job.push, Backend::Sqlite, "");
+    let head = head_statement(&job.ctx, &job.push, Backend::Sqlite, ("", 0));
     let row = conn
         .prepare_cached(&positional(&head.sql))?
         .query_row(params_from_iter(&head.args), HeadRow::from_sqlite)?;
