@@ -194,18 +194,10 @@ fn head_statement(
         "nw.now_ms",
         Some(crate::findings::POSTURE_SET_ASIDE),
     );
-    let unknown = "t.id IS NOT NULL AND (kn.known = '' OR t.live_token IS NULL \
-                   OR t.live_token <> kn.known OR t.head_seq IS NULL \
-                   OR t.head_seq <> kn.known_seq)";
-    let open_tracked = crate::findings::open_tracked_column(backend, unknown, "t.id");
-    let live_spans = crate::spans::live_spans_column(backend, unknown, "t.id");
+    let line_state = line_state_columns(backend);
     Stmt::new(format!(
         "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
-         {set_aside} AS set_aside, \
-         {open_tracked} AS open_tracked, {live_spans} AS live_spans, \
-         CAST(CASE WHEN kn.known <> '' AND t.live_token = kn.known \
-              AND t.head_seq = kn.known_seq THEN 1 ELSE 0 END AS BIGINT) AS state_kept, \
-         cf.documents AS custom_frameworks, \
+         {set_aside} AS set_aside, {line_state}, cf.documents AS custom_frameworks, \
          t.head_seq AS line_head_seq, \
          ls.scanned_at AS line_head_at, \
          k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
@@ -289,6 +281,21 @@ fn head_statement(
     })
     .bind(known.0)
     .bind(known.1)
+}
+
+/// The head's columns `open_tracked`, `live_spans` and `state_kept`: the line's state, read
+/// unless the replica keeps it under the line's token and head (`kn`, [`line_state`]).
+fn line_state_columns(backend: Backend) -> String {
+    let unknown = "t.id IS NOT NULL AND (kn.known = '' OR t.live_token IS NULL \
+                   OR t.live_token <> kn.known OR t.head_seq IS NULL \
+                   OR t.head_seq <> kn.known_seq)";
+    format!(
+        "{} AS open_tracked, {} AS live_spans, \
+         CAST(CASE WHEN kn.known <> '' AND t.live_token = kn.known \
+              AND t.head_seq = kn.known_seq THEN 1 ELSE 0 END AS BIGINT) AS state_kept",
+        crate::findings::open_tracked_column(backend, unknown, "t.id"),
+        crate::spans::live_spans_column(backend, unknown, "t.id"),
+    )
 }
 
 /// What a push's transaction reads before it decides.
