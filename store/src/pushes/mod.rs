@@ -256,7 +256,7 @@ fn head_statement(
     .bind(second)
     .bind(second + 1000)
     .bind(ctx.account_id.as_str())
-    .bind(ctx.write_limit.window_start(ctx.now))
+    .bind(writes_counted_from(ctx, backend))
     .bind(ctx.account_id.as_str())
     .bind(ctx.account_id.as_str())
     .bind(push.label())
@@ -281,6 +281,16 @@ fn head_statement(
     })
     .bind(known.0)
     .bind(known.1)
+}
+
+/// Where the head starts counting the account's appends: the rate window's start on SQLite;
+/// the end of time (an empty range of the index) on PostgreSQL, whose budget is the push's
+/// place, counted already (`postgres::take_place`).
+fn writes_counted_from(ctx: &PushContext, backend: Backend) -> Millis {
+    match backend {
+        Backend::Sqlite => ctx.write_limit.window_start(ctx.now),
+        Backend::Postgres => Millis::MAX,
+    }
 }
 
 /// The head's columns `open_tracked`, `live_spans` and `state_kept`: the line's state, read
