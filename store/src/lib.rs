@@ -42,6 +42,7 @@ mod locks;
 pub mod machines;
 mod migration_lock;
 pub mod outbox;
+mod packed;
 pub mod posture;
 pub mod publishers;
 pub mod pushes;

@@ -49,15 +49,9 @@ pub(crate) struct TrackedScan<'a> {
 pub(crate) type OpenTracked = HashMap<(String, String), String>;
 
 /// A column of the push head: the open tracked findings of line `line` (an SQL expression),
-/// `[[id, rule id, resource, severity], …]`, read only when `when` holds.
+/// (rule id, resource, severity; [`crate::packed`]), read only when `when` holds.
 pub(crate) fn open_tracked_column(backend: Backend, when: &str, line: &str) -> String {
-    let rows = match backend {
-        Backend::Sqlite => "json_group_array(json_array(o.rule_id, o.resource, o.severity))",
-        Backend::Postgres => {
-            "COALESCE(json_agg(json_build_array(o.rule_id, o.resource, o.severity)), \
-             '[]'::json)::text"
-        }
-    };
+    let rows = crate::packed::packed_rows(backend, &["o.rule_id", "o.resource", "o.severity"]);
     format!(
         "CASE WHEN {when} THEN (SELECT {rows} FROM tracked_findings o \
          WHERE o.branch_id = {line} AND o.fixed_seq IS NULL) END"
@@ -65,13 +59,14 @@ pub(crate) fn open_tracked_column(backend: Backend, when: &str, line: &str) -> S
 }
 
 /// [`open_tracked_column`]'s value.
-pub(crate) fn parse_open_tracked(json: &str) -> Result<OpenTracked, StoreError> {
-    let rows: Vec<(String, String, String)> =
-        serde_json::from_str(json).map_err(|_| StoreError::Corrupt("open tracked findings"))?;
-    Ok(rows
-        .into_iter()
-        .map(|(rule, resource, severity)| ((rule, resource), severity))
-        .collect())
+pub(crate) fn parse_open_tracked(packed: &str) -> Result<OpenTracked, StoreError> {
+    let mut fields = crate::packed::Fields::new(packed, "open tracked findings");
+    let mut open = OpenTracked::new();
+    while !fields.is_done() {
+        let key = (fields.text()?.to_owned(), fields.text()?.to_owned());
+        open.insert(key, fields.text()?.to_owned());
+    }
+    Ok(open)
 }
 
 /// The statements that follow a branch's findings through one appended scan, compared with

@@ -18,7 +18,8 @@ use crate::findings::OpenTracked;
 use crate::spans::LiveSpan;
 use crate::{ProjectId, ScanId, StoreError};
 
-/// A column the head statement builds as JSON (or null), parsed into `T` as the row is read.
+/// A column the head statement builds as JSON or as packed rows ([`crate::packed`]), or null,
+/// parsed into `T` as the row is read.
 pub(super) struct JsonColumn<T>(Option<T>);
 
 pub(super) trait FromJsonColumn: Sized {

@@ -143,19 +143,20 @@ impl LiveSpan {
 }
 
 /// A column of the push head: the spans of line `line` (an SQL expression) that its latest
-/// scan has, `[[position, rule id, resource, status, severity, text hash], …]`, read only when
-/// `when` holds.
+/// scan has (position, rule id, resource, status, severity, text hash; [`crate::packed`]), read
+/// only when `when` holds.
 pub(crate) fn live_spans_column(backend: Backend, when: &str, line: &str) -> String {
-    let rows = match backend {
-        Backend::Sqlite => {
-            "json_group_array(json_array(v.position, v.rule_id, v.resource, v.status, \
-             v.severity, v.text_hash))"
-        }
-        Backend::Postgres => {
-            "COALESCE(json_agg(json_build_array(v.position, v.rule_id, v.resource, v.status, \
-             v.severity, v.text_hash)), '[]'::json)::text"
-        }
-    };
+    let rows = crate::packed::packed_rows(
+        backend,
+        &[
+            "v.position",
+            "v.rule_id",
+            "v.resource",
+            "v.status",
+            "v.severity",
+            "v.text_hash",
+        ],
+    );
     format!(
         "CASE WHEN {when} THEN (SELECT {rows} FROM finding_spans v \
          WHERE v.branch_id = {line} AND v.to_seq = {OPEN_END}) END"
@@ -163,23 +164,20 @@ pub(crate) fn live_spans_column(backend: Backend, when: &str, line: &str) -> Str
 }
 
 /// [`live_spans_column`]'s value.
-pub(crate) fn parse_live_spans(json: &str) -> Result<Vec<LiveSpan>, StoreError> {
-    type Row = (i64, String, String, String, String, String);
-    let rows: Vec<Row> =
-        serde_json::from_str(json).map_err(|_| StoreError::Corrupt("live finding spans"))?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(position, rule_id, resource, status, severity, text)| LiveSpan {
-                position,
-                rule_id,
-                resource,
-                status,
-                severity,
-                text,
-            },
-        )
-        .collect())
+pub(crate) fn parse_live_spans(packed: &str) -> Result<Vec<LiveSpan>, StoreError> {
+    let mut fields = crate::packed::Fields::new(packed, "live finding spans");
+    let mut spans = Vec::new();
+    while !fields.is_done() {
+        spans.push(LiveSpan {
+            position: fields.int()?,
+            rule_id: fields.text()?.to_owned(),
+            resource: fields.text()?.to_owned(),
+            status: fields.text()?.to_owned(),
+            severity: fields.text()?.to_owned(),
+            text: fields.text()?.to_owned(),
+        });
+    }
+    Ok(spans)
 }
 
 /// Where a scan's spans go.
