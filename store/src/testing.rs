@@ -236,6 +236,21 @@ pub fn appended(outcome: crate::pushes::PushOutcome) -> crate::pushes::StoredSca
     }
 }
 
+/// Pushes `body` (a push's JSON) with `ctx` and returns the scan it appended; panics on any
+/// other outcome.
+pub async fn push_appended(
+    db: &Writer,
+    ctx: crate::pushes::PushContext,
+    body: &serde_json::Value,
+) -> crate::pushes::StoredScan {
+    let push = tidemark_domain::push::ValidPush::parse(body.to_string().as_bytes())
+        .unwrap_or_else(|e| panic!("a valid push: {e:?}"));
+    let outcome = crate::pushes::record_push(db, ctx, push)
+        .await
+        .unwrap_or_else(|e| panic!("pushing: {e}"));
+    appended(outcome)
+}
+
 /// The id of the API key [`insert_license`] and [`insert_pushing_account`] give an account:
 /// pushes in the store tests name it (a push is refused unless its key is live).
 pub fn push_key_id(account_id: &(impl AsRef<str> + ?Sized)) -> String {

@@ -11,10 +11,8 @@
 use rand::{rngs::StdRng, Rng as _, SeedableRng as _};
 use serde_json::{json, Value};
 use tidemark_domain::git::{branch_ref_key, BranchName};
-use tidemark_domain::push::ValidPush;
 use tidemark_store::pushes::line_state::testing::{copy, forget, kept_is_true, put_back};
-use tidemark_store::pushes::record_push;
-use tidemark_store::testing::{appended, fresh, insert_pushing_account, push_context};
+use tidemark_store::testing::{fresh, insert_pushing_account, push_appended, push_context};
 use tidemark_store::{on_db, on_db_write, Backend, Writer};
 
 const NOW: i64 = 1_800_000_000_000;
@@ -93,15 +91,7 @@ async fn push(db: &Writer, account: &str, n: i64, step: &Step) {
     let mut ctx = push_context(account);
     ctx.now = NOW;
     ctx.drift_detection = true;
-    appended(
-        record_push(
-            db,
-            ctx,
-            ValidPush::parse(body.to_string().as_bytes()).unwrap(),
-        )
-        .await
-        .unwrap(),
-    );
+    push_appended(db, ctx, &body).await;
 }
 
 type SpanRow = (

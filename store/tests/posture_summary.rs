@@ -7,12 +7,10 @@
 use rand::{rngs::StdRng, Rng as _, SeedableRng as _};
 use serde_json::{json, Value};
 use tidemark_domain::posture::roll_up;
-use tidemark_domain::push::ValidPush;
 use tidemark_store::dashboard::{project_id_by_label, set_archived, ArchiveOutcome};
 use tidemark_store::posture::read::account_rollup;
 use tidemark_store::posture::summary::{account_posture, AccountPosture};
-use tidemark_store::pushes::record_push;
-use tidemark_store::testing::{appended, audit, fresh, insert_pushing_account, push_context};
+use tidemark_store::testing::{audit, fresh, insert_pushing_account, push_appended, push_context};
 use tidemark_store::{on_db_write, AccountId, Writer};
 
 const NOW: i64 = 1_800_000_000_000;
@@ -55,15 +53,7 @@ async fn push(db: &Writer, rng: &mut StdRng, n: i64, label: &str, branch: &str) 
     });
     let mut ctx = push_context(&acct());
     ctx.now = NOW;
-    appended(
-        record_push(
-            db,
-            ctx,
-            ValidPush::parse(body.to_string().as_bytes()).unwrap(),
-        )
-        .await
-        .unwrap(),
-    );
+    push_appended(db, ctx, &body).await;
 }
 
 /// The roll-up of every project's latest scan, read project by project.
