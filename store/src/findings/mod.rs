@@ -74,17 +74,8 @@ pub(crate) fn parse_open_tracked(packed: &str) -> Result<OpenTracked, StoreError
 /// open yet is inserted, or reopened if it had been fixed; one still open is left alone
 /// (unless its severity changed), so a scan like the last one writes nothing here; an open
 /// one the scan no longer has is marked fixed by it, last seen in the line's previous scan.
-/// An open finding's "last seen" is its line's latest scan.
-#[cfg(test)]
-pub(crate) fn tracking_statements(
-    scan: &TrackedScan<'_>,
-    findings: &[Finding],
-    open: &OpenTracked,
-) -> Vec<Stmt> {
-    tracking_writes(scan, findings, open, false).0
-}
-
-/// [`tracking_statements`], and with `want_open` the line's open tracked findings after them.
+/// An open finding's "last seen" is its line's latest scan. With `want_open`, also the line's
+/// open tracked findings after them.
 pub(crate) fn tracking_writes(
     scan: &TrackedScan<'_>,
     findings: &[Finding],
@@ -774,7 +765,12 @@ mod tests {
     #[test]
     fn a_scan_like_the_last_writes_nothing() {
         let findings = [finding("x", Severity::High), finding("y", Severity::Low)];
-        let writes = tracking_statements(&scan(), &findings, &open(&[("x", "high"), ("y", "low")]));
+        let (writes, _) = tracking_writes(
+            &scan(),
+            &findings,
+            &open(&[("x", "high"), ("y", "low")]),
+            false,
+        );
         assert!(writes.is_empty(), "{writes:?}");
     }
 
@@ -785,7 +781,12 @@ mod tests {
             finding("x", Severity::High),
             finding("y", Severity::Critical),
         ];
-        let writes = tracking_statements(&scan(), &findings, &open(&[("y", "low"), ("z", "low")]));
+        let (writes, _) = tracking_writes(
+            &scan(),
+            &findings,
+            &open(&[("y", "low"), ("z", "low")]),
+            false,
+        );
         assert_eq!(writes.len(), 3, "{writes:?}");
         assert!(writes[0].sql.starts_with("INSERT INTO tracked_findings"));
         assert_eq!(

@@ -219,7 +219,7 @@ mod tests {
             });
             let name = path.strip_prefix(&src).unwrap_or(path).to_string_lossy();
             let known = [
-                // The push: span_statements and tracking_statements, under a fresh token.
+                // The push: span_writes and tracking_writes, under a fresh token.
                 "spans/mod.rs",
                 "findings/mod.rs",
                 // Triage sets triage columns only; a removed line has no state to keep.

@@ -195,18 +195,9 @@ pub(crate) struct SpanWrites {
 
 /// The statements that store a scan's findings against its branch's live spans: the texts it
 /// brings that the project does not have yet, the spans it no longer has ended at it, and
-/// new spans for what changed. A scan like the previous one writes nothing here.
-#[cfg(test)]
-pub(crate) fn span_statements(
-    scan: &SpanScan<'_>,
-    findings: &[Finding],
-    live: &[LiveSpan],
-) -> Vec<Stmt> {
-    span_writes(scan, findings, live, false).writes
-}
-
-/// [`span_statements`], and with `want_live` the spans the scan leaves live, in position
-/// order: the kept ones and the started ones.
+/// new spans for what changed. A scan like the previous one writes nothing here. With
+/// `want_live`, also the spans the scan leaves live, in position order: the kept ones and the
+/// started ones.
 pub(crate) fn span_writes(
     scan: &SpanScan<'_>,
     findings: &[Finding],
@@ -423,13 +414,17 @@ mod tests {
     #[test]
     fn a_scan_like_the_last_writes_nothing() {
         let findings = [finding("a", "FAIL"), finding("b", "PASS")];
-        assert!(span_statements(&scan(), &findings, &live_after(&findings)).is_empty());
+        assert!(
+            span_writes(&scan(), &findings, &live_after(&findings), false)
+                .writes
+                .is_empty()
+        );
     }
 
     #[test]
     fn a_first_scan_writes_its_texts_once_and_a_span_per_finding() {
         let findings = [finding("a", "FAIL"), finding("b", "PASS")];
-        let writes = span_statements(&scan(), &findings, &[]);
+        let writes = span_writes(&scan(), &findings, &[], false).writes;
         assert_eq!(writes.len(), 2, "{writes:?}");
         assert!(writes[0].sql.starts_with("INSERT INTO finding_texts"));
         assert_eq!(writes[0].sql.matches("($").count(), 1, "one text for both");
@@ -441,7 +436,7 @@ mod tests {
     fn a_changed_status_ends_one_span_and_starts_one() {
         let before = [finding("a", "FAIL"), finding("b", "FAIL")];
         let after = [finding("a", "FAIL"), finding("b", "PASS")];
-        let writes = span_statements(&scan(), &after, &live_after(&before));
+        let writes = span_writes(&scan(), &after, &live_after(&before), false).writes;
         // The text is the project's already, but a new span may bring one: it is offered, and
         // kept once.
         assert_eq!(writes.len(), 3, "{writes:?}");
