@@ -16,6 +16,7 @@ if [ "${TIDEMARK_ENV:-development}" = production ]; then
 fi
 
 idp_port=${TIDEMARK_DEV_OIDC_PORT:-4455}
+staff_idp_port=${TIDEMARK_DEV_STAFF_OIDC_PORT:-4456}
 pids=()
 trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
 message=
@@ -30,6 +31,22 @@ if [ -z "${TIDEMARK_OIDC_ISSUER:-}" ]; then
   export TIDEMARK_DEV_DEMO=${TIDEMARK_DEV_DEMO:-1}
   message="  Sign in at http://127.0.0.1:3000/signin as demo@tidemark.localhost (admin of a demo
   account with sample scans) through the development OpenID provider on localhost:$idp_port."
+fi
+if [ -z "${TIDEMARK_CONSOLE_OIDC_ISSUER:-}" ]; then
+  # The vendor's console: a second development provider, for staff, whose sign-in form asks
+  # for the person's groups; each group opens the console as one role.
+  node end2end/idp/oidc.mjs --dev --staff --port "$staff_idp_port" --client-id tidemark-console-dev \
+    --client-secret tidemark-console-dev-secret --default-email staff@vendor.localhost \
+    --redirect-uri "http://127.0.0.1:3000/console/auth/callback" &
+  pids+=($!)
+  export TIDEMARK_CONSOLE_OIDC_ISSUER="http://localhost:$staff_idp_port" \
+    TIDEMARK_CONSOLE_OIDC_CLIENT_ID=tidemark-console-dev \
+    TIDEMARK_CONSOLE_OIDC_CLIENT_SECRET=tidemark-console-dev-secret \
+    TIDEMARK_CONSOLE_ROLES=vendor-admins=admin,sellers=sales,helpdesk=support,everyone=read
+  message="${message:+$message
+}  The vendor's console is at http://127.0.0.1:3000/console: sign in as any address, ticking
+  the groups to hold (vendor-admins, sellers, helpdesk, everyone), through the development
+  staff provider on localhost:$staff_idp_port."
 fi
 
 if [ "${1:-}" = --watch ]; then

@@ -12,6 +12,8 @@ pub mod api;
 pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod chart;
+#[cfg(feature = "ssr")]
+pub mod console;
 pub mod error;
 pub mod life;
 pub mod links;

@@ -92,6 +92,10 @@ actions! {
     HousekeepingPolicySet => "housekeeping.policy_set", "Housekeeping policy set";
     FrameworkSet => "framework.set", "Custom framework set";
     FrameworkDeleted => "framework.deleted", "Custom framework deleted";
+    StaffSignedIn => "console.signed_in", "Staff member signed in to the console";
+    StaffSignedOut => "console.signed_out", "Staff member signed out of the console";
+    StaffRefused => "console.refused", "Staff sign-in refused";
+    ConsoleRead => "console.read", "Read in the vendor's console";
 }
 
 /// Who made a change.
@@ -112,13 +116,16 @@ pub enum Actor {
     /// The vendor's billing, CRM or support system (or a person) with a vendor token, by the
     /// token's name (kind `operator`: the vendor acting, as on the host).
     Vendor { token_name: String },
+    /// A member of the vendor's staff in the console, by the e-mail address their provider
+    /// gave (kind `operator`: the vendor acting, by name).
+    Staff { email: String },
 }
 
 impl Actor {
     pub fn kind(&self) -> &'static str {
         match self {
             Actor::User { .. } => "user",
-            Actor::Operator { .. } | Actor::Vendor { .. } => "operator",
+            Actor::Operator { .. } | Actor::Vendor { .. } | Actor::Staff { .. } => "operator",
             Actor::System { .. } | Actor::Scim { .. } | Actor::ApiKey { .. } => "system",
         }
     }
@@ -132,6 +139,7 @@ impl Actor {
             Actor::Scim { token_prefix } => format!("scim:{token_prefix}"),
             Actor::ApiKey { key_prefix } => format!("api-key:{key_prefix}"),
             Actor::Vendor { token_name } => format!("vendor:{token_name}"),
+            Actor::Staff { email } => format!("staff:{email}"),
         }
     }
 
@@ -142,7 +150,8 @@ impl Actor {
             | Actor::System { .. }
             | Actor::Scim { .. }
             | Actor::ApiKey { .. }
-            | Actor::Vendor { .. } => None,
+            | Actor::Vendor { .. }
+            | Actor::Staff { .. } => None,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod api;
 pub mod auth;
 pub mod billing;
 pub mod config;
+pub mod console;
 pub mod http;
 pub mod keyless;
 pub mod net;
@@ -124,6 +125,14 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
     let dns = net::dns::DnsVerifier::new(config.signin.dns_resolver)
         .context("could not set up the DNS resolver for SSO domain verification")?;
     let keys = config.keys.keyring();
+    let console = match &config.console {
+        Some(console) => Some(console::provider::ConsoleAuth::new(
+            console,
+            &config.http.base_url,
+            crypto::SecretBox::new(&keys, crypto::STAFF_TOKEN_PURPOSE),
+        )?),
+        None => None,
+    };
     let ci_keys = Arc::new(keyless::KeySets::new(
         dns.clone(),
         config.keyless.allow_private_issuers,
@@ -145,6 +154,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
         db,
         login_attempts: crypto::SecretBox::new(&keys, crypto::LOGIN_ATTEMPT_PURPOSE),
         oidc,
+        console,
         license_keys: crypto::SecretBox::new(&keys, crypto::LICENSE_KEY_PURPOSE),
         webhook_secrets: crypto::SecretBox::new(&keys, crypto::WEBHOOK_PURPOSE),
         handovers: crypto::SecretBox::new(&keys, crypto::HANDOVER_PURPOSE),
@@ -204,7 +214,12 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         )))
         .merge(security_headers::no_store(scim::router()))
         .merge(security_headers::no_store(billing::router()))
-        .merge(security_headers::no_store(dashboard))
+        .merge(security_headers::no_store(dashboard));
+    let app = match console::router(&state) {
+        Some(console) => app.merge(console),
+        None => app,
+    };
+    let app = app
         .with_state(state.clone())
         .fallback_service(fallback_service(&state))
         .layer(axum::middleware::from_fn_with_state(

@@ -25,6 +25,9 @@ pub struct AppState {
     pub login_attempts: SecretBox,
     /// The OpenID Connect provider, when configured.
     pub oidc: Option<Arc<crate::auth::oidc::provider::OidcProvider>>,
+    /// The vendor's console: its staff provider and role map, when configured.
+    #[from_ref(skip)]
+    pub console: Option<Arc<crate::console::provider::ConsoleAuth>>,
     /// Looks up SSO domain-verification records.
     #[from_ref(skip)]
     pub dns: crate::net::dns::DnsVerifier,

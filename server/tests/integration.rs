@@ -13,6 +13,7 @@ mod branches;
 mod catalogues;
 mod cli_client;
 mod cli_verdicts;
+mod console;
 mod dashboard_api;
 mod demo;
 mod deployment;

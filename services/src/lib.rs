@@ -12,6 +12,7 @@ pub mod badges;
 pub mod billing;
 pub mod bundles;
 pub mod catalogues;
+pub mod console;
 pub mod crypto;
 mod error;
 pub mod exports;

@@ -7,7 +7,7 @@ use crate::AccountId;
 use tidemark_domain::audit::{Action, AuditContext};
 use tidemark_domain::Millis;
 
-use crate::{on_db, Db, StoreError};
+use crate::{on_db, on_db_write, Db, StoreError};
 
 /// One audited change, as the store function that makes it describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,17 @@ macro_rules! record_in {
     }};
 }
 pub(crate) use record_in;
+
+/// Records `change` alone (one statement, its own transaction): for what changes nothing
+/// else, a staff member signing in, a read the vendor's log keeps.
+pub async fn record(
+    db: &crate::Writer,
+    ctx: &AuditContext,
+    change: Change<'_>,
+) -> Result<(), StoreError> {
+    on_db_write!(db, pool => { record_in!(pool, ctx, change).map(drop) })?;
+    Ok(())
+}
 
 /// One recorded change.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

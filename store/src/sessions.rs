@@ -8,6 +8,27 @@ use tidemark_domain::Millis;
 use crate::Writer;
 use crate::{on_db, on_db_write, Db, StoreError};
 
+/// Which people's sessions: the dashboard's customers, or the vendor's staff in the console.
+/// The two live in tables of the same shape and never in one: a customer's session id can
+/// never be looked up as a staff session, whatever the cookie it came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionTable {
+    /// `sessions`: `user_id` and `account_id` name the member.
+    Customers,
+    /// `staff_sessions`: `user_id` is the staff member's subject at the console's provider;
+    /// `account_id` is always empty.
+    Staff,
+}
+
+impl SessionTable {
+    fn name(self) -> &'static str {
+        match self {
+            SessionTable::Customers => "sessions",
+            SessionTable::Staff => "staff_sessions",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRow {
     pub data: String,
@@ -31,11 +52,26 @@ pub async fn create_session(
     expires_at: Millis,
     absolute_expires_at: Millis,
 ) -> Result<bool, StoreError> {
+    let at = (now, expires_at, absolute_expires_at);
+    create_in(db, SessionTable::Customers, id_hash, owner, data, at).await
+}
+
+/// [`create_session`] in `table`; `at` is (now, expires_at, absolute_expires_at).
+pub async fn create_in(
+    db: &Writer,
+    table: SessionTable,
+    id_hash: &str,
+    owner: SessionOwner<'_>,
+    data: &str,
+    (now, expires_at, absolute_expires_at): (Millis, Millis, Millis),
+) -> Result<bool, StoreError> {
+    let sql = format!(
+        "INSERT INTO {} (id_hash, user_id, account_id, data, created_at, expires_at, \
+         absolute_expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+        table.name()
+    );
     let inserted = on_db_write!(db, pool => {
-        sqlx::query(
-            "INSERT INTO sessions (id_hash, user_id, account_id, data, created_at, expires_at, \
-             absolute_expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-        )
+        sqlx::query(&sql)
         .bind(id_hash)
         .bind(owner.user_id)
         .bind(owner.account_id)
@@ -61,12 +97,28 @@ pub async fn save_session(
     expires_at: Millis,
     slack_ms: Millis,
 ) -> Result<(), StoreError> {
+    let table = SessionTable::Customers;
+    save_in(db, table, id_hash, owner, data, expires_at, slack_ms).await
+}
+
+/// [`save_session`] in `table`.
+pub async fn save_in(
+    db: &Writer,
+    table: SessionTable,
+    id_hash: &str,
+    owner: SessionOwner<'_>,
+    data: &str,
+    expires_at: Millis,
+    slack_ms: Millis,
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "UPDATE {} SET data = $2, user_id = $3, account_id = $4, \
+         expires_at = CASE WHEN $5 < absolute_expires_at THEN $5 ELSE absolute_expires_at END \
+         WHERE id_hash = $1 AND (data <> $2 OR expires_at < $6)",
+        table.name()
+    );
     on_db_write!(db, pool => {
-        sqlx::query(
-            "UPDATE sessions SET data = $2, user_id = $3, account_id = $4, \
-             expires_at = CASE WHEN $5 < absolute_expires_at THEN $5 ELSE absolute_expires_at END \
-             WHERE id_hash = $1 AND (data <> $2 OR expires_at < $6)",
-        )
+        sqlx::query(&sql)
         .bind(id_hash)
         .bind(data)
         .bind(owner.user_id)
@@ -86,11 +138,23 @@ pub async fn load_session(
     id_hash: &str,
     now: Millis,
 ) -> Result<Option<SessionRow>, StoreError> {
+    load_in(db, SessionTable::Customers, id_hash, now).await
+}
+
+/// [`load_session`] from `table`.
+pub async fn load_in(
+    db: &Db,
+    table: SessionTable,
+    id_hash: &str,
+    now: Millis,
+) -> Result<Option<SessionRow>, StoreError> {
+    let sql = format!(
+        "SELECT data, expires_at FROM {} \
+         WHERE id_hash = $1 AND expires_at > $2 AND absolute_expires_at > $2",
+        table.name()
+    );
     let row: Option<(String, i64)> = on_db!(db, pool => {
-        sqlx::query_as(
-            "SELECT data, expires_at FROM sessions \
-             WHERE id_hash = $1 AND expires_at > $2 AND absolute_expires_at > $2",
-        )
+        sqlx::query_as(&sql)
         .bind(id_hash)
         .bind(now)
         .fetch_optional(pool)
@@ -100,8 +164,14 @@ pub async fn load_session(
 }
 
 pub async fn delete_session(db: &Writer, id_hash: &str) -> Result<(), StoreError> {
+    delete_in(db, SessionTable::Customers, id_hash).await
+}
+
+/// [`delete_session`] from `table`.
+pub async fn delete_in(db: &Writer, table: SessionTable, id_hash: &str) -> Result<(), StoreError> {
+    let sql = format!("DELETE FROM {} WHERE id_hash = $1", table.name());
     on_db_write!(db, pool => {
-        sqlx::query("DELETE FROM sessions WHERE id_hash = $1").bind(id_hash).execute(pool).await.map(|_| ())
+        sqlx::query(&sql).bind(id_hash).execute(pool).await.map(|_| ())
     })?;
     Ok(())
 }
@@ -131,6 +201,7 @@ pub async fn prune_expired(db: &Writer, now: Millis) -> Result<u64, StoreError> 
         let mut deleted = 0;
         for sql in [
             "DELETE FROM sessions WHERE expires_at <= $1 OR absolute_expires_at <= $1",
+            "DELETE FROM staff_sessions WHERE expires_at <= $1 OR absolute_expires_at <= $1",
             "DELETE FROM login_attempts WHERE expires_at <= $1",
             "DELETE FROM saml_seen_assertions WHERE expires_at <= $1",
             "DELETE FROM oidc_used_tokens WHERE expires_at <= $1",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use sha2::{Digest as _, Sha256};
 use tidemark_domain::access::SessionPolicy;
 use tidemark_domain::{now_millis, Millis};
-use tidemark_store::sessions::{self, SessionOwner};
+use tidemark_store::sessions::{self, SessionOwner, SessionTable};
 use tidemark_store::Db;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
@@ -23,11 +23,20 @@ pub const SIGNED_IN_VIA: &str = "via";
 pub struct DbSessionStore {
     db: Db,
     policy: SessionPolicy,
+    table: SessionTable,
 }
 
 impl DbSessionStore {
+    /// The dashboard's sessions.
     pub fn new(db: Db, policy: SessionPolicy) -> Self {
-        Self { db, policy }
+        let table = SessionTable::Customers;
+        Self { db, policy, table }
+    }
+
+    /// The console's sessions: another table, so a customer's session id is no staff session.
+    pub fn for_staff(db: Db, policy: SessionPolicy) -> Self {
+        let table = SessionTable::Staff;
+        Self { db, policy, table }
     }
 
     /// How far a stored expiry may lag behind activity before a read rewrites it: a sliding
@@ -64,7 +73,7 @@ impl SessionStore for DbSessionStore {
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         let (user, account) = owned_owner(record);
         let now = now_millis();
-        let policy = self.policy;
+        let (policy, table) = (self.policy, self.table);
         loop {
             let (hash, data, user, account) = (
                 id_hash(&record.id),
@@ -75,17 +84,16 @@ impl SessionStore for DbSessionStore {
             let created = self
                 .db
                 .detached(|db| async move {
-                    sessions::create_session(
+                    sessions::create_in(
                         &db,
+                        table,
                         &hash,
                         SessionOwner {
                             user_id: user.as_deref(),
                             account_id: account.as_deref(),
                         },
                         &data,
-                        now,
-                        now + policy.idle_ms,
-                        now + policy.absolute_ms,
+                        (now, now + policy.idle_ms, now + policy.absolute_ms),
                     )
                     .await
                 })
@@ -105,11 +113,12 @@ impl SessionStore for DbSessionStore {
         let (user, account) = owned_owner(record);
         let hash = id_hash(&record.id);
         let expires_at = now_millis() + self.policy.idle_ms;
-        let slack = self.slack_ms();
+        let (slack, table) = (self.slack_ms(), self.table);
         self.db
             .detached(|db| async move {
-                sessions::save_session(
+                sessions::save_in(
                     &db,
+                    table,
                     &hash,
                     SessionOwner {
                         user_id: user.as_deref(),
@@ -126,7 +135,7 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn load(&self, session_id: &Id) -> session_store::Result<Option<Record>> {
-        let Some(row) = sessions::load_session(&self.db, &id_hash(session_id), now_millis())
+        let Some(row) = sessions::load_in(&self.db, self.table, &id_hash(session_id), now_millis())
             .await
             .map_err(backend)?
         else {
@@ -144,9 +153,9 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn delete(&self, session_id: &Id) -> session_store::Result<()> {
-        let hash = id_hash(session_id);
+        let (hash, table) = (id_hash(session_id), self.table);
         self.db
-            .detached(|db| async move { sessions::delete_session(&db, &hash).await })
+            .detached(|db| async move { sessions::delete_in(&db, table, &hash).await })
             .await
             .map_err(backend)
     }

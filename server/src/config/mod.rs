@@ -3,6 +3,7 @@
 //! ([`VARIABLES`]); start-up logs [`Config::summary`], one line per concern.
 
 mod billing;
+mod console;
 mod database;
 mod housekeeping;
 mod http;
@@ -18,6 +19,7 @@ mod webhooks;
 use std::path::PathBuf;
 
 pub use billing::StripeConfig;
+pub use console::ConsoleConfig;
 pub use database::{DatabaseConfig, DatabaseUrl, MigratePolicy};
 pub use housekeeping::{parse_housekeeping, HousekeepingConfig};
 pub use http::HttpConfig;
@@ -47,6 +49,8 @@ pub struct Config {
     pub http: HttpConfig,
     pub keys: KeysConfig,
     pub signin: SigninConfig,
+    /// The vendor's console, when its staff provider is configured.
+    pub console: Option<ConsoleConfig>,
     pub keyless: KeylessConfig,
     pub mail: MailConfig,
     pub webhooks: WebhookConfig,
@@ -127,6 +131,7 @@ impl Config {
             keys,
             keyless,
             signin: SigninConfig::read(&vars)?,
+            console: ConsoleConfig::read(&vars)?,
             mail: MailConfig::read(&vars)?,
             webhooks: WebhookConfig::read(&vars)?,
             stripe: StripeConfig::read(&vars)?,
@@ -156,6 +161,12 @@ impl Config {
             ("http", self.http.summary()),
             ("keys", self.keys.summary()),
             ("sign-in", self.signin.summary()),
+            (
+                "console",
+                self.console
+                    .as_ref()
+                    .map_or("off".to_owned(), ConsoleConfig::summary),
+            ),
             ("keyless CI", self.keyless.summary()),
             ("mail", self.mail.summary()),
             ("webhooks", self.webhooks.summary()),
@@ -198,6 +209,10 @@ pub(crate) mod tests {
                 "TIDEMARK_OIDC_ISSUER" => Some("https://idp.example".into()),
                 "TIDEMARK_OIDC_CLIENT_ID" => Some("tidemark".into()),
                 "TIDEMARK_OIDC_CLIENT_SECRET" => Some("s".into()),
+                "TIDEMARK_CONSOLE_OIDC_ISSUER" => Some("https://staff.example".into()),
+                "TIDEMARK_CONSOLE_OIDC_CLIENT_ID" => Some("console".into()),
+                "TIDEMARK_CONSOLE_OIDC_CLIENT_SECRET" => Some("s".into()),
+                "TIDEMARK_CONSOLE_ROLES" => Some("staff=read".into()),
                 _ => None,
             }
         })
@@ -303,7 +318,7 @@ pub(crate) mod tests {
         assert!(!debug.contains(&key), "{debug}");
         assert!(debug.contains("<redacted>"));
         let summary = c.summary();
-        assert_eq!(summary.len(), 11, "one line per concern");
+        assert_eq!(summary.len(), 12, "one line per concern");
         for (concern, line) in summary {
             for secret in ["hunter2", "mailpass", key.as_str()] {
                 assert!(!line.contains(secret), "{concern}: {line}");

@@ -17,6 +17,10 @@ pub struct OidcConfig {
 pub struct ClientSecret(String);
 
 impl ClientSecret {
+    pub fn new(secret: String) -> Self {
+        Self(secret)
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }

@@ -119,6 +119,32 @@ pub const VARIABLES: &[Variable] = &[
     ),
     secret("TIDEMARK_OIDC_CLIENT_SECRET", "", "its secret"),
     setting(
+        "TIDEMARK_CONSOLE_OIDC_ISSUER",
+        "",
+        "OpenID Connect issuer URL the vendor's staff sign in to the console with",
+    ),
+    setting(
+        "TIDEMARK_CONSOLE_OIDC_CLIENT_ID",
+        "",
+        "the console's client at that provider",
+    ),
+    secret("TIDEMARK_CONSOLE_OIDC_CLIENT_SECRET", "", "its secret"),
+    setting(
+        "TIDEMARK_CONSOLE_ROLES",
+        "",
+        "group=role pairs (admin, sales, support, read) that open the console",
+    ),
+    setting(
+        "TIDEMARK_CONSOLE_GROUPS_CLAIM",
+        "groups",
+        "the claim holding a staff member's groups",
+    ),
+    setting(
+        "TIDEMARK_CONSOLE_OIDC_SCOPES",
+        "groups",
+        "scopes asked for besides openid and email",
+    ),
+    setting(
         "TIDEMARK_DNS_RESOLVER",
         "(system resolvers)",
         "ip:port of the nameserver for SSO domain checks",
@@ -302,11 +328,12 @@ pub fn variables_help() -> String {
 /// The settings that hold secrets. Each may instead be given as `<NAME>_FILE`, the path of a
 /// file holding the value (the container convention: Docker and Kubernetes secrets are
 /// mounted as files, which keeps them out of the process environment and `docker inspect`).
-pub const SECRET_VARIABLES: [&str; 7] = [
+pub const SECRET_VARIABLES: [&str; 8] = [
     "DATABASE_URL",
     "TIDEMARK_MASTER_KEY",
     "TIDEMARK_MASTER_KEY_PREVIOUS",
     "TIDEMARK_OIDC_CLIENT_SECRET",
+    "TIDEMARK_CONSOLE_OIDC_CLIENT_SECRET",
     "TIDEMARK_SMTP_URL",
     "TIDEMARK_STRIPE_WEBHOOK_SECRET",
     "TIDEMARK_STRIPE_API_KEY",

@@ -83,6 +83,10 @@ struct Inner {
     issuer: String,
     script: Mutex<Script>,
     codes: Mutex<HashMap<String, Pending>>,
+    /// Access tokens given out, to the subject and e-mail they were given for.
+    tokens: Mutex<HashMap<String, (String, Option<String>)>>,
+    /// Each subject's groups, as `/userinfo` lists them now.
+    groups: Mutex<HashMap<String, Vec<String>>>,
 }
 
 #[derive(Clone)]
@@ -105,6 +109,8 @@ impl ScriptedProvider {
             issuer,
             script: Mutex::new(Script::user("nobody@example.com")),
             codes: Mutex::new(HashMap::new()),
+            tokens: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
         });
         let app = Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
@@ -112,6 +118,7 @@ impl ScriptedProvider {
             .route("/authorize", get(authorize))
             .route("/token", post(token))
             .route("/token-elsewhere", post(token))
+            .route("/userinfo", get(userinfo))
             .with_state(inner.clone());
         let server = tokio::spawn(async move {
             axum::serve(listener, app).await.expect("provider");
@@ -128,6 +135,39 @@ impl ScriptedProvider {
 
     pub fn script(&self, script: Script) {
         *self.inner.script.lock().expect("script") = script;
+    }
+
+    /// Puts `subject` in `groups` (replacing those it was in), as `/userinfo` answers from now.
+    pub fn set_groups(&self, subject: &str, groups: &[&str]) {
+        let groups = groups.iter().map(|g| (*g).to_owned()).collect();
+        self.inner
+            .groups
+            .lock()
+            .expect("groups")
+            .insert(subject.to_owned(), groups);
+    }
+
+    /// Every access token given out stops working (the person signed out at the provider).
+    pub fn revoke_tokens(&self) {
+        self.inner.tokens.lock().expect("tokens").clear();
+    }
+
+    /// How many `/userinfo` answers the provider could give now (tokens alive).
+    pub fn live_tokens(&self) -> usize {
+        self.inner.tokens.lock().expect("tokens").len()
+    }
+
+    /// Server settings that make this provider the console's, with `roles` as the map.
+    pub fn console_env(&self, roles: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("TIDEMARK_CONSOLE_OIDC_ISSUER", self.issuer().to_owned()),
+            ("TIDEMARK_CONSOLE_OIDC_CLIENT_ID", CLIENT_ID.to_owned()),
+            (
+                "TIDEMARK_CONSOLE_OIDC_CLIENT_SECRET",
+                CLIENT_SECRET.to_owned(),
+            ),
+            ("TIDEMARK_CONSOLE_ROLES", roles.to_owned()),
+        ]
     }
 
     /// Server settings that point the app at this provider.
@@ -160,6 +200,7 @@ async fn discovery(State(inner): State<Arc<Inner>>) -> impl IntoResponse {
         "authorization_endpoint": format!("{iss}/authorize"),
         "token_endpoint": format!("{iss}/token"),
         "jwks_uri": format!("{iss}/jwks"),
+        "userinfo_endpoint": format!("{iss}/userinfo"),
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["RS256"],
@@ -261,6 +302,10 @@ async fn token(
         script.nonce.clone().unwrap_or(pending.nonce),
     )));
     let access = AccessToken::new(format!("at-{}", rand::random::<u64>()));
+    inner.tokens.lock().expect("tokens").insert(
+        access.secret().clone(),
+        (script.subject.clone(), script.email.clone()),
+    );
     let id_token = match script.alg {
         Alg::Rs256 => CoreIdToken::new(
             claims,
@@ -300,4 +345,32 @@ async fn token(
         "id_token": id_token,
     }))
     .into_response()
+}
+
+/// `GET /userinfo`: who a live access token belongs to, with their groups now.
+async fn userinfo(
+    State(inner): State<Arc<Inner>>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    let token = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    let Some((subject, email)) = inner.tokens.lock().expect("tokens").get(token).cloned() else {
+        return (
+            axum::http::StatusCode::UNAUTHORIZED,
+            [("www-authenticate", "Bearer error=\"invalid_token\"")],
+        )
+            .into_response();
+    };
+    let groups = inner
+        .groups
+        .lock()
+        .expect("groups")
+        .get(&subject)
+        .cloned()
+        .unwrap_or_default();
+    Json(json!({"sub": subject, "email": email, "email_verified": true, "groups": groups}))
+        .into_response()
 }

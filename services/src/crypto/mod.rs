@@ -59,6 +59,9 @@ pub const SESSION_COOKIE_PURPOSE: &str = "session-cookie";
 /// HKDF purpose of the key that encrypts a secret a form made, between its redirect and the
 /// page that shows it once.
 pub const HANDOVER_PURPOSE: &str = "secret-handover";
+/// HKDF purpose of the key that encrypts a staff member's provider access token in their
+/// console session.
+pub const STAFF_TOKEN_PURPOSE: &str = "staff-token";
 /// HKDF purpose of the key that seals a refused form's error in its page's address.
 pub const FORM_SEAL_PURPOSE: &str = "form-seal";
 

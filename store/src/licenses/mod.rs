@@ -20,12 +20,14 @@ pub use tidemark_domain::license::License;
 mod changes;
 mod create;
 mod pages;
+mod search;
 
 pub use changes::{update_license, LicenseEdit, UpdateOutcome};
 pub use create::{
     create_license, prune_idempotency_keys, CreateOutcome, IdempotencyClaim, NewLicense,
 };
 pub use pages::{page_licenses, LicenseFilter, LicenseStateFilter};
+pub use search::{search_licenses, FoundBy};
 
 /// A `licenses` row as selected with [`LICENSE_COLUMNS`].
 #[derive(sqlx::FromRow)]

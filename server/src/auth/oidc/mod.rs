@@ -104,7 +104,7 @@ pub async fn callback(
 
 /// The signatures an ID token may carry: asymmetric ones, checked with the provider's
 /// published keys (no HMAC keyed with the client secret).
-const ALLOWED_ALGS: [CoreJwsSigningAlgorithm; 9] = [
+pub(crate) const ALLOWED_ALGS: [CoreJwsSigningAlgorithm; 9] = [
     CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
     CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
     CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
@@ -260,6 +260,6 @@ async fn user_info_email(
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

@@ -16,9 +16,9 @@ const METADATA_TTL: Duration = Duration::from_secs(600);
 
 /// The configured provider, discovered lazily: the server starts even while it is down.
 pub struct OidcProvider {
-    pub(super) config: OidcConfig,
+    pub(crate) config: OidcConfig,
     redirect_url: RedirectUrl,
-    pub(super) http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     metadata: RwLock<Option<(Instant, CoreProviderMetadata)>>,
 }
 
@@ -31,7 +31,17 @@ impl std::fmt::Debug for OidcProvider {
 }
 
 impl OidcProvider {
+    /// The dashboard's provider, answering at `/auth/oidc/callback`.
     pub fn new(config: OidcConfig, base_url: &str) -> anyhow::Result<Self> {
+        Self::answering_at(config, base_url, "/auth/oidc/callback")
+    }
+
+    /// A provider whose answers come back to `callback_path` (the console's has its own).
+    pub fn answering_at(
+        config: OidcConfig,
+        base_url: &str,
+        callback_path: &str,
+    ) -> anyhow::Result<Self> {
         // Token exchange must not follow redirects: a redirect could carry the code and the
         // client secret somewhere else.
         let http = reqwest::Client::builder()
@@ -39,14 +49,14 @@ impl OidcProvider {
             .timeout(Duration::from_secs(10))
             .build()?;
         Ok(Self {
-            redirect_url: RedirectUrl::new(format!("{base_url}/auth/oidc/callback"))?,
+            redirect_url: RedirectUrl::new(format!("{base_url}{callback_path}"))?,
             config,
             http,
             metadata: RwLock::new(None),
         })
     }
 
-    pub(super) async fn metadata(
+    pub(crate) async fn metadata(
         &self,
         refresh: bool,
     ) -> Result<CoreProviderMetadata, SignInRefusal> {
@@ -69,7 +79,7 @@ impl OidcProvider {
         Ok(metadata)
     }
 
-    pub(super) fn client(
+    pub(crate) fn client(
         &self,
         metadata: CoreProviderMetadata,
     ) -> openidconnect::core::CoreClient<

@@ -1,0 +1,337 @@
+//! Staff sign-in to the console: OpenID Connect (code flow, PKCE, `state`, `nonce`) against
+//! the staff's own provider, then a session of the console's own (`__Host-tidemark_console`)
+//! that a customer's dashboard never reads, nor this console a customer's.
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Form, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use openidconnect::core::CoreAuthenticationFlow;
+use openidconnect::{
+    AccessTokenHash, AuthorizationCode, CsrfToken, Nonce, OAuth2TokenResponse as _,
+    PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse as _,
+};
+use serde::{Deserialize, Serialize};
+use tidemark_domain::access::safe_return_path;
+use tidemark_domain::audit::{Action, Actor, AuditContext};
+use tidemark_domain::now_millis;
+use tidemark_store::audit::Change;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::Session;
+
+use crate::auth::attempt;
+use crate::auth::oidc::{constant_time_eq, ALLOWED_ALGS};
+use crate::http::client_ip::client_ip;
+use crate::state::AppState;
+
+use super::provider::GroupsRefusal;
+use super::render::{self, Refusal};
+use super::staff::{Staff, EMAIL, SUBJECT, TOKEN};
+
+pub const CALLBACK_PATH: &str = "/console/auth/callback";
+const ATTEMPT_KIND: &str = "console-oidc";
+
+#[derive(Serialize, Deserialize)]
+struct ConsoleAttempt {
+    state: String,
+    nonce: String,
+    pkce_verifier: String,
+    next: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct NextQuery {
+    next: Option<String>,
+}
+
+/// Where to go after signing in: a console path, never anywhere else.
+fn console_path(next: Option<&str>) -> String {
+    let next = safe_return_path(Some(next.unwrap_or("/console")));
+    if next == "/console" || next.starts_with("/console/") || next.starts_with("/console?") {
+        next
+    } else {
+        "/console".to_owned()
+    }
+}
+
+/// `GET /console/sign-in`: one button, to the staff's provider.
+pub async fn show_sign_in(
+    staff: Option<axum::Extension<Staff>>,
+    Query(query): Query<NextQuery>,
+) -> Response {
+    let next = console_path(query.next.as_deref());
+    if staff.is_some() {
+        return Redirect::to(&next).into_response();
+    }
+    render::sign_in_page(&next, None)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct StartForm {
+    next: Option<String>,
+}
+
+/// `POST /console/sign-in`: off to the provider with a fresh `state`, `nonce` and PKCE.
+pub async fn start_sign_in(State(state): State<AppState>, Form(form): Form<StartForm>) -> Response {
+    let Some(console) = state.console.clone() else {
+        return render::not_found();
+    };
+    let next = console_path(form.next.as_deref());
+    let metadata = match console.provider.metadata(false).await {
+        Ok(metadata) => metadata,
+        Err(_) => return render::sign_in_page(&next, Some(Refusal::ProviderUnreachable)),
+    };
+    let client = console.provider.client(metadata);
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let mut request = client
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .add_scope(Scope::new("email".into()))
+        .set_pkce_challenge(challenge);
+    for scope in &console.scopes {
+        request = request.add_scope(Scope::new(scope.clone()));
+    }
+    let (url, csrf, nonce) = request.url();
+    let record = ConsoleAttempt {
+        state: csrf.secret().clone(),
+        nonce: nonce.secret().clone(),
+        pkce_verifier: verifier.secret().clone(),
+        next,
+    };
+    match attempt::begin(&state, ATTEMPT_KIND, &record, SameSite::Lax).await {
+        Ok(cookie) => (cookie, Redirect::to(url.as_str())).into_response(),
+        Err(err) => {
+            tracing::error!(%err, "could not record a console sign-in attempt");
+            render::unavailable()
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+}
+
+/// Who the provider says signed in, with their access token.
+struct Verified {
+    subject: String,
+    email: String,
+    access_token: String,
+}
+
+/// `GET /console/auth/callback`.
+pub async fn callback(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    session: Session,
+    headers: HeaderMap,
+    Query(query): Query<CallbackQuery>,
+) -> Response {
+    let Some(console) = state.console.clone() else {
+        return render::not_found();
+    };
+    // Taken whatever happens next: a callback can be tried once.
+    let attempt: ConsoleAttempt = match attempt::take(&state, &headers, ATTEMPT_KIND).await {
+        Ok(attempt) => attempt,
+        Err(_) => {
+            return attempt::refused(render::sign_in_page("/console", Some(Refusal::Expired)))
+        }
+    };
+    let next = attempt.next.clone();
+    let verified = match verify(&state, attempt, query).await {
+        Ok(verified) => verified,
+        Err(refusal) => return attempt::refused(render::sign_in_page(&next, Some(refusal))),
+    };
+    let roles = match console
+        .current_groups(&verified.access_token, &verified.subject)
+        .await
+    {
+        Ok(groups) => console.roles.roles_of(groups.iter().map(String::as_str)),
+        Err(GroupsRefusal::ProviderUnreachable) => {
+            return attempt::refused(render::sign_in_page(
+                &next,
+                Some(Refusal::ProviderUnreachable),
+            ))
+        }
+        Err(GroupsRefusal::TokenEnded | GroupsRefusal::NoUserinfo) => {
+            return attempt::refused(render::sign_in_page(&next, Some(Refusal::NoUserinfo)))
+        }
+    };
+    let audit = AuditContext {
+        actor: Actor::Staff {
+            email: verified.email.clone(),
+        },
+        client_ip: Some(
+            client_ip(peer.ip(), &headers, &state.config.http.trusted_proxies).to_string(),
+        ),
+        at: now_millis(),
+    };
+    if roles.is_empty() {
+        record(
+            &state,
+            &audit,
+            Action::StaffRefused,
+            "no staff group".into(),
+        )
+        .await;
+        return attempt::refused(render::sign_in_page(&next, Some(Refusal::NoGroup)));
+    }
+    let sealed = console.tokens.seal(verified.access_token.as_bytes());
+    let started = async {
+        session.cycle_id().await?;
+        session.insert(SUBJECT, &verified.subject).await?;
+        session.insert(EMAIL, &verified.email).await?;
+        session.insert(TOKEN, &sealed).await?;
+        session.save().await
+    };
+    if let Err(err) = started.await {
+        tracing::error!(%err, "could not start a console session");
+        return attempt::refused(render::unavailable());
+    }
+    record(&state, &audit, Action::StaffSignedIn, roles.in_words()).await;
+    tracing::info!(roles = %roles.in_words(), "a staff member signed in to the console");
+    // The session cookie is `Strict`: it rides only on a navigation that starts on our own
+    // site, so the browser goes on from this page rather than from the provider's redirect.
+    let next_attr = html_escape::encode_double_quoted_attribute(&next);
+    let page = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"0;url={next_attr}\">\
+         <title>Signing you in…</title></head><body>\
+         <p>Signed in. <a href=\"{next_attr}\">Continue to the console</a></p></body></html>"
+    );
+    let mut response = Html(page).into_response();
+    response.headers_mut().extend(attempt::clear_cookie());
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Checks the provider's answer: state, code exchange with PKCE, the ID token's signature,
+/// issuer, audience, expiry and nonce, and the access token it commits to.
+async fn verify(
+    state: &AppState,
+    attempt: ConsoleAttempt,
+    query: CallbackQuery,
+) -> Result<Verified, Refusal> {
+    let console = state.console.as_ref().ok_or(Refusal::Expired)?;
+    let returned = query.state.as_deref().ok_or(Refusal::Expired)?;
+    if !constant_time_eq(returned.as_bytes(), attempt.state.as_bytes()) {
+        return Err(Refusal::Expired);
+    }
+    if let Some(error) = &query.error {
+        tracing::info!(%error, "the staff provider refused the sign-in");
+        return Err(Refusal::ProviderRefused);
+    }
+    let code = query.code.ok_or(Refusal::ProviderRefused)?;
+    let provider = &console.provider;
+    let metadata = provider
+        .metadata(false)
+        .await
+        .map_err(|_| Refusal::ProviderUnreachable)?;
+    let client = provider.client(metadata);
+    let token = client
+        .exchange_code(AuthorizationCode::new(code))
+        .map_err(|_| Refusal::ProviderRefused)?
+        .set_pkce_verifier(PkceCodeVerifier::new(attempt.pkce_verifier))
+        .request_async(&provider.http)
+        .await
+        .map_err(|err| {
+            tracing::warn!(%err, "the console's token exchange failed");
+            Refusal::ProviderRefused
+        })?;
+    let id_token = token.id_token().ok_or(Refusal::TokenInvalid)?;
+    let verifier = client.id_token_verifier().set_allowed_algs(ALLOWED_ALGS);
+    let claims = id_token
+        .claims(&verifier, &Nonce::new(attempt.nonce))
+        .map_err(|err| {
+            tracing::warn!(%err, "a staff ID token was refused");
+            Refusal::TokenInvalid
+        })?;
+    if let Some(expected) = claims.access_token_hash() {
+        let alg = id_token.signing_alg().map_err(|_| Refusal::TokenInvalid)?;
+        let key = id_token
+            .signing_key(&verifier)
+            .map_err(|_| Refusal::TokenInvalid)?;
+        let actual = AccessTokenHash::from_token(token.access_token(), alg, key)
+            .map_err(|_| Refusal::TokenInvalid)?;
+        if actual != *expected {
+            return Err(Refusal::TokenInvalid);
+        }
+    }
+    let subject = claims.subject().as_str().to_owned();
+    // The audit log names staff by address; a provider that gives none is named by subject.
+    let email = claims
+        .email()
+        .map(|e| e.as_str().to_lowercase())
+        .unwrap_or_else(|| format!("subject:{subject}"));
+    Ok(Verified {
+        subject,
+        email,
+        access_token: token.access_token().secret().clone(),
+    })
+}
+
+/// `POST /console/sign-out`: the record goes (on every replica), then back to sign-in.
+pub async fn sign_out(
+    State(state): State<AppState>,
+    staff: Option<axum::Extension<Staff>>,
+    session: Session,
+) -> Response {
+    if let Some(axum::Extension(staff)) = staff {
+        record(&state, &staff.audit, Action::StaffSignedOut, String::new()).await;
+    }
+    if let Err(err) = session.flush().await {
+        tracing::error!(%err, "could not end a console session");
+        return render::unavailable();
+    }
+    Redirect::to("/console/sign-in").into_response()
+}
+
+/// Writes one audit event; a failure is logged, never the sign-in's failure.
+async fn record(state: &AppState, audit: &AuditContext, action: Action, after: String) {
+    let (ctx, target) = (audit.clone(), audit.actor.name());
+    let written = state
+        .db
+        .detached(move |db| async move {
+            let change = Change {
+                account_id: None,
+                action,
+                target,
+                before: None,
+                after: (!after.is_empty()).then_some(after),
+            };
+            tidemark_store::audit::record(&db, &ctx, change).await
+        })
+        .await;
+    if let Err(err) = written {
+        tracing::error!(%err, "could not record a console sign-in event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_console_paths_are_gone_back_to() {
+        use super::console_path;
+        assert_eq!(console_path(None), "/console");
+        assert_eq!(
+            console_path(Some("/console/licenses/lcn_A")),
+            "/console/licenses/lcn_A"
+        );
+        assert_eq!(console_path(Some("/console?q=a%40b")), "/console?q=a%40b");
+        assert_eq!(console_path(Some("/projects")), "/console");
+        assert_eq!(console_path(Some("/consoled")), "/console");
+        assert_eq!(
+            console_path(Some("https://evil.example/console")),
+            "/console"
+        );
+        assert_eq!(console_path(Some("//evil.example/console")), "/console");
+    }
+}
