@@ -304,3 +304,71 @@ async fn without_a_staff_provider_there_is_no_console() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
 }
+
+tidemark_store::test_each_backend! {
+    async fn a_licence_page_shows_seats_access_and_use_never_the_customers_findings(backend) {
+        let (app, _customers, provider) = app_with_console(backend).await;
+        provider.script(Script::user("dee@vendor.example"));
+        provider.set_groups("sub-dee@vendor.example", &["everyone"]);
+        let license = app.create_license(Tier::Team).await;
+        let fingerprinted = app
+            .client
+            .post(app.url("/v1/license/activate"))
+            .header("X-License-Key-Hash", &license.hash)
+            .header("X-Machine-Fingerprint", "fp-c3ab8ff13720e8ad9047dd39466b3c89")
+            .json(&json!({ "machine": "laptop-dee" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(fingerprinted.status(), StatusCode::CREATED);
+        let key = fingerprinted.json::<serde_json::Value>().await.unwrap()["api_key"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let pushed = app
+            .push(&key, &common::sample_push("payments-api", 81.5, "2026-12-01T10:00:00Z"))
+            .await;
+        assert_eq!(pushed.status(), StatusCode::CREATED);
+
+        let mut browser = Browser::new(&app.base_url);
+        assert_eq!(staff_sign_in(&mut browser, "/console").await.status(), StatusCode::OK);
+        let path = format!("/console/licenses/{}", license.license_id);
+        let (status, html) = page(&mut browser, &app, &path).await;
+        assert_eq!(status, StatusCode::OK, "{html}");
+        for shown in [
+            license.email.as_str(),
+            "team",
+            "active",
+            "laptop-dee",
+            "fp-c3ab8ff13720e8ad9047dd39466b3c89",
+            "holds a seat",
+            "payments-api",
+            "admin",
+        ] {
+            assert!(html.contains(shown), "{shown} on the licence page");
+        }
+        // Counts and names, never what the scans found.
+        for hidden in [
+            "google_compute_instance.web",
+            "Instance uses the default service account",
+            "cis-gcp-2.0-4.1",
+            "81.5",
+            &key,
+        ] {
+            assert!(!html.contains(hidden), "{hidden} is the customer's own");
+        }
+        let views = count(
+            &app,
+            &format!(
+                "SELECT COUNT(*) FROM audit_events WHERE action = 'console.read' \
+                 AND target = 'licence {}' AND actor = 'staff:dee@vendor.example'",
+                license.license_id
+            ),
+        )
+        .await;
+        assert_eq!(views, 1, "the look is in the vendor's log");
+
+        let (status, _) = page(&mut browser, &app, "/console/licenses/lcn_NOSUCHLICENCE").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+}

@@ -42,3 +42,98 @@ pub async fn note_read(db: &Db, audit: &AuditContext, target: String) -> Result<
     .await?;
     Ok(())
 }
+
+/// What the console's licence page shows: the licence and what hangs off it, never the
+/// account's findings, scans' contents or reports.
+pub struct LicenseDossier {
+    pub license: License,
+    pub machines: Vec<tidemark_store::machines::MachineRow>,
+    pub members: Vec<tidemark_store::access::Member>,
+    pub projects: Vec<ProjectLine>,
+    /// The latest vendor events (type, when, reason if any), newest first.
+    pub events: Vec<EventLine>,
+    /// The latest audited changes to the licence and its account's access, newest first.
+    pub audit: Vec<tidemark_store::audit::AuditEvent>,
+}
+
+/// A project as staff see it: its name and how much it is used.
+pub struct ProjectLine {
+    pub label: String,
+    pub scans: i64,
+    pub last_push: Option<tidemark_domain::Millis>,
+    pub archived: bool,
+}
+
+pub struct EventLine {
+    pub at: tidemark_domain::Millis,
+    pub event: String,
+    pub reason: Option<String>,
+}
+
+/// Audit actions a licence page shows: the licence, its seats and keys, who has access.
+/// A customer's triage notes, gates and frameworks are their own business.
+const DOSSIER_ACTIONS: [&str; 8] = [
+    "license.", "machine.", "key.", "keys.", "member.", "sso.", "scim.", "badge.",
+];
+
+/// Events and audit lines a licence page shows at most.
+const DOSSIER_RECENT: i64 = 30;
+
+pub async fn license_dossier(
+    db: &Db,
+    license_id: &str,
+    audit: &AuditContext,
+) -> Result<LicenseDossier, ServiceError> {
+    let license = licenses::find_license(db, license_id)
+        .await?
+        .ok_or(ServiceError::NotFound)?;
+    let account = license.account_id.clone();
+    let machines = tidemark_store::machines::list(db, &license.id).await?;
+    let members = tidemark_store::access::list_members(db, &account).await?;
+    let projects = tidemark_store::dashboard::list_projects(db, &account)
+        .await?
+        .into_iter()
+        .map(|p| ProjectLine {
+            label: p.label,
+            scans: p.scan_count,
+            last_push: p.last_scanned_at,
+            archived: p.archived_at.is_some(),
+        })
+        .collect();
+    let filter = tidemark_store::license_events::EventFilter {
+        license_id: Some(license.id.clone()),
+        event: None,
+    };
+    let events = tidemark_store::license_events::page_events(db, &filter, None, DOSSIER_RECENT)
+        .await?
+        .into_iter()
+        .map(|e| {
+            let body: serde_json::Value = serde_json::from_str(&e.body).unwrap_or_default();
+            EventLine {
+                at: e.created_at,
+                event: body["type"].as_str().unwrap_or("?").to_owned(),
+                reason: body["data"]["reason"].as_str().map(str::to_owned),
+            }
+        })
+        .collect();
+    let query = tidemark_store::audit::AuditQuery {
+        account_id: Some(account),
+        limit: DOSSIER_RECENT * 4,
+        ..Default::default()
+    };
+    let audit_lines = tidemark_store::audit::list_audit(db, &query)
+        .await?
+        .into_iter()
+        .filter(|e| DOSSIER_ACTIONS.iter().any(|p| e.action.starts_with(p)))
+        .take(usize::try_from(DOSSIER_RECENT).unwrap_or(0))
+        .collect();
+    note_read(db, audit, format!("licence {}", license.id)).await?;
+    Ok(LicenseDossier {
+        license,
+        machines,
+        members,
+        projects,
+        events,
+        audit: audit_lines,
+    })
+}

@@ -5,6 +5,7 @@
 
 use leptos::prelude::*;
 
+pub mod license;
 pub mod search;
 
 /// The signed-in staff member, as the header shows them.

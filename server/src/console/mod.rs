@@ -5,6 +5,7 @@
 //! lifetimes, roles from the provider's groups asked on every request. Staff see licences,
 //! seats, counts and activity, never a customer's findings, scans or reports.
 
+pub mod license;
 pub mod provider;
 pub mod render;
 pub mod search;
@@ -45,6 +46,7 @@ pub fn router(state: &AppState) -> Option<Router<AppState>> {
         .with_private(cookie_key(&state.config.keys.master_key));
     let router = Router::new()
         .route("/console", get(search::show_search))
+        .route("/console/licenses/{id}", get(license::show_license))
         .route(
             "/console/sign-in",
             get(signin::show_sign_in).post(signin::start_sign_in),
