@@ -15,17 +15,3 @@ CREATE TABLE staff_sessions (
 CREATE INDEX staff_sessions_user ON staff_sessions (user_id);
 CREATE INDEX staff_sessions_expires ON staff_sessions (expires_at);
 
--- A console sign-in's round trip is kept like a customer's, under its own method, so that
--- neither callback can take the other's attempt. The method's CHECK grows by one value: the
--- table is rebuilt (SQLite cannot alter a constraint), keeping attempts in flight.
-CREATE TABLE login_attempts_next (
-    id_hash    TEXT PRIMARY KEY,
-    method     TEXT NOT NULL CHECK (method IN ('oidc', 'saml', 'console-oidc')),
-    payload    TEXT NOT NULL,
-    expires_at BIGINT NOT NULL
-);
-INSERT INTO login_attempts_next (id_hash, method, payload, expires_at)
-    SELECT id_hash, method, payload, expires_at FROM login_attempts;
-DROP TABLE login_attempts;
-ALTER TABLE login_attempts_next RENAME TO login_attempts;
-CREATE INDEX login_attempts_expires ON login_attempts (expires_at);

@@ -372,3 +372,25 @@ tidemark_store::test_each_backend! {
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
 }
+
+tidemark_store::test_each_backend! {
+    async fn a_console_sign_in_cannot_be_finished_at_the_dashboards_callback(backend) {
+        // One provider for both (a setup the docs warn against): only the attempt's own
+        // payload keeps a console round trip from ending in a customer's session.
+        let provider = ScriptedProvider::start().await;
+        let mut env = provider.env();
+        env.extend(provider.console_env(ROLES));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let app = TestApp::spawn_with(backend, &env).await;
+        let license = app.create_license(Tier::Team).await;
+        provider.script(Script::user(&license.email));
+        let mut browser = Browser::new(&app.base_url);
+        let start = browser.post_form("/console/sign-in", &[("next", "/console")]).await;
+        let answer = location(&browser.get(&location(&start)).await);
+        let query = answer.split_once('?').unwrap().1.to_owned();
+        let taken = browser.get(&app.url(&format!("/auth/oidc/callback?{query}"))).await;
+        assert_ne!(taken.status(), StatusCode::OK, "the dashboard refuses a console attempt");
+        assert!(!browser.jar.contains_key("__Host-tidemark_session"));
+        assert_eq!(count(&app, "SELECT COUNT(*) FROM sessions").await, 0);
+    }
+}

@@ -30,10 +30,17 @@ use super::render::{self, Refusal};
 use super::staff::{Staff, EMAIL, SUBJECT, TOKEN};
 
 pub const CALLBACK_PATH: &str = "/console/auth/callback";
-const ATTEMPT_KIND: &str = "console-oidc";
+/// Kept in the attempts table as an OpenID Connect attempt (its method's CHECK predates the
+/// console, and rebuilding the table would break the previous release mid-upgrade); the
+/// sealed payload says whose it is. The dashboard's attempt refuses unknown fields, and this
+/// one requires [`ConsoleAttempt::console`], so neither callback can take the other's.
+const ATTEMPT_KIND: &str = "oidc";
 
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ConsoleAttempt {
+    /// Always `true`: what makes this payload a console attempt.
+    console: bool,
     state: String,
     nonce: String,
     pkce_verifier: String,
@@ -97,6 +104,7 @@ pub async fn start_sign_in(State(state): State<AppState>, Form(form): Form<Start
     }
     let (url, csrf, nonce) = request.url();
     let record = ConsoleAttempt {
+        console: true,
         state: csrf.secret().clone(),
         nonce: nonce.secret().clone(),
         pkce_verifier: verifier.secret().clone(),
@@ -137,11 +145,10 @@ pub async fn callback(
         return render::not_found();
     };
     // Taken whatever happens next: a callback can be tried once.
-    let attempt: ConsoleAttempt = match attempt::take(&state, &headers, ATTEMPT_KIND).await {
-        Ok(attempt) => attempt,
-        Err(_) => {
-            return attempt::refused(render::sign_in_page("/console", Some(Refusal::Expired)))
-        }
+    let taken = attempt::take::<ConsoleAttempt>(&state, &headers, ATTEMPT_KIND).await;
+    let attempt = match taken {
+        Ok(attempt) if attempt.console => attempt,
+        _ => return attempt::refused(render::sign_in_page("/console", Some(Refusal::Expired))),
     };
     let next = attempt.next.clone();
     let verified = match verify(&state, attempt, query).await {

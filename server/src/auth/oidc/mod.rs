@@ -25,8 +25,11 @@ use crate::state::AppState;
 
 pub mod provider;
 
-/// What the server remembers between the redirect and the callback.
+/// What the server remembers between the redirect and the callback. Unknown fields are
+/// refused: a console sign-in's attempt (`console::signin`) is kept under the same method and
+/// carries one more, so the dashboard's callback cannot take it.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct OidcAttempt {
     state: String,
     nonce: String,
