@@ -190,25 +190,39 @@ pub async fn require_same_origin(
     req: Request,
     next: Next,
 ) -> Response {
-    let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    if !safe && req.uri().path() != "/saml/acs" {
-        let headers = req.headers();
-        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        if !is_same_origin_request(
-            text("origin"),
-            text("sec-fetch-site"),
-            &state.config.http.dashboard_url,
-        ) {
-            tracing::warn!(path = %req.uri().path(), "cross-origin state-changing request refused");
-            return (
-                StatusCode::FORBIDDEN,
-                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                "Cross-origin request refused: this action must come from the Tidemark dashboard itself.",
-            )
-                .into_response();
+    if req.uri().path() != "/saml/acs" {
+        let from = "this action must come from the Tidemark dashboard itself";
+        if let Some(refused) = refuse_cross_origin(&state, &req, from) {
+            return refused;
         }
     }
     next.run(req).await
+}
+
+/// The 403 for a state-changing request from another site, saying where it must come from;
+/// `None` for a safe method or a request from our own pages.
+pub fn refuse_cross_origin(state: &AppState, req: &Request, from: &str) -> Option<Response> {
+    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return None;
+    }
+    let headers = req.headers();
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if is_same_origin_request(
+        text("origin"),
+        text("sec-fetch-site"),
+        &state.config.http.dashboard_url,
+    ) {
+        return None;
+    }
+    tracing::warn!(path = %req.uri().path(), "cross-origin state-changing request refused");
+    Some(
+        (
+            StatusCode::FORBIDDEN,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            format!("Cross-origin request refused: {from}."),
+        )
+            .into_response(),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -318,15 +332,24 @@ pub async fn complete_sign_in(
         return sign_in_failed(SignInRefusal::Unavailable, next);
     }
     tracing::info!(user_id, %account_id, via, "signed in");
+    let mut response = hand_off(next, "Continue to Tidemark");
+    response.headers_mut().extend(clear_attempt_cookie);
+    response
+}
+
+/// The page a sign-in ends on. Session cookies are `Strict`: they ride only on a navigation
+/// that starts on our own site, so the browser goes on from this page, not from the
+/// provider's redirect.
+pub fn hand_off(next: &str, continue_to: &str) -> Response {
     let next_attr = html_escape::encode_double_quoted_attribute(next);
+    let label = html_escape::encode_text(continue_to);
     let page = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"refresh\" content=\"0;url={next_attr}\">\
          <title>Signing you in…</title></head><body>\
-         <p>Signed in. <a href=\"{next_attr}\">Continue to Tidemark</a></p></body></html>"
+         <p>Signed in. <a href=\"{next_attr}\">{label}</a></p></body></html>"
     );
     let mut response = Html(page).into_response();
-    response.headers_mut().extend(clear_attempt_cookie);
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         header::HeaderValue::from_static("no-store"),

@@ -5,13 +5,10 @@
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Form, Query, State};
-use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Redirect, Response};
 use openidconnect::core::CoreAuthenticationFlow;
-use openidconnect::{
-    AccessTokenHash, AuthorizationCode, CsrfToken, Nonce, OAuth2TokenResponse as _,
-    PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse as _,
-};
+use openidconnect::{CsrfToken, Nonce, PkceCodeChallenge, Scope};
 use serde::{Deserialize, Serialize};
 use tidemark_domain::access::safe_return_path;
 use tidemark_domain::audit::{Action, Actor, AuditContext};
@@ -21,9 +18,10 @@ use tower_sessions::cookie::SameSite;
 use tower_sessions::Session;
 
 use crate::auth::attempt;
-use crate::auth::oidc::{constant_time_eq, ALLOWED_ALGS};
+use crate::auth::oidc::{check_answer, Expected};
 use crate::http::client_ip::client_ip;
 use crate::state::AppState;
+use app::auth::SignInRefusal;
 
 use super::provider::GroupsRefusal;
 use super::render::{self, Refusal};
@@ -203,85 +201,48 @@ pub async fn callback(
     }
     record(&state, &audit, Action::StaffSignedIn, roles.in_words()).await;
     tracing::info!(roles = %roles.in_words(), "a staff member signed in to the console");
-    // The session cookie is `Strict`: it rides only on a navigation that starts on our own
-    // site, so the browser goes on from this page rather than from the provider's redirect.
-    let next_attr = html_escape::encode_double_quoted_attribute(&next);
-    let page = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"refresh\" content=\"0;url={next_attr}\">\
-         <title>Signing you in…</title></head><body>\
-         <p>Signed in. <a href=\"{next_attr}\">Continue to the console</a></p></body></html>"
-    );
-    let mut response = Html(page).into_response();
+    let mut response = crate::auth::hand_off(&next, "Continue to the console");
     response.headers_mut().extend(attempt::clear_cookie());
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
 
-/// Checks the provider's answer: state, code exchange with PKCE, the ID token's signature,
-/// issuer, audience, expiry and nonce, and the access token it commits to.
+/// Checks the provider's answer as the dashboard's sign-in does (`auth::oidc::check_answer`).
 async fn verify(
     state: &AppState,
     attempt: ConsoleAttempt,
     query: CallbackQuery,
 ) -> Result<Verified, Refusal> {
     let console = state.console.as_ref().ok_or(Refusal::Expired)?;
-    let returned = query.state.as_deref().ok_or(Refusal::Expired)?;
-    if !constant_time_eq(returned.as_bytes(), attempt.state.as_bytes()) {
-        return Err(Refusal::Expired);
-    }
-    if let Some(error) = &query.error {
-        tracing::info!(%error, "the staff provider refused the sign-in");
-        return Err(Refusal::ProviderRefused);
-    }
-    let code = query.code.ok_or(Refusal::ProviderRefused)?;
-    let provider = &console.provider;
-    let metadata = provider
-        .metadata(false)
-        .await
-        .map_err(|_| Refusal::ProviderUnreachable)?;
-    let client = provider.client(metadata);
-    let token = client
-        .exchange_code(AuthorizationCode::new(code))
-        .map_err(|_| Refusal::ProviderRefused)?
-        .set_pkce_verifier(PkceCodeVerifier::new(attempt.pkce_verifier))
-        .request_async(&provider.http)
-        .await
-        .map_err(|err| {
-            tracing::warn!(%err, "the console's token exchange failed");
+    let expected = Expected {
+        state: attempt.state,
+        nonce: attempt.nonce,
+        pkce_verifier: attempt.pkce_verifier,
+    };
+    let checked = check_answer(
+        &console.provider,
+        expected,
+        query.state.as_deref(),
+        query.code,
+        query.error.as_deref(),
+    )
+    .await
+    .map_err(|refusal| match refusal {
+        SignInRefusal::ProviderUnreachable => Refusal::ProviderUnreachable,
+        SignInRefusal::TokenInvalid => Refusal::TokenInvalid,
+        SignInRefusal::ProviderRefused | SignInRefusal::OidcUnconfigured => {
             Refusal::ProviderRefused
-        })?;
-    let id_token = token.id_token().ok_or(Refusal::TokenInvalid)?;
-    let verifier = client.id_token_verifier().set_allowed_algs(ALLOWED_ALGS);
-    let claims = id_token
-        .claims(&verifier, &Nonce::new(attempt.nonce))
-        .map_err(|err| {
-            tracing::warn!(%err, "a staff ID token was refused");
-            Refusal::TokenInvalid
-        })?;
-    if let Some(expected) = claims.access_token_hash() {
-        let alg = id_token.signing_alg().map_err(|_| Refusal::TokenInvalid)?;
-        let key = id_token
-            .signing_key(&verifier)
-            .map_err(|_| Refusal::TokenInvalid)?;
-        let actual = AccessTokenHash::from_token(token.access_token(), alg, key)
-            .map_err(|_| Refusal::TokenInvalid)?;
-        if actual != *expected {
-            return Err(Refusal::TokenInvalid);
         }
-    }
-    let subject = claims.subject().as_str().to_owned();
+        _ => Refusal::Expired,
+    })?;
     // The audit log names staff by address; a provider that gives none is named by subject.
-    let email = claims
-        .email()
-        .map(|e| e.as_str().to_lowercase())
-        .unwrap_or_else(|| format!("subject:{subject}"));
+    let email = checked
+        .email
+        .map(|e| e.to_lowercase())
+        .unwrap_or_else(|| format!("subject:{}", checked.subject));
     Ok(Verified {
-        subject,
+        subject: checked.subject,
         email,
-        access_token: token.access_token().secret().clone(),
+        access_token: checked.access_token.secret().clone(),
     })
 }
 

@@ -7,10 +7,9 @@ use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, Method, StatusCode};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use tidemark_domain::access::is_same_origin_request;
 use tidemark_domain::audit::{Actor, AuditContext};
 use tidemark_domain::console::StaffRoles;
 use tidemark_domain::now_millis;
@@ -108,25 +107,11 @@ pub async fn require_same_origin(
     req: Request,
     next: Next,
 ) -> Response {
-    let safe = matches!(*req.method(), Method::GET | Method::HEAD);
-    if !safe {
-        let headers = req.headers();
-        let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        if !is_same_origin_request(
-            text("origin"),
-            text("sec-fetch-site"),
-            &state.config.http.dashboard_url,
-        ) {
-            tracing::warn!(path = %req.uri().path(), "cross-origin console change refused");
-            return (
-                StatusCode::FORBIDDEN,
-                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-                "Cross-origin request refused: console actions must come from the console itself.",
-            )
-                .into_response();
-        }
+    let from = "console actions must come from the console itself";
+    match crate::auth::refuse_cross_origin(&state, &req, from) {
+        Some(refused) => refused,
+        None => next.run(req).await,
     }
-    next.run(req).await
 }
 
 /// A handler that takes [`Staff`] is reached only signed in: a page sends others to sign

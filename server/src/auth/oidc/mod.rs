@@ -107,7 +107,7 @@ pub async fn callback(
 
 /// The signatures an ID token may carry: asymmetric ones, checked with the provider's
 /// published keys (no HMAC keyed with the client secret).
-pub(crate) const ALLOWED_ALGS: [CoreJwsSigningAlgorithm; 9] = [
+const ALLOWED_ALGS: [CoreJwsSigningAlgorithm; 9] = [
     CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
     CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
     CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
@@ -140,27 +140,46 @@ async fn refuse_if_saml_enforced(state: &AppState, user_id: &str) -> Result<(), 
     Ok(())
 }
 
-/// Verifies the provider's answer and returns the member's user id.
-async fn finish(
-    state: &AppState,
-    attempt: OidcAttempt,
-    query: CallbackQuery,
-) -> Result<String, SignInRefusal> {
-    let provider = state.oidc.as_ref().ok_or(SignInRefusal::OidcUnconfigured)?;
-    let returned_state = query.state.as_deref().ok_or(SignInRefusal::StateMismatch)?;
-    if !constant_time_eq(returned_state.as_bytes(), attempt.state.as_bytes()) {
+/// What a round trip must come back with: the `state` and `nonce` sent, and the PKCE verifier.
+pub(crate) struct Expected {
+    pub state: String,
+    pub nonce: String,
+    pub pkce_verifier: String,
+}
+
+/// What the provider's answer said, once checked.
+pub(crate) struct Checked {
+    pub issuer: String,
+    pub subject: String,
+    pub email: Option<String>,
+    pub email_verified: Option<bool>,
+    pub access_token: openidconnect::AccessToken,
+}
+
+/// Checks a provider's answer, for the dashboard and the console alike: the `state` echoed,
+/// the code exchanged with PKCE (no redirect followed), the ID token's signature, issuer,
+/// audience, expiry and nonce, and the access token it commits to.
+pub(crate) async fn check_answer(
+    provider: &provider::OidcProvider,
+    expected: Expected,
+    state: Option<&str>,
+    code: Option<String>,
+    error: Option<&str>,
+) -> Result<Checked, SignInRefusal> {
+    let returned_state = state.ok_or(SignInRefusal::StateMismatch)?;
+    if !constant_time_eq(returned_state.as_bytes(), expected.state.as_bytes()) {
         return Err(SignInRefusal::StateMismatch);
     }
-    if let Some(error) = &query.error {
+    if let Some(error) = error {
         tracing::info!(error = %error, "identity provider refused the sign-in");
         return Err(SignInRefusal::ProviderRefused);
     }
-    let code = query.code.ok_or(SignInRefusal::ProviderRefused)?;
+    let code = code.ok_or(SignInRefusal::ProviderRefused)?;
     let client = provider.client(provider.metadata(false).await?);
     let token = client
         .exchange_code(AuthorizationCode::new(code))
         .map_err(|_| SignInRefusal::OidcUnconfigured)?
-        .set_pkce_verifier(PkceCodeVerifier::new(attempt.pkce_verifier))
+        .set_pkce_verifier(PkceCodeVerifier::new(expected.pkce_verifier))
         .request_async(&provider.http)
         .await
         .map_err(|err| {
@@ -170,13 +189,13 @@ async fn finish(
     let id_token = token.id_token().ok_or(SignInRefusal::TokenInvalid)?;
     let verifier = client.id_token_verifier().set_allowed_algs(ALLOWED_ALGS);
     let claims = id_token
-        .claims(&verifier, &Nonce::new(attempt.nonce))
+        .claims(&verifier, &Nonce::new(expected.nonce))
         .map_err(|err| {
             tracing::warn!(err = %err, "ID token refused");
             SignInRefusal::TokenInvalid
         })?;
     // The access token, when the ID token commits to it, must be the one we were given.
-    if let Some(expected) = claims.access_token_hash() {
+    if let Some(committed) = claims.access_token_hash() {
         let alg = id_token
             .signing_alg()
             .map_err(|_| SignInRefusal::TokenInvalid)?;
@@ -185,22 +204,57 @@ async fn finish(
             .map_err(|_| SignInRefusal::TokenInvalid)?;
         let actual = AccessTokenHash::from_token(token.access_token(), alg, key)
             .map_err(|_| SignInRefusal::TokenInvalid)?;
-        if actual != *expected {
+        if actual != *committed {
             return Err(SignInRefusal::TokenInvalid);
         }
     }
-    let issuer = claims.issuer().as_str().to_owned();
-    let subject = claims.subject().as_str().to_owned();
+    Ok(Checked {
+        issuer: claims.issuer().as_str().to_owned(),
+        subject: claims.subject().as_str().to_owned(),
+        email: claims.email().map(|e| e.as_str().to_owned()),
+        email_verified: claims.email_verified(),
+        access_token: token.access_token().clone(),
+    })
+}
+
+/// Verifies the provider's answer and returns the member's user id.
+async fn finish(
+    state: &AppState,
+    attempt: OidcAttempt,
+    query: CallbackQuery,
+) -> Result<String, SignInRefusal> {
+    let provider = state.oidc.as_ref().ok_or(SignInRefusal::OidcUnconfigured)?;
+    let expected = Expected {
+        state: attempt.state,
+        nonce: attempt.nonce,
+        pkce_verifier: attempt.pkce_verifier,
+    };
+    let checked = check_answer(
+        provider,
+        expected,
+        query.state.as_deref(),
+        query.code,
+        query.error.as_deref(),
+    )
+    .await?;
+    let Checked {
+        issuer,
+        subject,
+        email,
+        email_verified,
+        access_token,
+    } = checked;
 
     // Many providers keep e-mail claims out of the ID token; ask the userinfo endpoint then.
-    let (email, verified) = match claims.email() {
-        Some(email) => (Some(email.as_str().to_owned()), claims.email_verified()),
+    let (email, verified) = match email {
+        Some(email) => (Some(email), email_verified),
         None => {
+            let client = provider.client(provider.metadata(false).await?);
             user_info_email(
                 &client,
                 &provider.http,
-                token.access_token().clone(),
-                claims.subject().clone(),
+                access_token,
+                openidconnect::SubjectIdentifier::new(subject.clone()),
             )
             .await
         }
@@ -263,6 +317,6 @@ async fn user_info_email(
     }
 }
 
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
