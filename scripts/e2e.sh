@@ -90,6 +90,14 @@ prepare() {
   node end2end/idp/oidc.mjs --port "$idp_port" --client-id tidemark-e2e --client-secret "$idp_secret" \
     --redirect-uri "$url/auth/oidc/callback" >"$data/oidc.log" 2>&1 &
   peer_pids+=($!)
+  # The vendor's staff provider for the console (the same oidc-provider with --staff: its
+  # form asks for the person's groups, and POST /groups changes them).
+  local staff_port staff_secret
+  staff_port=$(free_port)
+  staff_secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+  node end2end/idp/oidc.mjs --staff --port "$staff_port" --client-id tidemark-console-e2e \
+    --client-secret "$staff_secret" --redirect-uri "$url/console/auth/callback" >"$data/staff-oidc.log" 2>&1 &
+  peer_pids+=($!)
   # A real SAML IdP (samlify), also on localhost, for the domain saml-e2e.example.
   saml_port=$(free_port)
   node end2end/idp/saml.mjs --port "$saml_port" --sp-entity-id "$url/saml/metadata" \
@@ -106,6 +114,9 @@ prepare() {
     TIDEMARK_BASE_URL="$url" RUST_LOG="${RUST_LOG:-warn}"
     TIDEMARK_OIDC_ISSUER="http://localhost:$idp_port" TIDEMARK_OIDC_CLIENT_ID=tidemark-e2e
     TIDEMARK_OIDC_CLIENT_SECRET="$idp_secret" TIDEMARK_DNS_RESOLVER="127.0.0.1:$dns_port"
+    TIDEMARK_CONSOLE_OIDC_ISSUER="http://localhost:$staff_port"
+    TIDEMARK_CONSOLE_OIDC_CLIENT_ID=tidemark-console-e2e TIDEMARK_CONSOLE_OIDC_CLIENT_SECRET="$staff_secret"
+    TIDEMARK_CONSOLE_ROLES=vendor-admins=admin,sellers=sales,helpdesk=support,everyone=read
     # The dashboard tests push more than 5 scans a minute; the limit has its own Rust tests.
     TIDEMARK_WRITES_PER_MINUTE=1000
     # The webhook test's receiver listens on loopback, and its retry comes after half a second.
@@ -145,7 +156,7 @@ prepare() {
   export TIDEMARK_E2E_SAML_MEMBER="$saml_member" TIDEMARK_E2E_SAML="http://localhost:$saml_port"
   export TIDEMARK_E2E_LICENSE_KEY="$license_key" TIDEMARK_E2E_OUTBOX="$data/outbox"
   export TIDEMARK_E2E_ATTACKER="$attacker_email" TIDEMARK_E2E_DNS_RECORDS="$data/dns.json"
-  export TIDEMARK_E2E_SCIM_TOKEN="$scim_token"
+  export TIDEMARK_E2E_SCIM_TOKEN="$scim_token" TIDEMARK_E2E_STAFF_OIDC="http://localhost:$staff_port"
 }
 
 serve() { # PORT: one replica
@@ -212,6 +223,6 @@ export TIDEMARK_E2E_HTTP_PORT="$http_port"
 # test-results/ are the ones kept.
 export TIDEMARK_E2E_DEPLOYED=1
 # shellcheck disable=SC2086
-playwright ${TIDEMARK_E2E_SPECS:-tests/sign-in.spec.ts tests/dashboard.spec.ts tests/deployed.spec.ts tests/scim.spec.ts}
+playwright ${TIDEMARK_E2E_SPECS:-tests/sign-in.spec.ts tests/dashboard.spec.ts tests/deployed.spec.ts tests/scim.spec.ts tests/console.spec.ts}
 stop_servers
 echo "e2e: passed; screenshots in end2end/test-results/"

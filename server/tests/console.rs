@@ -62,7 +62,7 @@ async fn page(browser: &mut Browser, app: &TestApp, path: &str) -> (StatusCode, 
     if status == StatusCode::OK {
         assert_eq!(
             res.headers()["content-security-policy"].to_str().unwrap(),
-            "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
+            "default-src 'none'; style-src 'self'; img-src 'self' data:; \
              frame-ancestors 'none'; base-uri 'none'",
             "a console page runs no script"
         );
