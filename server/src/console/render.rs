@@ -97,7 +97,20 @@ pub fn unavailable() -> Response {
         "Its database cannot be reached just now. Try again in a minute.",
         None,
     );
-    page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", None, body)
+    retry_soon(page(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Unavailable",
+        None,
+        body,
+    ))
+}
+
+/// A 503 says when to ask again, as the rest of the server's do.
+fn retry_soon(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
 }
 
 pub fn provider_unreachable() -> Response {
@@ -107,7 +120,12 @@ pub fn provider_unreachable() -> Response {
          request who you are. Try again in a minute.",
         None,
     );
-    page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", None, body)
+    retry_soon(page(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Unavailable",
+        None,
+        body,
+    ))
 }
 
 /// A session whose groups or token no longer open the console (it has just been ended).
