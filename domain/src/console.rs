@@ -8,7 +8,7 @@
 //! has no console.
 
 use crate::access::SessionPolicy;
-use crate::time::{Millis, HOUR_MS, MINUTE_MS};
+use crate::time::{HOUR_MS, MINUTE_MS};
 use crate::vendor::{Permission, VendorRole};
 
 /// A staff session's lifetimes: shorter than a customer's (24 h idle, 7 days at most), as
@@ -17,11 +17,6 @@ pub const STAFF_SESSION: SessionPolicy = SessionPolicy {
     idle_ms: 30 * MINUTE_MS,
     absolute_ms: 8 * HOUR_MS,
 };
-
-/// How long a staff member's groups, as the provider last said, are trusted: none. Every
-/// console request asks the provider again, so a person taken out of a group loses the role
-/// at their next request.
-pub const GROUPS_TRUSTED_FOR_MS: Millis = 0;
 
 /// The configured map from the provider's group names to console roles.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,21 +95,6 @@ impl StaffRoles {
     pub fn in_words(&self) -> String {
         let names: Vec<&str> = self.0.iter().map(|r| r.as_str()).collect();
         names.join(", ")
-    }
-
-    /// Read back from a session's stored words; unknown names are dropped.
-    pub fn from_words(text: &str) -> StaffRoles {
-        let named: Vec<VendorRole> = text
-            .split(',')
-            .filter_map(|w| VendorRole::parse(w.trim()))
-            .filter(|r| *r != VendorRole::Billing)
-            .collect();
-        StaffRoles(
-            VendorRole::ALL
-                .into_iter()
-                .filter(|r| named.contains(r))
-                .collect(),
-        )
     }
 }
 
@@ -271,21 +251,11 @@ mod tests {
             Some(Permission::Administer)
         );
         assert_eq!(roles.in_words(), "sales, support");
-        assert_eq!(StaffRoles::from_words(&roles.in_words()), roles);
         assert!(map.roles_of(["unrelated"]).is_empty());
         assert!(map.roles_of([]).is_empty());
         // Group names match exactly: no prefix, no case folding.
         assert!(map.roles_of(["Ops", "ops-team"]).is_empty());
         let read = map.roles_of(["all-staff"]);
         assert!(read.may(Permission::Read) && !read.may(Permission::Resend));
-    }
-
-    #[test]
-    fn stored_words_never_grant_billing_or_unknown_roles() {
-        assert!(StaffRoles::from_words("billing, owner").is_empty());
-        assert_eq!(
-            StaffRoles::from_words("read,admin").roles(),
-            [VendorRole::Admin, VendorRole::Read]
-        );
     }
 }
