@@ -139,7 +139,12 @@ prepare() {
   attacker_email="mallory-$tag@attacker-e2e.example"
   env "${server_env[@]}" "$server_bin" license create --email "$attacker_email" \
     --tier enterprise >/dev/null
-  # Its SAML domain and a member who signs in through it.
+  # A customer the console's staff act on (extend, suspend, change the tier): its own
+  # licence, so no other spec's account changes under it.
+  local console_customer="console-$tag@console-e2e.example"
+  env "${server_env[@]}" "$server_bin" license create --email "$console_customer" \
+    --tier team >/dev/null
+  # The first account's SAML domain and a member who signs in through it.
   saml_member="sam-$tag@saml-e2e.example"
   wait_for "http://localhost:$saml_port/metadata"
   curl -sf "http://localhost:$saml_port/metadata" >"$data/idp-metadata.xml"
@@ -157,6 +162,7 @@ prepare() {
   export TIDEMARK_E2E_LICENSE_KEY="$license_key" TIDEMARK_E2E_OUTBOX="$data/outbox"
   export TIDEMARK_E2E_ATTACKER="$attacker_email" TIDEMARK_E2E_DNS_RECORDS="$data/dns.json"
   export TIDEMARK_E2E_SCIM_TOKEN="$scim_token" TIDEMARK_E2E_STAFF_OIDC="http://localhost:$staff_port"
+  export TIDEMARK_E2E_CONSOLE_CUSTOMER="$console_customer"
 }
 
 serve() { # PORT: one replica

@@ -91,6 +91,22 @@ impl StaffRoles {
         &self.0
     }
 
+    /// The console roles that have `permission`, as a refusal names them ("admin or
+    /// sales"): `billing` is the checkout's, never a person's, so it is not offered.
+    pub fn who_may(permission: Permission) -> String {
+        let names: Vec<&str> = permission
+            .roles()
+            .iter()
+            .filter(|r| **r != VendorRole::Billing)
+            .map(|r| r.as_str())
+            .collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
     /// "sales, support": as the console's header names them.
     pub fn in_words(&self) -> String {
         let names: Vec<&str> = self.0.iter().map(|r| r.as_str()).collect();
@@ -179,6 +195,13 @@ impl SearchTerm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_names_the_console_roles_that_may_never_billing() {
+        assert_eq!(StaffRoles::who_may(Permission::SetExpiry), "admin or sales");
+        assert_eq!(StaffRoles::who_may(Permission::Suspend), "admin or support");
+        assert_eq!(StaffRoles::who_may(Permission::Administer), "admin");
+    }
 
     #[test]
     fn a_search_is_recognised_by_its_shape() {

@@ -37,6 +37,11 @@ pub fn new_license_id() -> String {
     format!("lcn_{}", random_base32(20))
 }
 
+/// A single-use token a form carries (a console confirmation).
+pub fn new_form_token() -> String {
+    random_base32(26)
+}
+
 pub fn new_machine_id() -> String {
     format!("mch_{}", random_base32(20))
 }

@@ -22,6 +22,7 @@ pub mod housekeeping;
 pub mod ids;
 pub mod input;
 pub mod license;
+pub mod license_actions;
 pub mod license_events;
 pub mod overview;
 pub mod paging;

@@ -106,3 +106,123 @@ test("a customer's session does not open the console, nor a staff session the da
   await page.goto("/projects");
   await expect(page).toHaveURL(/\/signin/);
 });
+
+// Actions on a licence of its own (scripts/e2e.sh makes it), as each role may take them.
+const CUSTOMER = process.env.TIDEMARK_E2E_CONSOLE_CUSTOMER ?? "";
+
+async function openCustomer(page: Page) {
+  await page.getByLabel("E-mail, licence, account, API key or machine").fill(CUSTOMER);
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.getByRole("row").filter({ hasText: CUSTOMER }).getByRole("link").click();
+  await expect(page.getByRole("heading", { name: "Actions" })).toBeVisible();
+}
+
+const actionsOf = async (page: Page) =>
+  (await page.locator("details.action").evaluateAll((all) => all.map((d) => d.getAttribute("data-testid"))))
+    .map((id) => (id ?? "").replace(/^action-/, ""));
+
+async function confirmAction(page: Page, summary: string, fill: (page: Page) => Promise<void>, sentence: RegExp) {
+  await page.locator("details.action summary", { hasText: summary }).click();
+  await fill(page);
+  await page.getByRole("button", { name: `${summary}…` }).click();
+  // Nothing is done yet: a page says what will change.
+  await expect(page.getByTestId("confirm-sentence")).toHaveText(sentence);
+  await page.getByRole("button", { name: "Confirm" }).click();
+}
+
+test("sales changes the tier, confirmed; the page says so and the audit names them", async ({ page }) => {
+  const email = "seller@vendor-e2e.example";
+  await staffSignIn(page, email, ["sellers"]);
+  await openCustomer(page);
+  expect(await actionsOf(page)).toEqual(["extend", "expiry", "tier", "seats", "features", "max-projects"]);
+  await confirmAction(
+    page,
+    "Change the tier",
+    (p) => p.locator('select[name="tier"]').selectOption("agency"),
+    /from team to agency/,
+  );
+  await expect(page.getByTestId("done")).toHaveText("The tier is changed.");
+  await expect(page.locator("dl.meta")).toContainText("agency");
+  await expect(page.getByRole("row").filter({ hasText: `staff:${email}` }).first()).toContainText("entitlements");
+  // A reload of the landing page repeats nothing: it is a GET.
+  await page.reload();
+  await expect(page.locator("dl.meta")).toContainText("agency");
+});
+
+test("support extends by two weeks and suspends with a reason, and may not go further", async ({ page }) => {
+  await staffSignIn(page, "helper@vendor-e2e.example", ["helpdesk"]);
+  await openCustomer(page);
+  expect(await actionsOf(page)).toEqual(["extend", "suspend", "resend", "offline-file"]);
+  const before = await page.locator("dl.meta dd").nth(2).textContent();
+  await confirmAction(page, "Extend", (p) => p.getByLabel("Days").first().fill("14"), /by 14 days/);
+  await expect(page.getByTestId("done")).toHaveText("The expiry is moved.");
+  expect(await page.locator("dl.meta dd").nth(2).textContent()).not.toBe(before);
+
+  await confirmAction(
+    page,
+    "Suspend",
+    (p) => p.getByLabel("Reason (kept in the audit log)").fill("card declined"),
+    /Reason: card declined/,
+  );
+  await expect(page.getByTestId("done")).toHaveText("The licence is suspended.");
+  await expect(page.locator("dl.meta")).toContainText("suspended");
+  expect(await actionsOf(page)).toContain("resume");
+  await confirmAction(
+    page,
+    "Resume",
+    (p) => p.getByLabel("Reason (kept in the audit log)").fill("paid"),
+    /Reason: paid/,
+  );
+  await expect(page.getByTestId("done")).toHaveText("The licence is resumed.");
+
+  // A hand-made post past support's reach is refused, naming who may.
+  const res = await page.request.post(`${new URL(page.url()).pathname}/actions/extend`, {
+    form: { days: "90" },
+    headers: { Origin: new URL(page.url()).origin },
+  });
+  expect(res.status()).toBe(403);
+  expect(await res.text()).toContain("This needs the admin or sales role");
+});
+
+test("an admin sees every action, the forms and the confirmation are accessible, and read may do nothing", async ({ page }) => {
+  await staffSignIn(page, "boss@vendor-e2e.example", ["vendor-admins"]);
+  await openCustomer(page);
+  expect(await actionsOf(page)).toEqual([
+    "extend", "expiry", "suspend", "tier", "seats", "features", "max-projects", "resend", "offline-file",
+  ]);
+  // The pictures in docs/console.md (first phase only; scripts/docs-screens.sh copies them).
+  const pictures = !process.env.TIDEMARK_E2E_DEPLOYED;
+  if (pictures) {
+    await page.locator("details.action summary", { hasText: "Extend" }).first().click();
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 800 });
+      await page.screenshot({ path: `screens/console-licence-${width}.png`, fullPage: true });
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.locator("details.action summary", { hasText: "Extend" }).first().click();
+  }
+  for (const summary of await page.locator("details.action summary").all()) await summary.click();
+  for (const scheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await expectAccessible(page, `the actions (${scheme})`);
+  }
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expectNoSidewaysScroll(page, "the actions at 390 px");
+  await page.setViewportSize({ width: 1280, height: 800 });
+  // Every form is open from the checks above.
+  await page.getByRole("button", { name: "Download an offline file…" }).click();
+  await expect(page.getByTestId("confirm-sentence")).toContainText("running 30 days");
+  await expectAccessible(page, "a confirmation");
+  if (pictures) await page.screenshot({ path: "screens/console-confirm-1280.png" });
+  const download = page.waitForEvent("download");
+  await page.getByRole("button", { name: "Confirm" }).click();
+  const file = await download;
+  expect(file.suggestedFilename()).toMatch(/^tidemark-offline-lcn_.*\.json$/);
+
+  const reader = await page.context().browser()!.newContext({ baseURL: new URL(page.url()).origin });
+  const readerPage = await reader.newPage();
+  await staffSignIn(readerPage, "looker2@vendor-e2e.example", ["everyone"]);
+  await openCustomer(readerPage);
+  await expect(readerPage.getByTestId("no-actions")).toBeVisible();
+  await reader.close();
+});

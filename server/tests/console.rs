@@ -17,7 +17,7 @@ use tidemark_wire::Tier;
 const ROLES: &str = "vendor-admins=admin,helpdesk=support,sellers=sales,everyone=read";
 
 /// An app whose customers sign in with one provider and whose staff sign in with another.
-async fn app_with_console(
+pub(crate) async fn app_with_console(
     backend: tidemark_store::Backend,
 ) -> (TestApp, ScriptedProvider, ScriptedProvider) {
     let customers = ScriptedProvider::start().await;
@@ -29,7 +29,7 @@ async fn app_with_console(
 }
 
 /// The staff round trip from the sign-in button; returns the callback's response.
-async fn staff_sign_in(browser: &mut Browser, next: &str) -> reqwest::Response {
+pub(crate) async fn staff_sign_in(browser: &mut Browser, next: &str) -> reqwest::Response {
     let start = browser
         .post_form("/console/sign-in", &[("next", next)])
         .await;
@@ -56,7 +56,7 @@ async fn staff_sign_in(browser: &mut Browser, next: &str) -> reqwest::Response {
     browser.get(&callback).await
 }
 
-async fn page(browser: &mut Browser, app: &TestApp, path: &str) -> (StatusCode, String) {
+pub(crate) async fn page(browser: &mut Browser, app: &TestApp, path: &str) -> (StatusCode, String) {
     let res = browser.get(&app.url(path)).await;
     let status = res.status();
     if status == StatusCode::OK {
@@ -71,7 +71,7 @@ async fn page(browser: &mut Browser, app: &TestApp, path: &str) -> (StatusCode, 
     (status, res.text().await.unwrap())
 }
 
-async fn count(app: &TestApp, sql: &str) -> i64 {
+pub(crate) async fn count(app: &TestApp, sql: &str) -> i64 {
     let (n,): (i64,) = tidemark_store::on_db!(&app.db, pool => {
         sqlx::query_as(sql).fetch_one(pool).await
     })

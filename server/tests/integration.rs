@@ -14,6 +14,7 @@ mod catalogues;
 mod cli_client;
 mod cli_verdicts;
 mod console;
+mod console_actions;
 mod dashboard_api;
 mod demo;
 mod deployment;

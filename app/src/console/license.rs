@@ -50,6 +50,9 @@ pub struct LicenseView {
     pub projects: Vec<ProjectLine>,
     pub events: Vec<HistoryLine>,
     pub audit: Vec<HistoryLine>,
+    pub actions: super::actions::ActionsView,
+    /// What the action just confirmed did ("The tier is changed.").
+    pub done: Option<String>,
 }
 
 fn empty_row(columns: usize, text: &'static str) -> AnyView {
@@ -72,9 +75,17 @@ fn data_table(caption: &'static str, heads: &'static [&'static str], rows: AnyVi
     .into_any()
 }
 
-fn history_table(caption: &'static str, lines: Vec<HistoryLine>, none: &'static str) -> AnyView {
+/// A history's table; vendor events name no one (the audit trail says who), so they have no
+/// "Who" column.
+fn history_table(
+    caption: &'static str,
+    lines: Vec<HistoryLine>,
+    none: &'static str,
+    with_who: bool,
+) -> AnyView {
+    let columns = if with_who { 4 } else { 3 };
     let rows = if lines.is_empty() {
-        empty_row(4, none)
+        empty_row(columns, none)
     } else {
         lines
             .into_iter()
@@ -83,7 +94,7 @@ fn history_table(caption: &'static str, lines: Vec<HistoryLine>, none: &'static 
                     <tr>
                         <td data-label="When">{l.at}</td>
                         <td data-label="What">{l.what}</td>
-                        <td data-label="Who">{l.who}</td>
+                        {with_who.then(|| view! { <td data-label="Who">{l.who}</td> })}
                         <td data-label="Detail">{l.detail}</td>
                     </tr>
                 }
@@ -91,7 +102,12 @@ fn history_table(caption: &'static str, lines: Vec<HistoryLine>, none: &'static 
             .collect_view()
             .into_any()
     };
-    data_table(caption, &["When", "What", "Who", "Detail"], rows)
+    let heads: &'static [&'static str] = if with_who {
+        &["When", "What", "Who", "Detail"]
+    } else {
+        &["When", "What", "Detail"]
+    };
+    data_table(caption, heads, rows)
 }
 
 pub fn license_page(v: LicenseView) -> AnyView {
@@ -154,6 +170,7 @@ pub fn license_page(v: LicenseView) -> AnyView {
         <section class="card">
             <h1>"Licence "<code>{v.id}</code></h1>
             <p class="lede">{v.email}</p>
+            {v.done.map(|d| view! { <p class="notice" role="status" data-testid="done">{d}</p> })}
             <dl class="meta">
                 {v.facts
                     .into_iter()
@@ -161,6 +178,7 @@ pub fn license_page(v: LicenseView) -> AnyView {
                     .collect_view()}
             </dl>
         </section>
+        {super::actions::actions_section(v.actions)}
         <section class="card">
             <h2>"Seats"</h2>
             {data_table("Machines", &["Machine", "Fingerprint", "Activated", "Last seen", "Seat", "Live keys"], machines)}
@@ -175,11 +193,11 @@ pub fn license_page(v: LicenseView) -> AnyView {
         </section>
         <section class="card">
             <h2>"Vendor events"</h2>
-            {history_table("Vendor events", v.events, "No event yet.")}
+            {history_table("Vendor events", v.events, "No event yet.", false)}
         </section>
         <section class="card">
             <h2>"Audit trail"</h2>
-            {history_table("Audit trail", v.audit, "Nothing recorded yet.")}
+            {history_table("Audit trail", v.audit, "Nothing recorded yet.", true)}
         </section>
     }
     .into_any()

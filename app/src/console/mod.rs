@@ -5,6 +5,7 @@
 
 use leptos::prelude::*;
 
+pub mod actions;
 pub mod license;
 pub mod search;
 

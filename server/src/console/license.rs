@@ -1,11 +1,17 @@
 //! `GET /console/licenses/{id}`: one licence's page.
 
-use axum::extract::{Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use tidemark_domain::console::StaffRoles;
+use tidemark_domain::license::License;
+use tidemark_domain::license_actions::{ActionKind, MAX_EXTEND_DAYS};
 use tidemark_domain::now_millis;
+use tidemark_domain::vendor::{Permission, SUPPORT_EXTENSION_MS};
 use tidemark_services::console::LicenseDossier;
 
+use app::console::actions::ActionsView;
 use app::console::license::{
     license_page, HistoryLine, LicenseView, MachineLine, MemberLine, ProjectLine,
 };
@@ -16,18 +22,36 @@ use crate::state::AppState;
 use super::render;
 use super::staff::Staff;
 
+/// `?done=<action>`: where a confirmed action's redirect lands.
+#[derive(Debug, serde::Deserialize)]
+pub struct Done {
+    done: Option<String>,
+}
+
 pub async fn show_license(
     State(state): State<AppState>,
     staff: Staff,
     Path(id): Path<String>,
+    done: Result<Query<Done>, QueryRejection>,
 ) -> Response {
+    let done = done
+        .ok()
+        .and_then(|q| q.0.done)
+        .and_then(|d| ActionKind::parse(&d))
+        .map(|k| k.done().to_owned());
     let dossier =
         match tidemark_services::console::license_dossier(&state.db, &id, &staff.audit).await {
             Ok(dossier) => dossier,
             Err(err) => return super::service_error(err),
         };
     let default_release = state.config.limits.seat_release_after_days;
-    let view = license_view(dossier, now_millis(), default_release);
+    let now = now_millis();
+    let actions = actions_view(&dossier, &staff.roles, now);
+    let view = LicenseView {
+        actions,
+        done,
+        ..license_view(dossier, now, default_release)
+    };
     let title = format!("Licence {}", view.id);
     render::page(StatusCode::OK, &title, Some(&staff), license_page(view))
 }
@@ -38,6 +62,43 @@ fn names(features: &[tidemark_wire::Feature]) -> String {
     }
     let names: Vec<&str> = features.iter().map(|f| f.as_str()).collect();
     names.join(", ")
+}
+
+/// The action forms `roles` may use, filled in from the licence as it stands.
+fn actions_view(d: &LicenseDossier, roles: &StaffRoles, now: i64) -> ActionsView {
+    let l: &License = &d.license;
+    let on = l.features();
+    ActionsView {
+        license_id: l.id.clone(),
+        allowed: ActionKind::ALL
+            .into_iter()
+            .filter(|k| roles.may(k.permission()))
+            .collect(),
+        roles: roles.in_words(),
+        extend_max_days: if roles.may(Permission::SetExpiry) {
+            MAX_EXTEND_DAYS
+        } else {
+            u32::try_from(SUPPORT_EXTENSION_MS / tidemark_domain::time::DAY_MS).unwrap_or(30)
+        },
+        expiry_date: date(l.expires_at),
+        tier: l.tier.as_str().to_owned(),
+        suspended: l.suspended_at.is_some(),
+        max_machines: l.max_machines.map_or(String::new(), |n| n.to_string()),
+        release_after_days: l
+            .seat_release_after_days
+            .map_or(String::new(), |n| n.to_string()),
+        features: tidemark_wire::Feature::ALL
+            .into_iter()
+            .map(|f| (f.as_str(), f.label(), on.contains(&f)))
+            .collect(),
+        max_projects: l.max_projects.map_or(String::new(), |n| n.to_string()),
+        held_machines: d
+            .machines
+            .iter()
+            .filter(|m| m.released_at.is_none() && m.offline_until.is_none_or(|u| u <= now))
+            .map(|m| (m.id.clone(), format!("{} ({})", m.name, m.id)))
+            .collect(),
+    }
 }
 
 /// The dossier in the words and dates the page shows.
@@ -150,5 +211,7 @@ fn license_view(d: LicenseDossier, now: i64, default_release_days: u32) -> Licen
         projects,
         events,
         audit,
+        actions: ActionsView::default(),
+        done: None,
     }
 }

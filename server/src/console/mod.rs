@@ -5,6 +5,7 @@
 //! lifetimes, roles from the provider's groups asked on every request. Staff see licences,
 //! seats, counts and activity, never a customer's findings, scans or reports.
 
+pub mod actions;
 pub mod license;
 pub mod provider;
 pub mod render;
@@ -47,6 +48,10 @@ pub fn router(state: &AppState) -> Option<Router<AppState>> {
     let router = Router::new()
         .route("/console", get(search::show_search))
         .route("/console/licenses/{id}", get(license::show_license))
+        .route(
+            "/console/licenses/{id}/actions/{kind}",
+            post(actions::act_on_license),
+        )
         .route(
             "/console/sign-in",
             get(signin::show_sign_in).post(signin::start_sign_in),
