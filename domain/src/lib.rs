@@ -9,6 +9,7 @@ pub mod badge;
 pub mod catalogue;
 pub mod chart;
 pub mod ci_identity;
+pub mod client_version;
 pub mod console;
 pub mod findings;
 pub mod form_seal;

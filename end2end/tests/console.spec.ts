@@ -38,6 +38,7 @@ for (const [group, role] of ROLES) {
     await row.getByRole("link").click();
     await expect(page.getByRole("heading", { name: /^Licence lcn_/ })).toBeVisible();
     await expect(page.getByRole("heading", { name: "Seats" })).toBeVisible();
+    await expect(page.getByRole("heading", { name: "Use over 90 days" })).toBeVisible();
     await expect(page.getByRole("heading", { name: "Audit trail" })).toBeVisible();
     // No script runs in the console: no WASM, no JS.
     const scripts = await page.locator("script").count();

@@ -330,6 +330,21 @@ tidemark_store::test_each_backend! {
             .await;
         assert_eq!(pushed.status(), StatusCode::CREATED);
 
+        // Two runs of the scanner on that machine (the second answered from the cache), and
+        // one with no User-Agent: three validations, one client.
+        for agent in [Some("tidemark-cli/1.7.0 (linux; x86_64)"), Some("tidemark-cli/1.7.0"), None] {
+            let mut req = app
+                .client
+                .post(app.url("/v1/license/validate"))
+                .header("X-License-Key-Hash", &license.hash)
+                .header("X-Machine-Fingerprint", "fp-c3ab8ff13720e8ad9047dd39466b3c89");
+            if let Some(agent) = agent {
+                req = req.header("User-Agent", agent);
+            }
+            assert_eq!(req.send().await.unwrap().status(), StatusCode::OK);
+        }
+        server::workers::seats::flush_sightings(&app.db, &app.state.validator).await.unwrap();
+
         let mut browser = Browser::new(&app.base_url);
         assert_eq!(staff_sign_in(&mut browser, "/console").await.status(), StatusCode::OK);
         let path = format!("/console/licenses/{}", license.license_id);
@@ -344,9 +359,18 @@ tidemark_store::test_each_backend! {
             "holds a seat",
             "payments-api",
             "admin",
+            "tidemark-cli/1.7.0",
         ] {
             assert!(html.contains(shown), "{shown} on the licence page");
         }
+        // Today's use, in the table beside the chart: 3 validations and 1 push.
+        let today = app::time::date(tidemark_domain::now_millis());
+        let row = format!(
+            "<td data-label=\"Day\">{today}</td><td data-label=\"Validations\" class=\"num\">3</td>\
+             <td data-label=\"Pushes\" class=\"num\">1</td>"
+        );
+        assert!(html.contains(&row), "{row} in {html}");
+        assert!(html.contains("The one day with any use"), "{html}");
         // Counts and names, never what the scans found.
         for hidden in [
             "google_compute_instance.web",

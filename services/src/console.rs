@@ -54,7 +54,12 @@ pub struct LicenseDossier {
     pub events: Vec<EventLine>,
     /// The latest audited changes to the licence and its account's access, newest first.
     pub audit: Vec<tidemark_store::audit::AuditEvent>,
+    /// Its days of use within the last [`ACTIVITY_DAYS`] (days with none are absent).
+    pub days: Vec<tidemark_store::activity::LicenseDay>,
 }
+
+/// How many days of use a licence's page charts.
+pub const ACTIVITY_DAYS: i64 = 90;
 
 /// A project as staff see it: its name and how much it is used.
 pub struct ProjectLine {
@@ -127,8 +132,12 @@ pub async fn license_dossier(
         .filter(|e| DOSSIER_ACTIONS.iter().any(|p| e.action.starts_with(p)))
         .take(usize::try_from(DOSSIER_RECENT).unwrap_or(0))
         .collect();
+    let first_day = tidemark_domain::client_version::day_of(audit.at)
+        - (ACTIVITY_DAYS - 1) * tidemark_domain::time::DAY_MS;
+    let days = tidemark_store::activity::license_days(db, &license.id, first_day).await?;
     note_read(db, audit, format!("licence {}", license.id)).await?;
     Ok(LicenseDossier {
+        days,
         license,
         machines,
         members,

@@ -5,6 +5,7 @@
 //! or DNS is a port (a trait in `ports`) the server implements.
 
 pub mod account;
+pub mod activity;
 pub mod alerts;
 pub mod api_keys;
 pub mod audit;

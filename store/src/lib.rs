@@ -18,6 +18,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{PgPool, SqlitePool};
 
 pub mod access;
+pub mod activity;
 pub mod alerts;
 pub mod api_keys;
 pub mod audit;

@@ -276,6 +276,8 @@ pub struct MachineRow {
     pub live_keys: i64,
     /// An offline licence file holds the seat until then.
     pub offline_until: Option<Millis>,
+    /// The client it last validated with ("tidemark-cli/1.4.2"), when it said.
+    pub client_version: Option<String>,
 }
 
 /// The licence's machines: seats held first (newest activation first), then released ones.
@@ -286,7 +288,7 @@ pub async fn list(db: &Db, license_id: &str) -> Result<Vec<MachineRow>, StoreErr
             "SELECT m.id, m.name, m.machine_key, m.activated_at, \
              COALESCE((SELECT MAX(k.last_used_at) FROM api_keys k WHERE k.machine_id = m.id \
                        AND k.last_used_at > m.last_seen_at), m.last_seen_at) AS last_seen_at, \
-             m.released_at, m.offline_until, \
+             m.released_at, m.offline_until, m.client_version, \
              (SELECT COUNT(*) FROM api_keys k WHERE k.machine_id = m.id \
               AND k.revoked_at IS NULL) AS live_keys \
              FROM machines m WHERE m.license_id = $1 \

@@ -16,6 +16,8 @@ pub struct MachineLine {
     /// "holds a seat", "released …", "offline until …"
     pub seat: String,
     pub live_keys: i64,
+    /// The client it last validated with, or "not said".
+    pub client: String,
 }
 
 #[derive(Debug, Clone)]
@@ -51,6 +53,8 @@ pub struct LicenseView {
     pub events: Vec<HistoryLine>,
     pub audit: Vec<HistoryLine>,
     pub actions: super::actions::ActionsView,
+    /// The last 90 days, oldest first.
+    pub days: Vec<super::activity::DayUse>,
     /// What the action just confirmed did ("The tier is changed.").
     pub done: Option<String>,
 }
@@ -112,7 +116,7 @@ fn history_table(
 
 pub fn license_page(v: LicenseView) -> AnyView {
     let machines = if v.machines.is_empty() {
-        empty_row(6, "No machine has activated this licence.")
+        empty_row(7, "No machine has activated this licence.")
     } else {
         v.machines
             .into_iter()
@@ -125,6 +129,7 @@ pub fn license_page(v: LicenseView) -> AnyView {
                         <td data-label="Last seen">{m.last_seen}</td>
                         <td data-label="Seat">{m.seat}</td>
                         <td data-label="Live keys">{m.live_keys}</td>
+                        <td data-label="Client">{m.client}</td>
                     </tr>
                 }
             })
@@ -179,9 +184,10 @@ pub fn license_page(v: LicenseView) -> AnyView {
             </dl>
         </section>
         {super::actions::actions_section(v.actions)}
+        {super::activity::activity_section(v.days)}
         <section class="card">
             <h2>"Seats"</h2>
-            {data_table("Machines", &["Machine", "Fingerprint", "Activated", "Last seen", "Seat", "Live keys"], machines)}
+            {data_table("Machines", &["Machine", "Fingerprint", "Activated", "Last seen", "Seat", "Live keys", "Client"], machines)}
         </section>
         <section class="card">
             <h2>"Members"</h2>

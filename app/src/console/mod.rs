@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 
 pub mod actions;
+pub mod activity;
 pub mod license;
 pub mod search;
 

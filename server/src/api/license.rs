@@ -73,8 +73,16 @@ pub async fn validate_license(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let (hash, machine) = question(&headers)?;
-    match state.validator.validate(&state.db, &hash, machine).await? {
-        Validation::Answer(body) => Ok(json_body(body)),
+    let client = client_version(&headers);
+    match state
+        .validator
+        .validate(&state.db, &hash, machine.clone())
+        .await?
+    {
+        Validation::Answer(body) => {
+            state.validator.count(&hash, machine.as_ref(), client);
+            Ok(json_body(body))
+        }
         Validation::UnknownLicense => Err(ApiError::LicenseNotFound),
     }
 }
@@ -105,6 +113,7 @@ pub async fn answer_cached_validation(
     if req.method() == Method::POST && req.uri().path() == VALIDATE_PATH {
         if let Ok((hash, machine)) = question(req.headers()) {
             if let Some(body) = validator.kept_answer(&hash, machine.as_ref()) {
+                validator.count(&hash, machine.as_ref(), client_version(req.headers()));
                 let mut res = json_body(body);
                 // What the `/v1` router adds to every answer (`security_headers::no_store`).
                 res.headers_mut()
@@ -126,6 +135,14 @@ fn json_body(body: Bytes) -> Response {
         body,
     )
         .into_response()
+}
+
+/// The client the request's `User-Agent` names, if it names one plainly.
+pub fn client_version(
+    headers: &HeaderMap,
+) -> Option<tidemark_domain::client_version::ClientVersion> {
+    let agent = headers.get(header::USER_AGENT)?.to_str().ok()?;
+    tidemark_domain::client_version::ClientVersion::from_user_agent(agent)
 }
 
 /// The optional `X-Machine-Fingerprint` header, bound into the verdict.

@@ -185,7 +185,13 @@ async fn push(
         .map_err(|e| (ApiError::from(e), None))?;
     let tier = owner.license.tier.as_str();
     match outcome {
-        PushOutcome::Appended(scan, rate) => Ok(accepted(state, scan, Stored::Created, rate)),
+        PushOutcome::Appended(scan, rate) => {
+            state
+                .validator
+                .activity
+                .pushed(&owner.license.account_id, now);
+            Ok(accepted(state, scan, Stored::Created, rate))
+        }
         PushOutcome::Replayed(scan, rate) => Ok(accepted(state, scan, Stored::Replayed, rate)),
         PushOutcome::ProjectLimitReached { cap, rate } => {
             let projects = if cap == 1 { "project" } else { "projects" };

@@ -9,9 +9,10 @@ use tidemark_domain::license::License;
 use tidemark_domain::license_actions::{ActionKind, MAX_EXTEND_DAYS};
 use tidemark_domain::now_millis;
 use tidemark_domain::vendor::{Permission, SUPPORT_EXTENSION_MS};
-use tidemark_services::console::LicenseDossier;
+use tidemark_services::console::{LicenseDossier, ACTIVITY_DAYS};
 
 use app::console::actions::ActionsView;
+use app::console::activity::DayUse;
 use app::console::license::{
     license_page, HistoryLine, LicenseView, MachineLine, MemberLine, ProjectLine,
 };
@@ -101,6 +102,23 @@ fn actions_view(d: &LicenseDossier, roles: &StaffRoles, now: i64) -> ActionsView
     }
 }
 
+/// Every one of the last 90 days, oldest first, with its counts (0 for a quiet day).
+fn use_by_day(days: &[tidemark_store::activity::LicenseDay], now: i64) -> Vec<DayUse> {
+    let today = tidemark_domain::client_version::day_of(now);
+    (0..ACTIVITY_DAYS)
+        .rev()
+        .map(|back| {
+            let day = today - back * tidemark_domain::time::DAY_MS;
+            let found = days.iter().find(|d| d.day == day);
+            DayUse {
+                date: date(day),
+                validations: found.map_or(0, |d| d.validations),
+                pushes: found.map_or(0, |d| d.pushes),
+            }
+        })
+        .collect()
+}
+
 /// The dossier in the words and dates the page shows.
 fn license_view(d: LicenseDossier, now: i64, default_release_days: u32) -> LicenseView {
     let l = &d.license;
@@ -152,6 +170,10 @@ fn license_view(d: LicenseDossier, now: i64, default_release_days: u32) -> Licen
                 (None, _) => "holds a seat".to_owned(),
             },
             live_keys: m.live_keys,
+            client: m
+                .client_version
+                .clone()
+                .unwrap_or_else(|| "not said".to_owned()),
         })
         .collect();
     let members = d
@@ -211,6 +233,7 @@ fn license_view(d: LicenseDossier, now: i64, default_release_days: u32) -> Licen
         projects,
         events,
         audit,
+        days: use_by_day(&d.days, now),
         actions: ActionsView::default(),
         done: None,
     }

@@ -12,11 +12,16 @@ use tidemark_store::Writer;
 
 use crate::workers::runner::{Lease, Pacing, Worker};
 
+/// How long each licence's daily use is kept (the console shows 90 days; a year and a month
+/// lets a renewal be compared with the last).
+const ACTIVITY_KEPT_DAYS: i64 = 400;
+
 /// Seats freed per pass at most (the next pass goes on).
 const BATCH: i64 = 500;
 
 /// Writes the machines this replica saw validating since the last pass as their seats'
-/// "last seen", once a minute (every replica its own).
+/// "last seen", and adds the licences' use it counted (validations, pushes, clients), once a
+/// minute (every replica its own).
 pub struct Sightings {
     pub validator: std::sync::Arc<tidemark_services::licensing::Validator>,
 }
@@ -49,6 +54,14 @@ pub async fn flush_sightings(
     if !seen.is_empty() {
         tidemark_store::machines::mark_seen_by_key(db, &seen).await?;
     }
+    let counted = validator.activity.take();
+    if !counted.is_empty() {
+        if let Err(err) = tidemark_store::activity::add(db, &counted).await {
+            // Kept for the next pass: a database away for a minute loses no count.
+            validator.activity.restore(counted);
+            return Err(err.into());
+        }
+    }
     Ok(seen.len() as u64)
 }
 
@@ -65,6 +78,7 @@ pub async fn free_unseen_seats(
     now: Millis,
 ) -> anyhow::Result<Vec<String>> {
     tidemark_store::licenses::prune_idempotency_keys(db, now - DAY_MS).await?;
+    tidemark_store::activity::prune(db, now - ACTIVITY_KEPT_DAYS * DAY_MS).await?;
     let audit = AuditContext {
         actor: Actor::System {
             name: "seat-release".into(),

@@ -30,6 +30,9 @@ pub struct Validator {
     /// Machines seen validating since the last flush: (licence, machine key) -> when. Their
     /// seats' "last seen" is written a minute at a time, never on the validation's path.
     sightings: std::sync::Mutex<std::collections::HashMap<(String, String), Millis>>,
+    /// Each licence's validations and pushes per day, and its machines' clients: counted here
+    /// for the vendor's console, written a minute at a time.
+    pub activity: crate::activity::Activity,
 }
 
 /// Sightings a replica keeps between flushes at most (a flood of invented fingerprints
@@ -65,6 +68,7 @@ impl Validator {
             signer,
             base_url,
             sightings: Default::default(),
+            activity: Default::default(),
         }
     }
 
@@ -88,6 +92,22 @@ impl Validator {
             .into_iter()
             .map(|((license, machine), at)| (license, machine, at))
             .collect()
+    }
+
+    /// Counts a validation asked with `hash` (answered from the cache or not) by `machine`,
+    /// with the client its `User-Agent` names.
+    pub fn count(
+        &self,
+        hash: &LicenseKeyHash,
+        machine: Option<&MachineFingerprint>,
+        client: Option<tidemark_domain::client_version::ClientVersion>,
+    ) {
+        self.activity.validated(
+            hash.lookup().as_str(),
+            machine.map(|m| format!("fp:{}", m.as_str())),
+            client,
+            now_millis(),
+        );
     }
 
     /// The answer this replica gave to the same question within the cache's window, if any.
