@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod append;
 pub mod audit;
 pub mod badge;
+pub mod business;
 pub mod catalogue;
 pub mod chart;
 pub mod ci_identity;

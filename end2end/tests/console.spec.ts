@@ -1,5 +1,6 @@
 import { test, expect, expectAccessible, expectNoSidewaysScroll, signInWithOidc } from "./support";
 import type { Page } from "@playwright/test";
+import { readFileSync } from "node:fs";
 
 // The vendor's console, signed in through the staff's own OpenID provider (npm
 // oidc-provider, started by scripts/e2e.sh with --staff) as each role; its groups are ticked
@@ -226,4 +227,57 @@ test("an admin sees every action, the forms and the confirmation are accessible,
   await openCustomer(readerPage);
   await expect(readerPage.getByTestId("no-actions")).toBeVisible();
   await reader.close();
+});
+
+test("the business at a glance: each figure a chart with its table and CSV, accessible and light", async ({ page, browser }) => {
+  await staffSignIn(page, "analyst@vendor-e2e.example", ["everyone"]);
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Business" }).click();
+  await expect(page.getByRole("heading", { name: "The business" })).toBeVisible();
+  for (const heading of [
+    "Expiring in the next 30 days",
+    "Licences in force by tier",
+    "Made and ended per month",
+    "Validations and active machines per day",
+    "Clients in the field",
+    "Seat use per tier",
+  ]) {
+    await expect(page.getByRole("heading", { name: heading, exact: true })).toBeVisible();
+  }
+  // The e2e accounts (and the console's customer) are in force now.
+  await expect(page.getByTestId("in-force").locator("details summary")).toContainText("as a table");
+  for (const summary of await page.locator("details.figure-table summary").all()) {
+    if (!(await summary.locator("xpath=..").getAttribute("open"))) await summary.click();
+  }
+  for (const scheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await expectAccessible(page, `the business (${scheme})`);
+  }
+  await page.setViewportSize({ width: 390, height: 844 });
+  await expectNoSidewaysScroll(page, "the business at 390 px");
+  await page.setViewportSize({ width: 1280, height: 800 });
+  if (!process.env.TIDEMARK_E2E_DEPLOYED) {
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.reload();
+    await page.screenshot({ path: "screens/console-business-1280.png", fullPage: true });
+  }
+
+  const download = page.waitForEvent("download");
+  await page.getByRole("link", { name: "Download seat use per tier (CSV)" }).click();
+  const file = await download;
+  expect(file.suggestedFilename()).toMatch(/^tidemark-seats-\d{4}-\d{2}-\d{2}\.csv$/);
+  const text = readFileSync(await file.path(), "utf8");
+  expect(text.split("\n")[0]).toBe("Tier,Licences in force,Seats held,Seat limit");
+
+  // A first visit within the console's budget, with no script.
+  const fresh = await browser.newContext({ baseURL: new URL(page.url()).origin });
+  await fresh.addCookies(await page.context().cookies());
+  const first = await fresh.newPage();
+  let total = 0;
+  first.on("response", async (res) => (total += (await res.body().catch(() => Buffer.alloc(0))).length));
+  await first.goto("/console/business");
+  await first.waitForLoadState("networkidle");
+  console.log(`console business page: ${total} bytes`);
+  expect(total).toBeLessThanOrEqual(120 * 1024);
+  expect(await first.locator("script").count()).toBe(0);
+  await fresh.close();
 });

@@ -15,6 +15,7 @@ mod cli_client;
 mod cli_verdicts;
 mod console;
 mod console_actions;
+mod console_business;
 mod dashboard_api;
 mod demo;
 mod deployment;

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod badges;
 pub mod billing;
 pub mod bundles;
+pub mod business;
 pub mod catalogues;
 pub mod console;
 pub mod crypto;

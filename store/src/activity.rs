@@ -72,11 +72,37 @@ pub async fn add(db: &Writer, counted: &Counted) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Notes the machines seen validating (licence id, machine key, when) as active on that day.
+pub async fn note_machine_days(
+    db: &Writer,
+    seen: &[(String, String, Millis)],
+) -> Result<(), StoreError> {
+    let mut tx = WriteTx::begin(db).await?;
+    for (license_id, machine_key, at) in seen {
+        tx.execute(
+            Stmt::new(
+                "INSERT INTO machine_days (day, machine_id) \
+                 SELECT $1, id FROM machines WHERE license_id = $2 AND machine_key = $3 \
+                 ON CONFLICT (day, machine_id) DO NOTHING",
+            )
+            .bind(tidemark_domain::client_version::day_of(*at))
+            .bind(license_id)
+            .bind(machine_key),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Forgets days before `before`; how many rows.
 pub async fn prune(db: &Writer, before: Millis) -> Result<u64, StoreError> {
     let mut tx = WriteTx::begin(db).await?;
-    let gone = tx
+    let mut gone = tx
         .execute(Stmt::new("DELETE FROM license_days WHERE day < $1").bind(before))
+        .await?;
+    gone += tx
+        .execute(Stmt::new("DELETE FROM machine_days WHERE day < $1").bind(before))
         .await?;
     tx.commit().await?;
     Ok(gone)
@@ -104,6 +130,62 @@ pub async fn license_days(
         )
         .bind(license_id)
         .bind(from),
+    )
+    .await
+}
+
+/// Every licence's use summed per day from `from` on, oldest first: (day, validations,
+/// pushes), days with none absent.
+pub async fn use_by_day(db: &Db, from: Millis) -> Result<Vec<(Millis, i64, i64)>, StoreError> {
+    read_all(
+        db,
+        Stmt::new(
+            "SELECT day, CAST(SUM(validations) AS BIGINT), CAST(SUM(pushes) AS BIGINT) \
+             FROM license_days WHERE day >= $1 GROUP BY day ORDER BY day",
+        )
+        .bind(from),
+    )
+    .await
+}
+
+/// The machines active per day from `from` on, oldest first.
+pub async fn machines_by_day(db: &Db, from: Millis) -> Result<Vec<(Millis, i64)>, StoreError> {
+    read_all(
+        db,
+        Stmt::new(
+            "SELECT day, COUNT(*) FROM machine_days WHERE day >= $1 GROUP BY day ORDER BY day",
+        )
+        .bind(from),
+    )
+    .await
+}
+
+/// The clients of the machines holding a seat and seen since `since`, most common first
+/// (`None`: machines that never said).
+pub async fn client_versions(
+    db: &Db,
+    since: Millis,
+) -> Result<Vec<(Option<String>, i64)>, StoreError> {
+    read_all(
+        db,
+        Stmt::new(
+            "SELECT client_version, COUNT(*) AS n FROM machines \
+             WHERE released_at IS NULL AND last_seen_at >= $1 \
+             GROUP BY client_version ORDER BY n DESC, client_version",
+        )
+        .bind(since),
+    )
+    .await
+}
+
+/// Seats held now, per licence that holds any.
+pub async fn seats_held(db: &Db) -> Result<Vec<(String, i64)>, StoreError> {
+    read_all(
+        db,
+        Stmt::new(
+            "SELECT license_id, COUNT(*) FROM machines WHERE released_at IS NULL \
+             GROUP BY license_id",
+        ),
     )
     .await
 }

@@ -7,6 +7,8 @@ use leptos::prelude::*;
 
 pub mod actions;
 pub mod activity;
+pub mod business;
+pub mod charts;
 pub mod license;
 pub mod search;
 
@@ -41,6 +43,10 @@ pub fn document(title: &str, staff: Option<&StaffBar>, body: AnyView) -> String 
                             " Tidemark console"
                         </a>
                         {staff.map(|s| view! {
+                            <nav class="console-nav" aria-label="Console">
+                                <a href="/console">"Customers"</a>
+                                <a href="/console/business">"Business"</a>
+                            </nav>
                             <div class="account">
                                 <span class="muted small">{s.email}" · "{s.roles}</span>
                                 <form method="post" action="/console/sign-out">

@@ -6,6 +6,7 @@
 //! seats, counts and activity, never a customer's findings, scans or reports.
 
 pub mod actions;
+pub mod business;
 pub mod license;
 pub mod provider;
 pub mod render;
@@ -47,6 +48,8 @@ pub fn router(state: &AppState) -> Option<Router<AppState>> {
         .with_private(cookie_key(&state.config.keys.master_key));
     let router = Router::new()
         .route("/console", get(search::show_search))
+        .route("/console/business", get(business::show_business))
+        .route("/console/business/{file}", get(business::download_table))
         .route("/console/licenses/{id}", get(license::show_license))
         .route(
             "/console/licenses/{id}/actions/{kind}",

@@ -53,6 +53,7 @@ pub async fn flush_sightings(
     let seen = validator.take_sightings();
     if !seen.is_empty() {
         tidemark_store::machines::mark_seen_by_key(db, &seen).await?;
+        tidemark_store::activity::note_machine_days(db, &seen).await?;
     }
     let counted = validator.activity.take();
     if !counted.is_empty() {

@@ -25,6 +25,15 @@ fn csv_bytes(header: Option<&[&str]>, rows: impl Iterator<Item = Vec<String>>) -
     out.into_inner().unwrap_or_default()
 }
 
+/// Any table as CSV: its heads, then its rows, each text cell made safe for spreadsheets.
+pub fn table_csv(heads: &[&str], rows: &[Vec<String>]) -> Vec<u8> {
+    csv_bytes(
+        Some(heads),
+        rows.iter()
+            .map(|row| row.iter().map(|c| cell(c).into_owned()).collect()),
+    )
+}
+
 pub const FINDINGS_CSV_HEADER: [&str; 6] = [
     "rule_id",
     "resource",

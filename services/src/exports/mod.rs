@@ -16,7 +16,9 @@ use tidemark_store::dashboard::{
 use tidemark_store::{Db, StoreError};
 use tidemark_wire::ids::{AccountId, ProjectId, ScanId};
 
-pub use self::csv::{findings_csv, history_csv, FINDINGS_CSV_HEADER, HISTORY_CSV_HEADER};
+pub use self::csv::{
+    findings_csv, history_csv, table_csv, FINDINGS_CSV_HEADER, HISTORY_CSV_HEADER,
+};
 pub use self::sarif::{findings_sarif, SarifLog, Triaged, SARIF_SCHEMA};
 
 /// History rows read per query while streaming a history export.
