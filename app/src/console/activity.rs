@@ -122,19 +122,7 @@ pub fn activity_section(days: Vec<DayUse>) -> AnyView {
                     1 => "The one day with any use, as a table".to_owned(),
                     n => format!("The {n} days with any use, as a table"),
                 }}</summary>
-                <div class="table-wrap">
-                    <table class="data">
-                        <caption class="visually-hidden">"Validations and pushes per day"</caption>
-                        <thead>
-                            <tr>
-                                <th scope="col">"Day"</th>
-                                <th scope="col">"Validations"</th>
-                                <th scope="col">"Pushes"</th>
-                            </tr>
-                        </thead>
-                        <tbody>{rows}</tbody>
-                    </table>
-                </div>
+                {super::data_table("Validations and pushes per day", &["Day", "Validations", "Pushes"], rows.into_any())}
             </details>
         </section>
     }

@@ -155,15 +155,7 @@ fn table_view(t: &Table, open: bool) -> AnyView {
     view! {
         <details class="figure-table" open=open>
             <summary>{summary}</summary>
-            <div class="table-wrap">
-                <table class="data">
-                    <caption class="visually-hidden">{title}</caption>
-                    <thead>
-                        <tr>{heads.iter().map(|h| view! { <th scope="col">{*h}</th> }).collect_view()}</tr>
-                    </thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </div>
+            {super::data_table(title, &heads, rows.into_any())}
         </details>
         <p class="small"><a href=csv download="">{format!("Download {} (CSV)", title.to_lowercase())}</a></p>
     }
@@ -230,6 +222,64 @@ fn figure(
     .into_any()
 }
 
+/// The clients in the field and the seats per tier, as bar lists.
+fn bar_lists(b: &Business) -> (AnyView, AnyView) {
+    let clients = bar_list(
+        b.clients
+            .iter()
+            .map(|(c, n)| (c.clone(), *n, n.to_string()))
+            .collect(),
+        FIRST,
+        "No machine holding a seat was seen in the last 30 days.",
+    );
+    let seat_peak_items = b
+        .seats
+        .iter()
+        .map(|s| {
+            (
+                s.tier.as_str().to_owned(),
+                s.held,
+                format!("{} held of {}", s.held, limit_words(s.limit)),
+            )
+        })
+        .collect();
+    let seats = bar_list(seat_peak_items, FIRST, "");
+    (clients, seats)
+}
+
+/// The licences expiring soon: a column per day of the next 30 (how many expire that day),
+/// then each linked to its page, soonest first.
+fn expiring_body(b: &Business) -> AnyView {
+    use tidemark_domain::client_version::day_of;
+    let today = day_of(b.now);
+    let per_day: Vec<Vec<i64>> = (0..EXPIRING_WITHIN_DAYS)
+        .map(|d| {
+            let day = today + d * tidemark_domain::time::DAY_MS;
+            vec![b
+                .expiring
+                .iter()
+                .filter(|l| day_of(l.expires_at) == day)
+                .count() as i64]
+        })
+        .collect();
+    let chart = charts::columns(&per_day, &[SECOND], Layout::Stacked);
+    let links = b
+        .expiring
+        .iter()
+        .map(|l| {
+            let href = format!("/console/licenses/{}", l.id);
+            view! {
+                <li><a href=href>{l.email.clone()}</a>" · "{l.tier.as_str()}" · expires "{date(l.expires_at)}</li>
+            }
+        })
+        .collect_view();
+    view! {
+        {drawing(chart, "None expires in the next 30 days.")}
+        <ol class="act-list">{links}</ol>
+    }
+    .into_any()
+}
+
 pub fn business_page(b: Business) -> AnyView {
     let tables = tables(&b);
     let table = |slug: &str, open: bool| {
@@ -263,19 +313,6 @@ pub fn business_page(b: Business) -> AnyView {
         &[FIRST, SECOND],
         Layout::Grouped,
     );
-    // The next 30 days, a column each: how many expire that day.
-    let today = tidemark_domain::client_version::day_of(b.now);
-    let per_day: Vec<Vec<i64>> = (0..EXPIRING_WITHIN_DAYS)
-        .map(|d| {
-            let day = today + d * tidemark_domain::time::DAY_MS;
-            vec![b
-                .expiring
-                .iter()
-                .filter(|l| tidemark_domain::client_version::day_of(l.expires_at) == day)
-                .count() as i64]
-        })
-        .collect();
-    let expiring_chart = charts::columns(&per_day, &[SECOND], Layout::Stacked);
     let validations = charts::columns(
         &b.days
             .iter()
@@ -289,36 +326,7 @@ pub fn business_page(b: Business) -> AnyView {
         &[SECOND],
         Layout::Stacked,
     );
-    let clients = bar_list(
-        b.clients
-            .iter()
-            .map(|(c, n)| (c.clone(), *n, n.to_string()))
-            .collect(),
-        FIRST,
-        "No machine holding a seat was seen in the last 30 days.",
-    );
-    let seat_peak_items = b
-        .seats
-        .iter()
-        .map(|s| {
-            (
-                s.tier.as_str().to_owned(),
-                s.held,
-                format!("{} held of {}", s.held, limit_words(s.limit)),
-            )
-        })
-        .collect();
-    let seats = bar_list(seat_peak_items, FIRST, "");
-    let expiring_links = b
-        .expiring
-        .iter()
-        .map(|l| {
-            let href = format!("/console/licenses/{}", l.id);
-            view! {
-                <li><a href=href>{l.email.clone()}</a>" · "{l.tier.as_str()}" · expires "{date(l.expires_at)}</li>
-            }
-        })
-        .collect_view();
+    let (clients, seats) = bar_lists(&b);
     let expiring_count = b.expiring.len();
     let days_first = b.days.first().map(|d| date(d.day)).unwrap_or_default();
     view! {
@@ -331,10 +339,7 @@ pub fn business_page(b: Business) -> AnyView {
             "expiring",
             "Expiring in the next 30 days",
             format!("{expiring_count} licences in force expire by {}: a list to act on.", date(b.now + EXPIRING_WITHIN_DAYS * tidemark_domain::time::DAY_MS)),
-            view! {
-                {drawing(expiring_chart, "None expires in the next 30 days.")}
-                <ol class="act-list">{expiring_links}</ol>
-            }.into_any(),
+            expiring_body(&b),
             table("expiring", false).into_any(),
         )}
         {figure(

@@ -3,6 +3,8 @@
 
 use leptos::prelude::*;
 
+use super::data_table;
+
 /// Label and value rows of the licence's summary.
 pub type Facts = Vec<(&'static str, String)>;
 
@@ -61,22 +63,6 @@ pub struct LicenseView {
 
 fn empty_row(columns: usize, text: &'static str) -> AnyView {
     view! { <tr><td colspan=columns.to_string() class="muted">{text}</td></tr> }.into_any()
-}
-
-/// A data table with a hidden caption, its column heads and its rows.
-fn data_table(caption: &'static str, heads: &'static [&'static str], rows: AnyView) -> AnyView {
-    view! {
-        <div class="table-wrap">
-            <table class="data">
-                <caption class="visually-hidden">{caption}</caption>
-                <thead>
-                    <tr>{heads.iter().map(|h| view! { <th scope="col">{*h}</th> }).collect_view()}</tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
-        </div>
-    }
-    .into_any()
 }
 
 /// A history's table; vendor events name no one (the audit trail says who), so they have no

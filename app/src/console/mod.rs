@@ -64,6 +64,23 @@ pub fn document(title: &str, staff: Option<&StaffBar>, body: AnyView) -> String 
     format!("<!DOCTYPE html>{html}")
 }
 
+/// A data table with a hidden caption, its column heads and its rows (cards, figures).
+pub fn data_table(caption: &'static str, heads: &[&'static str], rows: AnyView) -> AnyView {
+    let heads = heads.to_vec();
+    view! {
+        <div class="table-wrap">
+            <table class="data">
+                <caption class="visually-hidden">{caption}</caption>
+                <thead>
+                    <tr>{heads.into_iter().map(|h| view! { <th scope="col">{h}</th> }).collect_view()}</tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
 /// A card with a heading and a sentence: refusals, errors, and what to do next.
 pub fn message(heading: &str, text: &str, link: Option<(&str, &str)>) -> AnyView {
     let (heading, text) = (heading.to_owned(), text.to_owned());

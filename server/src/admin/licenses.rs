@@ -704,32 +704,22 @@ pub async fn offline_file(
     licensing::find(&state.db, &id)
         .await
         .map_err(missing(&id))?;
-    let (signer, base_url, audit) = (
+    let file = licensing::issue_offline_file(
+        &state.db,
         state.signer.clone(),
         state.config.http.base_url.clone(),
+        id,
+        machine,
+        request.days,
         who.audit.clone(),
-    );
-    let file = state
-        .db
-        .detached(move |db| async move {
-            Ok(licensing::offline_license_file(
-                &db,
-                &signer,
-                &base_url,
-                &id,
-                machine,
-                request.days,
-                &audit,
-            )
-            .await)
-        })
-        .await?
-        .map_err(|err| match crate::telemetry::fault_in(&err) {
-            Some(_) => ApiError::internal(err),
-            None => match err.downcast_ref::<tidemark_domain::seats::SeatsFull>() {
-                Some(full) => ApiError::SeatLimitReached(full.to_string()),
-                None => ApiError::InvalidRequest(format!("{err:#}")),
-            },
-        })?;
+    )
+    .await?
+    .map_err(|err| match crate::telemetry::fault_in(&err) {
+        Some(_) => ApiError::internal(err),
+        None => match err.downcast_ref::<tidemark_domain::seats::SeatsFull>() {
+            Some(full) => ApiError::SeatLimitReached(full.to_string()),
+            None => ApiError::InvalidRequest(format!("{err:#}")),
+        },
+    })?;
     Ok(Json(file))
 }

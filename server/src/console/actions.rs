@@ -226,27 +226,16 @@ async fn offline_file(
     days: u32,
     machine: Option<tidemark_domain::signing::MachineFingerprint>,
 ) -> Response {
-    let (signer, base_url, audit, license_id) = (
+    let made = licensing::issue_offline_file(
+        &state.db,
         state.signer.clone(),
         state.config.http.base_url.clone(),
-        staff.audit.clone(),
         id.to_owned(),
-    );
-    let made = state
-        .db
-        .detached(move |db| async move {
-            Ok(licensing::offline_license_file(
-                &db,
-                &signer,
-                &base_url,
-                &license_id,
-                machine,
-                days,
-                &audit,
-            )
-            .await)
-        })
-        .await;
+        machine,
+        days,
+        staff.audit.clone(),
+    )
+    .await;
     let file = match made {
         Ok(Ok(file)) => file,
         Ok(Err(err)) => match crate::telemetry::fault_in(&err) {
@@ -256,7 +245,7 @@ async fn offline_file(
                 return render::unavailable();
             }
         },
-        Err(err) => return super::service_error(err.into()),
+        Err(err) => return super::service_error(err),
     };
     let Ok(body) = serde_json::to_vec_pretty(&file) else {
         return render::unavailable();

@@ -360,6 +360,29 @@ pub fn license_answer(
     }
 }
 
+/// [`offline_license_file`] on a task of its own, so a request dropped half way cannot leave
+/// a seat held without its file signed. The outer error is the database's; the inner one a
+/// refusal for the person asking (inactive licence, days out of range, seats full) or a
+/// fault (`tidemark_store::StoreError` in its chain).
+pub async fn issue_offline_file(
+    db: &Db,
+    signer: std::sync::Arc<Signer>,
+    base_url: String,
+    license_id: String,
+    machine: Option<tidemark_domain::signing::MachineFingerprint>,
+    days: u32,
+    audit: AuditContext,
+) -> Result<anyhow::Result<tidemark_wire::verdict::OfflineLicenseFile>, ServiceError> {
+    Ok(db
+        .detached(move |db| async move {
+            Ok(
+                offline_license_file(&db, &signer, &base_url, &license_id, machine, days, &audit)
+                    .await,
+            )
+        })
+        .await?)
+}
+
 /// An offline licence file for `license` (by id), running `days` days, bound to `machine`
 /// when given. The signing key is kept published until the file expires.
 pub async fn offline_license_file(
