@@ -300,3 +300,23 @@ tidemark_store::test_each_backend! {
         assert_eq!(licence(&app, &l.license_id).await, now, "nothing changed by read or refusals");
     }
 }
+
+tidemark_store::test_each_backend! {
+    async fn a_customers_session_cannot_act_in_the_console(backend) {
+        let (app, customers, _staff) = app_with_console(backend).await;
+        let l = app.create_license(Tier::Team).await;
+        customers.script(Script::user(&l.email));
+        let mut browser = Browser::new(&app.base_url);
+        let signed_in = browser.sign_in_with_oidc(&l.email).await;
+        assert!(signed_in.status().is_success() || signed_in.status().is_redirection());
+        assert!(browser.jar.contains_key("__Host-tidemark_session"), "a customer's session");
+        let before = licence(&app, &l.license_id).await;
+        for (kind, form) in [("extend", vec![("days", "14")]), ("tier", vec![("tier", "enterprise")])] {
+            let refused = browser.post_form(&action_path(&l, kind), &form).await;
+            assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{kind}");
+        }
+        let csv = browser.get(&app.url("/console/business/seats.csv")).await;
+        assert_eq!(csv.status(), StatusCode::SEE_OTHER, "to the staff sign-in");
+        assert_eq!(licence(&app, &l.license_id).await, before, "nothing changed");
+    }
+}
