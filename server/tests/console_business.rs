@@ -64,6 +64,8 @@ tidemark_store::test_each_backend! {
         assert!(html.contains(&format!("href=\"/console/licenses/{}\"", soon.license_id)));
         assert!(!html.contains(&format!("href=\"/console/licenses/{}\"", team.license_id)));
         assert!(html.contains("tidemark-cli/2.1.0") && html.contains("tidemark-cli/1.9.3"));
+        assert!(html.contains("2 held of no limit"), "team's seats in words: {html}");
+        assert!(html.contains("no licence in force"), "enterprise has none: {html}");
         assert!(!html.contains("<script"), "no script");
         assert_eq!(
             count(&app, "SELECT COUNT(*) FROM audit_events WHERE action = 'console.read' AND target = 'business'").await,

@@ -239,7 +239,11 @@ fn bar_lists(b: &Business) -> (AnyView, AnyView) {
             (
                 s.tier.as_str().to_owned(),
                 s.held,
-                format!("{} held of {}", s.held, limit_words(s.limit)),
+                if s.licences == 0 {
+                    "no licence in force".to_owned()
+                } else {
+                    format!("{} held of {}", s.held, limit_words(s.limit))
+                },
             )
         })
         .collect();
