@@ -92,40 +92,28 @@ pub fn not_found() -> Response {
 }
 
 pub fn unavailable() -> Response {
-    let body = console::message(
+    service_unavailable(
         "The console is unavailable",
         "Its database cannot be reached just now. Try again in a minute.",
-        None,
-    );
-    retry_soon(page(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Unavailable",
-        None,
-        body,
-    ))
+    )
 }
 
-/// A 503 says when to ask again, as the rest of the server's do.
-fn retry_soon(mut response: Response) -> Response {
+pub fn provider_unreachable() -> Response {
+    service_unavailable(
+        "Cannot check your access",
+        "The staff identity provider cannot be reached, and the console asks it on every \
+         request who you are. Try again in a minute.",
+    )
+}
+
+/// A 503 page that says when to ask again, as the rest of the server's 503s do.
+fn service_unavailable(heading: &str, text: &str) -> Response {
+    let body = console::message(heading, text, None);
+    let mut response = page(StatusCode::SERVICE_UNAVAILABLE, "Unavailable", None, body);
     response
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
-}
-
-pub fn provider_unreachable() -> Response {
-    let body = console::message(
-        "Cannot check your access",
-        "The staff identity provider cannot be reached, and the console asks it on every \
-         request who you are. Try again in a minute.",
-        None,
-    );
-    retry_soon(page(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Unavailable",
-        None,
-        body,
-    ))
 }
 
 /// A session whose groups or token no longer open the console (it has just been ended).
