@@ -334,6 +334,7 @@ async fn print_moved_size(db: &Writer) -> Result<(), Box<dyn std::error::Error>>
     let everything = tidemark_store::usage::Allowance {
         projects: 10,
         time: Duration::from_secs(600),
+        settle: Duration::ZERO,
     };
     let now = tidemark_domain::now_millis();
     tidemark_store::usage::refresh_stale(db, Some(&history), now, everything).await?;

@@ -1,13 +1,15 @@
 //! One large account's pushes through HTTP on PostgreSQL (issue 70): `WRITERS` CI jobs of one
 //! account, each pushing its own project's default branch back to back (2,000 findings, 1 %
 //! of them changing from one push to the next), against one `tidemark-server` replica or two
-//! sharing the database (each push to the next replica in turn, as a load balancer would).
+//! sharing the database (each project's pushes to one of them, as the documented proxy routes
+//! by the project header, or each push to the next in turn).
 //!
 //!   scripts/pg-throwaway.sh sh -c 'DATABASE_URL=$TIDEMARK_TEST_POSTGRES_URL \
 //!     target/release/replicas-bench target/release/tidemark-server [BEFORE_BIN] [rounds] [secs]'
 //!
 //! Phases alternate A B B A per round (a machine that speeds up or slows down during the run
-//! counts against neither): A = one replica, B = two. With `BEFORE_BIN` (a build from before a
+//! counts against neither): A = one replica, B = two, each project's pushes to one of them;
+//! then two replicas taking the pushes in turn. With `BEFORE_BIN` (a build from before a
 //! change, on the same schema) each round first runs it alone with one replica, so today's
 //! figure and the change's are measured in one sitting. Each phase prints one JSON line
 //! (stdout): replicas, pushes a second, and the pushes' p50/p99 as their jobs waited for them.
@@ -57,23 +59,34 @@ async fn main() {
     let writers: Vec<Writer> = (0..WRITERS).map(Writer::new).collect();
     let writers = Arc::new(tokio::sync::Mutex::new(writers));
     // Each project's first push (and a warm cache) before anything is timed.
-    run_phase(&writers, std::slice::from_ref(&servers[0].url), &key, 10).await;
+    let first = std::slice::from_ref(&servers[0].url);
+    run_phase(&writers, first, Route::InTurn, &key, 10).await;
     for _ in 0..rounds {
         if let Some(old) = &old {
-            let times = run_phase(&writers, std::slice::from_ref(&old.url), &key, secs).await;
+            let urls = std::slice::from_ref(&old.url);
+            let times = run_phase(&writers, urls, Route::InTurn, &key, secs).await;
             report("before, 1 replica", 1, times, secs);
         }
-        for replicas in [1, 2, 2, 1] {
+        // A B B A, A one replica and B two with each project's pushes sent to one of them (as
+        // the documented proxy routes by X-Tidemark-Project); then two in turn, as a proxy that
+        // knows nothing of projects would, which a kept line state matches half the time.
+        for (replicas, route) in [
+            (1, Route::ByProject),
+            (2, Route::ByProject),
+            (2, Route::ByProject),
+            (1, Route::ByProject),
+            (2, Route::InTurn),
+        ] {
             let urls: Vec<String> = servers[..replicas].iter().map(|s| s.url.clone()).collect();
-            let label = if replicas == 1 {
-                "1 replica"
-            } else {
-                "2 replicas"
+            let label = match (replicas, route) {
+                (1, _) => "1 replica",
+                (_, Route::ByProject) => "2 replicas, by project",
+                (_, Route::InTurn) => "2 replicas, in turn",
             };
             report(
                 label,
                 replicas,
-                run_phase(&writers, &urls, &key, secs).await,
+                run_phase(&writers, &urls, route, &key, secs).await,
                 secs,
             );
         }
@@ -100,11 +113,22 @@ fn report(label: &str, replicas: usize, mut times: Vec<Duration>, secs: u64) {
     );
 }
 
-/// Every writer pushes back to back for `secs`, each push to the next replica in turn; the
+/// Which replica a push goes to.
+#[derive(Clone, Copy)]
+enum Route {
+    /// The next in turn, whatever the project.
+    InTurn,
+    /// The one its project's label hashes to, as nginx's `hash` on the project header does
+    /// (so the split of 16 projects over two replicas is as uneven as a hash makes it).
+    ByProject,
+}
+
+/// Every writer pushes back to back for `secs`, each push to the replica `route` says; the
 /// time each push took, for those answered before the phase ended.
 async fn run_phase(
     writers: &Arc<tokio::sync::Mutex<Vec<Writer>>>,
     urls: &[String],
+    route: Route,
     key: &str,
     secs: u64,
 ) -> Vec<Duration> {
@@ -120,7 +144,12 @@ async fn run_phase(
             tokio::spawn(async move {
                 let mut times = Vec::new();
                 while Instant::now() < end {
-                    let url = &urls[turn.fetch_add(1, Ordering::Relaxed) % urls.len()];
+                    let url = match route {
+                        Route::InTurn => &urls[turn.fetch_add(1, Ordering::Relaxed) % urls.len()],
+                        Route::ByProject => {
+                            &urls[usize::from(Sha256::digest(&w.label)[0]) % urls.len()]
+                        }
+                    };
                     let body = w.next_body();
                     let started = Instant::now();
                     let res = client

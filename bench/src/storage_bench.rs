@@ -78,6 +78,7 @@ async fn main() {
         let everything = Allowance {
             projects: i64::MAX,
             time: Duration::from_secs(3_600),
+            settle: Duration::ZERO,
         };
         let measured = refresh_stale(&writer, None, clock.now, everything)
             .await

@@ -125,6 +125,9 @@ pub struct RetryPolicy {
 }
 
 /// The longest wait between two tries when the service does not answer.
+/// The pushed project's label, for the proxy to route a project's pushes to one replica.
+pub const PROJECT_HEADER: &str = "X-Tidemark-Project";
+
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// The default waiting budget: a failover of up to two minutes plus the answer's own time.
@@ -511,15 +514,24 @@ impl Client {
         Ok(answer.value)
     }
 
-    pub async fn push_once(&self, api_key: &str, body: &[u8]) -> Result<PushResponse, ClientError> {
-        let res = self
+    /// Sends one push. `project` (the body's label) goes along as `X-Tidemark-Project` too,
+    /// which the documented proxy routes by, so that a project's pushes reach the replica that
+    /// keeps its line's state (`deploy/nginx/tidemark.conf`); the server reads only the body.
+    pub async fn push_once(
+        &self,
+        api_key: &str,
+        body: &[u8],
+        project: Option<&str>,
+    ) -> Result<PushResponse, ClientError> {
+        let mut req = self
             .http
             .post(format!("{}/v1/dashboard/push", self.base_url))
             .header("X-API-Key", api_key)
-            .header("Content-Type", "application/json")
-            .body(body.to_vec())
-            .send()
-            .await;
+            .header("Content-Type", "application/json");
+        if let Some(value) = project.and_then(|p| reqwest::header::HeaderValue::from_str(p).ok()) {
+            req = req.header(PROJECT_HEADER, value);
+        }
+        let res = req.body(body.to_vec()).send().await;
         self.answer(res).await
     }
 
@@ -532,10 +544,13 @@ impl Client {
         &self,
         api_key: &str,
         body: &[u8],
+        project: Option<&str>,
         policy: RetryPolicy,
         on_wait: impl FnMut(&Wait, u32, Duration),
     ) -> Result<PushResponse, ClientError> {
-        policy.run(|| self.push_once(api_key, body), on_wait).await
+        policy
+            .run(|| self.push_once(api_key, body, project), on_wait)
+            .await
     }
 
     /// A `/v1` call with the API key (or a CI push token) and an optional JSON body, riding

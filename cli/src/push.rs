@@ -61,6 +61,12 @@ pub(crate) struct FailOn {
     pub(crate) gate: bool,
 }
 
+/// The body's project label, which the push names to the proxy too.
+fn pushed_label(body: &serde_json::Value) -> Option<String> {
+    let label = body.get("project_label")?.as_str()?;
+    Some(label.to_owned())
+}
+
 pub(crate) async fn push(
     client: &Client,
     env: &Env,
@@ -133,14 +139,20 @@ pub(crate) async fn push(
     };
     // Each wait is said as it begins: a CI log shows what the job is waiting for.
     let result = client
-        .push(&api_key, &bytes, policy, |why, attempt, delay| {
-            let _ = writeln!(
-                human,
-                "{why}; waiting {:.1} s before retry {attempt} of at most {max_retries}.",
-                delay.as_secs_f64()
-            );
-            let _ = human.flush();
-        })
+        .push(
+            &api_key,
+            &bytes,
+            pushed_label(&body).as_deref(),
+            policy,
+            |why, attempt, delay| {
+                let _ = writeln!(
+                    human,
+                    "{why}; waiting {:.1} s before retry {attempt} of at most {max_retries}.",
+                    delay.as_secs_f64()
+                );
+                let _ = human.flush();
+            },
+        )
         .await;
     let answer = result.map_err(explain)?;
     writeln!(human, "Pushed: {}", answer.dashboard_url)?;
@@ -361,4 +373,20 @@ pub(crate) async fn pull_bundle(
         path.display()
     )?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pushed_label;
+    use serde_json::json;
+
+    #[test]
+    fn the_proxy_is_told_the_bodys_label_and_nothing_else() {
+        assert_eq!(
+            pushed_label(&json!({"project_label": "payments-api", "score": 1})).as_deref(),
+            Some("payments-api")
+        );
+        assert_eq!(pushed_label(&json!({"project_label": 7})), None);
+        assert_eq!(pushed_label(&json!({"score": 1})), None);
+    }
 }

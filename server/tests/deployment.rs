@@ -1,5 +1,6 @@
 //! As deployed (issue 15): replicas on one PostgreSQL behind Debian's nginx with the documented
-//! site file and TLS. A rolling restart under push load loses no acknowledged push.
+//! site file and TLS. A rolling restart under push load loses no acknowledged push; a project's
+//! pushes reach one replica, and everything else is spread over both.
 #![allow(clippy::unwrap_used)] // a failed unwrap is a failed test
 
 use crate::common;
@@ -61,7 +62,9 @@ async fn push_load(
                     let body = sample_push("payments", f64::from(n % 100), &at);
                     let body = serde_json::to_vec(&body).unwrap();
                     let mut waits = 0;
-                    let result = client.push(&key, &body, policy, |_, _, _| waits += 1).await;
+                    let result = client
+                        .push(&key, &body, Some("payments"), policy, |_, _, _| waits += 1)
+                        .await;
                     let mut load = load.lock().unwrap();
                     load.retries += waits;
                     match result {
@@ -142,4 +145,62 @@ async fn a_rolling_restart_behind_the_proxy_loses_no_acknowledged_push() {
         load.retries
     );
     drop((a, b));
+}
+
+/// The pushes each replica answered, from its own `/metrics`.
+async fn pushes_answered(app: &TestApp) -> f64 {
+    app.metric(r#"tidemark_pushes_total{outcome="created",code=""}"#)
+        .await
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_projects_pushes_reach_one_replica_behind_the_proxy() {
+    let Some(backend) = tidemark_store::testing::postgres_backend() else {
+        return; // TIDEMARK_TEST_SKIP_POSTGRES=1: replicas share PostgreSQL only
+    };
+    let a = TestApp::spawn_with(backend, &[("TIDEMARK_TRUSTED_PROXIES", "127.0.0.1")]).await;
+    let b = a.replica().await;
+    let nginx = Nginx::start(&[a.addr, b.addr]).await;
+    let (_, key) = a.with_key(Tier::Enterprise).await;
+    let ca = std::fs::read(&nginx.ca_pem).unwrap();
+    let client = Client::new(&nginx.https_url, Some(&ca)).unwrap();
+    let policy = RetryPolicy::default();
+
+    // The CLI's client names the project: all of one project's pushes reach one replica.
+    for project in ["payments", "ledger", "search"] {
+        let before = (pushes_answered(&a).await, pushes_answered(&b).await);
+        for n in 0..8 {
+            let at = format!("2026-11-22T10:0{n}:00Z");
+            let body = serde_json::to_vec(&sample_push(project, 50.0 + f64::from(n), &at)).unwrap();
+            client
+                .push(&key, &body, Some(project), policy, |_, _, _| {})
+                .await
+                .unwrap();
+        }
+        let after = (pushes_answered(&a).await, pushes_answered(&b).await);
+        let moved = (after.0 - before.0, after.1 - before.1);
+        assert!(
+            moved == (8.0, 0.0) || moved == (0.0, 8.0),
+            "{project}: {moved:?}"
+        );
+    }
+
+    // Without the header (another client, the browser) requests are spread over both: 24
+    // pushes all landing on one replica by chance is one in eight million.
+    let before = (pushes_answered(&a).await, pushes_answered(&b).await);
+    for n in 0..24 {
+        let at = format!("2026-11-22T11:{n:02}:00Z");
+        let body = serde_json::to_vec(&sample_push("unnamed", 50.0, &at)).unwrap();
+        client
+            .push(&key, &body, None, policy, |_, _, _| {})
+            .await
+            .unwrap();
+    }
+    let after = (pushes_answered(&a).await, pushes_answered(&b).await);
+    assert_eq!(after.0 - before.0 + after.1 - before.1, 24.0);
+    assert!(
+        after.0 > before.0 && after.1 > before.1,
+        "{before:?} -> {after:?}"
+    );
 }

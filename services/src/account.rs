@@ -62,6 +62,7 @@ pub struct StorageOverview {
 const MEASURE_ON_READ: Allowance = Allowance {
     projects: 5,
     time: Duration::from_millis(40),
+    settle: Duration::ZERO,
 };
 
 pub async fn storage(db: &Db, account_id: &AccountId) -> Result<StorageOverview, ServiceError> {

@@ -49,6 +49,7 @@ pub mod publishers;
 pub mod pushes;
 mod queue;
 pub mod rate;
+pub mod rollup_folds;
 pub mod rollups;
 pub mod saved_views;
 pub mod scan_facts;

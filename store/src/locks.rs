@@ -29,6 +29,12 @@ pub(crate) const PUSH: &str =
     "SELECT pg_advisory_xact_lock_shared(hashtextextended('account:' || $1, 0)), \
      pg_advisory_xact_lock(hashtextextended('project:' || $1 || '/' || $2, 0))";
 
+/// The account's lock shared, as a push holds it, for a fold of the account's roll-up changes
+/// (`rollup_folds`), whose commit need not wait for the disk.
+pub(crate) const ACCOUNT_SHARED_ASYNC: &str =
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended('account:' || $1, 0)), \
+     set_config('synchronous_commit', 'off', true)";
+
 /// The account's admission lock: one push at a time takes its place under the write budget,
 /// in a short transaction of its own (`push_admissions`). Its commit need not wait for the
 /// disk: a push's own durable commit comes after it in the log, and a place lost with an

@@ -27,6 +27,9 @@ pub(crate) struct DayScan<'a> {
     pub seq: i64,
     /// Critical, high, medium, low.
     pub counts: [i64; 4],
+    /// Where the account's change goes: `None` adds it to `account_days` (SQLite), a scan
+    /// reference inserts it as that scan's own rows in `account_day_changes` (PostgreSQL).
+    pub change_of: Option<&'a str>,
 }
 
 /// Nothing newer is recorded for the scan's line and day (the placeholders that follow).
@@ -57,39 +60,51 @@ pub(crate) fn push_statements(scan: &DayScan<'_>) -> Vec<Stmt> {
     };
     let mut writes = Vec::new();
     if scan.on_default_line {
+        // The kept row takes the change; a change row is the push's own (no conflict).
+        let (into, key, add) = match scan.change_of {
+            None => ("account_days (account_id,", "", ADD_CHANGE),
+            Some(_) => ("account_day_changes (account_id, scan_ref,", "$, ", ""),
+        };
+        let change_of = |stmt: Stmt| match scan.change_of {
+            Some(scan_ref) => stmt.bind(scan_ref),
+            None => stmt,
+        };
         let on_its_day = Stmt::new(numbered(&format!(
-            "INSERT INTO account_days (account_id, utc_day, d_critical, d_high, d_medium, d_low) \
-             SELECT $, $, $ - COALESCE(b.sev_critical, 0), $ - COALESCE(b.sev_high, 0), \
+            "INSERT INTO {into} utc_day, d_critical, d_high, d_medium, d_low) \
+             SELECT $, {key}$, $ - COALESCE(b.sev_critical, 0), $ - COALESCE(b.sev_high, 0), \
              $ - COALESCE(b.sev_medium, 0), $ - COALESCE(b.sev_low, 0) \
              FROM (SELECT 1 AS one) o LEFT JOIN {LINE_BEFORE} b ON TRUE \
-             WHERE {NEWEST_OF_ITS_DAY} {ADD_CHANGE}"
+             WHERE {NEWEST_OF_ITS_DAY} {add}"
         )))
-        .bind(scan.account_id)
-        .bind(day)
-        .bind(c)
-        .bind(h)
-        .bind(m)
-        .bind(l)
-        .bind(scan.line_id)
-        .bind(day);
+        .bind(scan.account_id);
+        let on_its_day = change_of(on_its_day)
+            .bind(day)
+            .bind(c)
+            .bind(h)
+            .bind(m)
+            .bind(l)
+            .bind(scan.line_id)
+            .bind(day);
         writes.push(newest(on_its_day));
         let taken_back = Stmt::new(numbered(&format!(
-            "INSERT INTO account_days (account_id, utc_day, d_critical, d_high, d_medium, d_low) \
-             SELECT $, n.utc_day, COALESCE(b.sev_critical, 0) - $, COALESCE(b.sev_high, 0) - $, \
-             COALESCE(b.sev_medium, 0) - $, COALESCE(b.sev_low, 0) - $ \
+            "INSERT INTO {into} utc_day, d_critical, d_high, d_medium, d_low) \
+             SELECT $, {key}n.utc_day, COALESCE(b.sev_critical, 0) - $, \
+             COALESCE(b.sev_high, 0) - $, COALESCE(b.sev_medium, 0) - $, \
+             COALESCE(b.sev_low, 0) - $ \
              FROM (SELECT MIN(utc_day) AS utc_day FROM line_days WHERE branch_id = $ AND utc_day > $) n \
              LEFT JOIN {LINE_BEFORE} b ON TRUE \
-             WHERE n.utc_day IS NOT NULL AND {NEWEST_OF_ITS_DAY} {ADD_CHANGE}"
+             WHERE n.utc_day IS NOT NULL AND {NEWEST_OF_ITS_DAY} {add}"
         )))
-        .bind(scan.account_id)
-        .bind(c)
-        .bind(h)
-        .bind(m)
-        .bind(l)
-        .bind(scan.line_id)
-        .bind(day)
-        .bind(scan.line_id)
-        .bind(day);
+        .bind(scan.account_id);
+        let taken_back = change_of(taken_back)
+            .bind(c)
+            .bind(h)
+            .bind(m)
+            .bind(l)
+            .bind(scan.line_id)
+            .bind(day)
+            .bind(scan.line_id)
+            .bind(day);
         writes.push(newest(taken_back));
     }
     writes.push(
@@ -133,7 +148,8 @@ fn numbered(sql: &str) -> String {
 /// Forgets an account's `account_days` and sums them again from the `line_days` of its
 /// active projects' default lines.
 #[doc(hidden)]
-pub const REBUILD_SQL: [&str; 2] = [
+pub const REBUILD_SQL: [&str; 3] = [
+    "DELETE FROM account_day_changes WHERE account_id = $1",
     "DELETE FROM account_days WHERE account_id = $1",
     "INSERT INTO account_days (account_id, utc_day, d_critical, d_high, d_medium, d_low) \
      SELECT account_id, utc_day, SUM(d_critical), SUM(d_high), SUM(d_medium), SUM(d_low) FROM ( \
@@ -175,16 +191,23 @@ pub async fn open_by_day(
 ) -> Result<Vec<(Millis, [i64; 4])>, StoreError> {
     let last = now.div_euclid(DAY);
     let first = last - days as i64 + 1;
-    // Every day before the window as one sum, then one row per day of it.
+    // Every day before the window as one sum, then one row per day of it; the kept rows and
+    // the changes not folded into them yet.
     let rows: Vec<(i64, i64, i64, i64, i64)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT CASE WHEN utc_day < $1 THEN $2 - 1 ELSE utc_day END AS d, \
              CAST(SUM(d_critical) AS BIGINT), CAST(SUM(d_high) AS BIGINT), \
-             CAST(SUM(d_medium) AS BIGINT), CAST(SUM(d_low) AS BIGINT) FROM account_days \
-             WHERE account_id = $3 AND utc_day <= $4 GROUP BY d ORDER BY d",
+             CAST(SUM(d_medium) AS BIGINT), CAST(SUM(d_low) AS BIGINT) FROM ( \
+             SELECT utc_day, d_critical, d_high, d_medium, d_low FROM account_days \
+             WHERE account_id = $3 AND utc_day <= $4 UNION ALL \
+             SELECT utc_day, d_critical, d_high, d_medium, d_low FROM account_day_changes \
+             WHERE account_id = $5 AND utc_day <= $6) kept \
+             GROUP BY d ORDER BY d",
         )
         .bind(first)
         .bind(first)
+        .bind(account_id)
+        .bind(last)
         .bind(account_id)
         .bind(last)
         .fetch_all(pool)

@@ -88,23 +88,28 @@ pub async fn project_bytes(
 }
 
 /// Projects whose measurement is missing or stale as of `now`, the longest waiting first:
-/// the account's, or every account's.
+/// the account's, or every account's. A project pushed to since it was measured counts once
+/// its measurement is `settle` old.
 pub async fn stale_projects(
     db: &Db,
     account_id: Option<&AccountId>,
     now: Millis,
+    settle: Duration,
     limit: i64,
 ) -> Result<Vec<ProjectId>, StoreError> {
+    let settle = Millis::try_from(settle.as_millis()).unwrap_or(Millis::MAX);
     let rows: Vec<(ProjectId,)> = on_db!(db, pool => {
         sqlx::query_as(
             "SELECT p.id FROM projects p LEFT JOIN project_usage u ON u.project_id = p.id \
              WHERE ($1 IS NULL OR p.account_id = $2) \
-             AND (u.project_id IS NULL OR u.scan_count <> p.scan_count OR u.measured_at < $3) \
-             ORDER BY COALESCE(u.measured_at, 0), p.id LIMIT $4",
+             AND (u.project_id IS NULL OR u.measured_at < $3 \
+                  OR (u.scan_count <> p.scan_count AND u.measured_at <= $4)) \
+             ORDER BY COALESCE(u.measured_at, 0), p.id LIMIT $5",
         )
         .bind(account_id)
         .bind(account_id)
         .bind(now - STALE_AFTER_MS)
+        .bind(now.saturating_sub(settle))
         .bind(limit)
         .fetch_all(pool)
         .await
@@ -173,6 +178,10 @@ pub struct Allowance {
     pub projects: i64,
     /// No project is started after this long.
     pub time: Duration,
+    /// A project pushed to since it was measured waits until its measurement is this old:
+    /// measuring reads every row the project has, and an account pushing back to back would
+    /// otherwise have each of its projects measured again after every push.
+    pub settle: Duration,
 }
 
 /// Measures stale projects (the account's, or every account's) within `allowance`; returns
@@ -184,7 +193,7 @@ pub async fn refresh_stale(
     allowance: Allowance,
 ) -> Result<u64, StoreError> {
     let started = Instant::now();
-    let stale = stale_projects(db, account_id, now, allowance.projects).await?;
+    let stale = stale_projects(db, account_id, now, allowance.settle, allowance.projects).await?;
     let mut measured = 0;
     for project_id in stale {
         if started.elapsed() >= allowance.time {

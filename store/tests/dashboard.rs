@@ -494,6 +494,14 @@ tidemark_store::test_each_backend! {
             push_counts(db, &account, "api", branch, at, [next(3), next(9), next(5), next(4)]).await;
         }
         check("after more pushes").await;
+        // PostgreSQL's pushes left their changes beside the kept rows: folded, they say the same.
+        tidemark_store::rollup_folds::fold_account(db, &account).await.unwrap();
+        check("with the changes folded").await;
+        for i in 0..10_i64 {
+            let at = now - (next(10) as i64 + 1) * day + (200 + i) * 60_000;
+            push_counts(db, &account, "web", "main", at, [next(3), next(9), next(5), next(4)]).await;
+        }
+        check("with changes after a fold").await;
 
         // What the migration builds from the scans already stored says the same.
         let migration = include_str!("../../migrations/20261207000001_overview_rollups.sql");
@@ -506,6 +514,7 @@ tidemark_store::test_each_backend! {
         tidemark_store::on_db!(db.db(), pool => {
             sqlx::query("DELETE FROM line_days").execute(pool).await.unwrap();
             sqlx::query("DELETE FROM account_days").execute(pool).await.unwrap();
+            sqlx::query("DELETE FROM account_day_changes").execute(pool).await.unwrap();
             for sql in &backfill {
                 sqlx::query(sql).execute(pool).await.unwrap();
             }

@@ -113,6 +113,13 @@ tidemark_store::test_each_backend! {
             push(&db, &mut rng, n, "api", branch).await;
         }
         check(&db, &format!("{backend:?}: more pushes")).await;
+        // PostgreSQL's pushes left their changes beside the kept rows: folded, they say the same.
+        tidemark_store::rollup_folds::fold_account(&db, &acct()).await.unwrap();
+        check(&db, &format!("{backend:?}: changes folded")).await;
+        for n in 80..90 {
+            push(&db, &mut rng, n, "etl", "main").await;
+        }
+        check(&db, &format!("{backend:?}: changes after a fold")).await;
 
         // What the migration builds from the scans already stored says the same.
         let migration = include_str!("../../migrations/20261213000002_account_posture.sql");
@@ -124,10 +131,66 @@ tidemark_store::test_each_backend! {
         assert_eq!(backfill.len(), 2, "{backfill:?}");
         on_db_write!(&db, pool => {
             sqlx::query("DELETE FROM account_posture").execute(pool).await.unwrap();
+            sqlx::query("DELETE FROM account_posture_changes").execute(pool).await.unwrap();
             for sql in &backfill {
                 sqlx::query(sql).execute(pool).await.unwrap();
             }
         });
         check(&db, &format!("{backend:?}: built by the migration")).await;
+    }
+}
+
+tidemark_store::test_each_backend! {
+    /// One account's pushes to eight projects at once, with folds beside them (PostgreSQL
+    /// writes them side by side, each adding its change as rows of its own): the kept roll-ups
+    /// still say what every project's latest scan says, before and after a last fold.
+    async fn concurrent_pushes_and_folds_keep_the_roll_ups_exact(backend) {
+        use tidemark_domain::overview::daily_severity;
+        use tidemark_store::rollup_folds::fold_account;
+        let t = fresh(backend).await;
+        let db = t.writer();
+        insert_pushing_account(&db, &acct()).await;
+        let tasks: Vec<_> = (0..8_i64)
+            .map(|p| {
+                let db = t.writer();
+                tokio::spawn(async move {
+                    let mut rng = StdRng::seed_from_u64(p as u64);
+                    for n in 0..6 {
+                        push(&db, &mut rng, p * 10 + n, &format!("p{p}"), "main").await;
+                        if n % 3 == 2 {
+                            fold_account(&db, &acct()).await.unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let days = |what: String| {
+            let db = t.writer();
+            async move {
+                let kept = tidemark_store::rollups::open_by_day(db.as_ref(), &acct(), 3, NOW).await.unwrap();
+                let scans = tidemark_store::testing::default_line_counts(db.as_ref(), &acct(), 0).await.unwrap();
+                let summed = daily_severity(&scans, 3, NOW);
+                assert!(summed.iter().any(|(_, c)| c[1] > 0), "{what}: something to compare");
+                assert_eq!(kept, summed, "{what}");
+            }
+        };
+        check(&db, &format!("{backend:?}: concurrent pushes and folds")).await;
+        days(format!("{backend:?}: days after concurrent pushes and folds")).await;
+        fold_account(&db, &acct()).await.unwrap();
+        check(&db, &format!("{backend:?}: folded")).await;
+        days(format!("{backend:?}: days folded")).await;
+        let left: i64 = tidemark_store::on_db!(db.as_ref(), pool => {
+            sqlx::query_scalar(
+                "SELECT (SELECT COUNT(*) FROM account_posture_changes) \
+                 + (SELECT COUNT(*) FROM account_day_changes)",
+            )
+            .fetch_one(pool)
+            .await
+        })
+        .unwrap();
+        assert_eq!(left, 0, "{backend:?}: a fold leaves no change behind");
     }
 }

@@ -18,6 +18,7 @@ const NOW: i64 = 1_800_000_000_000;
 const ALL: Allowance = Allowance {
     projects: 100,
     time: Duration::from_secs(60),
+    settle: Duration::ZERO,
 };
 
 fn acct() -> AccountId {
@@ -69,8 +70,8 @@ tidemark_store::test_each_backend! {
         assert_eq!(listed.len(), 2, "{backend:?}");
         assert!(listed.iter().all(|r| r.bytes.is_none() && r.measured_at.is_none()));
         assert_eq!(listed.iter().find(|r| r.project_id == web).unwrap().scans, 2);
-        assert_eq!(stale_projects(&db, Some(&acct()), NOW, 10).await.unwrap().len(), 2);
-        assert_eq!(stale_projects(&db, Some(&AccountId::trusted("acct_other")), NOW, 10).await.unwrap().len(), 0);
+        assert_eq!(stale_projects(&db, Some(&acct()), NOW, Duration::ZERO, 10).await.unwrap().len(), 2);
+        assert_eq!(stale_projects(&db, Some(&AccountId::trusted("acct_other")), NOW, Duration::ZERO, 10).await.unwrap().len(), 0);
 
         // The allowance bounds the work; the rest waits for the next call.
         let one = Allowance { projects: 1, ..ALL };
@@ -96,8 +97,14 @@ tidemark_store::test_each_backend! {
 
         // A push makes its project stale, and only it; measuring again finds it grown.
         let third = push(&db, "web", NOW - DAY, 9).await;
-        assert_eq!(stale_projects(&db, None, NOW, 10).await.unwrap(), vec![web.clone()]);
+        assert_eq!(stale_projects(&db, None, NOW, Duration::ZERO, 10).await.unwrap(), vec![web.clone()]);
         assert_eq!(bytes_of(&db, &web).await, Some(web_bytes), "read as last measured");
+        // The worker waits until the measurement has settled: not a second after it, five
+        // minutes after it yes.
+        let settled = Allowance { settle: Duration::from_secs(300), ..ALL };
+        assert_eq!(stale_projects(&db, None, NOW + 1_000, settled.settle, 10).await.unwrap().len(), 0, "{backend:?}");
+        assert_eq!(refresh_stale(&db, None, NOW + 1_000, settled).await.unwrap(), 0);
+        assert_eq!(stale_projects(&db, None, NOW + 300_000, settled.settle, 10).await.unwrap(), vec![web.clone()]);
         refresh_stale(&db, None, NOW, ALL).await.unwrap();
         let grown = bytes_of(&db, &web).await.unwrap();
         assert!(grown > web_bytes, "{backend:?}: {grown} <= {web_bytes}");
@@ -107,7 +114,7 @@ tidemark_store::test_each_backend! {
             "SELECT seq FROM scans WHERE project_id = $1 AND scan_id <> $2 ORDER BY seq")
             .bind(&web).bind(&third.scan_id).fetch_all(pool).await).unwrap();
         assert_eq!(thin_scans(&db, &acct(), &web, &seqs).await.unwrap(), 2);
-        assert_eq!(stale_projects(&db, None, NOW, 10).await.unwrap(), vec![web.clone()]);
+        assert_eq!(stale_projects(&db, None, NOW, Duration::ZERO, 10).await.unwrap(), vec![web.clone()]);
         refresh_stale(&db, None, NOW, ALL).await.unwrap();
         let listed = project_bytes(&db, &acct()).await.unwrap();
         let web_row = listed.iter().find(|r| r.project_id == web).unwrap();
@@ -115,7 +122,7 @@ tidemark_store::test_each_backend! {
         assert_eq!(web_row.scans, 3);
 
         // A measurement a day old is taken again even if nothing said it moved.
-        assert!(stale_projects(&db, None, NOW + DAY - 1, 10).await.unwrap().is_empty());
-        assert_eq!(stale_projects(&db, None, NOW + DAY + 1, 10).await.unwrap().len(), 2);
+        assert!(stale_projects(&db, None, NOW + DAY - 1, Duration::ZERO, 10).await.unwrap().is_empty());
+        assert_eq!(stale_projects(&db, None, NOW + DAY + 1, Duration::ZERO, 10).await.unwrap().len(), 2);
     }
 }

@@ -15,7 +15,8 @@ use crate::stmt::Stmt;
 use crate::{on_db, AccountId, Db, ProjectId, StoreError};
 
 /// Sums `$1`'s rows again from its active projects' default lines' latest scans.
-pub(crate) const REBUILD_SQL: [&str; 3] = [
+pub(crate) const REBUILD_SQL: [&str; 4] = [
+    "DELETE FROM account_posture_changes WHERE account_id = $1",
     "DELETE FROM account_posture WHERE account_id = $1",
     "INSERT INTO account_posture (account_id, kind, cloud, name, passed, failed, triaged, \
      not_evaluated, projects) \
@@ -64,48 +65,67 @@ pub(crate) fn rebuild_statements(account_id: &AccountId) -> Vec<Stmt> {
 
 /// A default line's new latest scan `seq` (its posture rows and scan row written before this
 /// statement), following `previous` (`None`: the line's first): the account's rows move by
-/// the difference.
+/// the difference. With `change_of` (PostgreSQL) the difference is inserted as that scan's
+/// own rows of `account_posture_changes`, which no other push touches; without (SQLite) it is
+/// added to the kept rows.
 pub(crate) fn push_statement(
     account_id: &AccountId,
     project_id: &ProjectId,
     previous: Option<i64>,
     seq: i64,
+    change_of: Option<&str>,
 ) -> Stmt {
+    // The change's key, when it has one, is `$4`, and the project's placeholders follow it.
+    let (into, key, add, p) = match change_of {
+        None => ("account_posture (account_id,", "", ADD_TO_KEPT, 4),
+        Some(_) => (
+            "account_posture_changes (account_id, scan_ref,",
+            "$4, ",
+            "",
+            5,
+        ),
+    };
+    let q = p + 1;
     // `WHERE TRUE` before `ON CONFLICT`: SQLite would read the `ON` as the join's otherwise.
-    Stmt::new(
+    let stmt = Stmt::new(format!(
         "WITH sg AS (SELECT CAST($1 AS BIGINT) AS seq, -1 AS sign \
                      UNION ALL SELECT CAST($2 AS BIGINT), 1) \
-         INSERT INTO account_posture (account_id, kind, cloud, name, passed, failed, triaged, \
-         not_evaluated, projects) \
-         SELECT $3, kind, cloud, name, SUM(passed), SUM(failed), SUM(triaged), \
+         INSERT INTO {into} kind, cloud, name, passed, failed, triaged, not_evaluated, \
+         projects) \
+         SELECT $3, {key}kind, cloud, name, SUM(passed), SUM(failed), SUM(triaged), \
          SUM(not_evaluated), SUM(projects) FROM ( \
            SELECT 'framework' AS kind, '' AS cloud, sp.framework AS name, \
            sg.sign * sp.passed AS passed, sg.sign * sp.failed AS failed, \
            sg.sign * sp.triaged AS triaged, sg.sign * sp.not_evaluated AS not_evaluated, \
            sg.sign AS projects \
-           FROM sg JOIN scan_posture sp ON sp.project_id = $4 AND sp.scan_seq = sg.seq \
+           FROM sg JOIN scan_posture sp ON sp.project_id = ${p} AND sp.scan_seq = sg.seq \
            UNION ALL \
            SELECT 'cloud', s.cloud, s.cloud_account_id, \
            sg.sign * COALESCE(SUM(sp.passed), 0), sg.sign * COALESCE(SUM(sp.failed), 0), \
            sg.sign * COALESCE(SUM(sp.triaged), 0), sg.sign * COALESCE(SUM(sp.not_evaluated), 0), \
            sg.sign \
-           FROM sg JOIN scans s ON s.project_id = $5 AND s.seq = sg.seq \
+           FROM sg JOIN scans s ON s.project_id = ${q} AND s.seq = sg.seq \
            LEFT JOIN scan_posture sp ON sp.project_id = s.project_id AND sp.scan_seq = s.seq \
            GROUP BY sg.seq, sg.sign, s.cloud, s.cloud_account_id) d \
-         WHERE TRUE GROUP BY kind, cloud, name ORDER BY kind, cloud, name \
-         ON CONFLICT (account_id, kind, cloud, name) DO UPDATE SET \
-         passed = account_posture.passed + excluded.passed, \
-         failed = account_posture.failed + excluded.failed, \
-         triaged = account_posture.triaged + excluded.triaged, \
-         not_evaluated = account_posture.not_evaluated + excluded.not_evaluated, \
-         projects = account_posture.projects + excluded.projects",
-    )
-    .bind(previous.unwrap_or(-1))
-    .bind(seq)
-    .bind(account_id.as_str())
-    .bind(project_id)
-    .bind(project_id)
+         WHERE TRUE GROUP BY kind, cloud, name ORDER BY kind, cloud, name {add}"
+    ));
+    let stmt = stmt
+        .bind(previous.unwrap_or(-1))
+        .bind(seq)
+        .bind(account_id.as_str());
+    let stmt = match change_of {
+        Some(scan_ref) => stmt.bind(scan_ref),
+        None => stmt,
+    };
+    stmt.bind(project_id).bind(project_id)
 }
+
+const ADD_TO_KEPT: &str = "ON CONFLICT (account_id, kind, cloud, name) DO UPDATE SET \
+     passed = account_posture.passed + excluded.passed, \
+     failed = account_posture.failed + excluded.failed, \
+     triaged = account_posture.triaged + excluded.triaged, \
+     not_evaluated = account_posture.not_evaluated + excluded.not_evaluated, \
+     projects = account_posture.projects + excluded.projects";
 
 /// The account's posture, each part worst first: per framework, and per cloud account
 /// (`(cloud, account id)`).
@@ -133,11 +153,19 @@ pub async fn account_posture(
     account_id: &AccountId,
 ) -> Result<AccountPosture, StoreError> {
     let rows: Vec<SummaryRow> = on_db!(db, pool => {
+        // The kept rows and the changes not folded into them yet.
         sqlx::query_as(
-            "SELECT kind, cloud, name, passed, failed, triaged, not_evaluated, projects \
-             FROM account_posture WHERE account_id = $1 AND projects > 0 \
-             ORDER BY kind, cloud, name",
+            "SELECT kind, cloud, name, CAST(SUM(passed) AS BIGINT) AS passed, \
+             CAST(SUM(failed) AS BIGINT) AS failed, CAST(SUM(triaged) AS BIGINT) AS triaged, \
+             CAST(SUM(not_evaluated) AS BIGINT) AS not_evaluated, \
+             CAST(SUM(projects) AS BIGINT) AS projects FROM ( \
+             SELECT kind, cloud, name, passed, failed, triaged, not_evaluated, projects \
+             FROM account_posture WHERE account_id = $1 UNION ALL \
+             SELECT kind, cloud, name, passed, failed, triaged, not_evaluated, projects \
+             FROM account_posture_changes WHERE account_id = $2) kept \
+             GROUP BY kind, cloud, name HAVING SUM(projects) > 0 ORDER BY kind, cloud, name",
         )
+        .bind(account_id)
         .bind(account_id)
         .fetch_all(pool)
         .await

@@ -466,6 +466,8 @@ fn plan(
         base_seq,
         state: &state,
         token: token.as_deref(),
+        // Both are PostgreSQL's, whose pushes of one account commit side by side.
+        own_rollup_rows: keep_state,
         line_head,
         posture: &posture,
         drifted: drifted.as_deref(),

@@ -192,6 +192,7 @@ async fn record_once(
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
+            crate::rollup_folds::fold_soon(pool, &ctx.account_id);
             if let Some((token, head_seq, state)) = planned.kept {
                 line_state::keep(key, token, head_seq, Arc::new(state));
             }

@@ -24,6 +24,9 @@ pub(super) struct Placed<'a> {
     /// The line state's new token, when the state after the push is to be kept; `None` clears
     /// the token (SQLite keeps no state).
     pub(super) token: Option<&'a str>,
+    /// The account's roll-ups take the push's change as rows of its own (PostgreSQL: see
+    /// `migrations/20261217000001_rollup_deltas.sql`) instead of updating the kept rows.
+    pub(super) own_rollup_rows: bool,
     pub(super) line_head: Option<(i64, i64)>,
     /// The scan's posture per framework, and what drifted as the scan keeps it (JSON; only
     /// for a licence with drift detection).
@@ -91,12 +94,15 @@ pub(super) fn write_statements(
         placed.posture,
     ));
     let mut shared = Vec::with_capacity(4);
+    let scan_ref = format!("{}/{}", project_id.as_str(), append.seq);
+    let change_of = placed.own_rollup_rows.then_some(scan_ref.as_str());
     if append.lines.on_default {
         shared.push(crate::posture::summary::push_statement(
             &ctx.account_id,
             project_id,
             placed.line_head.map(|(seq, _)| seq),
             append.seq,
+            change_of,
         ));
     }
     let counts = &req.severity_counts;
@@ -108,6 +114,7 @@ pub(super) fn write_statements(
         seq: append.seq,
         counts: [counts.critical, counts.high, counts.medium, counts.low]
             .map(|n| i64::try_from(n).unwrap_or(i64::MAX)),
+        change_of,
     }));
     if ctx.touch_key {
         shared.push(

@@ -75,6 +75,7 @@ pub struct KeyView {
 const MEASURE: Allowance = Allowance {
     projects: 10_000,
     time: Duration::from_millis(500),
+    settle: Duration::ZERO,
 };
 
 pub async fn projects(db: &Writer, account: &AccountId) -> anyhow::Result<Vec<ProjectView>> {
