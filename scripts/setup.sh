@@ -50,12 +50,12 @@ if dpkg -s binaryen >/dev/null 2>&1; then
   echo "         The build puts npm's wasm-opt first on PATH, so it is not used." >&2
 fi
 
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+if ! rustup target list --installed | grep -x wasm32-unknown-unknown >/dev/null; then
   step "Adding the wasm32-unknown-unknown Rust target"
   rustup target add wasm32-unknown-unknown
 fi
 for component in rustfmt clippy; do
-  rustup component list --installed | grep -q "^$component" || rustup component add "$component"
+  rustup component list --installed | grep "^$component" >/dev/null || rustup component add "$component"
 done
 
 # The cargo tools are compiled once per machine. Their own release profiles ask for fat LTO

@@ -20,7 +20,7 @@ source scripts/packaging/checks.sh
 [ "$(id -u)" = 0 ] || { echo "deb-test: must run as root (it installs the package)" >&2; exit 1; }
 [ -d target/site/pkg ] || { echo "deb-test: target/site is missing; scripts/e2e.sh builds it" >&2; exit 1; }
 for pkg in tidemark tidemark-cli; do
-  if dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q installed; then
+  if dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep installed >/dev/null; then
     echo "deb-test: the $pkg package is installed on this machine; not touching it" >&2
     exit 1
   fi

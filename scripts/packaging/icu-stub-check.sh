@@ -11,8 +11,11 @@ lib=$(ldd "$server" | awk '$1 ~ /^libicudata\.so/ { print $3 }')
 dir=$(mktemp -d /tmp/tidemark-icu.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 deploy/oci/build-icudata-stub.sh "$lib" "$dir/$(basename "$lib")"
-LD_LIBRARY_PATH=$dir ldd "$server" | grep -q "libicudata.* => $dir/" \
-  || { echo "icu-stub-check: the stub is not the library the loader picks" >&2; exit 1; }
+# ldd's output is taken whole first: `ldd | grep -q` under pipefail fails at random, because grep
+# quits at its match and the loader's next line then meets a closed pipe (SIGPIPE, status 141).
+resolved=$(LD_LIBRARY_PATH=$dir ldd "$server")
+grep -q "libicudata.* => $dir/" <<<"$resolved" \
+  || { echo "icu-stub-check: the stub is not the library the loader picks:" >&2; grep icu <<<"$resolved" >&2; exit 1; }
 # The test step's package set and features, so that cargo reuses its build rather than
 # compiling `app` and `server` again under another feature unification.
 LD_LIBRARY_PATH=$dir TIDEMARK_TEST_SKIP_POSTGRES=1 \

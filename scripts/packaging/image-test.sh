@@ -68,7 +68,7 @@ section=$(sed -n 's/.*docs\/install\.md, "\([^"]*\)".*/\1/p' deploy/oci/compose.
 nginx_sed=$(python3 -c 'import yaml; print(yaml.safe_load(open("deploy/oci/compose.yaml"))["services"]["nginx"]["command"][2])' \
   | sed -n "s/^sed -e '\([^']*\)'.*/\1/p")
 [ -n "$nginx_sed" ] || fail "could not read the compose file's nginx rewrite"
-sed -e "$nginx_sed" deploy/nginx/tidemark.conf | grep -q "server tidemark-2:3000" \
+sed -e "$nginx_sed" deploy/nginx/tidemark.conf | grep "server tidemark-2:3000" >/dev/null \
   || fail "the compose file's rewrite no longer matches deploy/nginx/tidemark.conf's upstream line"
 
 podman "${podman_opts[@]}" create --name tidemark-test "$tag" >/dev/null || fail "podman create failed"
