@@ -51,8 +51,9 @@ fi
 # PostgreSQL's durable defaults: fsync, synchronous_commit and full_page_writes on.
 durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 [ "${PG_DURABLE:-}" = 1 ] && durability="-c fsync=on -c synchronous_commit=on -c full_page_writes=on"
-# PG_PROFILE=1 loads pg_stat_statements, to see where the server's time goes in a benchmark.
-[ "${PG_PROFILE:-}" = 1 ] && durability="$durability -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
+# PG_PROFILE=1 loads pg_stat_statements, to see where the server's time goes in a benchmark,
+# and logs every lock wait past 20 ms with who holds the lock ($PG_THROWAWAY_DIR/server.log).
+[ "${PG_PROFILE:-}" = 1 ] && durability="$durability -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c log_lock_waits=on -c deadlock_timeout=20ms"
 run_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
   -o "-p $port -k $dir -c listen_addresses=127.0.0.1 $durability -c max_connections=300" \
   start >/dev/null ||
@@ -60,4 +61,5 @@ run_pg "$pg_bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
 echo "pg-throwaway: PostgreSQL on 127.0.0.1:$port (data in $dir)"
 
 export TIDEMARK_TEST_POSTGRES_URL="postgres://tidemark@127.0.0.1:$port/postgres"
+export PG_THROWAWAY_DIR=$dir
 "$@"

@@ -12,7 +12,9 @@
 //! then two replicas taking the pushes in turn. With `BEFORE_BIN` (a build from before a
 //! change, on the same schema) each round first runs it alone with one replica, so today's
 //! figure and the change's are measured in one sitting. Each phase prints one JSON line
-//! (stdout): replicas, pushes a second, and the pushes' p50/p99 as their jobs waited for them.
+//! (stdout): replicas, pushes a second, the pushes' p50/p99 as their jobs waited for them, and
+//! the machine's CPU a push (the servers', this load generator's, and the rest: PostgreSQL's)
+//! with the share the cores sat idle, which says whether a phase ran out of cores or waited.
 //! Needs `target/site` (cargo leptos build --release) for the servers to start.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -60,12 +62,17 @@ async fn main() {
     let writers = Arc::new(tokio::sync::Mutex::new(writers));
     // Each project's first push (and a warm cache) before anything is timed.
     let first = std::slice::from_ref(&servers[0].url);
-    run_phase(&writers, first, Route::InTurn, &key, 10).await;
+    let pids: Vec<u32> = servers
+        .iter()
+        .chain(old.iter())
+        .map(|s| s.child.id())
+        .collect();
+    run_phase(&writers, first, Route::InTurn, &key, 10, &pids).await;
     for _ in 0..rounds {
         if let Some(old) = &old {
             let urls = std::slice::from_ref(&old.url);
-            let times = run_phase(&writers, urls, Route::InTurn, &key, secs).await;
-            report("before, 1 replica", 1, times, secs);
+            let measured = run_phase(&writers, urls, Route::InTurn, &key, secs, &pids).await;
+            report("before, 1 replica", 1, measured, secs);
         }
         // A B B A, A one replica and B two with each project's pushes sent to one of them (as
         // the documented proxy routes by X-Tidemark-Project); then two in turn, as a proxy that
@@ -86,7 +93,7 @@ async fn main() {
             report(
                 label,
                 replicas,
-                run_phase(&writers, &urls, route, &key, secs).await,
+                run_phase(&writers, &urls, route, &key, secs, &pids).await,
                 secs,
             );
         }
@@ -94,22 +101,36 @@ async fn main() {
     // The servers stop when dropped, here or on a panic.
 }
 
-fn report(label: &str, replicas: usize, mut times: Vec<Duration>, secs: u64) {
+fn report(label: &str, replicas: usize, measured: Measured, secs: u64) {
+    let Measured { mut times, cpu } = measured;
     let n = times.len();
     assert!(n > 0, "{label}: no push answered");
     let rate = n as f64 / secs as f64;
     times.sort();
     let at = |q: f64| times[((n.max(1) - 1) as f64 * q).round() as usize].as_secs_f64() * 1e3;
     let p = serde_json::json!({"p50": at(0.5), "p99": at(0.99)});
+    let per_push = |ms: f64| ms / n as f64;
+    let cpu_json = serde_json::json!({
+        "idle_pct": cpu.idle_pct(),
+        "ms_per_push": {"all": per_push(cpu.busy_ms), "servers": per_push(cpu.servers_ms),
+                        "load_generator": per_push(cpu.bench_ms),
+                        "postgres_and_rest": per_push(cpu.rest_ms())},
+    });
     println!(
         "{}",
         serde_json::json!({"phase": label, "replicas": replicas, "pushes": n,
-                            "pushes_per_s": rate, "latency_ms": p})
+                            "pushes_per_s": rate, "latency_ms": p, "cpu": cpu_json})
     );
     eprintln!(
-        "{label:>18}: {rate:6.1} pushes/s, p50 {:.1} ms, p99 {:.1} ms",
+        "{label:>22}: {rate:6.1} pushes/s, p50 {:.1} ms, p99 {:.1} ms; CPU {:.1} ms a push \
+         (servers {:.1}, PostgreSQL and the rest {:.1}, load {:.1}), {:.0} % idle",
         p["p50"].as_f64().unwrap(),
-        p["p99"].as_f64().unwrap()
+        p["p99"].as_f64().unwrap(),
+        per_push(cpu.busy_ms),
+        per_push(cpu.servers_ms),
+        per_push(cpu.rest_ms()),
+        per_push(cpu.bench_ms),
+        cpu.idle_pct(),
     );
 }
 
@@ -131,8 +152,10 @@ async fn run_phase(
     route: Route,
     key: &str,
     secs: u64,
-) -> Vec<Duration> {
+    pids: &[u32],
+) -> Measured {
     let client = reqwest::Client::new();
+    let clock = CpuClock::read(pids);
     let turn = Arc::new(AtomicUsize::new(0));
     let end = Instant::now() + Duration::from_secs(secs);
     let taken: Vec<Writer> = std::mem::take(&mut *writers.lock().await);
@@ -179,7 +202,94 @@ async fn run_phase(
         all.extend(times);
     }
     *writers.lock().await = back;
-    all
+    Measured {
+        times: all,
+        cpu: clock.since(pids),
+    }
+}
+
+/// A phase's push times and what the machine's cores did meanwhile.
+struct Measured {
+    times: Vec<Duration>,
+    cpu: CpuSpent,
+}
+
+/// Where the machine's CPU time went during a phase, in milliseconds of one core.
+struct CpuSpent {
+    busy_ms: f64,
+    idle_ms: f64,
+    servers_ms: f64,
+    bench_ms: f64,
+}
+
+impl CpuSpent {
+    /// PostgreSQL's processes, and whatever else ran (the kernel's share of the network).
+    fn rest_ms(&self) -> f64 {
+        (self.busy_ms - self.servers_ms - self.bench_ms).max(0.0)
+    }
+
+    fn idle_pct(&self) -> f64 {
+        100.0 * self.idle_ms / (self.busy_ms + self.idle_ms).max(1.0)
+    }
+}
+
+/// CPU time counters from `/proc`: the machine's busy and idle time (`/proc/stat`), the
+/// servers' and this process's own (`/proc/PID/stat`), in clock ticks.
+struct CpuClock {
+    busy: u64,
+    idle: u64,
+    servers: u64,
+    bench: u64,
+}
+
+/// Linux's `USER_HZ`, the unit of `/proc`'s CPU times: 100 on every architecture it runs on.
+const TICKS_PER_S: f64 = 100.0;
+
+impl CpuClock {
+    fn read(pids: &[u32]) -> CpuClock {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+        let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+        let busy = ticks.iter().take(8).sum::<u64>() - idle;
+        CpuClock {
+            busy,
+            idle,
+            servers: pids.iter().map(|p| process_ticks(&p.to_string())).sum(),
+            bench: process_ticks("self"),
+        }
+    }
+
+    fn since(&self, pids: &[u32]) -> CpuSpent {
+        let now = CpuClock::read(pids);
+        let ms = |a: u64, b: u64| a.saturating_sub(b) as f64 * 1e3 / TICKS_PER_S;
+        CpuSpent {
+            busy_ms: ms(now.busy, self.busy),
+            idle_ms: ms(now.idle, self.idle),
+            servers_ms: ms(now.servers, self.servers),
+            bench_ms: ms(now.bench, self.bench),
+        }
+    }
+}
+
+/// A process's user and system time (`/proc/PID/stat` fields 14 and 15, counted after the
+/// parenthesised name, which may hold spaces).
+fn process_ticks(pid: &str) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    after_name
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum()
 }
 
 /// One CI job: its project's findings as JSON, pass and fail, so that a body is assembled

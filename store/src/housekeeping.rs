@@ -175,7 +175,7 @@ pub async fn thin_scans(
          AND (findings_stored IS NULL OR findings_stored <> '{THINNED}')"
     );
     let thinned = on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(account_id).await?;
+        let mut tx = pool.begin_project_write(account_id, project_id).await?;
         let thinned = sqlx::query(&mark).bind(project_id).execute(&mut *tx).await?.rows_affected();
         sqlx::query(crate::usage::FORGET).bind(project_id).execute(&mut *tx).await?;
         tx.commit().await?;
@@ -203,7 +203,7 @@ pub async fn collect_spans(
           LIMIT $5)"
     );
     let removed = on_db_write!(db, pool => {
-        let mut tx = pool.begin_account_write(account_id).await?;
+        let mut tx = pool.begin_project_write(account_id, &line.project_id).await?;
         let removed = sqlx::query(&sql)
             .bind(&line.line_id)
             .bind(&line.line_id)

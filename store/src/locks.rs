@@ -4,7 +4,8 @@
 //! at a time whatever the cores or replicas (docs/benchmarks.md). Now a push holds the
 //! account's advisory lock *shared* and its project's *exclusive*: pushes to different
 //! projects run side by side, pushes to one project one at a time (its scans are numbered per
-//! project). Every other write to an account's data takes the account's lock exclusive
+//! project). Housekeeping's steps, which touch one project's history, take the same two
+//! ([`PROJECT_BY_ID`]). Every other write to an account's data takes the account's lock exclusive
 //! ([`crate::BeginWrite::begin_account_write`]), so it still excludes every push. What spans
 //! projects is ordered by locks of its own, held briefly: the write budget by the admission
 //! lock, for a push's place in `push_admissions` (taken before its transaction), and the
@@ -29,6 +30,15 @@ pub(crate) const PUSH: &str =
     "SELECT pg_advisory_xact_lock_shared(hashtextextended('account:' || $1, 0)), \
      pg_advisory_xact_lock(hashtextextended('project:' || $1 || '/' || $2, 0))";
 
+/// A push's locks named by the project's id instead of its label (a project's label never
+/// changes), for writes to one project's stored history beside the account's other pushes
+/// (housekeeping's steps). No such project: no project lock, and nothing of it to write.
+/// `$1` account, `$2` project id.
+pub(crate) const PROJECT_BY_ID: &str =
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended('account:' || $1, 0)), \
+     pg_advisory_xact_lock(hashtextextended('project:' || $1 || '/' || \
+       (SELECT label FROM projects WHERE id = $2 AND account_id = $1), 0))";
+
 /// The account's lock shared, as a push holds it, for a fold of the account's roll-up changes
 /// (`rollup_folds`), whose commit need not wait for the disk.
 pub(crate) const ACCOUNT_SHARED_ASYNC: &str =
@@ -36,7 +46,8 @@ pub(crate) const ACCOUNT_SHARED_ASYNC: &str =
      set_config('synchronous_commit', 'off', true)";
 
 /// The account's admission lock: one push at a time takes its place under the write budget,
-/// in a short transaction of its own (`push_admissions`). Its commit need not wait for the
+/// in a short transaction of its own (`push_admissions`), sent with the statement that counts
+/// as one message (`$1` is replaced by a quoted literal there). Its commit need not wait for the
 /// disk: a push's own durable commit comes after it in the log, and a place lost with an
 /// unflushed log belonged to a push that was lost with it.
 pub(crate) const ADMISSION: &str =

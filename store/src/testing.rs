@@ -142,6 +142,10 @@ fn unique_name() -> String {
     )
 }
 
+/// The locks a push to a project takes on PostgreSQL (`$1` account, `$2` label), for tests that
+/// hold them from outside to show who waits.
+pub const PUSH_LOCKS: &str = crate::locks::PUSH;
+
 /// PostgreSQL when this test run covers it; `None` when `TIDEMARK_TEST_SKIP_POSTGRES=1` says
 /// on purpose that only SQLite is wanted (and a failure when neither is set).
 pub fn postgres_backend() -> Option<Backend> {

@@ -242,3 +242,31 @@ tidemark_store::test_each_backend! {
 fn acct(s: &str) -> tidemark_store::AccountId {
     tidemark_store::AccountId::trusted(s)
 }
+
+#[tokio::test]
+async fn postgres_connections_do_not_compile_queries() {
+    if !tidemark_store::testing::backends().contains(&Backend::Postgres) {
+        return; // TIDEMARK_TEST_SKIP_POSTGRES=1: SQLite only, on purpose
+    }
+    let t = fresh(Backend::Postgres).await;
+    let Db::Postgres(pool) = t.db.db() else {
+        unreachable!("a PostgreSQL test database")
+    };
+    // Every connection of the pool, with the URL's own options kept beside it (the test's
+    // schema is chosen by one).
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut conn = pool.acquire().await.unwrap();
+        let (jit, path): (String, String) =
+            sqlx::query_as("SELECT current_setting('jit'), current_setting('search_path')")
+                .fetch_one(&mut *conn)
+                .await
+                .unwrap();
+        assert_eq!(jit, "off");
+        assert!(
+            path.starts_with("t_"),
+            "the URL's search_path is kept: {path}"
+        );
+        held.push(conn);
+    }
+}

@@ -205,3 +205,67 @@ tidemark_store::test_each_backend! {
 fn acct(s: &str) -> tidemark_store::AccountId {
     tidemark_store::AccountId::trusted(s)
 }
+
+/// Housekeeping's steps on PostgreSQL hold up a push to their own project only: with a push to
+/// project `api` held open, a step on project `web` goes through at once, and a step on `api`
+/// waits for that push to end (it used to take the account's lock and queue every push of a
+/// large account behind it).
+#[tokio::test]
+async fn a_housekeeping_step_waits_only_for_its_own_project() {
+    use std::time::Duration;
+    use tidemark_store::housekeeping::HousekeptLine;
+    use tidemark_store::testing::{plain_push, postgres_backend, PUSH_LOCKS};
+    let Some(backend) = postgres_backend() else {
+        return; // TIDEMARK_TEST_SKIP_POSTGRES=1: SQLite only, on purpose
+    };
+    let t = fresh(backend).await;
+    let db = t.writer();
+    insert_pushing_account(&db, "acct_a").await;
+    for label in ["api", "web"] {
+        let ctx = push_context(&acct("acct_a"));
+        appended(
+            record_push(&db, ctx, plain_push(label, 1, 80.0))
+                .await
+                .unwrap(),
+        );
+    }
+    let all = lines(db.as_ref()).await.unwrap();
+    let line = |label: &str| -> HousekeptLine {
+        all.iter()
+            .find(|l| l.project_label == label)
+            .unwrap()
+            .clone()
+    };
+    let tidemark_store::Db::Postgres(pool) = db.db() else {
+        unreachable!("a PostgreSQL test database")
+    };
+    let mut held = pool.begin().await.unwrap();
+    sqlx::query(PUSH_LOCKS)
+        .bind("acct_a")
+        .bind("api")
+        .execute(&mut *held)
+        .await
+        .unwrap();
+
+    let web = line("web");
+    let account = acct("acct_a");
+    tokio::time::timeout(Duration::from_secs(5), collect_spans(&db, &account, &web))
+        .await
+        .expect("a step on another project does not wait for the held push")
+        .unwrap();
+    let own = tokio::spawn({
+        let (db, line) = (t.writer(), line("api"));
+        async move { collect_spans(&db, &acct("acct_a"), &line).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !own.is_finished(),
+        "a step on the held push's project waits for it"
+    );
+    held.rollback().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), own)
+        .await
+        .expect("and goes on once the push ends")
+        .unwrap()
+        .unwrap();
+}

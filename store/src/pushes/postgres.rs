@@ -65,64 +65,70 @@ struct Place {
     taken: bool,
 }
 
-#[derive(sqlx::FromRow)]
-struct PlaceRow {
-    n: i64,
-    oldest: Option<i64>,
-    taken: i64,
-}
-
 /// How long a place counts without its push committing: far past any push's transaction,
 /// so only a crashed replica's places lapse.
 const PLACE_LAPSES_MS: i64 = 120_000;
 
-/// Takes the push's place under the budget, in a short transaction ordered by the account's
-/// admission lock: the appends in the window and the places still held are counted, and a
-/// place is taken if they leave room. The lock is held for that and an asynchronous commit
-/// only, never across a push's writes or its durable commit, so pushes to different projects
-/// commit side by side (and the log flushes their commits together).
+/// Takes the push's place under the budget, ordered by the account's admission lock: the
+/// appends in the window and the places still held are counted, and a place is taken if they
+/// leave room. The lock, the count and the commit go to the server as one message of two
+/// statements (one implicit transaction; each statement reads what was committed when it
+/// began, so the count sees every place committed before the lock was granted). The lock is
+/// thus held only while PostgreSQL runs them, never while this replica's busy threads get
+/// round to the next statement: with the lock, the count and the commit sent one at a time,
+/// 16 writers of one account queued 32 ms a push on it. It is never held across a push's
+/// writes or durable commit, so pushes to different projects commit side by side.
 async fn take_place(pool: &PgPool, ctx: &PushContext) -> Result<Place, StoreError> {
+    use sqlx::Row as _;
     let id = tidemark_domain::ids::new_state_token();
-    let account = ctx.account_id.as_str();
-    let lapsed = ctx.now - PLACE_LAPSES_MS;
-    let window = ctx.write_limit.window_start(ctx.now);
-    let mut tx = pool.begin().await?;
-    sqlx::query(locks::ADMISSION)
-        .bind(account)
-        .execute(&mut *tx)
-        .await?;
-    let row: PlaceRow = sqlx::query_as(
-        "WITH lapsed AS (DELETE FROM push_admissions WHERE account_id = $1 AND admitted_at <= $2), \
-         c AS (SELECT (SELECT COUNT(*) FROM scans WHERE account_id = $3 AND received_at > $4) \
-                    + (SELECT COUNT(*) FROM push_admissions \
-                       WHERE account_id = $5 AND admitted_at > $6) AS n, \
-                      (SELECT MIN(received_at) FROM scans \
-                       WHERE account_id = $7 AND received_at > $8) AS oldest), \
-         placed AS (INSERT INTO push_admissions (id, account_id, admitted_at) \
-                    SELECT $9, $10, $11 FROM c WHERE c.n < $12 RETURNING 1) \
-         SELECT c.n, c.oldest, (SELECT COUNT(*) FROM placed) AS taken FROM c",
-    )
-    .bind(account)
-    .bind(lapsed)
-    .bind(account)
-    .bind(window)
-    .bind(account)
-    .bind(lapsed)
-    .bind(account)
-    .bind(window)
-    .bind(&id)
-    .bind(account)
-    .bind(ctx.now)
-    .bind(i64::from(ctx.write_limit.limit))
-    .fetch_one(&mut *tx)
-    .await?;
-    tx.commit().await?;
+    let sql = place_sql(
+        ctx.account_id.as_str(),
+        &id,
+        ctx.now,
+        ctx.write_limit.window_start(ctx.now),
+        i64::from(ctx.write_limit.limit),
+    );
+    // The simple-query protocol (no parameters) is what carries two statements in one message;
+    // `place_sql` quotes its one text value.
+    let rows = sqlx::raw_sql(&sql).fetch_all(pool).await?;
+    let row = rows.last().ok_or(sqlx::Error::RowNotFound)?;
+    let n: i64 = row.try_get("n")?;
+    let taken: i64 = row.try_get("taken")?;
     Ok(Place {
         id,
-        before: u32::try_from(row.n).unwrap_or(u32::MAX),
-        oldest: row.oldest,
-        taken: row.taken > 0,
+        before: u32::try_from(n).unwrap_or(u32::MAX),
+        oldest: row.try_get("oldest")?,
+        taken: taken > 0,
     })
+}
+
+/// The admission's two statements: the lock (with an asynchronous commit, see
+/// [`locks::ADMISSION`]), then the count and the place.
+fn place_sql(account: &str, id: &str, now: i64, window: i64, limit: i64) -> String {
+    let account = pg_text(account);
+    let id = pg_text(id);
+    let lapsed = now - PLACE_LAPSES_MS;
+    let lock = locks::ADMISSION.replace("$1", &account);
+    format!(
+        "{lock}; \
+         WITH lapsed AS (DELETE FROM push_admissions \
+                         WHERE account_id = {account} AND admitted_at <= {lapsed}), \
+         c AS (SELECT (SELECT COUNT(*) FROM scans \
+                       WHERE account_id = {account} AND received_at > {window}) \
+                    + (SELECT COUNT(*) FROM push_admissions \
+                       WHERE account_id = {account} AND admitted_at > {lapsed}) AS n, \
+                      (SELECT MIN(received_at) FROM scans \
+                       WHERE account_id = {account} AND received_at > {window}) AS oldest), \
+         placed AS (INSERT INTO push_admissions (id, account_id, admitted_at) \
+                    SELECT {id}, {account}, {now} FROM c WHERE c.n < {limit} RETURNING 1) \
+         SELECT c.n, c.oldest, (SELECT COUNT(*) FROM placed) AS taken FROM c"
+    )
+}
+
+/// A text literal: PostgreSQL's standard strings (`standard_conforming_strings`, on since
+/// 9.1) take everything between the quotes as it is, but a doubled quote.
+fn pg_text(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
 }
 
 async fn record_once(
@@ -251,4 +257,26 @@ fn is_transient(err: &sqlx::Error) -> bool {
     err.as_database_error()
         .and_then(|e| e.code())
         .is_some_and(|code| code == "40P01" || code == "40001")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pg_text, place_sql};
+
+    #[test]
+    fn a_text_literal_keeps_its_quotes_inside() {
+        assert_eq!(pg_text("acct_1"), "'acct_1'");
+        assert_eq!(pg_text("o'clock\\'); DROP"), "'o''clock\\''); DROP'");
+    }
+
+    #[test]
+    fn the_admission_is_the_lock_then_the_count() {
+        let sql = place_sql("acct'1", "tok", 1_000_000, 940_000, 50);
+        let (lock, count) = sql.split_once("; ").expect("two statements");
+        assert!(lock.contains("'admission:' || 'acct''1'"), "{lock}");
+        assert!(!sql.contains('$'), "no parameter is left: {sql}");
+        assert!(count.contains("received_at > 940000"), "{count}");
+        assert!(count.contains("admitted_at <= 880000"), "{count}");
+        assert!(count.contains("c.n < 50"), "{count}");
+    }
 }

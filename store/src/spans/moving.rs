@@ -350,7 +350,7 @@ pub async fn delete_rows(
 ) -> Result<(), StoreError> {
     loop {
         let deleted = on_db_write!(db, pool => {
-            let mut tx = pool.begin_account_write(account_id).await?;
+            let mut tx = pool.begin_project_write(account_id, project_id).await?;
             let n = sqlx::query(
                 "DELETE FROM findings WHERE project_id = $1 AND scan_seq = $2 AND ordinal IN \
                  (SELECT ordinal FROM findings WHERE project_id = $3 AND scan_seq = $4 \
