@@ -44,15 +44,26 @@ pub(super) async fn record(
     };
     if place.taken && !matches!(done, Ok(PushOutcome::Appended(..))) {
         // Replayed, refused or failed: the place goes back (or lapses, if this fails too).
-        if let Err(err) = sqlx::query("DELETE FROM push_admissions WHERE id = $1")
-            .bind(&place.id)
-            .execute(pool)
-            .await
-        {
-            tracing::warn!(error = %err, "a push's unused place under the write budget was not given back; it lapses");
+        // After a failure the database is likely unreachable, and the caller's 503 must not
+        // wait a second time for a connection: the place goes back behind the answer.
+        let give_back = give_back(pool.clone(), place.id);
+        if done.is_err() {
+            tokio::spawn(give_back);
+        } else {
+            give_back.await;
         }
     }
     done
+}
+
+async fn give_back(pool: PgPool, place: String) {
+    if let Err(err) = sqlx::query("DELETE FROM push_admissions WHERE id = $1")
+        .bind(&place)
+        .execute(&pool)
+        .await
+    {
+        tracing::warn!(error = %err, "a push's unused place under the write budget was not given back; it lapses");
+    }
 }
 
 /// Where a push stands under its account's write budget, decided before its transaction.
