@@ -291,7 +291,7 @@ impl Db {
             // indexed walk's often is on a large account (the overview's oldest criticals:
             // 37 ms of compiling for 14 ms of work at N = 1,000). Every query here is short, so
             // off, unless the URL's `options` say otherwise (docs/configuration.md).
-            if !url.contains("jit") {
+            if !options.get_options().is_some_and(|o| o.contains("jit")) {
                 options = options.options([("jit", "off")]);
             }
             let pool = PgPoolOptions::new()
