@@ -30,8 +30,9 @@ run() {
   mkdir -p "$dir/n$n"
   if [ -n "${TIDEMARK_TEST_POSTGRES_URL:-}" ]; then
     local db="overview_n$n" base=${TIDEMARK_TEST_POSTGRES_URL%/*}
-    psql -q "$TIDEMARK_TEST_POSTGRES_URL" -tc "SELECT 1 FROM pg_database WHERE datname = '$db'" |
-      grep -q 1 || psql -q "$TIDEMARK_TEST_POSTGRES_URL" -c "CREATE DATABASE $db"
+    local exists
+    exists=$(psql -q "$TIDEMARK_TEST_POSTGRES_URL" -Atc "SELECT 1 FROM pg_database WHERE datname = '$db'")
+    [ "$exists" = 1 ] || psql -q "$TIDEMARK_TEST_POSTGRES_URL" -c "CREATE DATABASE $db"
     DATABASE_URL="$base/$db" SCALE_DATA_DIR="$dir/n$n" "$bench" "$n"
   else
     SCALE_DATA_DIR="$dir/n$n" "$bench" "$n"
