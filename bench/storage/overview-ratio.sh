@@ -17,12 +17,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-4}
-dir=${2:-$(mktemp -d)}
+# Without DIR the two accounts (gigabytes at N = 1,000) go with the run.
+made=
+if [ -n "${2:-}" ]; then dir=$2; else dir=$(mktemp -d) made=$dir; fi
 bench=target/release/storage-bench
 [ -x "$bench" ] ||
   { echo "overview-ratio: needs $bench (cargo build --release -p tidemark-bench --bin storage-bench)" >&2; exit 1; }
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out"; [ -z "$made" ] || rm -rf "$made"' EXIT
 
 # Runs storage-bench for one size against that size's own account.
 run() {
