@@ -314,10 +314,28 @@ pub async fn push_together(
     db: &Writer,
     pushes: Vec<(crate::pushes::PushContext, tidemark_domain::push::ValidPush)>,
 ) -> Vec<Result<crate::pushes::PushOutcome, String>> {
-    let held = match db.db() {
+    push_together_after(db, pushes, &[]).await
+}
+
+/// [`push_together`], and on SQLite `meanwhile` runs on the held writer connection once every
+/// push has been planned and queued, before any is written: changes that land between a
+/// push's early decision and the writer's turn (`pushes::early`). On PostgreSQL it runs first.
+pub async fn push_together_after(
+    db: &Writer,
+    pushes: Vec<(crate::pushes::PushContext, tidemark_domain::push::ValidPush)>,
+    meanwhile: &[String],
+) -> Vec<Result<crate::pushes::PushOutcome, String>> {
+    if let Db::Postgres(pool) = db.db() {
+        for sql in meanwhile {
+            sqlx::query(sql).execute(pool).await.expect("meanwhile");
+        }
+    }
+    let mut held = match db.db() {
         Db::Sqlite { writer, .. } => Some(writer.acquire().await.expect("hold the writer")),
         Db::Postgres(_) => None,
     };
+    let before = db.db().push_group_stats();
+    let count = pushes.len() as u64;
     let tasks: Vec<_> = pushes
         .into_iter()
         .map(|(ctx, push)| {
@@ -329,9 +347,30 @@ pub async fn push_together(
             })
         })
         .collect();
-    // Long enough for every task to enqueue; the assertions do not depend on it, only how
-    // many pushes end up sharing a group does.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Until every push is in the committer's queue (SQLite: each is planned on a snapshot
+    // first, `pushes::early`); PostgreSQL has no queue, and its pushes are let go after a
+    // pause. The assertions do not depend on it, only how many pushes share a group does.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    match before {
+        Some(before) => {
+            while std::time::Instant::now() < deadline {
+                let stats = db.db().push_group_stats().expect("SQLite");
+                if stats.in_flight >= before.in_flight + count && stats.deciding == 0 {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        }
+        None => tokio::time::sleep(std::time::Duration::from_millis(300)).await,
+    }
+    if let Some(conn) = held.as_mut() {
+        for sql in meanwhile {
+            sqlx::query(sql)
+                .execute(&mut **conn)
+                .await
+                .expect("meanwhile");
+        }
+    }
     drop(held);
     let mut out = Vec::new();
     for t in tasks {

@@ -128,7 +128,7 @@ tidemark_store::test_each_backend! {
             GateStatus::Failed, GateStatus::None,
         ]);
         if let (Some(before), Some(after)) = (before, t.db.db().push_group_stats()) {
-            assert_eq!(after.groups - before.groups, 1, "the six shared one group");
+            assert_eq!(after.groups - before.groups, 1, "the six shared one group: {before:?} {after:?}");
         }
     }
 }

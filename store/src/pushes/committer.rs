@@ -26,7 +26,8 @@ use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
-use super::sqlite_writer::{Job, SqliteWriter};
+use super::early::Readers;
+use super::sqlite_writer::{Job, SqliteWriter, Turn};
 use super::{PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
 use crate::StoreError;
@@ -50,6 +51,7 @@ enum Message {
 pub struct PushQueue {
     jobs: mpsc::Sender<Message>,
     counters: Arc<Counters>,
+    readers: Arc<Readers>,
 }
 
 #[derive(Default)]
@@ -58,6 +60,8 @@ struct Counters {
     retried_alone: AtomicU64,
     /// Pushes submitted and not yet answered.
     in_flight: AtomicU64,
+    /// Of those, the ones being planned before they join the queue.
+    deciding: AtomicU64,
     /// `formed[n - 1]`: groups formed with `n` pushes (retries alone not counted).
     formed: [AtomicU64; MAX_GROUP_PUSHES],
 }
@@ -74,11 +78,19 @@ pub struct GroupStats {
     /// Pushes submitted and not yet answered: waiting for a group, or in the one being
     /// written. Callers waiting for room in the queue count too.
     pub in_flight: u64,
+    /// Of those, pushes not yet in the queue (most being planned, [`super::early`]).
+    pub deciding: u64,
     /// `formed[n - 1]` is how many groups were formed of `n` pushes.
     pub formed: [u64; MAX_GROUP_PUSHES],
+    /// Pushes planned before the writer's turn and written as planned (or refused by the
+    /// budget or the cap as counted in the turn).
+    pub decided_early: u64,
+    /// Pushes planned before the writer's turn on what had changed by then: decided again.
+    pub decided_again: u64,
 }
 
-/// Counts a push as in flight until it is answered or its caller stops waiting.
+/// Counts a push as in flight (or deciding) until it is answered (or queued) or its caller
+/// stops waiting.
 struct InFlight<'a>(&'a AtomicU64);
 
 impl<'a> InFlight<'a> {
@@ -106,25 +118,38 @@ impl PushQueue {
     pub(crate) fn start(path: PathBuf, writer: SqlitePool) -> Self {
         let (jobs, queue) = mpsc::channel(QUEUE_DEPTH);
         let counters = Arc::new(Counters::default());
+        let readers = Arc::new(Readers::new(path.clone()));
         tokio::spawn(run(
-            SqliteWriter::new(path, writer),
+            SqliteWriter::new(path, writer, readers.clone()),
             queue,
             counters.clone(),
         ));
-        PushQueue { jobs, counters }
+        PushQueue {
+            jobs,
+            counters,
+            readers,
+        }
     }
 
     /// Closes the committer's connection once the group being written, if any, is done; a
     /// later push opens it again (the writer pool, closed with the database, refuses it first).
     pub(crate) async fn close(&self) {
+        self.readers.close();
         let (done, closed) = oneshot::channel();
         if self.jobs.send(Message::Close(done)).await.is_ok() {
             let _ = closed.await;
         }
     }
 
+    /// Whether pushes are planned before the writer's turn ([`super::early`]); on by
+    /// default. Off, the writer decides every push (parity tests compare the two).
+    pub fn set_early_decisions(&self, on: bool) {
+        self.readers.set_enabled(on);
+    }
+
     pub fn stats(&self) -> GroupStats {
         let c = &self.counters;
+        let (decided_early, decided_again) = self.readers.counts();
         let formed: [u64; MAX_GROUP_PUSHES] =
             std::array::from_fn(|i| c.formed[i].load(Ordering::Relaxed));
         GroupStats {
@@ -133,7 +158,10 @@ impl PushQueue {
             pushes: (1..).zip(formed).map(|(size, groups)| size * groups).sum(),
             retried_alone: c.retried_alone.load(Ordering::Relaxed),
             in_flight: c.in_flight.load(Ordering::Relaxed),
+            deciding: c.deciding.load(Ordering::Relaxed),
             formed,
+            decided_early,
+            decided_again,
         }
     }
 
@@ -144,17 +172,32 @@ impl PushQueue {
         posture: PushPosture,
     ) -> Result<PushOutcome, StoreError> {
         let _in_flight = InFlight::enter(&self.counters.in_flight);
+        // Counted until the push is in the queue.
+        let deciding = InFlight::enter(&self.counters.deciding);
+        let (ctx, push, posture, decided) = if self.readers.enabled() {
+            let readers = self.readers.clone();
+            tokio::task::spawn_blocking(move || {
+                let decided = readers.decide(&ctx, &push, &posture);
+                (ctx, push, posture, decided)
+            })
+            .await
+            .map_err(|err| StoreError::Interrupted(err.to_string()))?
+        } else {
+            (ctx, push, posture, None)
+        };
         let (reply, answer) = oneshot::channel();
         let job = Job {
             ctx,
             push,
             posture,
+            decided,
             reply,
         };
         self.jobs
             .send(Message::Push(Box::new(job)))
             .await
             .map_err(|_| StoreError::Closed)?;
+        drop(deciding);
         answer.await.map_err(|_| StoreError::Closed)?
     }
 }
@@ -186,6 +229,9 @@ async fn run(
                 None => return,
             }
         }
+        // The group is formed once the writer's turn comes: what arrives while another
+        // write holds it joins the group instead of waiting for the next.
+        let turn = writer.turn().await;
         // Everything that arrived meanwhile takes its place in its account's line.
         loop {
             match queue.try_recv() {
@@ -206,7 +252,7 @@ async fn run(
         {
             formed.fetch_add(1, Ordering::Relaxed);
         }
-        commit_group(&mut writer, group, &counters).await;
+        commit_group(&mut writer, group, turn, &counters).await;
     }
 }
 
@@ -262,12 +308,12 @@ impl Waiting {
     }
 }
 
-async fn commit_group(writer: &mut SqliteWriter, group: Vec<Job>, counters: &Counters) {
+async fn commit_group(writer: &mut SqliteWriter, group: Vec<Job>, turn: Turn, counters: &Counters) {
     if group.is_empty() {
         return;
     }
     counters.groups.fetch_add(1, Ordering::Relaxed);
-    match writer.apply(group).await {
+    match writer.apply(group, turn).await {
         (group, Ok(outcomes)) => {
             for (job, outcome) in group.into_iter().zip(outcomes) {
                 // A caller that stopped waiting does not need its answer.
@@ -284,7 +330,8 @@ async fn commit_group(writer: &mut SqliteWriter, group: Vec<Job>, counters: &Cou
             for job in group {
                 counters.groups.fetch_add(1, Ordering::Relaxed);
                 counters.retried_alone.fetch_add(1, Ordering::Relaxed);
-                let (mut alone, answer) = writer.apply(vec![job]).await;
+                let turn = writer.turn().await;
+                let (mut alone, answer) = writer.apply(vec![job], turn).await;
                 let answer = answer.and_then(|mut outcomes| {
                     outcomes.pop().ok_or(StoreError::Corrupt("push group"))
                 });

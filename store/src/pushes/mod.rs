@@ -39,6 +39,7 @@ const SCAN_EVENTS: [Event; 5] = [
 ];
 
 pub mod committer;
+mod early;
 mod head_row;
 pub mod line_state;
 mod postgres;
@@ -168,14 +169,39 @@ fn head_statement(
     backend: Backend,
     known: (&str, i64),
 ) -> Stmt {
-    let second = push.scanned_at().timestamp() * 1000;
-    let git = push.git();
-    let key = git.line();
-    let naming = git.default_name().map(branch_ref_key);
-    let line_key = key.stored();
-    let adopts = line_key.is_some() && line_key == naming;
-    let base_key = git.base().map(branch_ref_key);
-    let base_adopts = base_key.is_some() && base_key == naming;
+    let (triaged, set_aside) = triage_columns(backend);
+    let line_state = line_state_columns(backend);
+    let columns = format!(
+        "{} AS previous_open, {} AS base_open, {triaged} AS triaged, \
+         {set_aside} AS set_aside, {line_state}, cf.documents AS custom_frameworks, \
+         t.head_seq AS line_head_seq, \
+         ls.scanned_at AS line_head_at, \
+         k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
+         p.id, p.archived_at, p.scan_count, \
+         p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, al.alerts, \
+         {SAME_SECOND} AS same_second, \
+         d.id AS default_id, d.name AS default_name, \
+         t.id AS line_id, t.name AS line_name, t.pr_number AS line_pr, t.scan_count AS line_count, \
+         ls.score AS last_score, ls.scan_id AS last_scan_id, ls.score_delta AS last_delta, \
+         ls.body_hash AS last_body_hash, ls.gate_status AS last_gate_status, \
+         ls.gate_reasons AS last_gate_reasons, ls.base_branch AS last_base_branch, \
+         ls.base_scan_id AS last_base_scan_id, ls.base_score AS last_base_score, \
+         ls.base_new AS last_base_new, ls.base_fixed AS last_base_fixed, \
+         bs.id AS base_id, bsc.scan_id AS base_scan_id, bsc.score AS base_score, \
+         bsc.seq AS base_seq",
+        open_set_column(
+            backend,
+            "p.gate_new_severity IS NOT NULL AND t.head_seq IS NOT NULL",
+            "t.head_seq"
+        ),
+        open_set_column(backend, "bs.head_seq IS NOT NULL", "bs.head_seq"),
+    );
+    head_query(ctx, push, backend, known, &columns)
+}
+
+/// The head's columns `triaged` and `set_aside`: the line's findings triaged now, and those
+/// set aside for posture.
+fn triage_columns(backend: Backend) -> (String, String) {
     // The time comes from a one-row join at the end (`nw`), so that its placeholder follows
     // the others as SQLite's positional `?` need, and the text stays the same from push to
     // push: the SQLite writer keeps each statement prepared by its text.
@@ -194,26 +220,33 @@ fn head_statement(
         "nw.now_ms",
         Some(crate::findings::POSTURE_SET_ASIDE),
     );
-    let line_state = line_state_columns(backend);
+    (triaged, set_aside)
+}
+
+/// The scans of the push's project in the push's second (`$1`, `$2`: the head's first
+/// placeholders), which scan ids count.
+const SAME_SECOND: &str = "(SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
+                           AND s.scanned_at >= $1 AND s.scanned_at < $2)";
+
+/// The head's tables and joins with `columns` read from them (the only placeholders
+/// `columns` may hold are [`SAME_SECOND`]'s, before the joins' own).
+fn head_query(
+    ctx: &PushContext,
+    push: &ValidPush,
+    backend: Backend,
+    known: (&str, i64),
+    columns: &str,
+) -> Stmt {
+    let second = push.scanned_at().timestamp() * 1000;
+    let git = push.git();
+    let key = git.line();
+    let naming = git.default_name().map(branch_ref_key);
+    let line_key = key.stored();
+    let adopts = line_key.is_some() && line_key == naming;
+    let base_key = git.base().map(branch_ref_key);
+    let base_adopts = base_key.is_some() && base_key == naming;
     Stmt::new(format!(
-        "SELECT {} AS previous_open, {} AS base_open, {triaged} AS triaged, \
-         {set_aside} AS set_aside, {line_state}, cf.documents AS custom_frameworks, \
-         t.head_seq AS line_head_seq, \
-         ls.scanned_at AS line_head_at, \
-         k.key_live, l.license_live, r.n AS writes, r.oldest AS oldest_write, a.active, \
-         p.id, p.archived_at, p.scan_count, \
-         p.gate_min_score, p.gate_max_drop, p.gate_new_severity, wh.webhooks, al.alerts, \
-         (SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
-          AND s.scanned_at >= $1 AND s.scanned_at < $2) AS same_second, \
-         d.id AS default_id, d.name AS default_name, \
-         t.id AS line_id, t.name AS line_name, t.pr_number AS line_pr, t.scan_count AS line_count, \
-         ls.score AS last_score, ls.scan_id AS last_scan_id, ls.score_delta AS last_delta, \
-         ls.body_hash AS last_body_hash, ls.gate_status AS last_gate_status, \
-         ls.gate_reasons AS last_gate_reasons, ls.base_branch AS last_base_branch, \
-         ls.base_scan_id AS last_base_scan_id, ls.base_score AS last_base_score, \
-         ls.base_new AS last_base_new, ls.base_fixed AS last_base_fixed, \
-         bs.id AS base_id, bsc.scan_id AS base_scan_id, bsc.score AS base_score, \
-         bsc.seq AS base_seq \
+        "SELECT {columns} \
          FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
                WHERE account_id = $3 AND received_at > $4) r \
          CROSS JOIN (SELECT COUNT(*) AS active FROM projects \
@@ -242,12 +275,6 @@ fn head_statement(
          CROSS JOIN (SELECT '[' || {} || ']' AS documents FROM custom_frameworks \
                      WHERE account_id = $21) cf \
          CROSS JOIN (SELECT $22 AS known, CAST($23 AS BIGINT) AS known_seq) kn",
-        open_set_column(
-            backend,
-            "p.gate_new_severity IS NOT NULL AND t.head_seq IS NOT NULL",
-            "t.head_seq"
-        ),
-        open_set_column(backend, "bs.head_seq IS NOT NULL", "bs.head_seq"),
         match backend {
             Backend::Sqlite => "group_concat(document, ',')",
             Backend::Postgres => "string_agg(document, ',')",
@@ -458,14 +485,15 @@ fn plan(
         (set_aside.as_ref(), &state.live_spans, &customs),
         ctx.drift_detection,
     );
-    let token = keep_state.then(tidemark_domain::ids::new_state_token);
+    let token = tidemark_domain::ids::new_state_token();
     let placed = Placed {
         project_id: &project_id,
         scan_id: &scan_id,
         line_id: &lines.target,
         base_seq,
         state: &state,
-        token: token.as_deref(),
+        token: &token,
+        keep: keep_state,
         // Both are PostgreSQL's, whose pushes of one account commit side by side.
         own_rollup_rows: keep_state,
         line_head,
@@ -505,9 +533,7 @@ fn plan(
         outcome: PushOutcome::Appended(scan, rate),
         own: writes,
         shared: written.shared,
-        kept: token
-            .zip(written.state)
-            .map(|(token, state)| (token, head_seq, state)),
+        kept: written.state.map(|state| (token, head_seq, state)),
     }
 }
 

@@ -13,6 +13,7 @@
 //! busy handler (which sleeps) inside the process.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
@@ -20,6 +21,7 @@ use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::oneshot;
 
+use super::early::{Decided, Readers};
 use super::head_row::HeadRow;
 use super::{head_statement, plan, PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
@@ -41,8 +43,13 @@ pub(super) struct Job {
     pub(super) ctx: PushContext,
     pub(super) push: ValidPush,
     pub(super) posture: PushPosture,
+    /// Planned before the writer's turn, if it could be ([`super::early`]).
+    pub(super) decided: Option<Decided>,
     pub(super) reply: oneshot::Sender<Result<PushOutcome, StoreError>>,
 }
+
+/// The writer connection held as the write lock, or why it could not be had.
+pub(super) type Turn = Result<sqlx::pool::PoolConnection<sqlx::Sqlite>, sqlx::Error>;
 
 /// The committer's connection, opened at its first group.
 pub(super) struct SqliteWriter {
@@ -50,24 +57,34 @@ pub(super) struct SqliteWriter {
     /// The process's writer pool: its one connection is held as the write lock.
     lock: SqlitePool,
     conn: Option<Connection>,
+    readers: Arc<Readers>,
 }
 
 impl SqliteWriter {
-    pub(super) fn new(path: PathBuf, lock: SqlitePool) -> Self {
+    pub(super) fn new(path: PathBuf, lock: SqlitePool, readers: Arc<Readers>) -> Self {
         SqliteWriter {
             path,
             lock,
             conn: None,
+            readers,
         }
     }
 
-    /// Writes `group` in one transaction, all or nothing; the jobs come back with the
-    /// outcome, so a failed group can be retried push by push.
+    /// Waits for the process's writer connection: the write lock for one group.
+    pub(super) fn turn(&self) -> impl std::future::Future<Output = Turn> + Send + 'static {
+        // Not borrowing the writer across the wait: its connection is not `Sync`.
+        let lock = self.lock.clone();
+        async move { lock.acquire().await }
+    }
+
+    /// Writes `group` in one transaction, all or nothing, in the `turn` taken for it; the
+    /// jobs come back with the outcome, so a failed group can be retried push by push.
     pub(super) async fn apply(
         &mut self,
         group: Vec<Job>,
+        turn: Turn,
     ) -> (Vec<Job>, Result<Vec<PushOutcome>, StoreError>) {
-        let _turn = match self.lock.acquire().await {
+        let _turn = match turn {
             Ok(turn) => turn,
             Err(err) => {
                 // The pool is closed: so is the database, for this process.
@@ -77,6 +94,7 @@ impl SqliteWriter {
         };
         let conn = self.conn.take();
         let path = self.path.clone();
+        let readers = self.readers.clone();
         let joined = tokio::task::spawn_blocking(move || {
             let conn = match conn {
                 Some(conn) => conn,
@@ -85,7 +103,7 @@ impl SqliteWriter {
                     Err(err) => return (None, group, Err(err.into())),
                 },
             };
-            let result = write_group(&conn, &group);
+            let result = write_group(&conn, &group, &readers);
             (Some(conn), group, result)
         })
         .await;
@@ -122,11 +140,15 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
 
 /// One transaction for the group: each push's head read, its decision and its writes, in
 /// turn (each push is another account's, so none reads what another wrote).
-fn write_group(conn: &Connection, group: &[Job]) -> Result<Vec<PushOutcome>, StoreError> {
+fn write_group(
+    conn: &Connection,
+    group: &[Job],
+    readers: &Readers,
+) -> Result<Vec<PushOutcome>, StoreError> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     let result = group
         .iter()
-        .map(|job| write_push(conn, job))
+        .map(|job| write_push(conn, job, readers))
         .collect::<Result<Vec<_>, _>>()
         .and_then(|outcomes| {
             conn.prepare_cached("COMMIT")?.execute([])?;
@@ -139,7 +161,12 @@ fn write_group(conn: &Connection, group: &[Job]) -> Result<Vec<PushOutcome>, Sto
     result
 }
 
-fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
+fn write_push(conn: &Connection, job: &Job, readers: &Readers) -> Result<PushOutcome, StoreError> {
+    if let Some(decided) = &job.decided {
+        if let Some(outcome) = readers.confirm(conn, &job.ctx, &job.push, decided)? {
+            return Ok(outcome);
+        }
+    }
     // No line state is kept here: the head is read in process (`line_state`).
     let head = head_statement(&job.ctx, &job.push, Backend::Sqlite, ("", 0));
     let row = conn
@@ -158,7 +185,7 @@ fn write_push(conn: &Connection, job: &Job) -> Result<PushOutcome, StoreError> {
     Ok(planned.outcome)
 }
 
-fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {
+pub(super) fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {
     let sql = positional(&stmt.sql);
     if sql.len() > CACHED_TEXT_MAX {
         return conn.prepare(&sql)?.execute(params_from_iter(&stmt.args));

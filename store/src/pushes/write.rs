@@ -21,9 +21,12 @@ pub(super) struct Placed<'a> {
     pub(super) base_seq: Option<i64>,
     /// The line's open tracked findings and the spans its latest scan has, before this one.
     pub(super) state: &'a super::line_state::LineState,
-    /// The line state's new token, when the state after the push is to be kept; `None` clears
-    /// the token (SQLite keeps no state).
-    pub(super) token: Option<&'a str>,
+    /// The line state's new token: every push stamps one, so that a decision taken on an
+    /// earlier read of the line can tell that its state is still the one it read.
+    pub(super) token: &'a str,
+    /// The line's state after the push is computed, to be kept under the token (PostgreSQL;
+    /// SQLite keeps none).
+    pub(super) keep: bool,
     /// The account's roll-ups take the push's change as rows of its own (PostgreSQL: see
     /// `migrations/20261217000001_rollup_deltas.sql`) instead of updating the kept rows.
     pub(super) own_rollup_rows: bool,
@@ -37,7 +40,7 @@ pub(super) struct Placed<'a> {
 /// A push's statements: its own rows, then the rows every push of the account shares (the
 /// posture roll-up, the day's counts, the key's last use), which PostgreSQL writes last, under
 /// the account's admission lock, so that no push waits on another's row locks meanwhile. With
-/// a token, also the line's state after the push.
+/// `keep`, also the line's state after the push.
 pub(super) struct Written {
     pub(super) own: Vec<Stmt>,
     pub(super) shared: Vec<Stmt>,
@@ -53,7 +56,7 @@ pub(super) fn write_statements(
 ) -> Written {
     let req = push.request();
     let project_id = placed.project_id;
-    let keep = placed.token.is_some();
+    let keep = placed.keep;
     let mut own = Vec::with_capacity(16);
     own.extend(project_row_statements(ctx, push, append, lines, project_id));
     own.extend(line_statements(ctx, push, append, placed, lines));
@@ -239,7 +242,7 @@ fn line_statements(
         .bind(pr.map(|pr| pr.base_branch.as_str().to_owned()))
         .bind(pr.and_then(|pr| pr.title.clone()))
         .bind(pr.and_then(|pr| pr.url.as_ref().map(|u| u.as_str().to_owned())))
-        .bind(placed.token.map(str::to_owned))
+        .bind(placed.token)
         .bind(placed.line_id),
     );
     writes
