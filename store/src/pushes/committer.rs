@@ -176,6 +176,7 @@ impl PushQueue {
         let deciding = InFlight::enter(&self.counters.deciding);
         let (ctx, push, posture, decided) = if self.readers.enabled() {
             let readers = self.readers.clone();
+            let _permit = self.readers.permits.acquire().await;
             tokio::task::spawn_blocking(move || {
                 let decided = readers.decide(&ctx, &push, &posture);
                 (ctx, push, posture, decided)

@@ -43,8 +43,14 @@ use crate::{Backend, StoreError, SQLITE_BUSY_TIMEOUT};
 /// the rate window, the oldest of them, its active projects.
 const BUDGET_COLUMNS: usize = 3;
 
-/// Idle reader connections kept open; more may be open while pushes are being decided.
-const IDLE_READERS: usize = 4;
+/// Pushes planned at once, each on a reader connection of its own, all kept open between
+/// pushes (each connection keeps its statements prepared): more would only queue for the
+/// same cores.
+pub(super) const READERS: usize = 8;
+
+/// Each reader's page cache, in KiB (SQLite's default is 2 MiB a connection): a head reads a
+/// few index pages, and the operating system caches the file anyway.
+const READER_CACHE_KIB: i64 = 512;
 
 /// What the writer re-reads: the fingerprint first, the budget's counts last.
 fn check_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
@@ -103,6 +109,8 @@ pub(super) struct Decided {
 pub(super) struct Readers {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
+    /// One for each push being planned.
+    pub(super) permits: tokio::sync::Semaphore,
     /// The database was closed: no reader is opened or kept from then on (its file may be
     /// replaced, and a push is refused by the writer's closed pool).
     closed: AtomicBool,
@@ -116,6 +124,7 @@ impl Readers {
         Readers {
             path,
             idle: Mutex::new(Vec::new()),
+            permits: tokio::sync::Semaphore::new(READERS),
             closed: AtomicBool::new(false),
             enabled: AtomicBool::new(true),
             confirmed: AtomicU64::new(0),
@@ -170,7 +179,7 @@ impl Readers {
         let decided = decide_on(&conn, ctx, push, posture);
         if conn.is_autocommit() && !self.closed.load(Ordering::SeqCst) {
             if let Ok(mut idle) = self.idle.lock() {
-                if idle.len() < IDLE_READERS {
+                if idle.len() < READERS {
                     idle.push(conn);
                 }
             }
@@ -194,6 +203,7 @@ impl Readers {
         )?;
         conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
         conn.pragma_update(None, "query_only", "ON")?;
+        conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
         conn.set_prepared_statement_cache_capacity(8);
         Ok(conn)
     }
