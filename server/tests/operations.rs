@@ -465,9 +465,15 @@ tidemark_store::test_each_backend! {
                 assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="1.0"}"#), Some(3.0), "{text}");
                 assert_eq!(sample(&text, "tidemark_push_group_size_sum"), Some(3.0), "{text}");
                 assert_eq!(sample(&text, r#"tidemark_push_group_size_bucket{le="+Inf"}"#), Some(3.0), "{text}");
+                // Pushes one at a time find the writer idle: each is decided there unless its
+                // plan beside the queue was ready first, and then it was written as planned.
+                let early = sample(&text, "tidemark_push_decided_early_total");
+                assert!(early.is_some_and(|n| n <= 2.0), "{text}");
+                assert_eq!(sample(&text, "tidemark_push_decided_again_total"), Some(0.0), "{text}");
             }
             tidemark_store::Backend::Postgres => {
                 assert!(!text.contains("tidemark_push_group_size"), "no committer on PostgreSQL");
+                assert!(!text.contains("tidemark_push_decided"), "no committer on PostgreSQL");
             }
         }
 

@@ -213,7 +213,23 @@ impl Collector for PushGroups {
             None,
             MetricType::Histogram,
         )?;
-        metric.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+        metric.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
+        for (name, help, value) in [
+            (
+                "push_decided_early",
+                "SQLite pushes planned before the writer's turn and written as planned",
+                stats.decided_early,
+            ),
+            (
+                "push_decided_again",
+                "SQLite pushes planned before the writer's turn on what had changed by then, decided again by the writer",
+                stats.decided_again,
+            ),
+        ] {
+            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            metric.encode_counter::<NoLabelSet, _, u64>(&value, None)?;
+        }
+        Ok(())
     }
 }
 

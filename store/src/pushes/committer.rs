@@ -26,8 +26,8 @@ use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
-use super::early::Readers;
-use super::sqlite_writer::{Job, SqliteWriter, Turn};
+use super::early::{Readers, Slot};
+use super::sqlite_writer::{Input, Job, SqliteWriter, Turn};
 use super::{PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
 use crate::StoreError;
@@ -60,7 +60,7 @@ struct Counters {
     retried_alone: AtomicU64,
     /// Pushes submitted and not yet answered.
     in_flight: AtomicU64,
-    /// Of those, the ones being planned before they join the queue.
+    /// Pushes not yet queued, or being planned early.
     deciding: AtomicU64,
     /// `formed[n - 1]`: groups formed with `n` pushes (retries alone not counted).
     formed: [AtomicU64; MAX_GROUP_PUSHES],
@@ -78,7 +78,7 @@ pub struct GroupStats {
     /// Pushes submitted and not yet answered: waiting for a group, or in the one being
     /// written. Callers waiting for room in the queue count too.
     pub in_flight: u64,
-    /// Of those, pushes not yet in the queue (most being planned, [`super::early`]).
+    /// Pushes not yet queued, or being planned beside the queue ([`super::early`]).
     pub deciding: u64,
     /// `formed[n - 1]` is how many groups were formed of `n` pushes.
     pub formed: [u64; MAX_GROUP_PUSHES],
@@ -89,8 +89,23 @@ pub struct GroupStats {
     pub decided_again: u64,
 }
 
-/// Counts a push as in flight (or deciding) until it is answered (or queued) or its caller
-/// stops waiting.
+/// Counts a push as being decided until it is queued and, when planned early, planned.
+struct Deciding(Arc<Counters>);
+
+impl Deciding {
+    fn enter(counters: Arc<Counters>) -> Self {
+        counters.deciding.fetch_add(1, Ordering::Relaxed);
+        Deciding(counters)
+    }
+}
+
+impl Drop for Deciding {
+    fn drop(&mut self) {
+        self.0.deciding.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Counts a push as in flight until it is answered or its caller stops waiting.
 struct InFlight<'a>(&'a AtomicU64);
 
 impl<'a> InFlight<'a> {
@@ -172,33 +187,39 @@ impl PushQueue {
         posture: PushPosture,
     ) -> Result<PushOutcome, StoreError> {
         let _in_flight = InFlight::enter(&self.counters.in_flight);
-        // Counted until the push is in the queue.
-        let deciding = InFlight::enter(&self.counters.deciding);
-        let (ctx, push, posture, decided) = if self.readers.enabled() {
-            let readers = self.readers.clone();
-            let _permit = self.readers.permits.acquire().await;
-            tokio::task::spawn_blocking(move || {
-                let decided = readers.decide(&ctx, &push, &posture);
-                (ctx, push, posture, decided)
-            })
-            .await
-            .map_err(|err| StoreError::Interrupted(err.to_string()))?
-        } else {
-            (ctx, push, posture, None)
-        };
+        // Counted from here until the push is queued and, when it is planned early, planned.
+        let deciding = Deciding::enter(self.counters.clone());
         let (reply, answer) = oneshot::channel();
+        let input = Arc::new(Input { ctx, push, posture });
+        let early = Arc::new(Slot::default());
         let job = Job {
-            ctx,
-            push,
-            posture,
-            decided,
+            input: input.clone(),
+            early: early.clone(),
             reply,
         };
         self.jobs
             .send(Message::Push(Box::new(job)))
             .await
             .map_err(|_| StoreError::Closed)?;
-        drop(deciding);
+        if self.readers.enabled() {
+            // Beside the wait for the writer, not before it: a push the writer reaches first
+            // is decided there, as before, and its plan is not made at all.
+            let readers = self.readers.clone();
+            tokio::spawn(async move {
+                let Ok(_permit) = readers.permits.clone().acquire_owned().await else {
+                    return;
+                };
+                let _ = tokio::task::spawn_blocking(move || {
+                    let _deciding = deciding;
+                    if early.start() {
+                        early.fill(readers.decide(&input.ctx, &input.push, &input.posture));
+                    }
+                })
+                .await;
+            });
+        } else {
+            drop(deciding);
+        }
         answer.await.map_err(|_| StoreError::Closed)?
     }
 }
@@ -271,9 +292,12 @@ impl Waiting {
     }
 
     fn add(&mut self, job: Job) {
-        let line = self.lines.entry(job.ctx.account_id.clone()).or_default();
+        let line = self
+            .lines
+            .entry(job.input.ctx.account_id.clone())
+            .or_default();
         if line.is_empty() {
-            self.turns.push_back(job.ctx.account_id.clone());
+            self.turns.push_back(job.input.ctx.account_id.clone());
         }
         line.push_back(job);
     }
@@ -297,7 +321,7 @@ impl Waiting {
             let Some(job) = line.pop_front() else {
                 continue;
             };
-            findings += job.push.request().findings.len();
+            findings += job.input.push.request().findings.len();
             group.push(job);
             if line.is_empty() {
                 self.lines.remove(&account);

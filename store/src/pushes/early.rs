@@ -2,10 +2,12 @@
 //!
 //! The one writer used to read each push's head, decode it and plan the push's statements in
 //! its own turn, all while every other push waited (0.43 ms of its 0.89 ms of CPU a push, the
-//! serial part that capped the push at about 30 % of the C baseline). Now the request's task
-//! does that against a read snapshot of its own (WAL readers never wait on the writer), on as
-//! many threads as the machine has, and the job carries the plan to the writer with a
-//! fingerprint of what it was decided on.
+//! serial part that capped the push at about 30 % of the C baseline). Now, while a push waits
+//! in the queue, a blocking task does that against a read snapshot of its own (WAL readers
+//! never wait on the writer), on as many threads as the machine has, and leaves the plan for
+//! the writer with a fingerprint of what it was decided on ([`Slot`]). It runs beside the
+//! wait, never before it: a push that finds the writer idle is decided there at once, and
+//! pays no latency for a plan it does not need.
 //!
 //! In its turn the writer reads the fingerprint again, with one small statement over the same
 //! joins ([`check_statement`]): every part of the head the plan depends on (the key and the
@@ -22,8 +24,8 @@
 //! holds in the writer's turn, whichever path wrote it.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, OpenFlags};
@@ -105,12 +107,56 @@ pub(super) struct Decided {
     creates_project: bool,
 }
 
+/// Where a push's early plan meets the writer: whichever comes first decides. A plan still
+/// being made when the writer reaches its push is not waited for (the writer decides, and the
+/// plan is dropped when done); one not yet begun is not begun.
+#[derive(Default)]
+pub(super) struct Slot {
+    state: AtomicU8,
+    decided: Mutex<Option<Decided>>,
+}
+
+const PENDING: u8 = 0;
+const PLANNING: u8 = 1;
+const READY: u8 = 2;
+const WRITER_FIRST: u8 = 3;
+
+impl Slot {
+    /// The planner may begin: the writer has not reached the push.
+    pub(super) fn start(&self) -> bool {
+        self.state
+            .compare_exchange(PENDING, PLANNING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub(super) fn fill(&self, decided: Option<Decided>) {
+        if let Ok(mut slot) = self.decided.lock() {
+            *slot = decided;
+        }
+        self.state.store(READY, Ordering::Release);
+    }
+
+    /// In the writer's turn: the plan, if one is ready (once: a push retried alone after its
+    /// group failed is decided by the writer).
+    pub(super) fn take(&self) -> Option<Decided> {
+        match self.state.compare_exchange(
+            PENDING,
+            WRITER_FIRST,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Err(READY) => self.decided.lock().ok()?.take(),
+            _ => None,
+        }
+    }
+}
+
 /// Reader connections for deciding pushes, and how the decisions fared.
 pub(super) struct Readers {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     /// One for each push being planned.
-    pub(super) permits: tokio::sync::Semaphore,
+    pub(super) permits: Arc<tokio::sync::Semaphore>,
     /// The database was closed: no reader is opened or kept from then on (its file may be
     /// replaced, and a push is refused by the writer's closed pool).
     closed: AtomicBool,
@@ -124,7 +170,7 @@ impl Readers {
         Readers {
             path,
             idle: Mutex::new(Vec::new()),
-            permits: tokio::sync::Semaphore::new(READERS),
+            permits: Arc::new(tokio::sync::Semaphore::new(READERS)),
             closed: AtomicBool::new(false),
             enabled: AtomicBool::new(true),
             confirmed: AtomicU64::new(0),

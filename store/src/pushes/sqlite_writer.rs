@@ -21,7 +21,7 @@ use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::oneshot;
 
-use super::early::{Decided, Readers};
+use super::early::{Readers, Slot};
 use super::head_row::HeadRow;
 use super::{head_statement, plan, PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
@@ -38,13 +38,18 @@ const PREPARED_STATEMENTS: usize = 96;
 /// step: the 5,000-finding pushes added 12 MB that stayed).
 const CACHED_TEXT_MAX: usize = 32 * 1024;
 
-/// One push waiting to be written, and where its answer goes.
-pub(super) struct Job {
+/// What a push is: shared by its job and the task planning it early.
+pub(super) struct Input {
     pub(super) ctx: PushContext,
     pub(super) push: ValidPush,
     pub(super) posture: PushPosture,
-    /// Planned before the writer's turn, if it could be ([`super::early`]).
-    pub(super) decided: Option<Decided>,
+}
+
+/// One push waiting to be written, and where its answer goes.
+pub(super) struct Job {
+    pub(super) input: Arc<Input>,
+    /// Its plan made before the writer's turn, if one is ready by then ([`super::early`]).
+    pub(super) early: Arc<Slot>,
     pub(super) reply: oneshot::Sender<Result<PushOutcome, StoreError>>,
 }
 
@@ -162,23 +167,18 @@ fn write_group(
 }
 
 fn write_push(conn: &Connection, job: &Job, readers: &Readers) -> Result<PushOutcome, StoreError> {
-    if let Some(decided) = &job.decided {
-        if let Some(outcome) = readers.confirm(conn, &job.ctx, &job.push, decided)? {
+    let Input { ctx, push, posture } = &*job.input;
+    if let Some(decided) = job.early.take() {
+        if let Some(outcome) = readers.confirm(conn, ctx, push, &decided)? {
             return Ok(outcome);
         }
     }
     // No line state is kept here: the head is read in process (`line_state`).
-    let head = head_statement(&job.ctx, &job.push, Backend::Sqlite, ("", 0));
+    let head = head_statement(ctx, push, Backend::Sqlite, ("", 0));
     let row = conn
         .prepare_cached(&positional(&head.sql))?
         .query_row(params_from_iter(&head.args), HeadRow::from_sqlite)?;
-    let planned = plan(
-        &job.ctx,
-        &job.push,
-        &job.posture,
-        row.into_head(None),
-        false,
-    );
+    let planned = plan(ctx, push, posture, row.into_head(None), false);
     for stmt in planned.own.iter().chain(&planned.shared) {
         execute(conn, stmt)?;
     }
