@@ -78,6 +78,7 @@ pub async fn build_state_with(config: Config, schema: Schema) -> anyhow::Result<
     )
     .await
     .context("could not open the database named by DATABASE_URL")?;
+    db.set_push_early_decisions(config.database.plan_pushes_early);
     match schema {
         Schema::Migrate => db.migrate().await.context("could not apply migrations")?,
         Schema::Leave => {

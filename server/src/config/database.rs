@@ -52,7 +52,13 @@ pub struct DatabaseConfig {
     /// (`TIDEMARK_DB_STATEMENT_TIMEOUT_SECONDS`, default 8); a write goes on behind the
     /// answer, and its retry is answered as a replay.
     pub statement_timeout_seconds: u32,
+    /// SQLite: plan each push on a read snapshot while it waits for the writer
+    /// (`TIDEMARK_SQLITE_PLAN_PUSHES_EARLY`, 1 or 0; see docs/architecture.md).
+    pub plan_pushes_early: bool,
 }
+
+/// Whether SQLite plans pushes early when the variable is unset (docs/benchmarks.md).
+pub const PLAN_PUSHES_EARLY: bool = true;
 
 impl DatabaseConfig {
     pub fn read(vars: &Vars, data_dir: &Path) -> Result<Self, ConfigError> {
@@ -82,12 +88,17 @@ impl DatabaseConfig {
             vars.seconds_at_most("TIDEMARK_DB_ACQUIRE_TIMEOUT_SECONDS", 3, 60, "")?;
         let statement_timeout_seconds =
             vars.seconds_at_most("TIDEMARK_DB_STATEMENT_TIMEOUT_SECONDS", 8, 60, "")?;
+        let plan_pushes_early = match vars.get("TIDEMARK_SQLITE_PLAN_PUSHES_EARLY") {
+            None => PLAN_PUSHES_EARLY,
+            Some(_) => vars.flag("TIDEMARK_SQLITE_PLAN_PUSHES_EARLY")?,
+        };
         Ok(Self {
             url,
             migrate,
             max_connections,
             acquire_timeout_seconds,
             statement_timeout_seconds,
+            plan_pushes_early,
         })
     }
 

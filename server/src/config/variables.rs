@@ -216,6 +216,11 @@ pub const VARIABLES: &[Variable] = &[
         "database connections one replica opens at most",
     ),
     setting(
+        "TIDEMARK_SQLITE_PLAN_PUSHES_EARLY",
+        "1",
+        "SQLite: plan each push on a read snapshot while it waits for the writer (1 or 0)",
+    ),
+    setting(
         "TIDEMARK_HOUSEKEEPING",
         "keep_all=1d,weekly_after=30d,monthly_after=365d,pull_request_after=30d,inactive_branch_after=30d",
         "how long scans keep their findings (name=age pairs), or off",

@@ -229,6 +229,27 @@ impl Collector for PushGroups {
             let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             metric.encode_counter::<NoLabelSet, _, u64>(&value, None)?;
         }
+        let [decide, write, commit] = stats.writer_nanos.map(|n| n as f64 / 1e9);
+        for (name, help, value) in [
+            (
+                "push_writer_decide_seconds",
+                "Time the SQLite push writer spent reading or checking heads and deciding pushes",
+                decide,
+            ),
+            (
+                "push_writer_write_seconds",
+                "Time the SQLite push writer spent running the pushes' statements",
+                write,
+            ),
+            (
+                "push_writer_commit_seconds",
+                "Time the SQLite push writer spent committing groups (the fsync)",
+                commit,
+            ),
+        ] {
+            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            metric.encode_counter::<NoLabelSet, _, f64>(&value, None)?;
+        }
         Ok(())
     }
 }

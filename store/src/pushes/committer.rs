@@ -27,7 +27,7 @@ use tidemark_domain::push::ValidPush;
 use tokio::sync::{mpsc, oneshot};
 
 use super::early::{Readers, Slot};
-use super::sqlite_writer::{Input, Job, SqliteWriter, Turn};
+use super::sqlite_writer::{Input, Job, SqliteWriter, Timing, Turn};
 use super::{PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
 use crate::StoreError;
@@ -52,6 +52,7 @@ pub struct PushQueue {
     jobs: mpsc::Sender<Message>,
     counters: Arc<Counters>,
     readers: Arc<Readers>,
+    timing: Arc<Timing>,
 }
 
 #[derive(Default)]
@@ -87,6 +88,9 @@ pub struct GroupStats {
     pub decided_early: u64,
     /// Pushes planned before the writer's turn on what had changed by then: decided again.
     pub decided_again: u64,
+    /// Nanoseconds of the writer's turns, summed: reading or checking heads and deciding,
+    /// running the pushes' statements, committing (the fsync).
+    pub writer_nanos: [u64; 3],
 }
 
 /// Counts a push as being decided until it is queued and, when planned early, planned.
@@ -134,15 +138,14 @@ impl PushQueue {
         let (jobs, queue) = mpsc::channel(QUEUE_DEPTH);
         let counters = Arc::new(Counters::default());
         let readers = Arc::new(Readers::new(path.clone()));
-        tokio::spawn(run(
-            SqliteWriter::new(path, writer, readers.clone()),
-            queue,
-            counters.clone(),
-        ));
+        let writer = SqliteWriter::new(path, writer, readers.clone());
+        let timing = writer.timing.clone();
+        tokio::spawn(run(writer, queue, counters.clone()));
         PushQueue {
             jobs,
             counters,
             readers,
+            timing,
         }
     }
 
@@ -177,6 +180,7 @@ impl PushQueue {
             formed,
             decided_early,
             decided_again,
+            writer_nanos: self.timing.nanos(),
         }
     }
 

@@ -254,15 +254,16 @@ impl Readers {
         Ok(conn)
     }
 
-    /// In the writer's turn, inside its transaction: the push as decided early, when what it
-    /// was decided on still holds (its statements run); `None` when the writer must decide.
-    pub(super) fn confirm(
+    /// In the writer's turn, inside its transaction: the push's answer as decided early, with
+    /// the statements to run for it (none for a refusal), when what it was decided on still
+    /// holds; `None` when the writer must decide.
+    pub(super) fn confirm<'d>(
         &self,
         conn: &Connection,
         ctx: &PushContext,
         push: &ValidPush,
-        decided: &Decided,
-    ) -> Result<Option<PushOutcome>, StoreError> {
+        decided: &'d Decided,
+    ) -> Result<Option<(PushOutcome, Option<&'d Planned>)>, StoreError> {
         let now = read_check(conn, &check_statement(ctx, push))?;
         if now.fingerprint != decided.fingerprint {
             self.redecided.fetch_add(1, Ordering::Relaxed);
@@ -292,23 +293,25 @@ impl Readers {
                         "an early decision that appends nothing",
                     ));
                 };
-                let planned = &decided.planned;
-                for stmt in planned.own.iter().chain(&planned.shared) {
-                    super::sqlite_writer::execute(conn, stmt)?;
-                }
                 let rate = RateStatus {
                     limit: ctx.write_limit.limit,
                     remaining,
                     reset_secs,
                 };
-                PushOutcome::Appended(scan.clone(), rate)
+                (
+                    PushOutcome::Appended(scan.clone(), rate),
+                    Some(&decided.planned),
+                )
             }
-            Admission::RateLimited { retry_after_secs } => PushOutcome::RateLimited {
-                retry_after_secs,
-                rate: before,
-            },
+            Admission::RateLimited { retry_after_secs } => (
+                PushOutcome::RateLimited {
+                    retry_after_secs,
+                    rate: before,
+                },
+                None,
+            ),
             Admission::ProjectLimitReached { cap } => {
-                PushOutcome::ProjectLimitReached { cap, rate: before }
+                (PushOutcome::ProjectLimitReached { cap, rate: before }, None)
             }
         }))
     }

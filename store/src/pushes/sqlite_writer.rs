@@ -13,7 +13,9 @@
 //! busy handler (which sleeps) inside the process.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
 use rusqlite::{params_from_iter, Connection, OpenFlags, ToSql};
@@ -63,6 +65,7 @@ pub(super) struct SqliteWriter {
     lock: SqlitePool,
     conn: Option<Connection>,
     readers: Arc<Readers>,
+    pub(super) timing: Arc<Timing>,
 }
 
 impl SqliteWriter {
@@ -72,6 +75,7 @@ impl SqliteWriter {
             lock,
             conn: None,
             readers,
+            timing: Arc::default(),
         }
     }
 
@@ -100,6 +104,7 @@ impl SqliteWriter {
         let conn = self.conn.take();
         let path = self.path.clone();
         let readers = self.readers.clone();
+        let timing = self.timing.clone();
         let joined = tokio::task::spawn_blocking(move || {
             let conn = match conn {
                 Some(conn) => conn,
@@ -108,7 +113,7 @@ impl SqliteWriter {
                     Err(err) => return (None, group, Err(err.into())),
                 },
             };
-            let result = write_group(&conn, &group, &readers);
+            let result = write_group(&conn, &group, (&readers, &timing));
             (Some(conn), group, result)
         })
         .await;
@@ -148,15 +153,17 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
 fn write_group(
     conn: &Connection,
     group: &[Job],
-    readers: &Readers,
+    (readers, timing): (&Readers, &Timing),
 ) -> Result<Vec<PushOutcome>, StoreError> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     let result = group
         .iter()
-        .map(|job| write_push(conn, job, readers))
+        .map(|job| write_push(conn, job, (readers, timing)))
         .collect::<Result<Vec<_>, _>>()
         .and_then(|outcomes| {
+            let started = Instant::now();
             conn.prepare_cached("COMMIT")?.execute([])?;
+            Timing::add(&timing.commit, started.elapsed());
             Ok(outcomes)
         });
     if result.is_err() && !conn.is_autocommit() {
@@ -166,23 +173,62 @@ fn write_group(
     result
 }
 
-fn write_push(conn: &Connection, job: &Job, readers: &Readers) -> Result<PushOutcome, StoreError> {
+fn write_push(
+    conn: &Connection,
+    job: &Job,
+    (readers, timing): (&Readers, &Timing),
+) -> Result<PushOutcome, StoreError> {
     let Input { ctx, push, posture } = &*job.input;
-    if let Some(decided) = job.early.take() {
-        if let Some(outcome) = readers.confirm(conn, ctx, push, &decided)? {
-            return Ok(outcome);
+    let started = Instant::now();
+    let early = job.early.take();
+    let confirmed = match &early {
+        Some(decided) => readers.confirm(conn, ctx, push, decided)?,
+        None => None,
+    };
+    let owned;
+    let (outcome, planned) = match confirmed {
+        Some((outcome, planned)) => (outcome, planned),
+        None => {
+            // No line state is kept here: the head is read in process (`line_state`).
+            let head = head_statement(ctx, push, Backend::Sqlite, ("", 0));
+            let row = conn
+                .prepare_cached(&positional(&head.sql))?
+                .query_row(params_from_iter(&head.args), HeadRow::from_sqlite)?;
+            owned = plan(ctx, push, posture, row.into_head(None), false);
+            (owned.outcome.clone(), Some(&owned))
+        }
+    };
+    let decided = Instant::now();
+    Timing::add(&timing.decide, decided - started);
+    if let Some(planned) = planned {
+        for stmt in planned.own.iter().chain(&planned.shared) {
+            execute(conn, stmt)?;
         }
     }
-    // No line state is kept here: the head is read in process (`line_state`).
-    let head = head_statement(ctx, push, Backend::Sqlite, ("", 0));
-    let row = conn
-        .prepare_cached(&positional(&head.sql))?
-        .query_row(params_from_iter(&head.args), HeadRow::from_sqlite)?;
-    let planned = plan(ctx, push, posture, row.into_head(None), false);
-    for stmt in planned.own.iter().chain(&planned.shared) {
-        execute(conn, stmt)?;
+    Timing::add(&timing.write, decided.elapsed());
+    Ok(outcome)
+}
+
+/// Where the writer's turn goes, summed over every push (for metrics and benchmarks): reading
+/// or checking heads and deciding, running the statements, and committing (the fsync).
+#[derive(Debug, Default)]
+pub(super) struct Timing {
+    pub(super) decide: AtomicU64,
+    pub(super) write: AtomicU64,
+    pub(super) commit: AtomicU64,
+}
+
+impl Timing {
+    fn add(total: &AtomicU64, took: Duration) {
+        total.fetch_add(
+            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
     }
-    Ok(planned.outcome)
+
+    pub(super) fn nanos(&self) -> [u64; 3] {
+        [&self.decide, &self.write, &self.commit].map(|n| n.load(Ordering::Relaxed))
+    }
 }
 
 pub(super) fn execute(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<usize> {
