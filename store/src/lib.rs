@@ -313,8 +313,8 @@ impl Db {
         }
     }
 
-    /// SQLite: whether pushes are planned before the writer's turn (on unless turned off;
-    /// `pushes::early`). Benchmarks and parity tests turn it off; PostgreSQL has no such turn.
+    /// SQLite: whether pushes are planned before the writer's turn (`pushes::early`; off
+    /// unless turned on). PostgreSQL has no such turn.
     pub fn set_push_early_decisions(&self, on: bool) {
         if let Db::Sqlite { pushes, .. } = self {
             pushes.set_early_decisions(on);

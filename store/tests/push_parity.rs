@@ -318,6 +318,7 @@ async fn early_decisions_write_what_the_writer_would() {
 #[tokio::test]
 async fn pushes_to_one_line_planned_on_one_snapshot_still_chain() {
     let t = fresh(Backend::Sqlite).await;
+    t.db.db().set_push_early_decisions(true);
     insert_pushing_account(&t.db, "acct_a").await;
     let pushes = (0..10)
         .map(|i| {
@@ -365,6 +366,7 @@ async fn pushes_to_one_line_planned_on_one_snapshot_still_chain() {
 async fn the_budget_and_the_cap_are_confirmed_in_the_writers_turn() {
     for (limit, cap, expected) in [(5, None, (5, 5, 0)), (1_000, Some(3), (3, 0, 7))] {
         let t = fresh(Backend::Sqlite).await;
+        t.db.db().set_push_early_decisions(true);
         insert_pushing_account(&t.db, "acct_a").await;
         let pushes = (0..10)
             .map(|i| {

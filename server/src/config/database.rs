@@ -57,8 +57,10 @@ pub struct DatabaseConfig {
     pub plan_pushes_early: bool,
 }
 
-/// Whether SQLite plans pushes early when the variable is unset (docs/benchmarks.md).
-pub const PLAN_PUSHES_EARLY: bool = true;
+/// Whether SQLite plans pushes early when the variable is unset: off, since on two cores the
+/// writer's check of a plan cost about half the head read it replaced and the planners took
+/// CPU from the writer (docs/benchmarks.md).
+pub const PLAN_PUSHES_EARLY: bool = false;
 
 impl DatabaseConfig {
     pub fn read(vars: &Vars, data_dir: &Path) -> Result<Self, ConfigError> {

@@ -217,7 +217,7 @@ pub const VARIABLES: &[Variable] = &[
     ),
     setting(
         "TIDEMARK_SQLITE_PLAN_PUSHES_EARLY",
-        "1",
+        "0",
         "SQLite: plan each push on a read snapshot while it waits for the writer (1 or 0)",
     ),
     setting(

@@ -159,8 +159,8 @@ impl PushQueue {
         }
     }
 
-    /// Whether pushes are planned before the writer's turn ([`super::early`]); on by
-    /// default. Off, the writer decides every push (parity tests compare the two).
+    /// Whether pushes are planned before the writer's turn ([`super::early`]); off by
+    /// default, when the writer decides every push (parity tests compare the two).
     pub fn set_early_decisions(&self, on: bool) {
         self.readers.set_enabled(on);
     }

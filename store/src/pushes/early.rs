@@ -172,13 +172,14 @@ impl Readers {
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(tokio::sync::Semaphore::new(READERS)),
             closed: AtomicBool::new(false),
-            enabled: AtomicBool::new(true),
+            enabled: AtomicBool::new(false),
             confirmed: AtomicU64::new(0),
             redecided: AtomicU64::new(0),
         }
     }
 
-    /// Off, every push is decided in the writer's turn (how parity is tested).
+    /// On, pushes are planned beside the queue; off (the default), every push is decided in
+    /// the writer's turn.
     pub(super) fn set_enabled(&self, enabled: bool) {
         self.enabled.store(enabled, Ordering::Relaxed);
     }
