@@ -6,23 +6,23 @@
 //! Handlers do not reach for the registry: a response that should be counted carries a marker
 //! in its extensions ([`PushCounted`], [`LimitReached`]) and [`track_requests`] counts it.
 
+mod push_groups;
+
+use push_groups::PushGroups;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
-use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
-use tidemark_store::pushes::committer::{GroupStats, MAX_GROUP_PUSHES};
 
 /// The database is read for `/metrics` at most this often per replica: a scrape is otherwise
 /// free for anyone who can reach it to repeat.
@@ -193,85 +193,6 @@ fn fault_label(fault: tidemark_store::Fault) -> &'static str {
         tidemark_store::Fault::Unavailable => "unavailable",
         tidemark_store::Fault::StorageFull => "storage_full",
     }
-}
-
-/// The SQLite committer's group sizes as a histogram, read from its own counters at each
-/// scrape (it counts exactly; there is nothing to observe twice). Absent on PostgreSQL.
-#[derive(Debug, Default)]
-struct PushGroups(Mutex<Option<GroupStats>>);
-
-impl Collector for PushGroups {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let Some(stats) = *self.0.lock().unwrap_or_else(|e| e.into_inner()) else {
-            return Ok(());
-        };
-        let (buckets, count, sum) = group_size_buckets(&stats.formed);
-        let mut metric = encoder.encode_descriptor(
-            // The registry's `tidemark_` prefix applies to collectors too.
-            "push_group_size",
-            "Pushes written together in one SQLite transaction by the push committer",
-            None,
-            MetricType::Histogram,
-        )?;
-        metric.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)?;
-        for (name, help, value) in [
-            (
-                "push_decided_early",
-                "SQLite pushes planned before the writer's turn and written as planned",
-                stats.decided_early,
-            ),
-            (
-                "push_decided_again",
-                "SQLite pushes planned before the writer's turn on what had changed by then, decided again by the writer",
-                stats.decided_again,
-            ),
-        ] {
-            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            metric.encode_counter::<NoLabelSet, _, u64>(&value, None)?;
-        }
-        let [decide, write, commit] = stats.writer_nanos.map(|n| n as f64 / 1e9);
-        for (name, help, value) in [
-            (
-                "push_writer_decide_seconds",
-                "Time the SQLite push writer spent reading or checking heads and deciding pushes",
-                decide,
-            ),
-            (
-                "push_writer_write_seconds",
-                "Time the SQLite push writer spent running the pushes' statements",
-                write,
-            ),
-            (
-                "push_writer_commit_seconds",
-                "Time the SQLite push writer spent committing groups (the fsync)",
-                commit,
-            ),
-        ] {
-            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            metric.encode_counter::<NoLabelSet, _, f64>(&value, None)?;
-        }
-        Ok(())
-    }
-}
-
-/// Buckets at powers of two up to the largest group, each with the groups that fall in it
-/// and no lower bucket (the encoder makes them cumulative), the count and the sum.
-fn group_size_buckets(formed: &[u64; MAX_GROUP_PUSHES]) -> (Vec<(f64, u64)>, u64, f64) {
-    let mut buckets = Vec::new();
-    let (mut count, mut sum, mut in_bucket) = (0u64, 0f64, 0u64);
-    let mut bound = 1;
-    for (size, groups) in (1..).zip(formed) {
-        count += groups;
-        in_bucket += groups;
-        sum += (size * groups) as f64;
-        if size == bound || size == MAX_GROUP_PUSHES as u64 {
-            buckets.push((size as f64, in_bucket));
-            in_bucket = 0;
-            bound *= 2;
-        }
-    }
-    buckets.push((f64::INFINITY, 0));
-    (buckets, count, sum)
 }
 
 fn latency_histogram() -> Histogram {
@@ -749,25 +670,6 @@ pub async fn note_matched_path(req: Request, next: Next) -> Response {
         res.extensions_mut().insert(matched);
     }
     res
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn group_sizes_fall_into_power_of_two_buckets() {
-        let mut formed = [0; MAX_GROUP_PUSHES];
-        formed[0] = 5; // five pushes alone
-        formed[2] = 2; // two groups of three
-        formed[MAX_GROUP_PUSHES - 1] = 1; // one full group
-        let (buckets, count, sum) = group_size_buckets(&formed);
-        let bounds: Vec<f64> = buckets.iter().map(|b| b.0).collect();
-        assert_eq!(bounds, [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, f64::INFINITY]);
-        let counts: Vec<u64> = buckets.iter().map(|b| b.1).collect();
-        assert_eq!(counts, [5, 0, 2, 0, 0, 1, 0]);
-        assert_eq!((count, sum), (8, 5.0 + 6.0 + 32.0));
-    }
 }
 
 /// Bytes available to this process and the size of the file system holding `dir`.
