@@ -22,6 +22,12 @@
 //! does with its place), and the planned statements run. Different: the writer reads the head
 //! and decides again, exactly as it did before. So every push is decided on what the line
 //! holds in the writer's turn, whichever path wrote it.
+//!
+//! Off unless `TIDEMARK_SQLITE_PLAN_PUSHES_EARLY=1`: on two cores the check cost about half
+//! the head read it replaced (the head's cost is its joins, not its finding sets) and the
+//! planners took CPU from the writer, so the writer's turn did not shrink (docs/benchmarks-log.md,
+//! issue 70's eighth step). A check that reads nothing (generations of the committer's own
+//! commits and of `PRAGMA data_version`) is the next thing to try.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
