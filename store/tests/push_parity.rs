@@ -312,22 +312,40 @@ async fn early_decisions_write_what_the_writer_would() {
     }
 }
 
+/// A fresh SQLite database that plans pushes early, where `acct_a` can push.
+async fn planning_early() -> TestDb {
+    let t = fresh(Backend::Sqlite).await;
+    t.db.db().set_push_early_decisions(true);
+    insert_pushing_account(&t.db, "acct_a").await;
+    t
+}
+
+/// Ten pushes of `acct_a` under `limit` a minute and `cap`: the i-th to `label(i)`, scored
+/// `score(i)`, scanned i seconds in.
+fn ten_pushes(
+    limit: u32,
+    cap: Option<u64>,
+    label: impl Fn(i64) -> String,
+    score: impl Fn(i64) -> f64,
+) -> Vec<(PushContext, ValidPush)> {
+    (0..10)
+        .map(|i| {
+            let mut ctx = push_context("acct_a");
+            ctx.write_limit = RollingLimit::per_minute(limit);
+            ctx.project_cap = cap;
+            let push = tidemark_store::testing::plain_push(&label(i), i, score(i));
+            (ctx, push)
+        })
+        .collect()
+}
+
 /// Ten pushes to one line in flight together, all planned on the same snapshot: the writer
 /// takes the first as planned and decides the others again, so the history chains exactly,
 /// and a write budget of 5 appends exactly 5.
 #[tokio::test]
 async fn pushes_to_one_line_planned_on_one_snapshot_still_chain() {
-    let t = fresh(Backend::Sqlite).await;
-    t.db.db().set_push_early_decisions(true);
-    insert_pushing_account(&t.db, "acct_a").await;
-    let pushes = (0..10)
-        .map(|i| {
-            let mut ctx = push_context("acct_a");
-            ctx.write_limit = RollingLimit::per_minute(5);
-            let push = tidemark_store::testing::plain_push("api", i, 10.0 * f64::from(i as u8));
-            (ctx, push)
-        })
-        .collect();
+    let t = planning_early().await;
+    let pushes = ten_pushes(5, None, |_| "api".to_owned(), |i| 10.0 * i as f64);
     let answers = push_together(&t.db, pushes).await;
     let appended = answers
         .iter()
@@ -365,18 +383,8 @@ async fn pushes_to_one_line_planned_on_one_snapshot_still_chain() {
 #[tokio::test]
 async fn the_budget_and_the_cap_are_confirmed_in_the_writers_turn() {
     for (limit, cap, expected) in [(5, None, (5, 5, 0)), (1_000, Some(3), (3, 0, 7))] {
-        let t = fresh(Backend::Sqlite).await;
-        t.db.db().set_push_early_decisions(true);
-        insert_pushing_account(&t.db, "acct_a").await;
-        let pushes = (0..10)
-            .map(|i| {
-                let mut ctx = push_context("acct_a");
-                ctx.write_limit = RollingLimit::per_minute(limit);
-                ctx.project_cap = cap;
-                let label = format!("svc-{i}");
-                (ctx, tidemark_store::testing::plain_push(&label, i, 50.0))
-            })
-            .collect();
+        let t = planning_early().await;
+        let pushes = ten_pushes(limit, cap, |i| format!("svc-{i}"), |_| 50.0);
         let answers = push_together(&t.db, pushes).await;
         let count = |f: fn(&tidemark_store::pushes::PushOutcome) -> bool| {
             answers.iter().filter(|a| a.as_ref().is_ok_and(f)).count()
