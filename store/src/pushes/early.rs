@@ -1,55 +1,45 @@
 //! SQLite: a push decided before the writer's turn.
 //!
-//! The one writer used to read each push's head, decode it and plan the push's statements in
-//! its own turn, all while every other push waited (0.43 ms of its 0.89 ms of CPU a push, the
-//! serial part that capped the push at about 30 % of the C baseline). Now, while a push waits
-//! in the queue, a blocking task does that against a read snapshot of its own (WAL readers
-//! never wait on the writer), on as many threads as the machine has, and leaves the plan for
-//! the writer with a fingerprint of what it was decided on ([`Slot`]). It runs beside the
-//! wait, never before it: a push that finds the writer idle is decided there at once, and
-//! pays no latency for a plan it does not need.
+//! The one writer reads each push's head, decodes it and plans the push's statements in its
+//! own turn, while every other push waits (about half of the writer's turn on the push
+//! benchmark). Here, while a push waits in the queue, a blocking task does that against a read
+//! snapshot of its own (WAL readers never wait on the writer) and leaves the plan for the
+//! writer in the push's [`Slot`]. It runs beside the wait, never before it: a push that finds
+//! the writer idle is decided there at once, and pays no latency for a plan it does not need.
 //!
-//! In its turn the writer reads the fingerprint again, with one small statement over the same
-//! joins ([`check_statement`]): every part of the head the plan depends on (the key and the
-//! licence, the project and its gate, the lines and their heads, the triaged findings, the
-//! custom frameworks, who follows the account). The large parts are covered by what names
-//! them: a scan's findings never change, so a line's head names its open set; and the line's
-//! open tracked findings and live spans are named by its state token, which every push stamps
-//! afresh and every other writer of them clears (`line_state::FORGET`). A line whose token was
-//! cleared is decided by the writer, as before; so is a push the snapshot would refuse or
-//! answer as a replay. Equal: the write budget and the project cap are confirmed with the
-//! counts read in the same statement ([`tidemark_domain::append::admit`], as PostgreSQL's path
-//! does with its place), and the planned statements run. Different: the writer reads the head
-//! and decides again, exactly as it did before. So every push is decided on what the line
-//! holds in the writer's turn, whichever path wrote it.
+//! In its turn the writer takes the plan as made when nothing it was made on can have
+//! changed, and it knows that without reading anything: every change to what a head reads is
+//! either a push, which the writer itself committed, or another connection's commit, which
+//! moves `PRAGMA data_version` on the writer's connection. So the writer numbers its commits
+//! and keeps the number of each project's and each account's last one ([`Ledger`]), counts the
+//! other connections' commits it has seen ([`Generations`]), and a plan carries both numbers
+//! as they were before its snapshot began ([`Seen`]). A plan is taken when no other commit
+//! came since and no push to its project was committed since; when only another project of
+//! the account was written, its write budget and project cap are counted again in the turn
+//! (one small statement) and confirmed with [`tidemark_domain::append::admit`], as
+//! PostgreSQL's path does with its place. Anything else, and the writer reads the head and
+//! decides as before. So every push is decided on what the database holds in the writer's
+//! turn, whichever path made the decision.
 //!
-//! Off unless `TIDEMARK_SQLITE_PLAN_PUSHES_EARLY=1`: on two cores the check cost about half
-//! the head read it replaced (the head's cost is its joins, not its finding sets) and the
-//! planners took CPU from the writer, so the writer's turn did not shrink (docs/benchmarks-log.md,
-//! issue 70's eighth step). A check that reads nothing (generations of the committer's own
-//! commits and of `PRAGMA data_version`) is the next thing to try.
+//! Off unless `TIDEMARK_SQLITE_PLAN_PUSHES_EARLY=1` (docs/benchmarks-log.md, issue 70).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, OpenFlags};
 use tidemark_domain::append::{admit, Admission, Counted};
 use tidemark_domain::push::ValidPush;
 
 use super::head_row::HeadRow;
 use super::{
-    head_query, head_statement, plan, rate_status, triage_columns, Planned, PushContext,
-    PushOutcome, RateStatus, SAME_SECOND,
+    budget_joins, head_statement, plan, rate_status, writes_counted_from, Planned, PushContext,
+    PushOutcome, RateStatus, StoredScan,
 };
 use crate::posture::push::PushPosture;
 use crate::stmt::{positional, Stmt};
-use crate::{Backend, StoreError, SQLITE_BUSY_TIMEOUT};
-
-/// The check's last columns, read fresh and confirmed, not compared: the account's appends in
-/// the rate window, the oldest of them, its active projects.
-const BUDGET_COLUMNS: usize = 3;
+use crate::{AccountId, Backend, StoreError, SQLITE_BUSY_TIMEOUT};
 
 /// Pushes planned at once, each on a reader connection of its own, all kept open between
 /// pushes (each connection keeps its statements prepared): more would only queue for the
@@ -60,55 +50,129 @@ pub(super) const READERS: usize = 8;
 /// few index pages, and the operating system caches the file anyway.
 const READER_CACHE_KIB: i64 = 512;
 
-/// What the writer re-reads: the fingerprint first, the budget's counts last.
-fn check_statement(ctx: &PushContext, push: &ValidPush) -> Stmt {
-    let (triaged, set_aside) = triage_columns(Backend::Sqlite);
-    let columns = format!(
-        "t.live_token AS line_token, t.head_seq AS line_head_seq, {triaged} AS triaged, \
-         {set_aside} AS set_aside, cf.documents AS custom_frameworks, k.key_live, \
-         l.license_live, p.id, p.archived_at, p.scan_count, p.gate_min_score, \
-         p.gate_max_drop, p.gate_new_severity, wh.webhooks, al.alerts, \
-         {SAME_SECOND} AS same_second, d.id AS default_id, d.name AS default_name, \
-         t.id AS line_id, t.name AS line_name, t.pr_number AS line_pr, \
-         t.scan_count AS line_count, bs.id AS base_id, bs.head_seq AS base_head_seq, \
-         r.n AS writes, r.oldest AS oldest_write, a.active"
-    );
-    head_query(ctx, push, Backend::Sqlite, ("", 0), &columns)
+/// Projects the ledger remembers before it starts again (a few MB): plans older than that
+/// are decided again.
+const LEDGER_PROJECTS: usize = 100_000;
+
+/// The writer's commit count and the other connections' commits it has seen; read by the
+/// planners, moved only by the writer.
+#[derive(Debug, Default)]
+struct Generations {
+    commits: AtomicU64,
+    external: AtomicU64,
 }
 
-/// The check's row: what the plan was decided on, and the budget's counts now.
-struct Check {
-    fingerprint: Vec<Value>,
-    /// The line exists and its state has no token: it cannot be named, so it is read again.
-    unnamed_state: bool,
-    writes: i64,
-    oldest_write: Option<i64>,
-    active: i64,
+/// Where the database stood, as far as a plan can tell, before its snapshot began: its
+/// snapshot holds at least these commits.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    commits: u64,
+    external: u64,
 }
 
-fn read_check(conn: &Connection, stmt: &Stmt) -> rusqlite::Result<Check> {
+/// What the writer's commits wrote, by project and by account; kept on the writer's thread.
+#[derive(Debug, Default)]
+pub(super) struct Ledger {
+    /// `PRAGMA data_version` at the writer's last turn on its connection; `None` on a
+    /// connection not yet asked (what came before it is unknown).
+    data_version: Option<i64>,
+    projects: HashMap<(AccountId, String), u64>,
+    accounts: HashMap<AccountId, u64>,
+    /// Plans seen before this commit are not checked: the ledger forgot them.
+    floor: u64,
+}
+
+impl Ledger {
+    /// The writer's connection is new: another connection's commits before it are unknown.
+    pub(super) fn forget_connection(&mut self) {
+        self.data_version = None;
+    }
+
+    /// In the writer's turn, once it holds the write lock: whether another connection
+    /// committed since its last turn (then no plan made before now is taken).
+    pub(super) fn look_outside(
+        &mut self,
+        conn: &Connection,
+        readers: &Readers,
+    ) -> rusqlite::Result<()> {
+        let version: i64 = conn
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |row| row.get(0))?;
+        if self.data_version != Some(version) {
+            readers.generations.external.fetch_add(1, Ordering::AcqRel);
+            self.data_version = Some(version);
+        }
+        Ok(())
+    }
+
+    /// After a commit of `pushes`: their projects and accounts were written by it. The count
+    /// moves only after the commit, so a plan that reads it sees the commit in its snapshot.
+    pub(super) fn committed<'a>(
+        &mut self,
+        pushes: impl Iterator<Item = (&'a AccountId, &'a str)>,
+        readers: &Readers,
+    ) {
+        let commits = &readers.generations.commits;
+        let now = commits.load(Ordering::Acquire) + 1;
+        if self.projects.len() >= LEDGER_PROJECTS {
+            self.projects.clear();
+            self.accounts.clear();
+            self.floor = now;
+        }
+        for (account, label) in pushes {
+            self.projects
+                .insert((account.clone(), label.to_owned()), now);
+            self.accounts.insert(account.clone(), now);
+        }
+        commits.store(now, Ordering::Release);
+    }
+
+    /// Whether anything the plan for `project` read may have changed since `seen`, and
+    /// whether its account's budget and projects may have.
+    fn since(&self, seen: Seen, external: u64, account: &AccountId, label: &str) -> Since {
+        let after = |last: Option<&u64>| last.is_some_and(|&at| at > seen.commits);
+        if seen.external != external
+            || seen.commits < self.floor
+            || after(self.projects.get(&(account.clone(), label.to_owned())))
+        {
+            Since::Changed
+        } else if after(self.accounts.get(account)) {
+            Since::AccountWritten
+        } else {
+            Since::Unchanged
+        }
+    }
+}
+
+enum Since {
+    Unchanged,
+    /// Another project of the account was written: its budget and cap are counted again.
+    AccountWritten,
+    Changed,
+}
+
+/// The account's writes in the rate window, the oldest of them, and its active projects.
+fn budget_statement(ctx: &PushContext) -> Stmt {
+    Stmt::new(format!(
+        "SELECT r.n, r.oldest, a.active FROM {}",
+        budget_joins(1)
+    ))
+    .bind(ctx.account_id.as_str())
+    .bind(writes_counted_from(ctx, Backend::Sqlite))
+    .bind(ctx.account_id.as_str())
+}
+
+fn read_budget(conn: &Connection, ctx: &PushContext) -> rusqlite::Result<(i64, Option<i64>, i64)> {
+    let stmt = budget_statement(ctx);
     conn.prepare_cached(&positional(&stmt.sql))?
         .query_row(params_from_iter(&stmt.args), |row| {
-            let columns = row.as_ref().column_count();
-            let compared = columns.saturating_sub(BUDGET_COLUMNS);
-            let fingerprint = (0..compared)
-                .map(|i| row.get::<_, Value>(i))
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            let token: Option<String> = row.get("line_token")?;
-            let line: Option<String> = row.get("line_id")?;
-            Ok(Check {
-                fingerprint,
-                unnamed_state: line.is_some() && token.is_none(),
-                writes: row.get("writes")?,
-                oldest_write: row.get("oldest_write")?,
-                active: row.get("active")?,
-            })
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
         })
 }
 
 /// A push planned on a snapshot, and what it was planned on.
 pub(super) struct Decided {
-    fingerprint: Vec<Value>,
+    seen: Seen,
     planned: Planned,
     creates_project: bool,
 }
@@ -167,6 +231,7 @@ pub(super) struct Readers {
     /// replaced, and a push is refused by the writer's closed pool).
     closed: AtomicBool,
     enabled: AtomicBool,
+    generations: Generations,
     confirmed: AtomicU64,
     redecided: AtomicU64,
 }
@@ -179,6 +244,7 @@ impl Readers {
             permits: Arc::new(tokio::sync::Semaphore::new(READERS)),
             closed: AtomicBool::new(false),
             enabled: AtomicBool::new(false),
+            generations: Generations::default(),
             confirmed: AtomicU64::new(0),
             redecided: AtomicU64::new(0),
         }
@@ -211,8 +277,7 @@ impl Readers {
         }
     }
 
-    /// The push planned on a snapshot, when it would be appended; `None` leaves the decision
-    /// to the writer. Blocking.
+    /// The push planned on a snapshot; `None` leaves the decision to the writer. Blocking.
     pub(super) fn decide(
         &self,
         ctx: &PushContext,
@@ -229,7 +294,7 @@ impl Readers {
                 return None;
             }
         };
-        let decided = decide_on(&conn, ctx, push, posture);
+        let decided = decide_on(&conn, &self.generations, ctx, push, posture);
         if conn.is_autocommit() && !self.closed.load(Ordering::SeqCst) {
             if let Ok(mut idle) = self.idle.lock() {
                 if idle.len() < READERS {
@@ -238,7 +303,7 @@ impl Readers {
             }
         }
         match decided {
-            Ok(decided) => decided,
+            Ok(decided) => Some(decided),
             Err(err) => {
                 tracing::debug!(error = %err, "push left to the writer to decide");
                 None
@@ -267,39 +332,56 @@ impl Readers {
     pub(super) fn confirm<'d>(
         &self,
         conn: &Connection,
+        ledger: &Ledger,
         ctx: &PushContext,
         push: &ValidPush,
         decided: &'d Decided,
     ) -> Result<Option<(PushOutcome, Option<&'d Planned>)>, StoreError> {
-        let now = read_check(conn, &check_statement(ctx, push))?;
-        if now.fingerprint != decided.fingerprint {
-            self.redecided.fetch_add(1, Ordering::Relaxed);
-            return Ok(None);
-        }
-        self.confirmed.fetch_add(1, Ordering::Relaxed);
-        let writes = u32::try_from(now.writes).unwrap_or(u32::MAX);
+        let external = self.generations.external.load(Ordering::Acquire);
+        let since = ledger.since(decided.seen, external, &ctx.account_id, push.label());
+        let confirmed = match (since, &decided.planned.outcome) {
+            (Since::Unchanged, outcome) => Some((outcome.clone(), Some(&decided.planned))),
+            (Since::AccountWritten, PushOutcome::Appended(scan, _)) => {
+                Some(self.admit_again(conn, ctx, decided, scan)?)
+            }
+            // A refusal or a replay counted on the account as it was.
+            (Since::AccountWritten, _) | (Since::Changed, _) => None,
+        };
+        let counter = match confirmed {
+            Some(_) => &self.confirmed,
+            None => &self.redecided,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        Ok(confirmed)
+    }
+
+    /// The budget and the cap counted again for a push planned to append, when only another
+    /// project of its account was written since its snapshot.
+    fn admit_again<'d>(
+        &self,
+        conn: &Connection,
+        ctx: &PushContext,
+        decided: &'d Decided,
+        scan: &StoredScan,
+    ) -> Result<(PushOutcome, Option<&'d Planned>), StoreError> {
+        let (writes, oldest_write, active) = read_budget(conn, ctx)?;
+        let writes = u32::try_from(writes).unwrap_or(u32::MAX);
         let counted = Counted {
             writes_in_window: writes.saturating_add(1),
-            oldest_write: now.oldest_write,
+            oldest_write,
             active_projects: match ctx.project_cap {
-                Some(cap) if decided.creates_project => Some((
-                    cap,
-                    u64::try_from(now.active).unwrap_or(0).saturating_add(1),
-                )),
+                Some(cap) if decided.creates_project => {
+                    Some((cap, u64::try_from(active).unwrap_or(0).saturating_add(1)))
+                }
                 _ => None,
             },
         };
-        let before = rate_status(&ctx.write_limit, ctx.now, writes, now.oldest_write);
-        Ok(Some(match admit(&ctx.write_limit, ctx.now, counted) {
+        let before = rate_status(&ctx.write_limit, ctx.now, writes, oldest_write);
+        Ok(match admit(&ctx.write_limit, ctx.now, counted) {
             Admission::Admitted {
                 remaining,
                 reset_secs,
             } => {
-                let PushOutcome::Appended(scan, _) = &decided.planned.outcome else {
-                    return Err(StoreError::Corrupt(
-                        "an early decision that appends nothing",
-                    ));
-                };
                 let rate = RateStatus {
                     limit: ctx.write_limit.limit,
                     remaining,
@@ -320,95 +402,37 @@ impl Readers {
             Admission::ProjectLimitReached { cap } => {
                 (PushOutcome::ProjectLimitReached { cap, rate: before }, None)
             }
-        }))
+        })
     }
 }
 
-/// The check and the head in one read transaction (one WAL snapshot), then the plan.
+/// The head in one read transaction (one WAL snapshot), then the plan.
 fn decide_on(
     conn: &Connection,
+    generations: &Generations,
     ctx: &PushContext,
     push: &ValidPush,
     posture: &PushPosture,
-) -> Result<Option<Decided>, StoreError> {
+) -> Result<Decided, StoreError> {
+    // Before the snapshot begins, so that it holds at least what these name.
+    let seen = Seen {
+        commits: generations.commits.load(Ordering::Acquire),
+        external: generations.external.load(Ordering::Acquire),
+    };
     conn.prepare_cached("BEGIN")?.execute([])?;
-    let read = read_snapshot(conn, ctx, push);
+    let head = head_statement(ctx, push, Backend::Sqlite, ("", 0));
+    let read = conn
+        .prepare_cached(&positional(&head.sql))
+        .and_then(|mut s| s.query_row(params_from_iter(&head.args), HeadRow::from_sqlite));
     // Nothing was written: ending the snapshot cannot fail in a way that matters to the plan.
     let _ = conn
         .prepare_cached("COMMIT")
         .and_then(|mut s| s.execute([]));
-    let Some((check, row)) = read? else {
-        return Ok(None);
-    };
-    let head = row.into_head(None);
+    let head = read?.into_head(None);
     let creates_project = head.rules.project.is_none();
-    let planned = plan(ctx, push, posture, head, false);
-    if !matches!(planned.outcome, PushOutcome::Appended(..)) {
-        // Refusals and replays are rare, and answer with the budget as the writer finds it.
-        return Ok(None);
-    }
-    Ok(Some(Decided {
-        fingerprint: check.fingerprint,
-        planned,
+    Ok(Decided {
+        seen,
+        planned: plan(ctx, push, posture, head, false),
         creates_project,
-    }))
-}
-
-fn read_snapshot(
-    conn: &Connection,
-    ctx: &PushContext,
-    push: &ValidPush,
-) -> Result<Option<(Check, HeadRow)>, StoreError> {
-    let check = read_check(conn, &check_statement(ctx, push))?;
-    if check.unnamed_state {
-        return Ok(None);
-    }
-    let head = head_statement(ctx, push, Backend::Sqlite, ("", 0));
-    let row = conn
-        .prepare_cached(&positional(&head.sql))?
-        .query_row(params_from_iter(&head.args), HeadRow::from_sqlite)?;
-    Ok(Some((check, row)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The check binds the head's arguments to the head's joins: its placeholders must be the
-    /// head's, in order, or SQLite's positional `?` would bind them to the wrong places.
-    #[test]
-    fn the_check_binds_what_the_head_binds() {
-        let body = serde_json::json!({
-            "project_label": "api", "cloud": "aws", "cloud_account_id": "1",
-            "frameworks": ["f"], "score": 50.0, "passed": 1, "failed": 0,
-            "severity_counts": {"critical": 0, "high": 0, "medium": 0, "low": 0},
-            "findings": [], "state_source": "ci", "scanned_at": "2026-11-18T11:06:40Z",
-        });
-        let push = ValidPush::parse(body.to_string().as_bytes()).expect("a valid push");
-        let ctx = PushContext {
-            account_id: crate::AccountId::trusted("acct"),
-            key_id: "key".into(),
-            project_cap: Some(3),
-            write_limit: tidemark_domain::rate::RollingLimit::per_minute(100),
-            now: 1_795_000_000_000,
-            touch_key: false,
-            raw_body_hash: None,
-            pushed_by: None,
-            custom_frameworks: true,
-            drift_detection: false,
-        };
-        let check = check_statement(&ctx, &push);
-        let head = head_statement(&ctx, &push, Backend::Sqlite, ("", 0));
-        assert_eq!(check.args, head.args);
-        let _ = positional(&check.sql);
-        assert_eq!(check.sql.matches('$').count(), check.args.len());
-        let (_, joins) = check
-            .sql
-            .split_once(" FROM (SELECT COUNT(*) AS n")
-            .expect("joins");
-        assert!(head.sql.ends_with(joins));
-        assert!(check
-            .sql
-            .contains("r.n AS writes, r.oldest AS oldest_write, a.active FROM"));
-    }
+    })
 }

@@ -223,6 +223,19 @@ fn triage_columns(backend: Backend) -> (String, String) {
     (triaged, set_aside)
 }
 
+/// The account's writes in the rate window (`r.n`, the oldest `r.oldest`) and its active
+/// projects (`a.active`), bound to the account, the window's start and the account again from
+/// placeholder `first` on: the head's counts, and what a plan made early counts again.
+fn budget_joins(first: usize) -> String {
+    let (account, from, again) = (first, first + 1, first + 2);
+    format!(
+        "(SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
+          WHERE account_id = ${account} AND received_at > ${from}) r \
+         CROSS JOIN (SELECT COUNT(*) AS active FROM projects \
+                     WHERE account_id = ${again} AND archived_at IS NULL) a"
+    )
+}
+
 /// The scans of the push's project in the push's second (`$1`, `$2`: the head's first
 /// placeholders), which scan ids count.
 const SAME_SECOND: &str = "(SELECT COUNT(*) FROM scans s WHERE s.project_id = p.id \
@@ -247,10 +260,7 @@ fn head_query(
     let base_adopts = base_key.is_some() && base_key == naming;
     Stmt::new(format!(
         "SELECT {columns} \
-         FROM (SELECT COUNT(*) AS n, MIN(received_at) AS oldest FROM scans \
-               WHERE account_id = $3 AND received_at > $4) r \
-         CROSS JOIN (SELECT COUNT(*) AS active FROM projects \
-                     WHERE account_id = $5 AND archived_at IS NULL) a \
+         FROM {budget} \
          LEFT JOIN projects p ON p.account_id = $6 AND p.label = $7 \
          LEFT JOIN branches d ON d.id = p.default_branch_id \
          LEFT JOIN branches t ON t.id = CASE WHEN $8 = '' THEN p.default_branch_id ELSE COALESCE(\
@@ -279,6 +289,7 @@ fn head_query(
             Backend::Sqlite => "group_concat(document, ',')",
             Backend::Postgres => "string_agg(document, ',')",
         },
+        budget = budget_joins(3),
     ))
     .bind(second)
     .bind(second + 1000)

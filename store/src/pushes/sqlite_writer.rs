@@ -23,7 +23,7 @@ use sqlx::SqlitePool;
 use tidemark_domain::push::ValidPush;
 use tokio::sync::oneshot;
 
-use super::early::{Readers, Slot};
+use super::early::{Ledger, Readers, Slot};
 use super::head_row::HeadRow;
 use super::{head_statement, plan, PushContext, PushOutcome};
 use crate::posture::push::PushPosture;
@@ -64,6 +64,8 @@ pub(super) struct SqliteWriter {
     /// The process's writer pool: its one connection is held as the write lock.
     lock: SqlitePool,
     conn: Option<Connection>,
+    /// What its commits wrote, for plans made early ([`super::early`]).
+    ledger: Option<Ledger>,
     readers: Arc<Readers>,
     pub(super) timing: Arc<Timing>,
 }
@@ -74,6 +76,7 @@ impl SqliteWriter {
             path,
             lock,
             conn: None,
+            ledger: Some(Ledger::default()),
             readers,
             timing: Arc::default(),
         }
@@ -102,6 +105,7 @@ impl SqliteWriter {
             }
         };
         let conn = self.conn.take();
+        let mut ledger = self.ledger.take().unwrap_or_default();
         let path = self.path.clone();
         let readers = self.readers.clone();
         let timing = self.timing.clone();
@@ -109,22 +113,27 @@ impl SqliteWriter {
             let conn = match conn {
                 Some(conn) => conn,
                 None => match open(&path) {
-                    Ok(conn) => conn,
-                    Err(err) => return (None, group, Err(err.into())),
+                    Ok(conn) => {
+                        ledger.forget_connection();
+                        conn
+                    }
+                    Err(err) => return (None, ledger, group, Err(err.into())),
                 },
             };
-            let result = write_group(&conn, &group, (&readers, &timing));
-            (Some(conn), group, result)
+            let result = write_group(&conn, &mut ledger, &group, (&readers, &timing));
+            (Some(conn), ledger, group, result)
         })
         .await;
         match joined {
-            Ok((conn, group, result)) => {
+            Ok((conn, ledger, group, result)) => {
                 // One that a failed ROLLBACK left inside a transaction would refuse every
                 // later BEGIN: closing it rolls back, and the next group opens a fresh one.
                 self.conn = conn.filter(Connection::is_autocommit);
+                self.ledger = Some(ledger);
                 (group, result)
             }
-            // The thread panicked: its jobs are gone, and their callers hear `Closed`.
+            // The thread panicked: its jobs are gone, and their callers hear `Closed`. A new
+            // ledger starts with a new connection, which no plan made before it can pass.
             Err(err) => (Vec::new(), Err(StoreError::Interrupted(err.to_string()))),
         }
     }
@@ -152,29 +161,45 @@ fn open(path: &Path) -> rusqlite::Result<Connection> {
 /// turn (each push is another account's, so none reads what another wrote).
 fn write_group(
     conn: &Connection,
+    ledger: &mut Ledger,
     group: &[Job],
     (readers, timing): (&Readers, &Timing),
 ) -> Result<Vec<PushOutcome>, StoreError> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    let result = group
-        .iter()
-        .map(|job| write_push(conn, job, (readers, timing)))
-        .collect::<Result<Vec<_>, _>>()
+    let result = ledger
+        .look_outside(conn, readers)
+        .map_err(StoreError::from)
+        .and_then(|()| {
+            group
+                .iter()
+                .map(|job| write_push(conn, ledger, job, (readers, timing)))
+                .collect::<Result<Vec<_>, _>>()
+        })
         .and_then(|outcomes| {
             let started = Instant::now();
             conn.prepare_cached("COMMIT")?.execute([])?;
             Timing::add(&timing.commit, started.elapsed());
             Ok(outcomes)
         });
-    if result.is_err() && !conn.is_autocommit() {
+    match &result {
+        Ok(_) => ledger.committed(
+            group
+                .iter()
+                .map(|job| (&job.input.ctx.account_id, job.input.push.label())),
+            readers,
+        ),
         // A failed ROLLBACK leaves nothing to undo that a later BEGIN would not refuse.
-        let _ = conn.execute_batch("ROLLBACK");
+        Err(_) if !conn.is_autocommit() => {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        Err(_) => {}
     }
     result
 }
 
 fn write_push(
     conn: &Connection,
+    ledger: &Ledger,
     job: &Job,
     (readers, timing): (&Readers, &Timing),
 ) -> Result<PushOutcome, StoreError> {
@@ -182,7 +207,7 @@ fn write_push(
     let started = Instant::now();
     let early = job.early.take();
     let confirmed = match &early {
-        Some(decided) => readers.confirm(conn, ctx, push, decided)?,
+        Some(decided) => readers.confirm(conn, ledger, ctx, push, decided)?,
         None => None,
     };
     let owned;
