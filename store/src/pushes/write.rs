@@ -21,8 +21,10 @@ pub(super) struct Placed<'a> {
     pub(super) base_seq: Option<i64>,
     /// The line's open tracked findings and the spans its latest scan has, before this one.
     pub(super) state: &'a super::line_state::LineState,
-    /// The line state's new token: every push stamps one, so that a decision taken on an
-    /// earlier read of the line can tell that its state is still the one it read.
+    /// The line state's new token, under which a replica keeps the line's state (PostgreSQL);
+    /// every other writer of the line's findings clears it. Both databases stamp one, so a
+    /// line's token always names its latest state (SQLite's early plans no longer need it:
+    /// `early` checks them by commit counts).
     pub(super) token: &'a str,
     /// The line's state after the push is computed, to be kept under the token (PostgreSQL;
     /// SQLite keeps none).
